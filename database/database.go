@@ -1,0 +1,180 @@
+// Package database opens the database a DATABASE_URL names, PostgreSQL or
+// the embedded SQLite, and migrates its schema.
+package database
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/glebarez/sqlite"
+	"gorm.io/driver/postgres"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/cmpay/cmpay/models"
+)
+
+// DefaultURL is the embedded default: a SQLite file in the working directory.
+const DefaultURL = "sqlite:cmpay.db"
+
+// Options tunes a connection pool. The zero value is usable.
+type Options struct {
+	// MaxOpenConns caps the pool; zero means 20 on PostgreSQL, 4 on SQLite.
+	MaxOpenConns int
+	// Logger receives slow-query and error reports; nil means slog.Default.
+	Logger *slog.Logger
+}
+
+// Open connects to the database url names:
+//
+//	postgres://… or postgresql://…   PostgreSQL (any pgx connection URL)
+//	sqlite:PATH or file:PATH          SQLite, PATH relative to the working directory
+//
+// It does not migrate; call Migrate.
+func Open(rawURL string, opts Options) (*gorm.DB, error) {
+	dialector, kind, err := dialectorFor(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	// A fresh gorm.Config per connection: sharing one between two Opens
+	// mixes their dialects up.
+	db, err := gorm.Open(dialector, &gorm.Config{
+		// Each write that needs a transaction opens one itself.
+		SkipDefaultTransaction: true,
+		TranslateError:         true,
+		Logger:                 newGormLogger(log),
+		NowFunc:                func() time.Time { return time.Now().UTC() },
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open %s database: %w", kind, err)
+	}
+	sqlDB, err := db.DB()
+	if err != nil {
+		return nil, fmt.Errorf("open %s database: %w", kind, err)
+	}
+	maxOpen := opts.MaxOpenConns
+	if maxOpen <= 0 {
+		maxOpen = 20
+		if kind == "sqlite" {
+			maxOpen = 4
+		}
+	}
+	sqlDB.SetMaxOpenConns(maxOpen)
+	sqlDB.SetMaxIdleConns(maxOpen)
+	sqlDB.SetConnMaxIdleTime(5 * time.Minute)
+	return db, nil
+}
+
+// dialectorFor picks the driver for a DATABASE_URL.
+func dialectorFor(rawURL string) (gorm.Dialector, string, error) {
+	scheme, rest, ok := strings.Cut(rawURL, ":")
+	if !ok {
+		return nil, "", fmt.Errorf("DATABASE_URL %q: want postgres://…, sqlite:PATH or file:PATH", redact(rawURL))
+	}
+	switch strings.ToLower(scheme) {
+	case "postgres", "postgresql":
+		return postgres.Open(rawURL), "postgres", nil
+	case "sqlite", "file":
+		dsn, err := sqliteDSN(rest)
+		if err != nil {
+			return nil, "", err
+		}
+		return sqlite.Open(dsn), "sqlite", nil
+	}
+	return nil, "", fmt.Errorf("DATABASE_URL %q: unknown scheme %q; want postgres://…, sqlite:PATH or file:PATH", redact(rawURL), scheme)
+}
+
+// sqliteDSN turns "PATH[?params]" into the driver's DSN with the settings a
+// server needs, unless the URL sets them itself:
+//   - WAL, so readers (the admin UI) never wait for the writer;
+//   - a busy timeout, so concurrent writers queue instead of failing;
+//   - BEGIN IMMEDIATE, so a transaction takes the write lock up front and
+//     two never deadlock upgrading from read to write;
+//   - foreign keys enforced.
+func sqliteDSN(rest string) (string, error) {
+	path, rawQuery, _ := strings.Cut(rest, "?")
+	path = strings.TrimPrefix(path, "//")
+	if path == "" {
+		return "", fmt.Errorf("DATABASE_URL: sqlite needs a file path, as in sqlite:cmpay.db")
+	}
+	q, err := url.ParseQuery(rawQuery)
+	if err != nil {
+		return "", fmt.Errorf("DATABASE_URL: sqlite parameters: %w", err)
+	}
+	pragmas := strings.Join(q["_pragma"], " ")
+	for name, value := range map[string]string{
+		"busy_timeout": "busy_timeout(10000)",
+		"journal_mode": "journal_mode(WAL)",
+		"synchronous":  "synchronous(NORMAL)",
+		"foreign_keys": "foreign_keys(1)",
+	} {
+		if !strings.Contains(pragmas, name) {
+			q.Add("_pragma", value)
+		}
+	}
+	if q.Get("_txlock") == "" {
+		q.Set("_txlock", "immediate")
+	}
+	return "file:" + path + "?" + q.Encode(), nil
+}
+
+// redact hides a password in a URL that is about to be logged or returned.
+func redact(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil || u.User == nil {
+		return rawURL
+	}
+	return u.Redacted()
+}
+
+// Migrate creates or updates the tables and indexes of every model.
+func Migrate(db *gorm.DB) error {
+	if err := db.AutoMigrate(models.All()...); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	return nil
+}
+
+// Ping checks that the database answers.
+func Ping(ctx context.Context, db *gorm.DB) error {
+	sqlDB, err := db.DB()
+	if err != nil {
+		return err
+	}
+	return sqlDB.PingContext(ctx)
+}
+
+// Close closes the pool.
+func Close(db *gorm.DB) error {
+	sqlDB, err := db.DB()
+	if err != nil {
+		return err
+	}
+	return sqlDB.Close()
+}
+
+// newGormLogger reports slow queries and errors through slog, with
+// parameters left out: they carry client data.
+func newGormLogger(log *slog.Logger) logger.Interface {
+	return logger.New(slogWriter{log}, logger.Config{
+		SlowThreshold:             500 * time.Millisecond,
+		LogLevel:                  logger.Warn,
+		IgnoreRecordNotFoundError: true,
+		ParameterizedQueries:      true,
+		Colorful:                  false,
+	})
+}
+
+type slogWriter struct{ log *slog.Logger }
+
+func (w slogWriter) Printf(format string, args ...any) {
+	w.log.Warn("database", "detail", fmt.Sprintf(format, args...))
+}

@@ -1,0 +1,141 @@
+// Package dbtest gives each test a fresh, migrated database of its own:
+// a new schema on the PostgreSQL server named by CMPAY_TEST_DATABASE_URL, or
+// a new SQLite file. Tests about storage run the same code on both.
+package dbtest
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"gorm.io/gorm"
+
+	"github.com/cmpay/cmpay/database"
+)
+
+// EnvURL names the PostgreSQL server tests use; its user must be allowed to
+// create schemas. ./scripts/test.sh starts a throwaway server and sets it.
+const EnvURL = "CMPAY_TEST_DATABASE_URL"
+
+// DB is a test's own database.
+type DB struct {
+	Gorm *gorm.DB
+	// Dialect is "postgres" or "sqlite".
+	Dialect string
+	// URL is a DATABASE_URL that reaches this same database, for starting
+	// server processes on it.
+	URL string
+}
+
+// Dialects lists what ForEach runs on.
+var Dialects = []string{"postgres", "sqlite"}
+
+// ForEach runs fn once per dialect, as parallel subtests named after it.
+func ForEach(t *testing.T, fn func(t *testing.T, db DB)) {
+	t.Helper()
+	for _, dialect := range Dialects {
+		t.Run(dialect, func(t *testing.T) {
+			t.Parallel()
+			fn(t, Open(t, dialect))
+		})
+	}
+}
+
+// Open returns a fresh migrated database of the dialect, dropped when the
+// test ends.
+func Open(t testing.TB, dialect string) DB {
+	t.Helper()
+	switch dialect {
+	case "postgres":
+		return Postgres(t)
+	case "sqlite":
+		return SQLite(t)
+	}
+	t.Fatalf("dbtest: unknown dialect %q", dialect)
+	return DB{}
+}
+
+// ServerURL returns the PostgreSQL server's URL, failing the test with
+// instructions when it is not set: a storage test that silently did not run
+// would prove nothing.
+func ServerURL(t testing.TB) string {
+	t.Helper()
+	u := os.Getenv(EnvURL)
+	if u == "" {
+		t.Fatalf("%s is not set: run ./scripts/test.sh, which starts PostgreSQL and sets it, "+
+			"or point it at a server whose user may create schemas", EnvURL)
+	}
+	return u
+}
+
+var (
+	adminOnce sync.Once
+	admin     *gorm.DB
+	adminErr  error
+)
+
+// Postgres returns a fresh schema on the test server, with search_path set
+// to it, migrated.
+func Postgres(t testing.TB) DB {
+	t.Helper()
+	serverURL := ServerURL(t)
+	adminOnce.Do(func() {
+		admin, adminErr = database.Open(serverURL, database.Options{MaxOpenConns: 4})
+	})
+	if adminErr != nil {
+		t.Fatalf("dbtest: connect to %s: %v", EnvURL, adminErr)
+	}
+
+	schema := "test_" + randomHex(8)
+	if err := admin.Exec(`CREATE SCHEMA ` + schema).Error; err != nil {
+		t.Fatalf("dbtest: create schema: %v", err)
+	}
+	u, err := url.Parse(serverURL)
+	if err != nil {
+		t.Fatalf("dbtest: %s: %v", EnvURL, err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+
+	db := openMigrated(t, u.String())
+	t.Cleanup(func() {
+		if err := admin.Exec(`DROP SCHEMA ` + schema + ` CASCADE`).Error; err != nil {
+			t.Errorf("dbtest: drop schema %s: %v", schema, err)
+		}
+	})
+	return DB{Gorm: db, Dialect: "postgres", URL: u.String()}
+}
+
+// SQLite returns a fresh SQLite file in the test's temporary directory.
+func SQLite(t testing.TB) DB {
+	t.Helper()
+	u := "sqlite:" + filepath.Join(t.TempDir(), "cmpay.db")
+	return DB{Gorm: openMigrated(t, u), Dialect: "sqlite", URL: u}
+}
+
+func openMigrated(t testing.TB, u string) *gorm.DB {
+	t.Helper()
+	db, err := database.Open(u, database.Options{MaxOpenConns: 16})
+	if err != nil {
+		t.Fatalf("dbtest: %v", err)
+	}
+	t.Cleanup(func() { _ = database.Close(db) })
+	if err := database.Migrate(db); err != nil {
+		t.Fatalf("dbtest: %v", err)
+	}
+	return db
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic(fmt.Sprintf("crypto/rand: %v", err))
+	}
+	return hex.EncodeToString(b)
+}

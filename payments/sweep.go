@@ -1,0 +1,66 @@
+package payments
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"time"
+)
+
+// SweepBatchSize is how many expired keys one statement deletes at most, so
+// that a sweep never holds many locks or writes a large transaction.
+const SweepBatchSize = 1000
+
+// SweepExpiredKeys deletes the keys older than the TTL in batches of at most
+// batchSize and returns how many it deleted. The payments the keys created,
+// and their attempts, stay.
+//
+// It is safe to run on many instances at once and beside live traffic: on
+// PostgreSQL each batch skips rows another transaction holds (a request
+// taking over an expired key, another sweep), and the delete re-checks the
+// age of each row it removes, so a key renewed in between survives.
+func (s *Service) SweepExpiredKeys(ctx context.Context, batchSize int) (int64, error) {
+	if batchSize <= 0 {
+		batchSize = SweepBatchSize
+	}
+	expiredBefore := s.now().Add(-s.keyTTL)
+	pick := `SELECT id FROM idempotency_keys WHERE created_at < ? LIMIT ?`
+	if s.db.Dialector.Name() == "postgres" {
+		pick += ` FOR UPDATE SKIP LOCKED`
+	}
+	stmt := `DELETE FROM idempotency_keys WHERE created_at < ? AND id IN (` + pick + `)`
+
+	var total int64
+	for {
+		res := s.db.WithContext(ctx).Exec(stmt, expiredBefore, expiredBefore, batchSize)
+		if res.Error != nil {
+			return total, fmt.Errorf("sweep expired keys: %w", res.Error)
+		}
+		total += res.RowsAffected
+		if res.RowsAffected < int64(batchSize) || ctx.Err() != nil {
+			return total, nil
+		}
+	}
+}
+
+// RunSweeper sweeps expired keys every interval (with jitter, so instances
+// started together spread out) until ctx ends.
+func (s *Service) RunSweeper(ctx context.Context, interval time.Duration, log *slog.Logger) {
+	for {
+		wait := interval/2 + rand.N(interval)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		n, err := s.SweepExpiredKeys(ctx, SweepBatchSize)
+		if err != nil && ctx.Err() == nil {
+			log.Error("sweep expired idempotency keys", "err", err)
+			continue
+		}
+		if n > 0 {
+			log.Info("swept expired idempotency keys", "deleted", n)
+		}
+	}
+}

@@ -1,0 +1,74 @@
+# Shared by the scripts in this folder: start what tests and benchmarks need.
+# Source it; it defines functions only.
+
+log() { printf '==> %s\n' "$*" >&2; }
+
+# as_root runs a command as root, through sudo when we are not root.
+as_root() {
+  if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+apt_install() {
+  log "installing $* with apt-get"
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
+
+# pg_bindir prints the newest installed PostgreSQL's bin directory.
+pg_bindir() {
+  local dir
+  dir=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
+  [ -n "$dir" ] && [ -x "$dir/initdb" ] && echo "$dir"
+}
+
+# run_pg runs a PostgreSQL server program; initdb and postgres refuse root,
+# so as root they run as the postgres user.
+run_pg() {
+  if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
+}
+
+# free_port prints a loopback TCP port nobody listens on, from $1 upwards.
+free_port() {
+  local port=$1
+  while (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do port=$((port + 1)); done
+  echo "$port"
+}
+
+# ensure_postgres makes CMPAY_TEST_DATABASE_URL point at a PostgreSQL server.
+# If it is set already, that server is used. Otherwise a throwaway cluster
+# is created in a temporary directory (installing PostgreSQL with apt-get
+# where missing) and stopped when the calling script exits. It also exports
+# CMPAY_PG_BIN, the server's bin directory, for tests that run their own.
+ensure_postgres() {
+  local bin
+  bin=$(pg_bindir) || { apt_install postgresql; bin=$(pg_bindir); } ||
+    { echo "PostgreSQL is not installed and apt-get could not install it" >&2; return 1; }
+  export CMPAY_PG_BIN=$bin
+  if [ -n "${CMPAY_TEST_DATABASE_URL:-}" ]; then
+    log "using PostgreSQL at CMPAY_TEST_DATABASE_URL"
+    return 0
+  fi
+
+  CMPAY_PG_DIR=$(mktemp -d "${TMPDIR:-/tmp}/cmpay-pg.XXXXXX")
+  if [ "$(id -u)" = 0 ]; then
+    id postgres >/dev/null 2>&1 || useradd --system --home-dir /var/lib/postgresql postgres
+    chown postgres "$CMPAY_PG_DIR"
+  fi
+  local port
+  port=$(free_port 54329)
+  log "starting a throwaway PostgreSQL ($("$bin/postgres" --version | awk '{print $3}')) on 127.0.0.1:$port"
+  run_pg "$bin/initdb" -D "$CMPAY_PG_DIR/data" -U postgres -A trust -E UTF8 --no-sync >"$CMPAY_PG_DIR/initdb.log" 2>&1 ||
+    { cat "$CMPAY_PG_DIR/initdb.log" >&2; return 1; }
+  # Durability is not under test here; speed is welcome.
+  run_pg "$bin/pg_ctl" -D "$CMPAY_PG_DIR/data" -l "$CMPAY_PG_DIR/server.log" -w -t 60 \
+    -o "-p $port -k $CMPAY_PG_DIR -c listen_addresses=127.0.0.1 -c max_connections=500 -c fsync=off -c synchronous_commit=off -c full_page_writes=off" \
+    start >/dev/null || { cat "$CMPAY_PG_DIR/server.log" >&2; return 1; }
+  trap stop_postgres EXIT
+  export CMPAY_TEST_DATABASE_URL="postgres://postgres@127.0.0.1:$port/postgres?sslmode=disable"
+}
+
+stop_postgres() {
+  [ -n "${CMPAY_PG_DIR:-}" ] || return 0
+  run_pg "$CMPAY_PG_BIN/pg_ctl" -D "$CMPAY_PG_DIR/data" -m immediate stop >/dev/null 2>&1 || true
+  rm -rf "$CMPAY_PG_DIR"
+}
