@@ -135,9 +135,24 @@ func redact(rawURL string) string {
 	return u.Redacted()
 }
 
-// Migrate creates or updates the tables and indexes of every model.
+// migrationLockID is the PostgreSQL advisory lock migrations hold.
+const migrationLockID = 0x636d706179 // "cmpay"
+
+// Migrate creates or updates the tables and indexes of every model. Several
+// instances may start at once: the migration runs in one transaction that
+// first takes a lock (an advisory lock on PostgreSQL, the write lock on
+// SQLite), so they migrate one after another and the later ones find
+// nothing to do.
 func Migrate(db *gorm.DB) error {
-	if err := db.AutoMigrate(models.All()...); err != nil {
+	err := db.Transaction(func(tx *gorm.DB) error {
+		if tx.Dialector.Name() == "postgres" {
+			if err := tx.Exec(`SELECT pg_advisory_xact_lock(?)`, migrationLockID).Error; err != nil {
+				return err
+			}
+		}
+		return tx.AutoMigrate(models.All()...)
+	})
+	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
 	return nil

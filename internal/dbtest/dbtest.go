@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -31,6 +32,8 @@ type DB struct {
 	// server processes on it.
 	URL string
 }
+
+var quiet = slog.New(slog.DiscardHandler)
 
 // Dialects lists what ForEach runs on.
 var Dialects = []string{"postgres", "sqlite"}
@@ -83,9 +86,27 @@ var (
 // to it, migrated.
 func Postgres(t testing.TB) DB {
 	t.Helper()
+	u := emptyPostgres(t)
+	return DB{Gorm: openMigrated(t, u), Dialect: "postgres", URL: u}
+}
+
+// Empty returns the DATABASE_URL of a fresh database of the dialect with
+// nothing in it, not even tables; it is dropped when the test ends.
+func Empty(t testing.TB, dialect string) string {
+	t.Helper()
+	if dialect == "postgres" {
+		return emptyPostgres(t)
+	}
+	return "sqlite:" + filepath.Join(t.TempDir(), "empty.db")
+}
+
+// emptyPostgres creates a schema on the test server and returns a URL whose
+// search_path is that schema.
+func emptyPostgres(t testing.TB) string {
+	t.Helper()
 	serverURL := ServerURL(t)
 	adminOnce.Do(func() {
-		admin, adminErr = database.Open(serverURL, database.Options{MaxOpenConns: 4})
+		admin, adminErr = database.Open(serverURL, database.Options{MaxOpenConns: 4, Logger: quiet})
 	})
 	if adminErr != nil {
 		t.Fatalf("dbtest: connect to %s: %v", EnvURL, adminErr)
@@ -103,13 +124,12 @@ func Postgres(t testing.TB) DB {
 	q.Set("search_path", schema)
 	u.RawQuery = q.Encode()
 
-	db := openMigrated(t, u.String())
 	t.Cleanup(func() {
 		if err := admin.Exec(`DROP SCHEMA ` + schema + ` CASCADE`).Error; err != nil {
 			t.Errorf("dbtest: drop schema %s: %v", schema, err)
 		}
 	})
-	return DB{Gorm: db, Dialect: "postgres", URL: u.String()}
+	return u.String()
 }
 
 // SQLite returns a fresh SQLite file in the test's temporary directory.
@@ -121,7 +141,8 @@ func SQLite(t testing.TB) DB {
 
 func openMigrated(t testing.TB, u string) *gorm.DB {
 	t.Helper()
-	db, err := database.Open(u, database.Options{MaxOpenConns: 16})
+	// Tests provoke database errors on purpose and check them themselves.
+	db, err := database.Open(u, database.Options{MaxOpenConns: 16, Logger: quiet})
 	if err != nil {
 		t.Fatalf("dbtest: %v", err)
 	}

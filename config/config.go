@@ -1,0 +1,103 @@
+// Package config reads CMPay's configuration from the environment.
+package config
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/cmpay/cmpay/database"
+	"github.com/cmpay/cmpay/payments"
+)
+
+// Config is everything the server is told from outside.
+type Config struct {
+	// DatabaseURL selects the database: postgres://… or sqlite:PATH.
+	DatabaseURL string
+	// Addr is the listen address.
+	Addr string
+
+	// APITokens are the bearer tokens /graphql and /api accept.
+	APITokens []string
+	// APITokenGenerated is set when API_TOKENS was unset and the one token
+	// was made up at start; it is printed once.
+	APITokenGenerated bool
+
+	AdminUser     string
+	AdminPassword string
+	// AdminPasswordGenerated: as APITokenGenerated, for ADMIN_PASSWORD.
+	AdminPasswordGenerated bool
+
+	// KeyTTL is how long an idempotency key is remembered.
+	KeyTTL time.Duration
+	// SweepInterval is how often expired keys are swept.
+	SweepInterval time.Duration
+	// ShutdownTimeout bounds how long in-flight requests may take to finish
+	// after SIGTERM or SIGINT.
+	ShutdownTimeout time.Duration
+}
+
+// FromEnv reads the configuration through getenv (os.Getenv in main, a map
+// in tests). Every problem is reported, not just the first.
+func FromEnv(getenv func(string) string) (Config, error) {
+	c := Config{
+		DatabaseURL:     or(getenv("DATABASE_URL"), database.DefaultURL),
+		Addr:            or(getenv("ADDR"), ":8080"),
+		AdminUser:       or(getenv("ADMIN_USER"), "admin"),
+		AdminPassword:   getenv("ADMIN_PASSWORD"),
+		KeyTTL:          payments.DefaultKeyTTL,
+		SweepInterval:   time.Minute,
+		ShutdownTimeout: 20 * time.Second,
+	}
+	var problems []string
+	duration := func(name string, into *time.Duration) {
+		v := getenv(name)
+		if v == "" {
+			return
+		}
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			problems = append(problems, fmt.Sprintf("%s=%q: want a positive Go duration such as 24h or 90m", name, v))
+			return
+		}
+		*into = d
+	}
+	duration("IDEMPOTENCY_KEY_TTL", &c.KeyTTL)
+	duration("SWEEP_INTERVAL", &c.SweepInterval)
+	duration("SHUTDOWN_TIMEOUT", &c.ShutdownTimeout)
+
+	for _, tok := range strings.Split(getenv("API_TOKENS"), ",") {
+		if tok = strings.TrimSpace(tok); tok != "" {
+			c.APITokens = append(c.APITokens, tok)
+		}
+	}
+	if len(c.APITokens) == 0 {
+		c.APITokens = []string{"cmpay_" + randomSecret()}
+		c.APITokenGenerated = true
+	}
+	if c.AdminPassword == "" {
+		c.AdminPassword = randomSecret()
+		c.AdminPasswordGenerated = true
+	}
+
+	if len(problems) > 0 {
+		return Config{}, fmt.Errorf("configuration: %s", strings.Join(problems, "; "))
+	}
+	return c, nil
+}
+
+func or(v, fallback string) string {
+	if v == "" {
+		return fallback
+	}
+	return v
+}
+
+// randomSecret returns 32 random bytes, URL-safe base64 encoded.
+func randomSecret() string {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b) // never fails: crypto/rand.Read panics rather than return an error
+	return base64.RawURLEncoding.EncodeToString(b)
+}

@@ -1,0 +1,277 @@
+package httpapi_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/cmpay/cmpay/internal/dbtest"
+)
+
+func TestAuth(t *testing.T) {
+	t.Parallel()
+	b := setup(t, dbtest.SQLite(t))
+	query := `{"query":"{ payments { edges { cursor } } }"}`
+	for name, header := range map[string]string{
+		"no header":       "",
+		"wrong token":     "Bearer nope",
+		"token prefix":    "Bearer test-toke",
+		"token extended":  "Bearer test-token-and-more",
+		"basic scheme":    "Basic dGVzdC10b2tlbg==",
+		"bearer no token": "Bearer ",
+		"bare token":      token,
+	} {
+		t.Run(name, func(t *testing.T) {
+			req, _ := http.NewRequest("POST", b.srv.URL+"/graphql", strings.NewReader(query))
+			req.Header.Set("Content-Type", "application/json")
+			if header != "" {
+				req.Header.Set("Authorization", header)
+			}
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer res.Body.Close()
+			var body gqlResponse
+			if err := json.NewDecoder(res.Body).Decode(&body); err != nil {
+				t.Fatal(err)
+			}
+			if res.StatusCode != http.StatusUnauthorized || body.code() != "UNAUTHENTICATED" {
+				t.Errorf("status %d, code %q; want 401 UNAUTHENTICATED", res.StatusCode, body.code())
+			}
+			if res.Header.Get("WWW-Authenticate") == "" {
+				t.Error("no WWW-Authenticate header")
+			}
+		})
+	}
+	for _, tok := range []string{token, "other-token"} {
+		if res := b.do(t, "POST", "/graphql", tok, "application/json", query); res.Status != http.StatusOK || len(res.Errors) > 0 {
+			t.Errorf("token %q: status %d, errors %+v; want 200", tok, res.Status, res.Errors)
+		}
+	}
+	if res := b.do(t, "GET", "/graphql?query="+`%7Bpayments%7Bedges%7Bcursor%7D%7D%7D`, "", "", ""); res.Status != http.StatusUnauthorized {
+		t.Errorf("GET without token: status %d, want 401", res.Status)
+	}
+}
+
+func TestCreatePaymentOverHTTP(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		b := setup(t, db)
+		first := b.create(t, "order-1", input("c1", "10.5", "brl", "PIX"))
+		p := first.Payment
+		if first.Replayed || p.Amount != "10.50" || p.Currency != "BRL" || p.Method != "PIX" ||
+			p.ClientID != "c1" || p.IdempotencyKey != "order-1" || len(p.Attempts) != 1 || p.Attempts[0].Outcome != "CREATED" {
+			t.Fatalf("created %+v", first)
+		}
+
+		// A JSON number, a string with trailing zeros, an exponent: the same
+		// amount, so each is a replay of the first payment.
+		for _, amount := range []any{json.Number("10.5"), json.Number("10.50"), "10.500", json.Number("1.05e1")} {
+			again := b.create(t, "order-1", input("c1", amount, "BRL", "PIX"))
+			if !again.Replayed || again.Payment.ID != p.ID || again.Payment.CreatedAt != p.CreatedAt || again.Payment.Amount != "10.50" {
+				t.Errorf("amount %v: %+v, want a replay of %s created at %s", amount, again, p.ID, p.CreatedAt)
+			}
+		}
+
+		// The same as a literal in the query text, as a number: read from
+		// its digits, so a value no float64 holds stays exact.
+		literal := `mutation { createPayment(input: {clientId: "c1", amount: 10.50, currency: "BRL", method: PIX}, idempotencyKey: "order-1") { replayed payment { id } } }`
+		if res := b.gql(t, literal, nil); len(res.Errors) > 0 || !strings.Contains(string(res.Data["createPayment"]), p.ID) {
+			t.Errorf("literal 10.50: %+v, want a replay of %s", res, p.ID)
+		}
+		big := `mutation { createPayment(input: {clientId: "c1", amount: 12345678901234567.89, currency: "BRL", method: PIX}, idempotencyKey: "big") { payment { amount } } }`
+		if res := b.gql(t, big, nil); len(res.Errors) > 0 || string(res.Data["createPayment"]) != `{"payment":{"amount":"12345678901234567.89"}}` {
+			t.Errorf("literal 12345678901234567.89: %+v, want it exact", res)
+		}
+		bigJSON := b.create(t, "big-json", input("c1", json.Number("9007199254740993.01"), "BRL", "PIX"))
+		if bigJSON.Payment.Amount != "9007199254740993.01" {
+			t.Errorf("JSON number 9007199254740993.01 came back as %s", bigJSON.Payment.Amount)
+		}
+
+		// Another payload with the key: refused, nothing created or changed.
+		res := b.gql(t, createMutation, map[string]any{"input": input("c1", "11", "BRL", "BOLETO"), "key": "order-1"})
+		if res.code() != "IDEMPOTENCY_KEY_REUSED" || string(res.Data["createPayment"]) != "" && string(res.Data["createPayment"]) != "null" {
+			t.Fatalf("conflicting payload: %+v, want IDEMPOTENCY_KEY_REUSED and createPayment null", res)
+		}
+		if got := fmt.Sprint(res.Errors[0].Extensions["differingFields"]); got != "[amount method]" {
+			t.Errorf("differingFields = %s, want [amount method]", got)
+		}
+
+		// The same key string for another client is another payment.
+		other := b.create(t, "order-1", input("c2", "10.5", "BRL", "PIX"))
+		if other.Replayed || other.Payment.ID == p.ID {
+			t.Errorf("another client's key: %+v, want a new payment", other)
+		}
+
+		q := b.gql(t, `query($id: ID!) { payment(id: $id) { replayCount rejectedCount attempts { outcome differingFields } } }`, map[string]any{"id": p.ID})
+		var got struct {
+			ReplayCount, RejectedCount int
+			Attempts                   []struct {
+				Outcome         string
+				DifferingFields []string
+			}
+		}
+		if err := json.Unmarshal(q.Data["payment"], &got); err != nil {
+			t.Fatal(err)
+		}
+		if got.ReplayCount != 5 || got.RejectedCount != 1 || len(got.Attempts) != 7 ||
+			got.Attempts[6].Outcome != "REJECTED" || strings.Join(got.Attempts[6].DifferingFields, ",") != "amount,method" {
+			t.Errorf("payment afterwards: %+v", got)
+		}
+	})
+}
+
+func TestBadInputOverHTTP(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		b := setup(t, db)
+		tests := []struct {
+			name      string
+			key       string
+			input     map[string]any
+			wantField string
+		}{
+			{"empty key", "", input("c1", "1", "BRL", "PIX"), "idempotencyKey"},
+			{"blank key", "  ", input("c1", "1", "BRL", "PIX"), "idempotencyKey"},
+			{"long key", strings.Repeat("k", 101), input("c1", "1", "BRL", "PIX"), "idempotencyKey"},
+			{"key with é", "café", input("c1", "1", "BRL", "PIX"), "idempotencyKey"},
+			{"key with newline", "a\nb", input("c1", "1", "BRL", "PIX"), "idempotencyKey"},
+			{"amount text", "k", input("c1", "ten", "BRL", "PIX"), "amount"},
+			{"amount zero", "k", input("c1", json.Number("0"), "BRL", "PIX"), "amount"},
+			{"amount negative", "k", input("c1", "-5", "BRL", "PIX"), "amount"},
+			{"amount digits", "k", input("c1", "1.001", "BRL", "PIX"), "amount"},
+			{"amount JPY digits", "k", input("c1", json.Number("1.5"), "JPY", "PIX"), "amount"},
+			{"amount huge", "k", input("c1", "1e40", "BRL", "PIX"), "amount"},
+			{"currency", "k", input("c1", "1", "ZZZ", "PIX"), "currency"},
+			{"client empty", "k", input("", "1", "BRL", "PIX"), "clientId"},
+			{"client long", "k", input(strings.Repeat("c", 101), "1", "BRL", "PIX"), "clientId"},
+		}
+		for _, tt := range tests {
+			res := b.gql(t, createMutation, map[string]any{"input": tt.input, "key": tt.key})
+			if res.Status != http.StatusOK || res.code() != "BAD_USER_INPUT" || res.Errors[0].Extensions["field"] != tt.wantField {
+				t.Errorf("%s: status %d, errors %+v; want BAD_USER_INPUT on %s", tt.name, res.Status, res.Errors, tt.wantField)
+				continue
+			}
+			if !strings.Contains(res.Errors[0].Message, tt.wantField) {
+				t.Errorf("%s: message %q does not name %s", tt.name, res.Errors[0].Message, tt.wantField)
+			}
+		}
+		for _, amount := range []string{`true`, `{"a":1}`, `[1]`, `null`} {
+			body := `{"query":"mutation($a: Decimal!) { createPayment(input:{clientId:\"c\", amount:$a, currency:\"BRL\", method:PIX}, idempotencyKey:\"k\") { replayed } }","variables":{"a":` + amount + `}}`
+			if res := b.post(t, body); len(res.Errors) == 0 || res.code() == "INTERNAL_SERVER_ERROR" || res.code() == "" {
+				t.Errorf("amount %s: %+v, want a client error with a code", amount, res)
+			}
+		}
+		var n int64
+		if err := db.Gorm.Table("payments").Count(&n).Error; err != nil || n != 0 {
+			t.Errorf("%d payments after bad input only (%v), want 0", n, err)
+		}
+	})
+}
+
+func TestMalformedRequests(t *testing.T) {
+	t.Parallel()
+	b := setup(t, dbtest.SQLite(t))
+	for _, body := range []string{
+		`{"query":`, `[]`, `{"query": 5}`, `{"query":"{ payments { edges"}`, `{"query":"{ nope }"}`,
+		`{"query":"{ payments { edges { cursor } } }","variables":"x"}`, `{}`, ``, `null`,
+		`{"query":"{ payments(first: \"x\") { edges { cursor } } }"}`,
+		`{"query":"query { payments { edges { cursor } } }","operationName":"Other"}`,
+		strings.Repeat("[", 100000),
+	} {
+		res := b.post(t, body)
+		if res.Status < 400 && len(res.Errors) == 0 {
+			t.Errorf("body %.40q: status %d and no errors, want a GraphQL error", body, res.Status)
+		}
+		if res.code() == "" || res.code() == "INTERNAL_SERVER_ERROR" {
+			t.Errorf("body %.40q: code %q, want a client error code", body, res.code())
+		}
+	}
+	// Still up and answering.
+	if res := b.post(t, `{"query":"{ payments { edges { cursor } } }"}`); res.Status != http.StatusOK || len(res.Errors) > 0 {
+		t.Errorf("after malformed requests: %+v", res)
+	}
+}
+
+func TestPaymentsQuery(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		b := setup(t, db)
+		var created []string
+		for i := range 5 {
+			created = append(created, b.create(t, fmt.Sprintf("k%d", i), input("c1", "1", "USD", "DEBIT_CARD")).Payment.ID)
+		}
+		b.create(t, "k0", input("c1", "1", "USD", "DEBIT_CARD")) // replay: flags k0
+
+		const list = `query($after: String, $filter: PaymentFilter) { payments(first: 2, after: $after, filter: $filter) {
+			edges { cursor node { id } } pageInfo { hasNextPage endCursor } } }`
+		var seen []string
+		var after any
+		for {
+			res := b.gql(t, list, map[string]any{"after": after})
+			var conn struct {
+				Edges []struct {
+					Cursor string
+					Node   struct{ ID string }
+				}
+				PageInfo struct {
+					HasNextPage bool
+					EndCursor   *string
+				}
+			}
+			if err := json.Unmarshal(res.Data["payments"], &conn); err != nil {
+				t.Fatalf("%+v: %v", res, err)
+			}
+			for _, e := range conn.Edges {
+				seen = append(seen, e.Node.ID)
+			}
+			if !conn.PageInfo.HasNextPage {
+				break
+			}
+			after = *conn.PageInfo.EndCursor
+		}
+		for i, id := range seen {
+			if want := created[len(created)-1-i]; id != want {
+				t.Fatalf("page order %v, want newest first %v", seen, created)
+			}
+		}
+		if len(seen) != 5 {
+			t.Errorf("saw %d payments, want 5", len(seen))
+		}
+
+		flagged := b.gql(t, list, map[string]any{"filter": map[string]any{"flagged": true}})
+		if !strings.Contains(string(flagged.Data["payments"]), created[0]) || strings.Contains(string(flagged.Data["payments"]), created[1]) {
+			t.Errorf("flagged: %s, want only %s", flagged.Data["payments"], created[0])
+		}
+		if res := b.gql(t, list, map[string]any{"after": "bogus"}); res.code() != "BAD_USER_INPUT" {
+			t.Errorf("bad cursor: %+v, want BAD_USER_INPUT", res)
+		}
+		if res := b.gql(t, `{ payments(first: 101) { edges { cursor } } }`, nil); res.code() != "BAD_USER_INPUT" {
+			t.Errorf("first: 101: %+v, want BAD_USER_INPUT", res)
+		}
+		if res := b.gql(t, `{ payment(id: "pay_missing") { id } }`, nil); len(res.Errors) > 0 || string(res.Data["payment"]) != "null" {
+			t.Errorf("unknown payment: %+v, want null without errors", res)
+		}
+	})
+}
+
+func TestHealth(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		b := setup(t, db)
+		if res := b.do(t, "GET", "/healthz", "", "", ""); res.Status != http.StatusOK {
+			t.Errorf("healthz: %d, want 200", res.Status)
+		}
+		sqlDB, err := db.Gorm.DB()
+		if err != nil {
+			t.Fatal(err)
+		}
+		sqlDB.Close()
+		if res := b.do(t, "GET", "/healthz", "", "", ""); res.Status != http.StatusServiceUnavailable {
+			t.Errorf("healthz with the database closed: %d, want 503", res.Status)
+		}
+	})
+}

@@ -1,0 +1,59 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"time"
+
+	"github.com/go-chi/chi/v5/middleware"
+
+	"github.com/cmpay/cmpay/requestid"
+)
+
+// recoverPanics answers a panic that escaped a handler with a bare 500 and
+// logs it with its stack; the server keeps running.
+func recoverPanics(log *slog.Logger) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			defer func() {
+				if p := recover(); p != nil {
+					if p == http.ErrAbortHandler {
+						panic(p) // the server's own signal to drop the connection
+					}
+					log.ErrorContext(r.Context(), "panic in handler", "request_id", requestid.From(r.Context()),
+						"panic", p, "stack", string(debug.Stack()))
+					http.Error(w, "internal error; request id "+requestid.From(r.Context()), http.StatusInternalServerError)
+				}
+			}()
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+// accessLog writes one structured line per request. It never logs headers
+// or bodies: they carry tokens and client data.
+func accessLog(log *slog.Logger) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			start := time.Now()
+			ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
+			next.ServeHTTP(ww, r)
+			log.InfoContext(r.Context(), "request",
+				"request_id", requestid.From(r.Context()),
+				"method", r.Method,
+				"path", r.URL.Path,
+				"status", ww.Status(),
+				"bytes", ww.BytesWritten(),
+				"duration_ms", float64(time.Since(start).Microseconds())/1000,
+			)
+		})
+	}
+}
+
+func writeJSON(w http.ResponseWriter, status int, body any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(body)
+}

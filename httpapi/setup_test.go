@@ -1,0 +1,150 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/cmpay/cmpay/httpapi"
+	"github.com/cmpay/cmpay/internal/dbtest"
+	"github.com/cmpay/cmpay/payments"
+)
+
+const token = "test-token"
+
+type bundle struct {
+	db  dbtest.DB
+	svc *payments.Service
+	srv *httptest.Server
+}
+
+func setup(t *testing.T, db dbtest.DB) *bundle {
+	t.Helper()
+	svc := payments.NewService(db.Gorm, payments.Config{})
+	srv := httptest.NewServer(httpapi.NewHandler(httpapi.Deps{
+		Service:   svc,
+		DB:        db.Gorm,
+		APITokens: []string{"other-token", token},
+		Logger:    slog.New(slog.DiscardHandler),
+	}))
+	t.Cleanup(srv.Close)
+	return &bundle{db: db, svc: svc, srv: srv}
+}
+
+// gqlResponse is a GraphQL response as the wire carries it.
+type gqlResponse struct {
+	Status int `json:"-"`
+	Data   map[string]json.RawMessage
+	Errors []gqlError
+}
+
+type gqlError struct {
+	Message    string
+	Path       []any
+	Extensions map[string]any
+}
+
+func (r gqlResponse) code() string {
+	if len(r.Errors) == 0 {
+		return ""
+	}
+	c, _ := r.Errors[0].Extensions["code"].(string)
+	return c
+}
+
+// post sends a raw body to /graphql with the test token.
+func (b *bundle) post(t *testing.T, body string) gqlResponse {
+	t.Helper()
+	return b.do(t, "POST", "/graphql", token, "application/json", body)
+}
+
+func (b *bundle) do(t *testing.T, method, path, bearer, contentType, body string) gqlResponse {
+	t.Helper()
+	req, err := http.NewRequest(method, b.srv.URL+path, bytes.NewBufferString(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bearer != "" {
+		req.Header.Set("Authorization", "Bearer "+bearer)
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	res, err := b.srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	raw, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := gqlResponse{Status: res.StatusCode}
+	if err := json.Unmarshal(raw, &out); err != nil {
+		t.Fatalf("%s %s: status %d, body is not JSON: %s", method, path, res.StatusCode, raw)
+	}
+	return out
+}
+
+// gql sends a query with variables.
+func (b *bundle) gql(t *testing.T, query string, vars map[string]any) gqlResponse {
+	t.Helper()
+	body, err := json.Marshal(map[string]any{"query": query, "variables": vars})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.post(t, string(body))
+}
+
+const createMutation = `mutation Create($input: CreatePaymentInput!, $key: String!) {
+  createPayment(input: $input, idempotencyKey: $key) {
+    replayed
+    payment { id clientId amount currency method idempotencyKey createdAt replayCount rejectedCount
+      attempts { outcome at differingFields } }
+  }
+}`
+
+type paymentJSON struct {
+	ID             string
+	ClientID       string
+	Amount         string
+	Currency       string
+	Method         string
+	IdempotencyKey string
+	CreatedAt      string
+	ReplayCount    int
+	RejectedCount  int
+	Attempts       []struct {
+		Outcome         string
+		At              string
+		DifferingFields []string
+	}
+}
+
+type createPayload struct {
+	Replayed bool
+	Payment  paymentJSON
+}
+
+// create runs createPayment with the amount as given (a string or a
+// json.Number), failing the test on any error.
+func (b *bundle) create(t *testing.T, key string, input map[string]any) createPayload {
+	t.Helper()
+	res := b.gql(t, createMutation, map[string]any{"input": input, "key": key})
+	if res.Status != http.StatusOK || len(res.Errors) > 0 {
+		t.Fatalf("createPayment: status %d, errors %+v", res.Status, res.Errors)
+	}
+	var out createPayload
+	if err := json.Unmarshal(res.Data["createPayment"], &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func input(client string, amount any, currency, method string) map[string]any {
+	return map[string]any{"clientId": client, "amount": amount, "currency": currency, "method": method}
+}

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Runs every check and test of CMPay, exactly as CI does (.ci/run calls it).
+# It starts what the tests need by itself: a throwaway PostgreSQL server
+# (installed with apt-get where missing) unless CMPAY_TEST_DATABASE_URL
+# names one already.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/lib.sh
+
+start=$(date +%s)
+ensure_postgres
+
+log "generated code is fresh"
+scripts/check-generated.sh
+
+log "gofmt"
+unformatted=$(gofmt -l $(git ls-files -co --exclude-standard '*.go'))
+if [ -n "$unformatted" ]; then echo "gofmt would change: $unformatted" >&2; exit 1; fi
+
+log "go vet"
+go vet ./...
+
+log "go test -race"
+go test -race -count=1 -timeout 20m ./...
+
+log "all checks passed in $(( $(date +%s) - start ))s"

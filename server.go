@@ -1,0 +1,112 @@
+// Command cmpay is the CMPay payment API server: an idempotent
+// createPayment over GraphQL (and REST), on PostgreSQL or an embedded
+// SQLite file. Configuration comes from the environment; see README.md.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/cmpay/cmpay/config"
+	"github.com/cmpay/cmpay/database"
+	"github.com/cmpay/cmpay/httpapi"
+	"github.com/cmpay/cmpay/payments"
+)
+
+func main() {
+	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	slog.SetDefault(log)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Getenv, os.Stdout, log); err != nil {
+		log.Error("cmpay stopped", "err", err)
+		os.Exit(1)
+	}
+}
+
+// run serves until ctx ends, then shuts down gracefully: it stops accepting
+// connections and lets in-flight requests finish, for at most
+// SHUTDOWN_TIMEOUT.
+func run(ctx context.Context, getenv func(string) string, stdout io.Writer, log *slog.Logger) error {
+	cfg, err := config.FromEnv(getenv)
+	if err != nil {
+		return err
+	}
+	db, err := database.Open(cfg.DatabaseURL, database.Options{Logger: log})
+	if err != nil {
+		return err
+	}
+	defer func() { _ = database.Close(db) }()
+	if err := database.Migrate(db); err != nil {
+		return err
+	}
+
+	svc := payments.NewService(db, payments.Config{KeyTTL: cfg.KeyTTL})
+	srv := &http.Server{
+		Handler: httpapi.NewHandler(httpapi.Deps{
+			Service:   svc,
+			DB:        db,
+			APITokens: cfg.APITokens,
+			Logger:    log,
+		}),
+		// Slow or idle clients cannot hold connections open for ever.
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return err
+	}
+	printStartup(stdout, cfg, ln.Addr())
+	log.Info("listening", "addr", ln.Addr().String(), "database", db.Dialector.Name(), "key_ttl", cfg.KeyTTL.String())
+
+	sweepCtx, stopSweeping := context.WithCancel(context.Background())
+	defer stopSweeping()
+	go svc.RunSweeper(sweepCtx, cfg.SweepInterval, log)
+
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	select {
+	case err := <-served:
+		return err
+	case <-ctx.Done():
+	}
+
+	log.Info("shutting down", "timeout", cfg.ShutdownTimeout.String())
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	log.Info("stopped")
+	return nil
+}
+
+// printStartup tells the operator where the server is and, once, any
+// secret it made up because none was configured. Secrets go to stdout,
+// never to the structured log.
+func printStartup(w io.Writer, cfg config.Config, addr net.Addr) {
+	fmt.Fprintf(w, "CMPay listening on http://%s\n", addr)
+	if cfg.APITokenGenerated {
+		fmt.Fprintf(w, "API token (generated; set API_TOKENS to choose): %s\n", cfg.APITokens[0])
+	}
+	if cfg.AdminPasswordGenerated {
+		fmt.Fprintf(w, "Admin password for %q (generated; set ADMIN_PASSWORD to choose): %s\n", cfg.AdminUser, cfg.AdminPassword)
+	}
+}
