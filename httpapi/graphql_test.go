@@ -86,6 +86,10 @@ func TestCreatePaymentOverHTTP(t *testing.T) {
 		if res := b.gql(t, big, nil); len(res.Errors) > 0 || string(res.Data["createPayment"]) != `{"payment":{"amount":"12345678901234567.89"}}` {
 			t.Errorf("literal 12345678901234567.89: %+v, want it exact", res)
 		}
+		withDefault := `mutation($a: Decimal = 10.500) { createPayment(input: {clientId: "c1", amount: $a, currency: "BRL", method: PIX}, idempotencyKey: "order-1") { replayed payment { id } } }`
+		if res := b.gql(t, withDefault, nil); len(res.Errors) > 0 || !strings.Contains(string(res.Data["createPayment"]), p.ID) {
+			t.Errorf("variable default 10.500: %+v, want a replay of %s", res, p.ID)
+		}
 		bigJSON := b.create(t, "big-json", input("c1", json.Number("9007199254740993.01"), "BRL", "PIX"))
 		if bigJSON.Payment.Amount != "9007199254740993.01" {
 			t.Errorf("JSON number 9007199254740993.01 came back as %s", bigJSON.Payment.Amount)
@@ -117,8 +121,8 @@ func TestCreatePaymentOverHTTP(t *testing.T) {
 		if err := json.Unmarshal(q.Data["payment"], &got); err != nil {
 			t.Fatal(err)
 		}
-		if got.ReplayCount != 5 || got.RejectedCount != 1 || len(got.Attempts) != 7 ||
-			got.Attempts[6].Outcome != "REJECTED" || strings.Join(got.Attempts[6].DifferingFields, ",") != "amount,method" {
+		if got.ReplayCount != 6 || got.RejectedCount != 1 || len(got.Attempts) != 8 ||
+			got.Attempts[7].Outcome != "REJECTED" || strings.Join(got.Attempts[7].DifferingFields, ",") != "amount,method" {
 			t.Errorf("payment afterwards: %+v", got)
 		}
 	})

@@ -320,3 +320,31 @@ func TestCreateManyKeysConcurrently(t *testing.T) {
 		}
 	})
 }
+
+// A key whose payment cannot be read is an error, never a replay and never
+// a second payment: only a winner's row that is really there is returned.
+func TestCreateNeverMistakesAnErrorForAReplay(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		b := setup(t, db)
+		first := b.mustCreate(t, pix("k1"))
+		// Break the database under the service: the key stays, its payment
+		// row is gone.
+		if err := db.Gorm.Exec(`DELETE FROM idempotency_attempts`).Error; err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Gorm.Exec(`DELETE FROM payments WHERE id = ?`, first.Payment.ID).Error; err != nil {
+			t.Fatal(err)
+		}
+		res, err := b.svc.Create(t.Context(), pix("k1"))
+		if err == nil {
+			t.Fatalf("Create = %+v, want an error", res)
+		}
+		if errors.Is(err, payments.ErrKeyReused) || errors.Is(err, payments.ErrInvalidInput) {
+			t.Errorf("error %v is dressed as a client error", err)
+		}
+		if got := b.rowCounts(t); got != [3]int64{0, 1, 0} {
+			t.Errorf("payments, keys, attempts = %v, want [0 1 0]: nothing written", got)
+		}
+	})
+}
