@@ -18,7 +18,9 @@ import (
 
 	"github.com/cmpay/cmpay/config"
 	"github.com/cmpay/cmpay/database"
+	"github.com/cmpay/cmpay/graph"
 	"github.com/cmpay/cmpay/httpapi"
+	"github.com/cmpay/cmpay/metrics"
 	"github.com/cmpay/cmpay/payments"
 )
 
@@ -50,13 +52,28 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer, log 
 		return err
 	}
 
-	svc := payments.NewService(db, payments.Config{KeyTTL: cfg.KeyTTL})
+	sqlDB, err := db.DB()
+	if err != nil {
+		return err
+	}
+	m := metrics.New(sqlDB)
+	svc := payments.NewService(db, payments.Config{KeyTTL: cfg.KeyTTL, OnAttempt: m.OnAttempt})
 	srv := &http.Server{
 		Handler: httpapi.NewHandler(httpapi.Deps{
-			Service:   svc,
-			DB:        db,
-			APITokens: cfg.APITokens,
-			Logger:    log,
+			Service:       svc,
+			DB:            db,
+			Metrics:       m,
+			APITokens:     cfg.APITokens,
+			AdminUser:     cfg.AdminUser,
+			AdminPassword: cfg.AdminPassword,
+			CORSOrigins:   cfg.CORSOrigins,
+			MaxBodyBytes:  cfg.MaxBodyBytes,
+			GraphQL: &graph.Options{
+				Introspection: cfg.Introspection,
+				MaxDepth:      cfg.MaxDepth,
+				MaxComplexity: cfg.MaxComplexity,
+			},
+			Logger: log,
 		}),
 		// Slow or idle clients cannot hold connections open for ever.
 		ReadHeaderTimeout: 5 * time.Second,

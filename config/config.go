@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -34,6 +35,17 @@ type Config struct {
 	KeyTTL time.Duration
 	// SweepInterval is how often expired keys are swept.
 	SweepInterval time.Duration
+	// CORSOrigins may call the API from browsers (CORS_ORIGINS).
+	CORSOrigins []string
+	// MaxBodyBytes caps request bodies (MAX_BODY_BYTES).
+	MaxBodyBytes int64
+	// Introspection allows GraphQL schema queries (GRAPHQL_INTROSPECTION).
+	Introspection bool
+	// MaxDepth and MaxComplexity limit GraphQL operations
+	// (GRAPHQL_MAX_DEPTH, GRAPHQL_MAX_COMPLEXITY).
+	MaxDepth      int
+	MaxComplexity int
+
 	// ShutdownTimeout bounds how long in-flight requests may take to finish
 	// after SIGTERM or SIGINT.
 	ShutdownTimeout time.Duration
@@ -50,6 +62,10 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		KeyTTL:          payments.DefaultKeyTTL,
 		SweepInterval:   time.Minute,
 		ShutdownTimeout: 20 * time.Second,
+		MaxBodyBytes:    1 << 20,
+		Introspection:   true,
+		MaxDepth:        10,
+		MaxComplexity:   5000,
 	}
 	var problems []string
 	duration := func(name string, into *time.Duration) {
@@ -64,15 +80,34 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		}
 		*into = d
 	}
+	positive := func(name string, into func(int64)) {
+		v := getenv(name)
+		if v == "" {
+			return
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= 0 {
+			problems = append(problems, fmt.Sprintf("%s=%q: want a positive whole number", name, v))
+			return
+		}
+		into(n)
+	}
+	positive("MAX_BODY_BYTES", func(n int64) { c.MaxBodyBytes = n })
+	positive("GRAPHQL_MAX_DEPTH", func(n int64) { c.MaxDepth = int(n) })
+	positive("GRAPHQL_MAX_COMPLEXITY", func(n int64) { c.MaxComplexity = int(n) })
+	if v := getenv("GRAPHQL_INTROSPECTION"); v != "" {
+		on, err := strconv.ParseBool(v)
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("GRAPHQL_INTROSPECTION=%q: want true or false", v))
+		}
+		c.Introspection = on
+	}
+	c.CORSOrigins = list(getenv("CORS_ORIGINS"))
 	duration("IDEMPOTENCY_KEY_TTL", &c.KeyTTL)
 	duration("SWEEP_INTERVAL", &c.SweepInterval)
 	duration("SHUTDOWN_TIMEOUT", &c.ShutdownTimeout)
 
-	for _, tok := range strings.Split(getenv("API_TOKENS"), ",") {
-		if tok = strings.TrimSpace(tok); tok != "" {
-			c.APITokens = append(c.APITokens, tok)
-		}
-	}
+	c.APITokens = list(getenv("API_TOKENS"))
 	if len(c.APITokens) == 0 {
 		c.APITokens = []string{"cmpay_" + randomSecret()}
 		c.APITokenGenerated = true
@@ -86,6 +121,17 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		return Config{}, fmt.Errorf("configuration: %s", strings.Join(problems, "; "))
 	}
 	return c, nil
+}
+
+// list splits a comma-separated value, dropping blanks.
+func list(v string) []string {
+	var out []string
+	for _, item := range strings.Split(v, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
 }
 
 func or(v, fallback string) string {

@@ -9,65 +9,37 @@ import (
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
+	"github.com/cmpay/cmpay/apierror"
 	"github.com/cmpay/cmpay/graph/scalar"
-	"github.com/cmpay/cmpay/payments"
 	"github.com/cmpay/cmpay/requestid"
 )
 
-// The codes clients see in extensions.code. gqlgen adds its own for
-// requests that do not parse or validate (GRAPHQL_PARSE_FAILED,
-// GRAPHQL_VALIDATION_FAILED); these are ours.
-const (
-	CodeBadUserInput    = "BAD_USER_INPUT"
-	CodeBadRequest      = "BAD_REQUEST"
-	CodeKeyReused       = "IDEMPOTENCY_KEY_REUSED"
-	CodeUnauthenticated = "UNAUTHENTICATED"
-	CodeInternal        = "INTERNAL_SERVER_ERROR"
-)
-
-// presentError is the one place an error becomes what a client sees. Domain
-// errors get their codes and details; errors gqlgen already coded pass
-// through; anything else is internal, logged in full and shown to the
-// client only as "internal error" and the request id, never SQL or a stack.
+// presentError turns every error of a GraphQL response into one with an
+// extensions.code. Errors gqlgen classified (GRAPHQL_PARSE_FAILED,
+// GRAPHQL_VALIDATION_FAILED, COMPLEXITY_LIMIT_EXCEEDED) pass through;
+// gqlgen's words about a malformed request become BAD_REQUEST; everything
+// else is classified by apierror, the mapping REST uses too.
 func presentError(ctx context.Context, err error) *gqlerror.Error {
 	gqlErr := graphql.DefaultErrorPresenter(ctx, err)
 
-	var invalid *payments.InvalidInputError
-	var reused *payments.KeyReusedError
 	var badValue *scalar.BadValueError
 	var own *gqlerror.Error
 	switch {
-	case errors.As(err, &invalid):
-		gqlErr.Message = invalid.Error()
-		problems := make([]map[string]any, len(invalid.Problems))
-		for i, p := range invalid.Problems {
-			problems[i] = map[string]any{"field": p.Field, "message": p.Message}
-		}
-		gqlErr.Extensions = map[string]any{
-			"code":     CodeBadUserInput,
-			"field":    invalid.Problems[0].Field,
-			"problems": problems,
-		}
-	case errors.As(err, &reused):
-		gqlErr.Message = reused.Error()
-		gqlErr.Extensions = map[string]any{
-			"code":            CodeKeyReused,
-			"paymentId":       reused.PaymentID,
-			"differingFields": reused.DifferingFields,
-		}
 	case errors.As(err, &badValue):
-		gqlErr.Extensions = map[string]any{"code": CodeBadUserInput}
+		gqlErr.Extensions = map[string]any{"code": apierror.BadUserInput}
 	case gqlErr.Extensions["code"] != nil:
-		// Already classified by gqlgen (parse, validation, limits).
+		// Already classified by gqlgen.
 	case errors.As(err, &own) && own.Unwrap() == nil && len(own.Path) == 0:
 		// gqlgen's own words about the request as a whole: a body that is
 		// not JSON, a missing query, an unknown operation name.
-		gqlErr.Extensions = map[string]any{"code": CodeBadRequest}
+		gqlErr.Extensions = map[string]any{"code": apierror.BadRequest}
 	default:
-		id := requestid.From(ctx)
-		slog.ErrorContext(ctx, "internal error", "request_id", id, "path", gqlErr.Path.String(), "err", err)
-		gqlErr.Message = "internal error"
-		gqlErr.Extensions = map[string]any{"code": CodeInternal, "requestId": id}
+		e := apierror.FromDomain(ctx, err)
+		gqlErr.Message = e.Message
+		gqlErr.Extensions = map[string]any{"code": e.Code}
+		for k, v := range e.Details {
+			gqlErr.Extensions[k] = v
+		}
 	}
 	return gqlErr
 }

@@ -1,8 +1,11 @@
 package graph
 
 import (
+	"context"
 	"net/http"
 
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/99designs/gqlgen/graphql/errcode"
 	"github.com/99designs/gqlgen/graphql/handler"
 	"github.com/99designs/gqlgen/graphql/handler/extension"
 	"github.com/99designs/gqlgen/graphql/handler/lru"
@@ -10,25 +13,74 @@ import (
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/validator/rules"
 
+	"github.com/cmpay/cmpay/apierror"
 	"github.com/cmpay/cmpay/payments"
 )
 
-// NewHandler serves the GraphQL API over svc: queries by GET or POST,
-// mutations by POST, per GraphQL over HTTP.
-func NewHandler(svc *payments.Service) http.Handler {
-	srv := handler.New(NewExecutableSchema(Config{Resolvers: &Resolver{Service: svc}}))
+// Options tunes the GraphQL handler. The zero value is not useful; start
+// from DefaultOptions.
+type Options struct {
+	// Introspection allows __schema and __type queries.
+	Introspection bool
+	// MaxDepth is how deeply selections may nest.
+	MaxDepth int
+	// MaxComplexity caps an operation's cost: one per field, lists
+	// multiplied by their size.
+	MaxComplexity int
+	// OnOperation, if set, is told the operation's name for metrics: its
+	// root fields, such as "createPayment".
+	OnOperation func(ctx context.Context, name string)
+}
+
+// DefaultOptions are the limits the server starts with.
+func DefaultOptions() Options {
+	return Options{Introspection: true, MaxDepth: 10, MaxComplexity: 5000}
+}
+
+func init() {
+	// An operation over the complexity limit is refused before it runs, like
+	// one that fails validation, and answered with a 4xx status.
+	errcode.RegisterErrorType(codeTooComplex, errcode.KindProtocol)
+	errcode.RegisterErrorType(apierror.BadRequest, errcode.KindProtocol)
+}
+
+// NewHandler serves the GraphQL API over svc per GraphQL over HTTP: queries
+// by GET or POST, mutations by POST only, application/json and
+// application/graphql-response+json.
+func NewHandler(svc *payments.Service, opts Options) http.Handler {
+	srv := handler.New(NewExecutableSchema(Config{
+		Resolvers:  &Resolver{Service: svc},
+		Complexity: complexity(),
+	}))
 	srv.AddTransport(transport.Options{})
-	srv.AddTransport(transport.GET{})
-	srv.AddTransport(transport.POST{})
+	srv.AddTransport(getTransport{})
+	srv.AddTransport(postTransport{})
+	srv.AddTransport(unsupportedTransport{})
 
 	srv.SetValidationRulesFn(func() *rules.Rules {
 		r := rules.NewDefaultRules()
 		r.AddRule(keepDecimalLiterals.Name, keepDecimalLiterals.RuleFunc)
+		depthRule := maxDepthRule(opts.MaxDepth)
+		r.AddRule(depthRule.Name, depthRule.RuleFunc)
+		if !opts.Introspection {
+			r.AddRule(noIntrospectionRule.Name, noIntrospectionRule.RuleFunc)
+		}
 		return r
 	})
 	// Parsed and validated documents are reused across requests.
 	srv.SetQueryCache(lru.New[*ast.QueryDocument](1000))
-	srv.Use(extension.Introspection{})
+	if opts.Introspection {
+		srv.Use(extension.Introspection{})
+	}
+	srv.Use(extension.AutomaticPersistedQuery{Cache: lru.New[string](1000)})
+	srv.Use(requireQuery{}) // after APQ, which fills in persisted queries
+	srv.Use(extension.FixedComplexityLimit(opts.MaxComplexity))
+	if opts.OnOperation != nil {
+		srv.AroundOperations(func(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
+			opts.OnOperation(ctx, operationName(graphql.GetOperationContext(ctx)))
+			return next(ctx)
+		})
+	}
 
 	srv.SetErrorPresenter(presentError)
 	srv.SetRecoverFunc(recoverPanic)

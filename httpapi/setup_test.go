@@ -2,19 +2,26 @@ package httpapi_test
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/cmpay/cmpay/httpapi"
 	"github.com/cmpay/cmpay/internal/dbtest"
+	"github.com/cmpay/cmpay/metrics"
 	"github.com/cmpay/cmpay/payments"
 )
 
-const token = "test-token"
+const (
+	token         = "test-token"
+	adminPassword = "admin-password"
+	shopOrigin    = "https://shop.example"
+)
 
 type bundle struct {
 	db  dbtest.DB
@@ -22,17 +29,53 @@ type bundle struct {
 	srv *httptest.Server
 }
 
-func setup(t *testing.T, db dbtest.DB) *bundle {
+// setup serves the whole HTTP surface over db, changed by the options.
+func setup(t *testing.T, db dbtest.DB, change ...func(*httpapi.Deps)) *bundle {
 	t.Helper()
-	svc := payments.NewService(db.Gorm, payments.Config{})
-	srv := httptest.NewServer(httpapi.NewHandler(httpapi.Deps{
-		Service:   svc,
-		DB:        db.Gorm,
-		APITokens: []string{"other-token", token},
-		Logger:    slog.New(slog.DiscardHandler),
-	}))
+	sqlDB, err := db.Gorm.DB()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := metrics.New(sqlDB)
+	svc := payments.NewService(db.Gorm, payments.Config{OnAttempt: m.OnAttempt})
+	deps := httpapi.Deps{
+		Service:       svc,
+		DB:            db.Gorm,
+		Metrics:       m,
+		APITokens:     []string{"other-token", token},
+		AdminUser:     "admin",
+		AdminPassword: adminPassword,
+		CORSOrigins:   []string{shopOrigin},
+		Logger:        slog.New(slog.DiscardHandler),
+	}
+	for _, c := range change {
+		c(&deps)
+	}
+	srv := httptest.NewServer(httpapi.NewHandler(deps))
 	t.Cleanup(srv.Close)
 	return &bundle{db: db, svc: svc, srv: srv}
+}
+
+// raw sends a request and returns the response with its body read.
+func (b *bundle) raw(t *testing.T, method, path string, header http.Header, body string) (*http.Response, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, b.srv.URL+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, vs := range header {
+		req.Header[k] = vs
+	}
+	res, err := b.srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	out, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res, out
 }
 
 // gqlResponse is a GraphQL response as the wire carries it.
@@ -147,4 +190,8 @@ func (b *bundle) create(t *testing.T, key string, input map[string]any) createPa
 
 func input(client string, amount any, currency, method string) map[string]any {
 	return map[string]any{"clientId": client, "amount": amount, "currency": currency, "method": method}
+}
+
+func basic(user, password string) string {
+	return base64.StdEncoding.EncodeToString([]byte(user + ":" + password))
 }

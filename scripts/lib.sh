@@ -72,3 +72,24 @@ stop_postgres() {
   run_pg "$CMPAY_PG_BIN/pg_ctl" -D "$CMPAY_PG_DIR/data" -m immediate stop >/dev/null 2>&1 || true
   rm -rf "$CMPAY_PG_DIR"
 }
+
+# ensure_chromium installs Debian's Chromium for the real-browser tests and
+# makes those tests fail, not skip, if it is still missing.
+ensure_chromium() {
+  if ! command -v chromium >/dev/null 2>&1 && [ -z "${CHROMIUM_PATH:-}" ]; then
+    apt_install chromium
+  fi
+  export CMPAY_REQUIRE_BROWSER=1
+}
+
+# ensure_node installs Node.js where missing, then the pinned npm packages
+# of the GraphQL over HTTP audit (scripts/graphql-http-audit).
+ensure_node() {
+  if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+    apt_install nodejs npm
+  fi
+  if [ ! -d scripts/graphql-http-audit/node_modules/graphql-http ]; then
+    log "installing the graphql-http audit (npm ci)"
+    npm ci --silent --no-audit --no-fund --prefix scripts/graphql-http-audit
+  fi
+}

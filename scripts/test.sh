@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # Runs every check and test of CMPay, exactly as CI does (.ci/run calls it).
-# It starts what the tests need by itself: a throwaway PostgreSQL server
-# (installed with apt-get where missing) unless CMPAY_TEST_DATABASE_URL
-# names one already.
+# It starts and installs what the tests need by itself: a throwaway
+# PostgreSQL server unless CMPAY_TEST_DATABASE_URL names one, Chromium for
+# the real-browser tests, Node.js and the graphql-http audit package
+# (apt-get and npm where missing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
 
 start=$(date +%s)
 ensure_postgres
+ensure_chromium
+ensure_node
 
 log "generated code is fresh"
 scripts/check-generated.sh

@@ -1,0 +1,68 @@
+// Package apierror is the one place an error becomes what an API client
+// sees: a code for extensions.code (GraphQL) or the problem's code (REST),
+// an HTTP status, a message and details. Domain errors keep their meaning;
+// anything unexpected becomes INTERNAL_SERVER_ERROR with only a request id,
+// the full error going to the log.
+package apierror
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+
+	"github.com/cmpay/cmpay/payments"
+	"github.com/cmpay/cmpay/requestid"
+)
+
+// The codes clients branch on.
+const (
+	BadUserInput    = "BAD_USER_INPUT"
+	KeyReused       = "IDEMPOTENCY_KEY_REUSED"
+	Unauthenticated = "UNAUTHENTICATED"
+	NotFound        = "NOT_FOUND"
+	BadRequest      = "BAD_REQUEST"
+	TooLarge        = "PAYLOAD_TOO_LARGE"
+	RateLimited     = "RATE_LIMITED"
+	Internal        = "INTERNAL_SERVER_ERROR"
+)
+
+// Error is an error as a client sees it.
+type Error struct {
+	Code    string
+	Status  int
+	Message string
+	// Details go into extensions (GraphQL) or the problem body (REST).
+	Details map[string]any
+}
+
+// FromDomain classifies an error returned by the payments package. Errors
+// it does not know are internal: logged in full with the request id, and
+// shown as "internal error" and that id.
+func FromDomain(ctx context.Context, err error) Error {
+	var invalid *payments.InvalidInputError
+	var reused *payments.KeyReusedError
+	switch {
+	case errors.As(err, &invalid):
+		problems := make([]map[string]any, len(invalid.Problems))
+		for i, p := range invalid.Problems {
+			problems[i] = map[string]any{"field": p.Field, "message": p.Message}
+		}
+		return Error{Code: BadUserInput, Status: http.StatusBadRequest, Message: invalid.Error(),
+			Details: map[string]any{"field": invalid.Problems[0].Field, "problems": problems}}
+	case errors.As(err, &reused):
+		return Error{Code: KeyReused, Status: http.StatusConflict, Message: reused.Error(),
+			Details: map[string]any{"paymentId": reused.PaymentID, "differingFields": reused.DifferingFields}}
+	case errors.Is(err, payments.ErrNotFound):
+		return Error{Code: NotFound, Status: http.StatusNotFound, Message: "no such payment"}
+	}
+	return FromInternal(ctx, err)
+}
+
+// FromInternal logs err and returns what the client may see of it.
+func FromInternal(ctx context.Context, err error) Error {
+	id := requestid.From(ctx)
+	slog.ErrorContext(ctx, "internal error", "request_id", id, "err", err)
+	return Error{Code: Internal, Status: http.StatusInternalServerError,
+		Message: "internal error", Details: map[string]any{"requestId": id}}
+}

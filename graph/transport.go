@@ -1,0 +1,197 @@
+package graph
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/99designs/gqlgen/graphql/errcode"
+	"github.com/99designs/gqlgen/graphql/handler/transport"
+	"github.com/vektah/gqlparser/v2/gqlerror"
+
+	"github.com/cmpay/cmpay/apierror"
+	"github.com/vektah/gqlparser/v2/ast"
+	"github.com/vektah/gqlparser/v2/parser"
+)
+
+// getTransport is gqlgen's GET transport, except that a mutation sent by GET
+// is answered 405 Method Not Allowed with a coded error, as GraphQL over
+// HTTP asks, instead of gqlgen's uncoded 406; and its statuses follow the
+// spec's SHOULDs (see specStatus).
+type getTransport struct{ transport.GET }
+
+func (t getTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor) {
+	if op := requestedOperation(r); op == ast.Mutation || op == ast.Subscription {
+		w.Header().Set("Allow", "POST")
+		writeProtocolError(w, r, http.StatusMethodNotAllowed, "a "+string(op)+" must be sent with POST; GET is for queries only")
+		return
+	}
+	sw := &specStatus{ResponseWriter: w}
+	t.GET.Do(sw, r, exec)
+	sw.flush()
+}
+
+// postTransport is gqlgen's POST transport with the spec's SHOULDs on
+// statuses (see specStatus).
+type postTransport struct{ transport.POST }
+
+func (t postTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor) {
+	sw := &specStatus{ResponseWriter: w}
+	t.POST.Do(sw, r, exec)
+	sw.flush()
+}
+
+// specStatus adjusts gqlgen's answers to requests that fail before they
+// execute, as GraphQL over HTTP says they SHOULD be:
+//   - a malformed request (code BAD_REQUEST: no query) gets 400;
+//   - under application/json, a document that fails to parse or validate,
+//     or variables that fail to coerce, get 200 (gqlgen says 422), since
+//     legacy clients read errors only from 200 responses;
+//   - under application/graphql-response+json such failures keep gqlgen's
+//     4xx, and lose the "data" entry (gqlgen writes "data": null), because
+//     the request never executed.
+//
+// Only error answers (status 400 and up) are held back and rewritten.
+type specStatus struct {
+	http.ResponseWriter
+	status int // the held-back status, 0 while passing through
+	body   bytes.Buffer
+}
+
+func (w *specStatus) WriteHeader(code int) {
+	if code >= 400 {
+		w.status = code
+		return
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *specStatus) Write(b []byte) (int, error) {
+	if w.status != 0 {
+		return w.body.Write(b)
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *specStatus) flush() {
+	if w.status == 0 {
+		return
+	}
+	var resp struct {
+		Errors []struct {
+			Extensions struct{ Code string }
+		}
+	}
+	var raw map[string]json.RawMessage
+	if json.Unmarshal(w.body.Bytes(), &resp) != nil || json.Unmarshal(w.body.Bytes(), &raw) != nil {
+		w.ResponseWriter.WriteHeader(w.status)
+		_, _ = w.ResponseWriter.Write(w.body.Bytes())
+		return
+	}
+	status := w.status
+	badRequest := slices.ContainsFunc(resp.Errors, func(e struct{ Extensions struct{ Code string } }) bool {
+		return e.Extensions.Code == apierror.BadRequest
+	})
+	contentType := w.Header().Get("Content-Type")
+	switch {
+	case badRequest:
+		status = http.StatusBadRequest
+	case status == http.StatusUnprocessableEntity && strings.HasPrefix(contentType, "application/json"):
+		status = http.StatusOK
+	}
+	if strings.HasPrefix(contentType, "application/graphql-response+json") {
+		delete(raw, "data")
+	}
+	w.ResponseWriter.WriteHeader(status)
+	_ = json.NewEncoder(w.ResponseWriter).Encode(raw)
+}
+
+// requireQuery refuses a request that carries no query (and no persisted
+// query hash) as a malformed request, before parsing: a typo such as
+// {"qeury": …} is not a GraphQL document that failed validation.
+type requireQuery struct{}
+
+func (requireQuery) ExtensionName() string                   { return "RequireQuery" }
+func (requireQuery) Validate(graphql.ExecutableSchema) error { return nil }
+
+func (requireQuery) MutateOperationParameters(_ context.Context, p *graphql.RawParams) *gqlerror.Error {
+	if strings.TrimSpace(p.Query) != "" {
+		return nil
+	}
+	if _, persisted := p.Extensions["persistedQuery"]; persisted {
+		return nil
+	}
+	err := gqlerror.Errorf(`the request has no query: send {"query": "…"}`)
+	errcode.Set(err, apierror.BadRequest)
+	return err
+}
+
+// requestedOperation is the kind of operation a GET request selects, or ""
+// when that cannot be told (the executor then reports why).
+func requestedOperation(r *http.Request) ast.Operation {
+	q := r.URL.Query()
+	doc, err := parser.ParseQuery(&ast.Source{Input: q.Get("query")})
+	if err != nil {
+		return ""
+	}
+	op := doc.Operations.ForName(q.Get("operationName"))
+	if op == nil {
+		return ""
+	}
+	return op.Operation
+}
+
+// unsupportedTransport comes last and takes every request no other
+// transport supports, answering it with a coded error instead of gqlgen's
+// uncoded "transport not supported".
+type unsupportedTransport struct{}
+
+func (unsupportedTransport) Supports(*http.Request) bool { return true }
+
+func (unsupportedTransport) Do(w http.ResponseWriter, r *http.Request, _ graphql.GraphExecutor) {
+	switch r.Method {
+	case http.MethodGet, http.MethodPost, http.MethodOptions:
+		writeProtocolError(w, r, http.StatusUnsupportedMediaType,
+			"send the request as application/json (POST) or in the URL (GET)")
+	default:
+		w.Header().Set("Allow", "GET, POST, OPTIONS")
+		writeProtocolError(w, r, http.StatusMethodNotAllowed, r.Method+" is not supported; use POST, or GET for queries")
+	}
+}
+
+// writeProtocolError answers a request that never reached the executor.
+func writeProtocolError(w http.ResponseWriter, r *http.Request, status int, message string) {
+	contentType := "application/json"
+	if accept := r.Header.Get("Accept"); strings.Contains(accept, "application/graphql-response+json") &&
+		!strings.Contains(accept, "application/json") {
+		contentType = "application/graphql-response+json"
+	}
+	w.Header().Set("Content-Type", contentType)
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]any{
+		"errors": []map[string]any{{"message": message, "extensions": map[string]any{"code": apierror.BadRequest}}},
+	})
+}
+
+// operationName names an operation by its root fields ("createPayment",
+// "payment+payments"): a small, fixed set, fit for a metrics label.
+func operationName(rc *graphql.OperationContext) string {
+	if rc == nil || rc.Operation == nil {
+		return "unknown"
+	}
+	var names []string
+	for _, sel := range rc.Operation.SelectionSet {
+		if f, ok := sel.(*ast.Field); ok && !slices.Contains(names, f.Name) {
+			names = append(names, f.Name)
+		}
+	}
+	if len(names) == 0 {
+		return "unknown"
+	}
+	slices.Sort(names)
+	return strings.Join(names, "+")
+}

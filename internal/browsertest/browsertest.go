@@ -1,0 +1,102 @@
+// Package browsertest runs tests in a real headless Chromium, driven with
+// chromedp: pages are loaded, clicked and photographed as a user would.
+package browsertest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// EnvRequire makes a missing browser fail a test instead of skipping it.
+// scripts/test.sh installs Chromium and sets it, so CI never skips.
+const EnvRequire = "CMPAY_REQUIRE_BROWSER"
+
+// EnvScreenshots, when set, is a folder where screenshots are kept after
+// the test; otherwise they go to the test's temporary folder.
+const EnvScreenshots = "CMPAY_SCREENSHOTS"
+
+// Chromium finds the browser: $CHROMIUM_PATH, or Debian's chromium.
+func Chromium() (string, bool) {
+	for _, candidate := range []string{os.Getenv("CHROMIUM_PATH"), "chromium", "chromium-browser", "google-chrome"} {
+		if candidate == "" {
+			continue
+		}
+		if path, err := exec.LookPath(candidate); err == nil {
+			return path, true
+		}
+	}
+	return "", false
+}
+
+// New starts a fresh headless Chromium for the test (its own profile, no
+// background traffic) and returns a context for chromedp actions, ending
+// with the test or after timeout.
+func New(t *testing.T, timeout time.Duration) context.Context {
+	t.Helper()
+	path, ok := Chromium()
+	if !ok {
+		msg := "NO BROWSER: Chromium is not installed, so this real-browser test did not run. " +
+			"Install Debian's chromium (apt-get install chromium); ./scripts/test.sh does, and never skips."
+		if os.Getenv(EnvRequire) != "" {
+			t.Fatal(msg)
+		}
+		fmt.Fprintln(os.Stderr, "\n!!! "+t.Name()+": "+msg)
+		t.Skip(msg)
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(path),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.NoSandbox, // tests run as root in CI
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.WindowSize(1280, 900),
+	)
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelCtx := chromedp.NewContext(allocCtx)
+	ctx, cancelTimeout := context.WithTimeout(ctx, timeout)
+	t.Cleanup(func() {
+		cancelTimeout()
+		cancelCtx()
+		cancelAlloc()
+	})
+	// Start the browser now, once: actions and event subscriptions made
+	// later from several goroutines then share it instead of racing to
+	// start one each.
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("start Chromium: %v", err)
+	}
+	return ctx
+}
+
+// Screenshot saves a full-page PNG and logs where it is.
+func Screenshot(t *testing.T, ctx context.Context, name string) string {
+	t.Helper()
+	dir := os.Getenv(EnvScreenshots)
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)) // quality 100 means PNG
+	if err != nil {
+		t.Fatalf("screenshot %s: %v", name, err)
+	}
+	path := filepath.Join(dir, name+".png")
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot: %s", path)
+	return path
+}

@@ -1,0 +1,127 @@
+// Package metrics exposes CMPay's Prometheus metrics: what became of every
+// idempotent request, how long requests take by operation, and the
+// database connection pool.
+package metrics
+
+import (
+	"context"
+	"database/sql"
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/cmpay/cmpay/payments"
+)
+
+// Metrics holds the collectors of one server.
+type Metrics struct {
+	registry *prometheus.Registry
+	created  *prometheus.CounterVec
+	replayed *prometheus.CounterVec
+	rejected *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+}
+
+// New registers every collector, the database pool's among them.
+func New(db *sql.DB) *Metrics {
+	m := &Metrics{
+		registry: prometheus.NewRegistry(),
+		created: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cmpay_payments_created_total",
+			Help: "Payments created, by the API they came through.",
+		}, []string{"transport"}),
+		replayed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cmpay_idempotency_keys_replayed_total",
+			Help: "Requests that reused a key with the same payload and got the existing payment back.",
+		}, []string{"transport"}),
+		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cmpay_idempotency_keys_rejected_total",
+			Help: "Requests refused with IDEMPOTENCY_KEY_REUSED: a key reused with another payload.",
+		}, []string{"transport"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "cmpay_request_duration_seconds",
+			Help:    "HTTP request latency by operation (GraphQL root fields, REST endpoint or route).",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
+		}, []string{"operation", "status"}),
+	}
+	m.registry.MustRegister(
+		m.created, m.replayed, m.rejected, m.duration,
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		collectors.NewDBStatsCollector(db, "cmpay"),
+	)
+	return m
+}
+
+// OnAttempt counts one recorded attempt; it is the payments.Config hook.
+func (m *Metrics) OnAttempt(outcome payments.Outcome, transport string) {
+	switch outcome {
+	case payments.OutcomeCreated:
+		m.created.WithLabelValues(transport).Inc()
+	case payments.OutcomeReplayed:
+		m.replayed.WithLabelValues(transport).Inc()
+	case payments.OutcomeRejected:
+		m.rejected.WithLabelValues(transport).Inc()
+	}
+}
+
+// Handler serves the metrics in Prometheus' text format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{Registry: m.registry})
+}
+
+type operationKey struct{}
+
+// SetOperation names the operation a request turned out to be, for the
+// latency histogram; handlers deeper down call it (the GraphQL executor
+// once it knows the root fields, the REST endpoint).
+func SetOperation(ctx context.Context, name string) {
+	if op, ok := ctx.Value(operationKey{}).(*string); ok {
+		*op = name
+	}
+}
+
+// Instrument times every request, labelled with the operation set by
+// SetOperation or else the matched route.
+func (m *Metrics) Instrument(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		op := new(string)
+		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+		next.ServeHTTP(sw, r.WithContext(context.WithValue(r.Context(), operationKey{}, op)))
+		name := *op
+		if name == "" {
+			name = "route:" + routeOf(r)
+		}
+		m.duration.WithLabelValues(name, statusClass(sw.status)).Observe(time.Since(start).Seconds())
+	})
+}
+
+// routeOf is the route pattern that served r ("/admin/payments/{id}"), never
+// the raw path, which would make a label per payment.
+func routeOf(r *http.Request) string {
+	if rc := chi.RouteContext(r.Context()); rc != nil && rc.RoutePattern() != "" {
+		return rc.RoutePattern()
+	}
+	return "unmatched"
+}
+
+func statusClass(code int) string {
+	return string(rune('0'+code/100)) + "xx"
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	w.status = code
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

@@ -1,0 +1,37 @@
+// Package web holds CMPay's server-rendered HTML: the GraphQL Playground
+// and the admin UI (templ components), their handlers, and the static
+// assets they use, embedded in the binary.
+package web
+
+import (
+	"embed"
+	"io/fs"
+	"net/http"
+	"path"
+)
+
+//go:generate go run github.com/a-h/templ/cmd/templ generate -log-level warn
+
+// static holds every asset the pages load; nothing comes from another host.
+//
+//go:embed static
+var static embed.FS
+
+// playgroundPrefix is where the Playground's assets are served.
+const playgroundPrefix = "/playground/assets/"
+
+func playgroundAsset(name string) string { return path.Join(playgroundPrefix, name) }
+
+// staticFiles serves files under dir of the embedded tree. Assets change
+// only with a new binary, so browsers may keep them for a day.
+func staticFiles(dir string) http.Handler {
+	sub, err := fs.Sub(static, path.Join("static", dir))
+	if err != nil {
+		panic(err) // dir is a constant of this package
+	}
+	files := http.FileServerFS(sub)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "public, max-age=86400")
+		files.ServeHTTP(w, r)
+	})
+}
