@@ -96,6 +96,11 @@ func NewHandler(d Deps) http.Handler {
 	r.With(body, restToken).Post("/api/payments", createPaymentREST(d.Service))
 	r.With(restToken).Get("/api/payments/{id}", getPaymentREST(d.Service))
 
+	// Support staff: the admin's HTTP Basic credentials.
+	adminUI := require(creds.admin, denyAdmin)(web.Admin(d.Service))
+	r.Handle("/admin", adminUI)
+	r.Handle("/admin/*", adminUI)
+
 	// Operators: admin credentials or a token.
 	if d.Metrics != nil {
 		r.With(adminOrToken).Method(http.MethodGet, "/metrics", d.Metrics.Handler())

@@ -10,10 +10,15 @@ import "time"
 // Payment is one payment, created by the first request made with its
 // idempotency key. It is never updated except for the attempt counters.
 //
-// Listing is newest first by (created_at, id); each index below serves one
-// filter of that listing so that no page needs a sort or a full scan.
+// Listings are newest first by (created_at, id). Each index below serves one
+// filter of a listing in that order, ending in id, so that a page is an
+// index range read with no sort and no full scan, however many payments
+// there are: all, by client, by key, flagged, replayed, rejected.
+//
+// AutoMigrate creates an index whose name is missing and leaves an existing
+// one alone: to change an index's columns, give it a new name.
 type Payment struct {
-	ID string `gorm:"primaryKey;size:40"`
+	ID string `gorm:"primaryKey;size:40;index:idx_payments_created,priority:2;index:idx_payments_client_created,priority:3;index:idx_payments_key_created,priority:3;index:idx_payments_flagged_created,priority:2,where:replay_count > 0 OR rejected_count > 0;index:idx_payments_replayed_created,priority:2,where:replay_count > 0;index:idx_payments_rejected_created,priority:2,where:rejected_count > 0"`
 
 	ClientID       string `gorm:"not null;size:100;index:idx_payments_client_created,priority:1"`
 	IdempotencyKey string `gorm:"not null;size:100;index:idx_payments_key_created,priority:1"`
@@ -24,11 +29,12 @@ type Payment struct {
 	Currency    string `gorm:"not null;size:3"`
 	Method      string `gorm:"not null;size:16"`
 
-	CreatedAt time.Time `gorm:"not null;autoCreateTime:false;index:idx_payments_created,priority:1;index:idx_payments_client_created,priority:2;index:idx_payments_key_created,priority:2;index:idx_payments_flagged_created,priority:1,where:replay_count > 0 OR rejected_count > 0"`
+	CreatedAt time.Time `gorm:"not null;autoCreateTime:false;index:idx_payments_created,priority:1;index:idx_payments_client_created,priority:2;index:idx_payments_key_created,priority:2;index:idx_payments_flagged_created,priority:1;index:idx_payments_replayed_created,priority:1;index:idx_payments_rejected_created,priority:1"`
 
 	// ReplayCount and RejectedCount count the attempts with this payment's
 	// key after the one that created it. They are stored, not derived from
-	// the attempts, so that "flagged" is an indexable predicate.
+	// the attempts, so that "flagged", "replayed" and "rejected" are
+	// indexable predicates (the partial indexes above).
 	ReplayCount   int `gorm:"not null;default:0"`
 	RejectedCount int `gorm:"not null;default:0"`
 }

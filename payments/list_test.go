@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/cmpay/cmpay/internal/dbtest"
 	"github.com/cmpay/cmpay/payments"
@@ -124,4 +125,98 @@ func ids(ps []payments.Payment) string {
 		s += p.ID + " "
 	}
 	return s
+}
+
+func TestListAdminFilters(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		b := setup(t, db)
+		plain := b.mustCreate(t, request("acme", "k1", "1", "BRL", payments.MethodPix)).Payment
+		replayed := b.mustCreate(t, request("acme", "k2", "2", "BRL", payments.MethodPix)).Payment
+		b.mustCreate(t, request("acme", "k2", "2", "BRL", payments.MethodPix))
+		b.clock.Advance(2 * time.Hour)
+		rejected := b.mustCreate(t, request("globex", "k3", "3", "BRL", payments.MethodPix)).Payment
+		b.svc.Create(t.Context(), request("globex", "k3", "4", "BRL", payments.MethodPix))
+		both := b.mustCreate(t, request("globex", "acme", "5", "BRL", payments.MethodPix)).Payment // key "acme"
+		b.mustCreate(t, request("globex", "acme", "5", "BRL", payments.MethodPix))
+		b.svc.Create(t.Context(), request("globex", "acme", "6", "BRL", payments.MethodPix))
+
+		tests := []struct {
+			name   string
+			filter payments.Filter
+			want   []payments.Payment
+		}{
+			{"replayed", payments.Filter{Replayed: true}, []payments.Payment{both, replayed}},
+			{"rejected", payments.Filter{Rejected: true}, []payments.Payment{both, rejected}},
+			{"replayed and rejected", payments.Filter{Replayed: true, Rejected: true}, []payments.Payment{both}},
+			{"from", payments.Filter{From: rejected.CreatedAt}, []payments.Payment{both, rejected}},
+			{"to", payments.Filter{To: rejected.CreatedAt}, []payments.Payment{replayed, plain}},
+			{"range", payments.Filter{From: replayed.CreatedAt, To: both.CreatedAt}, []payments.Payment{rejected, replayed}},
+			// "acme" is a client id and also a key: both kinds of match,
+			// each payment once.
+			{"search client or key", payments.Filter{Search: "acme"}, []payments.Payment{both, replayed, plain}},
+			{"search key", payments.Filter{Search: "k3"}, []payments.Payment{rejected}},
+			{"search with a filter", payments.Filter{Search: "acme", Flagged: true}, []payments.Payment{both, replayed}},
+			{"search nothing", payments.Filter{Search: "nobody"}, nil},
+		}
+		for _, tt := range tests {
+			page, err := b.svc.List(t.Context(), tt.filter, 10, "")
+			if err != nil {
+				t.Fatalf("%s: %v", tt.name, err)
+			}
+			if got, want := ids(page.Payments), ids(tt.want); got != want {
+				t.Errorf("%s: got %s, want %s", tt.name, got, want)
+			}
+		}
+
+		// Searching pages like any listing.
+		page, err := b.svc.List(t.Context(), payments.Filter{Search: "acme"}, 2, "")
+		if err != nil || !page.HasNextPage || ids(page.Payments) != ids([]payments.Payment{both, replayed}) {
+			t.Fatalf("search page 1: %v %+v", err, page)
+		}
+		page, err = b.svc.List(t.Context(), payments.Filter{Search: "acme"}, 2, page.EndCursor())
+		if err != nil || page.HasNextPage || ids(page.Payments) != ids([]payments.Payment{plain}) {
+			t.Errorf("search page 2: %v %+v", err, page)
+		}
+
+		if _, err := b.svc.List(t.Context(), payments.Filter{From: both.CreatedAt, To: plain.CreatedAt}, 10, ""); !errors.Is(err, payments.ErrInvalidInput) {
+			t.Errorf("a range that ends before it starts: %v, want ErrInvalidInput", err)
+		}
+	})
+}
+
+func TestRecentStats(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		b := setup(t, db)
+		b.mustCreate(t, pix("old")) // 30 hours before the window ends: not counted
+		b.clock.Advance(28 * time.Hour)
+		b.mustCreate(t, pix("a"))
+		b.mustCreate(t, pix("a"))
+		b.clock.Advance(time.Hour)
+		b.mustCreate(t, pix("b"))
+		b.svc.Create(t.Context(), request("client-1", "b", "99", "BRL", payments.MethodPix))
+		b.clock.Advance(time.Hour)
+		b.mustCreate(t, pix("c"))
+		b.mustCreate(t, pix("c"))
+		b.mustCreate(t, pix("c"))
+
+		st, err := b.svc.RecentStats(t.Context(), 24)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Created != 3 || st.Replayed != 3 || st.Rejected != 1 || len(st.Hours) != 24 {
+			t.Fatalf("totals %d/%d/%d over %d hours, want 3/3/1 over 24", st.Created, st.Replayed, st.Rejected, len(st.Hours))
+		}
+		last3 := st.Hours[21:]
+		want := [][3]int{{1, 1, 0}, {1, 0, 1}, {1, 2, 0}}
+		for i, h := range last3 {
+			if got := [3]int{h.Created, h.Replayed, h.Rejected}; got != want[i] {
+				t.Errorf("hour %s: %v, want %v", h.Start.Format(time.RFC3339), got, want[i])
+			}
+		}
+		if !st.Hours[23].Start.Equal(b.clock.Now().Truncate(time.Hour)) {
+			t.Errorf("last bucket starts %s, want the current hour", st.Hours[23].Start)
+		}
+	})
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/fetch"
 	"github.com/chromedp/chromedp"
 )
 
@@ -99,4 +100,39 @@ func Screenshot(t *testing.T, ctx context.Context, name string) string {
 	}
 	t.Logf("screenshot: %s", path)
 	return path
+}
+
+// SignIn answers every HTTP authentication challenge of the page with these
+// credentials, as a user typing them into the browser's sign-in prompt.
+func SignIn(t *testing.T, ctx context.Context, user, password string) {
+	t.Helper()
+	paused := chromedp.Events(ctx, fetch.RequestPaused)
+	challenges := chromedp.Events(ctx, fetch.AuthRequired)
+	go func() {
+		for ev, err := range paused {
+			if err != nil {
+				return
+			}
+			_, _ = chromedp.Call(ctx, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: ev.RequestID})
+		}
+	}()
+	go func() {
+		for ev, err := range challenges {
+			if err != nil {
+				return
+			}
+			_, _ = chromedp.Call(ctx, fetch.ContinueWithAuth, fetch.ContinueWithAuthParams{
+				RequestID: ev.RequestID,
+				AuthChallengeResponse: &fetch.AuthChallengeResponse{
+					Response: fetch.AuthChallengeResponseResponseProvideCredentials,
+					Username: user,
+					Password: password,
+				},
+			})
+		}
+	}()
+	on := true
+	if _, err := chromedp.Call(ctx, fetch.Enable, fetch.EnableParams{HandleAuthRequests: &on}); err != nil {
+		t.Fatalf("intercept sign-in prompts: %v", err)
+	}
 }

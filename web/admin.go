@@ -1,0 +1,278 @@
+package web
+
+import (
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/a-h/templ"
+
+	"github.com/cmpay/cmpay/apierror"
+	"github.com/cmpay/cmpay/payments"
+)
+
+// adminCSP allows this server's stylesheet and nothing else: the admin UI
+// runs no script at all, and its chart is inline SVG drawn on the server.
+const adminCSP = "default-src 'none'; style-src 'self'; img-src 'self' data:; " +
+	"form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+
+// adminPageSize is how many payments a page of the list shows.
+const adminPageSize = 50
+
+// Admin serves the admin UI under /admin: the payments list and a page per
+// payment. The caller puts it behind the admin's credentials.
+func Admin(svc *payments.Service) http.Handler {
+	a := &admin{svc: svc}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /admin", a.list)
+	mux.HandleFunc("GET /admin/payments/{id}", a.payment)
+	mux.Handle("GET /admin/static/", http.StripPrefix("/admin/static/", staticFiles("admin")))
+	return secureHeaders(adminCSP, mux)
+}
+
+type admin struct{ svc *payments.Service }
+
+// filterForm is the list's filters as the URL carries them, so a filtered
+// list is a link support staff can share.
+type filterForm struct {
+	Q, Client, Key, From, To    string
+	Flagged, Replayed, Rejected bool
+	After                       string
+}
+
+func parseFilterForm(q url.Values) filterForm {
+	on := func(name string) bool { v := q.Get(name); return v == "1" || v == "on" || v == "true" }
+	return filterForm{
+		Q:        strings.TrimSpace(q.Get("q")),
+		Client:   strings.TrimSpace(q.Get("client")),
+		Key:      q.Get("key"),
+		From:     q.Get("from"),
+		To:       q.Get("to"),
+		Flagged:  on("flagged"),
+		Replayed: on("replayed"),
+		Rejected: on("rejected"),
+		After:    q.Get("after"),
+	}
+}
+
+// badFilter is a filter the list cannot apply, told to the user.
+type badFilter string
+
+func (b badFilter) Error() string { return string(b) }
+
+// filter turns the form into a domain filter. Dates are whole UTC days; the
+// "to" day is included.
+func (f filterForm) filter() (payments.Filter, error) {
+	pf := payments.Filter{
+		ClientID:       f.Client,
+		IdempotencyKey: f.Key,
+		Flagged:        f.Flagged,
+		Replayed:       f.Replayed,
+		Rejected:       f.Rejected,
+		Search:         f.Q,
+	}
+	day := func(name, v string) (time.Time, error) {
+		if v == "" {
+			return time.Time{}, nil
+		}
+		d, err := time.Parse(time.DateOnly, v)
+		if err != nil {
+			return time.Time{}, badFilter(name + " must be a date like 2026-12-31")
+		}
+		return d, nil
+	}
+	var err error
+	if pf.From, err = day("from", f.From); err != nil {
+		return pf, err
+	}
+	if pf.To, err = day("to", f.To); err != nil {
+		return pf, err
+	}
+	if !pf.To.IsZero() {
+		pf.To = pf.To.AddDate(0, 0, 1)
+	}
+	return pf, nil
+}
+
+// url is the list's address with these filters, starting after a cursor.
+func (f filterForm) url(after string) string {
+	q := url.Values{}
+	set := func(k, v string) {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	set("q", f.Q)
+	set("client", f.Client)
+	set("key", f.Key)
+	set("from", f.From)
+	set("to", f.To)
+	for name, on := range map[string]bool{"flagged": f.Flagged, "replayed": f.Replayed, "rejected": f.Rejected} {
+		if on {
+			q.Set(name, "1")
+		}
+	}
+	set("after", after)
+	if len(q) == 0 {
+		return "/admin"
+	}
+	return "/admin?" + q.Encode()
+}
+
+// filtered reports whether any filter is set.
+func (f filterForm) filtered() bool {
+	f.After = ""
+	return f != filterForm{}
+}
+
+// listView is everything the list page shows.
+type listView struct {
+	Form     filterForm
+	Error    string
+	Payments []payments.Payment
+	NextURL  string
+	Stats    payments.Stats
+	Chart    chart
+}
+
+func (a *admin) list(w http.ResponseWriter, r *http.Request) {
+	form := parseFilterForm(r.URL.Query())
+	ctx := r.Context()
+
+	// A payment id in the search box goes straight to the payment.
+	if strings.HasPrefix(form.Q, "pay_") {
+		if p, err := a.svc.Get(ctx, form.Q); err == nil {
+			http.Redirect(w, r, "/admin/payments/"+url.PathEscape(p.ID), http.StatusSeeOther)
+			return
+		}
+	}
+
+	view := listView{Form: form}
+	status := http.StatusOK
+	filter, err := form.filter()
+	if err == nil {
+		var page payments.Page
+		page, err = a.svc.List(ctx, filter, adminPageSize, form.After)
+		view.Payments = page.Payments
+		if page.HasNextPage {
+			view.NextURL = form.url(page.EndCursor())
+		}
+	}
+	if err != nil {
+		var bad badFilter
+		if !errors.As(err, &bad) && !errors.Is(err, payments.ErrInvalidInput) {
+			serverError(w, r, err)
+			return
+		}
+		// Say what is wrong above an empty list; the form keeps the input.
+		view.Error = err.Error()
+		status = http.StatusBadRequest
+	}
+
+	if view.Stats, err = a.svc.RecentStats(ctx, 24); err != nil {
+		serverError(w, r, err)
+		return
+	}
+	view.Chart = newChart(view.Stats)
+	render(w, r, status, listPage(view))
+}
+
+// paymentView is everything a payment's page shows.
+type paymentView struct {
+	Payment  payments.Payment
+	Attempts []attemptView
+	// Lookalikes are the client's other payments of the same amount within
+	// a day: a double charge made with two different keys, which no
+	// idempotency key can catch, shows up here.
+	Lookalikes []payments.Payment
+}
+
+// lookalikeWindow is how far around a payment lookalikes are searched.
+const lookalikeWindow = 24 * time.Hour
+
+// attemptView is one attempt on the timeline; for a rejected one, what it
+// asked for beside what the payment is.
+type attemptView struct {
+	payments.Attempt
+	Diffs []fieldDiff
+}
+
+type fieldDiff struct{ Field, Original, Attempted string }
+
+func (a *admin) payment(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	p, err := a.svc.Get(ctx, r.PathValue("id"))
+	if errors.Is(err, payments.ErrNotFound) {
+		render(w, r, http.StatusNotFound, notFoundPage(r.PathValue("id")))
+		return
+	}
+	if err != nil {
+		serverError(w, r, err)
+		return
+	}
+	attempts, err := a.svc.Attempts(ctx, p.ID)
+	if err != nil {
+		serverError(w, r, err)
+		return
+	}
+	view := paymentView{Payment: p, Attempts: make([]attemptView, len(attempts))}
+	for i, at := range attempts {
+		view.Attempts[i] = attemptView{Attempt: at, Diffs: diffs(p, at)}
+	}
+	near, err := a.svc.List(ctx, payments.Filter{
+		ClientID: p.ClientID,
+		Amount:   &p.Amount,
+		From:     p.CreatedAt.Add(-lookalikeWindow),
+		To:       p.CreatedAt.Add(lookalikeWindow),
+	}, 20, "")
+	if err != nil {
+		serverError(w, r, err)
+		return
+	}
+	for _, other := range near.Payments {
+		if other.ID != p.ID {
+			view.Lookalikes = append(view.Lookalikes, other)
+		}
+	}
+	render(w, r, http.StatusOK, paymentPage(view))
+}
+
+// diffs puts the original and the attempted value of each differing field
+// side by side.
+func diffs(p payments.Payment, a payments.Attempt) []fieldDiff {
+	if a.Attempted == nil {
+		return nil
+	}
+	var out []fieldDiff
+	for _, f := range a.DifferingFields {
+		d := fieldDiff{Field: f}
+		switch f {
+		case "amount":
+			d.Original, d.Attempted = money(p.Amount), money(a.Attempted.Amount)
+		case "currency":
+			d.Original, d.Attempted = p.Amount.Currency, a.Attempted.Amount.Currency
+		case "method":
+			d.Original, d.Attempted = string(p.Method), string(a.Attempted.Method)
+		default:
+			continue
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// serverError logs what went wrong and shows only the request id.
+func serverError(w http.ResponseWriter, r *http.Request, err error) {
+	e := apierror.FromInternal(r.Context(), err)
+	id, _ := e.Details["requestId"].(string)
+	render(w, r, e.Status, errorPage(id))
+}
+
+func render(w http.ResponseWriter, r *http.Request, status int, page templ.Component) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store") // payment data: never cached
+	w.WriteHeader(status)
+	_ = page.Render(r.Context(), w)
+}

@@ -1,0 +1,230 @@
+package web
+
+import (
+	"bytes"
+	"context"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/PuerkitoBio/goquery"
+	"github.com/a-h/templ"
+
+	"github.com/cmpay/cmpay/payments"
+)
+
+func renderDoc(t *testing.T, c templ.Component) *goquery.Document {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := c.Render(context.Background(), &buf); err != nil {
+		t.Fatal(err)
+	}
+	doc, err := goquery.NewDocumentFromReader(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doc
+}
+
+var created = time.Date(2026, 12, 2, 9, 30, 15, 123456000, time.UTC)
+
+func samplePayment(id, key string, replays, rejections int) payments.Payment {
+	return payments.Payment{
+		ID: id, ClientID: "shop-7", IdempotencyKey: key, Method: payments.MethodPix, CreatedAt: created,
+		Amount: payments.Money{Minor: 1050, Currency: "BRL"}, ReplayCount: replays, RejectedCount: rejections,
+	}
+}
+
+func TestListPageRows(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("k", 60)
+	doc := renderDoc(t, listPage(listView{
+		Payments: []payments.Payment{
+			samplePayment("pay_1", "plain", 0, 0),
+			samplePayment("pay_2", "retried", 3, 0),
+			samplePayment("pay_3", long, 0, 2),
+			{ID: "pay_4", ClientID: "jp", IdempotencyKey: "y", Method: payments.MethodBoleto, CreatedAt: created,
+				Amount: payments.Money{Minor: 1000, Currency: "JPY"}, ReplayCount: 1, RejectedCount: 1},
+		},
+		NextURL: "/admin?after=abc",
+		Chart:   newChart(payments.Stats{Hours: make([]payments.HourStats, 24)}),
+	}))
+
+	rows := doc.Find("table.payments tbody tr")
+	if rows.Length() != 4 {
+		t.Fatalf("%d rows, want one per payment", rows.Length())
+	}
+	row := func(i int) *goquery.Selection { return rows.Eq(i) }
+	if got := row(0).Find("td.num").Text(); got != "10.50 BRL" {
+		t.Errorf("amount cell %q, want 10.50 BRL", got)
+	}
+	if got := row(3).Find("td.num").Text(); got != "1000 JPY" {
+		t.Errorf("JPY amount cell %q, want 1000 JPY", got)
+	}
+	if row(0).Find(".badge").Length() != 0 || !strings.Contains(row(0).Text(), "no") {
+		t.Errorf("a payment never reused shows badges: %q", row(0).Text())
+	}
+	if got := row(1).Find(".badge.replayed").Text(); got != "replayed ×3" {
+		t.Errorf("replayed badge %q", got)
+	}
+	if got := row(2).Find(".badge.rejected").Text(); got != "rejected ×2" {
+		t.Errorf("rejected badge %q", got)
+	}
+	if row(3).Find(".badge.replayed").Length() != 1 || row(3).Find(".badge.rejected").Length() != 1 {
+		t.Errorf("both badges expected: %q", row(3).Text())
+	}
+	key := row(2).Find("a.key")
+	if title, _ := key.Attr("title"); title != long || len(key.Find("code").Text()) >= len(long) {
+		t.Errorf("long key shown as %q with title %q", key.Find("code").Text(), title)
+	}
+	if href, _ := row(1).Find("td a").First().Attr("href"); href != "/admin/payments/pay_2" {
+		t.Errorf("row links to %q", href)
+	}
+	if href, _ := doc.Find("a[rel=next]").Attr("href"); href != "/admin?after=abc" {
+		t.Errorf("next page link %q", href)
+	}
+	if doc.Find("th[scope=col]").Length() != 6 || doc.Find("caption").Length() != 1 {
+		t.Error("the table lacks its column headers or caption")
+	}
+	doc.Find("form.filters input:not([type=checkbox])").Each(func(_ int, in *goquery.Selection) {
+		id, _ := in.Attr("id")
+		if doc.Find(`label[for="`+id+`"]`).Length() != 1 {
+			t.Errorf("input %q has no label", id)
+		}
+	})
+	if doc.Find("script").Length() != 0 {
+		t.Error("the admin page has a script")
+	}
+}
+
+func TestListPageKeepsFiltersInTheForm(t *testing.T) {
+	t.Parallel()
+	form := filterForm{Q: "abc", Client: "shop-7", Key: "k", From: "2026-12-01", To: "2026-12-02", Flagged: true, Rejected: true}
+	doc := renderDoc(t, listPage(listView{Form: form, Error: "from must be a date like 2026-12-31", Chart: newChart(payments.Stats{})}))
+	for name, want := range map[string]string{"q": "abc", "client": "shop-7", "key": "k", "from": "2026-12-01", "to": "2026-12-02"} {
+		if got, _ := doc.Find(`input[name=` + name + `]`).Attr("value"); got != want {
+			t.Errorf("input %s = %q, want %q", name, got, want)
+		}
+	}
+	for name, want := range map[string]bool{"flagged": true, "replayed": false, "rejected": true} {
+		if _, checked := doc.Find(`input[name=` + name + `]`).Attr("checked"); checked != want {
+			t.Errorf("checkbox %s checked = %v, want %v", name, checked, want)
+		}
+	}
+	if got := doc.Find("[role=alert]").Text(); !strings.Contains(got, "must be a date") {
+		t.Errorf("error shown: %q", got)
+	}
+}
+
+func TestFilterFormURLRoundTrip(t *testing.T) {
+	t.Parallel()
+	form := filterForm{Q: "a b", Client: "c&d", Key: "k=1", From: "2026-12-01", Replayed: true}
+	u := form.url("cursor")
+	parsed := parseFilterForm(mustQuery(t, u))
+	if parsed.After != "cursor" {
+		t.Errorf("after = %q", parsed.After)
+	}
+	parsed.After = ""
+	if parsed != form {
+		t.Errorf("round trip of %s: %+v, want %+v", u, parsed, form)
+	}
+	if (filterForm{}).url("") != "/admin" {
+		t.Error("no filters should be plain /admin")
+	}
+	f, err := filterForm{To: "2026-12-02"}.filter()
+	if err != nil || !f.To.Equal(time.Date(2026, 12, 3, 0, 0, 0, 0, time.UTC)) {
+		t.Errorf("to 2026-12-02 includes the whole day: %v %v", f.To, err)
+	}
+	if _, err := (filterForm{From: "yesterday"}).filter(); err == nil {
+		t.Error("a bad date was accepted")
+	}
+}
+
+func TestPaymentPageTimeline(t *testing.T) {
+	t.Parallel()
+	p := samplePayment("pay_9", "order-9", 1, 1)
+	attempts := []payments.Attempt{
+		{Outcome: payments.OutcomeCreated, At: created, Transport: "graphql"},
+		{Outcome: payments.OutcomeReplayed, At: created.Add(time.Second), Transport: "rest"},
+		{Outcome: payments.OutcomeRejected, At: created.Add(2 * time.Second), Transport: "graphql",
+			DifferingFields: []string{"amount", "method"},
+			Attempted:       &payments.AttemptedPayload{Amount: payments.Money{Minor: 1100, Currency: "BRL"}, Method: payments.MethodBoleto}},
+	}
+	view := paymentView{Payment: p}
+	for _, a := range attempts {
+		view.Attempts = append(view.Attempts, attemptView{Attempt: a, Diffs: diffs(p, a)})
+	}
+	doc := renderDoc(t, paymentPage(view))
+
+	steps := doc.Find("table.timeline > tbody > tr")
+	if steps.Length() != 3 {
+		t.Fatalf("%d timeline rows, want 3", steps.Length())
+	}
+	for i, want := range []string{"CREATED", "REPLAYED", "REJECTED"} {
+		if got := steps.Eq(i).Find(".badge").Text(); got != want {
+			t.Errorf("row %d outcome %q, want %s", i, got, want)
+		}
+	}
+	diff := steps.Eq(2).Find("table.diff tbody tr")
+	if diff.Length() != 2 {
+		t.Fatalf("%d differing fields, want 2", diff.Length())
+	}
+	cells := func(i int) string {
+		return strings.Join(diff.Eq(i).Find("th, td").Map(func(_ int, s *goquery.Selection) string { return s.Text() }), "|")
+	}
+	if cells(0) != "amount|10.50 BRL|11.00 BRL" || cells(1) != "method|PIX|BOLETO" {
+		t.Errorf("diff rows %q and %q", cells(0), cells(1))
+	}
+	if got := doc.Find(".full-key").Text(); got != "order-9" {
+		t.Errorf("full key %q", got)
+	}
+	summary := doc.Find(".answer").Text()
+	for _, want := range []string{"One payment for this key", "retried once", "nothing was charged again", "reused once", "no other payment of this amount"} {
+		if !strings.Contains(summary, want) {
+			t.Errorf("summary lacks %q: %s", want, summary)
+		}
+	}
+}
+
+func TestChart(t *testing.T) {
+	t.Parallel()
+	st := payments.Stats{Hours: make([]payments.HourStats, 24)}
+	for i := range st.Hours {
+		st.Hours[i].Start = created.Truncate(time.Hour).Add(time.Duration(i-23) * time.Hour)
+	}
+	st.Hours[23] = payments.HourStats{Start: st.Hours[23].Start, Created: 10, Replayed: 5, Rejected: 1}
+	st.Hours[0].Created = 1
+	c := newChart(st)
+	if len(c.Bars) != 24 || c.Max != 16 {
+		t.Fatalf("%d bars, max %d; want 24, 16", len(c.Bars), c.Max)
+	}
+	last := c.Bars[23]
+	total := last.Created.H + last.Replayed.H + last.Rej.H
+	if plot := chartHeight - chartTop - chartBottom; total < plot-2 || total > plot+2 {
+		t.Errorf("the busiest bar is %d high, want the plot's %d", total, chartHeight-chartTop-chartBottom)
+	}
+	if last.Rej.H < 1 || c.Bars[0].Created.H < 1 {
+		t.Error("a single attempt must stay visible")
+	}
+	if !(last.Created.Y > last.Replayed.Y && last.Replayed.Y > last.Rej.Y) {
+		t.Errorf("segments not stacked: %+v", last)
+	}
+	doc := renderDoc(t, glance(st, c))
+	if doc.Find("svg rect.created").Length() != 2 || doc.Find("svg title").Length() != 24 {
+		t.Errorf("svg has %d created rects and %d titles", doc.Find("svg rect.created").Length(), doc.Find("svg title").Length())
+	}
+	if !strings.Contains(doc.Find("svg title").Last().Text(), "10 created, 5 replayed, 1 rejected") {
+		t.Errorf("last bar title %q", doc.Find("svg title").Last().Text())
+	}
+}
+
+func mustQuery(t *testing.T, u string) map[string][]string {
+	t.Helper()
+	_, q, _ := strings.Cut(u, "?")
+	v, err := url.ParseQuery(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
