@@ -9,6 +9,7 @@ import (
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
 	"github.com/rs/cors"
 	"gorm.io/gorm"
 
@@ -105,5 +106,7 @@ func NewHandler(d Deps) http.Handler {
 	if d.Metrics != nil {
 		r.With(adminOrToken).Method(http.MethodGet, "/metrics", d.Metrics.Handler())
 	}
+	// Go's profiler, for the admin only: go tool pprof -http : http://admin:…@host/debug/pprof/profile
+	r.With(require(creds.admin, denyAdmin)).Mount("/debug", middleware.Profiler())
 	return r
 }

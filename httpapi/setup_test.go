@@ -24,13 +24,20 @@ const (
 )
 
 type bundle struct {
-	db  dbtest.DB
-	svc *payments.Service
-	srv *httptest.Server
+	db      dbtest.DB
+	svc     *payments.Service
+	srv     *httptest.Server
+	handler http.Handler
 }
 
 // setup serves the whole HTTP surface over db, changed by the options.
 func setup(t *testing.T, db dbtest.DB, change ...func(*httpapi.Deps)) *bundle {
+	t.Helper()
+	return setupB(t, db, change...)
+}
+
+// setupB is setup for tests and benchmarks alike.
+func setupB(t testing.TB, db dbtest.DB, change ...func(*httpapi.Deps)) *bundle {
 	t.Helper()
 	sqlDB, err := db.Gorm.DB()
 	if err != nil {
@@ -51,9 +58,10 @@ func setup(t *testing.T, db dbtest.DB, change ...func(*httpapi.Deps)) *bundle {
 	for _, c := range change {
 		c(&deps)
 	}
-	srv := httptest.NewServer(httpapi.NewHandler(deps))
+	handler := httpapi.NewHandler(deps)
+	srv := httptest.NewServer(handler)
 	t.Cleanup(srv.Close)
-	return &bundle{db: db, svc: svc, srv: srv}
+	return &bundle{db: db, svc: svc, srv: srv, handler: handler}
 }
 
 // raw sends a request and returns the response with its body read.

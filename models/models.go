@@ -18,7 +18,7 @@ import "time"
 // AutoMigrate creates an index whose name is missing and leaves an existing
 // one alone: to change an index's columns, give it a new name.
 type Payment struct {
-	ID string `gorm:"primaryKey;size:40;index:idx_payments_created,priority:2;index:idx_payments_client_created,priority:3;index:idx_payments_key_created,priority:3;index:idx_payments_flagged_created,priority:2,where:replay_count > 0 OR rejected_count > 0;index:idx_payments_replayed_created,priority:2,where:replay_count > 0;index:idx_payments_rejected_created,priority:2,where:rejected_count > 0"`
+	ID string `gorm:"primaryKey;size:40;index:idx_payments_created,priority:2;index:idx_payments_client_created,priority:3;index:idx_payments_key_created,priority:3;index:idx_payments_flagged_at,priority:2,where:replayed_at IS NOT NULL OR rejected_at IS NOT NULL;index:idx_payments_replayed_at,priority:2,where:replayed_at IS NOT NULL;index:idx_payments_rejected_at,priority:2,where:rejected_at IS NOT NULL"`
 
 	ClientID       string `gorm:"not null;size:100;index:idx_payments_client_created,priority:1"`
 	IdempotencyKey string `gorm:"not null;size:100;index:idx_payments_key_created,priority:1"`
@@ -29,14 +29,29 @@ type Payment struct {
 	Currency    string `gorm:"not null;size:3"`
 	Method      string `gorm:"not null;size:16"`
 
-	CreatedAt time.Time `gorm:"not null;autoCreateTime:false;index:idx_payments_created,priority:1;index:idx_payments_client_created,priority:2;index:idx_payments_key_created,priority:2;index:idx_payments_flagged_created,priority:1;index:idx_payments_replayed_created,priority:1;index:idx_payments_rejected_created,priority:1"`
+	CreatedAt time.Time `gorm:"not null;autoCreateTime:false;index:idx_payments_created,priority:1;index:idx_payments_client_created,priority:2;index:idx_payments_key_created,priority:2;index:idx_payments_flagged_at,priority:1;index:idx_payments_replayed_at,priority:1;index:idx_payments_rejected_at,priority:1"`
 
 	// ReplayCount and RejectedCount count the attempts with this payment's
-	// key after the one that created it. They are stored, not derived from
-	// the attempts, so that "flagged", "replayed" and "rejected" are
-	// indexable predicates (the partial indexes above).
+	// key after the one that created it.
 	ReplayCount   int `gorm:"not null;default:0"`
 	RejectedCount int `gorm:"not null;default:0"`
+
+	// ReplayedAt and RejectedAt are set by the first replay and the first
+	// rejection, and never change after. The partial indexes for "flagged",
+	// "replayed" and "rejected" are defined on them, not on the counters,
+	// so that later replays change no indexed column: PostgreSQL then
+	// updates the row in place (a HOT update) without touching any index.
+	ReplayedAt *time.Time
+	RejectedAt *time.Time
+}
+
+// ObsoleteIndexes are indexes earlier versions created and this one drops:
+// partial indexes on the counters, which made every replay rewrite all of
+// the table's indexes.
+var ObsoleteIndexes = []string{
+	"idx_payments_flagged_created",
+	"idx_payments_replayed_created",
+	"idx_payments_rejected_created",
 }
 
 // IdempotencyKey remembers, for as long as the key's TTL, which payment a

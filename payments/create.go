@@ -86,13 +86,28 @@ type recorded struct {
 	differing []string
 }
 
-// createOnce runs one transaction: claim the key, then either create the
-// payment or record a repeat of the key's payment.
+// createOnce runs one round of Create: one statement on PostgreSQL, one
+// transaction elsewhere. Both claim the key under the unique index, then
+// create the payment or record a repeat of the key's payment.
 func (s *Service) createOnce(ctx context.Context, p payload, fp []byte, transport string) (recorded, error) {
+	if s.postgres {
+		return s.createPostgres(ctx, p, fp, transport)
+	}
+	return s.createInTransaction(ctx, p, fp, transport)
+}
+
+// newPaymentID makes the id a payment gets if this request creates it:
+// "pay_" and a ULID, which sorts by creation time.
+func newPaymentID() string { return "pay_" + ulid.Make().String() }
+
+// createInTransaction is createOnce for databases without data-modifying
+// CTEs (SQLite): the same steps as statements of one transaction, which
+// SQLite runs one writer at a time (BEGIN IMMEDIATE).
+func (s *Service) createInTransaction(ctx context.Context, p payload, fp []byte, transport string) (recorded, error) {
 	var rec recorded
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		now := s.now()
-		id := "pay_" + ulid.Make().String()
+		id := newPaymentID()
 		claimed, err := claimKey(tx, p, fp, id, now, now.Add(-s.keyTTL))
 		if err != nil {
 			return err
@@ -156,10 +171,12 @@ func insertPayment(tx *gorm.DB, p payload, id string, now time.Time, transport s
 	return recorded{outcome: OutcomeCreated, payment: paymentFromRow(row)}, nil
 }
 
-// The counter updates, returning both counts as they are after this attempt.
+// The counter updates, returning both counts as they are after this
+// attempt; the first of each kind also marks the payment (see
+// models.Payment.ReplayedAt).
 const (
-	countReplay    = `UPDATE payments SET replay_count = replay_count + 1 WHERE id = ? RETURNING replay_count, rejected_count`
-	countRejection = `UPDATE payments SET rejected_count = rejected_count + 1 WHERE id = ? RETURNING replay_count, rejected_count`
+	countReplay    = `UPDATE payments SET replay_count = replay_count + 1, replayed_at = COALESCE(replayed_at, ?) WHERE id = ? RETURNING replay_count, rejected_count`
+	countRejection = `UPDATE payments SET rejected_count = rejected_count + 1, rejected_at = COALESCE(rejected_at, ?) WHERE id = ? RETURNING replay_count, rejected_count`
 )
 
 // keyedPayment is a key joined to the payment it created.
@@ -211,7 +228,7 @@ func recordRepeat(tx *gorm.DB, p payload, fp []byte, now time.Time, transport st
 	if err := tx.Create(&attempt).Error; err != nil {
 		return recorded{}, fmt.Errorf("record attempt: %w", err)
 	}
-	err := tx.Raw(count, payment.ID).Row().Scan(&payment.ReplayCount, &payment.RejectedCount)
+	err := tx.Raw(count, now, payment.ID).Row().Scan(&payment.ReplayCount, &payment.RejectedCount)
 	if err != nil {
 		return recorded{}, fmt.Errorf("count attempt: %w", err)
 	}

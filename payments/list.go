@@ -109,13 +109,13 @@ func (s *Service) List(ctx context.Context, f Filter, first int, after string) (
 	// Each predicate is written exactly as its partial index's, so the
 	// planner can use the index.
 	if f.Flagged {
-		where("(replay_count > 0 OR rejected_count > 0)")
+		where("(replayed_at IS NOT NULL OR rejected_at IS NOT NULL)")
 	}
 	if f.Replayed {
-		where("replay_count > 0")
+		where("replayed_at IS NOT NULL")
 	}
 	if f.Rejected {
-		where("rejected_count > 0")
+		where("rejected_at IS NOT NULL")
 	}
 	if f.Amount != nil {
 		where("amount_minor = ? AND currency = ?", f.Amount.Minor, f.Amount.Currency)

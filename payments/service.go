@@ -5,6 +5,7 @@
 package payments
 
 import (
+	"database/sql"
 	"time"
 
 	"gorm.io/gorm"
@@ -27,7 +28,11 @@ type Config struct {
 
 // Service creates and reads payments in one database.
 type Service struct {
-	db        *gorm.DB
+	db *gorm.DB
+	// sqlDB and postgres serve the one-statement create on PostgreSQL,
+	// run straight on database/sql, past GORM's statement builder.
+	sqlDB     *sql.DB
+	postgres  bool
 	keyTTL    time.Duration
 	clock     func() time.Time
 	onAttempt func(Outcome, string)
@@ -36,6 +41,12 @@ type Service struct {
 // NewService returns a Service over db, whose schema must be migrated.
 func NewService(db *gorm.DB, cfg Config) *Service {
 	s := &Service{db: db, keyTTL: cfg.KeyTTL, clock: cfg.Now, onAttempt: cfg.OnAttempt}
+	s.postgres = db.Dialector.Name() == "postgres"
+	if sqlDB, err := db.DB(); err == nil {
+		s.sqlDB = sqlDB
+	} else {
+		s.postgres = false // a GORM connection without database/sql underneath: use the portable path
+	}
 	if s.keyTTL <= 0 {
 		s.keyTTL = DefaultKeyTTL
 	}

@@ -12,8 +12,15 @@ import (
 // that a sweep never holds many locks or writes a large transaction.
 const SweepBatchSize = 1000
 
-// SweepExpiredKeys deletes the keys older than the TTL in batches of at most
-// batchSize and returns how many it deleted. The payments the keys created,
+// SweepGrace is how long past its TTL a key is kept before the sweep
+// deletes it. Requests decide expiry by the TTL exactly (and take expired
+// keys over); the sweep only collects garbage, by its own instance's clock.
+// Were it exact, an instance whose clock ran ahead could delete a key the
+// others still hold live, and a retry would pay twice.
+const SweepGrace = 10 * time.Minute
+
+// SweepExpiredKeys deletes the keys older than the TTL plus SweepGrace in
+// batches of at most batchSize and returns how many it deleted. The payments the keys created,
 // and their attempts, stay.
 //
 // It is safe to run on many instances at once and beside live traffic: on
@@ -24,7 +31,7 @@ func (s *Service) SweepExpiredKeys(ctx context.Context, batchSize int) (int64, e
 	if batchSize <= 0 {
 		batchSize = SweepBatchSize
 	}
-	expiredBefore := s.now().Add(-s.keyTTL)
+	expiredBefore := s.now().Add(-s.keyTTL - SweepGrace)
 	pick := `SELECT id FROM idempotency_keys WHERE created_at < ? LIMIT ?`
 	if s.db.Dialector.Name() == "postgres" {
 		pick += ` FOR UPDATE SKIP LOCKED`

@@ -92,7 +92,12 @@ func TestSweepExpiredKeys(t *testing.T) {
 		}
 		b.clock.Advance(testTTL / 2)
 		live := b.mustCreate(t, pix("live"))
+		// Past the TTL but within the sweep's grace: expired, yet kept.
 		b.clock.Advance(testTTL/2 + time.Second)
+		if n, err := b.svc.SweepExpiredKeys(t.Context(), 3); err != nil || n != 0 {
+			t.Fatalf("sweep within the grace period deleted %d keys (%v), want 0", n, err)
+		}
+		b.clock.Advance(payments.SweepGrace)
 
 		deleted, err := b.svc.SweepExpiredKeys(t.Context(), 3) // three batches: 3, 3, 1
 		if err != nil {
@@ -127,7 +132,7 @@ func TestSweepConcurrentWithTraffic(t *testing.T) {
 		for k := range keys {
 			b.mustCreate(t, pix(string(rune('A'+k))))
 		}
-		b.clock.Advance(testTTL + time.Second)
+		b.clock.Advance(testTTL + payments.SweepGrace + time.Second)
 
 		renewed := make([]string, keys)
 		var wg sync.WaitGroup

@@ -88,7 +88,7 @@ func BenchmarkAdminPages(b *testing.B) {
 func seedPayments(b *testing.B, db dbtest.DB, n int) {
 	b.Helper()
 	for _, stmt := range []string{
-		`INSERT INTO payments (id, client_id, idempotency_key, amount_minor, currency, method, created_at, replay_count, rejected_count)
+		`INSERT INTO payments (id, client_id, idempotency_key, amount_minor, currency, method, created_at, replay_count, rejected_count, replayed_at, rejected_at)
 		 SELECT 'pay_bench_' || lpad(g::text, 8, '0'),
 		        CASE WHEN g % 10 = 0 THEN 'big-client' ELSE 'client-' || (g % 9973) END,
 		        'key-' || g,
@@ -97,7 +97,9 @@ func seedPayments(b *testing.B, db dbtest.DB, n int) {
 		        (ARRAY['CREDIT_CARD','DEBIT_CARD','PIX','BOLETO'])[1 + (g / 4) % 4],
 		        now() - g * (interval '365 days' / ?),
 		        CASE WHEN g % 33 = 0 THEN 1 + g % 3 ELSE 0 END,
-		        CASE WHEN g % 50 = 0 THEN 1 ELSE 0 END
+		        CASE WHEN g % 50 = 0 THEN 1 ELSE 0 END,
+		        CASE WHEN g % 33 = 0 THEN now() - g * (interval '365 days' / ?) + interval '1 second' END,
+		        CASE WHEN g % 50 = 0 THEN now() - g * (interval '365 days' / ?) + interval '5 seconds' END
 		 FROM generate_series(1, ?) g`,
 		`INSERT INTO idempotency_attempts (payment_id, outcome, at, differing_fields, transport)
 		 SELECT id, 'CREATED', created_at, '', 'graphql' FROM payments`,
@@ -111,7 +113,7 @@ func seedPayments(b *testing.B, db dbtest.DB, n int) {
 	} {
 		args := []any{}
 		if len(stmt) > 20 && stmt[:20] == `INSERT INTO payments` {
-			args = []any{n, n}
+			args = []any{n, n, n, n}
 		}
 		if err := db.Gorm.Exec(stmt, args...).Error; err != nil {
 			b.Fatalf("seed: %v", err)

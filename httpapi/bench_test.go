@@ -1,0 +1,42 @@
+package httpapi_test
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/cmpay/cmpay/internal/dbtest"
+)
+
+// BenchmarkCreatePaymentHandler sends createPayment through the whole HTTP
+// handler (middleware, auth, GraphQL, domain, PostgreSQL), in process, from
+// parallel goroutines: the server's cost per request without the network.
+func BenchmarkCreatePaymentHandler(b *testing.B) {
+	bundle := setupB(b, dbtest.Postgres(b))
+	var n atomic.Int64
+	for _, mode := range []string{"new-key", "replay"} {
+		b.Run(mode, func(b *testing.B) {
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					key := fmt.Sprintf("bench-%d", n.Add(1))
+					if mode == "replay" {
+						key = fmt.Sprintf("bench-%d", n.Add(1)%50+1)
+					}
+					body := `{"query":"mutation($in: CreatePaymentInput!, $key: String!) { createPayment(input: $in, idempotencyKey: $key) { replayed payment { id } } }","variables":{"key":"` + key + `","in":{"clientId":"bench","amount":"10.00","currency":"BRL","method":"PIX"}}}`
+					req := httptest.NewRequest("POST", "/graphql", strings.NewReader(body))
+					req.Header.Set("Content-Type", "application/json")
+					req.Header.Set("Authorization", "Bearer "+token)
+					rec := httptest.NewRecorder()
+					bundle.handler.ServeHTTP(rec, req)
+					if rec.Code != http.StatusOK || strings.Contains(rec.Body.String(), "errors") {
+						b.Fatalf("%d %s", rec.Code, rec.Body.String())
+					}
+				}
+			})
+		})
+	}
+}

@@ -1,0 +1,264 @@
+// Package load drives a running CMPay server over HTTP with createPayment
+// traffic of a chosen shape (new keys, replays, conflicting payloads, or a
+// mix) from many concurrent clients, and measures what it gets back.
+package load
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Mode is the shape of the traffic.
+type Mode string
+
+const (
+	// New: every request a fresh key; every answer a new payment.
+	New Mode = "new"
+	// Replay: retries of already created payments; every answer a replay.
+	Replay Mode = "replay"
+	// Conflict: known keys with another amount; every answer
+	// IDEMPOTENCY_KEY_REUSED.
+	Conflict Mode = "conflict"
+	// Mix: 80% new, 15% replay, 5% conflict.
+	Mix Mode = "mix"
+)
+
+// Config says what to send, where, and for how long.
+type Config struct {
+	URL     string // the server's base URL
+	Token   string
+	Clients int
+	Warmup  time.Duration // sent but not measured
+	Measure time.Duration
+	Mode    Mode
+	// SeedKeys is how many keys are created before the run for replays
+	// and conflicts to use.
+	SeedKeys int
+	// RunID keeps keys of different runs apart.
+	RunID string
+}
+
+// Result is what a run measured.
+type Result struct {
+	Mode               Mode
+	Requests           int
+	Elapsed            time.Duration
+	P50, P90, P99, Max time.Duration
+	// Outcomes counts the expected answers: created, replayed, rejected.
+	Outcomes map[string]int
+	// Errors counts unexpected answers by what they were.
+	Errors map[string]int
+}
+
+// RPS is requests per second.
+func (r Result) RPS() float64 { return float64(r.Requests) / r.Elapsed.Seconds() }
+
+// ErrorCount is the number of unexpected answers.
+func (r Result) ErrorCount() int {
+	n := 0
+	for _, c := range r.Errors {
+		n += c
+	}
+	return n
+}
+
+type request struct {
+	kind    string // "new", "replay" or "conflict": what answer to expect
+	key     string
+	amount  string
+	payload []byte
+}
+
+const mutation = `mutation($in: CreatePaymentInput!, $key: String!) { createPayment(input: $in, idempotencyKey: $key) { replayed payment { id } } }`
+
+func body(key, amount string) []byte {
+	b, _ := json.Marshal(map[string]any{
+		"query": mutation,
+		"variables": map[string]any{
+			"key": key,
+			"in":  map[string]any{"clientId": "load", "amount": amount, "currency": "BRL", "method": "PIX"},
+		},
+	})
+	return b
+}
+
+// Run seeds the keys the mode needs, sends traffic for Warmup, then
+// measures for Measure.
+func Run(ctx context.Context, cfg Config) (Result, error) {
+	client := &http.Client{Transport: &http.Transport{
+		MaxIdleConns:        cfg.Clients * 2,
+		MaxIdleConnsPerHost: cfg.Clients * 2,
+		IdleConnTimeout:     time.Minute,
+	}, Timeout: 30 * time.Second}
+	defer client.CloseIdleConnections()
+
+	seeded := make([]string, cfg.SeedKeys)
+	for i := range seeded {
+		seeded[i] = fmt.Sprintf("%s-seed-%d", cfg.RunID, i)
+	}
+	if err := seed(ctx, client, cfg, seeded); err != nil {
+		return Result{}, err
+	}
+
+	var mu sync.Mutex
+	res := Result{Mode: cfg.Mode, Outcomes: map[string]int{}, Errors: map[string]int{}}
+	var latencies []time.Duration
+
+	warmEnd := time.Now().Add(cfg.Warmup)
+	end := warmEnd.Add(cfg.Measure)
+	var wg sync.WaitGroup
+	for w := range cfg.Clients {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(w), uint64(time.Now().UnixNano())))
+			var mine []time.Duration
+			outcomes, errs := map[string]int{}, map[string]int{}
+			for n := 0; ; n++ {
+				now := time.Now()
+				if now.After(end) || ctx.Err() != nil {
+					break
+				}
+				req := next(cfg, rng, seeded, w, n)
+				start := time.Now()
+				got := send(ctx, client, cfg, req.payload)
+				took := time.Since(start)
+				if start.Before(warmEnd) {
+					continue
+				}
+				mine = append(mine, took)
+				if want := expected(req.kind); got == want {
+					outcomes[got]++
+				} else {
+					errs[fmt.Sprintf("%s got %s", req.kind, got)]++
+				}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			latencies = append(latencies, mine...)
+			for k, v := range outcomes {
+				res.Outcomes[k] += v
+			}
+			for k, v := range errs {
+				res.Errors[k] += v
+			}
+		})
+	}
+	wg.Wait()
+
+	res.Requests = len(latencies)
+	res.Elapsed = cfg.Measure
+	if len(latencies) > 0 {
+		slices.Sort(latencies)
+		at := func(q float64) time.Duration { return latencies[min(len(latencies)-1, int(q*float64(len(latencies))))] }
+		res.P50, res.P90, res.P99, res.Max = at(.50), at(.90), at(.99), latencies[len(latencies)-1]
+	}
+	return res, ctx.Err()
+}
+
+// next picks the request a client sends next.
+func next(cfg Config, rng *rand.Rand, seeded []string, worker, n int) request {
+	kind := string(cfg.Mode)
+	if cfg.Mode == Mix {
+		switch p := rng.IntN(100); {
+		case p < 80:
+			kind = "new"
+		case p < 95:
+			kind = "replay"
+		default:
+			kind = "conflict"
+		}
+	}
+	switch kind {
+	case "replay":
+		key := seeded[rng.IntN(len(seeded))]
+		return request{kind: kind, payload: body(key, "10.00")}
+	case "conflict":
+		key := seeded[rng.IntN(len(seeded))]
+		return request{kind: kind, payload: body(key, "99.99")}
+	}
+	return request{kind: "new", payload: body(fmt.Sprintf("%s-%d-%d", cfg.RunID, worker, n), "10.00")}
+}
+
+func expected(kind string) string {
+	switch kind {
+	case "replay":
+		return "replayed"
+	case "conflict":
+		return "IDEMPOTENCY_KEY_REUSED"
+	}
+	return "created"
+}
+
+// seed creates the keys replays and conflicts use, with the payload
+// replays send ("10.00").
+func seed(ctx context.Context, client *http.Client, cfg Config, keys []string) error {
+	var wg sync.WaitGroup
+	errs := make(chan string, len(keys))
+	work := make(chan string)
+	for range min(cfg.Clients, 16) {
+		wg.Go(func() {
+			for key := range work {
+				if got := send(ctx, client, cfg, body(key, "10.00")); got != "created" && got != "replayed" {
+					errs <- got
+				}
+			}
+		})
+	}
+	for _, k := range keys {
+		work <- k
+	}
+	close(work)
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		return fmt.Errorf("seed keys: %s", e)
+	}
+	return nil
+}
+
+// send posts one createPayment and names the answer: "created",
+// "replayed", an error code, or what went wrong on the way.
+func send(ctx context.Context, client *http.Client, cfg Config, payload []byte) string {
+	req, err := http.NewRequestWithContext(ctx, "POST", cfg.URL+"/graphql", bytes.NewReader(payload))
+	if err != nil {
+		return "bad request: " + err.Error()
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+cfg.Token)
+	res, err := client.Do(req)
+	if err != nil {
+		return "transport error"
+	}
+	defer res.Body.Close()
+	raw, err := io.ReadAll(res.Body)
+	if err != nil {
+		return "read error"
+	}
+	var out struct {
+		Data struct {
+			CreatePayment *struct{ Replayed bool }
+		}
+		Errors []struct {
+			Extensions struct{ Code string }
+		}
+	}
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return fmt.Sprintf("status %d, not JSON", res.StatusCode)
+	}
+	switch {
+	case len(out.Errors) > 0:
+		return out.Errors[0].Extensions.Code
+	case out.Data.CreatePayment == nil:
+		return fmt.Sprintf("status %d, no payment", res.StatusCode)
+	case out.Data.CreatePayment.Replayed:
+		return "replayed"
+	}
+	return "created"
+}

@@ -1,0 +1,43 @@
+package payments_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/cmpay/cmpay/internal/dbtest"
+	"github.com/cmpay/cmpay/payments"
+)
+
+// BenchmarkCreate is the domain's create against a real database, one
+// goroutine: its latency is the database round trips plus the Go work.
+func BenchmarkCreate(b *testing.B) {
+	for _, dialect := range dbtest.Dialects {
+		b.Run(dialect, func(b *testing.B) {
+			db := dbtest.Open(b, dialect)
+			svc := payments.NewService(db.Gorm, payments.Config{})
+			b.Run("new-key", func(b *testing.B) {
+				b.ReportAllocs()
+				i := 0
+				for b.Loop() {
+					i++
+					if _, err := svc.Create(b.Context(), request("bench", fmt.Sprintf("new-%d", i), "10.50", "BRL", payments.MethodPix)); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+			b.Run("replay", func(b *testing.B) {
+				b.ReportAllocs()
+				for i := range 100 {
+					svc.Create(b.Context(), request("bench", fmt.Sprintf("replay-%d", i), "10.50", "BRL", payments.MethodPix))
+				}
+				i := 0
+				for b.Loop() {
+					i++
+					if _, err := svc.Create(b.Context(), request("bench", fmt.Sprintf("replay-%d", i%100), "10.50", "BRL", payments.MethodPix)); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		})
+	}
+}
