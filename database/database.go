@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/glebarez/sqlite"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
 	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
@@ -27,6 +29,9 @@ type Options struct {
 	MaxOpenConns int
 	// Logger receives slow-query and error reports; nil means slog.Default.
 	Logger *slog.Logger
+	// Tracer, on PostgreSQL, sees every statement sent, BEGIN and COMMIT
+	// included: what tests count round trips with.
+	Tracer pgx.QueryTracer
 }
 
 // Open connects to the database url names:
@@ -36,7 +41,7 @@ type Options struct {
 //
 // It does not migrate; call Migrate.
 func Open(rawURL string, opts Options) (*gorm.DB, error) {
-	dialector, kind, err := dialectorFor(rawURL)
+	dialector, kind, err := dialectorFor(rawURL, opts.Tracer)
 	if err != nil {
 		return nil, err
 	}
@@ -74,14 +79,19 @@ func Open(rawURL string, opts Options) (*gorm.DB, error) {
 }
 
 // dialectorFor picks the driver for a DATABASE_URL.
-func dialectorFor(rawURL string) (gorm.Dialector, string, error) {
+func dialectorFor(rawURL string, tracer pgx.QueryTracer) (gorm.Dialector, string, error) {
 	scheme, rest, ok := strings.Cut(rawURL, ":")
 	if !ok {
 		return nil, "", fmt.Errorf("DATABASE_URL %q: want postgres://…, sqlite:PATH or file:PATH", redact(rawURL))
 	}
 	switch strings.ToLower(scheme) {
 	case "postgres", "postgresql":
-		return postgres.Open(rawURL), "postgres", nil
+		cfg, err := pgx.ParseConfig(rawURL)
+		if err != nil {
+			return nil, "", fmt.Errorf("DATABASE_URL %q: %w", redact(rawURL), err)
+		}
+		cfg.Tracer = tracer
+		return postgres.New(postgres.Config{Conn: stdlib.OpenDB(*cfg)}), "postgres", nil
 	case "sqlite", "file":
 		dsn, err := sqliteDSN(rest)
 		if err != nil {

@@ -45,7 +45,9 @@ const (
 	SELECT id, 'CREATED', $6, '', $11 FROM created
 )`
 
-	createPostgresSQL = `WITH claim AS (
+	// CreatePostgresSQL is the statement every create runs on PostgreSQL.
+	// It is exported for cmd/cmpay-bench, which runs it under pgbench.
+	CreatePostgresSQL = `WITH claim AS (
 	INSERT INTO idempotency_keys (client_id, idempotency_key, fingerprint, fingerprint_version, payment_id, created_at)
 	VALUES ($1, $2, $3, $4, $5, $6)
 	ON CONFLICT (client_id, idempotency_key) DO NOTHING
@@ -110,7 +112,7 @@ func (s *Service) createPostgres(ctx context.Context, p payload, fp []byte, tran
 	now := s.now()
 	args := []any{p.clientID, p.key, fp, fingerprintVersion, newPaymentID(), now, now.Add(-s.keyTTL),
 		p.amount.Minor, p.amount.Currency, string(p.method), transport}
-	outcome, row, heldFP, heldVersion, err := s.runCreate(ctx, createPostgresSQL, args)
+	outcome, row, heldFP, heldVersion, err := s.runCreate(ctx, CreatePostgresSQL, args)
 	if err != nil {
 		return recorded{}, err
 	}
@@ -156,7 +158,7 @@ func (s *Service) createPostgres(ctx context.Context, p payload, fp []byte, tran
 	return rec, nil
 }
 
-// runCreate runs createPostgresSQL or takeoverSQL and reads its one row. No
+// runCreate runs CreatePostgresSQL or takeoverSQL and reads its one row. No
 // row means the key is held by a transaction newer than the statement's
 // snapshot, or was renewed or swept meanwhile: errKeyVanished, and Create
 // goes round again.

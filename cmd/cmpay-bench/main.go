@@ -1,0 +1,366 @@
+// Command cmpay-bench measures CMPay's createPayment against what
+// PostgreSQL itself can do on the same machine, and writes the figures.
+//
+// It builds the server from this checkout and, for each data size, seeds a
+// fresh schema, starts the server on it, drives it over loopback with the
+// load generator (internal/load) in four modes (new keys, replays,
+// conflicting payloads, and a mix), reads the server's peak RSS, then runs
+// pgbench at the same concurrency twice over: with the least SQL that can
+// do a create's work (the limit), and with the server's own statement. The
+// SQLite mode is measured too. Run it through scripts/bench.sh, which
+// starts PostgreSQL first.
+package main
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/cmpay/cmpay/database"
+	"github.com/cmpay/cmpay/internal/load"
+	"github.com/cmpay/cmpay/payments"
+)
+
+var (
+	measure = flag.Duration("duration", 15*time.Second, "how long each mode and each pgbench run is measured")
+	warmup  = flag.Duration("warmup", 3*time.Second, "traffic sent before measuring")
+	clients = flag.Int("clients", 16, "concurrent clients, for the load generator and pgbench alike")
+	sizes   = flag.String("sizes", "10000,1000000", "payments stored before each run")
+	sqlite  = flag.Bool("sqlite", true, "also measure the embedded SQLite mode")
+	write   = flag.String("write", "", "a Markdown file whose section between the bench markers is replaced by the results")
+)
+
+const token = "bench-token"
+
+func main() {
+	flag.Parse()
+	log.SetFlags(log.Ltime)
+	serverURL := os.Getenv("CMPAY_TEST_DATABASE_URL")
+	pgBin := os.Getenv("CMPAY_PG_BIN")
+	if serverURL == "" || pgBin == "" {
+		log.Fatal("CMPAY_TEST_DATABASE_URL and CMPAY_PG_BIN are not set: run ./scripts/bench.sh")
+	}
+	work, err := os.MkdirTemp("", "cmpay-bench-")
+	check(err)
+	defer os.RemoveAll(work)
+	binary := filepath.Join(work, "cmpay")
+	run("go", "build", "-o", binary, ".")
+
+	var report strings.Builder
+	fmt.Fprintf(&report, "Measured %s on %s; commit %s; %d clients; %s per mode after %s of warm-up.\n\n",
+		time.Now().UTC().Format("2006-01-02 15:04 UTC"), machine(), commit(), *clients, *measure, *warmup)
+
+	for _, field := range strings.Split(*sizes, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(field))
+		check(err)
+		report.WriteString(postgresRun(serverURL, pgBin, binary, work, n))
+	}
+	if *sqlite {
+		report.WriteString(sqliteRun(binary, work))
+	}
+	fmt.Print(report.String())
+	if *write != "" {
+		check(replaceSection(*write, report.String()))
+		log.Printf("results written to %s", *write)
+	}
+}
+
+// modeResult is one row of a table.
+type modeResult struct {
+	load.Result
+	peakRSS int64 // kB
+}
+
+func postgresRun(serverURL, pgBin, binary, work string, n int) string {
+	schema := fmt.Sprintf("bench_%d", n)
+	admin, err := database.Open(serverURL, database.Options{})
+	check(err)
+	defer database.Close(admin)
+	check(admin.Exec(`DROP SCHEMA IF EXISTS ` + schema + ` CASCADE`).Error)
+	check(admin.Exec(`CREATE SCHEMA ` + schema).Error)
+	defer admin.Exec(`DROP SCHEMA IF EXISTS ` + schema + ` CASCADE`)
+
+	appURL := withParam(serverURL, "search_path", schema)
+	db, err := database.Open(appURL, database.Options{})
+	check(err)
+	check(database.Migrate(db))
+	log.Printf("seeding %d payments in %s", n, schema)
+	start := time.Now()
+	seed(db, n)
+	database.Close(db)
+	log.Printf("seeded in %s", time.Since(start).Round(time.Second))
+
+	srv := startServer(binary, appURL)
+	results := map[load.Mode]modeResult{}
+	for _, mode := range []load.Mode{load.New, load.Replay, load.Conflict, load.Mix} {
+		results[mode] = drive(srv, mode)
+	}
+	srv.stop()
+
+	pgURL := withParam(serverURL, "options", "-csearch_path="+schema)
+	limitNew := pgbench(pgBin, work, pgURL, "limit-new", limitNewSQL)
+	limitReplay := pgbench(pgBin, work, pgURL, "limit-replay", limitReplaySQL)
+	serverNew := pgbench(pgBin, work, pgURL, "server-new", serverStatement("'k' || :n || '-' || :client_id", "random(1, 1000000000000)"))
+	serverReplay := pgbench(pgBin, work, pgURL, "server-replay", serverStatement("'r' || :n", "random(1, 1000)"))
+
+	var b strings.Builder
+	fmt.Fprintf(&b, "### PostgreSQL, %s payments stored\n\n", thousands(n))
+	b.WriteString("| mode | requests/s | p50 ms | p99 ms | errors | peak RSS MB | limit tps (pgbench) | server ÷ limit |\n|---|---|---|---|---|---|---|---|\n")
+	limits := map[load.Mode]float64{
+		load.New:      limitNew,
+		load.Replay:   limitReplay,
+		load.Conflict: limitReplay, // a conflict's least work is a replay's: look up, record
+		// The mix's limit: the time-weighted blend of its parts.
+		load.Mix: 1 / (0.80/limitNew + 0.20/limitReplay),
+	}
+	for _, mode := range []load.Mode{load.New, load.Replay, load.Conflict, load.Mix} {
+		r := results[mode]
+		fmt.Fprintf(&b, "| %s | %.0f | %.2f | %.2f | %d | %.1f | %.0f | %.2f |\n", mode, r.RPS(), ms(r.P50), ms(r.P99),
+			r.ErrorCount(), float64(r.peakRSS)/1024, limits[mode], r.RPS()/limits[mode])
+	}
+	fmt.Fprintf(&b, "\npgbench `-M prepared -c %d`, same schema and data: the limit for a new key %.0f tps, for a replay %.0f tps; "+
+		"the server's own statement (`payments.CreatePostgresSQL`) %.0f tps for new keys and %.0f tps for replays.\n\n",
+		*clients, limitNew, limitReplay, serverNew, serverReplay)
+	return b.String()
+}
+
+func sqliteRun(binary, work string) string {
+	srv := startServer(binary, "sqlite:"+filepath.Join(work, "bench.db"))
+	defer srv.stop()
+	var b strings.Builder
+	b.WriteString("### SQLite (embedded default: WAL, synchronous=NORMAL, busy_timeout 10 s, BEGIN IMMEDIATE)\n\n")
+	b.WriteString("| mode | requests/s | p50 ms | p99 ms | errors | peak RSS MB |\n|---|---|---|---|---|---|\n")
+	for _, mode := range []load.Mode{load.New, load.Replay} {
+		r := drive(srv, mode)
+		fmt.Fprintf(&b, "| %s | %.0f | %.2f | %.2f | %d | %.1f |\n", mode, r.RPS(), ms(r.P50), ms(r.P99), r.ErrorCount(), float64(r.peakRSS)/1024)
+	}
+	b.WriteString("\n")
+	return b.String()
+}
+
+func drive(srv *server, mode load.Mode) modeResult {
+	log.Printf("driving %s at %d clients", mode, *clients)
+	r, err := load.Run(context.Background(), load.Config{
+		URL: srv.url, Token: token, Clients: *clients, Warmup: *warmup, Measure: *measure,
+		Mode: mode, SeedKeys: 1000, RunID: fmt.Sprintf("%s-%d", mode, time.Now().UnixNano()),
+	})
+	check(err)
+	if len(r.Errors) > 0 {
+		log.Printf("%s: unexpected answers %v", mode, r.Errors)
+	}
+	return modeResult{Result: r, peakRSS: srv.peakRSS()}
+}
+
+// seed stores n payments with their keys and creation attempts, as a
+// server would have, and the keys pgbench's replays use.
+func seed(db *gorm.DB, n int) {
+	for _, stmt := range []string{
+		`INSERT INTO payments (id, client_id, idempotency_key, amount_minor, currency, method, created_at)
+		 SELECT 'pay_seed_' || g, 'seed-' || (g % 10000), 'seed-' || g, 1000 + g % 5000, 'BRL', 'PIX', now() - g * interval '1 second'
+		 FROM generate_series(1, ?) g`,
+		`INSERT INTO idempotency_keys (client_id, idempotency_key, fingerprint, fingerprint_version, payment_id, created_at)
+		 SELECT client_id, idempotency_key, '\x00', 1, id, now() FROM payments`,
+		`INSERT INTO idempotency_attempts (payment_id, outcome, at, differing_fields, transport)
+		 SELECT id, 'CREATED', created_at, '', 'seed' FROM payments`,
+		`INSERT INTO payments (id, client_id, idempotency_key, amount_minor, currency, method, created_at)
+		 SELECT 'pay_pgbench_' || g, 'pgbench', 'r' || g, 1000, 'BRL', 'PIX', now() FROM generate_series(1, 1000) g`,
+		`INSERT INTO idempotency_keys (client_id, idempotency_key, fingerprint, fingerprint_version, payment_id, created_at)
+		 SELECT 'pgbench', 'r' || g, '\x01'::bytea, 1, 'pay_pgbench_' || g, now() FROM generate_series(1, 1000) g`,
+		`ANALYZE`,
+	} {
+		var args []any
+		if strings.Contains(stmt, "generate_series(1, ?)") {
+			args = []any{n}
+		}
+		check(db.Exec(stmt, args...).Error)
+	}
+}
+
+// The least SQL that can do a create's work: claim the key under the
+// unique index, store the payment, record the attempt, in one statement.
+const limitNewSQL = `\set n random(1, 1000000000000)
+WITH k AS (
+  INSERT INTO idempotency_keys (client_id, idempotency_key, fingerprint, fingerprint_version, payment_id, created_at)
+  VALUES ('pgbench', 'k' || :n || '-' || :client_id, '\x01', 1, 'p' || :n || '-' || :client_id, now())
+  ON CONFLICT (client_id, idempotency_key) DO NOTHING RETURNING payment_id),
+p AS (
+  INSERT INTO payments (id, client_id, idempotency_key, amount_minor, currency, method, created_at)
+  SELECT payment_id, 'pgbench', 'k' || :n || '-' || :client_id, 1000, 'BRL', 'PIX', now() FROM k RETURNING id)
+INSERT INTO idempotency_attempts (payment_id, outcome, at, differing_fields, transport)
+SELECT id, 'CREATED', now(), '', 'pgbench' FROM p;
+`
+
+// The least SQL for a replay: look the key's payment up, record the
+// attempt, return the payment.
+const limitReplaySQL = `\set n random(1, 1000)
+WITH k AS (SELECT payment_id FROM idempotency_keys WHERE client_id = 'pgbench' AND idempotency_key = 'r' || :n),
+a AS (INSERT INTO idempotency_attempts (payment_id, outcome, at, differing_fields, transport)
+      SELECT payment_id, 'REPLAYED', now(), '', 'pgbench' FROM k)
+SELECT p.id, p.amount_minor, p.currency, p.method, p.created_at FROM payments p JOIN k ON p.id = k.payment_id;
+`
+
+// serverStatement is payments.CreatePostgresSQL with pgbench variables in
+// place of its parameters.
+func serverStatement(key, random string) string {
+	sql := payments.CreatePostgresSQL
+	params := map[int]string{
+		1: "'pgbench'", 2: key, 3: `'\x01'::bytea`, 4: "1", 5: "'p' || :n || '-' || :client_id", 6: "now()",
+		7: "now() - interval '24 hours'", 8: "1000", 9: "'BRL'", 10: "'PIX'", 11: "'pgbench'",
+	}
+	sql = regexp.MustCompile(`\$(\d+)`).ReplaceAllStringFunc(sql, func(m string) string {
+		i, _ := strconv.Atoi(m[1:])
+		return params[i]
+	})
+	return `\set n ` + random + "\n" + strings.Join(strings.Fields(sql), " ") + ";\n"
+}
+
+var tpsLine = regexp.MustCompile(`tps = ([0-9.]+)`)
+
+func pgbench(pgBin, work, pgURL, name, script string) float64 {
+	path := filepath.Join(work, name+".sql")
+	check(os.WriteFile(path, []byte(script), 0o644))
+	log.Printf("pgbench %s", name)
+	out, err := exec.Command(filepath.Join(pgBin, "pgbench"), "-n", "-M", "prepared",
+		"-c", strconv.Itoa(*clients), "-j", "2", "-T", strconv.Itoa(int((*measure).Seconds())), "-f", path, pgURL).CombinedOutput()
+	if err != nil {
+		log.Fatalf("pgbench %s: %v\n%s", name, err, out)
+	}
+	m := tpsLine.FindSubmatch(out)
+	if m == nil {
+		log.Fatalf("pgbench %s printed no tps:\n%s", name, out)
+	}
+	tps, _ := strconv.ParseFloat(string(m[1]), 64)
+	return tps
+}
+
+// server is the CMPay process under test.
+type server struct {
+	cmd *exec.Cmd
+	url string
+}
+
+func startServer(binary, databaseURL string) *server {
+	cmd := exec.Command(binary)
+	cmd.Env = append(os.Environ(), "DATABASE_URL="+databaseURL, "ADDR=127.0.0.1:0", "API_TOKENS="+token, "ADMIN_PASSWORD=bench")
+	stdout, err := cmd.StdoutPipe()
+	check(err)
+	cmd.Stderr = io.Discard
+	check(cmd.Start())
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "CMPay listening on "); ok {
+			go io.Copy(io.Discard, stdout)
+			return &server{cmd: cmd, url: rest}
+		}
+	}
+	log.Fatal("the server exited before listening")
+	return nil
+}
+
+func (s *server) stop() {
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	_ = s.cmd.Wait()
+}
+
+// peakRSS is the process's high-water resident set, in kB.
+func (s *server) peakRSS() int64 {
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, _ := strconv.ParseInt(strings.Fields(rest)[0], 10, 64)
+			return kb
+		}
+	}
+	return 0
+}
+
+const (
+	startMarker = "<!-- cmpay-bench:start -->"
+	endMarker   = "<!-- cmpay-bench:end -->"
+)
+
+// replaceSection puts text between the markers of a Markdown file.
+func replaceSection(path, text string) error {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	doc := string(raw)
+	start, end := strings.Index(doc, startMarker), strings.Index(doc, endMarker)
+	if start < 0 || end < start {
+		return fmt.Errorf("%s has no %s … %s section", path, startMarker, endMarker)
+	}
+	doc = doc[:start+len(startMarker)] + "\n" + text + doc[end:]
+	return os.WriteFile(path, []byte(doc), 0o644)
+}
+
+func machine() string {
+	cpu := "unknown CPU"
+	if info, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		if m := regexp.MustCompile(`model name\s*:\s*(.+)`).FindSubmatch(info); m != nil {
+			cpu = string(m[1])
+		}
+	}
+	cores, _ := exec.Command("nproc").Output()
+	return fmt.Sprintf("%s cores (%s)", strings.TrimSpace(string(cores)), cpu)
+}
+
+func commit() string {
+	out, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output()
+	if err != nil {
+		return "unknown"
+	}
+	c := strings.TrimSpace(string(out))
+	if dirty, _ := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); len(dirty) > 0 {
+		c += " (with uncommitted changes)"
+	}
+	return c
+}
+
+func withParam(rawURL, key, value string) string {
+	u, err := url.Parse(rawURL)
+	check(err)
+	q := u.Query()
+	q.Set(key, value)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+func run(name string, args ...string) {
+	cmd := exec.Command(name, args...)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	check(cmd.Run())
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func thousands(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+func check(err error) {
+	if err != nil {
+		log.Fatal(err)
+	}
+}
