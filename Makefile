@@ -12,3 +12,6 @@ bench:
 
 bench-admin:
 	./scripts/bench-admin.sh
+
+soak:
+	./scripts/soak.sh

@@ -78,30 +78,22 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer, log 
 	}
 	m := metrics.New(sqlDB)
 	svc := payments.NewService(db, payments.Config{KeyTTL: cfg.KeyTTL, OnAttempt: m.OnAttempt})
-	srv := &http.Server{
-		Handler: httpapi.NewHandler(httpapi.Deps{
-			Service:       svc,
-			DB:            db,
-			Metrics:       m,
-			APITokens:     cfg.APITokens,
-			AdminUser:     cfg.AdminUser,
-			AdminPassword: cfg.AdminPassword,
-			CORSOrigins:   cfg.CORSOrigins,
-			MaxBodyBytes:  cfg.MaxBodyBytes,
-			GraphQL: &graph.Options{
-				Introspection: cfg.Introspection,
-				MaxDepth:      cfg.MaxDepth,
-				MaxComplexity: cfg.MaxComplexity,
-			},
-			Logger: log,
-		}),
-		// Slow or idle clients cannot hold connections open for ever.
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      30 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
+	srv := newHTTPServer(httpapi.NewHandler(httpapi.Deps{
+		Service:       svc,
+		DB:            db,
+		Metrics:       m,
+		APITokens:     cfg.APITokens,
+		AdminUser:     cfg.AdminUser,
+		AdminPassword: cfg.AdminPassword,
+		CORSOrigins:   cfg.CORSOrigins,
+		MaxBodyBytes:  cfg.MaxBodyBytes,
+		GraphQL: &graph.Options{
+			Introspection: cfg.Introspection,
+			MaxDepth:      cfg.MaxDepth,
+			MaxComplexity: cfg.MaxComplexity,
+		},
+		Logger: log,
+	}), log)
 
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
@@ -133,6 +125,22 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer, log 
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// newHTTPServer sets every timeout, so that slow or idle clients cannot
+// hold connections open for ever: a client that sends its headers slowly
+// (slowloris) is cut off after 5 s, one that sends or reads its body slowly
+// after 30 s.
+func newHTTPServer(h http.Handler, log *slog.Logger) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
 }
 
 // printStartup tells the operator where the server is and, once, any

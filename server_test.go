@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -17,6 +19,9 @@ import (
 	"testing"
 	"time"
 
+	"gorm.io/gorm"
+
+	"github.com/cmpay/cmpay/database"
 	"github.com/cmpay/cmpay/internal/dbtest"
 )
 
@@ -303,4 +308,62 @@ func TestGeneratedSecrets(t *testing.T) {
 	if res.StatusCode != http.StatusOK {
 		t.Errorf("the printed token got status %d, want 200", res.StatusCode)
 	}
+}
+
+func openDB(t *testing.T, url string) *gorm.DB {
+	t.Helper()
+	db, err := database.Open(url, database.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { database.Close(db) })
+	return db
+}
+
+func TestHTTPServerTimeouts(t *testing.T) {
+	t.Parallel()
+	srv := newHTTPServer(http.NotFoundHandler(), slog.New(slog.DiscardHandler))
+	for name, d := range map[string]time.Duration{
+		"ReadHeaderTimeout": srv.ReadHeaderTimeout, "ReadTimeout": srv.ReadTimeout,
+		"WriteTimeout": srv.WriteTimeout, "IdleTimeout": srv.IdleTimeout,
+	} {
+		if d <= 0 || d > 5*time.Minute {
+			t.Errorf("%s = %s, want a bound", name, d)
+		}
+	}
+	if srv.ReadHeaderTimeout > 10*time.Second || srv.MaxHeaderBytes <= 0 || srv.MaxHeaderBytes > 1<<20 {
+		t.Errorf("header limits: %s, %d bytes", srv.ReadHeaderTimeout, srv.MaxHeaderBytes)
+	}
+}
+
+// A client that sends its headers a byte at a time is cut off.
+func TestSlowClientIsCutOff(t *testing.T) {
+	t.Parallel()
+	srv := startServer(t, dbtest.SQLite(t).URL)
+	conn, err := net.Dial("tcp", strings.TrimPrefix(srv.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	start := time.Now()
+	fmt.Fprint(conn, "GET /healthz HTTP/1.1\r\nHost: x\r\n")
+	for time.Since(start) < 15*time.Second {
+		if _, err := fmt.Fprint(conn, "X"); err != nil {
+			break
+		}
+		conn.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+		if _, err := conn.Read(make([]byte, 1)); err != nil && !isTimeout(err) {
+			break // closed by the server
+		}
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("a slow client held its connection for %s", took)
+	} else {
+		t.Logf("a slow client was cut off after %s", took.Round(100*time.Millisecond))
+	}
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }

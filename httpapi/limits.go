@@ -44,12 +44,10 @@ func limitBody(max int64) func(http.Handler) http.Handler {
 }
 
 func tooLarge(w http.ResponseWriter, r *http.Request, max int64) {
-	msg := fmt.Sprintf("the request body is larger than %d bytes", max)
+	st := styleProblem
 	if strings.HasPrefix(r.URL.Path, "/graphql") {
-		writeJSON(w, http.StatusRequestEntityTooLarge, map[string]any{
-			"errors": []map[string]any{{"message": msg, "extensions": map[string]any{"code": apierror.TooLarge}}},
-		})
-		return
+		st = styleGraphQL
 	}
-	writeProblem(w, r, apierror.Error{Code: apierror.TooLarge, Status: http.StatusRequestEntityTooLarge, Message: msg})
+	writeError(w, r, st, apierror.Error{Code: apierror.TooLarge, Status: http.StatusRequestEntityTooLarge,
+		Message: fmt.Sprintf("the request body is larger than %d bytes", max)})
 }

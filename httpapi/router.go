@@ -39,6 +39,9 @@ type Deps struct {
 	MaxBodyBytes int64
 	// GraphQL holds the GraphQL limits; nil means graph.DefaultOptions.
 	GraphQL *graph.Options
+	// AuthFailuresPerMinute is how often one address may fail to sign in;
+	// zero means DefaultAuthFailuresPerMinute.
+	AuthFailuresPerMinute int
 
 	Logger *slog.Logger
 }
@@ -60,9 +63,11 @@ func NewHandler(d Deps) http.Handler {
 	}
 	gqlOpts.OnOperation = metrics.SetOperation
 	creds := newCredentials(d.APITokens, d.AdminUser, d.AdminPassword)
-	apiToken := require(creds.bearer, denyGraphQL)
-	restToken := require(creds.bearer, denyREST)
-	adminOrToken := require(func(r *http.Request) bool { return creds.admin(r) || creds.bearer(r) }, denyAdmin)
+	failures := newFailureLimiter(d.AuthFailuresPerMinute)
+	apiToken := guard(creds.bearer, failures, styleGraphQL, bearerChallenge)
+	restToken := guard(creds.bearer, failures, styleProblem, bearerChallenge)
+	adminOnly := guard(creds.admin, failures, styleProblem, basicChallenge)
+	adminOrToken := guard(func(r *http.Request) bool { return creds.admin(r) || creds.bearer(r) }, failures, styleProblem, basicChallenge)
 
 	r := chi.NewRouter()
 	r.Use(requestid.Middleware, recoverPanics(log), accessLog(log))
@@ -98,7 +103,7 @@ func NewHandler(d Deps) http.Handler {
 	r.With(restToken).Get("/api/payments/{id}", getPaymentREST(d.Service))
 
 	// Support staff: the admin's HTTP Basic credentials.
-	adminUI := require(creds.admin, denyAdmin)(web.Admin(d.Service))
+	adminUI := adminOnly(web.Admin(d.Service))
 	r.Handle("/admin", adminUI)
 	r.Handle("/admin/*", adminUI)
 
@@ -107,6 +112,6 @@ func NewHandler(d Deps) http.Handler {
 		r.With(adminOrToken).Method(http.MethodGet, "/metrics", d.Metrics.Handler())
 	}
 	// Go's profiler, for the admin only: go tool pprof -http : http://admin:…@host/debug/pprof/profile
-	r.With(require(creds.admin, denyAdmin)).Mount("/debug", middleware.Profiler())
+	r.With(adminOnly).Mount("/debug", middleware.Profiler())
 	return r
 }

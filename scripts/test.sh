@@ -23,7 +23,18 @@ if [ -n "$unformatted" ]; then echo "gofmt would change: $unformatted" >&2; exit
 log "go vet"
 go vet ./...
 
+log "staticcheck"
+go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
+
 log "go test -race"
 go test -race -count=1 -timeout 20m ./...
+
+# Each fuzz target explores beyond its seed corpus for a few seconds; a
+# crash it finds is written to testdata/fuzz and fails the run, and then
+# stays as a regression input.
+log "fuzzing each target for ${CMPAY_FUZZTIME:=5s}"
+for target in payments:FuzzParseAmount payments:FuzzValidateKey payments:FuzzFingerprint httpapi:FuzzRequestDecoding; do
+  go test -run '^$' -fuzz "^${target#*:}\$" -fuzztime "$CMPAY_FUZZTIME" "./${target%%:*}/"
+done
 
 log "all checks passed in $(( $(date +%s) - start ))s"

@@ -8,7 +8,8 @@
 // pgbench at the same concurrency twice over: with the least SQL that can
 // do a create's work (the limit), and with the server's own statement. The
 // SQLite mode is measured too. Run it through scripts/bench.sh, which
-// starts PostgreSQL first.
+// starts PostgreSQL first. With -soak it runs the soak test instead
+// (scripts/soak.sh).
 package main
 
 import (
@@ -42,6 +43,7 @@ var (
 	sizes   = flag.String("sizes", "10000,1000000", "payments stored before each run")
 	sqlite  = flag.Bool("sqlite", true, "also measure the embedded SQLite mode")
 	write   = flag.String("write", "", "a Markdown file whose section between the bench markers is replaced by the results")
+	soakFor = flag.Duration("soak", 0, "instead of the benchmark, soak the server with mixed traffic at 32 clients for this long")
 )
 
 const token = "bench-token"
@@ -59,6 +61,12 @@ func main() {
 	defer os.RemoveAll(work)
 	binary := filepath.Join(work, "cmpay")
 	run("go", "build", "-o", binary, ".")
+	if *soakFor > 0 {
+		if !soak(serverURL, binary, *soakFor) {
+			os.Exit(1)
+		}
+		return
+	}
 
 	var report strings.Builder
 	fmt.Fprintf(&report, "Measured %s on %s; commit %s; %d clients; %s per mode after %s of warm-up.\n\n",

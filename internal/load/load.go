@@ -75,8 +75,6 @@ func (r Result) ErrorCount() int {
 
 type request struct {
 	kind    string // "new", "replay" or "conflict": what answer to expect
-	key     string
-	amount  string
 	payload []byte
 }
 
