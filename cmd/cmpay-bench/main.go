@@ -73,6 +73,9 @@ func main() {
 		time.Now().UTC().Format("2006-01-02 15:04 UTC"), machine(), commit(), *clients, *measure, *warmup)
 
 	for _, field := range strings.Split(*sizes, ",") {
+		if strings.TrimSpace(field) == "" {
+			continue
+		}
 		n, err := strconv.Atoi(strings.TrimSpace(field))
 		check(err)
 		report.WriteString(postgresRun(serverURL, pgBin, binary, work, n))

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -142,7 +143,12 @@ func SQLite(t testing.TB) DB {
 func openMigrated(t testing.TB, u string) *gorm.DB {
 	t.Helper()
 	// Tests provoke database errors on purpose and check them themselves.
-	db, err := database.Open(u, database.Options{MaxOpenConns: 16, Logger: quiet})
+	// The pool is the one the server gets, but for PostgreSQL's size.
+	opts := database.Options{Logger: quiet}
+	if strings.HasPrefix(u, "postgres") {
+		opts.MaxOpenConns = 16
+	}
+	db, err := database.Open(u, opts)
 	if err != nil {
 		t.Fatalf("dbtest: %v", err)
 	}
