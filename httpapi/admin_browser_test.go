@@ -5,12 +5,9 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/network"
-	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
 	"github.com/cmpay/cmpay/internal/browsertest"
@@ -48,24 +45,7 @@ func TestAdminInBrowser(t *testing.T) {
 		t.Fatalf("conflict: %+v", conflict)
 	}
 
-	var mu sync.Mutex
-	var requests []string
-	go func() {
-		for ev, err := range chromedp.Events(ctx, network.RequestWillBeSent) {
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			requests = append(requests, ev.Request.URL)
-			mu.Unlock()
-		}
-	}()
-	if _, err := chromedp.Call(ctx, network.Enable, network.EnableParams{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := chromedp.Call(ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: recordCSPViolations}); err != nil {
-		t.Fatal(err)
-	}
+	watch := browsertest.Watch(t, ctx)
 	browsertest.SignIn(t, ctx, "admin", adminPassword)
 
 	// The list: newest first, one row per payment, the flags.
@@ -161,15 +141,5 @@ func TestAdminInBrowser(t *testing.T) {
 	}
 	browsertest.Screenshot(t, ctx, "admin-list-375px")
 
-	if v := evalString(t, ctx, `window.__csp.join("\n")`); v != "" {
-		t.Errorf("Content-Security-Policy violations:\n%s", v)
-	}
-	server, _ := url.Parse(b.srv.URL)
-	mu.Lock()
-	defer mu.Unlock()
-	for _, r := range requests {
-		if u, err := url.Parse(r); err != nil || u.Scheme != "data" && u.Host != server.Host {
-			t.Errorf("the page fetched %s, not from this server", r)
-		}
-	}
+	watch.Check(t, b.srv.URL)
 }

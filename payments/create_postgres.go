@@ -7,7 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
+
+	"github.com/cmpay/cmpay/models"
 )
 
 // On PostgreSQL a create is one statement: data-modifying CTEs claim the
@@ -123,7 +124,7 @@ func (s *Service) createPostgres(ctx context.Context, p payload, fp []byte, tran
 		}
 	}
 
-	rec := recorded{payment: row.payment()}
+	rec := recorded{payment: paymentFromRow(row)}
 	switch outcome {
 	case "CREATED":
 		rec.outcome = OutcomeCreated
@@ -162,7 +163,7 @@ func (s *Service) createPostgres(ctx context.Context, p payload, fp []byte, tran
 // row means the key is held by a transaction newer than the statement's
 // snapshot, or was renewed or swept meanwhile: errKeyVanished, and Create
 // goes round again.
-func (s *Service) runCreate(ctx context.Context, query string, args []any) (outcome string, row paymentRow, heldFP []byte, heldVersion sql.NullInt32, err error) {
+func (s *Service) runCreate(ctx context.Context, query string, args []any) (outcome string, row models.Payment, heldFP []byte, heldVersion sql.NullInt32, err error) {
 	err = s.sqlDB.QueryRowContext(ctx, query, args...).Scan(&outcome, &row.ID, &row.ClientID, &row.IdempotencyKey,
 		&row.AmountMinor, &row.Currency, &row.Method, &row.CreatedAt, &row.ReplayCount, &row.RejectedCount, &heldFP, &heldVersion)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -172,25 +173,4 @@ func (s *Service) runCreate(ctx context.Context, query string, args []any) (outc
 		return "", row, nil, heldVersion, fmt.Errorf("create statement: %w", err)
 	}
 	return outcome, row, heldFP, heldVersion, nil
-}
-
-// paymentRow is a payments row as the create statements return it.
-type paymentRow struct {
-	ID, ClientID, IdempotencyKey, Currency, Method string
-	AmountMinor                                    int64
-	CreatedAt                                      time.Time
-	ReplayCount, RejectedCount                     int
-}
-
-func (r paymentRow) payment() Payment {
-	return Payment{
-		ID:             r.ID,
-		ClientID:       r.ClientID,
-		Amount:         Money{Minor: r.AmountMinor, Currency: r.Currency},
-		Method:         Method(r.Method),
-		IdempotencyKey: r.IdempotencyKey,
-		CreatedAt:      r.CreatedAt.UTC(),
-		ReplayCount:    r.ReplayCount,
-		RejectedCount:  r.RejectedCount,
-	}
 }

@@ -96,16 +96,24 @@ type modeResult struct {
 	peakRSS int64 // kB
 }
 
-func postgresRun(serverURL, pgBin, binary, work string, n int) string {
-	schema := fmt.Sprintf("bench_%d", n)
+// freshSchema creates an empty schema and returns a connection to the
+// server, the DATABASE_URL that reaches the schema, and what drops it.
+func freshSchema(serverURL, schema string) (*gorm.DB, string, func()) {
 	admin, err := database.Open(serverURL, database.Options{})
 	check(err)
-	defer database.Close(admin)
 	check(admin.Exec(`DROP SCHEMA IF EXISTS ` + schema + ` CASCADE`).Error)
 	check(admin.Exec(`CREATE SCHEMA ` + schema).Error)
-	defer admin.Exec(`DROP SCHEMA IF EXISTS ` + schema + ` CASCADE`)
+	return admin, withParam(serverURL, "search_path", schema), func() {
+		admin.Exec(`DROP SCHEMA IF EXISTS ` + schema + ` CASCADE`)
+		database.Close(admin)
+	}
+}
 
-	appURL := withParam(serverURL, "search_path", schema)
+func postgresRun(serverURL, pgBin, binary, work string, n int) string {
+	schema := fmt.Sprintf("bench_%d", n)
+	_, appURL, drop := freshSchema(serverURL, schema)
+	defer drop()
+
 	db, err := database.Open(appURL, database.Options{})
 	check(err)
 	check(database.Migrate(db))
@@ -288,13 +296,19 @@ func (s *server) stop() {
 }
 
 // peakRSS is the process's high-water resident set, in kB.
-func (s *server) peakRSS() int64 {
+func (s *server) peakRSS() int64 { return s.memory("VmHWM") }
+
+// rss is the process's current resident set, in kB.
+func (s *server) rss() int64 { return s.memory("VmRSS") }
+
+// memory reads a kB figure of /proc/<pid>/status.
+func (s *server) memory(field string) int64 {
 	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.cmd.Process.Pid))
 	if err != nil {
 		return 0
 	}
 	for _, line := range strings.Split(string(status), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+		if rest, ok := strings.CutPrefix(line, field+":"); ok {
 			kb, _ := strconv.ParseInt(strings.Fields(rest)[0], 10, 64)
 			return kb
 		}

@@ -4,13 +4,9 @@ import (
 	"context"
 	"fmt"
 	"log"
-	"os"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
-	"github.com/cmpay/cmpay/database"
 	"github.com/cmpay/cmpay/internal/load"
 )
 
@@ -21,20 +17,15 @@ import (
 // after the warm-up.
 func soak(serverURL, binary string, d time.Duration) bool {
 	const schema = "soak"
-	admin, err := database.Open(serverURL, database.Options{})
-	check(err)
-	defer database.Close(admin)
-	check(admin.Exec(`DROP SCHEMA IF EXISTS ` + schema + ` CASCADE`).Error)
-	check(admin.Exec(`CREATE SCHEMA ` + schema).Error)
-	defer admin.Exec(`DROP SCHEMA IF EXISTS ` + schema + ` CASCADE`)
-	appURL := withParam(serverURL, "search_path", schema)
+	admin, appURL, drop := freshSchema(serverURL, schema)
+	defer drop()
 	srv := startServer(binary, appURL)
 	defer srv.stop()
 
 	cfg := load.Config{URL: srv.url, Token: token, Clients: 32, Mode: load.Mix, SeedKeys: 2000}
 	log.Printf("warming up for 30s")
 	cfg.RunID, cfg.Measure = "soak-warmup", 30*time.Second
-	_, err = load.Run(context.Background(), cfg)
+	_, err := load.Run(context.Background(), cfg)
 	check(err)
 	afterWarmup := srv.rss()
 
@@ -82,19 +73,4 @@ func soak(serverURL, binary string, d time.Duration) bool {
 		float64(afterWarmup)/1024, float64(atEnd)/1024, growth*100, float64(low)/1024, float64(high)/1024)
 	fmt.Printf("Answers: %v; unexpected: %v. Verdict: %s.\n", res.Outcomes, res.Errors, map[bool]string{true: "PASS", false: "FAIL"}[ok])
 	return ok
-}
-
-// rss is the process's current resident set, in kB.
-func (s *server) rss() int64 {
-	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.cmd.Process.Pid))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(status), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, _ := strconv.ParseInt(strings.Fields(rest)[0], 10, 64)
-			return kb
-		}
-	}
-	return 0
 }

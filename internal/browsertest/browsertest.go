@@ -5,13 +5,17 @@ package browsertest
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/chromedp/cdproto/fetch"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 )
 
@@ -135,4 +139,66 @@ func SignIn(t *testing.T, ctx context.Context, user, password string) {
 	if _, err := chromedp.Call(ctx, fetch.Enable, fetch.EnableParams{HandleAuthRequests: &on}); err != nil {
 		t.Fatalf("intercept sign-in prompts: %v", err)
 	}
+}
+
+// Watcher records what a page does that a test must check: every request
+// it sends, and every Content-Security-Policy violation it reports.
+type Watcher struct {
+	ctx      context.Context
+	mu       sync.Mutex
+	requests []string
+}
+
+// recordCSPViolations runs before any script of a page.
+const recordCSPViolations = `window.__csp = [];
+document.addEventListener("securitypolicyviolation", e => window.__csp.push(e.violatedDirective + " " + e.blockedURI));`
+
+// Watch starts recording; call it before navigating.
+func Watch(t *testing.T, ctx context.Context) *Watcher {
+	t.Helper()
+	w := &Watcher{ctx: ctx}
+	events := chromedp.Events(ctx, network.RequestWillBeSent)
+	go func() {
+		for ev, err := range events {
+			if err != nil {
+				return
+			}
+			w.mu.Lock()
+			w.requests = append(w.requests, ev.Request.URL)
+			w.mu.Unlock()
+		}
+	}()
+	if _, err := chromedp.Call(ctx, network.Enable, network.EnableParams{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Call(ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: recordCSPViolations}); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// Check fails the test for any request to a host other than serverURL's
+// (data: URIs are not requests to anyone) and for any CSP violation of the
+// page now loaded. It returns how many requests it checked.
+func (w *Watcher) Check(t *testing.T, serverURL string) int {
+	t.Helper()
+	violations, err := chromedp.Run(w.ctx, chromedp.Evaluate[string](`(window.__csp || []).join("\n")`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if violations != "" {
+		t.Errorf("Content-Security-Policy violations:\n%s", violations)
+	}
+	server, err := url.Parse(serverURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, r := range w.requests {
+		if u, err := url.Parse(r); err != nil || u.Scheme != "data" && u.Host != server.Host {
+			t.Errorf("the page fetched %s, not from this server", r)
+		}
+	}
+	return len(w.requests)
 }
