@@ -173,10 +173,7 @@ func Migrate(db *gorm.DB) error {
 			}
 		}
 		if tx.Dialector.Name() == "postgres" {
-			// Room on each page for the new version of an updated row, so
-			// that counter updates stay on the page (HOT) and skip the
-			// indexes. It applies to pages written from now on.
-			return tx.Exec(`ALTER TABLE payments SET (fillfactor = 90)`).Error
+			return setPaymentsFillfactor(tx)
 		}
 		return nil
 	})
@@ -184,6 +181,19 @@ func Migrate(db *gorm.DB) error {
 		return fmt.Errorf("migrate: %w", err)
 	}
 	return nil
+}
+
+// setPaymentsFillfactor leaves room on each page of payments for the new
+// version of an updated row, so that counter updates stay on the page (HOT)
+// and skip the indexes; it applies to pages written from then on. It
+// alters the table only when the setting is missing, not on every start.
+func setPaymentsFillfactor(tx *gorm.DB) error {
+	var set bool
+	err := tx.Raw(`SELECT COALESCE('fillfactor=90' = ANY(reloptions), false) FROM pg_class WHERE oid = 'payments'::regclass`).Scan(&set).Error
+	if err != nil || set {
+		return err
+	}
+	return tx.Exec(`ALTER TABLE payments SET (fillfactor = 90)`).Error
 }
 
 // Ping checks that the database answers.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-chi/chi/v5/middleware"
 
+	"github.com/cmpay/cmpay/metrics"
 	"github.com/cmpay/cmpay/requestid"
 )
 
@@ -31,21 +32,31 @@ func recoverPanics(log *slog.Logger) func(http.Handler) http.Handler {
 	}
 }
 
-// accessLog writes one structured line per request. It never logs headers
-// or bodies: they carry tokens and client data.
-func accessLog(log *slog.Logger) func(http.Handler) http.Handler {
+// accessLog writes one structured line per request and, with metrics,
+// records its latency: one wrapper and one clock for both. It never logs
+// headers or bodies: they carry tokens and client data.
+func accessLog(log *slog.Logger, m *metrics.Metrics) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			start := time.Now()
 			ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
+			r = metrics.Begin(r)
 			next.ServeHTTP(ww, r)
+			took := time.Since(start)
+			status := ww.Status()
+			if status == 0 {
+				status = http.StatusOK // nothing written: net/http sends 200
+			}
+			if m != nil {
+				m.Observe(r, status, took)
+			}
 			log.InfoContext(r.Context(), "request",
 				"request_id", requestid.From(r.Context()),
 				"method", r.Method,
 				"path", r.URL.Path,
-				"status", ww.Status(),
+				"status", status,
 				"bytes", ww.BytesWritten(),
-				"duration_ms", float64(time.Since(start).Microseconds())/1000,
+				"duration_ms", float64(took.Microseconds())/1000,
 			)
 		})
 	}

@@ -70,10 +70,7 @@ func NewHandler(d Deps) http.Handler {
 	adminOrToken := guard(func(r *http.Request) bool { return creds.admin(r) || creds.bearer(r) }, failures, styleProblem, basicChallenge)
 
 	r := chi.NewRouter()
-	r.Use(requestid.Middleware, recoverPanics(log), accessLog(log))
-	if d.Metrics != nil {
-		r.Use(d.Metrics.Instrument)
-	}
+	r.Use(requestid.Middleware, recoverPanics(log), accessLog(log, d.Metrics))
 	if len(d.CORSOrigins) > 0 {
 		r.Use(cors.New(cors.Options{
 			AllowedOrigins: d.CORSOrigins,

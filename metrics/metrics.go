@@ -76,6 +76,12 @@ func (m *Metrics) Handler() http.Handler {
 
 type operationKey struct{}
 
+// Begin readies a request to be timed: handlers deeper down name its
+// operation with SetOperation, and Observe reads the name back.
+func Begin(r *http.Request) *http.Request {
+	return r.WithContext(context.WithValue(r.Context(), operationKey{}, new(string)))
+}
+
 // SetOperation names the operation a request turned out to be, for the
 // latency histogram; handlers deeper down call it (the GraphQL executor
 // once it knows the root fields, the REST endpoint).
@@ -85,20 +91,20 @@ func SetOperation(ctx context.Context, name string) {
 	}
 }
 
-// Instrument times every request, labelled with the operation set by
-// SetOperation or else the matched route.
-func (m *Metrics) Instrument(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
-		op := new(string)
-		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
-		next.ServeHTTP(sw, r.WithContext(context.WithValue(r.Context(), operationKey{}, op)))
-		name := *op
-		if name == "" {
-			name = "route:" + routeOf(r)
-		}
-		m.duration.WithLabelValues(name, statusClass(sw.status)).Observe(time.Since(start).Seconds())
-	})
+// Observe records a finished request, r being the one Begin returned,
+// labelled with the operation SetOperation named or else the matched
+// route. The access log calls it, so that a request is wrapped and timed
+// once for both.
+func (m *Metrics) Observe(r *http.Request, status int, took time.Duration) {
+	name, _ := r.Context().Value(operationKey{}).(*string)
+	op := ""
+	if name != nil {
+		op = *name
+	}
+	if op == "" {
+		op = "route:" + routeOf(r)
+	}
+	m.duration.WithLabelValues(op, statusClass(status)).Observe(took.Seconds())
 }
 
 // routeOf is the route pattern that served r ("/admin/payments/{id}"), never
@@ -113,15 +119,3 @@ func routeOf(r *http.Request) string {
 func statusClass(code int) string {
 	return string(rune('0'+code/100)) + "xx"
 }
-
-type statusWriter struct {
-	http.ResponseWriter
-	status int
-}
-
-func (w *statusWriter) WriteHeader(code int) {
-	w.status = code
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

@@ -90,7 +90,7 @@ type recorded struct {
 // transaction elsewhere. Both claim the key under the unique index, then
 // create the payment or record a repeat of the key's payment.
 func (s *Service) createOnce(ctx context.Context, p payload, fp []byte, transport string) (recorded, error) {
-	if s.postgres {
+	if s.postgres && s.sqlDB != nil {
 		return s.createPostgres(ctx, p, fp, transport)
 	}
 	return s.createInTransaction(ctx, p, fp, transport)

@@ -32,15 +32,12 @@ import (
 // $7 expired-before, $8 amount in minor units, $9 currency, $10 method,
 // $11 transport.
 const (
-	// paymentColumnsFrom lists what the statements return of a payment.
-	returnedPayment = `id, client_id, idempotency_key, amount_minor, currency, method, created_at, replay_count, rejected_count`
-
 	// createFromClaim creates the payment and its attempt for the key row
 	// a "claim" CTE returns, if it returns one.
 	createFromClaim = `, created AS (
 	INSERT INTO payments (id, client_id, idempotency_key, amount_minor, currency, method, created_at, replay_count, rejected_count)
 	SELECT payment_id, $1, $2, $8, $9, $10, $6, 0, 0 FROM claim
-	RETURNING ` + returnedPayment + `
+	RETURNING ` + paymentColumns + `
 ), created_attempt AS (
 	INSERT INTO idempotency_attempts (payment_id, outcome, at, differing_fields, transport)
 	SELECT id, 'CREATED', $6, '', $11 FROM created
@@ -66,9 +63,9 @@ const (
 	INSERT INTO idempotency_attempts (payment_id, outcome, at, differing_fields, transport)
 	SELECT id, 'REPLAYED', $6, '', $11 FROM replayed
 )
-SELECT 'CREATED', ` + returnedPayment + `, NULL::bytea, NULL::int FROM created
+SELECT 'CREATED', ` + paymentColumns + `, NULL::bytea, NULL::int FROM created
 UNION ALL
-SELECT 'REPLAYED', ` + returnedPayment + `, NULL, NULL FROM replayed
+SELECT 'REPLAYED', ` + paymentColumns + `, NULL, NULL FROM replayed
 UNION ALL
 SELECT CASE WHEN held.expired THEN 'EXPIRED' ELSE 'HELD' END,
        p.id, p.client_id, p.idempotency_key, p.amount_minor, p.currency, p.method, p.created_at, p.replay_count, p.rejected_count,
@@ -85,7 +82,7 @@ FROM held JOIN payments p ON p.id = held.payment_id WHERE held.expired OR NOT he
 	WHERE client_id = $1 AND idempotency_key = $2 AND created_at < $7
 	RETURNING payment_id
 )` + createFromClaim + `
-SELECT 'CREATED', ` + returnedPayment + `, NULL::bytea, NULL::int FROM created`
+SELECT 'CREATED', ` + paymentColumns + `, NULL::bytea, NULL::int FROM created`
 )
 
 // recordRejectionSQL records a refused attempt and counts it, in one

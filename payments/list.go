@@ -69,7 +69,8 @@ func (s *Service) Get(ctx context.Context, id string) (Payment, error) {
 	return paymentFromRow(row), nil
 }
 
-// paymentColumns are the columns List reads, in models.Payment's order.
+// paymentColumns are the columns of a payment that List reads and the
+// create statements return, in models.Payment's order.
 const paymentColumns = "id, client_id, idempotency_key, amount_minor, currency, method, created_at, replay_count, rejected_count"
 
 // List returns up to first payments matching f, newest first, after the

@@ -29,10 +29,11 @@ type Config struct {
 // Service creates and reads payments in one database.
 type Service struct {
 	db *gorm.DB
-	// sqlDB and postgres serve the one-statement create on PostgreSQL,
-	// run straight on database/sql, past GORM's statement builder.
-	sqlDB     *sql.DB
+	// postgres says which SQL dialect db speaks. On PostgreSQL, sqlDB runs
+	// the one-statement create straight on database/sql, past GORM's
+	// statement builder; when it is nil, create uses the portable path.
 	postgres  bool
+	sqlDB     *sql.DB
 	keyTTL    time.Duration
 	clock     func() time.Time
 	onAttempt func(Outcome, string)
@@ -44,8 +45,6 @@ func NewService(db *gorm.DB, cfg Config) *Service {
 	s.postgres = db.Dialector.Name() == "postgres"
 	if sqlDB, err := db.DB(); err == nil {
 		s.sqlDB = sqlDB
-	} else {
-		s.postgres = false // a GORM connection without database/sql underneath: use the portable path
 	}
 	if s.keyTTL <= 0 {
 		s.keyTTL = DefaultKeyTTL
@@ -58,9 +57,6 @@ func NewService(db *gorm.DB, cfg Config) *Service {
 	}
 	return s
 }
-
-// KeyTTL is how long this service remembers a key.
-func (s *Service) KeyTTL() time.Duration { return s.keyTTL }
 
 // now is the current time as stored: UTC, truncated to the microsecond
 // PostgreSQL keeps, so that what a create returns equals what a replay reads.

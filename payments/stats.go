@@ -28,7 +28,7 @@ func (s *Service) RecentStats(ctx context.Context, hours int) (Stats, error) {
 
 	// The hour an attempt falls in, as a number, in each dialect's words.
 	hourOf := "CAST(strftime('%s', substr(at, 1, 19)) AS INTEGER) / 3600"
-	if s.db.Dialector.Name() == "postgres" {
+	if s.postgres {
 		hourOf = "CAST(floor(extract(epoch FROM at) / 3600) AS BIGINT)"
 	}
 	var rows []struct {

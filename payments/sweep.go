@@ -33,7 +33,7 @@ func (s *Service) SweepExpiredKeys(ctx context.Context, batchSize int) (int64, e
 	}
 	expiredBefore := s.now().Add(-s.keyTTL - SweepGrace)
 	pick := `SELECT id FROM idempotency_keys WHERE created_at < ? LIMIT ?`
-	if s.db.Dialector.Name() == "postgres" {
+	if s.postgres {
 		pick += ` FOR UPDATE SKIP LOCKED`
 	}
 	stmt := `DELETE FROM idempotency_keys WHERE created_at < ? AND id IN (` + pick + `)`
