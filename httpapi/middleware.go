@@ -50,13 +50,15 @@ func accessLog(log *slog.Logger, m *metrics.Metrics) func(http.Handler) http.Han
 			if m != nil {
 				m.Observe(r, status, took)
 			}
-			log.InfoContext(r.Context(), "request",
-				"request_id", requestid.From(r.Context()),
-				"method", r.Method,
-				"path", r.URL.Path,
-				"status", status,
-				"bytes", ww.BytesWritten(),
-				"duration_ms", float64(took.Microseconds())/1000,
+			// Typed attributes: at thousands of requests a second, boxing
+			// each value into an interface showed in the profile.
+			log.LogAttrs(r.Context(), slog.LevelInfo, "request",
+				slog.String("request_id", requestid.From(r.Context())),
+				slog.String("method", r.Method),
+				slog.String("path", r.URL.Path),
+				slog.Int("status", status),
+				slog.Int("bytes", ww.BytesWritten()),
+				slog.Float64("duration_ms", float64(took.Microseconds())/1000),
 			)
 		})
 	}

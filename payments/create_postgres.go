@@ -2,11 +2,13 @@ package payments
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/cmpay/cmpay/models"
 )
@@ -16,84 +18,105 @@ import (
 // the key holds and record a replay. One round trip, one implicit
 // transaction, for a new key and for a replay.
 //
+// The statement takes its requests as arrays, one element per request: the
+// creates that arrive while others are in flight go together in the next
+// statement (see batch.go), so that under load one round trip and one
+// commit serve many requests. Each row is still claimed under the unique
+// index on its own; a lone request is an array of one.
+//
 // Every CTE of a statement reads the same snapshot, taken when it starts.
 // A request that loses a race waits inside "claim" for the winner to
 // commit, but the winner's rows are not in its snapshot, so "held" finds
-// nothing and the statement returns no row. Create then runs it once more,
-// with a fresh snapshot that sees them: a race costs one extra round trip,
-// and is never mistaken for anything else.
+// nothing and the statement returns no row for it. Create then runs it
+// once more, with a fresh snapshot that sees them: a race costs one extra
+// round trip, and is never mistaken for anything else.
 //
 // The claim is ON CONFLICT DO NOTHING: a replay neither locks nor writes
 // the key row. A held key that has expired is reported, and taken over by
 // takeoverSQL in a second statement; expiry is rare, replays are not.
 //
-// Parameters, shared by createSQL and takeoverSQL: $1 client id, $2 key,
-// $3 fingerprint, $4 fingerprint version, $5 id for a new payment, $6 now,
-// $7 expired-before, $8 amount in minor units, $9 currency, $10 method,
-// $11 transport.
-const (
-	// createFromClaim creates the payment and its attempt for the key row
-	// a "claim" CTE returns, if it returns one.
-	createFromClaim = `, created AS (
+// Parameters: $1 client ids, $2 keys, $3 fingerprints, $4 ids for new
+// payments, $5 amounts in minor units, $6 currencies, $7 methods, $8
+// transports (arrays, one element per request); $9 fingerprint version,
+// $10 now, $11 expired-before. Each result row starts with its request's
+// position in the arrays, from 1.
+const CreatePostgresSQL = `WITH input AS (
+	SELECT * FROM unnest($1::text[], $2::text[], $3::bytea[], $4::text[], $5::bigint[], $6::text[], $7::text[], $8::text[])
+		WITH ORDINALITY AS t(client_id, idempotency_key, fingerprint, payment_id, amount_minor, currency, method, transport, n)
+), claim AS (
+	INSERT INTO idempotency_keys (client_id, idempotency_key, fingerprint, fingerprint_version, payment_id, created_at)
+	SELECT client_id, idempotency_key, fingerprint, $9, payment_id, $10 FROM input ORDER BY n
+	ON CONFLICT (client_id, idempotency_key) DO NOTHING
+	RETURNING payment_id
+), created AS (
+	INSERT INTO payments (id, client_id, idempotency_key, amount_minor, currency, method, created_at, replay_count, rejected_count)
+	SELECT i.payment_id, i.client_id, i.idempotency_key, i.amount_minor, i.currency, i.method, $10, 0, 0
+	FROM claim c JOIN input i ON i.payment_id = c.payment_id
+	RETURNING ` + paymentColumns + `
+), created_attempt AS (
+	INSERT INTO idempotency_attempts (payment_id, outcome, at, differing_fields, transport)
+	SELECT c.id, 'CREATED', $10, '', i.transport FROM created c JOIN input i ON i.payment_id = c.id
+), held AS (
+	SELECT i.n, i.transport, k.payment_id, k.fingerprint, k.fingerprint_version, k.created_at < $11 AS expired,
+	       k.fingerprint_version = $9 AND k.fingerprint = i.fingerprint AS same
+	FROM input i JOIN idempotency_keys k ON k.client_id = i.client_id AND k.idempotency_key = i.idempotency_key
+	WHERE NOT EXISTS (SELECT 1 FROM claim c WHERE c.payment_id = i.payment_id)
+), replayed AS (
+	UPDATE payments p SET replay_count = p.replay_count + 1, replayed_at = COALESCE(p.replayed_at, $10)
+	FROM held h WHERE p.id = h.payment_id AND h.same AND NOT h.expired
+	RETURNING h.n, h.transport, p.id, p.client_id, p.idempotency_key, p.amount_minor, p.currency, p.method, p.created_at, p.replay_count, p.rejected_count
+), replayed_attempt AS (
+	INSERT INTO idempotency_attempts (payment_id, outcome, at, differing_fields, transport)
+	SELECT id, 'REPLAYED', $10, '', transport FROM replayed
+)
+SELECT i.n, 'CREATED', c.id, c.client_id, c.idempotency_key, c.amount_minor, c.currency, c.method, c.created_at, c.replay_count, c.rejected_count,
+       NULL::bytea, NULL::int
+FROM created c JOIN input i ON i.payment_id = c.id
+UNION ALL
+SELECT n, 'REPLAYED', ` + paymentColumns + `, NULL, NULL FROM replayed
+UNION ALL
+SELECT h.n, CASE WHEN h.expired THEN 'EXPIRED' ELSE 'HELD' END,
+       p.id, p.client_id, p.idempotency_key, p.amount_minor, p.currency, p.method, p.created_at, p.replay_count, p.rejected_count,
+       h.fingerprint, h.fingerprint_version
+FROM held h JOIN payments p ON p.id = h.payment_id WHERE h.expired OR NOT h.same`
+
+// takeoverSQL gives an expired key to one request and creates its payment.
+// The key's age is checked again under the row's lock: of two requests
+// taking over one key, the second finds it renewed and gets no row.
+// $1 client id, $2 key, $3 fingerprint, $4 fingerprint version, $5 id for
+// the new payment, $6 now, $7 expired-before, $8 amount in minor units, $9
+// currency, $10 method, $11 transport.
+const takeoverSQL = `WITH claim AS (
+	UPDATE idempotency_keys
+	SET fingerprint = $3, fingerprint_version = $4, payment_id = $5, created_at = $6
+	WHERE client_id = $1 AND idempotency_key = $2 AND created_at < $7
+	RETURNING payment_id
+), created AS (
 	INSERT INTO payments (id, client_id, idempotency_key, amount_minor, currency, method, created_at, replay_count, rejected_count)
 	SELECT payment_id, $1, $2, $8, $9, $10, $6, 0, 0 FROM claim
 	RETURNING ` + paymentColumns + `
 ), created_attempt AS (
 	INSERT INTO idempotency_attempts (payment_id, outcome, at, differing_fields, transport)
 	SELECT id, 'CREATED', $6, '', $11 FROM created
-)`
-
-	// CreatePostgresSQL is the statement every create runs on PostgreSQL.
-	// It is exported for cmd/cmpay-bench, which runs it under pgbench.
-	CreatePostgresSQL = `WITH claim AS (
-	INSERT INTO idempotency_keys (client_id, idempotency_key, fingerprint, fingerprint_version, payment_id, created_at)
-	VALUES ($1, $2, $3, $4, $5, $6)
-	ON CONFLICT (client_id, idempotency_key) DO NOTHING
-	RETURNING payment_id
-)` + createFromClaim + `, held AS (
-	SELECT k.payment_id, k.fingerprint, k.fingerprint_version, k.created_at < $7 AS expired,
-	       k.fingerprint_version = $4 AND k.fingerprint = $3 AS same
-	FROM idempotency_keys k
-	WHERE k.client_id = $1 AND k.idempotency_key = $2 AND NOT EXISTS (SELECT 1 FROM claim)
-), replayed AS (
-	UPDATE payments p SET replay_count = p.replay_count + 1, replayed_at = COALESCE(p.replayed_at, $6)
-	FROM held WHERE p.id = held.payment_id AND held.same AND NOT held.expired
-	RETURNING p.id, p.client_id, p.idempotency_key, p.amount_minor, p.currency, p.method, p.created_at, p.replay_count, p.rejected_count
-), replayed_attempt AS (
-	INSERT INTO idempotency_attempts (payment_id, outcome, at, differing_fields, transport)
-	SELECT id, 'REPLAYED', $6, '', $11 FROM replayed
 )
-SELECT 'CREATED', ` + paymentColumns + `, NULL::bytea, NULL::int FROM created
-UNION ALL
-SELECT 'REPLAYED', ` + paymentColumns + `, NULL, NULL FROM replayed
-UNION ALL
-SELECT CASE WHEN held.expired THEN 'EXPIRED' ELSE 'HELD' END,
-       p.id, p.client_id, p.idempotency_key, p.amount_minor, p.currency, p.method, p.created_at, p.replay_count, p.rejected_count,
-       held.fingerprint, held.fingerprint_version
-FROM held JOIN payments p ON p.id = held.payment_id WHERE held.expired OR NOT held.same`
+SELECT 'CREATED', ` + paymentColumns + ` FROM created`
 
-	// takeoverSQL gives an expired key to this request and creates its
-	// payment. The key's age is checked again under the row's lock: of two
-	// requests taking over one key, the second finds it renewed and gets
-	// no row.
-	takeoverSQL = `WITH claim AS (
-	UPDATE idempotency_keys
-	SET fingerprint = $3, fingerprint_version = $4, payment_id = $5, created_at = $6
-	WHERE client_id = $1 AND idempotency_key = $2 AND created_at < $7
-	RETURNING payment_id
-)` + createFromClaim + `
-SELECT 'CREATED', ` + paymentColumns + `, NULL::bytea, NULL::int FROM created`
-)
-
-// recordRejectionSQL records a refused attempt and counts it, in one
-// statement. $1 payment, $2 at, $3 differing fields, $4 attempted amount,
-// $5 currency, $6 method, $7 transport.
-const recordRejectionSQL = `WITH attempt AS (
+// recordRejectionsSQL records refused attempts and counts them on their
+// payments, for many requests in one statement (see batch.go), each for a
+// different payment. $1 payment ids, $2 differing fields, $3 attempted
+// amounts, $4 currencies, $5 methods, $6 transports (arrays, one element
+// per request); $7 now. Each row returns its request's position, from 1,
+// and the payment's counts after it.
+const recordRejectionsSQL = `WITH input AS (
+	SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[])
+		WITH ORDINALITY AS t(payment_id, differing_fields, amount_minor, currency, method, transport, n)
+), attempt AS (
 	INSERT INTO idempotency_attempts (payment_id, outcome, at, differing_fields, attempted_amount_minor, attempted_currency, attempted_method, transport)
-	VALUES ($1, 'REJECTED', $2, $3, $4, $5, $6, $7)
+	SELECT payment_id, 'REJECTED', $7, differing_fields, amount_minor, currency, method, transport FROM input ORDER BY n
 )
-UPDATE payments SET rejected_count = rejected_count + 1, rejected_at = COALESCE(rejected_at, $2)
-WHERE id = $1 RETURNING replay_count, rejected_count`
+UPDATE payments p SET rejected_count = p.rejected_count + 1, rejected_at = COALESCE(p.rejected_at, $7)
+FROM input i WHERE p.id = i.payment_id
+RETURNING i.n, p.replay_count, p.rejected_count`
 
 // recordReplaySQL records a replay the create statement could not tell
 // from a conflict: a key fingerprinted under an older encoding.
@@ -105,18 +128,72 @@ const recordReplaySQL = `WITH attempt AS (
 UPDATE payments SET replay_count = replay_count + 1, replayed_at = COALESCE(replayed_at, $2)
 WHERE id = $1 RETURNING replay_count, rejected_count`
 
+// createJob is one request waiting for the create statement.
+type createJob struct {
+	p         payload
+	fp        []byte
+	paymentID string // the id its payment gets if this request creates it
+	transport string
+	answer    chan createAnswer // buffered: the statement never waits for the request
+}
+
+// createAnswer is what the create statement said about one request.
+type createAnswer struct {
+	outcome     string // CREATED, REPLAYED, HELD or EXPIRED
+	row         models.Payment
+	heldFP      []byte        // HELD and EXPIRED: the key's fingerprint
+	heldVersion sql.NullInt32 // and its encoding's version
+	err         error
+}
+
+func (j *createJob) batchKey() string { return j.p.clientID + "\x00" + j.p.key }
+func (j *createJob) fail(err error)   { j.answer <- createAnswer{err: err} }
+
+// byClientAndKey is the order of a create statement's rows.
+func byClientAndKey(a, b *createJob) int {
+	return cmp.Or(cmp.Compare(a.p.clientID, b.p.clientID), cmp.Compare(a.p.key, b.p.key))
+}
+
+// rejectionJob is one refused request waiting to be recorded.
+type rejectionJob struct {
+	payment   Payment // the payment its key holds
+	p         payload
+	differing string
+	transport string
+	answer    chan rejectionAnswer
+}
+
+// rejectionAnswer is the payment's counts after the rejection.
+type rejectionAnswer struct {
+	replayCount, rejectedCount int
+	err                        error
+}
+
+func (j *rejectionJob) batchKey() string { return j.payment.ID }
+func (j *rejectionJob) fail(err error)   { j.answer <- rejectionAnswer{err: err} }
+
+// byPaymentKey orders a rejection statement's rows as the create statement
+// orders its replays, by client and key, so that the two lock payments in
+// the same order.
+func byPaymentKey(a, b *rejectionJob) int {
+	return cmp.Or(cmp.Compare(a.payment.ClientID, b.payment.ClientID),
+		cmp.Compare(a.payment.IdempotencyKey, b.payment.IdempotencyKey), cmp.Compare(a.payment.ID, b.payment.ID))
+}
+
 // createPostgres runs one round of Create on PostgreSQL.
 func (s *Service) createPostgres(ctx context.Context, p payload, fp []byte, transport string) (recorded, error) {
-	now := s.now()
-	args := []any{p.clientID, p.key, fp, fingerprintVersion, newPaymentID(), now, now.Add(-s.keyTTL),
-		p.amount.Minor, p.amount.Currency, string(p.method), transport}
-	outcome, row, heldFP, heldVersion, err := s.runCreate(ctx, CreatePostgresSQL, args)
-	if err != nil {
-		return recorded{}, err
+	job := &createJob{p: p, fp: fp, paymentID: newPaymentID(), transport: transport, answer: make(chan createAnswer, 1)}
+	s.creates.submit(job)
+	a := await(ctx, job.answer, func(err error) createAnswer { return createAnswer{err: err} })
+	if a.err != nil {
+		return recorded{}, a.err
 	}
+	outcome, row := a.outcome, a.row
+	now := s.now()
 	if outcome == "EXPIRED" {
 		// The key is older than the TTL: forgotten. Take it over.
-		if outcome, row, _, _, err = s.runCreate(ctx, takeoverSQL, args); err != nil {
+		var err error
+		if outcome, row, err = s.takeOver(ctx, job, now); err != nil {
 			return recorded{}, err
 		}
 	}
@@ -133,12 +210,12 @@ func (s *Service) createPostgres(ctx context.Context, p payload, fp []byte, tran
 
 	// The key holds a payment whose fingerprint differs, or was taken
 	// under an older encoding: compare under the key's own version.
-	if heldVersion.Valid && int(heldVersion.Int32) != fingerprintVersion {
-		old, err := fingerprint(int(heldVersion.Int32), p)
+	if a.heldVersion.Valid && int(a.heldVersion.Int32) != fingerprintVersion {
+		old, err := fingerprint(int(a.heldVersion.Int32), p)
 		if err != nil {
 			return recorded{}, err
 		}
-		if bytes.Equal(old, heldFP) {
+		if bytes.Equal(old, a.heldFP) {
 			rec.outcome = OutcomeReplayed
 			err := s.sqlDB.QueryRowContext(ctx, recordReplaySQL, rec.payment.ID, now, transport).
 				Scan(&rec.payment.ReplayCount, &rec.payment.RejectedCount)
@@ -147,27 +224,124 @@ func (s *Service) createPostgres(ctx context.Context, p payload, fp []byte, tran
 	}
 	rec.outcome = OutcomeRejected
 	rec.differing = differingFields(rec.payment, p)
-	err = s.sqlDB.QueryRowContext(ctx, recordRejectionSQL, rec.payment.ID, now, strings.Join(rec.differing, ","),
-		p.amount.Minor, p.amount.Currency, string(p.method), transport,
-	).Scan(&rec.payment.ReplayCount, &rec.payment.RejectedCount)
-	if err != nil {
-		return recorded{}, fmt.Errorf("record rejection: %w", err)
+	rj := &rejectionJob{payment: rec.payment, p: p, differing: strings.Join(rec.differing, ","), transport: transport,
+		answer: make(chan rejectionAnswer, 1)}
+	s.rejections.submit(rj)
+	ra := await(ctx, rj.answer, func(err error) rejectionAnswer { return rejectionAnswer{err: err} })
+	if ra.err != nil {
+		return recorded{}, fmt.Errorf("record rejection: %w", ra.err)
 	}
+	rec.payment.ReplayCount, rec.payment.RejectedCount = ra.replayCount, ra.rejectedCount
 	return rec, nil
 }
 
-// runCreate runs CreatePostgresSQL or takeoverSQL and reads its one row. No
-// row means the key is held by a transaction newer than the statement's
-// snapshot, or was renewed or swept meanwhile: errKeyVanished, and Create
-// goes round again.
-func (s *Service) runCreate(ctx context.Context, query string, args []any) (outcome string, row models.Payment, heldFP []byte, heldVersion sql.NullInt32, err error) {
-	err = s.sqlDB.QueryRowContext(ctx, query, args...).Scan(&outcome, &row.ID, &row.ClientID, &row.IdempotencyKey,
-		&row.AmountMinor, &row.Currency, &row.Method, &row.CreatedAt, &row.ReplayCount, &row.RejectedCount, &heldFP, &heldVersion)
+// execCreates runs CreatePostgresSQL for jobs, one array element each, and
+// answers them once it has committed. A job the statement returns no row
+// for holds a key taken by a transaction newer than the statement's
+// snapshot, or renewed or swept meanwhile: errKeyVanished, and Create goes
+// round again. On error no job is answered.
+func (s *Service) execCreates(ctx context.Context, jobs []*createJob) error {
+	n := len(jobs)
+	clientIDs, keys, ids := make([]string, n), make([]string, n), make([]string, n)
+	currencies, methods, transports := make([]string, n), make([]string, n), make([]string, n)
+	fps, amounts := make([][]byte, n), make([]int64, n)
+	for i, j := range jobs {
+		clientIDs[i], keys[i], fps[i], ids[i] = j.p.clientID, j.p.key, j.fp, j.paymentID
+		amounts[i], currencies[i], methods[i], transports[i] = j.p.amount.Minor, j.p.amount.Currency, string(j.p.method), j.transport
+	}
+	now := s.now()
+	rows, err := s.sqlDB.QueryContext(ctx, CreatePostgresSQL, clientIDs, keys, fps, ids, amounts, currencies, methods, transports,
+		fingerprintVersion, now, now.Add(-s.keyTTL))
+	if err != nil {
+		return fmt.Errorf("create statement: %w", err)
+	}
+	defer rows.Close()
+
+	answers := make([]createAnswer, n)
+	answered := make([]bool, n)
+	for rows.Next() {
+		var i int
+		var a createAnswer
+		if err := rows.Scan(&i, &a.outcome, &a.row.ID, &a.row.ClientID, &a.row.IdempotencyKey, &a.row.AmountMinor, &a.row.Currency,
+			&a.row.Method, &a.row.CreatedAt, &a.row.ReplayCount, &a.row.RejectedCount, &a.heldFP, &a.heldVersion); err != nil {
+			return fmt.Errorf("create statement: %w", err)
+		}
+		if i < 1 || i > n || answered[i-1] {
+			return fmt.Errorf("create statement: unexpected row for request %d of %d", i, n)
+		}
+		answers[i-1], answered[i-1] = a, true
+	}
+	// Err reports the end of the statement, its commit included.
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("create statement: %w", err)
+	}
+	for i, j := range jobs {
+		if !answered[i] {
+			answers[i].err = errKeyVanished
+		}
+		j.answer <- answers[i]
+	}
+	return nil
+}
+
+// execRejections runs recordRejectionsSQL for jobs and answers them once it
+// has committed. On error no job is answered.
+func (s *Service) execRejections(ctx context.Context, jobs []*rejectionJob) error {
+	n := len(jobs)
+	ids, differing, currencies, methods, transports := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	amounts := make([]int64, n)
+	for i, j := range jobs {
+		ids[i], differing[i], transports[i] = j.payment.ID, j.differing, j.transport
+		amounts[i], currencies[i], methods[i] = j.p.amount.Minor, j.p.amount.Currency, string(j.p.method)
+	}
+	rows, err := s.sqlDB.QueryContext(ctx, recordRejectionsSQL, ids, differing, amounts, currencies, methods, transports, s.now())
+	if err != nil {
+		return fmt.Errorf("rejection statement: %w", err)
+	}
+	defer rows.Close()
+
+	answers := make([]rejectionAnswer, n)
+	answered := make([]bool, n)
+	for rows.Next() {
+		var i int
+		var a rejectionAnswer
+		if err := rows.Scan(&i, &a.replayCount, &a.rejectedCount); err != nil {
+			return fmt.Errorf("rejection statement: %w", err)
+		}
+		if i < 1 || i > n || answered[i-1] {
+			return fmt.Errorf("rejection statement: unexpected row for request %d of %d", i, n)
+		}
+		answers[i-1], answered[i-1] = a, true
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("rejection statement: %w", err)
+	}
+	for i, j := range jobs {
+		if !answered[i] {
+			// The payment is gone (deleted by hand): the attempt was not
+			// recorded, so the request must not be answered as refused.
+			answers[i].err = fmt.Errorf("payment %s of a reused key not found", j.payment.ID)
+		}
+		j.answer <- answers[i]
+	}
+	return nil
+}
+
+// takeOver gives job's expired key to it and creates its payment: the
+// outcome is CREATED, or errKeyVanished if another request renewed the key
+// first.
+func (s *Service) takeOver(ctx context.Context, job *createJob, now time.Time) (string, models.Payment, error) {
+	var outcome string
+	var row models.Payment
+	err := s.sqlDB.QueryRowContext(ctx, takeoverSQL, job.p.clientID, job.p.key, job.fp, fingerprintVersion, job.paymentID,
+		now, now.Add(-s.keyTTL), job.p.amount.Minor, job.p.amount.Currency, string(job.p.method), job.transport,
+	).Scan(&outcome, &row.ID, &row.ClientID, &row.IdempotencyKey, &row.AmountMinor, &row.Currency, &row.Method,
+		&row.CreatedAt, &row.ReplayCount, &row.RejectedCount)
 	if errors.Is(err, sql.ErrNoRows) {
-		return "", row, nil, heldVersion, errKeyVanished
+		return "", row, errKeyVanished
 	}
 	if err != nil {
-		return "", row, nil, heldVersion, fmt.Errorf("create statement: %w", err)
+		return "", row, fmt.Errorf("take over expired key: %w", err)
 	}
-	return outcome, row, heldFP, heldVersion, nil
+	return outcome, row, nil
 }

@@ -2,6 +2,8 @@ package payments_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -88,4 +90,98 @@ func TestCreateRoundTrips(t *testing.T) {
 	if sent := counter.measure(func() { create(pix("k1")) }); len(sent) != 2 {
 		t.Errorf("expired key: %d statements %v, want 2 (find it expired, take it over)", len(sent), sent)
 	}
+}
+
+// TestCreateBatchesConcurrentRequests sends new keys, replays and
+// conflicts at once, several on the same keys, and checks that each got
+// its own right answer, that the counts add up, and that the requests
+// shared statements: fewer went to PostgreSQL than one per request.
+func TestCreateBatchesConcurrentRequests(t *testing.T) {
+	t.Parallel()
+	db := dbtest.Postgres(t)
+	counter := &statementCounter{}
+	traced, err := database.Open(db.URL, database.Options{Tracer: counter})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { database.Close(traced) })
+	svc := payments.NewService(traced, payments.Config{})
+
+	const held, fresh, repeats = 8, 32, 3
+	existing := make(map[string]string) // key → payment id
+	for i := range held {
+		key := fmt.Sprintf("held-%d", i)
+		res, err := svc.Create(t.Context(), pix(key))
+		if err != nil {
+			t.Fatal(err)
+		}
+		existing[key] = res.Payment.ID
+	}
+
+	type sent struct {
+		req  payments.CreateRequest
+		want string // created, replayed, rejected
+	}
+	var reqs []sent
+	for i := range fresh {
+		reqs = append(reqs, sent{pix(fmt.Sprintf("fresh-%d", i)), "created"})
+	}
+	for key := range existing {
+		for range repeats {
+			reqs = append(reqs, sent{pix(key), "replayed"})
+			reqs = append(reqs, sent{request("client-1", key, "99", "BRL", payments.MethodPix), "rejected"})
+		}
+	}
+
+	statements := counter.measure(func() {
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for _, r := range reqs {
+			wg.Go(func() {
+				<-start
+				res, err := svc.Create(t.Context(), r.req)
+				got := "created"
+				switch {
+				case errors.Is(err, payments.ErrKeyReused):
+					got = "rejected"
+				case err != nil:
+					t.Errorf("%s: %v", r.req.IdempotencyKey, err)
+					return
+				case res.Replayed:
+					got = "replayed"
+					if res.Payment.ID != existing[r.req.IdempotencyKey] {
+						t.Errorf("%s replayed payment %s, want %s", r.req.IdempotencyKey, res.Payment.ID, existing[r.req.IdempotencyKey])
+					}
+				}
+				if got != r.want {
+					t.Errorf("%s (amount %s): %s, want %s", r.req.IdempotencyKey, r.req.Amount, got, r.want)
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+	})
+
+	for key, id := range existing {
+		p, err := svc.Get(t.Context(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.ReplayCount != repeats || p.RejectedCount != repeats {
+			t.Errorf("%s: %d replays, %d rejections counted; want %d each", key, p.ReplayCount, p.RejectedCount, repeats)
+		}
+	}
+	var paymentRows, attemptRows int64
+	traced.Table("payments").Count(&paymentRows)
+	traced.Table("idempotency_attempts").Count(&attemptRows)
+	if paymentRows != held+fresh || attemptRows != int64(held+len(reqs)) {
+		t.Errorf("%d payments, %d attempts; want %d, %d", paymentRows, attemptRows, held+fresh, held+len(reqs))
+	}
+	// Unbatched, this traffic costs one statement per request and one more
+	// per rejection.
+	unbatched := len(reqs) + held*repeats
+	if len(statements) >= unbatched {
+		t.Errorf("%d statements for %d requests: none were batched", len(statements), len(reqs))
+	}
+	t.Logf("%d requests, %d statements", len(reqs), len(statements))
 }

@@ -32,11 +32,15 @@ type Service struct {
 	// postgres says which SQL dialect db speaks. On PostgreSQL, sqlDB runs
 	// the one-statement create straight on database/sql, past GORM's
 	// statement builder; when it is nil, create uses the portable path.
-	postgres  bool
-	sqlDB     *sql.DB
-	keyTTL    time.Duration
-	clock     func() time.Time
-	onAttempt func(Outcome, string)
+	postgres bool
+	sqlDB    *sql.DB
+	// On PostgreSQL, creates and rejections go to the database in
+	// batches (batch.go).
+	creates    batcher[*createJob]
+	rejections batcher[*rejectionJob]
+	keyTTL     time.Duration
+	clock      func() time.Time
+	onAttempt  func(Outcome, string)
 }
 
 // NewService returns a Service over db, whose schema must be migrated.
@@ -46,6 +50,8 @@ func NewService(db *gorm.DB, cfg Config) *Service {
 	if sqlDB, err := db.DB(); err == nil {
 		s.sqlDB = sqlDB
 	}
+	s.creates = batcher[*createJob]{exec: s.execCreates, order: byClientAndKey, stallAfter: defaultStallAfter}
+	s.rejections = batcher[*rejectionJob]{exec: s.execRejections, order: byPaymentKey, stallAfter: defaultStallAfter}
 	if s.keyTTL <= 0 {
 		s.keyTTL = DefaultKeyTTL
 	}

@@ -233,12 +233,14 @@ SELECT p.id, p.amount_minor, p.currency, p.method, p.created_at FROM payments p 
 `
 
 // serverStatement is payments.CreatePostgresSQL with pgbench variables in
-// place of its parameters.
+// place of its parameters: a statement for one request, as the server
+// sends it when requests do not overlap.
 func serverStatement(key, random string) string {
 	sql := payments.CreatePostgresSQL
 	params := map[int]string{
-		1: "'pgbench'", 2: key, 3: `'\x01'::bytea`, 4: "1", 5: "'p' || :n || '-' || :client_id", 6: "now()",
-		7: "now() - interval '24 hours'", 8: "1000", 9: "'BRL'", 10: "'PIX'", 11: "'pgbench'",
+		1: "ARRAY['pgbench']", 2: "ARRAY[" + key + "]", 3: `ARRAY['\x01'::bytea]`, 4: "ARRAY['p' || :n || '-' || :client_id]",
+		5: "ARRAY[1000::bigint]", 6: "ARRAY['BRL']", 7: "ARRAY['PIX']", 8: "ARRAY['pgbench']",
+		9: "1", 10: "now()", 11: "now() - interval '24 hours'",
 	}
 	sql = regexp.MustCompile(`\$(\d+)`).ReplaceAllStringFunc(sql, func(m string) string {
 		i, _ := strconv.Atoi(m[1:])

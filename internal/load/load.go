@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -80,15 +81,22 @@ type request struct {
 
 const mutation = `mutation($in: CreatePaymentInput!, $key: String!) { createPayment(input: $in, idempotencyKey: $key) { replayed payment { id } } }`
 
+// bodyStart is a request body up to the key's value.
+var bodyStart = func() []byte {
+	q, _ := json.Marshal(mutation)
+	return []byte(`{"query":` + string(q) + `,"variables":{"key":`)
+}()
+
+// body is the JSON of one createPayment request, built by appending: the
+// load generator shares the machine with what it measures. Keys and amounts
+// are printable ASCII, which Go quotes as JSON does.
 func body(key, amount string) []byte {
-	b, _ := json.Marshal(map[string]any{
-		"query": mutation,
-		"variables": map[string]any{
-			"key": key,
-			"in":  map[string]any{"clientId": "load", "amount": amount, "currency": "BRL", "method": "PIX"},
-		},
-	})
-	return b
+	b := make([]byte, 0, len(bodyStart)+len(key)+len(amount)+80)
+	b = append(b, bodyStart...)
+	b = strconv.AppendQuote(b, key)
+	b = append(b, `,"in":{"clientId":"load","amount":`...)
+	b = strconv.AppendQuote(b, amount)
+	return append(b, `,"currency":"BRL","method":"PIX"}}}`...)
 }
 
 // Run seeds the keys the mode needs, sends traffic for Warmup, then

@@ -1,0 +1,294 @@
+package payments
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// These tests drive the batcher with a fake statement, to pin down how it
+// queues, groups and answers. What a batch does in a real database is
+// tested against PostgreSQL in create_test.go.
+
+type testJob struct {
+	key, name string
+	answer    chan error
+}
+
+func (j *testJob) batchKey() string { return j.key }
+func (j *testJob) fail(err error)   { j.answer <- err }
+
+func newTestJob(key, name string) *testJob {
+	return &testJob{key: key, name: name, answer: make(chan error, 1)}
+}
+
+func byName(a, b *testJob) int { return cmp.Compare(a.name, b.name) }
+
+// newTestBatcher returns a batcher whose statements never count as stalled,
+// however slowly a loaded test machine runs them.
+func newTestBatcher(exec func(context.Context, []*testJob) error) *batcher[*testJob] {
+	return &batcher[*testJob]{exec: exec, order: byName, stallAfter: time.Hour}
+}
+
+// fakeStatement records the batches it runs. While hold is set, a
+// statement waits for it to be closed, so a test can queue jobs behind it.
+type fakeStatement struct {
+	mu      sync.Mutex
+	batches [][]string
+	started chan struct{} // one value per statement started
+	hold    chan struct{}
+	fail    func(batch []*testJob) error
+}
+
+func newFakeStatement() *fakeStatement {
+	return &fakeStatement{started: make(chan struct{}, 100)}
+}
+
+func (f *fakeStatement) exec(_ context.Context, jobs []*testJob) error {
+	names := make([]string, len(jobs))
+	for i, j := range jobs {
+		names[i] = j.name
+	}
+	f.mu.Lock()
+	f.batches = append(f.batches, names)
+	hold := f.hold
+	f.mu.Unlock()
+	f.started <- struct{}{}
+	if hold != nil {
+		<-hold
+	}
+	if f.fail != nil {
+		if err := f.fail(jobs); err != nil {
+			return err
+		}
+	}
+	for _, j := range jobs {
+		j.answer <- nil
+	}
+	return nil
+}
+
+func (f *fakeStatement) ran() [][]string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.batches)
+}
+
+// mustAnswer waits for a job's answer.
+func mustAnswer(t *testing.T, j *testJob) error {
+	t.Helper()
+	select {
+	case err := <-j.answer:
+		return err
+	case <-time.After(10 * time.Second):
+		t.Fatalf("job %s was never answered", j.name)
+		return nil
+	}
+}
+
+// submitAll submits jobs from goroutines of their own, as requests would,
+// and returns once every one of them is queued or running.
+func submitAll(b *batcher[*testJob], jobs ...*testJob) *sync.WaitGroup {
+	var wg sync.WaitGroup
+	for _, j := range jobs {
+		wg.Go(func() { b.submit(j) })
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		b.mu.Lock()
+		queued := len(b.queue)
+		b.mu.Unlock()
+		if queued >= len(jobs) {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return &wg
+}
+
+func TestBatcherSendsALoneJobAtOnce(t *testing.T) {
+	t.Parallel()
+	f := newFakeStatement()
+	b := newTestBatcher(f.exec)
+	j := newTestJob("k", "a")
+	b.submit(j)
+	if err := mustAnswer(t, j); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.ran(); !slices.EqualFunc(got, [][]string{{"a"}}, slices.Equal) {
+		t.Errorf("batches %v, want [[a]]", got)
+	}
+}
+
+func TestBatcherGathersWhatQueuesBehindAStatement(t *testing.T) {
+	t.Parallel()
+	f := newFakeStatement()
+	f.hold = make(chan struct{})
+	b := newTestBatcher(f.exec)
+
+	first := newTestJob("k0", "a")
+	go b.submit(first)
+	<-f.started // the first statement runs and holds
+
+	// Queued behind it: two jobs share key k1, so they cannot share a
+	// statement; the rest arrive out of order.
+	queued := []*testJob{newTestJob("k3", "d"), newTestJob("k1", "b"), newTestJob("k1", "b2"), newTestJob("k2", "c")}
+	wg := submitAll(b, queued...)
+	close(f.hold)
+	wg.Wait()
+	for _, j := range append(queued, first) {
+		if err := mustAnswer(t, j); err != nil {
+			t.Fatalf("%s: %v", j.name, err)
+		}
+	}
+	got := f.ran()
+	want := [][]string{{"a"}, {"b", "c", "d"}, {"b2"}}
+	if len(got) != len(want) || !slices.Equal(got[0], want[0]) {
+		t.Fatalf("batches %v, want %v", got, want)
+	}
+	// Which of b and b2 goes first depends on which goroutine queued
+	// first; the batch is sorted and never holds both.
+	second := strings.Join(got[1], ",")
+	if second != "b,c,d" && second != "b2,c,d" {
+		t.Errorf("second batch %v, want b (or b2), c, d in order", got[1])
+	}
+	if len(got[2]) != 1 || !strings.HasPrefix(got[2][0], "b") || got[2][0] == got[1][0] {
+		t.Errorf("third batch %v, want the other of b and b2", got[2])
+	}
+}
+
+func TestBatcherCapsABatch(t *testing.T) {
+	t.Parallel()
+	f := newFakeStatement()
+	f.hold = make(chan struct{})
+	b := newTestBatcher(f.exec)
+	first := newTestJob("first", "first")
+	go b.submit(first)
+	<-f.started
+
+	var queued []*testJob
+	for i := range maxBatch + 5 {
+		queued = append(queued, newTestJob(fmt.Sprint("k", i), fmt.Sprintf("j%03d", i)))
+	}
+	wg := submitAll(b, queued...)
+	close(f.hold)
+	wg.Wait()
+	for _, j := range append(queued, first) {
+		mustAnswer(t, j)
+	}
+	got := f.ran()
+	if len(got) != 3 || len(got[1]) != maxBatch || len(got[2]) != 5 {
+		sizes := make([]int, len(got))
+		for i, g := range got {
+			sizes[i] = len(g)
+		}
+		t.Errorf("batch sizes %v, want [1 %d 5]", sizes, maxBatch)
+	}
+}
+
+func TestBatcherRunsAFailedBatchJobByJob(t *testing.T) {
+	t.Parallel()
+	f := newFakeStatement()
+	f.hold = make(chan struct{})
+	poisoned := errors.New("bad row")
+	// A statement fails as a whole if any of its jobs is "bad".
+	f.fail = func(batch []*testJob) error {
+		for _, j := range batch {
+			if j.name == "bad" {
+				return poisoned
+			}
+		}
+		return nil
+	}
+	b := newTestBatcher(f.exec)
+	first := newTestJob("first", "first")
+	go b.submit(first)
+	<-f.started
+
+	good1, bad, good2 := newTestJob("k1", "good1"), newTestJob("k2", "bad"), newTestJob("k3", "good2")
+	wg := submitAll(b, good1, bad, good2)
+	close(f.hold)
+	wg.Wait()
+	mustAnswer(t, first)
+	for _, j := range []*testJob{good1, good2} {
+		if err := mustAnswer(t, j); err != nil {
+			t.Errorf("%s: %v; another job's failure must not be its", j.name, err)
+		}
+	}
+	if err := mustAnswer(t, bad); !errors.Is(err, poisoned) {
+		t.Errorf("bad: %v, want its own error", err)
+	}
+	got := f.ran()
+	want := [][]string{{"first"}, {"bad", "good1", "good2"}, {"bad"}, {"good1"}, {"good2"}}
+	if !slices.EqualFunc(got, want, slices.Equal) {
+		t.Errorf("batches %v, want %v", got, want)
+	}
+}
+
+func TestBatcherAnswersAPanickingStatement(t *testing.T) {
+	t.Parallel()
+	b := newTestBatcher(func(context.Context, []*testJob) error { panic("boom") })
+	j := newTestJob("k", "a")
+	b.submit(j)
+	if err := mustAnswer(t, j); err == nil || !strings.Contains(err.Error(), "boom") {
+		t.Errorf("answer %v, want the panic as an error", err)
+	}
+	// The slot is free again: the next job runs.
+	next := newTestJob("k", "b")
+	b.submit(next)
+	mustAnswer(t, next)
+}
+
+func TestBatcherStartsAnotherStatementBesideAStalledOne(t *testing.T) {
+	t.Parallel()
+	f := newFakeStatement()
+	f.hold = make(chan struct{})
+	b := newTestBatcher(f.exec)
+	b.stallAfter = 50 * time.Millisecond
+	stalled := newTestJob("k1", "stalled")
+	go b.submit(stalled)
+	<-f.started
+
+	// Within stallAfter of its start, a job queues behind it...
+	queued := newTestJob("k2", "queued")
+	wg := submitAll(b, queued)
+	b.mu.Lock()
+	young := time.Since(b.lastStart) < b.stallAfter
+	b.mu.Unlock()
+	select {
+	case <-f.started:
+		if young {
+			t.Fatal("a second statement started while the first was young")
+		}
+		t.Skip("the machine was too slow to queue a job within stallAfter")
+	default:
+	}
+	// ...after it, the next job starts a statement of its own, which
+	// takes the queued job along.
+	time.Sleep(b.stallAfter + time.Millisecond)
+	f.mu.Lock()
+	release := f.hold
+	f.hold = nil
+	f.mu.Unlock()
+	late := newTestJob("k3", "late")
+	b.submit(late)
+	mustAnswer(t, queued)
+	mustAnswer(t, late)
+	select {
+	case <-stalled.answer:
+		t.Fatal("the stalled statement answered before it was released")
+	default:
+	}
+	close(release)
+	wg.Wait()
+	mustAnswer(t, stalled)
+	if got := f.ran(); len(got) != 2 || !slices.Equal(got[1], []string{"late", "queued"}) {
+		t.Errorf("batches %v, want [[stalled] [late queued]]", got)
+	}
+}
