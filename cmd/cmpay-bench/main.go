@@ -93,7 +93,8 @@ func main() {
 // modeResult is one row of a table.
 type modeResult struct {
 	load.Result
-	peakRSS int64 // kB
+	peakRSS int64  // kB
+	cpu     cpuUse // over the measured time
 }
 
 // freshSchema creates an empty schema and returns a connection to the
@@ -125,7 +126,7 @@ func postgresRun(serverURL, pgBin, binary, work string, n int) string {
 
 	srv := startServer(binary, appURL)
 	results := map[load.Mode]modeResult{}
-	for _, mode := range []load.Mode{load.New, load.Replay, load.Conflict, load.Mix} {
+	for _, mode := range []load.Mode{load.New, load.Replay, load.Conflict, load.Mix, load.Floor} {
 		results[mode] = drive(srv, mode)
 	}
 	srv.stop()
@@ -140,20 +141,40 @@ func postgresRun(serverURL, pgBin, binary, work string, n int) string {
 	fmt.Fprintf(&b, "### PostgreSQL, %s payments stored\n\n", thousands(n))
 	b.WriteString("| mode | requests/s | p50 ms | p99 ms | errors | peak RSS MB | limit tps (pgbench) | server ÷ limit |\n|---|---|---|---|---|---|---|---|\n")
 	limits := map[load.Mode]float64{
-		load.New:      limitNew,
-		load.Replay:   limitReplay,
-		load.Conflict: limitReplay, // a conflict's least work is a replay's: look up, record
+		load.New:      limitNew.tps,
+		load.Replay:   limitReplay.tps,
+		load.Conflict: limitReplay.tps, // a conflict's least work is a replay's: look up, record
 		// The mix's limit: the time-weighted blend of its parts.
-		load.Mix: 1 / (0.80/limitNew + 0.20/limitReplay),
+		load.Mix: 1 / (0.80/limitNew.tps + 0.20/limitReplay.tps),
 	}
-	for _, mode := range []load.Mode{load.New, load.Replay, load.Conflict, load.Mix} {
+	modes := []load.Mode{load.New, load.Replay, load.Conflict, load.Mix}
+	for _, mode := range modes {
 		r := results[mode]
 		fmt.Fprintf(&b, "| %s | %.0f | %.2f | %.2f | %d | %.1f | %.0f | %.2f |\n", mode, r.RPS(), ms(r.P50), ms(r.P99),
 			r.ErrorCount(), float64(r.peakRSS)/1024, limits[mode], r.RPS()/limits[mode])
 	}
 	fmt.Fprintf(&b, "\npgbench `-M prepared -c %d`, same schema and data: the limit for a new key %.0f tps, for a replay %.0f tps; "+
-		"the server's own statement (`payments.CreatePostgresSQL`) %.0f tps for new keys and %.0f tps for replays.\n\n",
-		*clients, limitNew, limitReplay, serverNew, serverReplay)
+		"the server's own statement (`payments.CreatePostgresSQL`, one request per statement) %.0f tps for new keys and %.0f tps for replays.\n\n",
+		*clients, limitNew.tps, limitReplay.tps, serverNew.tps, serverReplay.tps)
+
+	b.WriteString("Where the CPU went: µs per request (per transaction for pgbench) spent by each party, and the cores left idle. " +
+		"PostgreSQL's share is the machine's busy time less the others' (it includes the kernel's network work not charged to a process). " +
+		"`floor` is the query `{ __typename }` through the same server: HTTP, middleware and GraphQL with no database.\n\n")
+	b.WriteString("| run | requests/s | server | PostgreSQL | load generator or pgbench | idle cores |\n|---|---|---|---|---|---|\n")
+	for _, mode := range append(modes, load.Floor) {
+		r := results[mode]
+		fmt.Fprintf(&b, "| server, %s | %.0f | %.0f | %.0f | %.0f | %.2f |\n", mode, r.RPS(), perRequest(r.cpu.server, r.Requests),
+			perRequest(r.cpu.postgres, r.Requests), perRequest(r.cpu.bench, r.Requests), r.cpu.cores(r.cpu.idle))
+	}
+	for _, run := range []struct {
+		name string
+		r    pgbenchRun
+	}{{"limit, new key", limitNew}, {"limit, replay", limitReplay}} {
+		n := run.r.transactions()
+		fmt.Fprintf(&b, "| pgbench %s | %.0f | | %.0f | %.0f | %.2f |\n", run.name, run.r.tps, perRequest(run.r.cpu.postgres, n),
+			perRequest(run.r.cpu.bench, n), run.r.cpu.cores(run.r.cpu.idle))
+	}
+	b.WriteString("\n")
 	return b.String()
 }
 
@@ -173,15 +194,31 @@ func sqliteRun(binary, work string) string {
 
 func drive(srv *server, mode load.Mode) modeResult {
 	log.Printf("driving %s at %d clients", mode, *clients)
+	var from, to cpuSample
 	r, err := load.Run(context.Background(), load.Config{
 		URL: srv.url, Token: token, Clients: *clients, Warmup: *warmup, Measure: *measure,
-		Mode: mode, SeedKeys: 1000, RunID: fmt.Sprintf("%s-%d", mode, time.Now().UnixNano()),
+		Mode: mode, SeedKeys: seedKeys(mode), RunID: fmt.Sprintf("%s-%d", mode, time.Now().UnixNano()),
+		OnMeasure: func(started bool) {
+			if started {
+				from = sampleCPU(srv.cmd.Process.Pid)
+			} else {
+				to = sampleCPU(srv.cmd.Process.Pid)
+			}
+		},
 	})
 	check(err)
 	if len(r.Errors) > 0 {
 		log.Printf("%s: unexpected answers %v", mode, r.Errors)
 	}
-	return modeResult{Result: r, peakRSS: srv.peakRSS()}
+	return modeResult{Result: r, peakRSS: srv.peakRSS(), cpu: from.until(to)}
+}
+
+// seedKeys is how many keys a mode needs created before it runs.
+func seedKeys(mode load.Mode) int {
+	if mode == load.Floor {
+		return 0
+	}
+	return 1000
 }
 
 // seed stores n payments with their keys and creation attempts, as a
@@ -251,21 +288,37 @@ func serverStatement(key, random string) string {
 
 var tpsLine = regexp.MustCompile(`tps = ([0-9.]+)`)
 
-func pgbench(pgBin, work, pgURL, name, script string) float64 {
+// pgbenchRun is what one pgbench run measured.
+type pgbenchRun struct {
+	tps float64
+	cpu cpuUse // bench is pgbench's own CPU time
+}
+
+// transactions is how many transactions the run made.
+func (r pgbenchRun) transactions() int { return int(r.tps * r.cpu.elapsed.Seconds()) }
+
+func pgbench(pgBin, work, pgURL, name, script string) pgbenchRun {
 	path := filepath.Join(work, name+".sql")
 	check(os.WriteFile(path, []byte(script), 0o644))
 	log.Printf("pgbench %s", name)
-	out, err := exec.Command(filepath.Join(pgBin, "pgbench"), "-n", "-M", "prepared",
-		"-c", strconv.Itoa(*clients), "-j", "2", "-T", strconv.Itoa(int((*measure).Seconds())), "-f", path, pgURL).CombinedOutput()
+	cmd := exec.Command(filepath.Join(pgBin, "pgbench"), "-n", "-M", "prepared",
+		"-c", strconv.Itoa(*clients), "-j", "2", "-T", strconv.Itoa(int((*measure).Seconds())), "-f", path, pgURL)
+	from := sampleCPU(0)
+	out, err := cmd.CombinedOutput()
+	use := from.until(sampleCPU(0))
 	if err != nil {
 		log.Fatalf("pgbench %s: %v\n%s", name, err, out)
 	}
+	// pgbench is the client here; this process only waited.
+	pgbenchCPU := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	use.postgres -= pgbenchCPU - use.bench
+	use.bench = pgbenchCPU
 	m := tpsLine.FindSubmatch(out)
 	if m == nil {
 		log.Fatalf("pgbench %s printed no tps:\n%s", name, out)
 	}
 	tps, _ := strconv.ParseFloat(string(m[1]), 64)
-	return tps
+	return pgbenchRun{tps: tps, cpu: use}
 }
 
 // server is the CMPay process under test.
