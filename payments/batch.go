@@ -32,7 +32,9 @@ import (
 // rows of a statement are sorted the same way in every statement, so that
 // two statements lock the rows they share in the same order and do not
 // deadlock on them. If a statement fails, each of its requests is run again
-// alone, so that one request's failure is never another's.
+// alone, so that one request's failure is never another's. That is safe
+// whatever the failed statement did: a request whose row it had committed
+// finds its key claimed, and is answered with that payment.
 
 const (
 	// maxInFlight caps the statements of one kind running at once.
