@@ -309,8 +309,8 @@ func (s *Service) execRejections(ctx context.Context, jobs []*rejectionJob) erro
 	}
 	for i, j := range jobs {
 		if !answered[i] {
-			// The payment is gone (deleted by hand): the attempt was not
-			// recorded, so the request must not be answered as refused.
+			// The key's payment is gone (deleted by hand): an error, not
+			// an answer that names a payment that is not there.
 			answers[i].err = fmt.Errorf("payment %s of a reused key not found", j.payment.ID)
 		}
 		j.answer <- answers[i]

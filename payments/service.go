@@ -30,8 +30,9 @@ type Config struct {
 type Service struct {
 	db *gorm.DB
 	// postgres says which SQL dialect db speaks. On PostgreSQL, sqlDB runs
-	// the one-statement create straight on database/sql, past GORM's
-	// statement builder; when it is nil, create uses the portable path.
+	// the create statements past GORM's statement builder (the batched
+	// ones on its pgx connections); when it is nil, create uses the
+	// portable path.
 	postgres bool
 	sqlDB    *sql.DB
 	// On PostgreSQL, creates and rejections go to the database in
