@@ -80,6 +80,20 @@ func (f *fakeStatement) ran() [][]string {
 	return slices.Clone(f.batches)
 }
 
+// busyBatcher returns a batcher whose first statement, carrying the job
+// "first", is running and holds until the fake statement's hold is closed:
+// what a test submits next queues behind it.
+func busyBatcher(t *testing.T) (*batcher[*testJob], *fakeStatement, *testJob) {
+	t.Helper()
+	f := newFakeStatement()
+	f.hold = make(chan struct{})
+	b := newTestBatcher(f.exec)
+	first := newTestJob("first", "first")
+	go b.submit(first)
+	<-f.started
+	return b, f, first
+}
+
 // mustAnswer waits for a job's answer.
 func mustAnswer(t *testing.T, j *testJob) error {
 	t.Helper()
@@ -128,13 +142,7 @@ func TestBatcherSendsALoneJobAtOnce(t *testing.T) {
 
 func TestBatcherGathersWhatQueuesBehindAStatement(t *testing.T) {
 	t.Parallel()
-	f := newFakeStatement()
-	f.hold = make(chan struct{})
-	b := newTestBatcher(f.exec)
-
-	first := newTestJob("k0", "a")
-	go b.submit(first)
-	<-f.started // the first statement runs and holds
+	b, f, first := busyBatcher(t)
 
 	// Queued behind it: two jobs share key k1, so they cannot share a
 	// statement; the rest arrive out of order.
@@ -148,7 +156,7 @@ func TestBatcherGathersWhatQueuesBehindAStatement(t *testing.T) {
 		}
 	}
 	got := f.ran()
-	want := [][]string{{"a"}, {"b", "c", "d"}, {"b2"}}
+	want := [][]string{{"first"}, {"b", "c", "d"}, {"b2"}}
 	if len(got) != len(want) || !slices.Equal(got[0], want[0]) {
 		t.Fatalf("batches %v, want %v", got, want)
 	}
@@ -165,12 +173,7 @@ func TestBatcherGathersWhatQueuesBehindAStatement(t *testing.T) {
 
 func TestBatcherCapsABatch(t *testing.T) {
 	t.Parallel()
-	f := newFakeStatement()
-	f.hold = make(chan struct{})
-	b := newTestBatcher(f.exec)
-	first := newTestJob("first", "first")
-	go b.submit(first)
-	<-f.started
+	b, f, first := busyBatcher(t)
 
 	var queued []*testJob
 	for i := range maxBatch + 5 {
@@ -194,10 +197,10 @@ func TestBatcherCapsABatch(t *testing.T) {
 
 func TestBatcherRunsAFailedBatchJobByJob(t *testing.T) {
 	t.Parallel()
-	f := newFakeStatement()
-	f.hold = make(chan struct{})
+	b, f, first := busyBatcher(t)
 	poisoned := errors.New("bad row")
-	// A statement fails as a whole if any of its jobs is "bad".
+	// A statement fails as a whole if any of its jobs is "bad". (The
+	// running statement reads this once its hold is closed, below.)
 	f.fail = func(batch []*testJob) error {
 		for _, j := range batch {
 			if j.name == "bad" {
@@ -206,10 +209,6 @@ func TestBatcherRunsAFailedBatchJobByJob(t *testing.T) {
 		}
 		return nil
 	}
-	b := newTestBatcher(f.exec)
-	first := newTestJob("first", "first")
-	go b.submit(first)
-	<-f.started
 
 	good1, bad, good2 := newTestJob("k1", "good1"), newTestJob("k2", "bad"), newTestJob("k3", "good2")
 	wg := submitAll(b, good1, bad, good2)
@@ -247,13 +246,10 @@ func TestBatcherAnswersAPanickingStatement(t *testing.T) {
 
 func TestBatcherStartsAnotherStatementBesideAStalledOne(t *testing.T) {
 	t.Parallel()
-	f := newFakeStatement()
-	f.hold = make(chan struct{})
-	b := newTestBatcher(f.exec)
+	b, f, stalled := busyBatcher(t)
+	b.mu.Lock()
 	b.stallAfter = 50 * time.Millisecond
-	stalled := newTestJob("k1", "stalled")
-	go b.submit(stalled)
-	<-f.started
+	b.mu.Unlock()
 
 	// Within stallAfter of its start, a job queues behind it...
 	queued := newTestJob("k2", "queued")
@@ -289,6 +285,6 @@ func TestBatcherStartsAnotherStatementBesideAStalledOne(t *testing.T) {
 	wg.Wait()
 	mustAnswer(t, stalled)
 	if got := f.ran(); len(got) != 2 || !slices.Equal(got[1], []string{"late", "queued"}) {
-		t.Errorf("batches %v, want [[stalled] [late queued]]", got)
+		t.Errorf("batches %v, want [[first] [late queued]]", got)
 	}
 }

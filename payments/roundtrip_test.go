@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"gorm.io/gorm"
 
 	"github.com/cmpay/cmpay/database"
 	"github.com/cmpay/cmpay/internal/dbtest"
@@ -47,11 +48,10 @@ func (c *statementCounter) measure(fn func()) []string {
 	return c.sent
 }
 
-// TestCreateRoundTrips pins how many statements (round trips to
-// PostgreSQL) one create costs. A change that adds one fails here: make it
-// cheaper, or raise the number knowingly.
-func TestCreateRoundTrips(t *testing.T) {
-	t.Parallel()
+// tracedService returns a service on a PostgreSQL database of its own whose
+// connections report every statement to the counter.
+func tracedService(t *testing.T, cfg payments.Config) (*payments.Service, *statementCounter, *gorm.DB) {
+	t.Helper()
 	db := dbtest.Postgres(t)
 	counter := &statementCounter{}
 	traced, err := database.Open(db.URL, database.Options{Tracer: counter})
@@ -59,8 +59,16 @@ func TestCreateRoundTrips(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { database.Close(traced) })
+	return payments.NewService(traced, cfg), counter, traced
+}
+
+// TestCreateRoundTrips pins how many statements (round trips to
+// PostgreSQL) one create costs. A change that adds one fails here: make it
+// cheaper, or raise the number knowingly.
+func TestCreateRoundTrips(t *testing.T) {
+	t.Parallel()
 	clock := &fakeClock{now: time.Now()}
-	svc := payments.NewService(traced, payments.Config{KeyTTL: time.Hour, Now: clock.Now})
+	svc, counter, _ := tracedService(t, payments.Config{KeyTTL: time.Hour, Now: clock.Now})
 	create := func(req payments.CreateRequest) {
 		if _, err := svc.Create(t.Context(), req); err != nil && !strings.Contains(err.Error(), "idempotency key already used") {
 			t.Fatal(err)
@@ -98,14 +106,7 @@ func TestCreateRoundTrips(t *testing.T) {
 // shared statements: fewer went to PostgreSQL than one per request.
 func TestCreateBatchesConcurrentRequests(t *testing.T) {
 	t.Parallel()
-	db := dbtest.Postgres(t)
-	counter := &statementCounter{}
-	traced, err := database.Open(db.URL, database.Options{Tracer: counter})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { database.Close(traced) })
-	svc := payments.NewService(traced, payments.Config{})
+	svc, counter, traced := tracedService(t, payments.Config{})
 
 	const held, fresh, repeats = 8, 32, 3
 	existing := make(map[string]string) // key → payment id
