@@ -26,6 +26,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -194,15 +195,19 @@ func sqliteRun(binary, work string) string {
 
 func drive(srv *server, mode load.Mode) modeResult {
 	log.Printf("driving %s at %d clients", mode, *clients)
+	var mu sync.Mutex // OnMeasure runs on a timer's goroutine
 	var from, to cpuSample
 	r, err := load.Run(context.Background(), load.Config{
 		URL: srv.url, Token: token, Clients: *clients, Warmup: *warmup, Measure: *measure,
 		Mode: mode, SeedKeys: seedKeys(mode), RunID: fmt.Sprintf("%s-%d", mode, time.Now().UnixNano()),
 		OnMeasure: func(started bool) {
+			sample := sampleCPU(srv.cmd.Process.Pid)
+			mu.Lock()
+			defer mu.Unlock()
 			if started {
-				from = sampleCPU(srv.cmd.Process.Pid)
+				from = sample
 			} else {
-				to = sampleCPU(srv.cmd.Process.Pid)
+				to = sample
 			}
 		},
 	})
@@ -210,6 +215,8 @@ func drive(srv *server, mode load.Mode) modeResult {
 	if len(r.Errors) > 0 {
 		log.Printf("%s: unexpected answers %v", mode, r.Errors)
 	}
+	mu.Lock()
+	defer mu.Unlock()
 	return modeResult{Result: r, peakRSS: srv.peakRSS(), cpu: from.until(to)}
 }
 
