@@ -10,14 +10,13 @@ import (
 
 // Group commit. On PostgreSQL most of what a create costs the database is
 // per statement, not per row: the round trip, starting the statement's
-// plan, the commit. So creates (and the rejections of reused keys) are not
-// sent one by one. A request that finds no statement of its kind running
-// sends its own at once; the others queue, and when the statement ends,
-// everything queued meanwhile goes as the next one, up to maxBatch
-// requests. With little traffic every statement carries one request and
-// waits for nothing; under load a statement carries many, and the database
-// does less work per request, which leaves more of the machine for
-// everything else.
+// plan, the commit. So creates are not sent one by one. A request that
+// finds no statement running sends its own at once; the others queue, and
+// when the statement ends, everything queued meanwhile goes as the next
+// one, up to maxBatch requests. With little traffic every statement
+// carries one request and waits for nothing; under load a statement
+// carries many, and the database does less work per request, which leaves
+// more of the machine for everything else.
 //
 // One statement at a time makes the biggest batches, but a statement can
 // stall: a request that races a request on another instance waits inside
@@ -37,7 +36,7 @@ import (
 // finds its key claimed, and is answered with that payment.
 
 const (
-	// maxInFlight caps the statements of one kind running at once.
+	// maxInFlight caps the statements running at once.
 	maxInFlight = 4
 	// defaultStallAfter is how long the newest statement may run before a
 	// request starts another beside it. A batched statement takes a

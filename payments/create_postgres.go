@@ -38,6 +38,13 @@ import (
 // the key row. A held key that has expired is reported, and taken over by
 // takeoverSQL in a second statement; expiry is rare, replays are not.
 //
+// A key reused with another payload in the same currency is refused in the
+// statement too: comparing minor units and methods names the differing
+// fields. Across currencies, whether the amounts differ depends on each
+// currency's minor-unit digits, which Go knows and the database does not;
+// such a request, and one whose key was fingerprinted under an older
+// encoding, is reported HELD and settled by Go in a second statement.
+//
 // Parameters: $1 client ids, $2 keys, $3 fingerprints, $4 ids for new
 // payments, $5 amounts in minor units, $6 currencies, $7 methods, $8
 // transports (arrays, one element per request); $9 fingerprint version,
@@ -60,7 +67,8 @@ const CreatePostgresSQL = `WITH input AS (
 	INSERT INTO idempotency_attempts (payment_id, outcome, at, differing_fields, transport)
 	SELECT c.id, 'CREATED', $10, '', i.transport FROM created c JOIN input i ON i.payment_id = c.id
 ), held AS (
-	SELECT i.n, i.transport, k.payment_id, k.fingerprint, k.fingerprint_version, k.created_at < $11 AS expired,
+	SELECT i.n, i.transport, i.amount_minor, i.currency, i.method,
+	       k.payment_id, k.fingerprint, k.fingerprint_version, k.created_at < $11 AS expired,
 	       k.fingerprint_version = $9 AND k.fingerprint = i.fingerprint AS same
 	FROM input i JOIN idempotency_keys k ON k.client_id = i.client_id AND k.idempotency_key = i.idempotency_key
 	WHERE NOT EXISTS (SELECT 1 FROM claim c WHERE c.payment_id = i.payment_id)
@@ -71,17 +79,31 @@ const CreatePostgresSQL = `WITH input AS (
 ), replayed_attempt AS (
 	INSERT INTO idempotency_attempts (payment_id, outcome, at, differing_fields, transport)
 	SELECT id, 'REPLAYED', $10, '', transport FROM replayed
+), rejected AS (
+	UPDATE payments p SET rejected_count = p.rejected_count + 1, rejected_at = COALESCE(p.rejected_at, $10)
+	FROM held h
+	WHERE p.id = h.payment_id AND NOT h.same AND NOT h.expired AND h.fingerprint_version = $9 AND p.currency = h.currency
+	RETURNING h.n, h.transport, h.amount_minor AS attempted_amount, h.currency AS attempted_currency, h.method AS attempted_method,
+	       concat_ws(',', CASE WHEN p.amount_minor <> h.amount_minor THEN 'amount' END,
+	                      CASE WHEN p.method <> h.method THEN 'method' END) AS differing,
+	       p.id, p.client_id, p.idempotency_key, p.amount_minor, p.currency, p.method, p.created_at, p.replay_count, p.rejected_count
+), rejected_attempt AS (
+	INSERT INTO idempotency_attempts (payment_id, outcome, at, differing_fields, attempted_amount_minor, attempted_currency, attempted_method, transport)
+	SELECT id, 'REJECTED', $10, differing, attempted_amount, attempted_currency, attempted_method, transport FROM rejected
 )
 SELECT i.n, 'CREATED', c.id, c.client_id, c.idempotency_key, c.amount_minor, c.currency, c.method, c.created_at, c.replay_count, c.rejected_count,
-       NULL::bytea, NULL::int
+       NULL::bytea, NULL::int, NULL::text
 FROM created c JOIN input i ON i.payment_id = c.id
 UNION ALL
-SELECT n, 'REPLAYED', ` + paymentColumns + `, NULL, NULL FROM replayed
+SELECT n, 'REPLAYED', ` + paymentColumns + `, NULL, NULL, NULL FROM replayed
+UNION ALL
+SELECT n, 'REJECTED', ` + paymentColumns + `, NULL, NULL, differing FROM rejected
 UNION ALL
 SELECT h.n, CASE WHEN h.expired THEN 'EXPIRED' ELSE 'HELD' END,
        p.id, p.client_id, p.idempotency_key, p.amount_minor, p.currency, p.method, p.created_at, p.replay_count, p.rejected_count,
-       h.fingerprint, h.fingerprint_version
-FROM held h JOIN payments p ON p.id = h.payment_id WHERE h.expired OR NOT h.same`
+       h.fingerprint, h.fingerprint_version, NULL
+FROM held h JOIN payments p ON p.id = h.payment_id
+WHERE h.expired OR NOT h.same AND NOT (h.fingerprint_version = $9 AND p.currency = h.currency)`
 
 // takeoverSQL gives an expired key to one request and creates its payment.
 // The key's age is checked again under the row's lock: of two requests
@@ -104,22 +126,15 @@ const takeoverSQL = `WITH claim AS (
 )
 SELECT 'CREATED', ` + paymentColumns + ` FROM created`
 
-// recordRejectionsSQL records refused attempts and counts them on their
-// payments, for many requests in one statement (see batch.go), each for a
-// different payment. $1 payment ids, $2 differing fields, $3 attempted
-// amounts, $4 currencies, $5 methods, $6 transports (arrays, one element
-// per request); $7 now. Each row returns its request's position, from 1,
-// and the payment's counts after it.
-const recordRejectionsSQL = `WITH input AS (
-	SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[])
-		WITH ORDINALITY AS t(payment_id, differing_fields, amount_minor, currency, method, transport, n)
-), attempt AS (
+// recordRejectionSQL records a refused attempt the create statement could
+// not settle, and counts it. $1 payment, $2 at, $3 differing fields, $4
+// attempted amount, $5 currency, $6 method, $7 transport.
+const recordRejectionSQL = `WITH attempt AS (
 	INSERT INTO idempotency_attempts (payment_id, outcome, at, differing_fields, attempted_amount_minor, attempted_currency, attempted_method, transport)
-	SELECT payment_id, 'REJECTED', $7, differing_fields, amount_minor, currency, method, transport FROM input ORDER BY n
+	VALUES ($1, 'REJECTED', $2, $3, $4, $5, $6, $7)
 )
-UPDATE payments p SET rejected_count = p.rejected_count + 1, rejected_at = COALESCE(p.rejected_at, $7)
-FROM input i WHERE p.id = i.payment_id
-RETURNING i.n, p.replay_count, p.rejected_count`
+UPDATE payments SET rejected_count = rejected_count + 1, rejected_at = COALESCE(rejected_at, $2)
+WHERE id = $1 RETURNING replay_count, rejected_count`
 
 // recordReplaySQL records a replay the create statement could not tell
 // from a conflict: a key fingerprinted under an older encoding.
@@ -142,10 +157,11 @@ type createJob struct {
 
 // createAnswer is what the create statement said about one request.
 type createAnswer struct {
-	outcome     string // CREATED, REPLAYED, HELD or EXPIRED
+	outcome     string // CREATED, REPLAYED, REJECTED, HELD or EXPIRED
 	row         models.Payment
-	heldFP      []byte        // HELD and EXPIRED: the key's fingerprint
-	heldVersion sql.NullInt32 // and its encoding's version
+	heldFP      []byte         // HELD and EXPIRED: the key's fingerprint
+	heldVersion sql.NullInt32  // and its encoding's version
+	differing   sql.NullString // REJECTED: the differing fields, comma-separated
 	err         error
 }
 
@@ -155,32 +171,6 @@ func (j *createJob) fail(err error)   { j.answer <- createAnswer{err: err} }
 // byClientAndKey is the order of a create statement's rows.
 func byClientAndKey(a, b *createJob) int {
 	return cmp.Or(cmp.Compare(a.p.clientID, b.p.clientID), cmp.Compare(a.p.key, b.p.key))
-}
-
-// rejectionJob is one refused request waiting to be recorded.
-type rejectionJob struct {
-	payment   Payment // the payment its key holds
-	p         payload
-	differing string
-	transport string
-	answer    chan rejectionAnswer
-}
-
-// rejectionAnswer is the payment's counts after the rejection.
-type rejectionAnswer struct {
-	replayCount, rejectedCount int
-	err                        error
-}
-
-func (j *rejectionJob) batchKey() string { return j.payment.ID }
-func (j *rejectionJob) fail(err error)   { j.answer <- rejectionAnswer{err: err} }
-
-// byPaymentKey orders a rejection statement's rows as the create statement
-// orders its replays, by client and key, so that the two lock payments in
-// the same order.
-func byPaymentKey(a, b *rejectionJob) int {
-	return cmp.Or(cmp.Compare(a.payment.ClientID, b.payment.ClientID),
-		cmp.Compare(a.payment.IdempotencyKey, b.payment.IdempotencyKey), cmp.Compare(a.payment.ID, b.payment.ID))
 }
 
 // createPostgres runs one round of Create on PostgreSQL.
@@ -209,6 +199,10 @@ func (s *Service) createPostgres(ctx context.Context, p payload, fp []byte, tran
 	case "REPLAYED":
 		rec.outcome = OutcomeReplayed
 		return rec, nil
+	case "REJECTED":
+		rec.outcome = OutcomeRejected
+		rec.differing = strings.Split(a.differing.String, ",")
+		return rec, nil
 	}
 
 	// The key holds a payment whose fingerprint differs, or was taken
@@ -227,14 +221,12 @@ func (s *Service) createPostgres(ctx context.Context, p payload, fp []byte, tran
 	}
 	rec.outcome = OutcomeRejected
 	rec.differing = differingFields(rec.payment, p)
-	rj := &rejectionJob{payment: rec.payment, p: p, differing: strings.Join(rec.differing, ","), transport: transport,
-		answer: make(chan rejectionAnswer, 1)}
-	s.rejections.submit(rj)
-	ra := await(ctx, rj.answer, func(err error) rejectionAnswer { return rejectionAnswer{err: err} })
-	if ra.err != nil {
-		return recorded{}, fmt.Errorf("record rejection: %w", ra.err)
+	err := s.sqlDB.QueryRowContext(ctx, recordRejectionSQL, rec.payment.ID, now, strings.Join(rec.differing, ","),
+		p.amount.Minor, p.amount.Currency, string(p.method), transport,
+	).Scan(&rec.payment.ReplayCount, &rec.payment.RejectedCount)
+	if err != nil {
+		return recorded{}, fmt.Errorf("record rejection: %w", err)
 	}
-	rec.payment.ReplayCount, rec.payment.RejectedCount = ra.replayCount, ra.rejectedCount
 	return rec, nil
 }
 
@@ -259,7 +251,7 @@ func (s *Service) execCreates(ctx context.Context, jobs []*createJob) error {
 		var i int
 		var a createAnswer
 		if err := rows.Scan(&i, &a.outcome, &a.row.ID, &a.row.ClientID, &a.row.IdempotencyKey, &a.row.AmountMinor, &a.row.Currency,
-			&a.row.Method, &a.row.CreatedAt, &a.row.ReplayCount, &a.row.RejectedCount, &a.heldFP, &a.heldVersion); err != nil {
+			&a.row.Method, &a.row.CreatedAt, &a.row.ReplayCount, &a.row.RejectedCount, &a.heldFP, &a.heldVersion, &a.differing); err != nil {
 			return err
 		}
 		if i < 1 || i > n || answered[i-1] {
@@ -274,44 +266,6 @@ func (s *Service) execCreates(ctx context.Context, jobs []*createJob) error {
 	for i, j := range jobs {
 		if !answered[i] {
 			answers[i].err = errKeyVanished
-		}
-		j.answer <- answers[i]
-	}
-	return nil
-}
-
-// execRejections runs recordRejectionsSQL for jobs and answers them once it
-// has committed. On error no job is answered.
-func (s *Service) execRejections(ctx context.Context, jobs []*rejectionJob) error {
-	n := len(jobs)
-	ids, differing, currencies, methods, transports := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-	amounts := make([]int64, n)
-	for i, j := range jobs {
-		ids[i], differing[i], transports[i] = j.payment.ID, j.differing, j.transport
-		amounts[i], currencies[i], methods[i] = j.p.amount.Minor, j.p.amount.Currency, string(j.p.method)
-	}
-	answers := make([]rejectionAnswer, n)
-	answered := make([]bool, n)
-	err := s.queryRows(ctx, func(rows pgx.Rows) error {
-		var i int
-		var a rejectionAnswer
-		if err := rows.Scan(&i, &a.replayCount, &a.rejectedCount); err != nil {
-			return err
-		}
-		if i < 1 || i > n || answered[i-1] {
-			return fmt.Errorf("unexpected row for request %d of %d", i, n)
-		}
-		answers[i-1], answered[i-1] = a, true
-		return nil
-	}, recordRejectionsSQL, ids, differing, amounts, currencies, methods, transports, s.now())
-	if err != nil {
-		return fmt.Errorf("rejection statement: %w", err)
-	}
-	for i, j := range jobs {
-		if !answered[i] {
-			// The key's payment is gone (deleted by hand): an error, not
-			// an answer that names a payment that is not there.
-			answers[i].err = fmt.Errorf("payment %s of a reused key not found", j.payment.ID)
 		}
 		j.answer <- answers[i]
 	}

@@ -88,6 +88,7 @@ func TestCreateRefusesKeyReuse(t *testing.T) {
 		{"currency", request("client-1", "k1", "10.50", "USD", payments.MethodPix), []string{"currency"}},
 		{"currency and amount", request("client-1", "k1", "1050", "JPY", payments.MethodPix), []string{"amount", "currency"}},
 		{"method", request("client-1", "k1", "10.50", "BRL", payments.MethodBoleto), []string{"method"}},
+		{"amount and method", request("client-1", "k1", "99", "BRL", payments.MethodDebitCard), []string{"amount", "method"}},
 		{"everything", request("client-1", "k1", "3", "EUR", payments.MethodCreditCard), []string{"amount", "currency", "method"}},
 	}
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {

@@ -87,7 +87,10 @@ func TestCreateRoundTrips(t *testing.T) {
 	}{
 		{"new key", pix("k1"), 1},
 		{"replay", pix("k1"), 1},
-		{"conflict", request("client-1", "k1", "99", "BRL", payments.MethodPix), 2}, // the differing fields need Go's currency table
+		{"conflict", request("client-1", "k1", "99", "BRL", payments.MethodPix), 1},
+		// Whether 10.50 BRL and 10.50 USD differ in amount takes each
+		// currency's digits, which only Go has: a second statement.
+		{"conflict in another currency", request("client-1", "k1", "10.50", "USD", payments.MethodPix), 2},
 	} {
 		sent := counter.measure(func() { create(tt.req) })
 		if len(sent) != tt.want {
@@ -178,9 +181,8 @@ func TestCreateBatchesConcurrentRequests(t *testing.T) {
 	if paymentRows != held+fresh || attemptRows != int64(held+len(reqs)) {
 		t.Errorf("%d payments, %d attempts; want %d, %d", paymentRows, attemptRows, held+fresh, held+len(reqs))
 	}
-	// Unbatched, this traffic costs one statement per request and one more
-	// per rejection.
-	unbatched := len(reqs) + held*repeats
+	// Unbatched, this traffic costs one statement per request.
+	unbatched := len(reqs)
 	if len(statements) >= unbatched {
 		t.Errorf("%d statements for %d requests: none were batched", len(statements), len(reqs))
 	}

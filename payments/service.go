@@ -35,13 +35,11 @@ type Service struct {
 	// portable path.
 	postgres bool
 	sqlDB    *sql.DB
-	// On PostgreSQL, creates and rejections go to the database in
-	// batches (batch.go).
-	creates    batcher[*createJob]
-	rejections batcher[*rejectionJob]
-	keyTTL     time.Duration
-	clock      func() time.Time
-	onAttempt  func(Outcome, string)
+	// creates gathers PostgreSQL creates into statements (batch.go).
+	creates   batcher[*createJob]
+	keyTTL    time.Duration
+	clock     func() time.Time
+	onAttempt func(Outcome, string)
 }
 
 // NewService returns a Service over db, whose schema must be migrated.
@@ -52,7 +50,6 @@ func NewService(db *gorm.DB, cfg Config) *Service {
 		s.sqlDB = sqlDB
 	}
 	s.creates = batcher[*createJob]{exec: s.execCreates, order: byClientAndKey, stallAfter: defaultStallAfter}
-	s.rejections = batcher[*rejectionJob]{exec: s.execRejections, order: byPaymentKey, stallAfter: defaultStallAfter}
 	if s.keyTTL <= 0 {
 		s.keyTTL = DefaultKeyTTL
 	}
