@@ -42,7 +42,9 @@ type cpuUse struct {
 
 func (s cpuSample) until(e cpuSample) cpuUse {
 	u := cpuUse{elapsed: e.at.Sub(s.at), server: e.server - s.server, bench: e.bench - s.bench, idle: e.idle - s.idle}
-	u.postgres = e.busy - s.busy - u.server - u.bench
+	// Counted in 10 ms ticks, the difference can come out a tick or two
+	// below zero when PostgreSQL did nothing.
+	u.postgres = max(0, e.busy-s.busy-u.server-u.bench)
 	return u
 }
 
