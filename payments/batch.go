@@ -157,15 +157,3 @@ func (b *batcher[J]) safeExec(ctx context.Context, jobs []J) (err error) {
 	}()
 	return b.exec(ctx, jobs)
 }
-
-// await waits for a job's answer, or for ctx to end. If ctx ends first, the
-// statement may still run: the client's retry will find what it did, as
-// after any lost answer.
-func await[A any](ctx context.Context, answer <-chan A, failed func(error) A) A {
-	select {
-	case a := <-answer:
-		return a
-	case <-ctx.Done():
-		return failed(fmt.Errorf("waiting for the statement: %w", ctx.Err()))
-	}
-}

@@ -177,7 +177,14 @@ func byClientAndKey(a, b *createJob) int {
 func (s *Service) createPostgres(ctx context.Context, p payload, fp []byte, transport string) (recorded, error) {
 	job := &createJob{p: p, fp: fp, paymentID: newPaymentID(), transport: transport, answer: make(chan createAnswer, 1)}
 	s.creates.submit(job)
-	a := await(ctx, job.answer, func(err error) createAnswer { return createAnswer{err: err} })
+	var a createAnswer
+	select {
+	case a = <-job.answer:
+	case <-ctx.Done():
+		// The statement may still run; the client's retry will find what
+		// it did, as after any lost answer.
+		return recorded{}, fmt.Errorf("waiting for the create statement: %w", ctx.Err())
+	}
 	if a.err != nil {
 		return recorded{}, a.err
 	}

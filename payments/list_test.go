@@ -31,11 +31,7 @@ func TestListFilters(t *testing.T) {
 		b.mustCreate(t, request("a", "k2", "2", "BRL", payments.MethodPix))           // replay a2
 		b.svc.Create(t.Context(), request("b", "k3", "5", "BRL", payments.MethodPix)) // reject on b2
 
-		tests := []struct {
-			name   string
-			filter payments.Filter
-			want   []payments.Payment
-		}{
+		tests := []listing{
 			{"all, newest first", payments.Filter{}, []payments.Payment{b2, b1, a2, a1}},
 			{"client", payments.Filter{ClientID: "a"}, []payments.Payment{a2, a1}},
 			{"key across clients", payments.Filter{IdempotencyKey: "k1"}, []payments.Payment{b1, a1}},
@@ -44,15 +40,7 @@ func TestListFilters(t *testing.T) {
 			{"flagged for a client", payments.Filter{Flagged: true, ClientID: "a"}, []payments.Payment{a2}},
 			{"nothing", payments.Filter{ClientID: "nobody"}, nil},
 		}
-		for _, tt := range tests {
-			page, err := b.svc.List(t.Context(), tt.filter, 10, "")
-			if err != nil {
-				t.Fatalf("%s: %v", tt.name, err)
-			}
-			if got, want := ids(page.Payments), ids(tt.want); got != want {
-				t.Errorf("%s: got %s, want %s", tt.name, got, want)
-			}
-		}
+		checkListings(t, b.svc, tests)
 	})
 }
 
@@ -119,6 +107,27 @@ func TestListRefusesBadArguments(t *testing.T) {
 	})
 }
 
+// listing is a filter and the first page it must list, newest first.
+type listing struct {
+	name   string
+	filter payments.Filter
+	want   []payments.Payment
+}
+
+// checkListings lists the first page of each filter and compares ids.
+func checkListings(t *testing.T, svc *payments.Service, tests []listing) {
+	t.Helper()
+	for _, tt := range tests {
+		page, err := svc.List(t.Context(), tt.filter, 10, "")
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		if got, want := ids(page.Payments), ids(tt.want); got != want {
+			t.Errorf("%s: got %s, want %s", tt.name, got, want)
+		}
+	}
+}
+
 func ids(ps []payments.Payment) string {
 	s := ""
 	for _, p := range ps {
@@ -141,11 +150,7 @@ func TestListAdminFilters(t *testing.T) {
 		b.mustCreate(t, request("globex", "acme", "5", "BRL", payments.MethodPix))
 		b.svc.Create(t.Context(), request("globex", "acme", "6", "BRL", payments.MethodPix))
 
-		tests := []struct {
-			name   string
-			filter payments.Filter
-			want   []payments.Payment
-		}{
+		tests := []listing{
 			{"replayed", payments.Filter{Replayed: true}, []payments.Payment{both, replayed}},
 			{"rejected", payments.Filter{Rejected: true}, []payments.Payment{both, rejected}},
 			{"replayed and rejected", payments.Filter{Replayed: true, Rejected: true}, []payments.Payment{both}},
@@ -159,15 +164,7 @@ func TestListAdminFilters(t *testing.T) {
 			{"search with a filter", payments.Filter{Search: "acme", Flagged: true}, []payments.Payment{both, replayed}},
 			{"search nothing", payments.Filter{Search: "nobody"}, nil},
 		}
-		for _, tt := range tests {
-			page, err := b.svc.List(t.Context(), tt.filter, 10, "")
-			if err != nil {
-				t.Fatalf("%s: %v", tt.name, err)
-			}
-			if got, want := ids(page.Payments), ids(tt.want); got != want {
-				t.Errorf("%s: got %s, want %s", tt.name, got, want)
-			}
-		}
+		checkListings(t, b.svc, tests)
 
 		// Searching pages like any listing.
 		page, err := b.svc.List(t.Context(), payments.Filter{Search: "acme"}, 2, "")

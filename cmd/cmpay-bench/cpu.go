@@ -65,25 +65,22 @@ func (u cpuUse) cores(d time.Duration) float64 {
 }
 
 // processCPU is a process's user and system time, its threads included.
-func processCPU(pid int) time.Duration { return statTimes(pid, 11) }
-
-// statTimes adds two consecutive clock-tick fields of /proc/<pid>/stat,
-// counted from the field after the command name: 11 is utime (and stime).
-func statTimes(pid, field int) time.Duration {
+func processCPU(pid int) time.Duration {
 	raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
 		return 0
 	}
 	// The command name, in parentheses, may hold spaces: count fields
-	// after its closing parenthesis.
+	// after its closing parenthesis. utime and stime are fields 14 and 15
+	// of the file, 12 and 13 from there.
 	rest := string(raw[strings.LastIndexByte(string(raw), ')')+1:])
 	f := strings.Fields(rest)
-	if len(f) < field+2 {
+	if len(f) < 13 {
 		return 0
 	}
-	a, _ := strconv.ParseInt(f[field], 10, 64)
-	b, _ := strconv.ParseInt(f[field+1], 10, 64)
-	return time.Duration(a+b) * clockTick
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * clockTick
 }
 
 // machineCPU is the time all cores together spent busy, and idle or
