@@ -77,7 +77,10 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer, log 
 		return err
 	}
 	m := metrics.New(sqlDB)
-	svc := payments.NewService(db, payments.Config{KeyTTL: cfg.KeyTTL, OnAttempt: m.OnAttempt})
+	svc, err := payments.NewService(db, payments.Config{KeyTTL: cfg.KeyTTL, OnAttempt: m.OnAttempt})
+	if err != nil {
+		return err
+	}
 	srv := newHTTPServer(httpapi.NewHandler(httpapi.Deps{
 		Service:       svc,
 		DB:            db,

@@ -19,6 +19,9 @@ import (
 const (
 	BadUserInput    = "BAD_USER_INPUT"
 	KeyReused       = "IDEMPOTENCY_KEY_REUSED"
+	StateConflict   = "PAYMENT_STATE_CONFLICT"
+	AmountExceeds   = "AMOUNT_EXCEEDS_AVAILABLE"
+	Forbidden       = "FORBIDDEN"
 	Unauthenticated = "UNAUTHENTICATED"
 	NotFound        = "NOT_FOUND"
 	BadRequest      = "BAD_REQUEST"
@@ -42,6 +45,8 @@ type Error struct {
 func FromDomain(ctx context.Context, err error) Error {
 	var invalid *payments.InvalidInputError
 	var reused *payments.KeyReusedError
+	var conflict *payments.StateConflictError
+	var exceeds *payments.AmountExceedsError
 	switch {
 	case errors.As(err, &invalid):
 		problems := make([]map[string]any, len(invalid.Problems))
@@ -53,8 +58,16 @@ func FromDomain(ctx context.Context, err error) Error {
 	case errors.As(err, &reused):
 		return Error{Code: KeyReused, Status: http.StatusConflict, Message: reused.Error(),
 			Details: map[string]any{"paymentId": reused.PaymentID, "differingFields": reused.DifferingFields}}
+	case errors.As(err, &conflict):
+		return Error{Code: StateConflict, Status: http.StatusConflict, Message: conflict.Error(),
+			Details: map[string]any{"status": string(conflict.Status)}}
+	case errors.As(err, &exceeds):
+		return Error{Code: AmountExceeds, Status: http.StatusUnprocessableEntity, Message: exceeds.Error(),
+			Details: map[string]any{"available": exceeds.Available.String()}}
 	case errors.Is(err, payments.ErrNotFound):
 		return Error{Code: NotFound, Status: http.StatusNotFound, Message: "no such payment"}
+	case errors.Is(err, payments.ErrForbidden):
+		return Error{Code: Forbidden, Status: http.StatusForbidden, Message: "this token may not act on this client's payments"}
 	}
 	return FromInternal(ctx, err)
 }

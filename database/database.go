@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -15,9 +16,11 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 	"gorm.io/gorm/logger"
 
 	"github.com/cmpay/cmpay/models"
+	"github.com/cmpay/cmpay/payments"
 )
 
 // DefaultURL is the embedded default: a SQLite file in the working directory.
@@ -152,7 +155,8 @@ func redact(rawURL string) string {
 // migrationLockID is the PostgreSQL advisory lock migrations hold.
 const migrationLockID = 0x636d706179 // "cmpay"
 
-// Migrate creates or updates the tables and indexes of every model. Several
+// Migrate creates or updates the tables and indexes of every model, writes
+// the currencies table, and runs the data migrations not yet run. Several
 // instances may start at once: the migration runs in one transaction that
 // first takes a lock (an advisory lock on PostgreSQL, the write lock on
 // SQLite), so they migrate one after another and the later ones find
@@ -172,6 +176,12 @@ func Migrate(db *gorm.DB) error {
 				return err
 			}
 		}
+		if err := writeCurrencies(tx); err != nil {
+			return err
+		}
+		if err := runDataMigrations(tx); err != nil {
+			return err
+		}
 		if tx.Dialector.Name() == "postgres" {
 			return setPaymentsFillfactor(tx)
 		}
@@ -179,6 +189,63 @@ func Migrate(db *gorm.DB) error {
 	})
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
+	}
+	return nil
+}
+
+// writeCurrencies copies the ISO 4217 list the Go code uses into the
+// database, which needs each currency's digits to turn a refund's decimal
+// amount into the payment's minor units inside one statement.
+func writeCurrencies(tx *gorm.DB) error {
+	digits := payments.CurrencyDigits()
+	rows := make([]models.Currency, 0, len(digits))
+	for code, d := range digits {
+		rows = append(rows, models.Currency{Code: code, Digits: d})
+	}
+	slices.SortFunc(rows, func(a, b models.Currency) int { return strings.Compare(a.Code, b.Code) })
+	err := tx.Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "code"}}, DoUpdates: clause.AssignmentColumns([]string{"digits"})}).
+		Create(&rows).Error
+	if err != nil {
+		return fmt.Errorf("write currencies: %w", err)
+	}
+	return nil
+}
+
+// dataMigrations change rows the way a new version reads them. Each runs
+// once, in order; models.SchemaVersion records the ones that have.
+var dataMigrations = []struct {
+	version int
+	run     func(tx *gorm.DB) error
+}{
+	// Version 2, the payment lifecycle: payments stored before it were
+	// captured when created, and an attempt names the key it was made with
+	// (before, always its payment's).
+	{2, func(tx *gorm.DB) error {
+		if err := tx.Exec(`UPDATE payments SET captured_minor = amount_minor, captured_at = created_at
+			WHERE status = 'CAPTURED' AND captured_at IS NULL`).Error; err != nil {
+			return err
+		}
+		return tx.Exec(`UPDATE idempotency_attempts SET idempotency_key =
+			(SELECT p.idempotency_key FROM payments p WHERE p.id = idempotency_attempts.payment_id)
+			WHERE idempotency_key = ''`).Error
+	}},
+}
+
+func runDataMigrations(tx *gorm.DB) error {
+	var done []int
+	if err := tx.Model(&models.SchemaVersion{}).Pluck("version", &done).Error; err != nil {
+		return fmt.Errorf("read schema versions: %w", err)
+	}
+	for _, m := range dataMigrations {
+		if slices.Contains(done, m.version) {
+			continue
+		}
+		if err := m.run(tx); err != nil {
+			return fmt.Errorf("data migration %d: %w", m.version, err)
+		}
+		if err := tx.Create(&models.SchemaVersion{Version: m.version, AppliedAt: time.Now().UTC()}).Error; err != nil {
+			return fmt.Errorf("record data migration %d: %w", m.version, err)
+		}
 	}
 	return nil
 }

@@ -1,12 +1,18 @@
 package database_test
 
 import (
+	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"gorm.io/gorm"
 
 	"github.com/cmpay/cmpay/database"
 	"github.com/cmpay/cmpay/internal/dbtest"
+	"github.com/cmpay/cmpay/models"
 )
 
 func TestOpenPicksTheDriver(t *testing.T) {
@@ -89,4 +95,75 @@ func TestConcurrentMigrations(t *testing.T) {
 			}
 		}
 	})
+}
+
+// A database made by version 1 (before the payment lifecycle) upgrades in
+// place: its tables gain the new columns, its payments read as captured
+// when created, its attempts name their key, and the data migration runs
+// once.
+func TestMigrateUpgradesVersion1(t *testing.T) {
+	t.Parallel()
+	for _, dialect := range dbtest.Dialects {
+		t.Run(dialect, func(t *testing.T) {
+			t.Parallel()
+			db, err := database.Open(dbtest.Empty(t, dialect), database.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { database.Close(db) })
+			schema, err := os.ReadFile("testdata/schema_v1_" + dialect + ".sql")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := db.Exec(string(schema)).Error; err != nil {
+				t.Fatalf("create the version 1 schema: %v", err)
+			}
+			created := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+			mustExec(t, db, `INSERT INTO payments (id, client_id, idempotency_key, amount_minor, currency, method, created_at, replay_count, rejected_count)
+				VALUES ('pay_old', 'shop-7', 'order-1', 1050, 'BRL', 'PIX', ?, 1, 1)`, created)
+			mustExec(t, db, `INSERT INTO idempotency_keys (client_id, idempotency_key, fingerprint, fingerprint_version, payment_id, created_at)
+				VALUES ('shop-7', 'order-1', 'fp', 1, 'pay_old', ?)`, created)
+			mustExec(t, db, `INSERT INTO idempotency_attempts (payment_id, outcome, at, differing_fields, attempted_amount_minor, attempted_currency, attempted_method, transport)
+				VALUES ('pay_old', 'CREATED', ?, '', NULL, NULL, NULL, 'graphql'), ('pay_old', 'REJECTED', ?, 'amount', 999, 'BRL', 'PIX', 'rest')`, created, created)
+
+			for range 2 { // the second run finds nothing to do
+				if err := database.Migrate(db); err != nil {
+					t.Fatalf("migrate: %v", err)
+				}
+			}
+			var p models.Payment
+			if err := db.Raw(`SELECT * FROM payments WHERE id = 'pay_old'`).Scan(&p).Error; err != nil {
+				t.Fatal(err)
+			}
+			if p.Status != "CAPTURED" || p.CapturedMinor != 1050 || p.RefundedMinor != 0 || p.CapturedAt == nil || !p.CapturedAt.Equal(created) {
+				t.Errorf("old payment after the upgrade = %+v, want captured in full when created", p)
+			}
+			var keys []string
+			db.Raw(`SELECT idempotency_key FROM idempotency_attempts ORDER BY id`).Scan(&keys)
+			if !slices.Equal(keys, []string{"order-1", "order-1"}) {
+				t.Errorf("attempts' keys = %v, want the payment's key on both", keys)
+			}
+			var op string
+			db.Raw(`SELECT operation FROM idempotency_keys`).Scan(&op)
+			if op != "CREATE_PAYMENT" {
+				t.Errorf("old key's operation = %q, want CREATE_PAYMENT", op)
+			}
+			var versions []int
+			db.Raw(`SELECT version FROM schema_versions`).Scan(&versions)
+			if !slices.Equal(versions, []int{2}) {
+				t.Errorf("schema versions = %v, want [2] once", versions)
+			}
+			// The new check constraint holds on the upgraded table too.
+			if err := db.Exec(`UPDATE payments SET refunded_minor = 2000 WHERE id = 'pay_old'`).Error; err == nil {
+				t.Error("refunding more than was captured was accepted by the upgraded table")
+			}
+		})
+	}
+}
+
+func mustExec(t *testing.T, db *gorm.DB, sql string, args ...any) {
+	t.Helper()
+	if err := db.Exec(sql, args...).Error; err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
 }

@@ -30,15 +30,27 @@ func NewExecutableSchema(cfg Config) graphql.ExecutableSchema {
 type Config = graphql.Config[ResolverRoot, DirectiveRoot, ComplexityRoot]
 
 type ResolverRoot interface {
+	IdempotencyAttempt() IdempotencyAttemptResolver
 	Mutation() MutationResolver
 	Payment() PaymentResolver
 	Query() QueryResolver
+	Refund() RefundResolver
 }
 
 type DirectiveRoot struct {
 }
 
 type ComplexityRoot struct {
+	CancelPaymentPayload struct {
+		Payment  func(childComplexity int) int
+		Replayed func(childComplexity int) int
+	}
+
+	CapturePaymentPayload struct {
+		Payment  func(childComplexity int) int
+		Replayed func(childComplexity int) int
+	}
+
 	CreatePaymentPayload struct {
 		Payment  func(childComplexity int) int
 		Replayed func(childComplexity int) int
@@ -47,11 +59,17 @@ type ComplexityRoot struct {
 	IdempotencyAttempt struct {
 		At              func(childComplexity int) int
 		DifferingFields func(childComplexity int) int
+		IdempotencyKey  func(childComplexity int) int
+		Operation       func(childComplexity int) int
 		Outcome         func(childComplexity int) int
+		Refusal         func(childComplexity int) int
 	}
 
 	Mutation struct {
-		CreatePayment func(childComplexity int, input model.CreatePaymentInput, idempotencyKey string) int
+		CancelPayment  func(childComplexity int, paymentID string, idempotencyKey string) int
+		CapturePayment func(childComplexity int, paymentID string, amount *scalar.Decimal, idempotencyKey string) int
+		CreatePayment  func(childComplexity int, input model.CreatePaymentInput, idempotencyKey string) int
+		RefundPayment  func(childComplexity int, paymentID string, amount *scalar.Decimal, reason *string, idempotencyKey string) int
 	}
 
 	PageInfo struct {
@@ -62,14 +80,20 @@ type ComplexityRoot struct {
 	Payment struct {
 		Amount         func(childComplexity int) int
 		Attempts       func(childComplexity int) int
+		CanceledAt     func(childComplexity int) int
+		CapturedAmount func(childComplexity int) int
+		CapturedAt     func(childComplexity int) int
 		ClientID       func(childComplexity int) int
 		CreatedAt      func(childComplexity int) int
 		Currency       func(childComplexity int) int
 		ID             func(childComplexity int) int
 		IdempotencyKey func(childComplexity int) int
 		Method         func(childComplexity int) int
+		RefundedAmount func(childComplexity int) int
+		Refunds        func(childComplexity int) int
 		RejectedCount  func(childComplexity int) int
 		ReplayCount    func(childComplexity int) int
+		Status         func(childComplexity int) int
 	}
 
 	PaymentConnection struct {
@@ -86,24 +110,54 @@ type ComplexityRoot struct {
 		Payment  func(childComplexity int, id string) int
 		Payments func(childComplexity int, filter *model.PaymentFilter, first *int, after *string) int
 	}
+
+	Refund struct {
+		Amount         func(childComplexity int) int
+		CreatedAt      func(childComplexity int) int
+		ID             func(childComplexity int) int
+		IdempotencyKey func(childComplexity int) int
+		PaymentID      func(childComplexity int) int
+		Reason         func(childComplexity int) int
+	}
+
+	RefundPaymentPayload struct {
+		Payment  func(childComplexity int) int
+		Refund   func(childComplexity int) int
+		Replayed func(childComplexity int) int
+	}
 }
 
 // endregion ***************************** api!.gotpl *****************************
 
 // region    ************************** generated!.gotpl **************************
 
+type IdempotencyAttemptResolver interface {
+	Refusal(ctx context.Context, obj *payments.Attempt) (*string, error)
+}
 type MutationResolver interface {
 	CreatePayment(ctx context.Context, input model.CreatePaymentInput, idempotencyKey string) (*model.CreatePaymentPayload, error)
+	CapturePayment(ctx context.Context, paymentID string, amount *scalar.Decimal, idempotencyKey string) (*model.CapturePaymentPayload, error)
+	CancelPayment(ctx context.Context, paymentID string, idempotencyKey string) (*model.CancelPaymentPayload, error)
+	RefundPayment(ctx context.Context, paymentID string, amount *scalar.Decimal, reason *string, idempotencyKey string) (*model.RefundPaymentPayload, error)
 }
 type PaymentResolver interface {
 	Amount(ctx context.Context, obj *payments.Payment) (scalar.Decimal, error)
 	Currency(ctx context.Context, obj *payments.Payment) (string, error)
 
 	Attempts(ctx context.Context, obj *payments.Payment) ([]payments.Attempt, error)
+
+	CapturedAmount(ctx context.Context, obj *payments.Payment) (scalar.Decimal, error)
+	RefundedAmount(ctx context.Context, obj *payments.Payment) (scalar.Decimal, error)
+	Refunds(ctx context.Context, obj *payments.Payment) ([]payments.Refund, error)
+	CapturedAt(ctx context.Context, obj *payments.Payment) (*time.Time, error)
+	CanceledAt(ctx context.Context, obj *payments.Payment) (*time.Time, error)
 }
 type QueryResolver interface {
 	Payment(ctx context.Context, id string) (*payments.Payment, error)
 	Payments(ctx context.Context, filter *model.PaymentFilter, first *int, after *string) (*model.PaymentConnection, error)
+}
+type RefundResolver interface {
+	Amount(ctx context.Context, obj *payments.Refund) (scalar.Decimal, error)
 }
 
 // endregion ************************** generated!.gotpl **************************
@@ -123,6 +177,32 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 	ec := newExecutionContext(nil, e, nil)
 	_ = ec
 	switch typeName + "." + field {
+
+	case "CancelPaymentPayload.payment":
+		if e.ComplexityRoot.CancelPaymentPayload.Payment == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CancelPaymentPayload.Payment(childComplexity), true
+	case "CancelPaymentPayload.replayed":
+		if e.ComplexityRoot.CancelPaymentPayload.Replayed == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CancelPaymentPayload.Replayed(childComplexity), true
+
+	case "CapturePaymentPayload.payment":
+		if e.ComplexityRoot.CapturePaymentPayload.Payment == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CapturePaymentPayload.Payment(childComplexity), true
+	case "CapturePaymentPayload.replayed":
+		if e.ComplexityRoot.CapturePaymentPayload.Replayed == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CapturePaymentPayload.Replayed(childComplexity), true
 
 	case "CreatePaymentPayload.payment":
 		if e.ComplexityRoot.CreatePaymentPayload.Payment == nil {
@@ -149,13 +229,53 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.IdempotencyAttempt.DifferingFields(childComplexity), true
+	case "IdempotencyAttempt.idempotencyKey":
+		if e.ComplexityRoot.IdempotencyAttempt.IdempotencyKey == nil {
+			break
+		}
+
+		return e.ComplexityRoot.IdempotencyAttempt.IdempotencyKey(childComplexity), true
+	case "IdempotencyAttempt.operation":
+		if e.ComplexityRoot.IdempotencyAttempt.Operation == nil {
+			break
+		}
+
+		return e.ComplexityRoot.IdempotencyAttempt.Operation(childComplexity), true
 	case "IdempotencyAttempt.outcome":
 		if e.ComplexityRoot.IdempotencyAttempt.Outcome == nil {
 			break
 		}
 
 		return e.ComplexityRoot.IdempotencyAttempt.Outcome(childComplexity), true
+	case "IdempotencyAttempt.refusal":
+		if e.ComplexityRoot.IdempotencyAttempt.Refusal == nil {
+			break
+		}
 
+		return e.ComplexityRoot.IdempotencyAttempt.Refusal(childComplexity), true
+
+	case "Mutation.cancelPayment":
+		if e.ComplexityRoot.Mutation.CancelPayment == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_cancelPayment_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.CancelPayment(childComplexity, args["paymentId"].(string), args["idempotencyKey"].(string)), true
+	case "Mutation.capturePayment":
+		if e.ComplexityRoot.Mutation.CapturePayment == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_capturePayment_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.CapturePayment(childComplexity, args["paymentId"].(string), args["amount"].(*scalar.Decimal), args["idempotencyKey"].(string)), true
 	case "Mutation.createPayment":
 		if e.ComplexityRoot.Mutation.CreatePayment == nil {
 			break
@@ -167,6 +287,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.CreatePayment(childComplexity, args["input"].(model.CreatePaymentInput), args["idempotencyKey"].(string)), true
+	case "Mutation.refundPayment":
+		if e.ComplexityRoot.Mutation.RefundPayment == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_refundPayment_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.RefundPayment(childComplexity, args["paymentId"].(string), args["amount"].(*scalar.Decimal), args["reason"].(*string), args["idempotencyKey"].(string)), true
 
 	case "PageInfo.endCursor":
 		if e.ComplexityRoot.PageInfo.EndCursor == nil {
@@ -193,6 +324,24 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Payment.Attempts(childComplexity), true
+	case "Payment.canceledAt":
+		if e.ComplexityRoot.Payment.CanceledAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Payment.CanceledAt(childComplexity), true
+	case "Payment.capturedAmount":
+		if e.ComplexityRoot.Payment.CapturedAmount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Payment.CapturedAmount(childComplexity), true
+	case "Payment.capturedAt":
+		if e.ComplexityRoot.Payment.CapturedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Payment.CapturedAt(childComplexity), true
 	case "Payment.clientId":
 		if e.ComplexityRoot.Payment.ClientID == nil {
 			break
@@ -229,6 +378,18 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Payment.Method(childComplexity), true
+	case "Payment.refundedAmount":
+		if e.ComplexityRoot.Payment.RefundedAmount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Payment.RefundedAmount(childComplexity), true
+	case "Payment.refunds":
+		if e.ComplexityRoot.Payment.Refunds == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Payment.Refunds(childComplexity), true
 	case "Payment.rejectedCount":
 		if e.ComplexityRoot.Payment.RejectedCount == nil {
 			break
@@ -241,6 +402,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Payment.ReplayCount(childComplexity), true
+	case "Payment.status":
+		if e.ComplexityRoot.Payment.Status == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Payment.Status(childComplexity), true
 
 	case "PaymentConnection.edges":
 		if e.ComplexityRoot.PaymentConnection.Edges == nil {
@@ -290,6 +457,62 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Payments(childComplexity, args["filter"].(*model.PaymentFilter), args["first"].(*int), args["after"].(*string)), true
+
+	case "Refund.amount":
+		if e.ComplexityRoot.Refund.Amount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Refund.Amount(childComplexity), true
+	case "Refund.createdAt":
+		if e.ComplexityRoot.Refund.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Refund.CreatedAt(childComplexity), true
+	case "Refund.id":
+		if e.ComplexityRoot.Refund.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Refund.ID(childComplexity), true
+	case "Refund.idempotencyKey":
+		if e.ComplexityRoot.Refund.IdempotencyKey == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Refund.IdempotencyKey(childComplexity), true
+	case "Refund.paymentId":
+		if e.ComplexityRoot.Refund.PaymentID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Refund.PaymentID(childComplexity), true
+	case "Refund.reason":
+		if e.ComplexityRoot.Refund.Reason == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Refund.Reason(childComplexity), true
+
+	case "RefundPaymentPayload.payment":
+		if e.ComplexityRoot.RefundPaymentPayload.Payment == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RefundPaymentPayload.Payment(childComplexity), true
+	case "RefundPaymentPayload.refund":
+		if e.ComplexityRoot.RefundPaymentPayload.Refund == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RefundPaymentPayload.Refund(childComplexity), true
+	case "RefundPaymentPayload.replayed":
+		if e.ComplexityRoot.RefundPaymentPayload.Replayed == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RefundPaymentPayload.Replayed(childComplexity), true
 
 	}
 	return 0, false
@@ -402,10 +625,36 @@ enum PaymentMethod {
 enum AttemptOutcome {
   "The request created the payment."
   CREATED
-  "Same key, same payload: the existing payment was returned and nothing was created."
+  "A capture, cancel or refund took effect."
+  APPLIED
+  "Same key, same operation and parameters: the first result was returned and nothing was done again."
   REPLAYED
-  "Same key, different payload: refused with IDEMPOTENCY_KEY_REUSED; nothing was created or changed."
+  "Same key, another operation, payment or parameters: refused with IDEMPOTENCY_KEY_REUSED; nothing was done."
   REJECTED
+  "A business rule refused the operation (PAYMENT_STATE_CONFLICT, AMOUNT_EXCEEDS_AVAILABLE); nothing was done and the key stays unused."
+  REFUSED
+}
+
+"Where a payment is in its life."
+enum PaymentStatus {
+  "Created with ` + "`" + `capture: false` + "`" + `; waits for capturePayment or cancelPayment."
+  AUTHORIZED
+  "Captured: at creation (the default) or by capturePayment."
+  CAPTURED
+  "Partly refunded: 0 < refundedAmount < capturedAmount."
+  PARTIALLY_REFUNDED
+  "Refunded in full: refundedAmount = capturedAmount."
+  REFUNDED
+  "An authorization canceled before capture."
+  CANCELED
+}
+
+"What a request asked to do. Every operation takes an idempotency key; a client's keys are one namespace shared by all of them."
+enum Operation {
+  CREATE_PAYMENT
+  CAPTURE_PAYMENT
+  CANCEL_PAYMENT
+  REFUND_PAYMENT
 }
 
 """
@@ -431,18 +680,20 @@ type Query {
 }
 
 """
-Creating payments. Every request needs ` + "`" + `Authorization: Bearer <token>` + "`" + `.
+Creating and changing payments. Every request needs ` + "`" + `Authorization: Bearer <token>` + "`" + `. Every mutation takes an idempotency
+key, and keeps the same promise: a retry with the same key gets the first result and nothing is done twice. Payloads
+are nullable: when one mutation of an operation fails, the others' results still come back in ` + "`" + `data` + "`" + `.
 """
 type Mutation {
   """
   Creates a payment exactly once per client and idempotency key, however often the request is retried, on however
   many servers at once.
 
-  - New key: creates the payment; ` + "`" + `replayed` + "`" + ` is false.
+  - New key: creates the payment, captured, or only authorized with ` + "`" + `capture: false` + "`" + `; ` + "`" + `replayed` + "`" + ` is false.
   - Same key, same payload (compared by value: "10.5", "10.50" and 10.5 are one amount, "brl" and "BRL" one
     currency): returns the existing payment unchanged; ` + "`" + `replayed` + "`" + ` is true.
-  - Same key, different payload: error IDEMPOTENCY_KEY_REUSED, with ` + "`" + `extensions.differingFields` + "`" + ` and
-    ` + "`" + `extensions.paymentId` + "`" + `; nothing is created or changed.
+  - Same key, different payload, or a key used for another operation: error IDEMPOTENCY_KEY_REUSED, with
+    ` + "`" + `extensions.differingFields` + "`" + ` and ` + "`" + `extensions.paymentId` + "`" + `; nothing is created or changed.
   - Keys are remembered for IDEMPOTENCY_KEY_TTL (24 hours by default); after that a key is handled as new.
 
   Bad input fails with BAD_USER_INPUT, ` + "`" + `extensions.field` + "`" + ` naming the field, and writes nothing.
@@ -452,14 +703,56 @@ type Mutation {
     input: CreatePaymentInput!
     """
     A key the client chooses for this payment and sends again on every retry of it: 1 to 100 printable ASCII
-    characters (0x20-0x7E), not only spaces, compared exactly. Keys belong to a client: two clients may use the same
-    string.
+    characters (0x20-0x7E), neither starting nor ending with a space, compared exactly. Keys belong to a client: two
+    clients may use the same string.
     """
     idempotencyKey: String!
-  ): CreatePaymentPayload!
+  ): CreatePaymentPayload
+
+  """
+  Captures an AUTHORIZED payment. ` + "`" + `amount` + "`" + `: at most the authorized amount; omitted or null: all of it. Capturing less
+  releases the rest. Errors: PAYMENT_STATE_CONFLICT (with ` + "`" + `extensions.status` + "`" + `) unless the payment is AUTHORIZED;
+  AMOUNT_EXCEEDS_AVAILABLE (with ` + "`" + `extensions.available` + "`" + `) above the authorized amount; NOT_FOUND for an unknown payment;
+  IDEMPOTENCY_KEY_REUSED for a key used for anything else. A refused request leaves its key unused.
+  """
+  capturePayment(
+    "The payment to capture."
+    paymentId: ID!
+    "How much to capture, in the payment's currency; omitted or null: all that was authorized."
+    amount: Decimal
+    "As for createPayment: one key per capture, sent again on every retry of it."
+    idempotencyKey: String!
+  ): CapturePaymentPayload
+
+  """
+  Cancels an AUTHORIZED payment before capture. Errors as for capturePayment. Of a capture and a cancel of one
+  authorization sent at once, exactly one wins; the other gets PAYMENT_STATE_CONFLICT.
+  """
+  cancelPayment(
+    "The payment to cancel."
+    paymentId: ID!
+    "As for createPayment: one key per cancel, sent again on every retry of it."
+    idempotencyKey: String!
+  ): CancelPaymentPayload
+
+  """
+  Refunds a CAPTURED or PARTIALLY_REFUNDED payment, in part or in whole, any number of times. ` + "`" + `amount` + "`" + `: at most
+  capturedAmount - refundedAmount; omitted or null: all that is left. Refunds never add up to more than was captured,
+  however many are sent at once. Errors as for capturePayment.
+  """
+  refundPayment(
+    "The payment to refund."
+    paymentId: ID!
+    "How much to refund, in the payment's currency; omitted or null: all that is left."
+    amount: Decimal
+    "Why, for the customer's and support's records (up to 500 characters); compared exactly on a retry."
+    reason: String
+    "As for createPayment: one key per refund, sent again on every retry of it."
+    idempotencyKey: String!
+  ): RefundPaymentPayload
 }
 
-"The payment to create. These four fields are the payload an idempotency key is bound to."
+"The payment to create. These fields are the payload an idempotency key is bound to."
 input CreatePaymentInput {
   "Who pays: 1 to 100 characters. An idempotency key belongs to one client."
   clientId: ID!
@@ -469,6 +762,8 @@ input CreatePaymentInput {
   currency: String!
   "How the payment is paid."
   method: PaymentMethod!
+  "false: authorize only; capture later with capturePayment, or cancel with cancelPayment."
+  capture: Boolean = true
 }
 
 "The result of createPayment."
@@ -477,6 +772,48 @@ type CreatePaymentPayload {
   payment: Payment!
   "true when the key had already been used with the same payload and the existing payment is returned"
   replayed: Boolean!
+}
+
+"The result of capturePayment."
+type CapturePaymentPayload {
+  "The payment as it is now."
+  payment: Payment!
+  "true when the key had already been used for this capture: nothing was captured again."
+  replayed: Boolean!
+}
+
+"The result of cancelPayment."
+type CancelPaymentPayload {
+  "The payment as it is now."
+  payment: Payment!
+  "true when the key had already been used for this cancel."
+  replayed: Boolean!
+}
+
+"The result of refundPayment."
+type RefundPaymentPayload {
+  "The refund: the one just made, or on a replay the one the key made first (same id)."
+  refund: Refund!
+  "The payment as it is now."
+  payment: Payment!
+  "true when the key had already been used for this refund: nothing was refunded again."
+  replayed: Boolean!
+}
+
+"Money given back from a captured payment."
+type Refund {
+  "The refund's id."
+  id: ID!
+  "The payment refunded."
+  paymentId: ID!
+  "How much, in the payment's currency."
+  amount: Decimal!
+  "Why, as the request said; null when it said nothing."
+  reason: String
+  "The idempotency key of the request that made the refund."
+  idempotencyKey: String!
+  "When the refund was made."
+  createdAt: Time!
 }
 
 "A payment, created by the first request made with its idempotency key."
@@ -495,22 +832,43 @@ type Payment {
   idempotencyKey: String!
   "When the payment was created."
   createdAt: Time!
-  "How many requests with this payment's key replayed it."
+  "How many requests, of any operation, replayed one of this payment's keys."
   replayCount: Int!
-  "How many requests with this payment's key were refused for a different payload."
+  "How many requests reused one of this payment's keys for another operation or payload, and were refused."
   rejectedCount: Int!
-  "every request made with this payment's key, oldest first"
+  "every request made against the payment, whatever its operation and key, oldest first"
   attempts: [IdempotencyAttempt!]!
+  "Where the payment is in its life."
+  status: PaymentStatus!
+  "What was captured: \"0.00\" while AUTHORIZED or CANCELED."
+  capturedAmount: Decimal!
+  "The sum of the payment's refunds."
+  refundedAmount: Decimal!
+  "The payment's refunds, oldest first."
+  refunds: [Refund!]!
+  "When the payment was captured; null unless it was."
+  capturedAt: Time
+  "When the payment was canceled; null unless it was."
+  canceledAt: Time
 }
 
-"One request made with a payment's idempotency key."
+"One request made against a payment."
 type IdempotencyAttempt {
   "What became of the request."
   outcome: AttemptOutcome!
   "When the request was handled."
   at: Time!
-  "for REJECTED: the CreatePaymentInput fields whose values differed from the original request"
+  """
+  for REJECTED: the fields whose values differed from the request that first used the key: operation, paymentId,
+  amount, currency, method, capture, reason
+  """
   differingFields: [String!]!
+  "What the request asked to do."
+  operation: Operation!
+  "The idempotency key the request carried."
+  idempotencyKey: String!
+  "For REFUSED: the rule that refused it, PAYMENT_STATE_CONFLICT or AMOUNT_EXCEEDS_AVAILABLE; null otherwise."
+  refusal: String
 }
 
 "Narrows a payments listing; every field set must match."
@@ -521,6 +879,8 @@ input PaymentFilter {
   idempotencyKey: String
   "only payments whose key was replayed or rejected"
   flagged: Boolean
+  "Only payments in this status."
+  status: PaymentStatus
 }
 
 "A page of payments, newest first."
@@ -554,6 +914,26 @@ var parsedSchema = gqlparser.MustLoadSchema(sources...)
 // Each function is generated once per unique object type, deduplicating the
 // switch statements that were previously inlined in every fieldContext_* function.
 
+func (ec *executionContext) childFields_CancelPaymentPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "payment":
+		return ec.fieldContext_CancelPaymentPayload_payment(ctx, field)
+	case "replayed":
+		return ec.fieldContext_CancelPaymentPayload_replayed(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type CancelPaymentPayload", field.Name)
+}
+
+func (ec *executionContext) childFields_CapturePaymentPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "payment":
+		return ec.fieldContext_CapturePaymentPayload_payment(ctx, field)
+	case "replayed":
+		return ec.fieldContext_CapturePaymentPayload_replayed(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type CapturePaymentPayload", field.Name)
+}
+
 func (ec *executionContext) childFields_CreatePaymentPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "payment":
@@ -572,6 +952,12 @@ func (ec *executionContext) childFields_IdempotencyAttempt(ctx context.Context, 
 		return ec.fieldContext_IdempotencyAttempt_at(ctx, field)
 	case "differingFields":
 		return ec.fieldContext_IdempotencyAttempt_differingFields(ctx, field)
+	case "operation":
+		return ec.fieldContext_IdempotencyAttempt_operation(ctx, field)
+	case "idempotencyKey":
+		return ec.fieldContext_IdempotencyAttempt_idempotencyKey(ctx, field)
+	case "refusal":
+		return ec.fieldContext_IdempotencyAttempt_refusal(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type IdempotencyAttempt", field.Name)
 }
@@ -608,6 +994,18 @@ func (ec *executionContext) childFields_Payment(ctx context.Context, field graph
 		return ec.fieldContext_Payment_rejectedCount(ctx, field)
 	case "attempts":
 		return ec.fieldContext_Payment_attempts(ctx, field)
+	case "status":
+		return ec.fieldContext_Payment_status(ctx, field)
+	case "capturedAmount":
+		return ec.fieldContext_Payment_capturedAmount(ctx, field)
+	case "refundedAmount":
+		return ec.fieldContext_Payment_refundedAmount(ctx, field)
+	case "refunds":
+		return ec.fieldContext_Payment_refunds(ctx, field)
+	case "capturedAt":
+		return ec.fieldContext_Payment_capturedAt(ctx, field)
+	case "canceledAt":
+		return ec.fieldContext_Payment_canceledAt(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Payment", field.Name)
 }
@@ -630,6 +1028,36 @@ func (ec *executionContext) childFields_PaymentEdge(ctx context.Context, field g
 		return ec.fieldContext_PaymentEdge_node(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type PaymentEdge", field.Name)
+}
+
+func (ec *executionContext) childFields_Refund(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_Refund_id(ctx, field)
+	case "paymentId":
+		return ec.fieldContext_Refund_paymentId(ctx, field)
+	case "amount":
+		return ec.fieldContext_Refund_amount(ctx, field)
+	case "reason":
+		return ec.fieldContext_Refund_reason(ctx, field)
+	case "idempotencyKey":
+		return ec.fieldContext_Refund_idempotencyKey(ctx, field)
+	case "createdAt":
+		return ec.fieldContext_Refund_createdAt(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Refund", field.Name)
+}
+
+func (ec *executionContext) childFields_RefundPaymentPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "refund":
+		return ec.fieldContext_RefundPaymentPayload_refund(ctx, field)
+	case "payment":
+		return ec.fieldContext_RefundPaymentPayload_payment(ctx, field)
+	case "replayed":
+		return ec.fieldContext_RefundPaymentPayload_replayed(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type RefundPaymentPayload", field.Name)
 }
 
 func (ec *executionContext) childFields___Directive(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -748,6 +1176,58 @@ func (ec *executionContext) childFields___Type(ctx context.Context, field graphq
 
 // region    ***************************** args.gotpl *****************************
 
+func (ec *executionContext) field_Mutation_cancelPayment_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "paymentId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["paymentId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "idempotencyKey",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["idempotencyKey"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_capturePayment_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "paymentId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["paymentId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "amount",
+		func(ctx context.Context, v any) (*scalar.Decimal, error) {
+			return ec.unmarshalODecimal2ᚖgithubᚗcomᚋcmpayᚋcmpayᚋgraphᚋscalarᚐDecimal(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["amount"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "idempotencyKey",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["idempotencyKey"] = arg2
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_createPayment_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -767,6 +1247,44 @@ func (ec *executionContext) field_Mutation_createPayment_args(ctx context.Contex
 		return nil, err
 	}
 	args["idempotencyKey"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_refundPayment_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "paymentId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["paymentId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "amount",
+		func(ctx context.Context, v any) (*scalar.Decimal, error) {
+			return ec.unmarshalODecimal2ᚖgithubᚗcomᚋcmpayᚋcmpayᚋgraphᚋscalarᚐDecimal(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["amount"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "reason",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["reason"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "idempotencyKey",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["idempotencyKey"] = arg3
 	return args, nil
 }
 
@@ -902,6 +1420,116 @@ func (ec *executionContext) field___Type_inputFields_args(ctx context.Context, r
 
 // region    **************************** field.gotpl *****************************
 
+func (ec *executionContext) _CancelPaymentPayload_payment(ctx context.Context, field graphql.CollectedField, obj *model.CancelPaymentPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CancelPaymentPayload_payment(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Payment, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *payments.Payment) graphql.Marshaler {
+			return ec.marshalNPayment2ᚖgithubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐPayment(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CancelPaymentPayload_payment(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "CancelPaymentPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Payment(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _CancelPaymentPayload_replayed(ctx context.Context, field graphql.CollectedField, obj *model.CancelPaymentPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CancelPaymentPayload_replayed(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Replayed, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CancelPaymentPayload_replayed(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CancelPaymentPayload", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _CapturePaymentPayload_payment(ctx context.Context, field graphql.CollectedField, obj *model.CapturePaymentPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CapturePaymentPayload_payment(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Payment, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *payments.Payment) graphql.Marshaler {
+			return ec.marshalNPayment2ᚖgithubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐPayment(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CapturePaymentPayload_payment(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "CapturePaymentPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Payment(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _CapturePaymentPayload_replayed(ctx context.Context, field graphql.CollectedField, obj *model.CapturePaymentPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CapturePaymentPayload_replayed(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Replayed, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CapturePaymentPayload_replayed(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CapturePaymentPayload", field, false, false, "Boolean")
+}
+
 func (ec *executionContext) _CreatePaymentPayload_payment(ctx context.Context, field graphql.CollectedField, obj *model.CreatePaymentPayload) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -1026,6 +1654,75 @@ func (ec *executionContext) fieldContext_IdempotencyAttempt_differingFields(_ co
 	return graphql.NewScalarFieldContext("IdempotencyAttempt", field, false, false, "String")
 }
 
+func (ec *executionContext) _IdempotencyAttempt_operation(ctx context.Context, field graphql.CollectedField, obj *payments.Attempt) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_IdempotencyAttempt_operation(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Operation, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v payments.Operation) graphql.Marshaler {
+			return ec.marshalNOperation2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐOperation(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_IdempotencyAttempt_operation(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("IdempotencyAttempt", field, false, false, "Operation")
+}
+
+func (ec *executionContext) _IdempotencyAttempt_idempotencyKey(ctx context.Context, field graphql.CollectedField, obj *payments.Attempt) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_IdempotencyAttempt_idempotencyKey(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.IdempotencyKey, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_IdempotencyAttempt_idempotencyKey(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("IdempotencyAttempt", field, false, false, "String")
+}
+
+func (ec *executionContext) _IdempotencyAttempt_refusal(ctx context.Context, field graphql.CollectedField, obj *payments.Attempt) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_IdempotencyAttempt_refusal(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.IdempotencyAttempt().Refusal(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_IdempotencyAttempt_refusal(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("IdempotencyAttempt", field, true, true, "String")
+}
+
 func (ec *executionContext) _Mutation_createPayment(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -1040,10 +1737,10 @@ func (ec *executionContext) _Mutation_createPayment(ctx context.Context, field g
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.CreatePaymentPayload) graphql.Marshaler {
-			return ec.marshalNCreatePaymentPayload2ᚖgithubᚗcomᚋcmpayᚋcmpayᚋgraphᚋmodelᚐCreatePaymentPayload(ctx, selections, v)
+			return ec.marshalOCreatePaymentPayload2ᚖgithubᚗcomᚋcmpayᚋcmpayᚋgraphᚋmodelᚐCreatePaymentPayload(ctx, selections, v)
 		},
 		true,
-		true,
+		false,
 	)
 }
 func (ec *executionContext) fieldContext_Mutation_createPayment(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -1064,6 +1761,138 @@ func (ec *executionContext) fieldContext_Mutation_createPayment(ctx context.Cont
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Mutation_createPayment_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_capturePayment(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_capturePayment(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().CapturePayment(ctx, fc.Args["paymentId"].(string), fc.Args["amount"].(*scalar.Decimal), fc.Args["idempotencyKey"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.CapturePaymentPayload) graphql.Marshaler {
+			return ec.marshalOCapturePaymentPayload2ᚖgithubᚗcomᚋcmpayᚋcmpayᚋgraphᚋmodelᚐCapturePaymentPayload(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_capturePayment(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_CapturePaymentPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_capturePayment_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_cancelPayment(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_cancelPayment(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().CancelPayment(ctx, fc.Args["paymentId"].(string), fc.Args["idempotencyKey"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.CancelPaymentPayload) graphql.Marshaler {
+			return ec.marshalOCancelPaymentPayload2ᚖgithubᚗcomᚋcmpayᚋcmpayᚋgraphᚋmodelᚐCancelPaymentPayload(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_cancelPayment(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_CancelPaymentPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_cancelPayment_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_refundPayment(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_refundPayment(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().RefundPayment(ctx, fc.Args["paymentId"].(string), fc.Args["amount"].(*scalar.Decimal), fc.Args["reason"].(*string), fc.Args["idempotencyKey"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.RefundPaymentPayload) graphql.Marshaler {
+			return ec.marshalORefundPaymentPayload2ᚖgithubᚗcomᚋcmpayᚋcmpayᚋgraphᚋmodelᚐRefundPaymentPayload(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_refundPayment(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_RefundPaymentPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_refundPayment_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -1355,6 +2184,153 @@ func (ec *executionContext) fieldContext_Payment_attempts(_ context.Context, fie
 	return fc, nil
 }
 
+func (ec *executionContext) _Payment_status(ctx context.Context, field graphql.CollectedField, obj *payments.Payment) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Payment_status(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Status, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v payments.Status) graphql.Marshaler {
+			return ec.marshalNPaymentStatus2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐStatus(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Payment_status(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Payment", field, false, false, "PaymentStatus")
+}
+
+func (ec *executionContext) _Payment_capturedAmount(ctx context.Context, field graphql.CollectedField, obj *payments.Payment) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Payment_capturedAmount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Payment().CapturedAmount(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v scalar.Decimal) graphql.Marshaler {
+			return ec.marshalNDecimal2githubᚗcomᚋcmpayᚋcmpayᚋgraphᚋscalarᚐDecimal(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Payment_capturedAmount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Payment", field, true, true, "Decimal")
+}
+
+func (ec *executionContext) _Payment_refundedAmount(ctx context.Context, field graphql.CollectedField, obj *payments.Payment) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Payment_refundedAmount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Payment().RefundedAmount(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v scalar.Decimal) graphql.Marshaler {
+			return ec.marshalNDecimal2githubᚗcomᚋcmpayᚋcmpayᚋgraphᚋscalarᚐDecimal(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Payment_refundedAmount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Payment", field, true, true, "Decimal")
+}
+
+func (ec *executionContext) _Payment_refunds(ctx context.Context, field graphql.CollectedField, obj *payments.Payment) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Payment_refunds(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Payment().Refunds(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []payments.Refund) graphql.Marshaler {
+			return ec.marshalNRefund2ᚕgithubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐRefundᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Payment_refunds(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Payment",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Refund(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Payment_capturedAt(ctx context.Context, field graphql.CollectedField, obj *payments.Payment) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Payment_capturedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Payment().CapturedAt(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Payment_capturedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Payment", field, true, true, "Time")
+}
+
+func (ec *executionContext) _Payment_canceledAt(ctx context.Context, field graphql.CollectedField, obj *payments.Payment) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Payment_canceledAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Payment().CanceledAt(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Payment_canceledAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Payment", field, true, true, "Time")
+}
+
 func (ec *executionContext) _PaymentConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.PaymentConnection) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -1636,6 +2612,231 @@ func (ec *executionContext) fieldContext_Query___schema(_ context.Context, field
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _Refund_id(ctx context.Context, field graphql.CollectedField, obj *payments.Refund) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Refund_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Refund_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Refund", field, false, false, "ID")
+}
+
+func (ec *executionContext) _Refund_paymentId(ctx context.Context, field graphql.CollectedField, obj *payments.Refund) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Refund_paymentId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PaymentID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Refund_paymentId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Refund", field, false, false, "ID")
+}
+
+func (ec *executionContext) _Refund_amount(ctx context.Context, field graphql.CollectedField, obj *payments.Refund) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Refund_amount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Refund().Amount(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v scalar.Decimal) graphql.Marshaler {
+			return ec.marshalNDecimal2githubᚗcomᚋcmpayᚋcmpayᚋgraphᚋscalarᚐDecimal(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Refund_amount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Refund", field, true, true, "Decimal")
+}
+
+func (ec *executionContext) _Refund_reason(ctx context.Context, field graphql.CollectedField, obj *payments.Refund) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Refund_reason(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Reason, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Refund_reason(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Refund", field, false, false, "String")
+}
+
+func (ec *executionContext) _Refund_idempotencyKey(ctx context.Context, field graphql.CollectedField, obj *payments.Refund) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Refund_idempotencyKey(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.IdempotencyKey, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Refund_idempotencyKey(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Refund", field, false, false, "String")
+}
+
+func (ec *executionContext) _Refund_createdAt(ctx context.Context, field graphql.CollectedField, obj *payments.Refund) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Refund_createdAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Refund_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Refund", field, false, false, "Time")
+}
+
+func (ec *executionContext) _RefundPaymentPayload_refund(ctx context.Context, field graphql.CollectedField, obj *model.RefundPaymentPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RefundPaymentPayload_refund(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Refund, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *payments.Refund) graphql.Marshaler {
+			return ec.marshalNRefund2ᚖgithubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐRefund(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RefundPaymentPayload_refund(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "RefundPaymentPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Refund(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _RefundPaymentPayload_payment(ctx context.Context, field graphql.CollectedField, obj *model.RefundPaymentPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RefundPaymentPayload_payment(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Payment, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *payments.Payment) graphql.Marshaler {
+			return ec.marshalNPayment2ᚖgithubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐPayment(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RefundPaymentPayload_payment(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "RefundPaymentPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Payment(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _RefundPaymentPayload_replayed(ctx context.Context, field graphql.CollectedField, obj *model.RefundPaymentPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RefundPaymentPayload_replayed(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Replayed, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RefundPaymentPayload_replayed(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RefundPaymentPayload", field, false, false, "Boolean")
 }
 
 func (ec *executionContext) ___Directive_name(ctx context.Context, field graphql.CollectedField, obj *introspection.Directive) (ret graphql.Marshaler) {
@@ -2722,7 +3923,11 @@ func (ec *executionContext) unmarshalInputCreatePaymentInput(ctx context.Context
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"clientId", "amount", "currency", "method"}
+	if _, present := asMap["capture"]; !present {
+		asMap["capture"] = true
+	}
+
+	fieldsInOrder := [...]string{"clientId", "amount", "currency", "method", "capture"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -2757,6 +3962,13 @@ func (ec *executionContext) unmarshalInputCreatePaymentInput(ctx context.Context
 				return it, err
 			}
 			it.Method = data
+		case "capture":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("capture"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Capture = data
 		}
 	}
 	return it, nil
@@ -2785,7 +3997,7 @@ func (ec *executionContext) unmarshalInputPaymentFilter(ctx context.Context, obj
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"clientId", "idempotencyKey", "flagged"}
+	fieldsInOrder := [...]string{"clientId", "idempotencyKey", "flagged", "status"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -2813,6 +4025,13 @@ func (ec *executionContext) unmarshalInputPaymentFilter(ctx context.Context, obj
 				return it, err
 			}
 			it.Flagged = data
+		case "status":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("status"))
+			data, err := ec.unmarshalOPaymentStatus2ᚖgithubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐStatus(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Status = data
 		}
 	}
 	return it, nil
@@ -2837,6 +4056,82 @@ func UnmarshalPaymentFilter(ctx context.Context, raw any) (model.PaymentFilter, 
 // endregion ************************** interface.gotpl ***************************
 
 // region    **************************** object.gotpl ****************************
+
+var cancelPaymentPayloadImplementors = []string{"CancelPaymentPayload"}
+
+func (ec *executionContext) _CancelPaymentPayload(ctx context.Context, sel ast.SelectionSet, obj *model.CancelPaymentPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, cancelPaymentPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("CancelPaymentPayload")
+		case "payment":
+			out.Values[i] = ec._CancelPaymentPayload_payment(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "replayed":
+			out.Values[i] = ec._CancelPaymentPayload_replayed(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var capturePaymentPayloadImplementors = []string{"CapturePaymentPayload"}
+
+func (ec *executionContext) _CapturePaymentPayload(ctx context.Context, sel ast.SelectionSet, obj *model.CapturePaymentPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, capturePaymentPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("CapturePaymentPayload")
+		case "payment":
+			out.Values[i] = ec._CapturePaymentPayload_payment(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "replayed":
+			out.Values[i] = ec._CapturePaymentPayload_replayed(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
 
 var createPaymentPayloadImplementors = []string{"CreatePaymentPayload"}
 
@@ -2890,18 +4185,34 @@ func (ec *executionContext) _IdempotencyAttempt(ctx context.Context, sel ast.Sel
 		case "outcome":
 			out.Values[i] = ec._IdempotencyAttempt_outcome(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "at":
 			out.Values[i] = ec._IdempotencyAttempt_at(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "differingFields":
 			out.Values[i] = ec._IdempotencyAttempt_differingFields(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "operation":
+			out.Values[i] = ec._IdempotencyAttempt_operation(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "idempotencyKey":
+			out.Values[i] = ec._IdempotencyAttempt_idempotencyKey(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "refusal":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._IdempotencyAttempt_refusal(ctx, field, obj)
+				})
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -2942,7 +4253,28 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_createPayment(ctx, field)
 			})
-			if out.Values[i] == graphql.Null {
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "capturePayment":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_capturePayment(ctx, field)
+			})
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "cancelPayment":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_cancelPayment(ctx, field)
+			})
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "refundPayment":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_refundPayment(ctx, field)
+			})
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		default:
@@ -3063,6 +4395,41 @@ func (ec *executionContext) _Payment(ctx context.Context, sel ast.SelectionSet, 
 				true, true,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Payment_attempts(ctx, field, obj)
+				})
+		case "status":
+			out.Values[i] = ec._Payment_status(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "capturedAmount":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Payment_capturedAmount(ctx, field, obj)
+				})
+		case "refundedAmount":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Payment_refundedAmount(ctx, field, obj)
+				})
+		case "refunds":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Payment_refunds(ctx, field, obj)
+				})
+		case "capturedAt":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Payment_capturedAt(ctx, field, obj)
+				})
+		case "canceledAt":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Payment_canceledAt(ctx, field, obj)
 				})
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
@@ -3201,6 +4568,108 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 			})
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var refundImplementors = []string{"Refund"}
+
+func (ec *executionContext) _Refund(ctx context.Context, sel ast.SelectionSet, obj *payments.Refund) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, refundImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Refund")
+		case "id":
+			out.Values[i] = ec._Refund_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "paymentId":
+			out.Values[i] = ec._Refund_paymentId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "amount":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Refund_amount(ctx, field, obj)
+				})
+		case "reason":
+			out.Values[i] = ec._Refund_reason(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "idempotencyKey":
+			out.Values[i] = ec._Refund_idempotencyKey(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "createdAt":
+			out.Values[i] = ec._Refund_createdAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var refundPaymentPayloadImplementors = []string{"RefundPaymentPayload"}
+
+func (ec *executionContext) _RefundPaymentPayload(ctx context.Context, sel ast.SelectionSet, obj *model.RefundPaymentPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, refundPaymentPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("RefundPaymentPayload")
+		case "refund":
+			out.Values[i] = ec._RefundPaymentPayload_refund(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "payment":
+			out.Values[i] = ec._RefundPaymentPayload_payment(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "replayed":
+			out.Values[i] = ec._RefundPaymentPayload_replayed(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
 			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
@@ -3599,13 +5068,17 @@ func (ec *executionContext) marshalNAttemptOutcome2githubᚗcomᚋcmpayᚋcmpay�
 var (
 	unmarshalNAttemptOutcome2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐOutcome = map[string]payments.Outcome{
 		"CREATED":  payments.OutcomeCreated,
+		"APPLIED":  payments.OutcomeApplied,
 		"REPLAYED": payments.OutcomeReplayed,
 		"REJECTED": payments.OutcomeRejected,
+		"REFUSED":  payments.OutcomeRefused,
 	}
 	marshalNAttemptOutcome2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐOutcome = map[payments.Outcome]string{
 		payments.OutcomeCreated:  "CREATED",
+		payments.OutcomeApplied:  "APPLIED",
 		payments.OutcomeReplayed: "REPLAYED",
 		payments.OutcomeRejected: "REJECTED",
+		payments.OutcomeRefused:  "REFUSED",
 	}
 )
 
@@ -3626,14 +5099,6 @@ func (ec *executionContext) marshalNBoolean2bool(ctx context.Context, sel ast.Se
 func (ec *executionContext) unmarshalNCreatePaymentInput2githubᚗcomᚋcmpayᚋcmpayᚋgraphᚋmodelᚐCreatePaymentInput(ctx context.Context, v any) (model.CreatePaymentInput, error) {
 	res, err := ec.unmarshalInputCreatePaymentInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
-}
-
-func (ec *executionContext) marshalNCreatePaymentPayload2ᚖgithubᚗcomᚋcmpayᚋcmpayᚋgraphᚋmodelᚐCreatePaymentPayload(ctx context.Context, sel ast.SelectionSet, v *model.CreatePaymentPayload) graphql.Marshaler {
-	if v == nil {
-		graphql.AddInvalidNullError(ctx, "CreatePaymentPayload!")
-		return graphql.Null
-	}
-	return ec._CreatePaymentPayload(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalNDecimal2githubᚗcomᚋcmpayᚋcmpayᚋgraphᚋscalarᚐDecimal(ctx context.Context, v any) (scalar.Decimal, error) {
@@ -3693,6 +5158,36 @@ func (ec *executionContext) marshalNInt2int(ctx context.Context, sel ast.Selecti
 	}
 	return res
 }
+
+func (ec *executionContext) unmarshalNOperation2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐOperation(ctx context.Context, v any) (payments.Operation, error) {
+	tmp, err := graphql.UnmarshalString(v)
+	res := unmarshalNOperation2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐOperation[tmp]
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNOperation2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐOperation(ctx context.Context, sel ast.SelectionSet, v payments.Operation) graphql.Marshaler {
+	_ = sel
+	res := graphql.MarshalString(marshalNOperation2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐOperation[v])
+	if res == graphql.Null {
+		graphql.AddInvalidNullFromMarshaler(ctx, "Operation!")
+	}
+	return res
+}
+
+var (
+	unmarshalNOperation2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐOperation = map[string]payments.Operation{
+		"CREATE_PAYMENT":  payments.OpCreate,
+		"CAPTURE_PAYMENT": payments.OpCapture,
+		"CANCEL_PAYMENT":  payments.OpCancel,
+		"REFUND_PAYMENT":  payments.OpRefund,
+	}
+	marshalNOperation2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐOperation = map[payments.Operation]string{
+		payments.OpCreate:  "CREATE_PAYMENT",
+		payments.OpCapture: "CAPTURE_PAYMENT",
+		payments.OpCancel:  "CANCEL_PAYMENT",
+		payments.OpRefund:  "REFUND_PAYMENT",
+	}
+)
 
 func (ec *executionContext) marshalNPageInfo2ᚖgithubᚗcomᚋcmpayᚋcmpayᚋgraphᚋmodelᚐPageInfo(ctx context.Context, sel ast.SelectionSet, v *model.PageInfo) graphql.Marshaler {
 	if v == nil {
@@ -3767,6 +5262,66 @@ var (
 		payments.MethodBoleto:     "BOLETO",
 	}
 )
+
+func (ec *executionContext) unmarshalNPaymentStatus2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐStatus(ctx context.Context, v any) (payments.Status, error) {
+	tmp, err := graphql.UnmarshalString(v)
+	res := unmarshalNPaymentStatus2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐStatus[tmp]
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNPaymentStatus2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐStatus(ctx context.Context, sel ast.SelectionSet, v payments.Status) graphql.Marshaler {
+	_ = sel
+	res := graphql.MarshalString(marshalNPaymentStatus2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐStatus[v])
+	if res == graphql.Null {
+		graphql.AddInvalidNullFromMarshaler(ctx, "PaymentStatus!")
+	}
+	return res
+}
+
+var (
+	unmarshalNPaymentStatus2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐStatus = map[string]payments.Status{
+		"AUTHORIZED":         payments.StatusAuthorized,
+		"CAPTURED":           payments.StatusCaptured,
+		"PARTIALLY_REFUNDED": payments.StatusPartiallyRefunded,
+		"REFUNDED":           payments.StatusRefunded,
+		"CANCELED":           payments.StatusCanceled,
+	}
+	marshalNPaymentStatus2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐStatus = map[payments.Status]string{
+		payments.StatusAuthorized:        "AUTHORIZED",
+		payments.StatusCaptured:          "CAPTURED",
+		payments.StatusPartiallyRefunded: "PARTIALLY_REFUNDED",
+		payments.StatusRefunded:          "REFUNDED",
+		payments.StatusCanceled:          "CANCELED",
+	}
+)
+
+func (ec *executionContext) marshalNRefund2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐRefund(ctx context.Context, sel ast.SelectionSet, v payments.Refund) graphql.Marshaler {
+	return ec._Refund(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNRefund2ᚕgithubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐRefundᚄ(ctx context.Context, sel ast.SelectionSet, v []payments.Refund) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNRefund2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐRefund(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNRefund2ᚖgithubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐRefund(ctx context.Context, sel ast.SelectionSet, v *payments.Refund) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "Refund!")
+		return graphql.Null
+	}
+	return ec._Refund(ctx, sel, v)
+}
 
 func (ec *executionContext) unmarshalNString2string(ctx context.Context, v any) (string, error) {
 	res, err := graphql.UnmarshalString(v)
@@ -3997,6 +5552,43 @@ func (ec *executionContext) marshalOBoolean2ᚖbool(ctx context.Context, sel ast
 	return res
 }
 
+func (ec *executionContext) marshalOCancelPaymentPayload2ᚖgithubᚗcomᚋcmpayᚋcmpayᚋgraphᚋmodelᚐCancelPaymentPayload(ctx context.Context, sel ast.SelectionSet, v *model.CancelPaymentPayload) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._CancelPaymentPayload(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalOCapturePaymentPayload2ᚖgithubᚗcomᚋcmpayᚋcmpayᚋgraphᚋmodelᚐCapturePaymentPayload(ctx context.Context, sel ast.SelectionSet, v *model.CapturePaymentPayload) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._CapturePaymentPayload(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalOCreatePaymentPayload2ᚖgithubᚗcomᚋcmpayᚋcmpayᚋgraphᚋmodelᚐCreatePaymentPayload(ctx context.Context, sel ast.SelectionSet, v *model.CreatePaymentPayload) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._CreatePaymentPayload(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalODecimal2ᚖgithubᚗcomᚋcmpayᚋcmpayᚋgraphᚋscalarᚐDecimal(ctx context.Context, v any) (*scalar.Decimal, error) {
+	if v == nil {
+		return nil, nil
+	}
+	var res = new(scalar.Decimal)
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalODecimal2ᚖgithubᚗcomᚋcmpayᚋcmpayᚋgraphᚋscalarᚐDecimal(ctx context.Context, sel ast.SelectionSet, v *scalar.Decimal) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return v
+}
+
 func (ec *executionContext) unmarshalOID2ᚖstring(ctx context.Context, v any) (*string, error) {
 	if v == nil {
 		return nil, nil
@@ -4048,6 +5640,49 @@ func (ec *executionContext) unmarshalOPaymentFilter2ᚖgithubᚗcomᚋcmpayᚋcm
 	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
+func (ec *executionContext) unmarshalOPaymentStatus2ᚖgithubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐStatus(ctx context.Context, v any) (*payments.Status, error) {
+	if v == nil {
+		return nil, nil
+	}
+	tmp, err := graphql.UnmarshalString(v)
+	res := unmarshalOPaymentStatus2ᚖgithubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐStatus[tmp]
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOPaymentStatus2ᚖgithubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐStatus(ctx context.Context, sel ast.SelectionSet, v *payments.Status) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	_ = sel
+	_ = ctx
+	res := graphql.MarshalString(marshalOPaymentStatus2ᚖgithubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐStatus[*v])
+	return res
+}
+
+var (
+	unmarshalOPaymentStatus2ᚖgithubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐStatus = map[string]payments.Status{
+		"AUTHORIZED":         payments.StatusAuthorized,
+		"CAPTURED":           payments.StatusCaptured,
+		"PARTIALLY_REFUNDED": payments.StatusPartiallyRefunded,
+		"REFUNDED":           payments.StatusRefunded,
+		"CANCELED":           payments.StatusCanceled,
+	}
+	marshalOPaymentStatus2ᚖgithubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐStatus = map[payments.Status]string{
+		payments.StatusAuthorized:        "AUTHORIZED",
+		payments.StatusCaptured:          "CAPTURED",
+		payments.StatusPartiallyRefunded: "PARTIALLY_REFUNDED",
+		payments.StatusRefunded:          "REFUNDED",
+		payments.StatusCanceled:          "CANCELED",
+	}
+)
+
+func (ec *executionContext) marshalORefundPaymentPayload2ᚖgithubᚗcomᚋcmpayᚋcmpayᚋgraphᚋmodelᚐRefundPaymentPayload(ctx context.Context, sel ast.SelectionSet, v *model.RefundPaymentPayload) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._RefundPaymentPayload(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalOString2ᚖstring(ctx context.Context, v any) (*string, error) {
 	if v == nil {
 		return nil, nil
@@ -4063,6 +5698,24 @@ func (ec *executionContext) marshalOString2ᚖstring(ctx context.Context, sel as
 	_ = sel
 	_ = ctx
 	res := graphql.MarshalString(*v)
+	return res
+}
+
+func (ec *executionContext) unmarshalOTime2ᚖtimeᚐTime(ctx context.Context, v any) (*time.Time, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := graphql.UnmarshalTime(v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOTime2ᚖtimeᚐTime(ctx context.Context, sel ast.SelectionSet, v *time.Time) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	_ = sel
+	_ = ctx
+	res := graphql.MarshalTime(*v)
 	return res
 }
 

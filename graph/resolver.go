@@ -3,11 +3,22 @@
 // the payments package and do nothing else.
 package graph
 
-import "github.com/cmpay/cmpay/payments"
+import (
+	"context"
+	"time"
+
+	"github.com/cmpay/cmpay/graph/scalar"
+	"github.com/cmpay/cmpay/payments"
+)
 
 // Resolver is the root resolver; it holds what every resolver needs.
 type Resolver struct {
 	Service *payments.Service
+}
+
+// origin is who sends a request through GraphQL, for its attempt.
+func origin(context.Context) payments.Origin {
+	return payments.Origin{Transport: "graphql"}
 }
 
 // deref returns what p points at, or the zero value for nil: optional
@@ -18,4 +29,29 @@ func deref[T any](p *T) T {
 		return zero
 	}
 	return *p
+}
+
+// decimalText is an optional amount's text.
+func decimalText(d *scalar.Decimal) *string {
+	if d == nil {
+		return nil
+	}
+	s := string(*d)
+	return &s
+}
+
+// nonZero is a time GraphQL shows as null when it never happened.
+func nonZero(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+// nonEmpty is a string GraphQL shows as null when empty.
+func nonEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }

@@ -8,11 +8,17 @@ package graph
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/cmpay/cmpay/graph/model"
 	"github.com/cmpay/cmpay/graph/scalar"
 	"github.com/cmpay/cmpay/payments"
 )
+
+// Refusal is the resolver for the refusal field.
+func (r *idempotencyAttemptResolver) Refusal(ctx context.Context, obj *payments.Attempt) (*string, error) {
+	return nonEmpty(obj.Refusal), nil
+}
 
 // CreatePayment is the resolver for the createPayment field.
 func (r *mutationResolver) CreatePayment(ctx context.Context, input model.CreatePaymentInput, idempotencyKey string) (*model.CreatePaymentPayload, error) {
@@ -21,13 +27,45 @@ func (r *mutationResolver) CreatePayment(ctx context.Context, input model.Create
 		Amount:         string(input.Amount),
 		Currency:       input.Currency,
 		Method:         input.Method,
+		Capture:        input.Capture,
 		IdempotencyKey: idempotencyKey,
-		Transport:      "graphql",
+		Origin:         origin(ctx),
 	})
 	if err != nil {
 		return nil, err
 	}
 	return &model.CreatePaymentPayload{Payment: &res.Payment, Replayed: res.Replayed}, nil
+}
+
+// CapturePayment is the resolver for the capturePayment field.
+func (r *mutationResolver) CapturePayment(ctx context.Context, paymentID string, amount *scalar.Decimal, idempotencyKey string) (*model.CapturePaymentPayload, error) {
+	res, err := r.Service.Capture(ctx, payments.CaptureRequest{
+		PaymentID: paymentID, Amount: decimalText(amount), IdempotencyKey: idempotencyKey, Origin: origin(ctx),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &model.CapturePaymentPayload{Payment: &res.Payment, Replayed: res.Replayed}, nil
+}
+
+// CancelPayment is the resolver for the cancelPayment field.
+func (r *mutationResolver) CancelPayment(ctx context.Context, paymentID string, idempotencyKey string) (*model.CancelPaymentPayload, error) {
+	res, err := r.Service.Cancel(ctx, payments.CancelRequest{PaymentID: paymentID, IdempotencyKey: idempotencyKey, Origin: origin(ctx)})
+	if err != nil {
+		return nil, err
+	}
+	return &model.CancelPaymentPayload{Payment: &res.Payment, Replayed: res.Replayed}, nil
+}
+
+// RefundPayment is the resolver for the refundPayment field.
+func (r *mutationResolver) RefundPayment(ctx context.Context, paymentID string, amount *scalar.Decimal, reason *string, idempotencyKey string) (*model.RefundPaymentPayload, error) {
+	res, err := r.Service.Refund(ctx, payments.RefundRequest{
+		PaymentID: paymentID, Amount: decimalText(amount), Reason: reason, IdempotencyKey: idempotencyKey, Origin: origin(ctx),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &model.RefundPaymentPayload{Refund: res.Refund, Payment: &res.Payment, Replayed: res.Replayed}, nil
 }
 
 // Amount is the resolver for the amount field.
@@ -42,7 +80,32 @@ func (r *paymentResolver) Currency(ctx context.Context, obj *payments.Payment) (
 
 // Attempts is the resolver for the attempts field.
 func (r *paymentResolver) Attempts(ctx context.Context, obj *payments.Payment) ([]payments.Attempt, error) {
-	return r.Service.Attempts(ctx, obj.ID)
+	return r.Service.Attempts(ctx, *obj)
+}
+
+// CapturedAmount is the resolver for the capturedAmount field.
+func (r *paymentResolver) CapturedAmount(ctx context.Context, obj *payments.Payment) (scalar.Decimal, error) {
+	return scalar.Decimal(obj.Captured.String()), nil
+}
+
+// RefundedAmount is the resolver for the refundedAmount field.
+func (r *paymentResolver) RefundedAmount(ctx context.Context, obj *payments.Payment) (scalar.Decimal, error) {
+	return scalar.Decimal(obj.Refunded.String()), nil
+}
+
+// Refunds is the resolver for the refunds field.
+func (r *paymentResolver) Refunds(ctx context.Context, obj *payments.Payment) ([]payments.Refund, error) {
+	return r.Service.Refunds(ctx, *obj)
+}
+
+// CapturedAt is the resolver for the capturedAt field.
+func (r *paymentResolver) CapturedAt(ctx context.Context, obj *payments.Payment) (*time.Time, error) {
+	return nonZero(obj.CapturedAt), nil
+}
+
+// CanceledAt is the resolver for the canceledAt field.
+func (r *paymentResolver) CanceledAt(ctx context.Context, obj *payments.Payment) (*time.Time, error) {
+	return nonZero(obj.CanceledAt), nil
 }
 
 // Payment is the resolver for the payment field.
@@ -64,6 +127,7 @@ func (r *queryResolver) Payments(ctx context.Context, filter *model.PaymentFilte
 		f.ClientID = deref(filter.ClientID)
 		f.IdempotencyKey = deref(filter.IdempotencyKey)
 		f.Flagged = deref(filter.Flagged)
+		f.Status = deref(filter.Status)
 	}
 	size := payments.DefaultPageSize
 	if first != nil {
@@ -86,6 +150,16 @@ func (r *queryResolver) Payments(ctx context.Context, filter *model.PaymentFilte
 	return conn, nil
 }
 
+// Amount is the resolver for the amount field.
+func (r *refundResolver) Amount(ctx context.Context, obj *payments.Refund) (scalar.Decimal, error) {
+	return scalar.Decimal(obj.Amount.String()), nil
+}
+
+// IdempotencyAttempt returns IdempotencyAttemptResolver implementation.
+func (r *Resolver) IdempotencyAttempt() IdempotencyAttemptResolver {
+	return &idempotencyAttemptResolver{r}
+}
+
 // Mutation returns MutationResolver implementation.
 func (r *Resolver) Mutation() MutationResolver { return &mutationResolver{r} }
 
@@ -95,8 +169,13 @@ func (r *Resolver) Payment() PaymentResolver { return &paymentResolver{r} }
 // Query returns QueryResolver implementation.
 func (r *Resolver) Query() QueryResolver { return &queryResolver{r} }
 
+// Refund returns RefundResolver implementation.
+func (r *Resolver) Refund() RefundResolver { return &refundResolver{r} }
+
 type (
-	mutationResolver struct{ *Resolver }
-	paymentResolver  struct{ *Resolver }
-	queryResolver    struct{ *Resolver }
+	idempotencyAttemptResolver struct{ *Resolver }
+	mutationResolver           struct{ *Resolver }
+	paymentResolver            struct{ *Resolver }
+	queryResolver              struct{ *Resolver }
+	refundResolver             struct{ *Resolver }
 )

@@ -36,7 +36,7 @@ func (b *bundle) adminPage(t *testing.T, path string) (*http.Response, *goquery.
 
 func rowKeys(doc *goquery.Document) string {
 	return strings.Join(doc.Find("table.payments tbody tr a.key").Map(func(_ int, s *goquery.Selection) string {
-		return s.AttrOr("title", "")
+		return s.Find("code").Text()
 	}), ",")
 }
 
@@ -152,7 +152,7 @@ func TestAdminPagination(t *testing.T) {
 			}
 			pages++
 			doc.Find("table.payments tbody tr a.key").Each(func(_ int, s *goquery.Selection) {
-				key := s.AttrOr("title", "")
+				key := s.Find("code").Text()
 				if seen[key] {
 					t.Errorf("%s shown twice", key)
 				}

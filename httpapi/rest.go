@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,28 +18,81 @@ import (
 	"github.com/cmpay/cmpay/payments"
 )
 
-// restPayment is a payment as the REST endpoint shows it. It has no
-// counters, so the body of a replay is byte for byte the first answer's.
+// The REST endpoints: the same domain calls as the GraphQL mutations, so a
+// key used on one transport replays on the other. A request that applies
+// answers 201 (a create, a refund) or 200 (a capture, a cancel); a replay
+// 200 with the same resource and Idempotent-Replayed: true; errors are
+// RFC 9457 problems (writeProblem).
+
+// restPayment is a payment as the REST endpoints show it.
 type restPayment struct {
-	ID             string `json:"id"`
-	ClientID       string `json:"clientId"`
-	Amount         string `json:"amount"`
-	Currency       string `json:"currency"`
-	Method         string `json:"method"`
-	IdempotencyKey string `json:"idempotencyKey"`
-	CreatedAt      string `json:"createdAt"`
+	ID             string       `json:"id"`
+	ClientID       string       `json:"clientId"`
+	Amount         string       `json:"amount"`
+	Currency       string       `json:"currency"`
+	Method         string       `json:"method"`
+	IdempotencyKey string       `json:"idempotencyKey"`
+	CreatedAt      string       `json:"createdAt"`
+	Status         string       `json:"status"`
+	CapturedAmount string       `json:"capturedAmount"`
+	RefundedAmount string       `json:"refundedAmount"`
+	CapturedAt     *string      `json:"capturedAt"`
+	CanceledAt     *string      `json:"canceledAt"`
+	Refunds        []restRefund `json:"refunds"`
 }
 
-func restPaymentOf(p payments.Payment) restPayment {
-	return restPayment{
-		ID:             p.ID,
-		ClientID:       p.ClientID,
-		Amount:         p.Amount.String(),
-		Currency:       p.Amount.Currency,
-		Method:         string(p.Method),
-		IdempotencyKey: p.IdempotencyKey,
-		CreatedAt:      p.CreatedAt.Format(time.RFC3339Nano),
+// restRefund is a refund as the REST endpoints show it.
+type restRefund struct {
+	ID             string  `json:"id"`
+	PaymentID      string  `json:"paymentId"`
+	Amount         string  `json:"amount"`
+	Reason         *string `json:"reason"`
+	IdempotencyKey string  `json:"idempotencyKey"`
+	CreatedAt      string  `json:"createdAt"`
+}
+
+// restRefundAnswer is what POST …/refunds answers: the refund, and the
+// payment as it is after it.
+type restRefundAnswer struct {
+	restRefund
+	Payment restPayment `json:"payment"`
+}
+
+func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+func optionalStamp(t time.Time) *string {
+	if t.IsZero() {
+		return nil
 	}
+	s := stamp(t)
+	return &s
+}
+
+func restRefundOf(r payments.Refund) restRefund {
+	return restRefund{ID: r.ID, PaymentID: r.PaymentID, Amount: r.Amount.String(), Reason: r.Reason,
+		IdempotencyKey: r.IdempotencyKey, CreatedAt: stamp(r.CreatedAt)}
+}
+
+// restPaymentOf shows p with its refunds, read only when it has any.
+func restPaymentOf(ctx context.Context, svc *payments.Service, p payments.Payment) (restPayment, error) {
+	out := restPayment{
+		ID: p.ID, ClientID: p.ClientID, Amount: p.Amount.String(), Currency: p.Amount.Currency, Method: string(p.Method),
+		IdempotencyKey: p.IdempotencyKey, CreatedAt: stamp(p.CreatedAt),
+		Status: string(p.Status), CapturedAmount: p.Captured.String(), RefundedAmount: p.Refunded.String(),
+		CapturedAt: optionalStamp(p.CapturedAt), CanceledAt: optionalStamp(p.CanceledAt),
+		Refunds: []restRefund{},
+	}
+	if p.Refunded.Minor == 0 {
+		return out, nil
+	}
+	refunds, err := svc.Refunds(ctx, p)
+	if err != nil {
+		return restPayment{}, err
+	}
+	for _, r := range refunds {
+		out.Refunds = append(out.Refunds, restRefundOf(r))
+	}
+	return out, nil
 }
 
 // restCreateBody is the JSON body of POST /api/payments. Amount is kept raw:
@@ -48,45 +102,110 @@ type restCreateBody struct {
 	Amount   json.RawMessage `json:"amount"`
 	Currency string          `json:"currency"`
 	Method   string          `json:"method"`
+	Capture  *bool           `json:"capture"`
 }
 
-// createPaymentREST is POST /api/payments: the seed's endpoint, the same
-// domain call as the createPayment mutation, so a key used on one transport
-// replays on the other. 201 with the payment when created; 200 with the same
-// payment and Idempotent-Replayed: true on a replay; errors as RFC 9457
-// problems.
+// restChangeBody is the optional JSON body of a capture or refund.
+type restChangeBody struct {
+	Amount json.RawMessage `json:"amount"`
+	Reason *string         `json:"reason"`
+}
+
+// createPaymentREST is POST /api/payments.
 func createPaymentREST(svc *payments.Service) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		metrics.SetOperation(r.Context(), "rest:createPayment")
-		keys := r.Header.Values("Idempotency-Key")
-		if len(keys) != 1 {
-			writeProblem(w, r, badInput("idempotencyKey", "send exactly one Idempotency-Key header with the payment's idempotency key"))
+		key, ok := idempotencyKey(w, r)
+		if !ok {
 			return
 		}
-		body, err := decodeCreateBody(r.Body)
-		if err != nil {
-			writeProblem(w, r, badInput("body", err.Error()))
+		var body restCreateBody
+		if !decodeBody(w, r, &body, false) {
 			return
 		}
 		res, err := svc.Create(r.Context(), payments.CreateRequest{
 			ClientID:       body.ClientID,
-			Amount:         body.amount(),
+			Amount:         amountText(body.Amount),
 			Currency:       body.Currency,
 			Method:         payments.Method(body.Method),
-			IdempotencyKey: keys[0],
-			Transport:      "rest",
+			Capture:        body.Capture,
+			IdempotencyKey: key,
+			Origin:         restOrigin(r),
 		})
 		if err != nil {
 			writeProblem(w, r, apierror.FromDomain(r.Context(), err))
 			return
 		}
+		w.Header().Set("Location", "/api/payments/"+res.Payment.ID)
+		writePayment(w, r, svc, res.Payment, res.Replayed, http.StatusCreated)
+	}
+}
+
+// capturePaymentREST is POST /api/payments/{id}/capture, body optional:
+// {"amount": "…"}.
+func capturePaymentREST(svc *payments.Service) http.HandlerFunc {
+	return changeREST(svc, "rest:capturePayment", func(ctx context.Context, id, key string, body restChangeBody, o payments.Origin) (payments.ChangeResult, error) {
+		if body.Reason != nil {
+			return payments.ChangeResult{}, &payments.InvalidInputError{Problems: []payments.Problem{{Field: "reason", Message: "a capture takes no reason"}}}
+		}
+		return svc.Capture(ctx, payments.CaptureRequest{PaymentID: id, Amount: optionalAmount(body.Amount), IdempotencyKey: key, Origin: o})
+	})
+}
+
+// cancelPaymentREST is POST /api/payments/{id}/cancel, no body.
+func cancelPaymentREST(svc *payments.Service) http.HandlerFunc {
+	return changeREST(svc, "rest:cancelPayment", func(ctx context.Context, id, key string, body restChangeBody, o payments.Origin) (payments.ChangeResult, error) {
+		if body.Amount != nil || body.Reason != nil {
+			return payments.ChangeResult{}, &payments.InvalidInputError{Problems: []payments.Problem{{Field: "body", Message: "a cancel takes no amount or reason"}}}
+		}
+		return svc.Cancel(ctx, payments.CancelRequest{PaymentID: id, IdempotencyKey: key, Origin: o})
+	})
+}
+
+// refundPaymentREST is POST /api/payments/{id}/refunds, body optional:
+// {"amount": "…", "reason": "…"}. 201 with the refund and a Location.
+func refundPaymentREST(svc *payments.Service) http.HandlerFunc {
+	return changeREST(svc, "rest:refundPayment", func(ctx context.Context, id, key string, body restChangeBody, o payments.Origin) (payments.ChangeResult, error) {
+		return svc.Refund(ctx, payments.RefundRequest{PaymentID: id, Amount: optionalAmount(body.Amount), Reason: body.Reason,
+			IdempotencyKey: key, Origin: o})
+	})
+}
+
+// changeREST is the handler shared by capture, cancel and refunds: the key
+// header, the optional body, the call, the answer.
+func changeREST(svc *payments.Service, operation string,
+	call func(ctx context.Context, id, key string, body restChangeBody, o payments.Origin) (payments.ChangeResult, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		metrics.SetOperation(r.Context(), operation)
+		key, ok := idempotencyKey(w, r)
+		if !ok {
+			return
+		}
+		var body restChangeBody
+		if !decodeBody(w, r, &body, true) {
+			return
+		}
+		res, err := call(r.Context(), chi.URLParam(r, "id"), key, body, restOrigin(r))
+		if err != nil {
+			writeProblem(w, r, apierror.FromDomain(r.Context(), err))
+			return
+		}
+		if res.Refund == nil {
+			writePayment(w, r, svc, res.Payment, res.Replayed, http.StatusOK)
+			return
+		}
+		p, err := restPaymentOf(r.Context(), svc, res.Payment)
+		if err != nil {
+			writeProblem(w, r, apierror.FromInternal(r.Context(), err))
+			return
+		}
+		w.Header().Set("Location", "/api/payments/"+res.Payment.ID+"/refunds/"+res.Refund.ID)
 		status := http.StatusCreated
 		if res.Replayed {
 			status = http.StatusOK
 			w.Header().Set("Idempotent-Replayed", "true")
 		}
-		w.Header().Set("Location", "/api/payments/"+res.Payment.ID)
-		writeJSON(w, status, restPaymentOf(res.Payment))
+		writeJSON(w, status, restRefundAnswer{restRefund: restRefundOf(*res.Refund), Payment: p})
 	}
 }
 
@@ -99,33 +218,99 @@ func getPaymentREST(svc *payments.Service) http.HandlerFunc {
 			writeProblem(w, r, apierror.FromDomain(r.Context(), err))
 			return
 		}
-		writeJSON(w, http.StatusOK, restPaymentOf(p))
+		writePayment(w, r, svc, p, false, http.StatusOK)
 	}
 }
 
-// decodeCreateBody reads exactly one JSON object with known fields only: a
-// misspelt "amuont" is an error, not a payment without an amount.
-func decodeCreateBody(r io.Reader) (restCreateBody, error) {
-	var body restCreateBody
-	dec := json.NewDecoder(r)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&body); err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			return body, err
+// getRefundREST is GET /api/payments/{id}/refunds/{refundId}: where a
+// refund's Location points.
+func getRefundREST(svc *payments.Service) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		metrics.SetOperation(r.Context(), "rest:getRefund")
+		p, err := svc.Get(r.Context(), chi.URLParam(r, "id"))
+		if err != nil {
+			writeProblem(w, r, apierror.FromDomain(r.Context(), err))
+			return
 		}
-		return body, fmt.Errorf("the body must be a JSON object {clientId, amount, currency, method}: %s", describeJSONError(err))
+		refunds, err := svc.Refunds(r.Context(), p)
+		if err != nil {
+			writeProblem(w, r, apierror.FromInternal(r.Context(), err))
+			return
+		}
+		for _, refund := range refunds {
+			if refund.ID == chi.URLParam(r, "refundId") {
+				writeJSON(w, http.StatusOK, restRefundOf(refund))
+				return
+			}
+		}
+		writeProblem(w, r, apierror.Error{Code: apierror.NotFound, Status: http.StatusNotFound, Message: "no such refund"})
+	}
+}
+
+// writePayment answers with a payment: status on an applied request, 200
+// and Idempotent-Replayed: true on a replay.
+func writePayment(w http.ResponseWriter, r *http.Request, svc *payments.Service, p payments.Payment, replayed bool, status int) {
+	body, err := restPaymentOf(r.Context(), svc, p)
+	if err != nil {
+		writeProblem(w, r, apierror.FromInternal(r.Context(), err))
+		return
+	}
+	if replayed {
+		status = http.StatusOK
+		w.Header().Set("Idempotent-Replayed", "true")
+	}
+	writeJSON(w, status, body)
+}
+
+// idempotencyKey reads the one Idempotency-Key header a POST must carry.
+func idempotencyKey(w http.ResponseWriter, r *http.Request) (string, bool) {
+	keys := r.Header.Values("Idempotency-Key")
+	if len(keys) != 1 {
+		writeProblem(w, r, badInput("idempotencyKey", "send exactly one Idempotency-Key header with the request's idempotency key"))
+		return "", false
+	}
+	return keys[0], true
+}
+
+func restOrigin(*http.Request) payments.Origin {
+	return payments.Origin{Transport: "rest"}
+}
+
+// decodeBody reads exactly one JSON object with known fields only into dst:
+// a misspelt "amuont" is an error, not a request without an amount. An
+// optional body may be empty. It answers the error itself and reports
+// whether to go on.
+func decodeBody(w http.ResponseWriter, r *http.Request, dst any, optional bool) bool {
+	raw, err := io.ReadAll(r.Body)
+	if err != nil {
+		var over *http.MaxBytesError
+		if errors.As(err, &over) {
+			tooLarge(w, r, over.Limit)
+			return false
+		}
+		writeProblem(w, r, badInput("body", "the body could not be read"))
+		return false
+	}
+	if optional && len(bytes.TrimSpace(raw)) == 0 {
+		return true
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(dst); err != nil {
+		writeProblem(w, r, badInput("body", "the body must be a JSON object with the documented fields: "+describeJSONError(err)))
+		return false
 	}
 	if dec.More() {
-		return body, errors.New("the body must hold one JSON object and nothing after it")
+		writeProblem(w, r, badInput("body", "the body must hold one JSON object and nothing after it"))
+		return false
 	}
-	return body, nil
+	return true
 }
 
-// amount is the amount's decimal text: a JSON string's content, or a JSON
-// number's digits exactly as sent.
-func (b restCreateBody) amount() string {
-	raw := bytes.TrimSpace(b.Amount)
+// amountText is the amount's decimal text: a JSON string's content, or a
+// JSON number's digits exactly as sent.
+func amountText(raw json.RawMessage) string {
+	raw = bytes.TrimSpace(raw)
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
 		return s
@@ -141,15 +326,37 @@ func (b restCreateBody) amount() string {
 	return string(raw)
 }
 
+// optionalAmount is an optional amount's text: nil when left out or null.
+func optionalAmount(raw json.RawMessage) *string {
+	if len(raw) == 0 || string(bytes.TrimSpace(raw)) == "null" {
+		return nil
+	}
+	s := amountText(raw)
+	return &s
+}
+
 func describeJSONError(err error) string {
 	var typeErr *json.UnmarshalTypeError
 	if errors.As(err, &typeErr) {
-		return fmt.Sprintf("field %s must be a %s, got %s", typeErr.Field, typeErr.Type, typeErr.Value)
+		return fmt.Sprintf("field %s must be a %s", typeErr.Field, jsonTypeName(typeErr.Type.Kind().String()))
 	}
 	if errors.Is(err, io.EOF) {
 		return "the body is empty"
 	}
 	return strings.TrimPrefix(err.Error(), "json: ")
+}
+
+// jsonTypeName names a Go kind as JSON calls it.
+func jsonTypeName(kind string) string {
+	switch kind {
+	case "string":
+		return "string"
+	case "bool":
+		return "boolean"
+	case "ptr":
+		return "boolean or null"
+	}
+	return "JSON object"
 }
 
 func badInput(field, message string) apierror.Error {
@@ -159,7 +366,7 @@ func badInput(field, message string) apierror.Error {
 
 // writeProblem answers with an RFC 9457 problem: the standard members plus
 // code and the error's details (field, problems, paymentId,
-// differingFields, requestId).
+// differingFields, status, available, requestId).
 func writeProblem(w http.ResponseWriter, r *http.Request, e apierror.Error) {
 	body := map[string]any{
 		"type":     "about:blank",

@@ -47,16 +47,20 @@ func TestRESTCreatePayment(t *testing.T) {
 		if res.StatusCode != http.StatusCreated || res.Header.Get("Idempotent-Replayed") != "" {
 			t.Fatalf("create: %d %v %s", res.StatusCode, res.Header, created)
 		}
-		var p map[string]string
+		var p map[string]any
 		if err := json.Unmarshal(created, &p); err != nil {
 			t.Fatal(err)
 		}
-		for field, want := range map[string]string{"clientId": "shop-1", "amount": "10.50", "currency": "BRL", "method": "PIX", "idempotencyKey": "rest-1"} {
+		for field, want := range map[string]any{"clientId": "shop-1", "amount": "10.50", "currency": "BRL", "method": "PIX",
+			"idempotencyKey": "rest-1", "status": "CAPTURED", "capturedAmount": "10.50", "refundedAmount": "0.00", "canceledAt": nil} {
 			if p[field] != want {
-				t.Errorf("%s = %q, want %q", field, p[field], want)
+				t.Errorf("%s = %v, want %v", field, p[field], want)
 			}
 		}
-		if p["id"] == "" || p["createdAt"] == "" || res.Header.Get("Location") != "/api/payments/"+p["id"] {
+		if refunds, ok := p["refunds"].([]any); !ok || len(refunds) != 0 {
+			t.Errorf("refunds = %v, want []", p["refunds"])
+		}
+		if p["id"] == "" || p["createdAt"] == "" || p["capturedAt"] != p["createdAt"] || res.Header.Get("Location") != "/api/payments/"+p["id"].(string) {
 			t.Errorf("payment %v, Location %q", p, res.Header.Get("Location"))
 		}
 
@@ -78,7 +82,7 @@ func TestRESTCreatePayment(t *testing.T) {
 			t.Errorf("conflict problem %+v", pr)
 		}
 
-		res, got := b.raw(t, "GET", "/api/payments/"+p["id"], restHeaders(""), "")
+		res, got := b.raw(t, "GET", "/api/payments/"+p["id"].(string), restHeaders(""), "")
 		if res.StatusCode != http.StatusOK || string(got) != string(created) {
 			t.Errorf("GET the payment: %d %s", res.StatusCode, got)
 		}

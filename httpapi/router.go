@@ -97,7 +97,11 @@ func NewHandler(d Deps) http.Handler {
 	body := limitBody(d.MaxBodyBytes)
 	r.With(body, apiToken).Handle("/graphql", graph.NewHandler(d.Service, gqlOpts))
 	r.With(body, restToken).Post("/api/payments", createPaymentREST(d.Service))
+	r.With(body, restToken).Post("/api/payments/{id}/capture", capturePaymentREST(d.Service))
+	r.With(body, restToken).Post("/api/payments/{id}/cancel", cancelPaymentREST(d.Service))
+	r.With(body, restToken).Post("/api/payments/{id}/refunds", refundPaymentREST(d.Service))
 	r.With(restToken).Get("/api/payments/{id}", getPaymentREST(d.Service))
+	r.With(restToken).Get("/api/payments/{id}/refunds/{refundId}", getRefundREST(d.Service))
 
 	// Support staff: the admin's HTTP Basic credentials.
 	adminUI := adminOnly(web.Admin(d.Service))

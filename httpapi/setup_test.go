@@ -44,7 +44,10 @@ func setupB(t testing.TB, db dbtest.DB, change ...func(*httpapi.Deps)) *bundle {
 		t.Fatal(err)
 	}
 	m := metrics.New(sqlDB)
-	svc := payments.NewService(db.Gorm, payments.Config{OnAttempt: m.OnAttempt})
+	svc, err := payments.NewService(db.Gorm, payments.Config{OnAttempt: m.OnAttempt})
+	if err != nil {
+		t.Fatal(err)
+	}
 	deps := httpapi.Deps{
 		Service:       svc,
 		DB:            db.Gorm,

@@ -23,6 +23,7 @@ type Metrics struct {
 	created  *prometheus.CounterVec
 	replayed *prometheus.CounterVec
 	rejected *prometheus.CounterVec
+	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
 }
 
@@ -36,12 +37,17 @@ func New(db *sql.DB) *Metrics {
 		}, []string{"transport"}),
 		replayed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "cmpay_idempotency_keys_replayed_total",
-			Help: "Requests that reused a key with the same payload and got the existing payment back.",
+			Help: "Requests of any operation that reused a key for the same request and got its first result back.",
 		}, []string{"transport"}),
 		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "cmpay_idempotency_keys_rejected_total",
-			Help: "Requests refused with IDEMPOTENCY_KEY_REUSED: a key reused with another payload.",
+			Help: "Requests refused with IDEMPOTENCY_KEY_REUSED: a key reused for another operation or payload.",
 		}, []string{"transport"}),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cmpay_requests_total",
+			Help: "Requests that change payments, by operation (CREATE_PAYMENT, CAPTURE_PAYMENT, CANCEL_PAYMENT, " +
+				"REFUND_PAYMENT), outcome (CREATED, APPLIED, REPLAYED, REJECTED, REFUSED) and transport.",
+		}, []string{"operation", "outcome", "transport"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "cmpay_request_duration_seconds",
 			Help:    "HTTP request latency by operation (GraphQL root fields, REST endpoint or route).",
@@ -49,7 +55,7 @@ func New(db *sql.DB) *Metrics {
 		}, []string{"operation", "status"}),
 	}
 	m.registry.MustRegister(
-		m.created, m.replayed, m.rejected, m.duration,
+		m.created, m.replayed, m.rejected, m.requests, m.duration,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		collectors.NewDBStatsCollector(db, "cmpay"),
@@ -57,8 +63,11 @@ func New(db *sql.DB) *Metrics {
 	return m
 }
 
-// OnAttempt counts one recorded attempt; it is the payments.Config hook.
-func (m *Metrics) OnAttempt(outcome payments.Outcome, transport string) {
+// OnAttempt counts one settled request; it is the payments.Config hook.
+// Every operation's outcomes go to cmpay_requests_total; a key's replays
+// and rejections, of any operation, also to the counters version 1 had.
+func (m *Metrics) OnAttempt(op payments.Operation, outcome payments.Outcome, transport string) {
+	m.requests.WithLabelValues(string(op), string(outcome), transport).Inc()
 	switch outcome {
 	case payments.OutcomeCreated:
 		m.created.WithLabelValues(transport).Inc()

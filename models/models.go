@@ -1,38 +1,55 @@
 // Package models holds the GORM models: the tables CMPay stores and the
-// indexes that make its promises hold. The idempotency guarantee lives here:
-// the composite unique index on (client_id, idempotency_key) of
-// IdempotencyKey decides which of several simultaneous requests creates a
-// payment, on every server instance at once.
+// indexes and constraints that make its promises hold. The idempotency
+// guarantee lives here: the composite unique index on (client_id,
+// idempotency_key) of IdempotencyKey decides which of several simultaneous
+// requests with one key is applied, for every operation, on every server
+// instance at once; the check constraint on Payment keeps refunds from ever
+// adding up to more than was captured.
 package models
 
 import "time"
 
 // Payment is one payment, created by the first request made with its
-// idempotency key. It is never updated except for the attempt counters.
+// idempotency key, then captured, canceled or refunded by later requests
+// with keys of their own.
 //
 // Listings are newest first by (created_at, id). Each index below serves one
 // filter of a listing in that order, ending in id, so that a page is an
 // index range read with no sort and no full scan, however many payments
-// there are: all, by client, by key, flagged, replayed, rejected.
+// there are: all, by client, by key, by status, flagged, replayed, rejected.
 //
 // AutoMigrate creates an index whose name is missing and leaves an existing
 // one alone: to change an index's columns, give it a new name.
 type Payment struct {
-	ID string `gorm:"primaryKey;size:40;index:idx_payments_created,priority:2;index:idx_payments_client_created,priority:3;index:idx_payments_key_created,priority:3;index:idx_payments_flagged_at,priority:2,where:replayed_at IS NOT NULL OR rejected_at IS NOT NULL;index:idx_payments_replayed_at,priority:2,where:replayed_at IS NOT NULL;index:idx_payments_rejected_at,priority:2,where:rejected_at IS NOT NULL"`
+	ID string `gorm:"primaryKey;size:40;index:idx_payments_created,priority:2;index:idx_payments_client_created,priority:3;index:idx_payments_key_created,priority:3;index:idx_payments_status_created,priority:3;index:idx_payments_flagged_at,priority:2,where:replayed_at IS NOT NULL OR rejected_at IS NOT NULL;index:idx_payments_replayed_at,priority:2,where:replayed_at IS NOT NULL;index:idx_payments_rejected_at,priority:2,where:rejected_at IS NOT NULL"`
 
 	ClientID       string `gorm:"not null;size:100;index:idx_payments_client_created,priority:1"`
 	IdempotencyKey string `gorm:"not null;size:100;index:idx_payments_key_created,priority:1"`
 
-	// AmountMinor is the amount in the currency's minor units (cents for
-	// BRL, yen for JPY): an exact integer, never a float.
+	// AmountMinor is the amount asked for at creation (authorized), in the
+	// currency's minor units (cents for BRL, yen for JPY): an exact
+	// integer, never a float.
 	AmountMinor int64  `gorm:"not null"`
 	Currency    string `gorm:"not null;size:3"`
 	Method      string `gorm:"not null;size:16"`
 
-	CreatedAt time.Time `gorm:"not null;autoCreateTime:false;index:idx_payments_created,priority:1;index:idx_payments_client_created,priority:2;index:idx_payments_key_created,priority:2;index:idx_payments_flagged_at,priority:1;index:idx_payments_replayed_at,priority:1;index:idx_payments_rejected_at,priority:1"`
+	CreatedAt time.Time `gorm:"not null;autoCreateTime:false;index:idx_payments_created,priority:1;index:idx_payments_client_created,priority:2;index:idx_payments_key_created,priority:2;index:idx_payments_status_created,priority:2;index:idx_payments_flagged_at,priority:1;index:idx_payments_replayed_at,priority:1;index:idx_payments_rejected_at,priority:1"`
 
-	// ReplayCount and RejectedCount count the attempts with this payment's
-	// key after the one that created it.
+	// Status is AUTHORIZED, CAPTURED, PARTIALLY_REFUNDED, REFUNDED or
+	// CANCELED. Rows stored before the lifecycle existed were all captured.
+	Status string `gorm:"not null;size:20;default:CAPTURED;index:idx_payments_status_created,priority:1"`
+	// CapturedMinor is what was captured (0 while authorized or canceled);
+	// RefundedMinor the sum of the payment's refunds. The check constraint
+	// is the last line of defence behind the conditional updates that
+	// change them: whatever runs concurrently, no row can ever say that
+	// more was refunded than captured, or captured than authorized.
+	CapturedMinor int64 `gorm:"not null;default:0;check:chk_payments_amounts,refunded_minor >= 0 AND refunded_minor <= captured_minor AND captured_minor <= amount_minor"`
+	RefundedMinor int64 `gorm:"not null;default:0"`
+	CapturedAt    *time.Time
+	CanceledAt    *time.Time
+
+	// ReplayCount and RejectedCount count the requests, of any operation,
+	// that replayed a key of this payment or reused one for another payload.
 	ReplayCount   int `gorm:"not null;default:0"`
 	RejectedCount int `gorm:"not null;default:0"`
 
@@ -54,9 +71,22 @@ var ObsoleteIndexes = []string{
 	"idx_payments_rejected_created",
 }
 
-// IdempotencyKey remembers, for as long as the key's TTL, which payment a
-// client's key created and the fingerprint of the payload it was created
-// with. Rows are deleted when the key expires; the payment stays.
+// Refund is money given back from a captured payment. A payment has any
+// number of them; their sum is the payment's RefundedMinor.
+type Refund struct {
+	ID             string    `gorm:"primaryKey;size:40"`
+	PaymentID      string    `gorm:"not null;size:40;index:idx_refunds_payment,priority:1"`
+	AmountMinor    int64     `gorm:"not null;check:chk_refunds_amount,amount_minor > 0"`
+	Reason         *string   `gorm:"size:500"`
+	IdempotencyKey string    `gorm:"not null;size:100"`
+	CreatedAt      time.Time `gorm:"not null;autoCreateTime:false;index:idx_refunds_payment,priority:2"`
+}
+
+// IdempotencyKey remembers, for as long as the key's TTL, what a client's
+// key was used for: the operation, its parameters, and what it produced.
+// One table for every operation, so a key is unique per client whatever it
+// was used for. Rows are deleted when the key expires; what they produced
+// stays.
 type IdempotencyKey struct {
 	ID int64 `gorm:"primaryKey;autoIncrement"`
 
@@ -64,40 +94,87 @@ type IdempotencyKey struct {
 	ClientID string `gorm:"not null;size:100;uniqueIndex:idx_idempotency_keys_client_key,priority:1"`
 	Key      string `gorm:"column:idempotency_key;not null;size:100;uniqueIndex:idx_idempotency_keys_client_key,priority:2"`
 
-	// Fingerprint is the SHA-256 of the payload's canonical encoding, whose
-	// version is FingerprintVersion.
+	// Operation is CREATE_PAYMENT, CAPTURE_PAYMENT, CANCEL_PAYMENT or
+	// REFUND_PAYMENT; keys stored before the lifecycle existed were creates.
+	Operation string `gorm:"not null;size:20;default:CREATE_PAYMENT"`
+
+	// Fingerprint is the SHA-256 of the request's canonical encoding, whose
+	// version is FingerprintVersion; Params is that canonical encoding's
+	// parameters as JSON, kept so that a refusal can name the fields that
+	// differ. Version 1 keys (before the lifecycle) have no Params: their
+	// payment holds them.
 	Fingerprint        []byte `gorm:"not null"`
 	FingerprintVersion int    `gorm:"not null"`
+	Params             *string
 
-	PaymentID string `gorm:"not null;size:40"`
+	// PaymentID is the payment the key created or changed; RefundID the
+	// refund a refund key created.
+	PaymentID string  `gorm:"not null;size:40"`
+	RefundID  *string `gorm:"size:40"`
 
 	// CreatedAt is when the key was first used; it expires TTL later.
 	CreatedAt time.Time `gorm:"not null;autoCreateTime:false;index:idx_idempotency_keys_created"`
 }
 
-// IdempotencyAttempt is one request made with a payment's key: the one that
-// created it, and every replay or rejection after it.
+// IdempotencyAttempt is one request made against a payment, whatever its
+// operation and key: the one that created it, every capture, cancel and
+// refund, and every replay, rejection and refusal. Rows are only ever
+// inserted: together they are the payment's history, and for actions
+// taken in the admin UI, part of the audit log.
 type IdempotencyAttempt struct {
 	ID        int64     `gorm:"primaryKey;autoIncrement"`
 	PaymentID string    `gorm:"not null;size:40;index:idx_idempotency_attempts_payment,priority:1"`
+	Operation string    `gorm:"not null;size:20;default:CREATE_PAYMENT"`
 	Outcome   string    `gorm:"not null;size:16"`
 	At        time.Time `gorm:"not null;index:idx_idempotency_attempts_payment,priority:2;index:idx_idempotency_attempts_at"`
 
-	// DifferingFields lists, comma-separated, the payload fields of a
-	// rejected attempt that differed from the payment's; empty otherwise.
-	DifferingFields string `gorm:"not null;default:''"`
+	// IdempotencyKey is the key the request carried.
+	IdempotencyKey string `gorm:"not null;size:100;default:''"`
 
-	// The payload a rejected attempt asked for, so support staff can show
-	// the original and the attempted values side by side. Null otherwise.
+	// Params is the request's canonical parameters (JSON), and HeldParams,
+	// for a REJECTED attempt, those of the request that first used the key:
+	// the fields that differ are computed from the two.
+	Params     *string
+	HeldParams *string
+
+	// Refusal is, for a REFUSED attempt, the rule that refused it
+	// (PAYMENT_STATE_CONFLICT or AMOUNT_EXCEEDS_AVAILABLE).
+	Refusal string `gorm:"not null;size:32;default:''"`
+	// RefundID is the refund an APPLIED or REPLAYED refund request got.
+	RefundID *string `gorm:"size:40"`
+
+	// DifferingFields and the Attempted* columns are how version 1 stored a
+	// rejection; later rejections keep Params and HeldParams instead.
+	DifferingFields      string `gorm:"not null;default:''"`
 	AttemptedAmountMinor *int64
 	AttemptedCurrency    *string `gorm:"size:3"`
 	AttemptedMethod      *string `gorm:"size:16"`
 
-	// Transport says which API the attempt came through (graphql, rest).
-	Transport string `gorm:"not null;size:16;default:''"`
+	// Transport says which API the attempt came through (graphql, rest,
+	// admin); Actor and ActorAddress, for the admin, which staff member
+	// made it and from where.
+	Transport    string `gorm:"not null;size:16;default:''"`
+	Actor        string `gorm:"not null;size:100;default:''"`
+	ActorAddress string `gorm:"not null;size:64;default:''"`
+}
+
+// Currency is an ISO 4217 currency and its minor-unit digits, written at
+// every start from the list the Go code uses: what lets a statement turn a
+// refund's decimal amount into the payment's minor units, with no float and
+// no second round trip to ask the payment's currency first.
+type Currency struct {
+	Code   string `gorm:"primaryKey;size:3"`
+	Digits int    `gorm:"not null"`
+}
+
+// SchemaVersion records the data migrations that have run (database.Migrate):
+// each runs once, in order, on every database.
+type SchemaVersion struct {
+	Version   int       `gorm:"primaryKey;autoIncrement:false"`
+	AppliedAt time.Time `gorm:"not null"`
 }
 
 // All lists every model, in migration order.
 func All() []any {
-	return []any{&Payment{}, &IdempotencyKey{}, &IdempotencyAttempt{}}
+	return []any{&Payment{}, &Refund{}, &IdempotencyKey{}, &IdempotencyAttempt{}, &Currency{}, &SchemaVersion{}}
 }

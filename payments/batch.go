@@ -26,8 +26,9 @@ import (
 //
 // Nothing about idempotency changes: each request is still its own row,
 // claimed under the unique index, and answered only after the statement
-// has committed. Two requests with the same batch key (client and key for
-// a create) never share a statement: the second waits for the next. The
+// has committed. Two requests with a batch key in common (the same client
+// and key, the same payment) never share a statement: the second waits for
+// the next. The
 // rows of a statement are sorted the same way in every statement, so that
 // two statements lock the rows they share in the same order and do not
 // deadlock on them. If a statement fails, each of its requests is run again
@@ -48,8 +49,8 @@ const (
 
 // batchJob is one request waiting for a batched statement.
 type batchJob interface {
-	// batchKey is what two jobs of one statement must not share.
-	batchKey() string
+	// batchKeys are what two jobs of one statement must not share.
+	batchKeys() []string
 	// fail answers the job with err.
 	fail(err error)
 }
@@ -100,7 +101,7 @@ func (b *batcher[J]) lead() {
 	b.inFlight--
 }
 
-// take removes up to maxBatch queued jobs, oldest first, at most one per
+// take removes up to maxBatch queued jobs, oldest first, no two sharing a
 // batch key, and sorts them. A job whose key is already taken stays queued
 // for the next statement.
 func (b *batcher[J]) take() []J {
@@ -111,12 +112,15 @@ func (b *batcher[J]) take() []J {
 	seen := make(map[string]struct{}, cap(batch))
 	rest := b.queue[:0]
 	for _, j := range b.queue {
-		k := j.batchKey()
-		if _, dup := seen[k]; dup || len(batch) == maxBatch {
+		keys := j.batchKeys()
+		taken := slices.ContainsFunc(keys, func(k string) bool { _, dup := seen[k]; return dup })
+		if taken || len(batch) == maxBatch {
 			rest = append(rest, j)
 			continue
 		}
-		seen[k] = struct{}{}
+		for _, k := range keys {
+			seen[k] = struct{}{}
+		}
 		batch = append(batch, j)
 	}
 	clear(b.queue[len(rest):])
@@ -128,7 +132,7 @@ func (b *batcher[J]) take() []J {
 // run executes one statement for batch and sees that every job in it is
 // answered.
 func (b *batcher[J]) run(batch []J) {
-	ctx, cancel := context.WithTimeout(context.Background(), createTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
 	defer cancel()
 	err := b.safeExec(ctx, batch)
 	if err == nil {

@@ -21,8 +21,8 @@ type testJob struct {
 	answer    chan error
 }
 
-func (j *testJob) batchKey() string { return j.key }
-func (j *testJob) fail(err error)   { j.answer <- err }
+func (j *testJob) batchKeys() []string { return []string{j.key} }
+func (j *testJob) fail(err error)      { j.answer <- err }
 
 func newTestJob(key, name string) *testJob {
 	return &testJob{key: key, name: name, answer: make(chan error, 1)}

@@ -10,11 +10,7 @@ func BenchmarkValidateAndFingerprint(b *testing.B) {
 	req := CreateRequest{ClientID: "client-1", Amount: "1234.5", Currency: "brl", Method: MethodPix, IdempotencyKey: "order-42"}
 	b.ReportAllocs()
 	for b.Loop() {
-		p, err := req.validate()
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := fingerprint(fingerprintVersion, p); err != nil {
+		if _, err := req.command(); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -16,7 +16,7 @@ func BenchmarkCreate(b *testing.B) {
 	for _, dialect := range dbtest.Dialects {
 		b.Run(dialect, func(b *testing.B) {
 			db := dbtest.Open(b, dialect)
-			svc := payments.NewService(db.Gorm, payments.Config{})
+			svc := mustService(b, db.Gorm, payments.Config{})
 			b.Run("new-key", func(b *testing.B) {
 				b.ReportAllocs()
 				i := 0

@@ -7,14 +7,22 @@ import (
 )
 
 // The errors callers branch on. Every error this package returns for a
-// client's mistake unwraps to one of them; anything else is internal.
+// client's mistake or a refused operation unwraps to one of them; anything
+// else is internal.
 var (
 	// ErrInvalidInput: the request is malformed; nothing was written.
 	ErrInvalidInput = errors.New("invalid input")
-	// ErrKeyReused: the idempotency key was used before with another payload.
-	ErrKeyReused = errors.New("idempotency key reused with a different payload")
+	// ErrKeyReused: the idempotency key was used before for another
+	// operation, payment or parameters.
+	ErrKeyReused = errors.New("idempotency key reused for another request")
 	// ErrNotFound: no payment has that id.
 	ErrNotFound = errors.New("not found")
+	// ErrStateConflict: the payment's status does not allow the operation.
+	ErrStateConflict = errors.New("payment state conflict")
+	// ErrAmountExceeds: the amount is more than the payment has available.
+	ErrAmountExceeds = errors.New("amount exceeds what is available")
+	// ErrForbidden: the request may not touch this client's payments.
+	ErrForbidden = errors.New("forbidden")
 )
 
 // Problem is one thing wrong with a request, named by the API field.
@@ -44,16 +52,72 @@ func invalid(field, format string, args ...any) *InvalidInputError {
 	return &InvalidInputError{Problems: []Problem{{Field: field, Message: fmt.Sprintf(format, args...)}}}
 }
 
-// KeyReusedError says which payment the key belongs to and which fields of
-// the new request differ from it.
+// KeyReusedError says which payment the key belongs to, what it was used
+// for, and which fields of the new request differ.
 type KeyReusedError struct {
 	PaymentID       string
+	Operation       Operation // the operation the key was first used for
 	DifferingFields []string
 }
 
 func (e *KeyReusedError) Error() string {
-	return fmt.Sprintf("idempotency key already used for payment %s with a different %s; use a new key for a new payment",
-		e.PaymentID, strings.Join(e.DifferingFields, ", "))
+	what := "for payment " + e.PaymentID
+	if e.Operation != OpCreate {
+		what = "for " + operationName(e.Operation) + " of payment " + e.PaymentID
+	}
+	return fmt.Sprintf("idempotency key already used %s with a different %s; use a new key for a new request",
+		what, strings.Join(e.DifferingFields, ", "))
 }
 
 func (e *KeyReusedError) Unwrap() error { return ErrKeyReused }
+
+// StateConflictError: the payment's status does not allow the operation.
+type StateConflictError struct {
+	Operation Operation
+	Status    Status
+}
+
+func (e *StateConflictError) Error() string {
+	return fmt.Sprintf("cannot %s a payment that is %s", verb(e.Operation), e.Status)
+}
+
+func (e *StateConflictError) Unwrap() error { return ErrStateConflict }
+
+// AmountExceedsError: the amount asked for is more than is available: the
+// authorized amount for a capture, what is left to refund for a refund.
+type AmountExceedsError struct {
+	Operation Operation
+	Requested Money
+	Available Money
+}
+
+func (e *AmountExceedsError) Error() string {
+	return fmt.Sprintf("cannot %s %s: %s available", verb(e.Operation), e.Requested, e.Available)
+}
+
+func (e *AmountExceedsError) Unwrap() error { return ErrAmountExceeds }
+
+// operationName is an operation as the GraphQL API names it.
+func operationName(op Operation) string {
+	switch op {
+	case OpCapture:
+		return "capturePayment"
+	case OpCancel:
+		return "cancelPayment"
+	case OpRefund:
+		return "refundPayment"
+	}
+	return "createPayment"
+}
+
+func verb(op Operation) string {
+	switch op {
+	case OpCapture:
+		return "capture"
+	case OpCancel:
+		return "cancel"
+	case OpRefund:
+		return "refund"
+	}
+	return "create"
+}

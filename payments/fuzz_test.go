@@ -52,7 +52,8 @@ func FuzzValidateKey(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, key string) {
 		err := ValidateKey(key)
-		ok := len(key) >= 1 && len(key) <= MaxKeyLen && strings.TrimSpace(key) != ""
+		ok := len(key) >= 1 && len(key) <= MaxKeyLen && key[0] != ' ' && key[len(key)-1] != ' '
+
 		for i := 0; i < len(key); i++ {
 			if key[i] < 0x20 || key[i] > 0x7e {
 				ok = false
@@ -64,26 +65,27 @@ func FuzzValidateKey(f *testing.F) {
 	})
 }
 
-// FuzzFingerprint: two requests have the same fingerprint exactly when
+// FuzzFingerprint: two creates have the same fingerprint exactly when
 // their normalised payloads are equal.
 func FuzzFingerprint(f *testing.F) {
-	f.Add("c", "10.5", "brl", "PIX", "c", "10.50", "BRL", "PIX")
-	f.Add("c", "10.5", "BRL", "PIX", "c", "10.51", "BRL", "PIX")
-	f.Add("c", "1", "BRL", "PIX", "c", "1", "USD", "PIX")
-	f.Add("ab", "1", "BRL", "PIX", "a", "1", "BRL", "PIX")
-	f.Add("c", "1", "BRL", "PIX", "c", "1", "BRL", "BOLETO")
-	f.Add("c", "1e2", "JPY", "PIX", "c", "100", "jpy", "PIX")
-	f.Fuzz(func(t *testing.T, c1, a1, cur1, m1, c2, a2, cur2, m2 string) {
-		p1, err1 := CreateRequest{ClientID: c1, Amount: a1, Currency: cur1, Method: Method(m1), IdempotencyKey: "k"}.validate()
-		p2, err2 := CreateRequest{ClientID: c2, Amount: a2, Currency: cur2, Method: Method(m2), IdempotencyKey: "k"}.validate()
+	f.Add("10.5", "brl", "PIX", true, "10.50", "BRL", "PIX", true)
+	f.Add("10.5", "BRL", "PIX", true, "10.51", "BRL", "PIX", true)
+	f.Add("1", "BRL", "PIX", true, "1", "USD", "PIX", true)
+	f.Add("1", "BRL", "PIX", true, "1", "BRL", "PIX", false)
+	f.Add("1", "BRL", "PIX", true, "1", "BRL", "BOLETO", true)
+	f.Add("1e2", "JPY", "PIX", true, "100", "jpy", "PIX", true)
+	f.Fuzz(func(t *testing.T, a1, cur1, m1 string, c1 bool, a2, cur2, m2 string, c2 bool) {
+		cmd1, err1 := CreateRequest{ClientID: "c", Amount: a1, Currency: cur1, Method: Method(m1), Capture: &c1, IdempotencyKey: "k"}.command()
+		cmd2, err2 := CreateRequest{ClientID: "c", Amount: a2, Currency: cur2, Method: Method(m2), Capture: &c2, IdempotencyKey: "k"}.command()
 		if err1 != nil || err2 != nil {
 			return
 		}
-		f1, _ := fingerprint(fingerprintVersion, p1)
-		f2, _ := fingerprint(fingerprintVersion, p2)
-		same := p1.clientID == p2.clientID && p1.amount == p2.amount && p1.method == p2.method
-		if bytes.Equal(f1, f2) != same {
-			t.Fatalf("payloads %+v and %+v: fingerprints equal=%v, payloads equal=%v", p1, p2, bytes.Equal(f1, f2), same)
+		same := cmd1.amount == cmd2.amount && cmd1.method == cmd2.method && cmd1.capture == cmd2.capture
+		if bytes.Equal(cmd1.fp, cmd2.fp) != same {
+			t.Fatalf("payloads %+v and %+v: fingerprints equal=%v, payloads equal=%v", cmd1.params, cmd2.params, bytes.Equal(cmd1.fp, cmd2.fp), same)
+		}
+		if len(differingFields(cmd1.params, cmd2.params)) == 0 != same {
+			t.Fatalf("payloads %+v and %+v: differing fields %v, payloads equal=%v", cmd1.params, cmd2.params, differingFields(cmd1.params, cmd2.params), same)
 		}
 	})
 }

@@ -3,13 +3,10 @@ package payments
 import (
 	"context"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
-
-	"gorm.io/gorm"
 
 	"github.com/cmpay/cmpay/models"
 )
@@ -37,6 +34,8 @@ type Filter struct {
 	Search string
 	// Amount, if set, keeps payments of exactly this amount and currency.
 	Amount *Money
+	// Status, if set, keeps payments in this status.
+	Status Status
 }
 
 // Page is one page of a listing, newest first.
@@ -58,20 +57,15 @@ func (p Page) EndCursor() string {
 // Get returns the payment with the given id, or an error wrapping
 // ErrNotFound.
 func (s *Service) Get(ctx context.Context, id string) (Payment, error) {
-	var row models.Payment
-	err := s.db.WithContext(ctx).Where("id = ?", id).Take(&row).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return Payment{}, fmt.Errorf("payment %q: %w", id, ErrNotFound)
-	}
+	p, ok, err := readPayment(s.db.WithContext(ctx), id)
 	if err != nil {
 		return Payment{}, fmt.Errorf("get payment: %w", err)
 	}
-	return paymentFromRow(row), nil
+	if !ok {
+		return Payment{}, fmt.Errorf("payment %q: %w", id, ErrNotFound)
+	}
+	return p, nil
 }
-
-// paymentColumns are the columns of a payment that List reads and the
-// create statements return, in models.Payment's order.
-const paymentColumns = "id, client_id, idempotency_key, amount_minor, currency, method, created_at, replay_count, rejected_count"
 
 // List returns up to first payments matching f, newest first, after the
 // cursor (a cursor from an earlier page, or "" for the first page).
@@ -120,6 +114,12 @@ func (s *Service) List(ctx context.Context, f Filter, first int, after string) (
 	}
 	if f.Amount != nil {
 		where("amount_minor = ? AND currency = ?", f.Amount.Minor, f.Amount.Currency)
+	}
+	if f.Status != "" {
+		if !f.Status.Valid() {
+			return Page{}, invalid("status", "status %q is not a payment status", f.Status)
+		}
+		where("status = ?", string(f.Status))
 	}
 	if !f.From.IsZero() {
 		where("created_at >= ?", f.From.UTC())
@@ -172,32 +172,35 @@ func (s *Service) List(ctx context.Context, f Filter, first int, after string) (
 	return page, nil
 }
 
-// Attempts returns every attempt made with a payment's key, oldest first.
-func (s *Service) Attempts(ctx context.Context, paymentID string) ([]Attempt, error) {
+// Attempts returns every request made against payment p, whatever its
+// operation and key, oldest first.
+func (s *Service) Attempts(ctx context.Context, p Payment) ([]Attempt, error) {
 	var rows []models.IdempotencyAttempt
-	err := s.db.WithContext(ctx).Where("payment_id = ?", paymentID).Order("at, id").Find(&rows).Error
+	err := s.db.WithContext(ctx).Where("payment_id = ?", p.ID).Order("at, id").Find(&rows).Error
 	if err != nil {
 		return nil, fmt.Errorf("list attempts: %w", err)
 	}
 	attempts := make([]Attempt, len(rows))
 	for i, row := range rows {
-		attempts[i] = attemptFromRow(row)
+		if attempts[i], err = attemptFromRow(row, p); err != nil {
+			return nil, fmt.Errorf("list attempts: %w", err)
+		}
 	}
 	return attempts, nil
 }
 
-func attemptFromRow(row models.IdempotencyAttempt) Attempt {
-	a := Attempt{Outcome: Outcome(row.Outcome), At: row.At.UTC(), Transport: row.Transport, DifferingFields: []string{}}
-	if row.DifferingFields != "" {
-		a.DifferingFields = strings.Split(row.DifferingFields, ",")
+// Refunds returns payment p's refunds, oldest first.
+func (s *Service) Refunds(ctx context.Context, p Payment) ([]Refund, error) {
+	var rows []models.Refund
+	err := s.db.WithContext(ctx).Where("payment_id = ?", p.ID).Order("created_at, id").Find(&rows).Error
+	if err != nil {
+		return nil, fmt.Errorf("list refunds: %w", err)
 	}
-	if row.AttemptedAmountMinor != nil && row.AttemptedCurrency != nil && row.AttemptedMethod != nil {
-		a.Attempted = &AttemptedPayload{
-			Amount: Money{Minor: *row.AttemptedAmountMinor, Currency: *row.AttemptedCurrency},
-			Method: Method(*row.AttemptedMethod),
-		}
+	refunds := make([]Refund, len(rows))
+	for i, row := range rows {
+		refunds[i] = refundFromRow(row, p.Amount.Currency)
 	}
-	return a
+	return refunds, nil
 }
 
 // Cursors are opaque to clients: base64url of "v1:<created_at µs>:<id>".

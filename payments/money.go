@@ -2,6 +2,7 @@ package payments
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/bojanz/currency"
@@ -56,9 +57,19 @@ func ParseAmount(text, currencyCode string) (Money, error) {
 	if err != nil {
 		return Money{}, err
 	}
-	digits := currencyDigits(currencyCode)
+	minor, err := toMinor(text, d, currencyDigits(currencyCode), currencyCode)
+	if err != nil {
+		return Money{}, err
+	}
+	return Money{Minor: minor, Currency: currencyCode}, nil
+}
+
+// toMinor converts a reduced decimal to minor units of a currency with the
+// given digits, refusing what is not a whole number of them or does not
+// fit in an int64. text and code are for the messages.
+func toMinor(text string, d *apd.Decimal, digits int32, code string) (int64, error) {
 	if -d.Exponent > digits {
-		return Money{}, fmt.Errorf("amount %s has %d fraction digits; %s allows %d", text, -d.Exponent, currencyCode, digits)
+		return 0, fmt.Errorf("amount %s has %d fraction digits; %s allows %d", text, -d.Exponent, code, digits)
 	}
 	// d is reduced, so its digit count plus exponent is the number of
 	// integer digits; refusing more than int64 holds before converting keeps
@@ -67,13 +78,91 @@ func ParseAmount(text, currencyCode string) (Money, error) {
 	minor.Set(d)
 	minor.Exponent += digits
 	if minor.NumDigits()+int64(minor.Exponent) > maxMinorDigits {
-		return Money{}, fmt.Errorf("amount %s is larger than can be stored exactly", text)
+		return 0, fmt.Errorf("amount %s is larger than can be stored exactly", text)
 	}
 	n, err := minor.Int64()
 	if err != nil {
-		return Money{}, fmt.Errorf("amount %s is larger than can be stored exactly", text)
+		return 0, fmt.Errorf("amount %s is larger than can be stored exactly", text)
 	}
-	return Money{Minor: n, Currency: currencyCode}, nil
+	return n, nil
+}
+
+// maxCurrencyDigits is the most minor-unit digits any currency has (4: CLF,
+// UYW). An amount with more fraction digits fits no currency.
+var maxCurrencyDigits = func() int32 {
+	most := int32(0)
+	for _, code := range currency.GetCurrencyCodes() {
+		most = max(most, currencyDigits(code))
+	}
+	return most
+}()
+
+// CurrencyDigits lists every active ISO 4217 code with its minor-unit
+// digits, for the database's copy of them (database.Migrate).
+func CurrencyDigits() map[string]int {
+	out := map[string]int{}
+	for _, code := range currency.GetCurrencyCodes() {
+		out[code] = int(currencyDigits(code))
+	}
+	return out
+}
+
+// changeAmount is the amount of a capture or refund, which a request gives
+// without a currency: the currency is the payment's, known only once the
+// payment is read. It holds the amount as canonical text and in minor units
+// for every number of currency digits, so that the statement that reads the
+// payment picks the right one without a second round trip.
+type changeAmount struct {
+	sent      string       // as the client wrote it, for messages
+	canonical string       // reduced decimal: "10.5" for "10.50"
+	value     *apd.Decimal // reduced
+	// byDigits[d] is the amount in minor units of a currency with d
+	// digits, or nil when it is no whole number of them or does not fit.
+	byDigits []*int64
+}
+
+// parseChangeAmount reads a capture's or refund's amount. It refuses what
+// fits no currency at all; whether it fits the payment's is known later.
+func parseChangeAmount(text string) (changeAmount, error) {
+	d, err := parseDecimal(text)
+	if err != nil {
+		return changeAmount{}, err
+	}
+	a := changeAmount{sent: text, canonical: d.Text('f'), value: d, byDigits: make([]*int64, maxCurrencyDigits+1)}
+	var last error
+	for digits := range maxCurrencyDigits + 1 {
+		n, err := toMinor(text, d, digits, fmt.Sprintf("a currency with %d digits", digits))
+		if err != nil {
+			last = err
+			continue
+		}
+		a.byDigits[digits] = &n
+	}
+	if slices.IndexFunc(a.byDigits, func(n *int64) bool { return n != nil }) < 0 {
+		// Either too many fraction digits for any currency, or too large
+		// for every one: the last try (most digits) says which.
+		return changeAmount{}, last
+	}
+	return a, nil
+}
+
+// in is the amount in minor units of the currency, or why it is not one.
+func (a changeAmount) in(code string) (Money, error) {
+	digits := currencyDigits(code)
+	if n := a.byDigits[digits]; n != nil {
+		return Money{Minor: *n, Currency: code}, nil
+	}
+	_, err := toMinor(a.sent, a.value, digits, code)
+	return Money{}, err
+}
+
+// canonical is the currency-independent text of an amount: its reduced
+// decimal value ("10.5" for 10.50 BRL). Amounts are compared by value, so
+// 10.50 BRL and 10.5 USD have the same amount and differ in currency.
+func (m Money) canonical() string {
+	var d apd.Decimal
+	d.Reduce(apd.New(m.Minor, -currencyDigits(m.Currency)))
+	return d.Text('f')
 }
 
 // parseDecimal parses text as a finite, positive decimal number and returns
@@ -101,13 +190,4 @@ func parseDecimal(text string) (*apd.Decimal, error) {
 // "10.50" for BRL, "1000" for JPY.
 func (m Money) String() string {
 	return apd.New(m.Minor, -currencyDigits(m.Currency)).Text('f')
-}
-
-// sameValue reports whether two amounts, perhaps in different currencies,
-// have the same numeric value (10.50 BRL and 10.5 USD do; 1050 JPY and
-// 10.50 BRL do not).
-func (m Money) sameValue(o Money) bool {
-	a := apd.New(m.Minor, -currencyDigits(m.Currency))
-	b := apd.New(o.Minor, -currencyDigits(o.Currency))
-	return a.Cmp(b) == 0
 }

@@ -106,16 +106,50 @@ func TestNormalizeCurrency(t *testing.T) {
 	}
 }
 
-func TestMoneySameValue(t *testing.T) {
+// The canonical amount is the value, whatever the currency's digits: the
+// same text for the same value, so comparing amounts is comparing text.
+func TestMoneyCanonical(t *testing.T) {
 	t.Parallel()
-	brl := Money{Minor: 1050, Currency: "BRL"}
-	if !brl.sameValue(Money{Minor: 1050, Currency: "USD"}) {
-		t.Error("10.50 BRL and 10.50 USD should have the same value")
+	tests := []struct {
+		m    Money
+		want string
+	}{
+		{Money{Minor: 1050, Currency: "BRL"}, "10.5"},
+		{Money{Minor: 1050, Currency: "USD"}, "10.5"},
+		{Money{Minor: 10500, Currency: "BHD"}, "10.5"},
+		{Money{Minor: 1050, Currency: "JPY"}, "1050"},
+		{Money{Minor: 100000, Currency: "JPY"}, "100000"},
+		{Money{Minor: 1, Currency: "CLF"}, "0.0001"},
 	}
-	if brl.sameValue(Money{Minor: 1050, Currency: "JPY"}) {
-		t.Error("10.50 BRL and 1050 JPY should differ")
+	for _, tt := range tests {
+		if got := tt.m.canonical(); got != tt.want {
+			t.Errorf("%+v.canonical() = %q, want %q", tt.m, got, tt.want)
+		}
 	}
-	if !brl.sameValue(Money{Minor: 10500, Currency: "BHD"}) {
-		t.Error("10.50 BRL and 10.500 BHD should have the same value")
+}
+
+// A capture's or refund's amount comes without a currency: it is kept for
+// every number of digits, and refused only when it fits no currency.
+func TestParseChangeAmount(t *testing.T) {
+	t.Parallel()
+	a, err := parseChangeAmount("10.50")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.canonical != "10.5" {
+		t.Errorf("canonical = %q, want 10.5", a.canonical)
+	}
+	for code, want := range map[string]int64{"BRL": 1050, "BHD": 10500, "CLF": 105000} {
+		if m, err := a.in(code); err != nil || m.Minor != want {
+			t.Errorf("in(%s) = %+v, %v; want %d", code, m, err, want)
+		}
+	}
+	if _, err := a.in("JPY"); err == nil || !strings.Contains(err.Error(), "JPY allows 0") {
+		t.Errorf("in(JPY) = %v, want a fraction-digits error", err)
+	}
+	for _, bad := range []string{"", "0", "-1", "ten", "1.00001", "1e30"} {
+		if _, err := parseChangeAmount(bad); err == nil {
+			t.Errorf("parseChangeAmount(%q) succeeded, want an error", bad)
+		}
 	}
 }

@@ -24,17 +24,70 @@ func (m Method) Valid() bool {
 	return false
 }
 
+// Status is where a payment is in its life.
+type Status string
+
+const (
+	// StatusAuthorized: created with capture false; waits for a capture or a cancel.
+	StatusAuthorized Status = "AUTHORIZED"
+	// StatusCaptured: created captured (the default), or captured later.
+	StatusCaptured Status = "CAPTURED"
+	// StatusPartiallyRefunded: 0 < refunded < captured.
+	StatusPartiallyRefunded Status = "PARTIALLY_REFUNDED"
+	// StatusRefunded: refunded = captured.
+	StatusRefunded Status = "REFUNDED"
+	// StatusCanceled: an authorization canceled before capture.
+	StatusCanceled Status = "CANCELED"
+)
+
+// Statuses lists every status, in the order of a payment's life.
+var Statuses = []Status{StatusAuthorized, StatusCaptured, StatusPartiallyRefunded, StatusRefunded, StatusCanceled}
+
+// Valid reports whether st is one of Statuses.
+func (st Status) Valid() bool {
+	switch st {
+	case StatusAuthorized, StatusCaptured, StatusPartiallyRefunded, StatusRefunded, StatusCanceled:
+		return true
+	}
+	return false
+}
+
+// Operation is what a request asks to do to a payment. Every operation
+// takes an idempotency key; a client's keys are one namespace shared by
+// all operations.
+type Operation string
+
+const (
+	OpCreate  Operation = "CREATE_PAYMENT"
+	OpCapture Operation = "CAPTURE_PAYMENT"
+	OpCancel  Operation = "CANCEL_PAYMENT"
+	OpRefund  Operation = "REFUND_PAYMENT"
+)
+
+// Operations lists every operation.
+var Operations = []Operation{OpCreate, OpCapture, OpCancel, OpRefund}
+
 // Outcome is what became of one request made with an idempotency key.
 type Outcome string
 
 const (
 	// OutcomeCreated: the request created the payment.
 	OutcomeCreated Outcome = "CREATED"
-	// OutcomeReplayed: same key, same payload; the payment was returned.
+	// OutcomeApplied: a capture, cancel or refund took effect.
+	OutcomeApplied Outcome = "APPLIED"
+	// OutcomeReplayed: same key, same operation and parameters; the first
+	// result was returned and nothing was done again.
 	OutcomeReplayed Outcome = "REPLAYED"
-	// OutcomeRejected: same key, different payload; refused.
+	// OutcomeRejected: same key, another operation or parameters; refused
+	// with IDEMPOTENCY_KEY_REUSED, nothing done.
 	OutcomeRejected Outcome = "REJECTED"
+	// OutcomeRefused: a business rule (the payment's status, the amount
+	// available) refused the operation; nothing done, the key stays unused.
+	OutcomeRefused Outcome = "REFUSED"
 )
+
+// Outcomes lists every outcome.
+var Outcomes = []Outcome{OutcomeCreated, OutcomeApplied, OutcomeReplayed, OutcomeRejected, OutcomeRefused}
 
 // Payment is a payment as the API shows it.
 type Payment struct {
@@ -44,28 +97,65 @@ type Payment struct {
 	Method         Method
 	IdempotencyKey string
 	CreatedAt      time.Time
-	ReplayCount    int
-	RejectedCount  int
+
+	Status Status
+	// Captured is what was captured: zero while authorized or canceled.
+	Captured Money
+	// Refunded is the sum of the payment's refunds.
+	Refunded Money
+	// CapturedAt and CanceledAt are when the payment was captured or
+	// canceled; zero when it was not.
+	CapturedAt time.Time
+	CanceledAt time.Time
+
+	// ReplayCount and RejectedCount count the requests, of any operation,
+	// that replayed one of the payment's keys or reused one for another
+	// payload.
+	ReplayCount   int
+	RejectedCount int
 }
 
-// Flagged reports whether the payment's key was replayed or rejected.
+// Flagged reports whether one of the payment's keys was replayed or rejected.
 func (p Payment) Flagged() bool { return p.ReplayCount > 0 || p.RejectedCount > 0 }
 
-// Attempt is one request made with a payment's idempotency key.
-type Attempt struct {
-	Outcome Outcome
-	At      time.Time
-	// DifferingFields names, for a rejected attempt, the payload fields
-	// whose values differed from the payment's (amount, currency, method).
-	DifferingFields []string
-	// Attempted is, for a rejected attempt, the payload it asked for.
-	Attempted *AttemptedPayload
-	// Transport is the API the request came through: "graphql" or "rest".
-	Transport string
+// Refundable is what may still be refunded: captured less refunded.
+func (p Payment) Refundable() Money {
+	return Money{Minor: p.Captured.Minor - p.Refunded.Minor, Currency: p.Amount.Currency}
 }
 
-// AttemptedPayload is what a rejected request asked for.
-type AttemptedPayload struct {
-	Amount Money
-	Method Method
+// Refund is money given back from a captured payment.
+type Refund struct {
+	ID             string
+	PaymentID      string
+	Amount         Money
+	Reason         *string
+	IdempotencyKey string
+	CreatedAt      time.Time
+}
+
+// Attempt is one request made against a payment: with the key that created
+// it, or with the key of a capture, cancel or refund.
+type Attempt struct {
+	Operation      Operation
+	IdempotencyKey string
+	Outcome        Outcome
+	At             time.Time
+	// DifferingFields names, for a rejected attempt, the fields whose
+	// values differed from the request that first used the key: operation,
+	// paymentId, amount, currency, method, capture, reason.
+	DifferingFields []string
+	// Refusal is, for a refused attempt, the rule that refused it:
+	// PAYMENT_STATE_CONFLICT or AMOUNT_EXCEEDS_AVAILABLE.
+	Refusal string
+	// Params is what the request asked for (canonical values: amounts as
+	// decimal text), and Held, for a rejected attempt, what the key's first
+	// request asked for.
+	Params Params
+	Held   Params
+	// RefundID is the refund an applied or replayed refund request got.
+	RefundID string
+	// Transport is the API the request came through: graphql, rest or
+	// admin; Actor, for the admin, the staff member who made it.
+	Transport string
+	Actor     string
 }

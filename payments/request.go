@@ -11,7 +11,21 @@ import (
 const (
 	MaxKeyLen      = 100
 	MaxClientIDLen = 100
+	MaxReasonLen   = 500
 )
+
+// Origin is who sent a request, recorded with its attempt.
+type Origin struct {
+	// Transport names the API the request came through: graphql, rest or admin.
+	Transport string
+	// Actor and Address are, for the admin, the staff member and the
+	// address they acted from.
+	Actor, Address string
+	// Client, when set, is the only client whose payments the request may
+	// create or change (a token bound to a client); anything else is
+	// refused with ErrForbidden and nothing is done.
+	Client string
+}
 
 // CreateRequest is a request to create a payment, as a transport received
 // it. Amount is decimal text ("10.5", "10.50", "1e1"): transports pass the
@@ -22,55 +36,174 @@ type CreateRequest struct {
 	Currency       string
 	Method         Method
 	IdempotencyKey string
-	// Transport names the API the request came through; it is recorded
-	// with the attempt.
-	Transport string
+	// Capture false creates an authorized payment, to be captured or
+	// canceled later; nil means true.
+	Capture *bool
+	Origin
 }
 
-// payload is a validated request with its values normalised: the currency
-// upper-cased, the amount an exact count of minor units.
-type payload struct {
+// CaptureRequest captures an authorized payment: Amount (decimal text, in
+// the payment's currency) at most what was authorized; nil captures all of
+// it.
+type CaptureRequest struct {
+	PaymentID      string
+	Amount         *string
+	IdempotencyKey string
+	Origin
+}
+
+// CancelRequest cancels an authorized payment.
+type CancelRequest struct {
+	PaymentID      string
+	IdempotencyKey string
+	Origin
+}
+
+// RefundRequest refunds a captured payment: Amount at most what is left to
+// refund; nil refunds all that is left.
+type RefundRequest struct {
+	PaymentID      string
+	Amount         *string
+	Reason         *string
+	IdempotencyKey string
+	Origin
+}
+
+// command is a validated request of any operation, normalised: what the
+// engine (engine.go) and the stores work with.
+type command struct {
+	op     Operation
+	key    string
+	params Params
+	fp     []byte
+	Origin
+
+	// A create's client and payload, and the id its payment gets if it is
+	// created.
 	clientID string
-	key      string
 	amount   Money
 	method   Method
+	capture  bool
+
+	// A capture's, cancel's or refund's payment; its amount, if one was
+	// given; a refund's reason, and the id its refund gets if applied.
+	paymentID string
+	change    *changeAmount
+	reason    *string
+
+	// newID is the id of what the request creates if it is applied: a
+	// payment for a create, a refund for a refund.
+	newID string
 }
 
-// validate checks every field and reports all problems at once.
-func (r CreateRequest) validate() (payload, error) {
-	var problems []Problem
-	add := func(field string, err error) {
-		if err != nil {
-			problems = append(problems, Problem{Field: field, Message: err.Error()})
-		}
-	}
+// problems gathers everything wrong with a request, so a client can fix it
+// in one go.
+type problems []Problem
 
-	add("idempotencyKey", ValidateKey(r.IdempotencyKey))
-	add("clientId", validateClientID(r.ClientID))
-	add("method", validateMethod(r.Method))
+func (ps *problems) add(field string, err error) {
+	if err != nil {
+		*ps = append(*ps, Problem{Field: field, Message: err.Error()})
+	}
+}
+
+func (ps problems) err() error {
+	if len(ps) == 0 {
+		return nil
+	}
+	return &InvalidInputError{Problems: ps}
+}
+
+// command checks every field and reports all problems at once.
+func (r CreateRequest) command() (*command, error) {
+	var ps problems
+	ps.add("idempotencyKey", ValidateKey(r.IdempotencyKey))
+	ps.add("clientId", validateClientID(r.ClientID))
+	ps.add("method", validateMethod(r.Method))
 
 	var amount Money
 	code, err := NormalizeCurrency(r.Currency)
-	add("currency", err)
+	ps.add("currency", err)
 	if err == nil {
 		amount, err = ParseAmount(r.Amount, code)
-		add("amount", err)
+		ps.add("amount", err)
 	} else {
 		// Without a currency the digits can't be checked, but a malformed
 		// number is still worth reporting in the same response.
 		_, err = parseDecimal(r.Amount)
-		add("amount", err)
+		ps.add("amount", err)
 	}
+	if err := ps.err(); err != nil {
+		return nil, err
+	}
+	capture := r.Capture == nil || *r.Capture
+	cmd := &command{
+		op: OpCreate, key: r.IdempotencyKey, Origin: r.Origin,
+		clientID: r.ClientID, amount: amount, method: r.Method, capture: capture,
+		params: createParams(amount, r.Method, capture),
+		newID:  newPaymentID(),
+	}
+	cmd.fp = fingerprint(cmd.params)
+	return cmd, nil
+}
 
-	if len(problems) > 0 {
-		return payload{}, &InvalidInputError{Problems: problems}
+// createParams are the parameters a create's key is bound to. The same
+// function rebuilds them from a payment for keys stored before parameters
+// were (version 1), which were all captured.
+func createParams(amount Money, method Method, capture bool) Params {
+	return Params{
+		FieldOperation: string(OpCreate),
+		FieldAmount:    amount.canonical(),
+		FieldCurrency:  amount.Currency,
+		FieldMethod:    string(method),
+		FieldCapture:   fmt.Sprint(capture),
 	}
-	return payload{clientID: r.ClientID, key: r.IdempotencyKey, amount: amount, method: r.Method}, nil
+}
+
+func (r CaptureRequest) command() (*command, error) {
+	return changeCommand(OpCapture, r.PaymentID, r.Amount, nil, r.IdempotencyKey, r.Origin)
+}
+
+func (r CancelRequest) command() (*command, error) {
+	return changeCommand(OpCancel, r.PaymentID, nil, nil, r.IdempotencyKey, r.Origin)
+}
+
+func (r RefundRequest) command() (*command, error) {
+	return changeCommand(OpRefund, r.PaymentID, r.Amount, r.Reason, r.IdempotencyKey, r.Origin)
+}
+
+// changeCommand validates a capture, cancel or refund. The payment id is not
+// validated: an id this API never issued, whatever its form, is NOT_FOUND,
+// which the store says once it has looked.
+func changeCommand(op Operation, paymentID string, amount, reason *string, key string, o Origin) (*command, error) {
+	var ps problems
+	ps.add("idempotencyKey", ValidateKey(key))
+	cmd := &command{op: op, key: key, Origin: o, paymentID: paymentID, reason: reason,
+		params: Params{FieldOperation: string(op), FieldPaymentID: paymentID}}
+	if amount != nil {
+		a, err := parseChangeAmount(*amount)
+		ps.add("amount", err)
+		cmd.change = &a
+		cmd.params[FieldAmount] = a.canonical
+	}
+	if reason != nil {
+		ps.add("reason", validateReason(*reason))
+		cmd.params[FieldReason] = *reason
+	}
+	if err := ps.err(); err != nil {
+		return nil, err
+	}
+	if op == OpRefund {
+		cmd.newID = newRefundID()
+	}
+	cmd.fp = fingerprint(cmd.params)
+	return cmd, nil
 }
 
 // ValidateKey checks an idempotency key: 1 to 100 printable ASCII
-// characters (0x20–0x7E), not only spaces. Keys are compared exactly as
-// sent; nothing is trimmed.
+// characters (0x20–0x7E), neither starting nor ending with a space. Keys
+// are compared exactly as sent; nothing is trimmed. (HTTP trims header
+// values, so on REST a key with surrounding spaces cannot even be sent:
+// refusing them here keeps one key one key on every transport.)
 func ValidateKey(key string) error {
 	if strings.TrimSpace(key) == "" {
 		return fmt.Errorf("idempotencyKey must not be empty or only whitespace")
@@ -84,21 +217,46 @@ func ValidateKey(key string) error {
 	if len(key) > MaxKeyLen {
 		return fmt.Errorf("idempotencyKey is %d characters long; the limit is %d", len(key), MaxKeyLen)
 	}
+	if key[0] == ' ' || key[len(key)-1] == ' ' {
+		return fmt.Errorf("idempotencyKey must not start or end with a space")
+	}
 	return nil
 }
 
+// validateClientID: 1 to 100 characters of valid UTF-8, none of them a
+// control or invisible format character (Unicode Cc and Cf: bidi overrides,
+// zero-width spaces), which would render reversed or invisible where
+// support staff read client ids.
 func validateClientID(id string) error {
 	if strings.TrimSpace(id) == "" {
 		return fmt.Errorf("clientId must not be empty")
 	}
-	if n := utf8.RuneCountInString(id); n > MaxClientIDLen {
-		return fmt.Errorf("clientId is %d characters long; the limit is %d", n, MaxClientIDLen)
-	}
 	if !utf8.ValidString(id) {
 		return fmt.Errorf("clientId is not valid UTF-8")
 	}
-	if i := strings.IndexFunc(id, unicode.IsControl); i >= 0 {
-		return fmt.Errorf("clientId must not contain control characters; found one at byte %d", i)
+	if n := utf8.RuneCountInString(id); n > MaxClientIDLen {
+		return fmt.Errorf("clientId is %d characters long; the limit is %d", n, MaxClientIDLen)
+	}
+	return refuseInvisible("clientId", id)
+}
+
+// validateReason: up to 500 characters of valid UTF-8 without control or
+// format characters; compared exactly.
+func validateReason(reason string) error {
+	if !utf8.ValidString(reason) {
+		return fmt.Errorf("reason is not valid UTF-8")
+	}
+	if n := utf8.RuneCountInString(reason); n > MaxReasonLen {
+		return fmt.Errorf("reason is %d characters long; the limit is %d", n, MaxReasonLen)
+	}
+	return refuseInvisible("reason", reason)
+}
+
+func refuseInvisible(field, s string) error {
+	for i, r := range s {
+		if unicode.In(r, unicode.Cc, unicode.Cf) {
+			return fmt.Errorf("%s must not contain control or invisible format characters; found %U at byte %d", field, r, i)
+		}
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package payments
 
 import (
 	"errors"
+	"maps"
 	"strings"
 	"testing"
 )
@@ -48,17 +49,22 @@ func TestValidateBadInput(t *testing.T) {
 		{"client empty", func(r *CreateRequest) { r.ClientID = "" }, "clientId", "must not be empty"},
 		{"client blank", func(r *CreateRequest) { r.ClientID = " " }, "clientId", "must not be empty"},
 		{"client of 101 characters", func(r *CreateRequest) { r.ClientID = strings.Repeat("c", 101) }, "clientId", "the limit is 100"},
-		{"client with a control character", func(r *CreateRequest) { r.ClientID = "c\x00" }, "clientId", "control characters"},
+		{"client with a control character", func(r *CreateRequest) { r.ClientID = "c\x00" }, "clientId", "control or invisible"},
+		{"client with a bidi override", func(r *CreateRequest) { r.ClientID = "shop\u202e7" }, "clientId", "U+202E"},
+		{"client with a zero-width space", func(r *CreateRequest) { r.ClientID = "shop\u200b7" }, "clientId", "U+200B"},
+		{"client not UTF-8", func(r *CreateRequest) { r.ClientID = "shop\xff" }, "clientId", "not valid UTF-8"},
+		{"key with a leading space", func(r *CreateRequest) { r.IdempotencyKey = " k" }, "idempotencyKey", "start or end with a space"},
+		{"key with a trailing space", func(r *CreateRequest) { r.IdempotencyKey = "k " }, "idempotencyKey", "start or end with a space"},
 		{"method unknown", func(r *CreateRequest) { r.Method = "CASH" }, "method", "not one of"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			req := validRequest()
 			tt.change(&req)
-			_, err := req.validate()
+			_, err := req.command()
 			var invalid *InvalidInputError
 			if !errors.As(err, &invalid) || !errors.Is(err, ErrInvalidInput) {
-				t.Fatalf("validate() = %v, want an *InvalidInputError", err)
+				t.Fatalf("command() = %v, want an *InvalidInputError", err)
 			}
 			if len(invalid.Problems) != 1 {
 				t.Fatalf("problems = %+v, want exactly one", invalid.Problems)
@@ -74,18 +80,18 @@ func TestValidateBadInput(t *testing.T) {
 func TestValidateAcceptsEdges(t *testing.T) {
 	t.Parallel()
 	tests := map[string]func(*CreateRequest){
-		"key of 100 characters":       func(r *CreateRequest) { r.IdempotencyKey = strings.Repeat("k", 100) },
-		"key with every printable":    func(r *CreateRequest) { r.IdempotencyKey = " !\"#$%&'()*+,-./09:;<=>?@AZ[\\]^_`az{|}~" },
-		"key with surrounding spaces": func(r *CreateRequest) { r.IdempotencyKey = " k " },
-		"client of 100 characters":    func(r *CreateRequest) { r.ClientID = strings.Repeat("ç", 100) },
-		"lower-case currency":         func(r *CreateRequest) { r.Currency = "brl" },
+		"key of 100 characters":    func(r *CreateRequest) { r.IdempotencyKey = strings.Repeat("k", 100) },
+		"key with every printable": func(r *CreateRequest) { r.IdempotencyKey = "! !\"#$%&'()*+,-./09:;<=>?@AZ[\\]^_`az{|}~" },
+		"key with inner spaces":    func(r *CreateRequest) { r.IdempotencyKey = "order 42 b" },
+		"client of 100 characters": func(r *CreateRequest) { r.ClientID = strings.Repeat("ç", 100) },
+		"lower-case currency":      func(r *CreateRequest) { r.Currency = "brl" },
 	}
 	for name, change := range tests {
 		t.Run(name, func(t *testing.T) {
 			req := validRequest()
 			change(&req)
-			if _, err := req.validate(); err != nil {
-				t.Fatalf("validate() = %v, want no error", err)
+			if _, err := req.command(); err != nil {
+				t.Fatalf("command() = %v, want no error", err)
 			}
 		})
 	}
@@ -94,10 +100,10 @@ func TestValidateAcceptsEdges(t *testing.T) {
 func TestValidateReportsEveryProblem(t *testing.T) {
 	t.Parallel()
 	req := CreateRequest{Amount: "abc", Currency: "XYZ", Method: "CASH"}
-	_, err := req.validate()
+	_, err := req.command()
 	var invalid *InvalidInputError
 	if !errors.As(err, &invalid) {
-		t.Fatalf("validate() = %v, want an *InvalidInputError", err)
+		t.Fatalf("command() = %v, want an *InvalidInputError", err)
 	}
 	var fields []string
 	for _, p := range invalid.Problems {
@@ -112,11 +118,15 @@ func TestValidateNormalises(t *testing.T) {
 	t.Parallel()
 	req := validRequest()
 	req.Amount, req.Currency = "10.5", "brl"
-	p, err := req.validate()
+	cmd, err := req.command()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.amount != (Money{Minor: 1050, Currency: "BRL"}) {
-		t.Errorf("amount = %+v, want 1050 BRL minor units", p.amount)
+	if cmd.amount != (Money{Minor: 1050, Currency: "BRL"}) {
+		t.Errorf("amount = %+v, want 1050 BRL minor units", cmd.amount)
+	}
+	want := Params{FieldOperation: "CREATE_PAYMENT", FieldAmount: "10.5", FieldCurrency: "BRL", FieldMethod: "PIX", FieldCapture: "true"}
+	if !maps.Equal(cmd.params, want) {
+		t.Errorf("params = %v, want %v", cmd.params, want)
 	}
 }

@@ -1,11 +1,16 @@
-// Package payments is CMPay's domain: the idempotent creation of payments,
-// the validation and normalisation of what clients send, exact money, and
-// the reading and listing of payments and their attempts. The GraphQL API,
-// the REST endpoint and the admin UI all go through it.
+// Package payments is CMPay's domain: payments created, captured, canceled
+// and refunded, each operation exactly once per idempotency key; the
+// validation and normalisation of what clients send; exact money; and the
+// reading and listing of payments, their refunds and their attempts. The
+// GraphQL API, the REST endpoints and the admin UI all go through it.
+//
+// A newcomer reads engine.go (the one path every operation takes), then
+// decide.go (where every outcome is decided), then the store of their
+// database (store_postgres.go with sql/, or store_sqlite.go).
 package payments
 
 import (
-	"database/sql"
+	"fmt"
 	"time"
 
 	"gorm.io/gorm"
@@ -21,35 +26,26 @@ type Config struct {
 	KeyTTL time.Duration
 	// Now is the clock; tests inject one. Nil means time.Now.
 	Now func() time.Time
-	// OnAttempt, if set, is told of every recorded attempt after its
+	// OnAttempt, if set, is told of every settled request after its
 	// transaction commits (metrics hook in here).
-	OnAttempt func(outcome Outcome, transport string)
+	OnAttempt func(op Operation, outcome Outcome, transport string)
 }
 
-// Service creates and reads payments in one database.
+// Service creates, changes and reads payments in one database.
 type Service struct {
-	db *gorm.DB
-	// postgres says which SQL dialect db speaks. On PostgreSQL, sqlDB runs
-	// the create statements past GORM's statement builder (the batched
-	// ones on its pgx connections); when it is nil, create uses the
-	// portable path.
-	postgres bool
-	sqlDB    *sql.DB
-	// creates gathers PostgreSQL creates into statements (batch.go).
-	creates   batcher[*createJob]
+	db    *gorm.DB
+	store store
+	// creates and changes gather requests into batch statements (batch.go).
+	creates   batcher[*job]
+	changes   batcher[*job]
 	keyTTL    time.Duration
 	clock     func() time.Time
-	onAttempt func(Outcome, string)
+	onAttempt func(Operation, Outcome, string)
 }
 
 // NewService returns a Service over db, whose schema must be migrated.
-func NewService(db *gorm.DB, cfg Config) *Service {
+func NewService(db *gorm.DB, cfg Config) (*Service, error) {
 	s := &Service{db: db, keyTTL: cfg.KeyTTL, clock: cfg.Now, onAttempt: cfg.OnAttempt}
-	s.postgres = db.Dialector.Name() == "postgres"
-	if sqlDB, err := db.DB(); err == nil {
-		s.sqlDB = sqlDB
-	}
-	s.creates = batcher[*createJob]{exec: s.execCreates, order: byClientAndKey, stallAfter: defaultStallAfter}
 	if s.keyTTL <= 0 {
 		s.keyTTL = DefaultKeyTTL
 	}
@@ -57,13 +53,29 @@ func NewService(db *gorm.DB, cfg Config) *Service {
 		s.clock = time.Now
 	}
 	if s.onAttempt == nil {
-		s.onAttempt = func(Outcome, string) {}
+		s.onAttempt = func(Operation, Outcome, string) {}
 	}
-	return s
+	// The one place that picks a dialect.
+	switch name := db.Dialector.Name(); name {
+	case "postgres":
+		sqlDB, err := db.DB()
+		if err != nil {
+			return nil, fmt.Errorf("new payments service: %w", err)
+		}
+		s.store = &postgresStore{db: db, sqlDB: sqlDB, keyTTL: s.keyTTL, now: s.now}
+	case "sqlite":
+		s.store = &sqliteStore{db: db, keyTTL: s.keyTTL, now: s.now}
+	default:
+		return nil, fmt.Errorf("new payments service: unsupported database %q", name)
+	}
+	s.creates = batcher[*job]{exec: s.store.createBatch, order: byPayment, stallAfter: defaultStallAfter}
+	s.changes = batcher[*job]{exec: s.store.changeBatch, order: byPayment, stallAfter: defaultStallAfter}
+	return s, nil
 }
 
 // now is the current time as stored: UTC, truncated to the microsecond
-// PostgreSQL keeps, so that what a create returns equals what a replay reads.
+// PostgreSQL keeps, so that what a request returns equals what a later
+// read finds.
 func (s *Service) now() time.Time {
 	return s.clock().UTC().Truncate(time.Microsecond)
 }

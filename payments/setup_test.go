@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"gorm.io/gorm"
+
 	"github.com/cmpay/cmpay/internal/dbtest"
 	"github.com/cmpay/cmpay/payments"
 )
@@ -21,8 +23,17 @@ const testTTL = 24 * time.Hour
 func setup(t *testing.T, db dbtest.DB) *bundle {
 	t.Helper()
 	clock := &fakeClock{now: time.Date(2026, 12, 2, 10, 0, 0, 123456789, time.UTC)}
-	svc := payments.NewService(db.Gorm, payments.Config{KeyTTL: testTTL, Now: clock.Now})
+	svc := mustService(t, db.Gorm, payments.Config{KeyTTL: testTTL, Now: clock.Now})
 	return &bundle{db: db, svc: svc, clock: clock}
+}
+
+func mustService(t testing.TB, db *gorm.DB, cfg payments.Config) *payments.Service {
+	t.Helper()
+	svc, err := payments.NewService(db, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return svc
 }
 
 // fakeClock is a clock tests move by hand, so TTL tests never sleep.
@@ -47,7 +58,8 @@ func (c *fakeClock) Advance(d time.Duration) {
 }
 
 func request(client, key, amount, currency string, method payments.Method) payments.CreateRequest {
-	return payments.CreateRequest{ClientID: client, IdempotencyKey: key, Amount: amount, Currency: currency, Method: method, Transport: "test"}
+	return payments.CreateRequest{ClientID: client, IdempotencyKey: key, Amount: amount, Currency: currency, Method: method,
+		Origin: payments.Origin{Transport: "test"}}
 }
 
 func pix(key string) payments.CreateRequest {
@@ -81,13 +93,30 @@ func (b *bundle) rowCounts(t *testing.T) [3]int64 {
 
 func (b *bundle) outcomes(t *testing.T, paymentID string) []payments.Outcome {
 	t.Helper()
-	attempts, err := b.svc.Attempts(t.Context(), paymentID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	attempts := b.attempts(t, paymentID)
 	out := make([]payments.Outcome, len(attempts))
 	for i, a := range attempts {
 		out[i] = a.Outcome
 	}
 	return out
+}
+
+// attempts returns a payment's attempts, oldest first.
+func (b *bundle) attempts(t *testing.T, paymentID string) []payments.Attempt {
+	t.Helper()
+	p := b.mustGet(t, paymentID)
+	attempts, err := b.svc.Attempts(t.Context(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return attempts
+}
+
+func (b *bundle) mustGet(t *testing.T, id string) payments.Payment {
+	t.Helper()
+	p, err := b.svc.Get(t.Context(), id)
+	if err != nil {
+		t.Fatalf("Get(%s): %v", id, err)
+	}
+	return p
 }

@@ -6,17 +6,37 @@ import (
 	"time"
 )
 
+// Counts counts attempts by outcome.
+type Counts struct {
+	Created, Applied, Replayed, Rejected, Refused int
+}
+
+func (c *Counts) add(o Outcome, n int) {
+	switch o {
+	case OutcomeCreated:
+		c.Created += n
+	case OutcomeApplied:
+		c.Applied += n
+	case OutcomeReplayed:
+		c.Replayed += n
+	case OutcomeRejected:
+		c.Rejected += n
+	case OutcomeRefused:
+		c.Refused += n
+	}
+}
+
 // HourStats counts the attempts of one hour by outcome.
 type HourStats struct {
-	Start                       time.Time
-	Created, Replayed, Rejected int
+	Start time.Time
+	Counts
 }
 
 // Stats is an overview of recent attempts: totals and one bucket per hour,
 // oldest first, the last one being the current (partial) hour.
 type Stats struct {
-	Created, Replayed, Rejected int
-	Hours                       []HourStats
+	Counts
+	Hours []HourStats
 }
 
 // RecentStats counts the attempts of the last `hours` hours, per hour and
@@ -26,18 +46,7 @@ func (s *Service) RecentStats(ctx context.Context, hours int) (Stats, error) {
 	now := s.now()
 	first := now.Truncate(time.Hour).Add(-time.Duration(hours-1) * time.Hour)
 
-	// The hour an attempt falls in, as a number, in each dialect's words.
-	hourOf := "CAST(strftime('%s', substr(at, 1, 19)) AS INTEGER) / 3600"
-	if s.postgres {
-		hourOf = "CAST(floor(extract(epoch FROM at) / 3600) AS BIGINT)"
-	}
-	var rows []struct {
-		Hour    int64
-		Outcome string
-		N       int
-	}
-	err := s.db.WithContext(ctx).Raw(`SELECT `+hourOf+` AS hour, outcome, COUNT(*) AS n
-		FROM idempotency_attempts WHERE at >= ? GROUP BY 1, 2`, first).Scan(&rows).Error
+	rows, err := s.store.attemptCounts(ctx, first)
 	if err != nil {
 		return Stats{}, fmt.Errorf("recent stats: %w", err)
 	}
@@ -52,18 +61,8 @@ func (s *Service) RecentStats(ctx context.Context, hours int) (Stats, error) {
 		if i < 0 || i >= hours {
 			continue // an attempt stamped ahead of this instance's clock
 		}
-		h := &st.Hours[i]
-		switch Outcome(r.Outcome) {
-		case OutcomeCreated:
-			h.Created += r.N
-			st.Created += r.N
-		case OutcomeReplayed:
-			h.Replayed += r.N
-			st.Replayed += r.N
-		case OutcomeRejected:
-			h.Rejected += r.N
-			st.Rejected += r.N
-		}
+		st.Hours[i].add(Outcome(r.Outcome), r.N)
+		st.add(Outcome(r.Outcome), r.N)
 	}
 	return st, nil
 }

@@ -32,20 +32,14 @@ func (s *Service) SweepExpiredKeys(ctx context.Context, batchSize int) (int64, e
 		batchSize = SweepBatchSize
 	}
 	expiredBefore := s.now().Add(-s.keyTTL - SweepGrace)
-	pick := `SELECT id FROM idempotency_keys WHERE created_at < ? LIMIT ?`
-	if s.postgres {
-		pick += ` FOR UPDATE SKIP LOCKED`
-	}
-	stmt := `DELETE FROM idempotency_keys WHERE created_at < ? AND id IN (` + pick + `)`
-
 	var total int64
 	for {
-		res := s.db.WithContext(ctx).Exec(stmt, expiredBefore, expiredBefore, batchSize)
-		if res.Error != nil {
-			return total, fmt.Errorf("sweep expired keys: %w", res.Error)
+		n, err := s.store.sweepKeys(ctx, expiredBefore, batchSize)
+		if err != nil {
+			return total, fmt.Errorf("sweep expired keys: %w", err)
 		}
-		total += res.RowsAffected
-		if res.RowsAffected < int64(batchSize) || ctx.Err() != nil {
+		total += n
+		if n < int64(batchSize) || ctx.Err() != nil {
 			return total, nil
 		}
 	}

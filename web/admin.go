@@ -72,6 +72,7 @@ func (c *statsCache) get(ctx context.Context, svc *payments.Service) (payments.S
 type filterForm struct {
 	Q, Client, Key, From, To    string
 	Flagged, Replayed, Rejected bool
+	Status                      string
 	After                       string
 }
 
@@ -86,6 +87,7 @@ func parseFilterForm(q url.Values) filterForm {
 		Flagged:  on("flagged"),
 		Replayed: on("replayed"),
 		Rejected: on("rejected"),
+		Status:   q.Get("status"),
 		After:    q.Get("after"),
 	}
 }
@@ -105,6 +107,7 @@ func (f filterForm) filter() (payments.Filter, error) {
 		Replayed:       f.Replayed,
 		Rejected:       f.Rejected,
 		Search:         f.Q,
+		Status:         payments.Status(f.Status),
 	}
 	day := func(name, v string) (time.Time, error) {
 		if v == "" {
@@ -142,6 +145,7 @@ func (f filterForm) url(after string) string {
 	set("key", f.Key)
 	set("from", f.From)
 	set("to", f.To)
+	set("status", f.Status)
 	for name, on := range map[string]bool{"flagged": f.Flagged, "replayed": f.Replayed, "rejected": f.Rejected} {
 		if on {
 			q.Set(name, "1")
@@ -215,6 +219,7 @@ func (a *admin) list(w http.ResponseWriter, r *http.Request) {
 // paymentView is everything a payment's page shows.
 type paymentView struct {
 	Payment  payments.Payment
+	Refunds  []payments.Refund
 	Attempts []attemptView
 	// Lookalikes are the client's other payments of the same amount within
 	// a day: a double charge made with two different keys, which no
@@ -225,11 +230,14 @@ type paymentView struct {
 // lookalikeWindow is how far around a payment lookalikes are searched.
 const lookalikeWindow = 24 * time.Hour
 
-// attemptView is one attempt on the timeline; for a rejected one, what it
-// asked for beside what the payment is.
+// attemptView is one request on the timeline; for a rejected one, what it
+// asked for beside what the key was first used for.
 type attemptView struct {
 	payments.Attempt
 	Diffs []fieldDiff
+	// Amount is what a capture or refund asked for, shown in the payment's
+	// currency ("" when it gave none).
+	Amount string
 }
 
 type fieldDiff struct{ Field, Original, Attempted string }
@@ -245,14 +253,19 @@ func (a *admin) payment(w http.ResponseWriter, r *http.Request) {
 		serverError(w, r, err)
 		return
 	}
-	attempts, err := a.svc.Attempts(ctx, p.ID)
+	view := paymentView{Payment: p}
+	if view.Refunds, err = a.svc.Refunds(ctx, p); err != nil {
+		serverError(w, r, err)
+		return
+	}
+	attempts, err := a.svc.Attempts(ctx, p)
 	if err != nil {
 		serverError(w, r, err)
 		return
 	}
-	view := paymentView{Payment: p, Attempts: make([]attemptView, len(attempts))}
+	view.Attempts = make([]attemptView, len(attempts))
 	for i, at := range attempts {
-		view.Attempts[i] = attemptView{Attempt: at, Diffs: diffs(p, at)}
+		view.Attempts[i] = attemptView{Attempt: at, Diffs: diffs(p, at), Amount: paramAmount(at.Params, p.Amount.Currency)}
 	}
 	near, err := a.svc.List(ctx, payments.Filter{
 		ClientID: p.ClientID,
@@ -272,28 +285,43 @@ func (a *admin) payment(w http.ResponseWriter, r *http.Request) {
 	render(w, r, http.StatusOK, paymentPage(view))
 }
 
-// diffs puts the original and the attempted value of each differing field
-// side by side.
+// diffs puts what the key was first used for and what the rejected request
+// asked for side by side, field by field.
 func diffs(p payments.Payment, a payments.Attempt) []fieldDiff {
-	if a.Attempted == nil {
-		return nil
-	}
-	var out []fieldDiff
+	out := make([]fieldDiff, 0, len(a.DifferingFields))
 	for _, f := range a.DifferingFields {
-		d := fieldDiff{Field: f}
-		switch f {
-		case "amount":
-			d.Original, d.Attempted = money(p.Amount), money(a.Attempted.Amount)
-		case "currency":
-			d.Original, d.Attempted = p.Amount.Currency, a.Attempted.Amount.Currency
-		case "method":
-			d.Original, d.Attempted = string(p.Method), string(a.Attempted.Method)
-		default:
+		field := payments.Field(f)
+		if field == payments.FieldAmount {
+			out = append(out, fieldDiff{f, paramAmount(a.Held, p.Amount.Currency), paramAmount(a.Params, p.Amount.Currency)})
 			continue
 		}
-		out = append(out, d)
+		out = append(out, fieldDiff{f, orNone(a.Held[field]), orNone(a.Params[field])})
 	}
 	return out
+}
+
+// paramAmount shows a request's amount with the digits of the currency it
+// names, or else of the payment's: "10.50 BRL".
+func paramAmount(params payments.Params, paymentCurrency string) string {
+	text, ok := params[payments.FieldAmount]
+	if !ok {
+		return ""
+	}
+	cur := paymentCurrency
+	if c, ok := params[payments.FieldCurrency]; ok {
+		cur = c
+	}
+	if m, err := payments.ParseAmount(text, cur); err == nil {
+		return money(m)
+	}
+	return text + " " + cur
+}
+
+func orNone(v string) string {
+	if v == "" {
+		return "(none)"
+	}
+	return v
 }
 
 // serverError logs what went wrong and shows only the request id.

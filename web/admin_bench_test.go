@@ -32,7 +32,10 @@ func BenchmarkAdminPages(b *testing.B) {
 	seedPayments(b, db, n)
 	b.Logf("seeded %d payments in %s", n, time.Since(start).Round(time.Second))
 
-	svc := payments.NewService(db.Gorm, payments.Config{})
+	svc, err := payments.NewService(db.Gorm, payments.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
 	h := Admin(svc)
 	// A payment of the big client with a replay and a rejection.
 	var busy string

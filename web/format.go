@@ -16,17 +16,6 @@ func stamp(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05") + 
 // precise shows a time to the microsecond, for telling attempts apart.
 func precise(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05.000000") }
 
-// maxKeyShown is how much of a key the list shows; the rest is in the
-// cell's title and on the payment's page.
-const maxKeyShown = 28
-
-func shortKey(k string) string {
-	if len(k) <= maxKeyShown {
-		return k
-	}
-	return k[:maxKeyShown-4] + "…"
-}
-
 func itoa(n int) string { return strconv.Itoa(n) }
 
 // times is "once", "twice" or "N times".
@@ -45,10 +34,47 @@ func outcomeClass(o payments.Outcome) string {
 	switch o {
 	case payments.OutcomeReplayed:
 		return "replayed"
-	case payments.OutcomeRejected:
+	case payments.OutcomeRejected, payments.OutcomeRefused:
 		return "rejected"
 	}
 	return "created"
+}
+
+// statusClass is the badge class of a status.
+func statusClass(st payments.Status) string {
+	switch st {
+	case payments.StatusAuthorized:
+		return "status authorized"
+	case payments.StatusCanceled:
+		return "status canceled"
+	case payments.StatusRefunded, payments.StatusPartiallyRefunded:
+		return "status refunded"
+	}
+	return "status captured"
+}
+
+// operationName is an operation as support staff say it.
+func operationName(op payments.Operation) string {
+	switch op {
+	case payments.OpCapture:
+		return "capture"
+	case payments.OpCancel:
+		return "cancel"
+	case payments.OpRefund:
+		return "refund"
+	}
+	return "create"
+}
+
+// refusalText says in words why a request was refused.
+func refusalText(code string) string {
+	switch code {
+	case "PAYMENT_STATE_CONFLICT":
+		return "the payment's status did not allow it"
+	case "AMOUNT_EXCEEDS_AVAILABLE":
+		return "the amount was more than was available"
+	}
+	return code
 }
 
 // plural is "1 other payment" or "3 other payments".
@@ -57,4 +83,12 @@ func plural(n int, one, many string) string {
 		return "1 " + one
 	}
 	return itoa(n) + " " + many
+}
+
+// or is v, or fallback when v is empty.
+func or(v, fallback string) string {
+	if v == "" {
+		return fallback
+	}
+	return v
 }

@@ -155,7 +155,7 @@ func postgresRun(serverURL, pgBin, binary, work string, n int) string {
 			r.ErrorCount(), float64(r.peakRSS)/1024, limits[mode], r.RPS()/limits[mode])
 	}
 	fmt.Fprintf(&b, "\npgbench `-M prepared -c %d`, same schema and data: the limit for a new key %.0f tps, for a replay %.0f tps; "+
-		"the server's own statement (`payments.CreatePostgresSQL`, one request per statement) %.0f tps for new keys and %.0f tps for replays.\n\n",
+		"the server's own statement (`payments.CreateBatchSQL`, one request per statement) %.0f tps for new keys and %.0f tps for replays.\n\n",
 		*clients, limitNew.tps, limitReplay.tps, serverNew.tps, serverReplay.tps)
 
 	b.WriteString("Where the CPU went: µs per request (per transaction for pgbench) spent by each party, and the cores left idle. " +
@@ -278,15 +278,16 @@ a AS (INSERT INTO idempotency_attempts (payment_id, outcome, at, differing_field
 SELECT p.id, p.amount_minor, p.currency, p.method, p.created_at FROM payments p JOIN k ON p.id = k.payment_id;
 `
 
-// serverStatement is payments.CreatePostgresSQL with pgbench variables in
+// serverStatement is payments.CreateBatchSQL with pgbench variables in
 // place of its parameters: a statement for one request, as the server
 // sends it when requests do not overlap.
 func serverStatement(key, random string) string {
-	sql := payments.CreatePostgresSQL
+	sql := payments.CreateBatchSQL
 	params := map[int]string{
-		1: "ARRAY['pgbench']", 2: "ARRAY[" + key + "]", 3: `ARRAY['\x01'::bytea]`, 4: "ARRAY['p' || :n || '-' || :client_id]",
-		5: "ARRAY[1000::bigint]", 6: "ARRAY['BRL']", 7: "ARRAY['PIX']", 8: "ARRAY['pgbench']",
-		9: "1", 10: "now()", 11: "now() - interval '24 hours'",
+		1: "ARRAY['pgbench']", 2: "ARRAY[" + key + "]", 3: `ARRAY['\x01'::bytea]`, 4: `ARRAY['{}']`,
+		5: "ARRAY['p' || :n || '-' || :client_id]", 6: "ARRAY[1000::bigint]", 7: "ARRAY['BRL']", 8: "ARRAY['PIX']",
+		9: "ARRAY[true]", 10: "ARRAY['pgbench']", 11: "ARRAY['']", 12: "ARRAY['']",
+		13: "2", 14: "now()", 15: "now() - interval '24 hours'",
 	}
 	sql = regexp.MustCompile(`\$(\d+)`).ReplaceAllStringFunc(sql, func(m string) string {
 		i, _ := strconv.Atoi(m[1:])

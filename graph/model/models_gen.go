@@ -7,7 +7,23 @@ import (
 	"github.com/cmpay/cmpay/payments"
 )
 
-// The payment to create. These four fields are the payload an idempotency key is bound to.
+// The result of cancelPayment.
+type CancelPaymentPayload struct {
+	// The payment as it is now.
+	Payment *payments.Payment `json:"payment"`
+	// true when the key had already been used for this cancel.
+	Replayed bool `json:"replayed"`
+}
+
+// The result of capturePayment.
+type CapturePaymentPayload struct {
+	// The payment as it is now.
+	Payment *payments.Payment `json:"payment"`
+	// true when the key had already been used for this capture: nothing was captured again.
+	Replayed bool `json:"replayed"`
+}
+
+// The payment to create. These fields are the payload an idempotency key is bound to.
 type CreatePaymentInput struct {
 	// Who pays: 1 to 100 characters. An idempotency key belongs to one client.
 	ClientID string `json:"clientId"`
@@ -17,6 +33,8 @@ type CreatePaymentInput struct {
 	Currency string `json:"currency"`
 	// How the payment is paid.
 	Method payments.Method `json:"method"`
+	// false: authorize only; capture later with capturePayment, or cancel with cancelPayment.
+	Capture *bool `json:"capture,omitempty"`
 }
 
 // The result of createPayment.
@@ -27,7 +45,9 @@ type CreatePaymentPayload struct {
 	Replayed bool `json:"replayed"`
 }
 
-// Creating payments. Every request needs `Authorization: Bearer <token>`.
+// Creating and changing payments. Every request needs `Authorization: Bearer <token>`. Every mutation takes an idempotency
+// key, and keeps the same promise: a retry with the same key gets the first result and nothing is done twice. Payloads
+// are nullable: when one mutation of an operation fails, the others' results still come back in `data`.
 type Mutation struct {
 }
 
@@ -63,8 +83,20 @@ type PaymentFilter struct {
 	IdempotencyKey *string `json:"idempotencyKey,omitempty"`
 	// only payments whose key was replayed or rejected
 	Flagged *bool `json:"flagged,omitempty"`
+	// Only payments in this status.
+	Status *payments.Status `json:"status,omitempty"`
 }
 
 // Reading payments. Every request needs `Authorization: Bearer <token>`.
 type Query struct {
+}
+
+// The result of refundPayment.
+type RefundPaymentPayload struct {
+	// The refund: the one just made, or on a replay the one the key made first (same id).
+	Refund *payments.Refund `json:"refund"`
+	// The payment as it is now.
+	Payment *payments.Payment `json:"payment"`
+	// true when the key had already been used for this refund: nothing was refunded again.
+	Replayed bool `json:"replayed"`
 }

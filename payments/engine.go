@@ -1,0 +1,248 @@
+package payments
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+	"gorm.io/gorm"
+)
+
+// The engine: one path that every operation goes through. An operation is
+// validated into a command (request.go), sent to the store in a batch
+// (batch.go: group commit), and the store's answer finished here. What
+// each answer means is decided in decide.go.
+
+// CreateResult is the answer to a create that was not refused.
+type CreateResult struct {
+	Payment Payment
+	// Replayed is true when the key had been used with the same payload and
+	// the payment it created is returned.
+	Replayed bool
+}
+
+// ChangeResult is the answer to a capture, cancel or refund that was not
+// refused: the payment as it is now, and for a refund the refund.
+type ChangeResult struct {
+	Payment Payment
+	// Refund is the refund a refund request created (on a replay, the one
+	// the first request created); nil for a capture or cancel.
+	Refund *Refund
+	// Replayed is true when the key had been used for the same request and
+	// its first result is returned; nothing was done again.
+	Replayed bool
+}
+
+// Create creates the payment a request asks for, exactly once per client
+// and idempotency key:
+//
+//   - a new key creates the payment (captured, or only authorized when
+//     Capture is false);
+//   - the same key with the same payload returns that payment, unchanged,
+//     with Replayed set;
+//   - the same key with another payload, or a key used for another
+//     operation, fails with a *KeyReusedError;
+//   - a key older than the TTL is forgotten and handled as new.
+//
+// The database's unique index on (client_id, idempotency_key) decides which
+// of any number of simultaneous requests, on any number of instances,
+// creates the payment; the others wait for it and return it. Every outcome
+// is recorded as an attempt of the payment. Bad input fails with an
+// *InvalidInputError and writes nothing.
+func (s *Service) Create(ctx context.Context, req CreateRequest) (CreateResult, error) {
+	cmd, err := req.command()
+	if err != nil {
+		return CreateResult{}, err
+	}
+	if req.Client != "" && req.Client != req.ClientID {
+		return CreateResult{}, fmt.Errorf("create a payment for client %q: %w", req.ClientID, ErrForbidden)
+	}
+	a, err := s.run(ctx, cmd)
+	if err != nil {
+		return CreateResult{}, fmt.Errorf("create payment: %w", err)
+	}
+	return CreateResult{Payment: a.payment, Replayed: a.outcome == OutcomeReplayed}, nil
+}
+
+// Capture captures an authorized payment, Cancel cancels one, and Refund
+// refunds a captured one, each exactly once per idempotency key, with the
+// same promise as Create: a retry gets the first result (Replayed, the
+// same refund), a key reused for anything else fails with a
+// *KeyReusedError, and concurrent requests, on any number of instances,
+// never capture and cancel the same payment nor refund more than was
+// captured. A payment whose status does not allow the operation fails with
+// a *StateConflictError, an amount above what is available with an
+// *AmountExceedsError; both leave the key unused and are recorded as
+// attempts. A payment id that does not exist is ErrNotFound.
+func (s *Service) Capture(ctx context.Context, req CaptureRequest) (ChangeResult, error) {
+	return s.change(ctx, req.command)
+}
+
+// Cancel: see Capture.
+func (s *Service) Cancel(ctx context.Context, req CancelRequest) (ChangeResult, error) {
+	return s.change(ctx, req.command)
+}
+
+// Refund: see Capture.
+func (s *Service) Refund(ctx context.Context, req RefundRequest) (ChangeResult, error) {
+	return s.change(ctx, req.command)
+}
+
+func (s *Service) change(ctx context.Context, build func() (*command, error)) (ChangeResult, error) {
+	cmd, err := build()
+	if err != nil {
+		return ChangeResult{}, err
+	}
+	a, err := s.run(ctx, cmd)
+	if err != nil {
+		return ChangeResult{}, fmt.Errorf("%s %s: %w", verb(cmd.op), cmd.paymentID, err)
+	}
+	return ChangeResult{Payment: a.payment, Refund: a.refund, Replayed: a.outcome == OutcomeReplayed}, nil
+}
+
+// requestTimeout bounds a request's work, including one whose client went
+// away.
+const requestTimeout = 15 * time.Second
+
+// maxRounds bounds how often a request is sent again after an answer that
+// needs another look: a race lost to a request that committed while the
+// statement ran, an expired key forgotten, a payment changed under a
+// change's snapshot. One or two are the most a request needs in practice.
+const maxRounds = 5
+
+// errRoundsExhausted: the request could not be settled in maxRounds.
+var errRoundsExhausted = errors.New("could not settle the request: the key or payment kept changing")
+
+// run takes a command through the store until it is settled, and returns
+// the settled answer or the error the client gets.
+func (s *Service) run(ctx context.Context, cmd *command) (answer, error) {
+	// Once started, the work commits or rolls back as a unit even if the
+	// client goes away: its retry then finds the result or nothing.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), requestTimeout)
+	defer cancel()
+
+	if cmd.op != OpCreate && !plausibleID(cmd.paymentID) {
+		return s.finish(cmd, answer{kind: answerNotFound})
+	}
+	for range maxRounds {
+		a, err := s.submit(ctx, cmd)
+		if err != nil {
+			return answer{}, err
+		}
+		switch a.kind {
+		case answerRetry:
+			continue
+		case answerHeld:
+			// The statement left the key's verdict to Go: a key stored
+			// under an older fingerprint version, or one past its TTL.
+			if a, err = s.settleHeld(ctx, cmd, a); err != nil {
+				return answer{}, err
+			}
+		case answerNotApplied:
+			// The change did not apply: something about the payment stops
+			// the request before its key counts, or a rule refuses it, as
+			// the statement's snapshot shows the payment; or the payment
+			// changed after that snapshot and the request needs a fresh look.
+			amount, stop := stopped(cmd, a.payment)
+			if stop != nil {
+				if stop.err != nil {
+					return answer{}, stop.err
+				}
+				a = *stop
+				break
+			}
+			refused := refusal(cmd, a.payment, amount)
+			if refused == nil {
+				continue
+			}
+			if a, err = s.record(ctx, cmd, OutcomeRefused, a.payment, nil, refused); err != nil {
+				return answer{}, err
+			}
+		}
+		if a.kind == answerRetry {
+			continue
+		}
+		return s.finish(cmd, a)
+	}
+	return answer{}, errRoundsExhausted
+}
+
+// submit sends cmd to the statement of its kind and waits for its answer.
+func (s *Service) submit(ctx context.Context, cmd *command) (answer, error) {
+	j := &job{cmd: cmd, answer: make(chan answer, 1)}
+	if cmd.op == OpCreate {
+		s.creates.submit(j)
+	} else {
+		s.changes.submit(j)
+	}
+	select {
+	case a := <-j.answer:
+		return a, a.err
+	case <-ctx.Done():
+		// The statement may still run; the client's retry will find what
+		// it did, as after any lost answer.
+		return answer{}, fmt.Errorf("waiting for the statement: %w", ctx.Err())
+	}
+}
+
+// settleHeld judges a held key the statement did not (decide.go) and
+// records the verdict.
+func (s *Service) settleHeld(ctx context.Context, cmd *command, a answer) (answer, error) {
+	expiredBefore := s.now().Add(-s.keyTTL)
+	v, err := decide(*a.held, cmd, expiredBefore)
+	if err != nil {
+		return answer{}, err
+	}
+	switch v {
+	case verdictForget:
+		if err := forgetKey(s.db.WithContext(ctx), a.held.id, expiredBefore); err != nil {
+			return answer{}, err
+		}
+		return answer{kind: answerRetry}, nil
+	case verdictReplay:
+		return s.record(ctx, cmd, OutcomeReplayed, a.payment, a.held, nil)
+	default:
+		return s.record(ctx, cmd, OutcomeRejected, a.payment, a.held, nil)
+	}
+}
+
+// record writes an attempt the engine decided after a statement, in a
+// short transaction of its own.
+func (s *Service) record(ctx context.Context, cmd *command, outcome Outcome, p Payment, held *heldKey, refused error) (answer, error) {
+	var a answer
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var err error
+		a, err = recordAttempt(tx, cmd, outcome, p.ID, held, refused, s.now())
+		return err
+	})
+	if err != nil {
+		return answer{}, fmt.Errorf("record %s attempt: %w", outcome, err)
+	}
+	return a, nil
+}
+
+// finish turns a settled answer into what the caller gets, and tells the
+// metrics.
+func (s *Service) finish(cmd *command, a answer) (answer, error) {
+	switch a.kind {
+	case answerNotFound:
+		return answer{}, fmt.Errorf("payment %q: %w", cmd.paymentID, ErrNotFound)
+	case answerForbidden:
+		return answer{}, fmt.Errorf("payment %q belongs to another client: %w", cmd.paymentID, ErrForbidden)
+	}
+	s.onAttempt(cmd.op, a.outcome, cmd.Transport)
+	switch a.outcome {
+	case OutcomeRejected:
+		return answer{}, rejection(*a.held, cmd)
+	case OutcomeRefused:
+		return answer{}, a.refused
+	}
+	return a, nil
+}
+
+// newPaymentID makes the id a payment gets if a create makes it: "pay_" and
+// a ULID, which sorts by creation time. newRefundID is the same for refunds.
+func newPaymentID() string { return "pay_" + ulid.Make().String() }
+func newRefundID() string  { return "ref_" + ulid.Make().String() }

@@ -1,0 +1,128 @@
+package payments
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"hash"
+	"strconv"
+)
+
+// Field names a parameter a key is bound to. They are the names
+// IDEMPOTENCY_KEY_REUSED's differingFields uses.
+type Field string
+
+const (
+	FieldOperation Field = "operation"
+	FieldPaymentID Field = "paymentId"
+	FieldAmount    Field = "amount"
+	FieldCurrency  Field = "currency"
+	FieldMethod    Field = "method"
+	FieldCapture   Field = "capture"
+	FieldReason    Field = "reason"
+)
+
+// fieldOrder is the order differingFields lists fields in.
+var fieldOrder = []Field{FieldOperation, FieldPaymentID, FieldAmount, FieldCurrency, FieldMethod, FieldCapture, FieldReason}
+
+// Params are a request's operation and parameters in canonical form: every
+// value is the text of a normalised value (an amount as its reduced decimal, "10.5" for
+// "10.50"; a currency upper-cased; a boolean as "true"), and a parameter the
+// request left out is absent. Two requests ask for the same thing exactly
+// when their Params are equal, so comparing them is generic:
+// no operation has comparison code of its own. The client is not a
+// parameter: it is the namespace the key lives in.
+type Params map[Field]string
+
+// encode is the canonical JSON text of p: keys sorted (encoding/json sorts
+// map keys), values strings. It is what the key row stores and what the
+// fingerprint hashes.
+func (p Params) encode() string {
+	b, err := json.Marshal(p)
+	if err != nil {
+		panic(fmt.Sprintf("encode params: %v", err)) // a map of strings always encodes
+	}
+	return string(b)
+}
+
+// decodeParams reads what encode wrote; nil text (a version 1 key) is nil.
+func decodeParams(text *string) (Params, error) {
+	if text == nil {
+		return nil, nil
+	}
+	var p Params
+	if err := json.Unmarshal([]byte(*text), &p); err != nil {
+		return nil, fmt.Errorf("decode stored params: %w", err)
+	}
+	return p, nil
+}
+
+// differingFields names what differs between the request that first used a
+// key and a later one: the operation alone when the operations differ (the
+// parameters of two operations are not comparable), else every parameter
+// whose canonical value differs, in fieldOrder.
+func differingFields(held, p Params) []string {
+	if held[FieldOperation] != p[FieldOperation] {
+		return []string{string(FieldOperation)}
+	}
+	out := []string{}
+	for _, f := range fieldOrder {
+		hv, hok := held[f]
+		v, ok := p[f]
+		if hok != ok || hv != v {
+			out = append(out, string(f))
+		}
+	}
+	return out
+}
+
+// fingerprintVersion is stored beside every fingerprint. A new encoding
+// gets a new version, and a key fingerprinted under an older one is
+// compared under its own (decide.go), so an upgrade never turns a replay
+// into a conflict.
+//
+//	1: creates only, before the lifecycle: client, minor units, currency, method.
+//	2: any operation: the operation and its canonical Params.
+const fingerprintVersion = 2
+
+// fingerprint is the SHA-256 of the request's canonical encoding under the
+// current version: a tag and the canonical params (the operation among
+// them), each length-prefixed so that no two requests share an encoding however their
+// strings are chosen. It depends on normalised values only, so JSON
+// formatting, field order, "10.5" versus "10.50" versus 10.5 and "brl"
+// versus "BRL" cannot change it, while any real difference does.
+func fingerprint(p Params) []byte {
+	h := sha256.New()
+	for _, field := range []string{"cmpay/idempotency/v2", p.encode()} {
+		writeField(h, field)
+	}
+	return h.Sum(nil)
+}
+
+// fingerprintV1 is the version 1 fingerprint of a create, which keys stored
+// before the lifecycle carry. Version 1 knew no other operation and no
+// authorize-only payments: ok is false for anything it cannot express, and
+// such a request can never replay a version 1 key.
+func fingerprintV1(clientID string, op Operation, amount Money, method Method, capture bool) (fp []byte, ok bool) {
+	if op != OpCreate || !capture {
+		return nil, false
+	}
+	h := sha256.New()
+	for _, field := range []string{
+		"cmpay/payment/v1",
+		clientID,
+		strconv.FormatInt(amount.Minor, 10),
+		amount.Currency,
+		string(method),
+	} {
+		writeField(h, field)
+	}
+	return h.Sum(nil), true
+}
+
+func writeField(h hash.Hash, s string) {
+	var n [binary.MaxVarintLen64]byte
+	h.Write(n[:binary.PutUvarint(n[:], uint64(len(s)))])
+	h.Write([]byte(s))
+}

@@ -1,0 +1,81 @@
+package payments
+
+import (
+	"embed"
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// The SQL statements live in sql/*.sql, one file each, with a comment per
+// step. A {{fragment}} in a file is replaced by the text below, so that a
+// column list, the layout of a result row, or a whole shared statement is
+// written once.
+
+//go:embed sql/*.sql
+var sqlFiles embed.FS
+
+// heldColumns are a held key's columns in a result row, named as the
+// statements' "held" CTEs name them.
+var heldColumns = []string{"key_id", "held_operation", "held_params", "held_fingerprint", "held_version",
+	"held_created_at", "held_payment_id", "held_refund_id"}
+
+// fragments are the texts a {{name}} stands for; {{name:alias}} prefixes
+// each column of a list with alias.
+var fragments = map[string]func(alias string) string{
+	"payment_columns": func(a string) string { return qualify(a, paymentColumns) },
+	"refund_columns":  func(a string) string { return qualify(a, refundColumns) },
+	"held_columns":    func(a string) string { return qualify(a, strings.Join(heldColumns, ", ")) },
+	// held_of:k reads a key row k as the held columns.
+	"held_of": func(k string) string {
+		return qualify(k, "id AS key_id, operation AS held_operation, params AS held_params, "+
+			"fingerprint AS held_fingerprint, fingerprint_version AS held_version, created_at AS held_created_at, "+
+			"payment_id AS held_payment_id, refund_id AS held_refund_id")
+	},
+	// Typed NULLs for the parts of a result row an answer does not have.
+	"no_payment": func(string) string {
+		return "NULL::text, NULL::text, NULL::text, NULL::bigint, NULL::text, NULL::text, NULL::timestamptz, " +
+			"NULL::text, NULL::bigint, NULL::bigint, NULL::timestamptz, NULL::timestamptz, NULL::bigint, NULL::bigint"
+	},
+	"no_refund": func(string) string {
+		return "NULL::text, NULL::text, NULL::bigint, NULL::text, NULL::text, NULL::timestamptz"
+	},
+	"no_held": func(string) string {
+		return "NULL::bigint, NULL::text, NULL::text, NULL::bytea, NULL::bigint, NULL::timestamptz, NULL::text, NULL::text"
+	},
+}
+
+var fragmentRef = regexp.MustCompile(`\{\{(\w+)(?::(\w+))?\}\}`)
+
+// statement returns sql/<name>.sql with its fragments filled in. It panics
+// on a missing file or an unknown fragment: every name is a constant of
+// this package, and every statement is loaded when the package starts.
+func statement(name string) string {
+	b, err := sqlFiles.ReadFile("sql/" + name + ".sql")
+	if err != nil {
+		panic(err)
+	}
+	return fragmentRef.ReplaceAllStringFunc(string(b), func(ref string) string {
+		m := fragmentRef.FindStringSubmatch(ref)
+		if m[1] == "apply_change" { // a whole statement, shared by both dialects
+			return statement(m[1])
+		}
+		f, ok := fragments[m[1]]
+		if !ok {
+			panic(fmt.Sprintf("sql/%s.sql: unknown fragment %s", name, ref))
+		}
+		return f(m[2])
+	})
+}
+
+// qualify prefixes each column of a comma-separated list with alias.
+func qualify(alias, columns string) string {
+	if alias == "" {
+		return columns
+	}
+	cols := strings.Split(columns, ", ")
+	for i, c := range cols {
+		cols[i] = alias + "." + c
+	}
+	return strings.Join(cols, ", ")
+}

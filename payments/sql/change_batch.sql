@@ -1,0 +1,133 @@
+-- change_batch.sql: capturePayment, cancelPayment and refundPayment for a
+-- batch of requests, at most one per payment, in one statement and so one
+-- round trip and one commit (group commit: batch.go). PostgreSQL.
+--
+-- For each request, in the contract's order: the payment (none: NOT_FOUND);
+-- what stops the request before its key is looked at (another client's
+-- payment, an amount that is no whole number of the payment's minor
+-- units); the key (held: a replay or a rejection, settled here as in
+-- create_batch.sql); then the change itself, apply_change.sql, whose WHERE
+-- is the lifecycle's rules. A request the change does not apply to comes
+-- back NOT_APPLIED with the payment as the snapshot shows it, and the
+-- engine says which rule refused it, or, if the snapshot allows it, sends
+-- it again: the payment changed after the snapshot was taken (decide.go).
+--
+-- Races. Requests on one payment queue on its row lock in apply_change,
+-- and each is judged against the row as the last one left it. Two requests
+-- with one key: the second to commit fails in "claim", which is a plain
+-- INSERT on purpose, with a unique violation that rolls the whole
+-- statement back, its change included; the engine runs it again and it
+-- finds the key held.
+--
+-- Parameters, one array element per request: $1 operations, $2 payment
+-- ids, $3 keys, $4 fingerprints, $5 canonical params, $6 amount given,
+-- $7 reasons, $8 ids for new refunds, $9 transports, $10 actors, $11 actor
+-- addresses, $12 client scopes ('' for any client). $13 holds the amounts
+-- in minor units, $14 per request: element (n-1)*$14 + d + 1 is the amount
+-- for a currency of d digits, NULL when it is no whole number of its minor
+-- units. Then $15 the fingerprint version, $16 now, $17 expired-before.
+-- Result rows: see answerColumns in store_postgres.go.
+WITH input AS (
+	SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bytea[], $5::text[], $6::bool[], $7::text[],
+	                     $8::text[], $9::text[], $10::text[], $11::text[], $12::text[])
+		WITH ORDINALITY AS t(operation, payment_id, idempotency_key, fingerprint, params, amount_given, reason,
+		                     refund_id, transport, actor, actor_address, client_scope, n)
+),
+-- snap: each request's payment as the snapshot shows it, the amount in the
+-- payment's minor units, and whether something stops the request before its
+-- key is looked at.
+snap AS (
+	SELECT i.*, p.client_id, p.status, p.amount_minor, p.captured_minor, p.refunded_minor,
+	       ($13::bigint[])[(i.n - 1) * $14 + c.digits + 1] AS minor,
+	       i.client_scope NOT IN ('', p.client_id)
+	         OR i.amount_given AND ($13::bigint[])[(i.n - 1) * $14 + c.digits + 1] IS NULL AS stopped
+	FROM input i JOIN payments p ON p.id = i.payment_id JOIN currencies c ON c.code = p.currency
+),
+-- held: the keys the snapshot shows held in the payment's client's
+-- namespace; "decided" and "same" as in create_batch.sql. A rejection whose
+-- key belongs to a payment another request of this statement changes is
+-- left for the next statement ("busy"): one statement may update a row only
+-- once.
+held AS (
+	SELECT s.*, {{held_of:k}},
+	       k.fingerprint_version = $15 AND k.created_at >= $17 AS decided,
+	       k.fingerprint_version = $15 AND k.fingerprint = s.fingerprint AS same,
+	       k.payment_id <> s.payment_id AND EXISTS (SELECT 1 FROM snap o WHERE o.payment_id = k.payment_id) AS busy
+	FROM snap s JOIN idempotency_keys k ON k.client_id = s.client_id AND k.idempotency_key = s.idempotency_key
+	WHERE NOT s.stopped
+),
+-- target: the requests whose key is new, with the amount each asks for:
+-- the one given, or all that the snapshot shows available.
+target AS (
+	SELECT s.operation AS req_operation, s.payment_id AS req_payment_id,
+	       CASE s.operation
+	         WHEN 'CAPTURE_PAYMENT' THEN COALESCE(s.minor, s.amount_minor)
+	         WHEN 'REFUND_PAYMENT' THEN COALESCE(s.minor, s.captured_minor - s.refunded_minor)
+	         ELSE 0 END AS req_amount,
+	       NOT s.amount_given AS req_all, true AS req_ready, $16::timestamptz AS req_now
+	FROM snap s
+	WHERE NOT s.stopped AND NOT EXISTS (SELECT 1 FROM held h WHERE h.n = s.n)
+),
+applied AS (
+{{apply_change}}
+),
+claim AS (
+	INSERT INTO idempotency_keys (client_id, idempotency_key, operation, fingerprint, fingerprint_version, params,
+	                              payment_id, refund_id, created_at)
+	SELECT s.client_id, s.idempotency_key, s.operation, s.fingerprint, $15, s.params, s.payment_id,
+	       CASE WHEN s.operation = 'REFUND_PAYMENT' THEN s.refund_id END, $16
+	FROM applied a JOIN snap s ON s.payment_id = a.id
+),
+refund AS (
+	INSERT INTO refunds (id, payment_id, amount_minor, reason, idempotency_key, created_at)
+	SELECT s.refund_id, s.payment_id, t.req_amount, s.reason, s.idempotency_key, $16
+	FROM applied a JOIN snap s ON s.payment_id = a.id JOIN target t ON t.req_payment_id = a.id
+	WHERE s.operation = 'REFUND_PAYMENT'
+	RETURNING {{refund_columns}}
+),
+applied_attempt AS (
+	INSERT INTO idempotency_attempts (payment_id, operation, idempotency_key, outcome, at, params, refund_id,
+	                                  transport, actor, actor_address)
+	SELECT s.payment_id, s.operation, s.idempotency_key, 'APPLIED', $16, s.params,
+	       CASE WHEN s.operation = 'REFUND_PAYMENT' THEN s.refund_id END, s.transport, s.actor, s.actor_address
+	FROM applied a JOIN snap s ON s.payment_id = a.id
+),
+counted AS (
+	UPDATE payments p SET
+		replay_count = p.replay_count + c.replays,
+		replayed_at = CASE WHEN c.replays > 0 THEN COALESCE(p.replayed_at, $16) ELSE p.replayed_at END,
+		rejected_count = p.rejected_count + c.rejections,
+		rejected_at = CASE WHEN c.rejections > 0 THEN COALESCE(p.rejected_at, $16) ELSE p.rejected_at END
+	FROM (SELECT held_payment_id, count(*) FILTER (WHERE same) AS replays, count(*) FILTER (WHERE NOT same) AS rejections
+	      FROM held WHERE decided AND NOT busy GROUP BY held_payment_id) c
+	WHERE p.id = c.held_payment_id
+	RETURNING {{payment_columns:p}}
+),
+decided_attempt AS (
+	INSERT INTO idempotency_attempts (payment_id, operation, idempotency_key, outcome, at, params, held_params, refund_id,
+	                                  transport, actor, actor_address)
+	SELECT h.held_payment_id, h.operation, h.idempotency_key, CASE WHEN h.same THEN 'REPLAYED' ELSE 'REJECTED' END, $16,
+	       h.params, CASE WHEN NOT h.same THEN h.held_params END, CASE WHEN h.same THEN h.held_refund_id END,
+	       h.transport, h.actor, h.actor_address
+	-- only where the payment was counted: a key whose payment is missing
+	-- (a damaged database) records nothing, and the request fails.
+	FROM held h JOIN counted c ON c.id = h.held_payment_id WHERE h.decided AND NOT h.busy
+)
+SELECT s.n, 'APPLIED', {{payment_columns:a}}, {{refund_columns:r}}, {{no_held}}
+FROM applied a JOIN snap s ON s.payment_id = a.id LEFT JOIN refund r ON r.payment_id = a.id
+UNION ALL
+SELECT h.n, CASE WHEN h.same THEN 'REPLAYED' ELSE 'REJECTED' END, {{payment_columns:c}}, {{refund_columns:r}}, {{held_columns:h}}
+FROM held h JOIN counted c ON c.id = h.held_payment_id LEFT JOIN refunds r ON r.id = h.held_refund_id AND h.same
+WHERE h.decided AND NOT h.busy
+UNION ALL
+SELECT h.n, CASE WHEN h.busy THEN 'RETRY' ELSE 'HELD' END, {{payment_columns:p}}, {{no_refund}}, {{held_columns:h}}
+FROM held h JOIN payments p ON p.id = h.held_payment_id
+WHERE NOT h.decided OR h.busy
+UNION ALL
+SELECT s.n, 'NOT_APPLIED', {{payment_columns:p}}, {{no_refund}}, {{no_held}}
+FROM snap s JOIN payments p ON p.id = s.payment_id
+WHERE NOT EXISTS (SELECT 1 FROM held h WHERE h.n = s.n) AND NOT EXISTS (SELECT 1 FROM applied a WHERE a.id = s.payment_id)
+UNION ALL
+SELECT i.n, 'NOT_FOUND', {{no_payment}}, {{no_refund}}, {{no_held}}
+FROM input i
+WHERE NOT EXISTS (SELECT 1 FROM snap s WHERE s.n = i.n)

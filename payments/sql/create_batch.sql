@@ -1,0 +1,101 @@
+-- create_batch.sql: createPayment for a batch of requests, in one statement
+-- and so one round trip and one commit (group commit: batch.go). PostgreSQL.
+--
+-- Data-modifying CTEs claim each request's key under the unique index and
+-- either create its payment, or settle the request with the key it finds:
+-- the same request again (an equal fingerprint of the current version) is a
+-- replay, another one a rejection. Every other held key (an older
+-- fingerprint version, a key past its TTL) comes back HELD for the engine
+-- to judge (decide.go).
+--
+-- Every CTE reads the snapshot the statement started with. A request that
+-- loses a race waits inside "claim" for the winner to commit, but the
+-- winner's key is not in the snapshot, so "held" finds nothing and the
+-- statement returns no row for it: the engine sends it again, with a fresh
+-- snapshot that sees the key. A race costs one round trip more and is never
+-- mistaken for anything else.
+--
+-- Parameters, one array element per request: $1 client ids, $2 keys,
+-- $3 fingerprints, $4 canonical params, $5 ids for new payments, $6 amounts
+-- in minor units, $7 currencies, $8 methods, $9 capture (false: authorize
+-- only), $10 transports, $11 actors, $12 actor addresses. Then $13 the
+-- fingerprint version, $14 now, $15 expired-before (now less the TTL).
+-- Result rows: see answerColumns in store_postgres.go.
+WITH input AS (
+	SELECT * FROM unnest($1::text[], $2::text[], $3::bytea[], $4::text[], $5::text[], $6::bigint[], $7::text[],
+	                     $8::text[], $9::bool[], $10::text[], $11::text[], $12::text[])
+		WITH ORDINALITY AS t(client_id, idempotency_key, fingerprint, params, payment_id, amount_minor, currency,
+		                     method, capture, transport, actor, actor_address, n)
+),
+-- claim: each request's key, unless its client holds it. ON CONFLICT DO
+-- NOTHING waits for a transaction inserting the same key and skips the row
+-- once that commits: the loser never meets a unique violation, and a replay
+-- neither locks nor writes the key row.
+claim AS (
+	INSERT INTO idempotency_keys (client_id, idempotency_key, operation, fingerprint, fingerprint_version, params,
+	                              payment_id, created_at)
+	SELECT client_id, idempotency_key, 'CREATE_PAYMENT', fingerprint, $13, params, payment_id, $14
+	FROM input ORDER BY n
+	ON CONFLICT (client_id, idempotency_key) DO NOTHING
+	RETURNING payment_id
+),
+-- created: the payment of each claimed key, captured unless the request
+-- asked to authorize only.
+created AS (
+	INSERT INTO payments (id, client_id, idempotency_key, amount_minor, currency, method, created_at,
+	                      status, captured_minor, captured_at, refunded_minor, replay_count, rejected_count)
+	SELECT i.payment_id, i.client_id, i.idempotency_key, i.amount_minor, i.currency, i.method, $14,
+	       CASE WHEN i.capture THEN 'CAPTURED' ELSE 'AUTHORIZED' END,
+	       CASE WHEN i.capture THEN i.amount_minor ELSE 0 END,
+	       CASE WHEN i.capture THEN $14::timestamptz END, 0, 0, 0
+	FROM claim c JOIN input i ON i.payment_id = c.payment_id
+	RETURNING {{payment_columns}}
+),
+created_attempt AS (
+	INSERT INTO idempotency_attempts (payment_id, operation, idempotency_key, outcome, at, params, transport, actor, actor_address)
+	SELECT i.payment_id, 'CREATE_PAYMENT', i.idempotency_key, 'CREATED', $14, i.params, i.transport, i.actor, i.actor_address
+	FROM claim c JOIN input i ON i.payment_id = c.payment_id
+),
+-- held: the keys the snapshot shows already held; "decided" marks those
+-- this statement settles itself (current version, not expired), "same"
+-- the replays among them.
+held AS (
+	SELECT i.*, {{held_of:k}},
+	       k.fingerprint_version = $13 AND k.created_at >= $15 AS decided,
+	       k.fingerprint_version = $13 AND k.fingerprint = i.fingerprint AS same
+	FROM input i JOIN idempotency_keys k ON k.client_id = i.client_id AND k.idempotency_key = i.idempotency_key
+	WHERE NOT EXISTS (SELECT 1 FROM claim c WHERE c.payment_id = i.payment_id)
+),
+-- counted: the replays and rejections, counted on the payment each key
+-- belongs to, in one update per payment (one statement may update a row
+-- only once, and several requests may hold keys of the same payment).
+counted AS (
+	UPDATE payments p SET
+		replay_count = p.replay_count + c.replays,
+		replayed_at = CASE WHEN c.replays > 0 THEN COALESCE(p.replayed_at, $14) ELSE p.replayed_at END,
+		rejected_count = p.rejected_count + c.rejections,
+		rejected_at = CASE WHEN c.rejections > 0 THEN COALESCE(p.rejected_at, $14) ELSE p.rejected_at END
+	FROM (SELECT held_payment_id, count(*) FILTER (WHERE same) AS replays, count(*) FILTER (WHERE NOT same) AS rejections
+	      FROM held WHERE decided GROUP BY held_payment_id) c
+	WHERE p.id = c.held_payment_id
+	RETURNING {{payment_columns:p}}
+),
+decided_attempt AS (
+	INSERT INTO idempotency_attempts (payment_id, operation, idempotency_key, outcome, at, params, held_params,
+	                                  transport, actor, actor_address)
+	SELECT h.held_payment_id, 'CREATE_PAYMENT', h.idempotency_key, CASE WHEN h.same THEN 'REPLAYED' ELSE 'REJECTED' END, $14,
+	       h.params, CASE WHEN NOT h.same THEN h.held_params END, h.transport, h.actor, h.actor_address
+	-- only where the payment was counted: a key whose payment is missing
+	-- (a damaged database) records nothing, and the request fails.
+	FROM held h JOIN counted c ON c.id = h.held_payment_id WHERE h.decided
+)
+SELECT i.n, 'CREATED', {{payment_columns:c}}, {{no_refund}}, {{no_held}}
+FROM created c JOIN input i ON i.payment_id = c.id
+UNION ALL
+SELECT h.n, CASE WHEN h.same THEN 'REPLAYED' ELSE 'REJECTED' END, {{payment_columns:c}}, {{no_refund}}, {{held_columns:h}}
+FROM held h JOIN counted c ON c.id = h.held_payment_id
+WHERE h.decided
+UNION ALL
+SELECT h.n, 'HELD', {{payment_columns:p}}, {{no_refund}}, {{held_columns:h}}
+FROM held h JOIN payments p ON p.id = h.held_payment_id
+WHERE NOT h.decided

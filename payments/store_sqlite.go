@@ -1,0 +1,182 @@
+package payments
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/cmpay/cmpay/models"
+)
+
+// sqliteStore runs each batch as one write transaction (BEGIN IMMEDIATE:
+// SQLite has one writer at a time) carrying every request queued
+// meanwhile, so that a commit, and the fsync behind it, serves many
+// requests. Inside the transaction nothing else writes, so each request
+// runs as plain steps (steps.go) and is settled there: the engine's
+// verdicts (decide.go) are taken in the same transaction, and no answer
+// needs a second look.
+type sqliteStore struct {
+	db     *gorm.DB
+	keyTTL time.Duration
+	now    func() time.Time
+}
+
+func (st *sqliteStore) createBatch(ctx context.Context, jobs []*job) error {
+	return st.batch(ctx, jobs, st.create)
+}
+
+func (st *sqliteStore) changeBatch(ctx context.Context, jobs []*job) error {
+	return st.batch(ctx, jobs, st.change)
+}
+
+// batch runs each job's steps in one transaction and answers the jobs once
+// it has committed.
+func (st *sqliteStore) batch(ctx context.Context, jobs []*job, run func(*gorm.DB, *command, time.Time) (answer, error)) error {
+	answers := make([]answer, len(jobs))
+	err := st.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		now := st.now()
+		for i, j := range jobs {
+			a, err := run(tx, j.cmd, now)
+			if err != nil {
+				return err
+			}
+			answers[i] = a
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for i, j := range jobs {
+		j.answer <- answers[i]
+	}
+	return nil
+}
+
+// create claims the key and creates the payment, or settles the request
+// with the key it finds.
+func (st *sqliteStore) create(tx *gorm.DB, cmd *command, now time.Time) (answer, error) {
+	for range maxRounds {
+		claimed, err := claimKey(tx, keyRow(cmd, cmd.clientID, cmd.newID, now))
+		if err != nil {
+			return answer{}, err
+		}
+		if claimed {
+			p, err := insertPayment(tx, cmd, now)
+			if err != nil {
+				return answer{}, err
+			}
+			if err := insertAttempt(tx, attemptRow(cmd, OutcomeCreated, p.ID, now)); err != nil {
+				return answer{}, err
+			}
+			return answer{kind: answerSettled, outcome: OutcomeCreated, payment: p}, nil
+		}
+		a, again, err := st.settleHeld(tx, cmd, cmd.clientID, now)
+		if err != nil || !again {
+			return a, err
+		}
+	}
+	return answer{}, errRoundsExhausted
+}
+
+// change applies a capture, cancel or refund, or settles the request with
+// the key it finds or the rule that refuses it.
+func (st *sqliteStore) change(tx *gorm.DB, cmd *command, now time.Time) (answer, error) {
+	p, ok, err := readPayment(tx, cmd.paymentID)
+	if err != nil {
+		return answer{}, err
+	}
+	if !ok {
+		return answer{kind: answerNotFound}, nil
+	}
+	amount, stop := stopped(cmd, p)
+	if stop != nil {
+		return *stop, nil // nothing written
+	}
+	a, again, err := st.settleHeld(tx, cmd, p.ClientID, now)
+	if err != nil || !again {
+		return a, err
+	}
+	changed, applied, err := st.applyChange(tx, cmd, amount, now)
+	if err != nil {
+		return answer{}, err
+	}
+	if !applied {
+		refused := refusal(cmd, p, amount)
+		if refused == nil {
+			// Nothing else writes inside this transaction: the rules in Go
+			// and in apply_change.sql disagree, which is a bug.
+			return answer{}, fmt.Errorf("%s of %s was not applied, yet no rule refuses it", cmd.op, p.ID)
+		}
+		return recordAttempt(tx, cmd, OutcomeRefused, p.ID, nil, refused, now)
+	}
+	if _, err := claimKey(tx, keyRow(cmd, p.ClientID, p.ID, now)); err != nil {
+		return answer{}, err
+	}
+	a = answer{kind: answerSettled, outcome: OutcomeApplied, payment: changed}
+	attempt := attemptRow(cmd, OutcomeApplied, p.ID, now)
+	if cmd.op == OpRefund {
+		if a.refund, err = insertRefund(tx, cmd, p, amount, now); err != nil {
+			return answer{}, err
+		}
+		attempt.RefundID = &a.refund.ID
+	}
+	return a, insertAttempt(tx, attempt)
+}
+
+// settleHeld settles a request whose key the client holds: a replay or a
+// rejection, recorded. again is true when there was no key to settle with
+// (or an expired one, now forgotten): the request goes on as new.
+func (st *sqliteStore) settleHeld(tx *gorm.DB, cmd *command, clientID string, now time.Time) (a answer, again bool, err error) {
+	held, p, err := readHeld(tx, clientID, cmd.key)
+	if err != nil || held == nil {
+		return answer{}, held == nil, err
+	}
+	expiredBefore := now.Add(-st.keyTTL)
+	v, err := decide(*held, cmd, expiredBefore)
+	if err != nil {
+		return answer{}, false, err
+	}
+	switch v {
+	case verdictForget:
+		return answer{}, true, forgetKey(tx, held.id, expiredBefore)
+	case verdictReplay:
+		a, err = recordAttempt(tx, cmd, OutcomeReplayed, p.ID, held, nil, now)
+	default:
+		a, err = recordAttempt(tx, cmd, OutcomeRejected, p.ID, held, nil, now)
+	}
+	return a, false, err
+}
+
+// applyChangeSQL runs sql/apply_change.sql for one request.
+var applyChangeSQL = `WITH target AS (SELECT ? AS req_operation, ? AS req_payment_id, ? AS req_amount, ? AS req_all,
+	1 AS req_ready, ? AS req_now) ` + statement("apply_change")
+
+// applyChange runs the conditional update; applied is false when the rules
+// refused it.
+func (st *sqliteStore) applyChange(tx *gorm.DB, cmd *command, amount int64, now time.Time) (Payment, bool, error) {
+	var row models.Payment
+	res := tx.Raw(applyChangeSQL, string(cmd.op), cmd.paymentID, amount, cmd.change == nil, now).Scan(&row)
+	if res.Error != nil {
+		return Payment{}, false, fmt.Errorf("apply %s: %w", cmd.op, res.Error)
+	}
+	return paymentFromRow(row), res.RowsAffected == 1, nil
+}
+
+func (st *sqliteStore) attemptCounts(ctx context.Context, from time.Time) ([]hourCount, error) {
+	var rows []hourCount
+	err := st.db.WithContext(ctx).Raw(`SELECT CAST(strftime('%s', substr(at, 1, 19)) AS INTEGER) / 3600 AS hour, outcome, COUNT(*) AS n
+		FROM idempotency_attempts WHERE at >= ? GROUP BY 1, 2`, from).Scan(&rows).Error
+	return rows, err
+}
+
+// sweepKeys needs no row locks: SQLite has one writer at a time.
+func (st *sqliteStore) sweepKeys(ctx context.Context, before time.Time, limit int) (int64, error) {
+	res := st.db.WithContext(ctx).Exec(`DELETE FROM idempotency_keys WHERE id IN
+		(SELECT id FROM idempotency_keys WHERE created_at < ? LIMIT ?)`, before, limit)
+	return res.RowsAffected, res.Error
+}
+
+var _ store = (*sqliteStore)(nil)
