@@ -366,7 +366,10 @@ func badInput(field, message string) apierror.Error {
 
 // writeProblem answers with an RFC 9457 problem: the standard members plus
 // code and the error's details (field, problems, paymentId,
-// differingFields, status, available, requestId).
+// differingFields, available, requestId). A detail named like a standard
+// member keeps the standard meaning of that name: PAYMENT_STATE_CONFLICT's
+// "status" (the payment's, in GraphQL's extensions) is "paymentStatus"
+// here, "status" being the HTTP status.
 func writeProblem(w http.ResponseWriter, r *http.Request, e apierror.Error) {
 	body := map[string]any{
 		"type":     "about:blank",
@@ -377,6 +380,9 @@ func writeProblem(w http.ResponseWriter, r *http.Request, e apierror.Error) {
 		"instance": r.URL.Path,
 	}
 	for k, v := range e.Details {
+		if _, standard := body[k]; standard {
+			k = "payment" + strings.ToUpper(k[:1]) + k[1:]
+		}
 		body[k] = v
 	}
 	w.Header().Set("Content-Type", "application/problem+json")

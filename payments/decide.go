@@ -111,10 +111,18 @@ type rule struct {
 }
 
 // rules are the payment lifecycle, enforced by sql/apply_change.sql.
+//
+// A refund takes a payment that was captured: CAPTURED, PARTIALLY_REFUNDED,
+// and REFUNDED too, which has nothing left, so that a refund of a payment
+// refunded in full is refused for its amount (AMOUNT_EXCEEDS_AVAILABLE,
+// available 0.00), as are the losers of a race of refunds that together
+// ask for more than was captured, whichever order they commit in. A
+// payment never captured (AUTHORIZED, CANCELED) refuses refunds for its
+// status.
 var rules = map[Operation]rule{
 	OpCapture: {from: []Status{StatusAuthorized}, available: func(p Payment) int64 { return p.Amount.Minor }},
 	OpCancel:  {from: []Status{StatusAuthorized}},
-	OpRefund: {from: []Status{StatusCaptured, StatusPartiallyRefunded},
+	OpRefund: {from: []Status{StatusCaptured, StatusPartiallyRefunded, StatusRefunded},
 		available: func(p Payment) int64 { return p.Captured.Minor - p.Refunded.Minor }},
 }
 
@@ -160,7 +168,8 @@ func refusal(cmd *command, p Payment, amount int64) error {
 		return &StateConflictError{Operation: cmd.op, Status: p.Status}
 	}
 	if r.available != nil {
-		if available := r.available(p); amount > available {
+		// "All that is left" of nothing is no amount at all: refused too.
+		if available := r.available(p); amount > available || amount < 1 {
 			cur := p.Amount.Currency
 			return &AmountExceedsError{Operation: cmd.op,
 				Requested: Money{Minor: amount, Currency: cur}, Available: Money{Minor: available, Currency: cur}}

@@ -92,6 +92,9 @@ type AmountExceedsError struct {
 }
 
 func (e *AmountExceedsError) Error() string {
+	if e.Requested.Minor == 0 {
+		return fmt.Sprintf("cannot %s: nothing is left (%s available)", verb(e.Operation), e.Available)
+	}
 	return fmt.Sprintf("cannot %s %s: %s available", verb(e.Operation), e.Requested, e.Available)
 }
 

@@ -188,8 +188,9 @@ func TestRefunds(t *testing.T) {
 		if last.Refund.Amount.String() != "50.00" {
 			t.Errorf("refund of all that is left = %s, want 50.00", last.Refund.Amount)
 		}
+		// Nothing is left to refund: refused for the amount.
 		_, err = b.refund(t, p.ID, "ref-4", ptr("0.01"))
-		wantStateConflict(t, err, payments.StatusRefunded)
+		wantExceeds(t, err, "0.00")
 
 		refunds, err := b.svc.Refunds(t.Context(), b.mustGet(t, p.ID))
 		if err != nil {
@@ -365,7 +366,7 @@ func TestLifecycleRules(t *testing.T) {
 		payments.StatusAuthorized:        {"ok", "ok", "amount", "ok", "state", "state", "state", "state"},
 		payments.StatusCaptured:          {"state", "state", "state", "state", "ok", "ok", "ok", "ok"},
 		payments.StatusPartiallyRefunded: {"state", "state", "state", "state", "ok", "ok", "amount", "amount"},
-		payments.StatusRefunded:          {"state", "state", "state", "state", "state", "state", "state", "state"},
+		payments.StatusRefunded:          {"state", "state", "state", "state", "amount", "amount", "amount", "amount"},
 		payments.StatusCanceled:          {"state", "state", "state", "state", "state", "state", "state", "state"},
 	}
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
@@ -449,7 +450,7 @@ func TestLifecycleRaces(t *testing.T) {
 				switch {
 				case err == nil:
 					applied++
-				case errors.Is(err, payments.ErrAmountExceeds), errors.Is(err, payments.ErrStateConflict):
+				case errors.Is(err, payments.ErrAmountExceeds):
 					exceeded++
 				default:
 					t.Errorf("refund: %v", err)
