@@ -42,7 +42,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "build server:", err)
 		os.Exit(1)
 	}
-	code := m.Run()
+	code := dbtest.Main(m)
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hashicorp/golang-lru/v2/expirable"
+	lru "github.com/hashicorp/golang-lru/v2"
 	"golang.org/x/time/rate"
 
 	"github.com/cmpay/cmpay/apierror"
@@ -69,7 +69,7 @@ func (c *credentials) admin(r *http.Request) bool {
 // peer's: behind a proxy, that is the proxy's, so limit there too.
 type failureLimiter struct {
 	perMinute int
-	byAddr    *expirable.LRU[string, *rate.Limiter]
+	byAddr    *lru.Cache[string, *rate.Limiter]
 }
 
 // DefaultAuthFailuresPerMinute is how many failed sign-ins an address may
@@ -80,9 +80,15 @@ func newFailureLimiter(perMinute int) *failureLimiter {
 	if perMinute <= 0 {
 		perMinute = DefaultAuthFailuresPerMinute
 	}
-	// Bounded memory: the 100,000 most recent addresses, each forgotten
-	// once its bucket would be full again.
-	return &failureLimiter{perMinute: perMinute, byAddr: expirable.NewLRU[string, *rate.Limiter](100_000, nil, time.Minute)}
+	// Bounded memory: the 100,000 addresses that failed most recently. (Not
+	// golang-lru's expirable cache: its sweeping goroutine never stops. A
+	// bucket that has refilled is as good as none, so nothing needs to
+	// expire.)
+	byAddr, err := lru.New[string, *rate.Limiter](100_000)
+	if err != nil {
+		panic(err) // only for a size below 1
+	}
+	return &failureLimiter{perMinute: perMinute, byAddr: byAddr}
 }
 
 func clientAddr(r *http.Request) string {
