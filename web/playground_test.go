@@ -2,16 +2,27 @@ package web
 
 import (
 	"bufio"
+	"crypto/sha1"
 	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
 	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
 	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/PuerkitoBio/goquery"
+	"github.com/chromedp/chromedp"
+
+	"github.com/cmpay/cmpay/internal/browsertest"
 )
 
 // The embedded Playground files are exactly those scripts/build-playground.sh
@@ -189,4 +200,234 @@ func TestPlaygroundAssetsServed(t *testing.T) {
 			t.Errorf("%s: status %d, %d bytes, headers %v", name, rec.Code, rec.Body.Len(), h)
 		}
 	}
+}
+
+// TestPlaygroundSubscriptionInBrowser runs a subscription from the
+// Playground in headless Chromium. GraphiQL sends it over a WebSocket to
+// ws://<host>/graphql with the graphql-transport-ws protocol (graphql-ws),
+// and the JSON of its Headers tab must arrive as the connection_init
+// payload: that is where the server reads the Authorization header of a
+// subscription. The server side here is a minimal graphql-transport-ws
+// endpoint that records what the browser sends and streams two results.
+func TestPlaygroundSubscriptionInBrowser(t *testing.T) {
+	t.Parallel()
+	ctx := browsertest.New(t, 90*time.Second)
+
+	got := make(chan wsSession, 1)
+	mux := http.NewServeMux()
+	mux.Handle("GET /playground", Playground())
+	mux.Handle("GET /playground/assets/", PlaygroundAssets())
+	mux.HandleFunc("/graphql", func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Upgrade") != "websocket" {
+			// GraphiQL's introspection: no schema here, and none is needed
+			// to send a subscription.
+			http.Error(w, `{"errors":[{"message":"no schema in this test"}]}`, http.StatusBadRequest)
+			return
+		}
+		got <- serveSubscription(w, r, []string{
+			`{"data":{"paymentEvents":{"id":"pay_1","n":1}}}`,
+			`{"data":{"paymentEvents":{"id":"pay_1","n":2}}}`,
+		})
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	watch := browsertest.Watch(t, ctx)
+
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(srv.URL+"/playground"),
+		chromedp.WaitVisible(chromedp.CSS(".graphiql-execute-button")),
+	); err != nil {
+		t.Fatalf("load the Playground: %v", err)
+	}
+	// The editors, through Monaco's API (see the Playground's main.jsx).
+	const editorJS = `function editor(test) {
+  return (window.monaco ? monaco.editor.getEditors() : []).find(e => test(e.getValue()));
+}`
+	poll := func(js string) string {
+		t.Helper()
+		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+			out, err := chromedp.Run(ctx, chromedp.Evaluate[string](js))
+			if err != nil {
+				t.Fatalf("evaluate %.80q: %v", js, err)
+			}
+			if out != "" {
+				return out
+			}
+		}
+		browsertest.Screenshot(t, ctx, "playground-subscription-failed")
+		t.Fatalf("nothing within 20s from %.200s", js)
+		return ""
+	}
+	poll(editorJS + `; editor(v => v.includes("Authorization")) && editor(v => v.includes("mutation CreatePayment")) ? "ready" : ""`)
+	const headers = `{"Authorization": "Bearer sub-token"}`
+	poll(editorJS + fmt.Sprintf(`; editor(v => v.includes("Authorization")).setValue(%q);
+editor(v => v.includes("mutation CreatePayment")).setValue("subscription PaymentEvents { paymentEvents { id n } }"); "ok"`, headers))
+	// GraphiQL saves the editors into the tab a moment later and names the
+	// tab after the operation.
+	poll(`document.querySelector(".graphiql-tab-active .graphiql-tab-button")?.textContent.trim() === "PaymentEvents" ? "saved" : ""`)
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(".graphiql-execute-button"))); err != nil {
+		t.Fatal(err)
+	}
+
+	var s wsSession
+	select {
+	case s = <-got:
+	case <-time.After(20 * time.Second):
+		browsertest.Screenshot(t, ctx, "playground-subscription-failed")
+		t.Fatal("no WebSocket connection to /graphql within 20s")
+	}
+	if s.err != nil {
+		t.Fatalf("WebSocket session: %v", s.err)
+	}
+	if s.protocol != "graphql-transport-ws" {
+		t.Errorf("subprotocols %q, want graphql-transport-ws", s.protocol)
+	}
+	var init map[string]any
+	if err := json.Unmarshal(s.initPayload, &init); err != nil || len(init) != 1 || init["Authorization"] != "Bearer sub-token" {
+		t.Errorf("connection_init payload %s, want the Headers tab's %s", s.initPayload, headers)
+	}
+	if !strings.Contains(s.query, "subscription PaymentEvents") {
+		t.Errorf("subscribed to %q", s.query)
+	}
+	// The latest result of the stream shows in the response pane.
+	out := poll(editorJS + `; (editor(v => v.includes('"paymentEvents"') && v.includes('"n": 2')) || {getValue: () => ""}).getValue()`)
+	if !strings.Contains(out, `"id": "pay_1"`) {
+		t.Errorf("response pane:\n%s", out)
+	}
+	browsertest.Screenshot(t, ctx, "playground-subscription")
+	watch.Check(t, srv.URL)
+}
+
+// wsSession is what the browser sent over one graphql-transport-ws
+// connection.
+type wsSession struct {
+	protocol    string          // Sec-WebSocket-Protocol asked for
+	initPayload json.RawMessage // payload of connection_init
+	query       string          // the subscribe message's query
+	err         error
+}
+
+// serveSubscription is the server side of one graphql-transport-ws
+// connection, as far as this test needs it: the WebSocket handshake (RFC
+// 6455), connection_init answered by connection_ack, one subscribe answered
+// by a next message per result, then complete.
+func serveSubscription(w http.ResponseWriter, r *http.Request, results []string) (s wsSession) {
+	s.protocol = r.Header.Get("Sec-WebSocket-Protocol")
+	if !slices.Contains(strings.Split(strings.ReplaceAll(s.protocol, " ", ""), ","), "graphql-transport-ws") {
+		s.err = fmt.Errorf("subprotocols %q", s.protocol)
+		http.Error(w, s.err.Error(), http.StatusBadRequest)
+		return s
+	}
+	conn, rw, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		s.err = err
+		return s
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
+	accept := sha1.Sum([]byte(r.Header.Get("Sec-WebSocket-Key") + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"))
+	fmt.Fprintf(rw, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"+
+		"Sec-WebSocket-Accept: %s\r\nSec-WebSocket-Protocol: graphql-transport-ws\r\n\r\n", base64.StdEncoding.EncodeToString(accept[:]))
+	if s.err = rw.Flush(); s.err != nil {
+		return s
+	}
+
+	type message struct {
+		Type    string          `json:"type"`
+		ID      string          `json:"id,omitempty"`
+		Payload json.RawMessage `json:"payload,omitempty"`
+	}
+	read := func() (m message, err error) {
+		data, err := readTextFrame(rw.Reader)
+		if err == nil {
+			err = json.Unmarshal(data, &m)
+		}
+		return m, err
+	}
+	send := func(m message) error {
+		data, _ := json.Marshal(m)
+		return writeTextFrame(rw.Writer, data)
+	}
+
+	m, err := read()
+	if err != nil || m.Type != "connection_init" {
+		s.err = fmt.Errorf("first message %+v, %v; want connection_init", m, err)
+		return s
+	}
+	s.initPayload = m.Payload
+	if s.err = send(message{Type: "connection_ack"}); s.err != nil {
+		return s
+	}
+	if m, err = read(); err != nil || m.Type != "subscribe" {
+		s.err = fmt.Errorf("second message %+v, %v; want subscribe", m, err)
+		return s
+	}
+	var sub struct {
+		Query string `json:"query"`
+	}
+	_ = json.Unmarshal(m.Payload, &sub)
+	s.query = sub.Query
+	for _, result := range results {
+		if s.err = send(message{Type: "next", ID: m.ID, Payload: json.RawMessage(result)}); s.err != nil {
+			return s
+		}
+	}
+	s.err = send(message{Type: "complete", ID: m.ID})
+	return s
+}
+
+// readTextFrame reads one WebSocket text message of the client: a single
+// masked frame (browsers do not fragment messages this small).
+func readTextFrame(r *bufio.Reader) ([]byte, error) {
+	var head [2]byte
+	if _, err := io.ReadFull(r, head[:]); err != nil {
+		return nil, err
+	}
+	if head[0] != 0x81 { // FIN, text
+		return nil, fmt.Errorf("frame starts %#x, want a whole text frame", head[0])
+	}
+	if head[1]&0x80 == 0 {
+		return nil, errors.New("client frame not masked")
+	}
+	n := uint64(head[1] & 0x7f)
+	switch n {
+	case 126:
+		var ext [2]byte
+		if _, err := io.ReadFull(r, ext[:]); err != nil {
+			return nil, err
+		}
+		n = uint64(binary.BigEndian.Uint16(ext[:]))
+	case 127:
+		return nil, errors.New("frame too large for this test")
+	}
+	var mask [4]byte
+	if _, err := io.ReadFull(r, mask[:]); err != nil {
+		return nil, err
+	}
+	data := make([]byte, n)
+	if _, err := io.ReadFull(r, data); err != nil {
+		return nil, err
+	}
+	for i := range data {
+		data[i] ^= mask[i%4]
+	}
+	return data, nil
+}
+
+// writeTextFrame writes one unmasked text frame, as a server does.
+func writeTextFrame(w *bufio.Writer, data []byte) error {
+	head := []byte{0x81}
+	switch {
+	case len(data) < 126:
+		head = append(head, byte(len(data)))
+	case len(data) <= 0xffff:
+		head = append(head, 126)
+		head = binary.BigEndian.AppendUint16(head, uint16(len(data)))
+	default:
+		return errors.New("message too large for this test")
+	}
+	if _, err := w.Write(append(head, data...)); err != nil {
+		return err
+	}
+	return w.Flush()
 }
