@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,15 +14,29 @@ import (
 	"github.com/cmpay/cmpay/internal/dbtest"
 )
 
-// editorJS finds GraphiQL's CodeMirror editor whose text matches a test.
+// editorJS finds GraphiQL's editor whose text matches a test. GraphiQL 5's
+// editors are Monaco editors; the Playground's bundle sets Monaco's
+// documented MonacoEnvironment.globalAPI option, which puts Monaco's API on
+// window.monaco, so monaco.editor.getEditors() lists them (query, variables,
+// headers, response) once Monaco has loaded.
 const editorJS = `function editor(test) {
-  return [...document.querySelectorAll(".CodeMirror")].map(e => e.CodeMirror).find(cm => cm && test(cm.getValue()));
+  return (window.monaco ? monaco.editor.getEditors() : []).find(e => test(e.getValue()));
 }`
+
+// graphqlErrorsJS lists the messages of the errors Monaco's GraphQL worker
+// (monaco-graphql: owner "graphql") has marked in the operation editor.
+const graphqlErrorsJS = `monaco.editor.getModelMarkers({owner: "graphql"})
+  .filter(m => m.severity === monaco.MarkerSeverity.Error).map(m => m.message).join("\n")`
+
+// tabsJS lists the titles of GraphiQL's tabs.
+const tabsJS = `[...document.querySelectorAll(".graphiql-tab-button")].map(b => b.textContent.trim()).join(",")`
 
 // TestPlaygroundInBrowser loads the Playground in headless Chromium, puts a
 // token in the Headers tab, runs the ready createPayment example twice and
-// sees the payment created, then replayed. Every request the page makes
-// must go to this server.
+// sees the payment created, then replayed. With the token it loads the
+// schema, and Monaco's GraphQL worker finds an error in a broken query and
+// none in the examples. Every request the page makes must go to this
+// server, Monaco's web workers included, with no CSP violation.
 func TestPlaygroundInBrowser(t *testing.T) {
 	t.Parallel()
 	ctx := browsertest.New(t, 90*time.Second)
@@ -34,10 +49,18 @@ func TestPlaygroundInBrowser(t *testing.T) {
 	); err != nil {
 		t.Fatalf("load the Playground: %v", err)
 	}
-	query := evalString(t, ctx, editorJS+`; editor(v => v.includes("mutation CreatePayment")).getValue()`)
+	// GraphiQL loads Monaco after its first render: wait for the editors.
+	query := poll(t, ctx, 20*time.Second, editorJS+`; (editor(v => v.includes("mutation CreatePayment")) || {getValue: () => ""}).getValue()`)
 	key := evalString(t, ctx, `document.getElementById("graphiql").dataset.idempotencyKey`)
 	if !strings.Contains(query, "createPayment(") || !strings.HasPrefix(key, "playground-") {
 		t.Fatalf("the first tab is not the createPayment example with a fresh key (%q):\n%s", key, query)
+	}
+	variables := evalString(t, ctx, editorJS+`; (editor(v => v.includes('"idempotencyKey"')) || {getValue: () => ""}).getValue()`)
+	if !strings.Contains(variables, `"idempotencyKey": "`+key+`"`) {
+		t.Errorf("the first tab's variables do not carry the page's key %q:\n%s", key, variables)
+	}
+	if tabs := evalString(t, ctx, tabsJS); tabs != "CreatePayment,RetryPayment,Payments" {
+		t.Errorf("tabs %q, want the createPayment, retry and payments examples", tabs)
 	}
 	// The headers hint is there; replace it with a real token.
 	setHeaders := fmt.Sprintf(editorJS+`; editor(v => v.includes("Authorization")).setValue(%q); "ok"`, `{"Authorization": "Bearer `+token+`"}`)
@@ -50,17 +73,8 @@ func TestPlaygroundInBrowser(t *testing.T) {
 		if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(".graphiql-execute-button"))); err != nil {
 			t.Fatal(err)
 		}
-		js := editorJS + fmt.Sprintf(`; (editor(v => v.includes('"data"') && v.includes(%q)) || {getValue: () => ""}).getValue()`, want)
-		deadline := time.Now().Add(20 * time.Second)
-		for time.Now().Before(deadline) {
-			if out := evalString(t, ctx, js); out != "" {
-				return out
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-		browsertest.Screenshot(t, ctx, "playground-failed")
-		t.Fatalf("no response with %s within 20s", want)
-		return ""
+		return poll(t, ctx, 20*time.Second,
+			editorJS+fmt.Sprintf(`; (editor(v => v.includes('"data"') && v.includes(%q)) || {getValue: () => ""}).getValue()`, want))
 	}
 	first := run(`"replayed": false`)
 	second := run(`"replayed": true`)
@@ -70,6 +84,41 @@ func TestPlaygroundInBrowser(t *testing.T) {
 	}
 	browsertest.Screenshot(t, ctx, "playground")
 
+	// The schema loads with the token now in the Headers tab (the sidebar's
+	// re-fetch button), and the GraphQL worker validates against it: a field
+	// that does not exist is marked, then each example tab validates clean.
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`button[aria-label^="Re-fetch GraphQL schema"]`))); err != nil {
+		t.Fatal(err)
+	}
+	evalString(t, ctx, editorJS+`; editor(v => v.includes("mutation CreatePayment")).setValue(`+
+		"`"+`mutation Broken { createPayment(input: {clientId: "c", amount: "1", currency: "BRL", method: PIX}, idempotencyKey: "k") { notAField } }`+"`"+`); ""`)
+	poll(t, ctx, 20*time.Second, `(`+graphqlErrorsJS+`).includes('Cannot query field "notAField"') ? "marked" : ""`)
+	evalString(t, ctx, editorJS+fmt.Sprintf(`; editor(v => v.includes("mutation Broken")).setValue(%q); ""`, query))
+	// GraphiQL saves the editor into the tab a moment later, and names the
+	// tab after the operation: wait for that before switching tabs.
+	poll(t, ctx, 10*time.Second, `(`+tabsJS+`) === "CreatePayment,RetryPayment,Payments" ? "saved" : ""`)
+	for i, tab := range []string{"CreatePayment", "RetryPayment", "Payments"} {
+		if i > 0 {
+			if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(fmt.Sprintf(".graphiql-tab:nth-of-type(%d) .graphiql-tab-button", i+1)))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		poll(t, ctx, 20*time.Second, editorJS+fmt.Sprintf(`; editor(v => v.includes(" %s(")) && !(%s) ? "clean" : ""`, tab, graphqlErrorsJS))
+	}
+
+	var workers []string
+	for _, r := range watch.Requests() {
+		if strings.HasSuffix(r, ".worker.js") {
+			workers = append(workers, strings.TrimPrefix(r, b.srv.URL))
+		}
+	}
+	// Monaco starts a worker again when its settings change (a new schema,
+	// a new JSON schema for the variables): each file counts once.
+	slices.Sort(workers)
+	workers = slices.Compact(workers)
+	if want := []string{"/playground/assets/editor.worker.js", "/playground/assets/graphql.worker.js", "/playground/assets/json.worker.js"}; !slices.Equal(workers, want) {
+		t.Errorf("Monaco's workers loaded from %q, want %q", workers, want)
+	}
 	var n int64
 	b.db.Gorm.Table("payments").Where("client_id = ?", "playground").Count(&n)
 	if n != 1 {
@@ -78,6 +127,20 @@ func TestPlaygroundInBrowser(t *testing.T) {
 	if n := watch.Check(t, b.srv.URL); n < 5 {
 		t.Errorf("only %d requests recorded; the page makes more", n)
 	}
+}
+
+// poll evaluates js in the page until it returns a non-empty string, and
+// returns that; it fails the test (with a screenshot) after timeout.
+func poll(t *testing.T, ctx context.Context, timeout time.Duration, js string) string {
+	t.Helper()
+	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if out := evalString(t, ctx, js); out != "" {
+			return out
+		}
+	}
+	browsertest.Screenshot(t, ctx, "playground-failed")
+	t.Fatalf("nothing within %s from %.200s", timeout, js)
+	return ""
 }
 
 // evalString evaluates JavaScript in the page and returns its string value.

@@ -1,67 +1,56 @@
 #!/usr/bin/env bash
-# Rebuilds the Playground's assets in web/static/playground from the npm
-# packages pinned below, byte for byte: each tarball is checked against the
-# integrity hash npm published for it before anything is taken out of it.
-# The files and their licences are committed; the binary embeds them, so the
-# Playground fetches nothing from any other host.
+# Rebuilds the Playground's assets in web/static/playground: GraphiQL 5,
+# React 19, Monaco and the rest, bundled with esbuild from the npm packages
+# pinned in scripts/playground/package-lock.json (exact versions and the
+# integrity hash of every tarball; `npm ci` refuses anything else), with
+# CMPay's examples from scripts/playground/main.jsx and its page styles from
+# scripts/playground/page.css. Nothing from the npm
+# packages runs at install time (--ignore-scripts). The output, the
+# licences of every bundled package (LICENSES.txt) and SHA256SUMS are
+# committed; the binary embeds them, so the Playground fetches nothing from
+# any other host. A build is deterministic: the same lock file gives the
+# same bytes.
 #
 #   ./scripts/build-playground.sh          rebuild the files in place
 #   ./scripts/build-playground.sh --check  fail if the committed files differ
+#                                          from a fresh build (or are missing
+#                                          or extra)
 set -euo pipefail
+export LC_ALL=C # the order of files in SHA256SUMS
 cd "$(dirname "$0")/.."
 
-# package@version  integrity (from `npm view <package@version> dist.integrity`)
-pins=(
-  "graphiql@4.1.2 sha512-rNlzQIAzm6i2KBXmVQWBgLvt0TloxFVB2d18bukvdsvjEuFDHsKx5IVOomL1W1o5WW+tE54+ioHb2AEKzO2cUg=="
-  "react@18.2.0 sha512-/3IjMdb2L9QbBdWiW5e3P2/npwMBaU9mHCSCUzNln0ZCYbcfTsGbTJrU/kGemdH2IWmB2ioZ+zkxtmq6g09fGQ=="
-  "react-dom@18.2.0 sha512-6IMTriUmvsjHUjNtEDudZfuDQUoWXVxKHhlEGSk81n4YFS+r/Kl99wXiwlVXtPBtJenozv2P+hxDsw9eA7Xo6g=="
-)
-# file in the package -> file served
-files=(
-  "graphiql package/graphiql.min.js graphiql.min.js"
-  "graphiql package/graphiql.min.css graphiql.min.css"
-  "graphiql package/LICENSE LICENSE.graphiql"
-  "react package/umd/react.production.min.js react.production.min.js"
-  "react package/LICENSE LICENSE.react"
-  "react-dom package/umd/react-dom.production.min.js react-dom.production.min.js"
-  "react-dom package/LICENSE LICENSE.react-dom"
-)
-
+src=scripts/playground
 dest=web/static/playground
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 out=$work/out
 mkdir -p "$out"
 
-for pin in "${pins[@]}"; do
-  read -r spec integrity <<<"$pin"
-  name=${spec%@*}
-  tarball=$(cd "$work" && npm pack --silent "$spec")
-  got="sha512-$(openssl dgst -sha512 -binary "$work/$tarball" | base64 -w0)"
-  if [ "$got" != "$integrity" ]; then
-    echo "$spec: integrity $got, want $integrity" >&2
-    exit 1
-  fi
-  mkdir -p "$work/$name"
-  tar -xzf "$work/$tarball" -C "$work/$name"
-done
-for f in "${files[@]}"; do
-  read -r name from to <<<"$f"
-  cp "$work/$name/$from" "$out/$to"
-done
+npm ci --ignore-scripts --no-audit --no-fund --loglevel=error --prefix "$src" >&2
+node "$src/build.mjs" "$out"
+versions=$(cd "$src" && node -e '
+  const lock = require("./package-lock.json").packages;
+  for (const name of Object.keys(require("./package.json").dependencies))
+    process.stdout.write(name + "@" + lock["node_modules/" + name].version + " ");')
 sums=$(cd "$out" && sha256sum -- *)
 {
-  printf '# Built by scripts/build-playground.sh from %s\n' "$(printf '%s ' "${pins[@]%% *}")"
+  printf '# Built by scripts/build-playground.sh from %s\n' "${versions% }"
   echo "$sums"
 } >"$out/SHA256SUMS"
 
 if [ "${1:-}" = "--check" ]; then
+  status=0
   for f in "$out"/*; do
-    cmp -s "$f" "$dest/$(basename "$f")" || { echo "$dest/$(basename "$f") differs from a fresh build" >&2; exit 1; }
+    name=$(basename "$f")
+    cmp -s "$f" "$dest/$name" || { echo "$dest/$name differs from a fresh build" >&2; status=1; }
   done
-  echo "playground assets match a fresh build"
-  exit 0
+  for f in "$dest"/*; do
+    [ -e "$out/$(basename "$f")" ] || { echo "$f is not part of a fresh build" >&2; status=1; }
+  done
+  [ "$status" = 0 ] && echo "playground assets match a fresh build"
+  exit "$status"
 fi
-find "$dest" -maxdepth 1 -type f ! -name 'index.html' ! -name 'playground.js' ! -name 'playground.css' -delete
+# Every file in $dest comes from the build: files of an older build go.
+rm -f -- "$dest"/*
 cp "$out"/* "$dest/"
 echo "playground assets rebuilt in $dest"

@@ -177,6 +177,14 @@ func Watch(t *testing.T, ctx context.Context) *Watcher {
 	return w
 }
 
+// Requests returns the URL of every request the page has sent so far, in
+// order: tests use it to see that a page fetched what it should.
+func (w *Watcher) Requests() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]string(nil), w.requests...)
+}
+
 // Check fails the test for any request to a host other than serverURL's
 // (data: URIs are not requests to anyone) and for any CSP violation of the
 // page now loaded. It returns how many requests it checked.

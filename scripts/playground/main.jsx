@@ -1,0 +1,140 @@
+// CMPay's Playground: GraphiQL 5 with three ready examples in tabs, the
+// Authorization header to fill in, and a fresh idempotency key from the
+// server on every load. scripts/build-playground.sh bundles this file and
+// everything it imports into web/static/playground/playground.js (and
+// playground.css), so the page loads nothing from any other host and runs
+// under the Playground's strict Content-Security-Policy (web/playground.go).
+import { createRoot } from "react-dom/client";
+import { GraphiQL } from "graphiql";
+import { createGraphiQLFetcher } from "@graphiql/toolkit";
+// GraphiQL's own styles, without graphiql/style.css's copy of Monaco's CSS:
+// esbuild already takes Monaco's CSS from the modules that import it.
+import "@graphiql/react/style.css";
+import "graphiql/graphiql.css";
+// The fonts GraphiQL's UI uses, inlined as data: URIs (font-src data:).
+import "@graphiql/react/font/roboto.css";
+import "@graphiql/react/font/fira-code.css";
+// CMPay's page styles, last so that they win.
+import "./page.css";
+
+// This script's own URL: the Monaco workers are files beside it.
+const assets = document.currentScript.src;
+
+// Monaco, GraphiQL 5's editor, runs its language services in web workers.
+// They are bundled as separate files served from /playground/assets/ (a
+// worker from a blob: or data: URL would need more than worker-src 'self').
+// globalAPI puts Monaco's documented API on window.monaco, as Monaco's own
+// AMD build does; the browser test reads and fills the editors through it
+// (monaco.editor.getEditors()).
+globalThis.MonacoEnvironment = {
+  globalAPI: true,
+  getWorker(_workerId, label) {
+    const file = { json: "json.worker.js", graphql: "graphql.worker.js" }[label] || "editor.worker.js";
+    return new Worker(new URL(file, assets), { name: label });
+  },
+};
+
+const root = document.getElementById("graphiql");
+const key = root.dataset.idempotencyKey;
+const endpoint = new URL(root.dataset.endpoint, location.href);
+
+const headers = JSON.stringify(
+  { Authorization: "Bearer <paste the API token cmpay printed at start, or one from API_TOKENS>" },
+  null,
+  2,
+);
+
+const createMutation = `# Create a payment. Run it once: replayed is false.
+# Run it again: the same payment comes back with replayed true; nothing new is charged.
+# Change the amount and run it: IDEMPOTENCY_KEY_REUSED, and nothing changes.
+# First put your API token in the Headers tab below.
+mutation CreatePayment($input: CreatePaymentInput!, $idempotencyKey: String!) {
+  createPayment(input: $input, idempotencyKey: $idempotencyKey) {
+    replayed
+    payment {
+      id
+      amount
+      currency
+      method
+      createdAt
+      replayCount
+      rejectedCount
+      attempts { outcome at differingFields }
+    }
+  }
+}
+`;
+
+const variables = (amount) =>
+  JSON.stringify(
+    { idempotencyKey: key, input: { clientId: "playground", amount, currency: "BRL", method: "PIX" } },
+    null,
+    2,
+  );
+
+const replayMutation = createMutation
+  .replace(
+    /^(# .*\n)+/,
+    "# A retry of the first tab's request: same key, same payload, written differently\n" +
+      '# ("49.9" instead of "49.90"). Run the first tab, then this one: replayed is true.\n',
+  )
+  .replace("mutation CreatePayment", "mutation RetryPayment");
+
+const listQuery = `# Payments, newest first. Pass pageInfo.endCursor as after to get the next page.
+# filter: {flagged: true} keeps payments whose key was replayed or rejected.
+query Payments($after: String) {
+  payments(first: 10, after: $after, filter: {clientId: "playground"}) {
+    edges {
+      node { id amount currency idempotencyKey createdAt replayCount rejectedCount }
+    }
+    pageInfo { hasNextPage endCursor }
+  }
+}
+`;
+
+// Keep GraphiQL's preferences (theme, panes), but not its tabs or editors:
+// a reload must bring the examples back with a new key instead of the last
+// session's, and headers (the token) are never written to localStorage.
+const volatile = /tabState|query|variables|headers/;
+const storage = {
+  getItem: (k) => (volatile.test(k) ? null : localStorage.getItem(k)),
+  setItem: (k, v) => {
+    if (!volatile.test(k)) localStorage.setItem(k, v);
+  },
+  removeItem: (k) => localStorage.removeItem(k),
+  clear: () => localStorage.clear(),
+  get length() {
+    return localStorage.length;
+  },
+};
+
+// Queries and mutations go over HTTP to /graphql. Subscriptions go over a
+// WebSocket to the same path (graphql-ws, the graphql-transport-ws
+// protocol): the toolkit opens one per subscription and sends the Headers
+// tab's JSON, merged over wsConnectionParams, as the connection_init
+// payload, so {"Authorization": "Bearer <token>"} reaches the server there.
+const fetcher = createGraphiQLFetcher({
+  url: endpoint.href,
+  subscriptionUrl: endpoint.href.replace(/^http/, "ws"),
+});
+
+const createVariables = variables("49.90");
+createRoot(root).render(
+  <GraphiQL
+    fetcher={fetcher}
+    storage={storage}
+    shouldPersistHeaders={false}
+    defaultEditorToolsVisibility="headers"
+    // The first tab's editors start from these, not from defaultTabs[0];
+    // new tabs get defaultHeaders.
+    initialQuery={createMutation}
+    initialVariables={createVariables}
+    initialHeaders={headers}
+    defaultHeaders={headers}
+    defaultTabs={[
+      { query: createMutation, variables: createVariables, headers },
+      { query: replayMutation, variables: variables("49.9"), headers },
+      { query: listQuery, variables: "{}", headers },
+    ]}
+  />,
+);
