@@ -59,8 +59,8 @@ func TestPlaygroundInBrowser(t *testing.T) {
 	if !strings.Contains(variables, `"idempotencyKey": "`+key+`"`) {
 		t.Errorf("the first tab's variables do not carry the page's key %q:\n%s", key, variables)
 	}
-	if tabs := evalString(t, ctx, tabsJS); tabs != "CreatePayment,RetryPayment,Payments" {
-		t.Errorf("tabs %q, want the createPayment, retry and payments examples", tabs)
+	if tabs := evalString(t, ctx, tabsJS); tabs != "CreatePayment,RetryPayment,Payments,Authorize" {
+		t.Errorf("tabs %q, want the createPayment, retry, payments and lifecycle examples", tabs)
 	}
 	// The headers hint is there; replace it with a real token.
 	setHeaders := fmt.Sprintf(editorJS+`; editor(v => v.includes("Authorization")).setValue(%q); "ok"`, `{"Authorization": "Bearer `+token+`"}`)
@@ -96,8 +96,10 @@ func TestPlaygroundInBrowser(t *testing.T) {
 	evalString(t, ctx, editorJS+fmt.Sprintf(`; editor(v => v.includes("mutation Broken")).setValue(%q); ""`, query))
 	// GraphiQL saves the editor into the tab a moment later, and names the
 	// tab after the operation: wait for that before switching tabs.
-	poll(t, ctx, 10*time.Second, `(`+tabsJS+`) === "CreatePayment,RetryPayment,Payments" ? "saved" : ""`)
-	for i, tab := range []string{"CreatePayment", "RetryPayment", "Payments"} {
+	poll(t, ctx, 10*time.Second, `(`+tabsJS+`) === "CreatePayment,RetryPayment,Payments,Authorize" ? "saved" : ""`)
+	// The lifecycle tab (authorize, capture, refund, cancel) is named after
+	// its first operation.
+	for i, tab := range []string{"CreatePayment", "RetryPayment", "Payments", "Authorize"} {
 		if i > 0 {
 			if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(fmt.Sprintf(".graphiql-tab:nth-of-type(%d) .graphiql-tab-button", i+1)))); err != nil {
 				t.Fatal(err)

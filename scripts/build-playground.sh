@@ -7,9 +7,11 @@
 # scripts/playground/page.css. Nothing from the npm
 # packages runs at install time (--ignore-scripts). The output, the
 # licences of every bundled package (LICENSES.txt) and SHA256SUMS are
-# committed; the binary embeds them, so the Playground fetches nothing from
-# any other host. A build is deterministic: the same lock file gives the
-# same bytes.
+# committed, the text files gzipped (scripts/playground/gzip.mjs: the bundle
+# is 5 MB, 1.4 MB compressed); the binary embeds them, so the Playground
+# fetches nothing from any other host. A build is deterministic: the same
+# lock file gives the same bytes (SHA256SUMS and --check compare the files
+# as served, uncompressed, so zlib's version does not matter).
 #
 #   ./scripts/build-playground.sh          rebuild the files in place
 #   ./scripts/build-playground.sh --check  fail if the committed files differ
@@ -39,17 +41,23 @@ sums=$(cd "$out" && sha256sum -- *)
 } >"$out/SHA256SUMS"
 
 if [ "${1:-}" = "--check" ]; then
+  # Compare what is served: a committed NAME.gz decompressed against NAME.
   status=0
   for f in "$out"/*; do
     name=$(basename "$f")
-    cmp -s "$f" "$dest/$name" || { echo "$dest/$name differs from a fresh build" >&2; status=1; }
+    if [ -e "$dest/$name.gz" ]; then
+      gunzip -c "$dest/$name.gz" | cmp -s "$f" - || { echo "$dest/$name.gz differs from a fresh build" >&2; status=1; }
+    else
+      cmp -s "$f" "$dest/$name" || { echo "$dest/$name differs from a fresh build" >&2; status=1; }
+    fi
   done
   for f in "$dest"/*; do
-    [ -e "$out/$(basename "$f")" ] || { echo "$f is not part of a fresh build" >&2; status=1; }
+    [ -e "$out/$(basename "${f%.gz}")" ] || { echo "$f is not part of a fresh build" >&2; status=1; }
   done
   [ "$status" = 0 ] && echo "playground assets match a fresh build"
   exit "$status"
 fi
+node "$src/gzip.mjs" "$out"
 # Every file in $dest comes from the build: files of an older build go.
 rm -f -- "$dest"/*
 cp "$out"/* "$dest/"

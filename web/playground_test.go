@@ -2,6 +2,7 @@ package web
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/sha1"
 	"crypto/sha256"
 	"encoding/base64"
@@ -44,10 +45,17 @@ func TestPlaygroundAssetsMatchTheirChecksums(t *testing.T) {
 		}
 		want, name, _ := strings.Cut(line, "  ")
 		listed = append(listed, name)
-		data, err := fs.ReadFile(static, "static/playground/"+name)
-		if err != nil {
-			t.Errorf("%s is listed but not embedded: %v", name, err)
+		data, gzipped, ok := readAsset(static, "static/playground/"+name)
+		if !ok {
+			t.Errorf("%s is listed but not embedded", name)
 			continue
+		}
+		if gzipped {
+			var err error
+			if data, err = gunzip(data); err != nil {
+				t.Errorf("%s.gz: %v", name, err)
+				continue
+			}
 		}
 		got := sha256.Sum256(data)
 		if hex.EncodeToString(got[:]) != want {
@@ -64,7 +72,7 @@ func TestPlaygroundAssetsMatchTheirChecksums(t *testing.T) {
 	var embedded []string
 	for _, e := range entries {
 		if e.Name() != "SHA256SUMS" {
-			embedded = append(embedded, e.Name())
+			embedded = append(embedded, strings.TrimSuffix(e.Name(), ".gz"))
 		}
 	}
 	slices.Sort(listed)
@@ -83,11 +91,12 @@ func TestPlaygroundAssetsMatchTheirChecksums(t *testing.T) {
 // Playground (build.mjs adds every package that has code in it).
 func TestPlaygroundLicences(t *testing.T) {
 	t.Parallel()
-	data, err := fs.ReadFile(static, "static/playground/LICENSES.txt")
-	if err != nil {
-		t.Fatal(err)
+	rec := httptest.NewRecorder()
+	PlaygroundAssets().ServeHTTP(rec, httptest.NewRequest("GET", playgroundPrefix+"LICENSES.txt", nil))
+	if rec.Code != http.StatusOK {
+		t.Fatalf("LICENSES.txt: %d", rec.Code)
 	}
-	text := string(data)
+	text := rec.Body.String()
 	for _, pkg := range []string{"graphiql@5.", "@graphiql/react@", "react@19.", "react-dom@19.", "graphql@", "graphql-ws@", "monaco-editor@", "monaco-graphql@"} {
 		if !strings.Contains(text, "\n"+pkg) {
 			t.Errorf("LICENSES.txt has no section for %s", pkg)
@@ -163,8 +172,8 @@ func TestPlaygroundPage(t *testing.T) {
 			t.Errorf("%s is not served from %s", ref, playgroundPrefix)
 			return
 		}
-		if _, err := fs.Stat(static, "static/playground/"+name); err != nil {
-			t.Errorf("%s is not embedded: %v", ref, err)
+		if _, _, ok := readAsset(static, "static/playground/"+name); !ok {
+			t.Errorf("%s is not embedded", ref)
 		}
 	})
 	if refs != 2 {
@@ -175,6 +184,45 @@ func TestPlaygroundPage(t *testing.T) {
 	_, again := renderPlayground(t)
 	if key == "" || key == again.Find("#graphiql").AttrOr("data-idempotency-key", "") {
 		t.Errorf("idempotency key %q is not fresh on every load", key)
+	}
+}
+
+// The text assets are embedded gzipped: sent as they are to a browser
+// (Content-Encoding: gzip), decompressed to a client that does not take
+// gzip; either way the bytes served are the ones SHA256SUMS names.
+func TestPlaygroundAssetsCompressed(t *testing.T) {
+	t.Parallel()
+	get := func(acceptEncoding string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest("GET", playgroundPrefix+"playground.js", nil)
+		if acceptEncoding != "" {
+			req.Header.Set("Accept-Encoding", acceptEncoding)
+		}
+		rec := httptest.NewRecorder()
+		PlaygroundAssets().ServeHTTP(rec, req)
+		return rec
+	}
+	zipped, plain := get("gzip, deflate, br"), get("")
+	if zipped.Header().Get("Content-Encoding") != "gzip" || plain.Header().Get("Content-Encoding") != "" ||
+		zipped.Header().Get("Vary") != "Accept-Encoding" {
+		t.Fatalf("encodings: %v / %v", zipped.Header(), plain.Header())
+	}
+	unzipped, err := gunzip(zipped.Body.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(unzipped, plain.Body.Bytes()) || zipped.Body.Len() >= plain.Body.Len()/2 {
+		t.Errorf("gzip answer %d bytes, plain %d: not the same file, or not compressed", zipped.Body.Len(), plain.Body.Len())
+	}
+	if got := get("gzip;q=0").Header().Get("Content-Encoding"); got != "" {
+		t.Errorf("gzip;q=0 got Content-Encoding %q", got)
+	}
+	// Folders are not listed.
+	for _, dir := range []string{"", "/", "static"} {
+		rec := httptest.NewRecorder()
+		PlaygroundAssets().ServeHTTP(rec, httptest.NewRequest("GET", playgroundPrefix+dir, nil))
+		if rec.Code != http.StatusNotFound {
+			t.Errorf("%q: %d, want 404", playgroundPrefix+dir, rec.Code)
+		}
 	}
 }
 

@@ -1,4 +1,4 @@
-// CMPay's Playground: GraphiQL 5 with three ready examples in tabs, the
+// CMPay's Playground: GraphiQL 5 with four ready examples in tabs, the
 // Authorization header to fill in, and a fresh idempotency key from the
 // server on every load. scripts/build-playground.sh bundles this file and
 // everything it imports into web/static/playground/playground.js (and
@@ -92,6 +92,60 @@ query Payments($after: String) {
 }
 `;
 
+const lifecycleOperations = `# A payment's life: authorize, capture, refund. Each operation takes an idempotency key
+# of its own and keeps the same promise: run any of them twice and nothing happens twice.
+# 1. Run Authorize: a payment of 120.00, status AUTHORIZED. Put its id in paymentId below.
+# 2. Run Capture: 100.00 captured, the rest released. Run it again: replayed is true.
+# 3. Run Refund: 30.00 back, status PARTIALLY_REFUNDED. Run it again: the same refund id.
+#    Change its amount and run it: IDEMPOTENCY_KEY_REUSED. Change refundKey to refund more.
+mutation Authorize($authorizeKey: String!) {
+  createPayment(
+    input: {clientId: "playground", amount: "120.00", currency: "BRL", method: CREDIT_CARD, capture: false}
+    idempotencyKey: $authorizeKey
+  ) {
+    replayed
+    payment { id status amount capturedAmount }
+  }
+}
+
+mutation Capture($paymentId: ID!, $captureKey: String!) {
+  capturePayment(paymentId: $paymentId, amount: "100.00", idempotencyKey: $captureKey) {
+    replayed
+    payment { id status capturedAmount capturedAt }
+  }
+}
+
+mutation Refund($paymentId: ID!, $refundKey: String!) {
+  refundPayment(paymentId: $paymentId, amount: "30.00", reason: "one item returned", idempotencyKey: $refundKey) {
+    replayed
+    refund { id amount reason createdAt }
+    payment {
+      status capturedAmount refundedAmount
+      attempts { operation idempotencyKey outcome differingFields }
+    }
+  }
+}
+
+mutation Cancel($paymentId: ID!, $cancelKey: String!) {
+  cancelPayment(paymentId: $paymentId, idempotencyKey: $cancelKey) {
+    replayed
+    payment { id status canceledAt }
+  }
+}
+`;
+
+const lifecycleVariables = JSON.stringify(
+  {
+    paymentId: "<the id Authorize returned>",
+    authorizeKey: key + "-authorize",
+    captureKey: key + "-capture",
+    refundKey: key + "-refund-1",
+    cancelKey: key + "-cancel",
+  },
+  null,
+  2,
+);
+
 // Keep GraphiQL's preferences (theme, panes), but not its tabs or editors:
 // a reload must bring the examples back with a new key instead of the last
 // session's, and headers (the token) are never written to localStorage.
@@ -135,6 +189,7 @@ createRoot(root).render(
       { query: createMutation, variables: createVariables, headers },
       { query: replayMutation, variables: variables("49.9"), headers },
       { query: listQuery, variables: "{}", headers },
+      { query: lifecycleOperations, variables: lifecycleVariables, headers },
     ]}
   />,
 );
