@@ -84,5 +84,5 @@ func NewHandler(svc *payments.Service, opts Options) http.Handler {
 
 	srv.SetErrorPresenter(presentError)
 	srv.SetRecoverFunc(recoverPanic)
-	return srv
+	return withLoaders(svc, srv)
 }

@@ -80,7 +80,7 @@ func (r *paymentResolver) Currency(ctx context.Context, obj *payments.Payment) (
 
 // Attempts is the resolver for the attempts field.
 func (r *paymentResolver) Attempts(ctx context.Context, obj *payments.Payment) ([]payments.Attempt, error) {
-	return r.Service.Attempts(ctx, *obj)
+	return loadersFrom(ctx, r.Service).attempts.Load(ctx, *obj)
 }
 
 // CapturedAmount is the resolver for the capturedAmount field.
@@ -95,7 +95,7 @@ func (r *paymentResolver) RefundedAmount(ctx context.Context, obj *payments.Paym
 
 // Refunds is the resolver for the refunds field.
 func (r *paymentResolver) Refunds(ctx context.Context, obj *payments.Payment) ([]payments.Refund, error) {
-	return r.Service.Refunds(ctx, *obj)
+	return loadersFrom(ctx, r.Service).refunds.Load(ctx, *obj)
 }
 
 // CapturedAt is the resolver for the capturedAt field.
@@ -135,6 +135,9 @@ func (r *queryResolver) Payments(ctx context.Context, filter *model.PaymentFilte
 	}
 	page, err := r.Service.List(ctx, f, size, deref(after))
 	if err != nil {
+		return nil, err
+	}
+	if err := prime(ctx, r.Service, page.Payments, "edges", "node"); err != nil {
 		return nil, err
 	}
 	conn := &model.PaymentConnection{

@@ -175,32 +175,92 @@ func (s *Service) List(ctx context.Context, f Filter, first int, after string) (
 // Attempts returns every request made against payment p, whatever its
 // operation and key, oldest first.
 func (s *Service) Attempts(ctx context.Context, p Payment) ([]Attempt, error) {
+	all, err := s.AttemptsOf(ctx, []Payment{p})
+	if err != nil {
+		return nil, err
+	}
+	return all[0], nil
+}
+
+// AttemptsOf returns the attempts of each payment, in one query however
+// many payments there are: what a page of payments with their timelines
+// costs (the GraphQL API batches its resolvers into it).
+func (s *Service) AttemptsOf(ctx context.Context, ps []Payment) ([][]Attempt, error) {
 	var rows []models.IdempotencyAttempt
-	err := s.db.WithContext(ctx).Where("payment_id = ?", p.ID).Order("at, id").Find(&rows).Error
+	err := s.db.WithContext(ctx).Where("payment_id IN ?", paymentIDs(ps)).Order("payment_id, at, id").Find(&rows).Error
 	if err != nil {
 		return nil, fmt.Errorf("list attempts: %w", err)
 	}
-	attempts := make([]Attempt, len(rows))
-	for i, row := range rows {
-		if attempts[i], err = attemptFromRow(row, p); err != nil {
+	out, at := make([][]Attempt, len(ps)), indexByID(ps)
+	for _, row := range rows {
+		i := at[row.PaymentID]
+		a, err := attemptFromRow(row, ps[i])
+		if err != nil {
 			return nil, fmt.Errorf("list attempts: %w", err)
 		}
+		out[i] = append(out[i], a)
 	}
-	return attempts, nil
+	for i := range out {
+		if out[i] == nil {
+			out[i] = []Attempt{}
+		}
+	}
+	return fillShared(out, ps, at), nil
 }
 
 // Refunds returns payment p's refunds, oldest first.
 func (s *Service) Refunds(ctx context.Context, p Payment) ([]Refund, error) {
+	all, err := s.RefundsOf(ctx, []Payment{p})
+	if err != nil {
+		return nil, err
+	}
+	return all[0], nil
+}
+
+// RefundsOf returns the refunds of each payment, in one query.
+func (s *Service) RefundsOf(ctx context.Context, ps []Payment) ([][]Refund, error) {
 	var rows []models.Refund
-	err := s.db.WithContext(ctx).Where("payment_id = ?", p.ID).Order("created_at, id").Find(&rows).Error
+	err := s.db.WithContext(ctx).Where("payment_id IN ?", paymentIDs(ps)).Order("payment_id, created_at, id").Find(&rows).Error
 	if err != nil {
 		return nil, fmt.Errorf("list refunds: %w", err)
 	}
-	refunds := make([]Refund, len(rows))
-	for i, row := range rows {
-		refunds[i] = refundFromRow(row, p.Amount.Currency)
+	out, at := make([][]Refund, len(ps)), indexByID(ps)
+	for _, row := range rows {
+		i := at[row.PaymentID]
+		out[i] = append(out[i], refundFromRow(row, ps[i].Amount.Currency))
 	}
-	return refunds, nil
+	for i := range out {
+		if out[i] == nil {
+			out[i] = []Refund{}
+		}
+	}
+	return fillShared(out, ps, at), nil
+}
+
+func paymentIDs(ps []Payment) []string {
+	ids := make([]string, len(ps))
+	for i, p := range ps {
+		ids[i] = p.ID
+	}
+	return ids
+}
+
+// indexByID maps each payment id to its first position in ps.
+func indexByID(ps []Payment) map[string]int {
+	at := make(map[string]int, len(ps))
+	for i := len(ps) - 1; i >= 0; i-- {
+		at[ps[i].ID] = i
+	}
+	return at
+}
+
+// fillShared gives a payment listed twice the same list as its first
+// place: rows were appended to that one only.
+func fillShared[T any](out [][]T, ps []Payment, at map[string]int) [][]T {
+	for i, p := range ps {
+		out[i] = out[at[p.ID]]
+	}
+	return out
 }
 
 // Cursors are opaque to clients: base64url of "v1:<created_at µs>:<id>".
