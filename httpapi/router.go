@@ -92,6 +92,7 @@ func NewHandler(d Deps) http.Handler {
 	r.Get("/healthz", health(d.DB))
 	r.Method(http.MethodGet, "/playground", web.Playground())
 	r.Method(http.MethodGet, "/playground/assets/*", web.PlaygroundAssets())
+	r.Get("/api/openapi.json", openAPI)
 
 	// The APIs: bearer token.
 	body := limitBody(d.MaxBodyBytes)

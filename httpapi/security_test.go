@@ -20,6 +20,7 @@ var open = map[string]bool{
 	"GET /healthz":             true,
 	"GET /playground":          true,
 	"GET /playground/assets/*": true,
+	"GET /api/openapi.json":    true,
 }
 
 // TestEveryRouteNeedsCredentials walks every route the router knows and

@@ -86,6 +86,7 @@ func (b *bundle) raw(t *testing.T, method, path string, header http.Header, body
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkREST(t, req, body, res, out)
 	return res, out
 }
 
