@@ -34,7 +34,6 @@ import (
 
 	"github.com/cmpay/cmpay/database"
 	"github.com/cmpay/cmpay/internal/load"
-	"github.com/cmpay/cmpay/payments"
 )
 
 var (
@@ -135,8 +134,8 @@ func postgresRun(serverURL, pgBin, binary, work string, n int) string {
 	pgURL := withParam(serverURL, "options", "-csearch_path="+schema)
 	limitNew := pgbench(pgBin, work, pgURL, "limit-new", limitNewSQL)
 	limitReplay := pgbench(pgBin, work, pgURL, "limit-replay", limitReplaySQL)
-	serverNew := pgbench(pgBin, work, pgURL, "server-new", serverStatement("'k' || :n || '-' || :client_id", "random(1, 1000000000000)"))
-	serverReplay := pgbench(pgBin, work, pgURL, "server-replay", serverStatement("'r' || :n", "random(1, 1000)"))
+	serverNew := pgbench(pgBin, work, pgURL, "server-new", serverCreateSQL(false))
+	serverReplay := pgbench(pgBin, work, pgURL, "server-replay", serverCreateSQL(true))
 
 	var b strings.Builder
 	fmt.Fprintf(&b, "### PostgreSQL, %s payments stored\n\n", thousands(n))
@@ -171,7 +170,7 @@ func postgresRun(serverURL, pgBin, binary, work string, n int) string {
 		name string
 		r    pgbenchRun
 	}{{"limit, new key", limitNew}, {"limit, replay", limitReplay}} {
-		n := run.r.transactions()
+		n := run.r.transactions
 		fmt.Fprintf(&b, "| pgbench %s | %.0f | | %.0f | %.0f | %.2f |\n", run.name, run.r.tps, perRequest(run.r.cpu.postgres, n),
 			perRequest(run.r.cpu.bench, n), run.r.cpu.cores(run.r.cpu.idle))
 	}
@@ -229,20 +228,34 @@ func seedKeys(mode load.Mode) int {
 }
 
 // seed stores n payments with their keys and creation attempts, as a
-// server would have, and the keys pgbench's replays use.
+// server would have: captured at creation, each key with the parameters
+// and the fingerprint (version 2) the server would have stored, so that a
+// retry of one replays (TestSeedReplays). It also stores the payments
+// pgbench's replays use, keyed 'r1' to 'r1000' for client pgbench.
 func seed(db *gorm.DB, n int) {
+	// The canonical parameters of each create, and their fingerprint:
+	// params.go in payments, written in SQL (an amount reduced as apd
+	// reduces it; every length prefix fits a byte).
+	const params = `'{"amount":"' || trim_scale(amount_minor / 100.0) ||
+		'","capture":"true","currency":"BRL","method":"PIX","operation":"CREATE_PAYMENT"}'`
+	const withParams = `(SELECT p.*, ` + params + ` AS params FROM payments p) p`
+	const fingerprint = `sha256('\x14'::bytea || convert_to('cmpay/idempotency/v2', 'UTF8') ||
+		set_byte('\x00'::bytea, 0, octet_length(params)) || convert_to(params, 'UTF8'))`
 	for _, stmt := range []string{
-		`INSERT INTO payments (id, client_id, idempotency_key, amount_minor, currency, method, created_at)
-		 SELECT 'pay_seed_' || g, 'seed-' || (g % 10000), 'seed-' || g, 1000 + g % 5000, 'BRL', 'PIX', now() - g * interval '1 second'
-		 FROM generate_series(1, ?) g`,
-		`INSERT INTO idempotency_keys (client_id, idempotency_key, fingerprint, fingerprint_version, payment_id, created_at)
-		 SELECT client_id, idempotency_key, '\x00', 1, id, now() FROM payments`,
-		`INSERT INTO idempotency_attempts (payment_id, outcome, at, differing_fields, transport)
-		 SELECT id, 'CREATED', created_at, '', 'seed' FROM payments`,
-		`INSERT INTO payments (id, client_id, idempotency_key, amount_minor, currency, method, created_at)
-		 SELECT 'pay_pgbench_' || g, 'pgbench', 'r' || g, 1000, 'BRL', 'PIX', now() FROM generate_series(1, 1000) g`,
-		`INSERT INTO idempotency_keys (client_id, idempotency_key, fingerprint, fingerprint_version, payment_id, created_at)
-		 SELECT 'pgbench', 'r' || g, '\x01'::bytea, 1, 'pay_pgbench_' || g, now() FROM generate_series(1, 1000) g`,
+		`INSERT INTO payments (id, client_id, idempotency_key, amount_minor, currency, method, created_at,
+		                       status, captured_minor, captured_at)
+		 SELECT 'pay_seed_' || g, 'seed-' || (g % 10000), 'seed-' || g, 1000 + g % 5000, 'BRL', 'PIX', t,
+		        'CAPTURED', 1000 + g % 5000, t
+		 FROM generate_series(1, ?) g, LATERAL (SELECT now() - g * interval '1 second' AS t) s`,
+		`INSERT INTO payments (id, client_id, idempotency_key, amount_minor, currency, method, created_at,
+		                       status, captured_minor, captured_at)
+		 SELECT 'pay_pgbench_' || g, 'pgbench', 'r' || g, 1000, 'BRL', 'PIX', now(), 'CAPTURED', 1000, now()
+		 FROM generate_series(1, 1000) g`,
+		`INSERT INTO idempotency_keys (client_id, idempotency_key, operation, fingerprint, fingerprint_version, params,
+		                               payment_id, created_at)
+		 SELECT client_id, idempotency_key, 'CREATE_PAYMENT', ` + fingerprint + `, 2, params, id, now() FROM ` + withParams,
+		`INSERT INTO idempotency_attempts (payment_id, operation, idempotency_key, outcome, at, params, transport)
+		 SELECT id, 'CREATE_PAYMENT', idempotency_key, 'CREATED', created_at, params, 'seed' FROM ` + withParams,
 		// Vacuumed now, so that autovacuum does not take a share of the
 		// machine in the middle of a measured run.
 		`VACUUM ANALYZE`,
@@ -255,64 +268,26 @@ func seed(db *gorm.DB, n int) {
 	}
 }
 
-// The least SQL that can do a create's work: claim the key under the
-// unique index, store the payment, record the attempt, in one statement.
-const limitNewSQL = `\set n random(1, 1000000000000)
-WITH k AS (
-  INSERT INTO idempotency_keys (client_id, idempotency_key, fingerprint, fingerprint_version, payment_id, created_at)
-  VALUES ('pgbench', 'k' || :n || '-' || :client_id, '\x01', 1, 'p' || :n || '-' || :client_id, now())
-  ON CONFLICT (client_id, idempotency_key) DO NOTHING RETURNING payment_id),
-p AS (
-  INSERT INTO payments (id, client_id, idempotency_key, amount_minor, currency, method, created_at)
-  SELECT payment_id, 'pgbench', 'k' || :n || '-' || :client_id, 1000, 'BRL', 'PIX', now() FROM k RETURNING id)
-INSERT INTO idempotency_attempts (payment_id, outcome, at, differing_fields, transport)
-SELECT id, 'CREATED', now(), '', 'pgbench' FROM p;
-`
-
-// The least SQL for a replay: look the key's payment up, record the
-// attempt, return the payment.
-const limitReplaySQL = `\set n random(1, 1000)
-WITH k AS (SELECT payment_id FROM idempotency_keys WHERE client_id = 'pgbench' AND idempotency_key = 'r' || :n),
-a AS (INSERT INTO idempotency_attempts (payment_id, outcome, at, differing_fields, transport)
-      SELECT payment_id, 'REPLAYED', now(), '', 'pgbench' FROM k)
-SELECT p.id, p.amount_minor, p.currency, p.method, p.created_at FROM payments p JOIN k ON p.id = k.payment_id;
-`
-
-// serverStatement is payments.CreateBatchSQL with pgbench variables in
-// place of its parameters: a statement for one request, as the server
-// sends it when requests do not overlap.
-func serverStatement(key, random string) string {
-	sql := payments.CreateBatchSQL
-	params := map[int]string{
-		1: "ARRAY['pgbench']", 2: "ARRAY[" + key + "]", 3: `ARRAY['\x01'::bytea]`, 4: `ARRAY['{}']`,
-		5: "ARRAY['p' || :n || '-' || :client_id]", 6: "ARRAY[1000::bigint]", 7: "ARRAY['BRL']", 8: "ARRAY['PIX']",
-		9: "ARRAY[true]", 10: "ARRAY['pgbench']", 11: "ARRAY['']", 12: "ARRAY['']",
-		13: "2", 14: "now()", 15: "now() - interval '24 hours'",
-	}
-	sql = regexp.MustCompile(`\$(\d+)`).ReplaceAllStringFunc(sql, func(m string) string {
-		i, _ := strconv.Atoi(m[1:])
-		return params[i]
-	})
-	return `\set n ` + random + "\n" + strings.Join(strings.Fields(sql), " ") + ";\n"
-}
-
 var tpsLine = regexp.MustCompile(`tps = ([0-9.]+)`)
 
 // pgbenchRun is what one pgbench run measured.
 type pgbenchRun struct {
-	tps float64
-	cpu cpuUse // bench is pgbench's own CPU time
+	tps          float64
+	transactions int    // how many it made
+	cpu          cpuUse // bench is pgbench's own CPU time
 }
 
-// transactions is how many transactions the run made.
-func (r pgbenchRun) transactions() int { return int(r.tps * r.cpu.elapsed.Seconds()) }
+var processedLine = regexp.MustCompile(`number of transactions actually processed: ([0-9]+)`)
 
-func pgbench(pgBin, work, pgURL, name, script string) pgbenchRun {
+// pgbench runs script at the benchmark's concurrency for the measured
+// time; args go to pgbench before it.
+func pgbench(pgBin, work, pgURL, name, script string, args ...string) pgbenchRun {
 	path := filepath.Join(work, name+".sql")
 	check(os.WriteFile(path, []byte(script), 0o644))
 	log.Printf("pgbench %s", name)
-	cmd := exec.Command(filepath.Join(pgBin, "pgbench"), "-n", "-M", "prepared",
-		"-c", strconv.Itoa(*clients), "-j", "2", "-T", strconv.Itoa(int((*measure).Seconds())), "-f", path, pgURL)
+	args = append([]string{"-n", "-M", "prepared", "-c", strconv.Itoa(*clients), "-j", "2",
+		"-T", strconv.Itoa(int((*measure).Seconds()))}, args...)
+	cmd := exec.Command(filepath.Join(pgBin, "pgbench"), append(args, "-f", path, pgURL)...)
 	from := sampleCPU(0)
 	out, err := cmd.CombinedOutput()
 	use := from.until(sampleCPU(0))
@@ -323,12 +298,13 @@ func pgbench(pgBin, work, pgURL, name, script string) pgbenchRun {
 	pgbenchCPU := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 	use.postgres -= pgbenchCPU - use.bench
 	use.bench = pgbenchCPU
-	m := tpsLine.FindSubmatch(out)
-	if m == nil {
+	m, p := tpsLine.FindSubmatch(out), processedLine.FindSubmatch(out)
+	if m == nil || p == nil {
 		log.Fatalf("pgbench %s printed no tps:\n%s", name, out)
 	}
 	tps, _ := strconv.ParseFloat(string(m[1]), 64)
-	return pgbenchRun{tps: tps, cpu: use}
+	n, _ := strconv.Atoi(string(p[1]))
+	return pgbenchRun{tps: tps, transactions: n, cpu: use}
 }
 
 // server is the CMPay process under test.
