@@ -1,15 +1,17 @@
-// Command cmpay-bench measures CMPay's createPayment against what
-// PostgreSQL itself can do on the same machine, and writes the figures.
+// Command cmpay-bench measures CMPay's createPayment, capturePayment and
+// refundPayment against what PostgreSQL itself can do on the same machine,
+// and writes the figures.
 //
 // It builds the server from this checkout and, for each data size, seeds a
 // fresh schema, starts the server on it, drives it over loopback with the
-// load generator (internal/load) in four modes (new keys, replays,
+// load generator (internal/load) in four create modes (new keys, replays,
 // conflicting payloads, and a mix), reads the server's peak RSS, then runs
 // pgbench at the same concurrency twice over: with the least SQL that can
-// do a create's work (the limit), and with the server's own statement. The
-// SQLite mode is measured too. Run it through scripts/bench.sh, which
-// starts PostgreSQL first. With -soak it runs the soak test instead
-// (scripts/soak.sh).
+// do a create's work (the limit), and with the server's own statement.
+// Then it seeds authorizations and captured payments and does the same for
+// captures and refunds. The SQLite mode is measured too. Run it through
+// scripts/bench.sh, which starts PostgreSQL first. With -soak it runs the
+// soak test instead (scripts/soak.sh).
 package main
 
 import (
@@ -44,6 +46,8 @@ var (
 	sqlite  = flag.Bool("sqlite", true, "also measure the embedded SQLite mode")
 	write   = flag.String("write", "", "a Markdown file whose section between the bench markers is replaced by the results")
 	soakFor = flag.Duration("soak", 0, "instead of the benchmark, soak the server with mixed traffic at 32 clients for this long")
+	maxRate = flag.Int("capture-rate", 15000, "the most captures per second any capture run can make: "+
+		"each authorization is captured once, so that many per second of the run are stored beforehand")
 )
 
 const token = "bench-token"
@@ -121,13 +125,12 @@ func postgresRun(serverURL, pgBin, binary, work string, n int) string {
 	log.Printf("seeding %d payments in %s", n, schema)
 	start := time.Now()
 	seed(db, n)
-	database.Close(db)
 	log.Printf("seeded in %s", time.Since(start).Round(time.Second))
 
 	srv := startServer(binary, appURL)
 	results := map[load.Mode]modeResult{}
 	for _, mode := range []load.Mode{load.New, load.Replay, load.Conflict, load.Mix, load.Floor} {
-		results[mode] = drive(srv, mode)
+		results[mode] = drive(srv, mode, nil)
 	}
 	srv.stop()
 
@@ -137,6 +140,34 @@ func postgresRun(serverURL, pgBin, binary, work string, n int) string {
 	serverNew := pgbench(pgBin, work, pgURL, "server-new", serverCreateSQL(false))
 	serverReplay := pgbench(pgBin, work, pgURL, "server-replay", serverCreateSQL(true))
 
+	// Captures and refunds, on payments stored for them after the create
+	// modes ran, so that those ran on the data they always had.
+	log.Printf("seeding authorizations and captured payments")
+	start = time.Now()
+	perClient := int(float64(*maxRate)*measure.Seconds())/(*clients) + 1
+	captures := ids(db, load.Capture, "pay_cap_", int(float64(*maxRate)*(*warmup+*measure).Seconds()))
+	refunds := ids(db, load.Refund, "pay_ref_", refundPayments)
+	ids(db, load.Capture, limitCapturePrefix, capturePayments(*clients, perClient))
+	ids(db, load.Capture, serverCapturePrefix, capturePayments(*clients, perClient))
+	ids(db, load.Refund, pgbenchRefundPrefix, refundPayments)
+	authorized := len(captures) + 2*capturePayments(*clients, perClient)
+	check(db.Exec(`VACUUM ANALYZE`).Error)
+	log.Printf("seeded in %s", time.Since(start).Round(time.Second))
+
+	srv = startServer(binary, appURL)
+	results[load.Capture] = drive(srv, load.Capture, captures)
+	results[load.Refund] = drive(srv, load.Refund, refunds)
+	srv.stop()
+
+	first := []string{"-D", "i=0"} // nextPayment's counter
+	limitCapture := pgbench(pgBin, work, pgURL, "limit-capture", limitCaptureSQL(*clients), first...)
+	capturedAll(db, limitCapturePrefix, limitCapture)
+	limitRefund := pgbench(pgBin, work, pgURL, "limit-refund", limitRefundSQL)
+	serverCapture := pgbench(pgBin, work, pgURL, "server-capture", serverChangeSQL(false, *clients), first...)
+	capturedAll(db, serverCapturePrefix, serverCapture)
+	serverRefund := pgbench(pgBin, work, pgURL, "server-refund", serverChangeSQL(true, *clients))
+	database.Close(db)
+
 	var b strings.Builder
 	fmt.Fprintf(&b, "### PostgreSQL, %s payments stored\n\n", thousands(n))
 	b.WriteString("| mode | requests/s | p50 ms | p99 ms | errors | peak RSS MB | limit tps (pgbench) | server ÷ limit |\n|---|---|---|---|---|---|---|---|\n")
@@ -145,17 +176,23 @@ func postgresRun(serverURL, pgBin, binary, work string, n int) string {
 		load.Replay:   limitReplay.tps,
 		load.Conflict: limitReplay.tps, // a conflict's least work is a replay's: look up, record
 		// The mix's limit: the time-weighted blend of its parts.
-		load.Mix: 1 / (0.80/limitNew.tps + 0.20/limitReplay.tps),
+		load.Mix:     1 / (0.80/limitNew.tps + 0.20/limitReplay.tps),
+		load.Capture: limitCapture.tps,
+		load.Refund:  limitRefund.tps,
 	}
-	modes := []load.Mode{load.New, load.Replay, load.Conflict, load.Mix}
+	modes := []load.Mode{load.New, load.Replay, load.Conflict, load.Mix, load.Capture, load.Refund}
 	for _, mode := range modes {
 		r := results[mode]
 		fmt.Fprintf(&b, "| %s | %.0f | %.2f | %.2f | %d | %.1f | %.0f | %.2f |\n", mode, r.RPS(), ms(r.P50), ms(r.P99),
 			r.ErrorCount(), float64(r.peakRSS)/1024, limits[mode], r.RPS()/limits[mode])
 	}
-	fmt.Fprintf(&b, "\npgbench `-M prepared -c %d`, same schema and data: the limit for a new key %.0f tps, for a replay %.0f tps; "+
-		"the server's own statement (`payments.CreateBatchSQL`, one request per statement) %.0f tps for new keys and %.0f tps for replays.\n\n",
-		*clients, limitNew.tps, limitReplay.tps, serverNew.tps, serverReplay.tps)
+	fmt.Fprintf(&b, "\npgbench `-M prepared -c %d`, same schema and data: the limit for a new key %.0f tps, for a replay %.0f tps, "+
+		"for a capture %.0f tps, for a refund %.0f tps; the server's own statements, one request per statement: "+
+		"`payments.CreateBatchSQL` %.0f tps for new keys and %.0f tps for replays, `payments.ChangeBatchSQL` %.0f tps for captures and %.0f tps for refunds.\n\n",
+		*clients, limitNew.tps, limitReplay.tps, limitCapture.tps, limitRefund.tps, serverNew.tps, serverReplay.tps, serverCapture.tps, serverRefund.tps)
+	fmt.Fprintf(&b, "Captures and refunds ran after the other modes, once %s authorizations (as many as %s captures per second allow, "+
+		"for the server and for each capture run of pgbench) and %s captured payments (half for the server, half for pgbench) "+
+		"were stored beside the payments above.\n\n", thousands(authorized), thousands(*maxRate), thousands(2*refundPayments))
 
 	b.WriteString("Where the CPU went: µs per request (per transaction for pgbench) spent by each party, and the cores left idle. " +
 		"PostgreSQL's share is the machine's busy time less the others' (it includes the kernel's network work not charged to a process). " +
@@ -169,7 +206,7 @@ func postgresRun(serverURL, pgBin, binary, work string, n int) string {
 	for _, run := range []struct {
 		name string
 		r    pgbenchRun
-	}{{"limit, new key", limitNew}, {"limit, replay", limitReplay}} {
+	}{{"limit, new key", limitNew}, {"limit, replay", limitReplay}, {"limit, capture", limitCapture}, {"limit, refund", limitRefund}} {
 		n := run.r.transactions
 		fmt.Fprintf(&b, "| pgbench %s | %.0f | | %.0f | %.0f | %.2f |\n", run.name, run.r.tps, perRequest(run.r.cpu.postgres, n),
 			perRequest(run.r.cpu.bench, n), run.r.cpu.cores(run.r.cpu.idle))
@@ -178,27 +215,69 @@ func postgresRun(serverURL, pgBin, binary, work string, n int) string {
 	return b.String()
 }
 
+// ids stores n payments in the state mode acts on (load.SeedPayments) and
+// returns their ids.
+func ids(db *gorm.DB, mode load.Mode, prefix string, n int) []string {
+	out, err := load.SeedPayments(db, mode, prefix, n)
+	check(err)
+	return out
+}
+
+// capturedAll fails the benchmark if a pgbench capture run made
+// transactions that found no authorization left, which would have cost
+// less than a capture: -capture-rate was too low.
+func capturedAll(db *gorm.DB, prefix string, run pgbenchRun) {
+	var captured int
+	check(db.Raw(`SELECT COUNT(*) FROM payments WHERE id LIKE ? AND status = 'CAPTURED'`, prefix+"%").Scan(&captured).Error)
+	if captured < run.transactions {
+		log.Fatalf("pgbench captured %d of the %s authorizations in %d transactions: some found none left; raise -capture-rate above %d",
+			captured, prefix, run.transactions, *maxRate)
+	}
+}
+
 func sqliteRun(binary, work string) string {
-	srv := startServer(binary, "sqlite:"+filepath.Join(work, "bench.db"))
-	defer srv.stop()
+	dbURL := "sqlite:" + filepath.Join(work, "bench.db")
 	var b strings.Builder
 	b.WriteString("### SQLite (embedded default: WAL, synchronous=NORMAL, busy_timeout 10 s, BEGIN IMMEDIATE)\n\n")
 	b.WriteString("| mode | requests/s | p50 ms | p99 ms | errors | peak RSS MB |\n|---|---|---|---|---|---|\n")
-	for _, mode := range []load.Mode{load.New, load.Replay} {
-		r := drive(srv, mode)
+	row := func(mode load.Mode, r modeResult) {
 		fmt.Fprintf(&b, "| %s | %.0f | %.2f | %.2f | %d | %.1f |\n", mode, r.RPS(), ms(r.P50), ms(r.P99), r.ErrorCount(), float64(r.peakRSS)/1024)
 	}
-	b.WriteString("\n")
+	// Creates on a fresh file, as before there were captures and refunds.
+	srv := startServer(binary, dbURL)
+	for _, mode := range []load.Mode{load.New, load.Replay} {
+		row(mode, drive(srv, mode, nil))
+	}
+	srv.stop()
+
+	// Then, as on PostgreSQL, the payments captures and refunds act on,
+	// and a fresh server.
+	db, err := database.Open(dbURL, database.Options{})
+	check(err)
+	log.Printf("seeding authorizations and captured payments in SQLite")
+	start := time.Now()
+	captures := ids(db, load.Capture, "pay_cap_", int(float64(*maxRate)*(*warmup+*measure).Seconds()))
+	refunds := ids(db, load.Refund, "pay_ref_", refundPayments)
+	check(database.Close(db))
+	log.Printf("seeded in %s", time.Since(start).Round(time.Second))
+	srv = startServer(binary, dbURL)
+	defer srv.stop()
+	row(load.Capture, drive(srv, load.Capture, captures))
+	row(load.Refund, drive(srv, load.Refund, refunds))
+	fmt.Fprintf(&b, "\nCaptures and refunds ran after the creates, on a restarted server, once %s authorizations and %s captured payments were stored for them.\n\n",
+		thousands(len(captures)), thousands(len(refunds)))
 	return b.String()
 }
 
-func drive(srv *server, mode load.Mode) modeResult {
+// drive runs the load generator in a mode against srv; capture and refund
+// act on payments.
+func drive(srv *server, mode load.Mode, payments []string) modeResult {
 	log.Printf("driving %s at %d clients", mode, *clients)
 	var mu sync.Mutex // OnMeasure runs on a timer's goroutine
 	var from, to cpuSample
 	r, err := load.Run(context.Background(), load.Config{
 		URL: srv.url, Token: token, Clients: *clients, Warmup: *warmup, Measure: *measure,
-		Mode: mode, SeedKeys: seedKeys(mode), RunID: fmt.Sprintf("%s-%d", mode, time.Now().UnixNano()),
+		Mode: mode, SeedKeys: seedKeys(mode), Payments: payments, RunID: fmt.Sprintf("%s-%d", mode, time.Now().UnixNano()),
 		OnMeasure: func(started bool) {
 			sample := sampleCPU(srv.cmd.Process.Pid)
 			mu.Lock()
@@ -221,7 +300,8 @@ func drive(srv *server, mode load.Mode) modeResult {
 
 // seedKeys is how many keys a mode needs created before it runs.
 func seedKeys(mode load.Mode) int {
-	if mode == load.Floor {
+	switch mode {
+	case load.Floor, load.Capture, load.Refund:
 		return 0
 	}
 	return 1000

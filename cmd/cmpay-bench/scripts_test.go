@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/cmpay/cmpay/internal/dbtest"
+	"github.com/cmpay/cmpay/internal/load"
 	"github.com/cmpay/cmpay/payments"
 )
 
@@ -46,6 +47,19 @@ func TestSeedReplays(t *testing.T) {
 func TestPgbenchScriptsDoTheirWork(t *testing.T) {
 	db := dbtest.Postgres(t)
 	seed(db.Gorm, 10)
+	for _, s := range []struct {
+		prefix string
+		mode   load.Mode
+		n      int
+	}{
+		{limitCapturePrefix, load.Capture, capturePayments(2, 3)},
+		{serverCapturePrefix, load.Capture, capturePayments(2, 3)},
+		{pgbenchRefundPrefix, load.Refund, refundPayments},
+	} {
+		if _, err := load.SeedPayments(db.Gorm, s.mode, s.prefix, s.n); err != nil {
+			t.Fatal(err)
+		}
+	}
 	bin := pgBin(t)
 	count := func(query string, args ...any) int {
 		t.Helper()
@@ -58,20 +72,34 @@ func TestPgbenchScriptsDoTheirWork(t *testing.T) {
 	// Two clients, three transactions each.
 	const want = 6
 	for _, tt := range []struct {
-		name, script, check string
+		name, script string
+		first        bool // starts nextPayment's counter
+		check        string
 	}{
-		{"limit-new", limitNewSQL,
+		{"limit-new", limitNewSQL, false,
 			`SELECT COUNT(*) FROM payments p JOIN idempotency_attempts a ON a.payment_id = p.id AND a.outcome = 'CREATED'
 			 WHERE p.client_id = 'pgbench' AND p.id LIKE 'p%-%' AND p.status = 'CAPTURED' AND p.captured_minor = 1000`},
-		{"limit-replay", limitReplaySQL,
+		{"limit-replay", limitReplaySQL, false,
 			`SELECT COUNT(*) FROM idempotency_attempts WHERE outcome = 'REPLAYED' AND transport = 'pgbench'`},
-		{"server-new", serverCreateSQL(false),
+		{"server-new", serverCreateSQL(false), false,
 			`SELECT COUNT(*) FROM payments p JOIN idempotency_attempts a ON a.payment_id = p.id AND a.outcome = 'CREATED'
 			 WHERE p.client_id = 'pgbench' AND p.id LIKE 'p%-%' AND p.status = 'CAPTURED' AND a.transport = 'pgbench'`},
-		{"server-replay", serverCreateSQL(true),
+		{"server-replay", serverCreateSQL(true), false,
 			// the statement counts a replay on the payment only if it
 			// took it for one: the fingerprints agree
 			`SELECT COALESCE(SUM(replay_count), 0) FROM payments WHERE id LIKE 'pay_pgbench_%'`},
+		{"limit-capture", limitCaptureSQL(2), true,
+			`SELECT COUNT(*) FROM payments p JOIN idempotency_attempts a ON a.payment_id = p.id AND a.outcome = 'APPLIED'
+			 WHERE p.id LIKE 'pay_lc_%' AND p.status = 'CAPTURED' AND p.captured_minor = p.amount_minor AND p.captured_at IS NOT NULL`},
+		{"server-capture", serverChangeSQL(false, 2), true,
+			`SELECT COUNT(*) FROM payments p JOIN idempotency_attempts a ON a.payment_id = p.id AND a.outcome = 'APPLIED'
+			 WHERE p.id LIKE 'pay_sc_%' AND p.status = 'CAPTURED' AND p.captured_minor = p.amount_minor AND p.captured_at IS NOT NULL`},
+		{"limit-refund", limitRefundSQL, false,
+			`SELECT COUNT(*) FROM refunds r JOIN idempotency_attempts a ON a.refund_id = r.id AND a.outcome = 'APPLIED'
+			 WHERE r.id LIKE 'ref\_l%' AND r.amount_minor = 1`},
+		{"server-refund", serverChangeSQL(true, 2), false,
+			`SELECT COUNT(*) FROM refunds r JOIN idempotency_attempts a ON a.refund_id = r.id AND a.outcome = 'APPLIED'
+			 WHERE r.id LIKE 'ref\_s%' AND r.amount_minor = 1`},
 	} {
 		before := count(tt.check)
 		path := filepath.Join(t.TempDir(), tt.name+".sql")
@@ -79,6 +107,9 @@ func TestPgbenchScriptsDoTheirWork(t *testing.T) {
 			t.Fatal(err)
 		}
 		args := []string{"-n", "-M", "prepared", "-c", "2", "-t", "3", "-f", path}
+		if tt.first {
+			args = append(args, "-D", "i=0")
+		}
 		out, err := exec.Command(filepath.Join(bin, "pgbench"), append(args, pgbenchURL(db.URL))...).CombinedOutput()
 		if err != nil || strings.Contains(string(out), "error") {
 			t.Fatalf("%s: %v\n%s", tt.name, err, out)
@@ -86,6 +117,10 @@ func TestPgbenchScriptsDoTheirWork(t *testing.T) {
 		if got := count(tt.check) - before; got != want {
 			t.Errorf("%s: did the work of %d requests in %d transactions", tt.name, got, want)
 		}
+	}
+	// Refunds of 0.01 from the captured payments, twelve in all.
+	if got := count(`SELECT COALESCE(SUM(refunded_minor), 0) FROM payments WHERE id LIKE 'pay_lr_%'`); got != 2*want {
+		t.Errorf("refunded %d minor units, want %d", got, 2*want)
 	}
 }
 
