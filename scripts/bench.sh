@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# The performance benchmark: CMPay's createPayment over HTTP beside what
-# PostgreSQL itself can do (pgbench), at 10,000 and 1,000,000 stored
-# payments, and the SQLite mode. Starts PostgreSQL as the tests do. Takes
-# about seven minutes; the results replace the section of BENCHMARKS.md.
-#   ./scripts/bench.sh                 (flags go to cmd/cmpay-bench: -duration 15s -clients 16 …)
+# The performance benchmark: CMPay's createPayment, capturePayment and
+# refundPayment over HTTP beside what PostgreSQL itself can do (pgbench), at
+# 10,000 and 1,000,000 stored payments, and the SQLite mode. Starts
+# PostgreSQL as the tests do. Takes about fifteen minutes; the results
+# replace the section of BENCHMARKS.md.
+#   ./scripts/bench.sh                 (flags go to cmd/cmpay-bench: -duration 15s -clients 16 -capture-rate 15000 …)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh

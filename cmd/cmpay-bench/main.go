@@ -1,15 +1,17 @@
-// Command cmpay-bench measures CMPay's createPayment against what
-// PostgreSQL itself can do on the same machine, and writes the figures.
+// Command cmpay-bench measures CMPay's createPayment, capturePayment and
+// refundPayment against what PostgreSQL itself can do on the same machine,
+// and writes the figures.
 //
 // It builds the server from this checkout and, for each data size, seeds a
 // fresh schema, starts the server on it, drives it over loopback with the
-// load generator (internal/load) in four modes (new keys, replays,
+// load generator (internal/load) in four create modes (new keys, replays,
 // conflicting payloads, and a mix), reads the server's peak RSS, then runs
 // pgbench at the same concurrency twice over: with the least SQL that can
-// do a create's work (the limit), and with the server's own statement. The
-// SQLite mode is measured too. Run it through scripts/bench.sh, which
-// starts PostgreSQL first. With -soak it runs the soak test instead
-// (scripts/soak.sh).
+// do a create's work (the limit), and with the server's own statement.
+// Then it seeds authorizations and captured payments and does the same for
+// captures and refunds. The SQLite mode is measured too. Run it through
+// scripts/bench.sh, which starts PostgreSQL first. With -soak it runs the
+// soak test instead (scripts/soak.sh).
 package main
 
 import (
@@ -34,7 +36,6 @@ import (
 
 	"github.com/cmpay/cmpay/database"
 	"github.com/cmpay/cmpay/internal/load"
-	"github.com/cmpay/cmpay/payments"
 )
 
 var (
@@ -45,6 +46,8 @@ var (
 	sqlite  = flag.Bool("sqlite", true, "also measure the embedded SQLite mode")
 	write   = flag.String("write", "", "a Markdown file whose section between the bench markers is replaced by the results")
 	soakFor = flag.Duration("soak", 0, "instead of the benchmark, soak the server with mixed traffic at 32 clients for this long")
+	maxRate = flag.Int("capture-rate", 15000, "the most captures per second any capture run can make: "+
+		"each authorization is captured once, so that many per second of the run are stored beforehand")
 )
 
 const token = "bench-token"
@@ -122,21 +125,48 @@ func postgresRun(serverURL, pgBin, binary, work string, n int) string {
 	log.Printf("seeding %d payments in %s", n, schema)
 	start := time.Now()
 	seed(db, n)
-	database.Close(db)
 	log.Printf("seeded in %s", time.Since(start).Round(time.Second))
 
 	srv := startServer(binary, appURL)
 	results := map[load.Mode]modeResult{}
 	for _, mode := range []load.Mode{load.New, load.Replay, load.Conflict, load.Mix, load.Floor} {
-		results[mode] = drive(srv, mode)
+		results[mode] = drive(srv, mode, nil)
 	}
 	srv.stop()
 
 	pgURL := withParam(serverURL, "options", "-csearch_path="+schema)
 	limitNew := pgbench(pgBin, work, pgURL, "limit-new", limitNewSQL)
 	limitReplay := pgbench(pgBin, work, pgURL, "limit-replay", limitReplaySQL)
-	serverNew := pgbench(pgBin, work, pgURL, "server-new", serverStatement("'k' || :n || '-' || :client_id", "random(1, 1000000000000)"))
-	serverReplay := pgbench(pgBin, work, pgURL, "server-replay", serverStatement("'r' || :n", "random(1, 1000)"))
+	serverNew := pgbench(pgBin, work, pgURL, "server-new", serverCreateSQL(false))
+	serverReplay := pgbench(pgBin, work, pgURL, "server-replay", serverCreateSQL(true))
+
+	// Captures and refunds, on payments stored for them after the create
+	// modes ran, so that those ran on the data they always had.
+	log.Printf("seeding authorizations and captured payments")
+	start = time.Now()
+	perClient := int(float64(*maxRate)*measure.Seconds())/(*clients) + 1
+	captures := ids(db, load.Capture, "pay_cap_", int(float64(*maxRate)*(*warmup+*measure).Seconds()))
+	refunds := ids(db, load.Refund, "pay_ref_", refundPayments)
+	ids(db, load.Capture, limitCapturePrefix, capturePayments(*clients, perClient))
+	ids(db, load.Capture, serverCapturePrefix, capturePayments(*clients, perClient))
+	ids(db, load.Refund, pgbenchRefundPrefix, refundPayments)
+	authorized := len(captures) + 2*capturePayments(*clients, perClient)
+	check(db.Exec(`VACUUM ANALYZE`).Error)
+	log.Printf("seeded in %s", time.Since(start).Round(time.Second))
+
+	srv = startServer(binary, appURL)
+	results[load.Capture] = drive(srv, load.Capture, captures)
+	results[load.Refund] = drive(srv, load.Refund, refunds)
+	srv.stop()
+
+	first := []string{"-D", "i=0"} // nextPayment's counter
+	limitCapture := pgbench(pgBin, work, pgURL, "limit-capture", limitCaptureSQL(*clients), first...)
+	capturedAll(db, limitCapturePrefix, limitCapture)
+	limitRefund := pgbench(pgBin, work, pgURL, "limit-refund", limitRefundSQL)
+	serverCapture := pgbench(pgBin, work, pgURL, "server-capture", serverChangeSQL(false, *clients), first...)
+	capturedAll(db, serverCapturePrefix, serverCapture)
+	serverRefund := pgbench(pgBin, work, pgURL, "server-refund", serverChangeSQL(true, *clients))
+	database.Close(db)
 
 	var b strings.Builder
 	fmt.Fprintf(&b, "### PostgreSQL, %s payments stored\n\n", thousands(n))
@@ -146,17 +176,23 @@ func postgresRun(serverURL, pgBin, binary, work string, n int) string {
 		load.Replay:   limitReplay.tps,
 		load.Conflict: limitReplay.tps, // a conflict's least work is a replay's: look up, record
 		// The mix's limit: the time-weighted blend of its parts.
-		load.Mix: 1 / (0.80/limitNew.tps + 0.20/limitReplay.tps),
+		load.Mix:     1 / (0.80/limitNew.tps + 0.20/limitReplay.tps),
+		load.Capture: limitCapture.tps,
+		load.Refund:  limitRefund.tps,
 	}
-	modes := []load.Mode{load.New, load.Replay, load.Conflict, load.Mix}
+	modes := []load.Mode{load.New, load.Replay, load.Conflict, load.Mix, load.Capture, load.Refund}
 	for _, mode := range modes {
 		r := results[mode]
 		fmt.Fprintf(&b, "| %s | %.0f | %.2f | %.2f | %d | %.1f | %.0f | %.2f |\n", mode, r.RPS(), ms(r.P50), ms(r.P99),
 			r.ErrorCount(), float64(r.peakRSS)/1024, limits[mode], r.RPS()/limits[mode])
 	}
-	fmt.Fprintf(&b, "\npgbench `-M prepared -c %d`, same schema and data: the limit for a new key %.0f tps, for a replay %.0f tps; "+
-		"the server's own statement (`payments.CreateBatchSQL`, one request per statement) %.0f tps for new keys and %.0f tps for replays.\n\n",
-		*clients, limitNew.tps, limitReplay.tps, serverNew.tps, serverReplay.tps)
+	fmt.Fprintf(&b, "\npgbench `-M prepared -c %d`, same schema and data: the limit for a new key %.0f tps, for a replay %.0f tps, "+
+		"for a capture %.0f tps, for a refund %.0f tps; the server's own statements, one request per statement: "+
+		"`payments.CreateBatchSQL` %.0f tps for new keys and %.0f tps for replays, `payments.ChangeBatchSQL` %.0f tps for captures and %.0f tps for refunds.\n\n",
+		*clients, limitNew.tps, limitReplay.tps, limitCapture.tps, limitRefund.tps, serverNew.tps, serverReplay.tps, serverCapture.tps, serverRefund.tps)
+	fmt.Fprintf(&b, "Captures and refunds ran after the other modes, once %s authorizations (as many as %s captures per second allow, "+
+		"for the server and for each capture run of pgbench) and %s captured payments (half for the server, half for pgbench) "+
+		"were stored beside the payments above.\n\n", thousands(authorized), thousands(*maxRate), thousands(2*refundPayments))
 
 	b.WriteString("Where the CPU went: µs per request (per transaction for pgbench) spent by each party, and the cores left idle. " +
 		"PostgreSQL's share is the machine's busy time less the others' (it includes the kernel's network work not charged to a process). " +
@@ -170,8 +206,8 @@ func postgresRun(serverURL, pgBin, binary, work string, n int) string {
 	for _, run := range []struct {
 		name string
 		r    pgbenchRun
-	}{{"limit, new key", limitNew}, {"limit, replay", limitReplay}} {
-		n := run.r.transactions()
+	}{{"limit, new key", limitNew}, {"limit, replay", limitReplay}, {"limit, capture", limitCapture}, {"limit, refund", limitRefund}} {
+		n := run.r.transactions
 		fmt.Fprintf(&b, "| pgbench %s | %.0f | | %.0f | %.0f | %.2f |\n", run.name, run.r.tps, perRequest(run.r.cpu.postgres, n),
 			perRequest(run.r.cpu.bench, n), run.r.cpu.cores(run.r.cpu.idle))
 	}
@@ -179,27 +215,69 @@ func postgresRun(serverURL, pgBin, binary, work string, n int) string {
 	return b.String()
 }
 
+// ids stores n payments in the state mode acts on (load.SeedPayments) and
+// returns their ids.
+func ids(db *gorm.DB, mode load.Mode, prefix string, n int) []string {
+	out, err := load.SeedPayments(db, mode, prefix, n)
+	check(err)
+	return out
+}
+
+// capturedAll fails the benchmark if a pgbench capture run made
+// transactions that found no authorization left, which would have cost
+// less than a capture: -capture-rate was too low.
+func capturedAll(db *gorm.DB, prefix string, run pgbenchRun) {
+	var captured int
+	check(db.Raw(`SELECT COUNT(*) FROM payments WHERE id LIKE ? AND status = 'CAPTURED'`, prefix+"%").Scan(&captured).Error)
+	if captured < run.transactions {
+		log.Fatalf("pgbench captured %d of the %s authorizations in %d transactions: some found none left; raise -capture-rate above %d",
+			captured, prefix, run.transactions, *maxRate)
+	}
+}
+
 func sqliteRun(binary, work string) string {
-	srv := startServer(binary, "sqlite:"+filepath.Join(work, "bench.db"))
-	defer srv.stop()
+	dbURL := "sqlite:" + filepath.Join(work, "bench.db")
 	var b strings.Builder
 	b.WriteString("### SQLite (embedded default: WAL, synchronous=NORMAL, busy_timeout 10 s, BEGIN IMMEDIATE)\n\n")
 	b.WriteString("| mode | requests/s | p50 ms | p99 ms | errors | peak RSS MB |\n|---|---|---|---|---|---|\n")
-	for _, mode := range []load.Mode{load.New, load.Replay} {
-		r := drive(srv, mode)
+	row := func(mode load.Mode, r modeResult) {
 		fmt.Fprintf(&b, "| %s | %.0f | %.2f | %.2f | %d | %.1f |\n", mode, r.RPS(), ms(r.P50), ms(r.P99), r.ErrorCount(), float64(r.peakRSS)/1024)
 	}
-	b.WriteString("\n")
+	// Creates on a fresh file, as before there were captures and refunds.
+	srv := startServer(binary, dbURL)
+	for _, mode := range []load.Mode{load.New, load.Replay} {
+		row(mode, drive(srv, mode, nil))
+	}
+	srv.stop()
+
+	// Then, as on PostgreSQL, the payments captures and refunds act on,
+	// and a fresh server.
+	db, err := database.Open(dbURL, database.Options{})
+	check(err)
+	log.Printf("seeding authorizations and captured payments in SQLite")
+	start := time.Now()
+	captures := ids(db, load.Capture, "pay_cap_", int(float64(*maxRate)*(*warmup+*measure).Seconds()))
+	refunds := ids(db, load.Refund, "pay_ref_", refundPayments)
+	check(database.Close(db))
+	log.Printf("seeded in %s", time.Since(start).Round(time.Second))
+	srv = startServer(binary, dbURL)
+	defer srv.stop()
+	row(load.Capture, drive(srv, load.Capture, captures))
+	row(load.Refund, drive(srv, load.Refund, refunds))
+	fmt.Fprintf(&b, "\nCaptures and refunds ran after the creates, on a restarted server, once %s authorizations and %s captured payments were stored for them.\n\n",
+		thousands(len(captures)), thousands(len(refunds)))
 	return b.String()
 }
 
-func drive(srv *server, mode load.Mode) modeResult {
+// drive runs the load generator in a mode against srv; capture and refund
+// act on payments.
+func drive(srv *server, mode load.Mode, payments []string) modeResult {
 	log.Printf("driving %s at %d clients", mode, *clients)
 	var mu sync.Mutex // OnMeasure runs on a timer's goroutine
 	var from, to cpuSample
 	r, err := load.Run(context.Background(), load.Config{
 		URL: srv.url, Token: token, Clients: *clients, Warmup: *warmup, Measure: *measure,
-		Mode: mode, SeedKeys: seedKeys(mode), RunID: fmt.Sprintf("%s-%d", mode, time.Now().UnixNano()),
+		Mode: mode, SeedKeys: seedKeys(mode), Payments: payments, RunID: fmt.Sprintf("%s-%d", mode, time.Now().UnixNano()),
 		OnMeasure: func(started bool) {
 			sample := sampleCPU(srv.cmd.Process.Pid)
 			mu.Lock()
@@ -222,27 +300,42 @@ func drive(srv *server, mode load.Mode) modeResult {
 
 // seedKeys is how many keys a mode needs created before it runs.
 func seedKeys(mode load.Mode) int {
-	if mode == load.Floor {
+	switch mode {
+	case load.Floor, load.Capture, load.Refund:
 		return 0
 	}
 	return 1000
 }
 
 // seed stores n payments with their keys and creation attempts, as a
-// server would have, and the keys pgbench's replays use.
+// server would have: captured at creation, each key with the parameters
+// and the fingerprint (version 2) the server would have stored, so that a
+// retry of one replays (TestSeedReplays). It also stores the payments
+// pgbench's replays use, keyed 'r1' to 'r1000' for client pgbench.
 func seed(db *gorm.DB, n int) {
+	// The canonical parameters of each create, and their fingerprint:
+	// params.go in payments, written in SQL (an amount reduced as apd
+	// reduces it; every length prefix fits a byte).
+	const params = `'{"amount":"' || trim_scale(amount_minor / 100.0) ||
+		'","capture":"true","currency":"BRL","method":"PIX","operation":"CREATE_PAYMENT"}'`
+	const withParams = `(SELECT p.*, ` + params + ` AS params FROM payments p) p`
+	const fingerprint = `sha256('\x14'::bytea || convert_to('cmpay/idempotency/v2', 'UTF8') ||
+		set_byte('\x00'::bytea, 0, octet_length(params)) || convert_to(params, 'UTF8'))`
 	for _, stmt := range []string{
-		`INSERT INTO payments (id, client_id, idempotency_key, amount_minor, currency, method, created_at)
-		 SELECT 'pay_seed_' || g, 'seed-' || (g % 10000), 'seed-' || g, 1000 + g % 5000, 'BRL', 'PIX', now() - g * interval '1 second'
-		 FROM generate_series(1, ?) g`,
-		`INSERT INTO idempotency_keys (client_id, idempotency_key, fingerprint, fingerprint_version, payment_id, created_at)
-		 SELECT client_id, idempotency_key, '\x00', 1, id, now() FROM payments`,
-		`INSERT INTO idempotency_attempts (payment_id, outcome, at, differing_fields, transport)
-		 SELECT id, 'CREATED', created_at, '', 'seed' FROM payments`,
-		`INSERT INTO payments (id, client_id, idempotency_key, amount_minor, currency, method, created_at)
-		 SELECT 'pay_pgbench_' || g, 'pgbench', 'r' || g, 1000, 'BRL', 'PIX', now() FROM generate_series(1, 1000) g`,
-		`INSERT INTO idempotency_keys (client_id, idempotency_key, fingerprint, fingerprint_version, payment_id, created_at)
-		 SELECT 'pgbench', 'r' || g, '\x01'::bytea, 1, 'pay_pgbench_' || g, now() FROM generate_series(1, 1000) g`,
+		`INSERT INTO payments (id, client_id, idempotency_key, amount_minor, currency, method, created_at,
+		                       status, captured_minor, captured_at)
+		 SELECT 'pay_seed_' || g, 'seed-' || (g % 10000), 'seed-' || g, 1000 + g % 5000, 'BRL', 'PIX', t,
+		        'CAPTURED', 1000 + g % 5000, t
+		 FROM generate_series(1, ?) g, LATERAL (SELECT now() - g * interval '1 second' AS t) s`,
+		`INSERT INTO payments (id, client_id, idempotency_key, amount_minor, currency, method, created_at,
+		                       status, captured_minor, captured_at)
+		 SELECT 'pay_pgbench_' || g, 'pgbench', 'r' || g, 1000, 'BRL', 'PIX', now(), 'CAPTURED', 1000, now()
+		 FROM generate_series(1, 1000) g`,
+		`INSERT INTO idempotency_keys (client_id, idempotency_key, operation, fingerprint, fingerprint_version, params,
+		                               payment_id, created_at)
+		 SELECT client_id, idempotency_key, 'CREATE_PAYMENT', ` + fingerprint + `, 2, params, id, now() FROM ` + withParams,
+		`INSERT INTO idempotency_attempts (payment_id, operation, idempotency_key, outcome, at, params, transport)
+		 SELECT id, 'CREATE_PAYMENT', idempotency_key, 'CREATED', created_at, params, 'seed' FROM ` + withParams,
 		// Vacuumed now, so that autovacuum does not take a share of the
 		// machine in the middle of a measured run.
 		`VACUUM ANALYZE`,
@@ -255,64 +348,26 @@ func seed(db *gorm.DB, n int) {
 	}
 }
 
-// The least SQL that can do a create's work: claim the key under the
-// unique index, store the payment, record the attempt, in one statement.
-const limitNewSQL = `\set n random(1, 1000000000000)
-WITH k AS (
-  INSERT INTO idempotency_keys (client_id, idempotency_key, fingerprint, fingerprint_version, payment_id, created_at)
-  VALUES ('pgbench', 'k' || :n || '-' || :client_id, '\x01', 1, 'p' || :n || '-' || :client_id, now())
-  ON CONFLICT (client_id, idempotency_key) DO NOTHING RETURNING payment_id),
-p AS (
-  INSERT INTO payments (id, client_id, idempotency_key, amount_minor, currency, method, created_at)
-  SELECT payment_id, 'pgbench', 'k' || :n || '-' || :client_id, 1000, 'BRL', 'PIX', now() FROM k RETURNING id)
-INSERT INTO idempotency_attempts (payment_id, outcome, at, differing_fields, transport)
-SELECT id, 'CREATED', now(), '', 'pgbench' FROM p;
-`
-
-// The least SQL for a replay: look the key's payment up, record the
-// attempt, return the payment.
-const limitReplaySQL = `\set n random(1, 1000)
-WITH k AS (SELECT payment_id FROM idempotency_keys WHERE client_id = 'pgbench' AND idempotency_key = 'r' || :n),
-a AS (INSERT INTO idempotency_attempts (payment_id, outcome, at, differing_fields, transport)
-      SELECT payment_id, 'REPLAYED', now(), '', 'pgbench' FROM k)
-SELECT p.id, p.amount_minor, p.currency, p.method, p.created_at FROM payments p JOIN k ON p.id = k.payment_id;
-`
-
-// serverStatement is payments.CreateBatchSQL with pgbench variables in
-// place of its parameters: a statement for one request, as the server
-// sends it when requests do not overlap.
-func serverStatement(key, random string) string {
-	sql := payments.CreateBatchSQL
-	params := map[int]string{
-		1: "ARRAY['pgbench']", 2: "ARRAY[" + key + "]", 3: `ARRAY['\x01'::bytea]`, 4: `ARRAY['{}']`,
-		5: "ARRAY['p' || :n || '-' || :client_id]", 6: "ARRAY[1000::bigint]", 7: "ARRAY['BRL']", 8: "ARRAY['PIX']",
-		9: "ARRAY[true]", 10: "ARRAY['pgbench']", 11: "ARRAY['']", 12: "ARRAY['']",
-		13: "2", 14: "now()", 15: "now() - interval '24 hours'",
-	}
-	sql = regexp.MustCompile(`\$(\d+)`).ReplaceAllStringFunc(sql, func(m string) string {
-		i, _ := strconv.Atoi(m[1:])
-		return params[i]
-	})
-	return `\set n ` + random + "\n" + strings.Join(strings.Fields(sql), " ") + ";\n"
-}
-
 var tpsLine = regexp.MustCompile(`tps = ([0-9.]+)`)
 
 // pgbenchRun is what one pgbench run measured.
 type pgbenchRun struct {
-	tps float64
-	cpu cpuUse // bench is pgbench's own CPU time
+	tps          float64
+	transactions int    // how many it made
+	cpu          cpuUse // bench is pgbench's own CPU time
 }
 
-// transactions is how many transactions the run made.
-func (r pgbenchRun) transactions() int { return int(r.tps * r.cpu.elapsed.Seconds()) }
+var processedLine = regexp.MustCompile(`number of transactions actually processed: ([0-9]+)`)
 
-func pgbench(pgBin, work, pgURL, name, script string) pgbenchRun {
+// pgbench runs script at the benchmark's concurrency for the measured
+// time; args go to pgbench before it.
+func pgbench(pgBin, work, pgURL, name, script string, args ...string) pgbenchRun {
 	path := filepath.Join(work, name+".sql")
 	check(os.WriteFile(path, []byte(script), 0o644))
 	log.Printf("pgbench %s", name)
-	cmd := exec.Command(filepath.Join(pgBin, "pgbench"), "-n", "-M", "prepared",
-		"-c", strconv.Itoa(*clients), "-j", "2", "-T", strconv.Itoa(int((*measure).Seconds())), "-f", path, pgURL)
+	args = append([]string{"-n", "-M", "prepared", "-c", strconv.Itoa(*clients), "-j", "2",
+		"-T", strconv.Itoa(int((*measure).Seconds()))}, args...)
+	cmd := exec.Command(filepath.Join(pgBin, "pgbench"), append(args, "-f", path, pgURL)...)
 	from := sampleCPU(0)
 	out, err := cmd.CombinedOutput()
 	use := from.until(sampleCPU(0))
@@ -323,12 +378,13 @@ func pgbench(pgBin, work, pgURL, name, script string) pgbenchRun {
 	pgbenchCPU := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 	use.postgres -= pgbenchCPU - use.bench
 	use.bench = pgbenchCPU
-	m := tpsLine.FindSubmatch(out)
-	if m == nil {
+	m, p := tpsLine.FindSubmatch(out), processedLine.FindSubmatch(out)
+	if m == nil || p == nil {
 		log.Fatalf("pgbench %s printed no tps:\n%s", name, out)
 	}
 	tps, _ := strconv.ParseFloat(string(m[1]), 64)
-	return pgbenchRun{tps: tps, cpu: use}
+	n, _ := strconv.Atoi(string(p[1]))
+	return pgbenchRun{tps: tps, transactions: n, cpu: use}
 }
 
 // server is the CMPay process under test.

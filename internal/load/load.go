@@ -1,6 +1,7 @@
-// Package load drives a running CMPay server over HTTP with createPayment
-// traffic of a chosen shape (new keys, replays, conflicting payloads, or a
-// mix) from many concurrent clients, and measures what it gets back.
+// Package load drives a running CMPay server over HTTP with traffic of a
+// chosen shape (createPayment with new keys, replays, conflicting payloads,
+// or a mix; capturePayment; refundPayment) from many concurrent clients,
+// and measures what it gets back.
 package load
 
 import (
@@ -15,9 +16,11 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"regexp"
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -37,6 +40,16 @@ const (
 	// Floor: the GraphQL query { __typename }, which touches no database:
 	// what HTTP, the middleware and GraphQL cost by themselves.
 	Floor Mode = "floor"
+	// Capture: capturePayment with a fresh key, each request on another of
+	// Config.Payments (AUTHORIZED, SeedPayments), all of the authorization;
+	// every answer a captured payment, not replayed.
+	Capture Mode = "capture"
+	// Refund: refundPayment of 0.01 with a fresh key, each request on one
+	// of Config.Payments (CAPTURED, SeedPayments) picked at random, so that
+	// refunds of one payment rarely meet (when they do, they queue on its
+	// row lock); every answer a refund, not replayed, the payment
+	// PARTIALLY_REFUNDED.
+	Refund Mode = "refund"
 )
 
 // Config says what to send, where, and for how long.
@@ -50,6 +63,11 @@ type Config struct {
 	// SeedKeys is how many keys are created before the run for replays
 	// and conflicts to use.
 	SeedKeys int
+	// Payments are the ids of the payments Capture and Refund act on,
+	// stored beforehand (SeedPayments). A capture takes each once: a run
+	// needs one for every capture it makes, warm-up included, and a client
+	// that finds none left stops, counting the error.
+	Payments []string
 	// RunID keeps keys of different runs apart.
 	RunID string
 	// OnMeasure, if set, is called when the measured time starts and
@@ -82,7 +100,7 @@ func (r Result) ErrorCount() int {
 }
 
 type request struct {
-	kind    string // "new", "replay" or "conflict": what answer to expect
+	kind    string // the mode, or the part of the mix: what answer to expect
 	payload []byte
 }
 
@@ -106,12 +124,57 @@ func body(key, amount string) []byte {
 	return append(b, `,"currency":"BRL","method":"PIX"}}}`...)
 }
 
+// The mutations of the capture and refund modes. What a client asks back
+// is what it needs: the state it made, and for a refund the refund's id.
+const (
+	captureMutation = `mutation($id: ID!, $key: String!) { capturePayment(paymentId: $id, idempotencyKey: $key) { replayed payment { status } } }`
+	refundMutation  = `mutation($id: ID!, $amount: Decimal, $key: String!) { refundPayment(paymentId: $id, amount: $amount, idempotencyKey: $key) { replayed refund { id } payment { status } } }`
+)
+
+// changeStart is the start of a capture's or refund's body, up to the
+// payment id's value.
+func changeStart(mutation string) []byte {
+	q, _ := json.Marshal(mutation)
+	return []byte(`{"query":` + string(q) + `,"variables":{"id":`)
+}
+
+var captureStart, refundStart = changeStart(captureMutation), changeStart(refundMutation)
+
+// captureBody is the JSON of a capturePayment of all of payment id.
+func captureBody(id, key string) []byte {
+	b := make([]byte, 0, len(captureStart)+len(id)+len(key)+16)
+	b = append(b, captureStart...)
+	b = strconv.AppendQuote(b, id)
+	b = append(b, `,"key":`...)
+	b = strconv.AppendQuote(b, key)
+	return append(b, `}}`...)
+}
+
+// refundBody is the JSON of a refundPayment of amount from payment id.
+func refundBody(id, amount, key string) []byte {
+	b := make([]byte, 0, len(refundStart)+len(id)+len(amount)+len(key)+32)
+	b = append(b, refundStart...)
+	b = strconv.AppendQuote(b, id)
+	b = append(b, `,"amount":`...)
+	b = strconv.AppendQuote(b, amount)
+	b = append(b, `,"key":`...)
+	b = strconv.AppendQuote(b, key)
+	return append(b, `}}`...)
+}
+
+// errNoPayment is what a capture client counts when every seeded
+// authorization has been captured: the run was seeded too few.
+const errNoPayment = "no authorized payment left to capture"
+
 // Run seeds the keys the mode needs, sends traffic for Warmup, then
 // measures for Measure.
 func Run(ctx context.Context, cfg Config) (Result, error) {
 	u, err := url.Parse(cfg.URL)
 	if err != nil {
 		return Result{}, err
+	}
+	if (cfg.Mode == Capture || cfg.Mode == Refund) && len(cfg.Payments) == 0 {
+		return Result{}, fmt.Errorf("load: mode %s needs Config.Payments (SeedPayments)", cfg.Mode)
 	}
 	seeded := make([]string, cfg.SeedKeys)
 	for i := range seeded {
@@ -123,6 +186,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 
 	var mu sync.Mutex
 	res := Result{Mode: cfg.Mode, Outcomes: map[string]int{}, Errors: map[string]int{}}
+	var captured atomic.Int64 // how many of cfg.Payments captures have taken
 	var latencies []time.Duration
 
 	warmEnd := time.Now().Add(cfg.Warmup)
@@ -144,7 +208,11 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 				if now.After(end) || ctx.Err() != nil {
 					break
 				}
-				req := next(cfg, rng, seeded, w, n)
+				req, ok := next(cfg, rng, seeded, &captured, w, n)
+				if !ok {
+					errs[errNoPayment]++
+					break
+				}
 				start := time.Now()
 				got := c.send(req.payload)
 				took := time.Since(start)
@@ -184,8 +252,9 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	return res, ctx.Err()
 }
 
-// next picks the request a client sends next.
-func next(cfg Config, rng *rand.Rand, seeded []string, worker, n int) request {
+// next picks the request a client sends next; false when a capture finds
+// no payment left.
+func next(cfg Config, rng *rand.Rand, seeded []string, captured *atomic.Int64, worker, n int) (request, bool) {
 	kind := string(cfg.Mode)
 	if cfg.Mode == Mix {
 		switch p := rng.IntN(100); {
@@ -197,17 +266,28 @@ func next(cfg Config, rng *rand.Rand, seeded []string, worker, n int) request {
 			kind = "conflict"
 		}
 	}
+	// A fresh key, only where one is sent: the load generator's CPU counts.
+	fresh := func() string { return fmt.Sprintf("%s-%d-%d", cfg.RunID, worker, n) }
 	switch kind {
 	case "floor":
-		return request{kind: kind, payload: floorBody}
+		return request{kind: kind, payload: floorBody}, true
 	case "replay":
 		key := seeded[rng.IntN(len(seeded))]
-		return request{kind: kind, payload: body(key, "10.00")}
+		return request{kind: kind, payload: body(key, "10.00")}, true
 	case "conflict":
 		key := seeded[rng.IntN(len(seeded))]
-		return request{kind: kind, payload: body(key, "99.99")}
+		return request{kind: kind, payload: body(key, "99.99")}, true
+	case "capture":
+		i := captured.Add(1) - 1
+		if i >= int64(len(cfg.Payments)) {
+			return request{}, false
+		}
+		return request{kind: kind, payload: captureBody(cfg.Payments[i], fresh())}, true
+	case "refund":
+		id := cfg.Payments[rng.IntN(len(cfg.Payments))]
+		return request{kind: kind, payload: refundBody(id, RefundAmount, fresh())}, true
 	}
-	return request{kind: "new", payload: body(fmt.Sprintf("%s-%d-%d", cfg.RunID, worker, n), "10.00")}
+	return request{kind: "new", payload: body(fresh(), "10.00")}, true
 }
 
 func expected(kind string) string {
@@ -218,6 +298,10 @@ func expected(kind string) string {
 		return "IDEMPOTENCY_KEY_REUSED"
 	case "floor":
 		return "typename"
+	case "capture":
+		return "captured"
+	case "refund":
+		return "refunded"
 	}
 	return "created"
 }
@@ -278,10 +362,17 @@ var (
 	replayedTrue   = []byte(`"replayed":true`)
 	replayedFalse  = []byte(`"replayed":false`)
 	keyReused      = []byte(`"IDEMPOTENCY_KEY_REUSED"`)
+	// A capture or refund that was applied, as capturePayment and
+	// refundPayment answer it (the fields in the order the mutations ask).
+	capturedAnswer = []byte(`{"data":{"capturePayment":{"replayed":false,"payment":{"status":"CAPTURED"}}}}`)
+	refundedAnswer = []byte(`"refundPayment":{"replayed":false,"refund":{"id":"ref_`)
+	partlyRefunded = []byte(`"payment":{"status":"PARTIALLY_REFUNDED"}}}}`)
+	statusField    = regexp.MustCompile(`"status":"(\w+)"`)
 )
 
-// send posts one createPayment and names the answer: "created",
-// "replayed", an error code, or what went wrong on the way.
+// send posts one GraphQL request and names the answer: "created",
+// "replayed", "captured", "refunded", an error code, or what went wrong on
+// the way.
 func (c *conn) send(payload []byte) string {
 	if c.c == nil {
 		nc, err := net.DialTimeout("tcp", c.host, 10*time.Second)
@@ -309,7 +400,11 @@ func (c *conn) send(payload []byte) string {
 	}
 	switch {
 	case status != http.StatusOK:
-	case bytes.Contains(raw, replayedFalse):
+	case bytes.Equal(raw, capturedAnswer):
+		return "captured"
+	case bytes.Contains(raw, refundedAnswer) && bytes.HasSuffix(raw, partlyRefunded):
+		return "refunded"
+	case bytes.Contains(raw, replayedFalse) && !bytes.Contains(raw, []byte(`"status"`)):
 		return "created"
 	case bytes.Contains(raw, replayedTrue):
 		return "replayed"
@@ -325,6 +420,11 @@ func (c *conn) send(payload []byte) string {
 	}
 	if json.Unmarshal(raw, &out) == nil && len(out.Errors) > 0 {
 		return out.Errors[0].Extensions.Code
+	}
+	if m := statusField.FindSubmatch(raw); status == http.StatusOK && m != nil {
+		// Applied, but not as expected: a refund that took all that was
+		// left, say.
+		return "payment " + string(m[1])
 	}
 	return fmt.Sprintf("status %d", status)
 }
