@@ -23,6 +23,14 @@ import (
 // DefaultURL is the embedded default: a SQLite file in the working directory.
 const DefaultURL = "sqlite:cmpay.db"
 
+// DefaultConnectTimeout bounds each attempt to connect to one PostgreSQL
+// host when the URL sets no connect_timeout (or sets 0, "for ever"): long
+// enough for a loaded server to accept and authenticate a session, short
+// enough that a request finds out quickly that the database is unreachable
+// and answers SERVICE_UNAVAILABLE, and that pgx moves on to the next host of
+// a multi-host URL when the first is down without refusing connections.
+const DefaultConnectTimeout = 3 * time.Second
+
 // Options tunes a connection pool. The zero value is usable.
 type Options struct {
 	// MaxOpenConns caps the pool; zero means 20 on PostgreSQL and 1 on
@@ -95,6 +103,12 @@ func dialectorFor(rawURL string, tracer pgx.QueryTracer) (gorm.Dialector, string
 			return nil, "", fmt.Errorf("DATABASE_URL %q: %w", redact(rawURL), err)
 		}
 		cfg.Tracer = tracer
+		if cfg.ConnectTimeout == 0 {
+			// Without a timeout, a connection attempt to a host that is
+			// gone (packets dropped, no refusal) waits for the request's
+			// deadline, or for the kernel to give up minutes later.
+			cfg.ConnectTimeout = DefaultConnectTimeout
+		}
 		return postgres.New(postgres.Config{Conn: stdlib.OpenDB(*cfg)}), "postgres", nil
 	case "sqlite", "file":
 		dsn, err := sqliteDSN(rest)
