@@ -80,7 +80,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer, log 
 	svc := payments.NewService(db, payments.Config{KeyTTL: cfg.KeyTTL, OnAttempt: m.OnAttempt})
 	srv := newHTTPServer(httpapi.NewHandler(httpapi.Deps{
 		Service:       svc,
-		DB:            db,
+		Ping:          database.Pinger(db),
 		Metrics:       m,
 		APITokens:     cfg.APITokens,
 		AdminUser:     cfg.AdminUser,

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net/http"
 
+	"github.com/cmpay/cmpay/database"
 	"github.com/cmpay/cmpay/payments"
 	"github.com/cmpay/cmpay/requestid"
 )
@@ -24,6 +25,7 @@ const (
 	BadRequest      = "BAD_REQUEST"
 	TooLarge        = "PAYLOAD_TOO_LARGE"
 	RateLimited     = "RATE_LIMITED"
+	Unavailable     = "SERVICE_UNAVAILABLE"
 	Internal        = "INTERNAL_SERVER_ERROR"
 )
 
@@ -55,6 +57,12 @@ func FromDomain(ctx context.Context, err error) Error {
 			Details: map[string]any{"paymentId": reused.PaymentID, "differingFields": reused.DifferingFields}}
 	case errors.Is(err, payments.ErrNotFound):
 		return Error{Code: NotFound, Status: http.StatusNotFound, Message: "no such payment"}
+	case database.IsUnavailable(err):
+		// Not our bug: the database is down, failing over or read-only.
+		// The request did not complete; the client retries with its key.
+		slog.WarnContext(ctx, "database unavailable", "request_id", requestid.From(ctx), "err", err)
+		return Error{Code: Unavailable, Status: http.StatusServiceUnavailable,
+			Message: "the service is briefly unavailable; retry the request with the same idempotency key"}
 	}
 	return FromInternal(ctx, err)
 }

@@ -219,6 +219,12 @@ func Ping(ctx context.Context, db *gorm.DB) error {
 	return sqlDB.PingContext(ctx)
 }
 
+// Pinger returns Ping bound to db: what the HTTP surface's /healthz calls,
+// so that it needs no GORM of its own.
+func Pinger(db *gorm.DB) func(context.Context) error {
+	return func(ctx context.Context) error { return Ping(ctx, db) }
+}
+
 // Close closes the pool.
 func Close(db *gorm.DB) error {
 	sqlDB, err := db.DB()
