@@ -87,8 +87,10 @@ type traffic struct {
 }
 
 func startTraffic(t *testing.T, workers int, url func() string) *traffic {
+	// The client waits longer than a create may take on the server (15 s),
+	// so that "no answer" means the server gave none.
 	tr := &traffic{url: url, sent: map[string][]answer{}, stop: make(chan struct{}),
-		client: &http.Client{Timeout: 10 * time.Second}}
+		client: &http.Client{Timeout: 20 * time.Second}}
 	prefix := fmt.Sprintf("%s-%d", t.Name(), time.Now().UnixNano())
 	for w := range workers {
 		tr.wg.Go(func() {
@@ -289,6 +291,76 @@ func TestPostgresRestart(t *testing.T) {
 	db := dbtest.DB{}
 	db.Gorm = openDB(t, cluster.URL)
 	checkInvariant(t, db, srv.url, tr.sent)
+}
+
+// blackholeBound is how long a create may take to be refused while the
+// database does not answer at all. It is the create's own deadline
+// (payments.createTimeout, 15 s) and a margin: a create sent on a
+// connection that went silent waits for it.
+const blackholeBound = 17 * time.Second
+
+// TestDatabaseBlackholed: the database stops answering without closing
+// anything (a hung host, a network that drops packets) while requests
+// flow. /healthz says 503 within its own 2 s; every request is still
+// answered, SERVICE_UNAVAILABLE, within blackholeBound; none hangs.
+func TestDatabaseBlackholed(t *testing.T) {
+	t.Parallel()
+	cluster := dbtest.StartCluster(t)
+	proxy := dbtest.StartProxy(t, fmt.Sprintf("127.0.0.1:%d", cluster.Port()))
+	srv := startServer(t, "postgres://postgres@"+proxy.Addr+"/postgres?sslmode=disable")
+	tr := startTraffic(t, 4, func() string { return srv.url })
+	tr.waitFor(t, "payments before the black hole", 20, 10*time.Second, func(a answer) bool { return a.id != "" })
+	frozen := time.Now()
+	proxy.Freeze()
+
+	healthStart := time.Now()
+	res, err := http.Get(srv.url + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if took := time.Since(healthStart); res.StatusCode != http.StatusServiceUnavailable || took > 3*time.Second {
+		t.Errorf("/healthz with the database silent: %d after %s, want 503 within 3s", res.StatusCode, took)
+	}
+	// Besides the requests caught in flight, a few sent while it is
+	// silent; then every answer is awaited.
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Go(func() {
+			key := fmt.Sprintf("blackholed-%d-%d", frozen.UnixNano(), i)
+			sent := time.Now()
+			a := sendCreate(context.Background(), tr.client, srv.url, key)
+			a.sent, a.at = sent, time.Now()
+			tr.mu.Lock()
+			tr.sent[key] = append(tr.sent[key], a)
+			tr.mu.Unlock()
+		})
+	}
+	tr.halt()
+	wg.Wait()
+
+	refused := 0
+	var slowest time.Duration
+	for key, answers := range tr.sent {
+		for _, a := range answers {
+			if a.at.Before(frozen) {
+				continue
+			}
+			slowest = max(slowest, a.at.Sub(a.sent))
+			switch {
+			case !a.answered:
+				t.Errorf("key %s: no answer after %s", key, a.at.Sub(a.sent).Round(time.Millisecond))
+			case a.code != "" && a.code != "SERVICE_UNAVAILABLE":
+				t.Errorf("key %s: failed with %q, want SERVICE_UNAVAILABLE", key, a.code)
+			case a.code != "":
+				refused++
+			}
+		}
+	}
+	if slowest > blackholeBound {
+		t.Errorf("the slowest request took %s with the database silent, want at most %s", slowest, blackholeBound)
+	}
+	t.Logf("database silent: %d requests refused with SERVICE_UNAVAILABLE, the slowest answer after %s", refused, slowest.Round(time.Millisecond))
 }
 
 // postREST sends POST /api/payments with an idempotency key; the body is

@@ -109,7 +109,7 @@ func dialectorFor(rawURL string, tracer pgx.QueryTracer) (gorm.Dialector, string
 			// deadline, or for the kernel to give up minutes later.
 			cfg.ConnectTimeout = DefaultConnectTimeout
 		}
-		return postgres.New(postgres.Config{Conn: stdlib.OpenDB(*cfg)}), "postgres", nil
+		return postgres.New(postgres.Config{Conn: stdlib.OpenDB(*cfg, stdlib.OptionShouldPing(pingBeforeReuse))}), "postgres", nil
 	case "sqlite", "file":
 		dsn, err := sqliteDSN(rest)
 		if err != nil {
@@ -118,6 +118,26 @@ func dialectorFor(rawURL string, tracer pgx.QueryTracer) (gorm.Dialector, string
 		return sqlite.Open(dsn), "sqlite", nil
 	}
 	return nil, "", fmt.Errorf("DATABASE_URL %q: unknown scheme %q; want postgres://…, sqlite:PATH or file:PATH", redact(rawURL), scheme)
+}
+
+// reusePingTimeout bounds the liveness check of a pooled connection.
+const reusePingTimeout = 2 * time.Second
+
+// pingBeforeReuse is pgx's check of a pooled connection that has been idle
+// for over a second (pgx's own rule), given a deadline of its own. pgx pings
+// with the caller's context, which for a read has none: a connection to a
+// server that has stopped answering without closing anything (a hung host,
+// a network that drops packets) would hold the request, and the connection,
+// for ever. A ping that fails closes the connection; returning true then
+// lets pgx's own ping find it closed and tell database/sql to take another,
+// which meets the connect timeout if the server is still gone.
+func pingBeforeReuse(ctx context.Context, p stdlib.ShouldPingParams) bool {
+	if p.IdleDuration <= time.Second {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(ctx, reusePingTimeout)
+	defer cancel()
+	return p.Conn.PgConn().Ping(ctx) != nil
 }
 
 // sqliteDSN turns "PATH[?params]" into the driver's DSN with the settings a

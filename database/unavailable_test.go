@@ -190,6 +190,38 @@ func TestConnectTimeoutDefault(t *testing.T) {
 	}
 }
 
+// A pooled connection to a server that has since stopped answering (frozen
+// behind a proxy: nothing refused, nothing reset) must not hold a read
+// without a deadline for ever: the liveness check pgx runs on a connection
+// idle for over a second has a deadline of its own, and the connection that
+// replaces it meets the connect timeout.
+func TestBlackholedPooledConnection(t *testing.T) {
+	t.Parallel()
+	cluster := dbtest.StartCluster(t)
+	proxy := dbtest.StartProxy(t, fmt.Sprintf("127.0.0.1:%d", cluster.Port()))
+	db := open(t, "postgres://postgres@"+proxy.Addr+"/postgres?sslmode=disable", database.Options{MaxOpenConns: 1})
+	var one int
+	if err := db.Raw(`SELECT 1`).Scan(&one).Error; err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1100 * time.Millisecond) // idle long enough for pgx to check it before reuse
+	proxy.Freeze()
+
+	start := time.Now()
+	done := make(chan error, 1)
+	go func() { done <- db.WithContext(context.Background()).Raw(`SELECT 1`).Scan(&one).Error }()
+	limit := 2*time.Second + database.DefaultConnectTimeout + 2*time.Second
+	select {
+	case err := <-done:
+		if !database.IsUnavailable(err) {
+			t.Errorf("a read on a black-holed connection: %v, want unavailable", err)
+		}
+		t.Logf("a read on a black-holed pooled connection failed after %s: %v", time.Since(start).Round(time.Millisecond), err)
+	case <-time.After(limit):
+		t.Fatalf("a read on a black-holed pooled connection still waits after %s", limit)
+	}
+}
+
 // Server-side failures that need a server of the test's own.
 func TestIsUnavailableServerStates(t *testing.T) {
 	t.Parallel()
