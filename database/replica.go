@@ -27,7 +27,9 @@ type ReplicaOptions struct {
 	// serve reads; zero means DefaultReplicaMaxLag.
 	MaxLag time.Duration
 	// CheckInterval is how often the replica's lag is measured; zero means
-	// DefaultReplicaCheckInterval. Each check also gives up after it.
+	// DefaultReplicaCheckInterval. A check gives up after it, or after a
+	// second if that is longer: a replica that cannot answer a trivial
+	// query that fast is not fit to serve.
 	CheckInterval time.Duration
 	// Pool tunes the replica's connection pool, as Open does the primary's.
 	Pool Options
@@ -191,7 +193,7 @@ func (r *Replica) loop() {
 // check measures the replica once and records whether it is fit, logging
 // when that changes.
 func (r *Replica) check() {
-	ctx, cancel := context.WithTimeout(context.Background(), r.opts.CheckInterval)
+	ctx, cancel := context.WithTimeout(context.Background(), max(r.opts.CheckInterval, time.Second))
 	defer cancel()
 	lag, err := r.measure(ctx)
 	reason := ""

@@ -36,6 +36,21 @@ func waitUntil(t *testing.T, what string, within time.Duration, cond func() bool
 	return time.Since(start)
 }
 
+// caughtUp waits until standby has replayed what primary has flushed, so
+// that a check now finds it fit.
+func caughtUp(t *testing.T, primary, standby *gorm.DB) {
+	t.Helper()
+	var lsn string
+	if err := primary.Raw(`SELECT pg_current_wal_flush_lsn()::text`).Scan(&lsn).Error; err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the standby catches up", 10*time.Second, func() bool {
+		var done bool
+		err := standby.Raw(`SELECT pg_last_wal_replay_lsn() >= ?::pg_lsn`, lsn).Scan(&done).Error
+		return err == nil && done
+	})
+}
+
 // TestReplica runs a Replica against a real streaming replica through its
 // states: fit, idle, lagging (replay paused), caught up, stopped, back.
 func TestReplica(t *testing.T) {
@@ -47,6 +62,7 @@ func TestReplica(t *testing.T) {
 	if err := primary.Exec(`CREATE TABLE items (n integer)`).Error; err != nil {
 		t.Fatal(err)
 	}
+	caughtUp(t, primary, standby)
 	const maxLag, interval = time.Second, 100 * time.Millisecond
 	r, err := database.OpenReplica(primary, rep.Standby.URL, database.ReplicaOptions{
 		MaxLag: maxLag, CheckInterval: interval, Pool: database.Options{Logger: quiet}})
@@ -140,6 +156,7 @@ func TestReplicaReadFallsBack(t *testing.T) {
 	rep := dbtest.StartReplicated(t, dbtest.ReplicationOptions{})
 	quiet := slog.New(slog.DiscardHandler)
 	primary := open(t, rep.Primary.URL, database.Options{Logger: quiet})
+	caughtUp(t, primary, open(t, rep.Standby.URL, database.Options{Logger: quiet}))
 	// Checks far apart: only the first one, in OpenReplica, runs here.
 	r, err := database.OpenReplica(primary, rep.Standby.URL, database.ReplicaOptions{
 		CheckInterval: time.Hour, Pool: database.Options{Logger: quiet}})
