@@ -52,7 +52,8 @@ func caughtUp(t *testing.T, primary, standby *gorm.DB) {
 }
 
 // TestReplica runs a Replica against a real streaming replica through its
-// states: fit, idle, lagging (replay paused), caught up, stopped, back.
+// states: fit, idle, lagging (replay paused), caught up, stopped, back;
+// then Read's fallback when the replica fails a read.
 func TestReplica(t *testing.T) {
 	t.Parallel()
 	rep := dbtest.StartReplicated(t, dbtest.ReplicationOptions{})
@@ -147,39 +148,32 @@ func TestReplica(t *testing.T) {
 	rep.Standby.Start()
 	took = waitUntil(t, "reads return to the replica once it is back", 10*time.Second, onStandby)
 	t.Logf("replica back: reads on it after %s", took.Round(time.Millisecond))
-}
 
-// Read falls back to the primary at once when the replica fails a read,
-// without waiting for the next check.
-func TestReplicaReadFallsBack(t *testing.T) {
-	t.Parallel()
-	rep := dbtest.StartReplicated(t, dbtest.ReplicationOptions{})
-	quiet := slog.New(slog.DiscardHandler)
-	primary := open(t, rep.Primary.URL, database.Options{Logger: quiet})
-	caughtUp(t, primary, open(t, rep.Standby.URL, database.Options{Logger: quiet}))
-	// Checks far apart: only the first one, in OpenReplica, runs here.
-	r, err := database.OpenReplica(primary, rep.Standby.URL, database.ReplicaOptions{
+	// Read falls back to the primary at once when the replica fails a
+	// read, without waiting for the next check: checks far apart here, so
+	// only the first one, in OpenReplica, runs.
+	caughtUp(t, primary, standby)
+	once, err := database.OpenReplica(primary, rep.Standby.URL, database.ReplicaOptions{
 		CheckInterval: time.Hour, Pool: database.Options{Logger: quiet}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.Close()
-	if servedBy(t, r.Reader()) != rep.Standby.Port() {
+	defer once.Close()
+	if servedBy(t, once.Reader()) != rep.Standby.Port() {
 		t.Fatal("the replica does not serve reads")
 	}
 	rep.Standby.Stop()
-
 	var port int
-	err = r.Read(func(db *gorm.DB) error { return db.Raw(`SELECT inet_server_port()`).Scan(&port).Error })
+	err = once.Read(func(db *gorm.DB) error { return db.Raw(`SELECT inet_server_port()`).Scan(&port).Error })
 	if err != nil || port != rep.Primary.Port() {
 		t.Errorf("Read with the replica gone: port %d, %v; want the primary's answer", port, err)
 	}
-	if servedBy(t, r.Reader()) != rep.Primary.Port() {
+	if servedBy(t, once.Reader()) != rep.Primary.Port() {
 		t.Error("after a failed read the replica still serves reads before any check vouched for it")
 	}
 	// An error that is the query's own fault is returned, not retried.
 	calls := 0
-	err = r.Read(func(db *gorm.DB) error { calls++; return db.Exec(`SELECT * FROM no_such_table`).Error })
+	err = once.Read(func(db *gorm.DB) error { calls++; return db.Exec(`SELECT * FROM no_such_table`).Error })
 	if err == nil || calls != 1 {
 		t.Errorf("a bad query: %v after %d calls, want its error after 1", err, calls)
 	}

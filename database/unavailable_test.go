@@ -197,9 +197,8 @@ func TestConnectTimeoutDefault(t *testing.T) {
 // replaces it meets the connect timeout.
 func TestBlackholedPooledConnection(t *testing.T) {
 	t.Parallel()
-	cluster := dbtest.StartCluster(t)
-	proxy := dbtest.StartProxy(t, fmt.Sprintf("127.0.0.1:%d", cluster.Port()))
-	db := open(t, "postgres://postgres@"+proxy.Addr+"/postgres?sslmode=disable", database.Options{MaxOpenConns: 1})
+	proxy, url := dbtest.ProxyURL(t, dbtest.ServerURL(t))
+	db := open(t, url, database.Options{MaxOpenConns: 1})
 	var one int
 	if err := db.Raw(`SELECT 1`).Scan(&one).Error; err != nil {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package dbtest
 
 import (
 	"net"
+	"net/url"
 	"sync"
 	"testing"
 )
@@ -37,6 +38,21 @@ func StartProxy(t testing.TB, target string) *Proxy {
 	t.Cleanup(p.close)
 	go p.accept()
 	return p
+}
+
+// ProxyURL starts a proxy to the server a PostgreSQL URL names and returns
+// it with the URL rewritten to go through it (same database, user and
+// parameters, search_path included): a black hole of the test's own in
+// front of a shared server.
+func ProxyURL(t testing.TB, rawURL string) (*Proxy, string) {
+	t.Helper()
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		t.Fatalf("dbtest: proxy URL: %v", err)
+	}
+	p := StartProxy(t, u.Host)
+	u.Host = p.Addr
+	return p, u.String()
 }
 
 // Freeze stops all forwarding, for good.
