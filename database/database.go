@@ -71,6 +71,14 @@ func Open(rawURL string, opts Options) (*gorm.DB, error) {
 		NowFunc:                func() time.Time { return time.Now().UTC() },
 	})
 	if err != nil {
+		// gorm.Open has made the pool before its ping failed: close it, or
+		// every failed attempt (a replica that is down, retried each
+		// second) leaves a pool and its goroutine behind.
+		if db != nil {
+			if sqlDB, dbErr := db.DB(); dbErr == nil {
+				_ = sqlDB.Close()
+			}
+		}
 		return nil, fmt.Errorf("open %s database: %w", kind, err)
 	}
 	sqlDB, err := db.DB()

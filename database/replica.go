@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"gorm.io/gorm"
 )
@@ -102,10 +103,13 @@ func OpenReplica(primary *gorm.DB, url string, opts ReplicaOptions) (*Replica, e
 	if primary.Dialector.Name() != "postgres" {
 		return nil, errors.New("DATABASE_REPLICA_URL needs PostgreSQL as DATABASE_URL: a streaming replica is PostgreSQL's")
 	}
-	if _, kind, err := dialectorFor(url, nil); err != nil {
-		return nil, fmt.Errorf("DATABASE_REPLICA_URL: %w", err)
-	} else if kind != "postgres" {
+	// Checked here, not left to the first connection attempt: a URL that
+	// cannot work is a configuration error, not a replica that is down.
+	if scheme, _, _ := strings.Cut(url, ":"); !strings.EqualFold(scheme, "postgres") && !strings.EqualFold(scheme, "postgresql") {
 		return nil, fmt.Errorf("DATABASE_REPLICA_URL %q: want postgres://…", redact(url))
+	}
+	if _, err := pgx.ParseConfig(url); err != nil {
+		return nil, fmt.Errorf("DATABASE_REPLICA_URL %q: %w", redact(url), err)
 	}
 	if r.opts.MaxLag <= 0 {
 		r.opts.MaxLag = DefaultReplicaMaxLag
