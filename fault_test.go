@@ -14,13 +14,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/cmpay/cmpay/database"
 	"github.com/cmpay/cmpay/internal/dbtest"
 )
 
@@ -30,7 +34,8 @@ type answer struct {
 	replayed bool
 	code     string // the error code, when the answer was an error
 	answered bool   // false: no HTTP response at all
-	at       time.Time
+	url      string // the server it was sent to
+	sent, at time.Time
 }
 
 // sendCreate posts createPayment for a key and says what came back.
@@ -82,8 +87,10 @@ type traffic struct {
 }
 
 func startTraffic(t *testing.T, workers int, url func() string) *traffic {
+	// The client waits longer than a create may take on the server (15 s),
+	// so that "no answer" means the server gave none.
 	tr := &traffic{url: url, sent: map[string][]answer{}, stop: make(chan struct{}),
-		client: &http.Client{Timeout: 10 * time.Second}}
+		client: &http.Client{Timeout: 20 * time.Second}}
 	prefix := fmt.Sprintf("%s-%d", t.Name(), time.Now().UnixNano())
 	for w := range workers {
 		tr.wg.Go(func() {
@@ -94,8 +101,9 @@ func startTraffic(t *testing.T, workers int, url func() string) *traffic {
 				default:
 				}
 				key := fmt.Sprintf("%s-%d-%d", prefix, w, n)
-				got := sendCreate(context.Background(), tr.client, tr.url(), key)
-				got.at = time.Now()
+				url, sent := tr.url(), time.Now()
+				got := sendCreate(context.Background(), tr.client, url, key)
+				got.url, got.sent, got.at = url, sent, time.Now()
 				tr.mu.Lock()
 				tr.sent[key] = append(tr.sent[key], got)
 				tr.mu.Unlock()
@@ -103,6 +111,37 @@ func startTraffic(t *testing.T, workers int, url func() string) *traffic {
 		})
 	}
 	return tr
+}
+
+// waitFor polls until at least n answers so far satisfy match, and fails
+// the test if that takes longer than within: what a fault test waits for
+// instead of sleeping.
+func (tr *traffic) waitFor(t *testing.T, what string, n int, within time.Duration, match func(answer) bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		if got := tr.count(match); got >= n {
+			return
+		} else if time.Now().After(deadline) {
+			t.Fatalf("%s: %d of %d within %s", what, got, n, within)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// count returns how many answers so far satisfy match.
+func (tr *traffic) count(match func(answer) bool) int {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	n := 0
+	for _, answers := range tr.sent {
+		for _, a := range answers {
+			if match(a) {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 func (tr *traffic) halt() {
@@ -175,45 +214,61 @@ func checkInvariant(t *testing.T, db dbtest.DB, url string, sent map[string][]an
 
 // TestPostgresRestart: PostgreSQL stops and starts while requests flow. The
 // server stays up, /healthz says 503 during the outage and 200 after,
-// requests fail with a coded error during it and succeed after, and
-// retrying the failed ones creates each payment at most once.
+// requests fail fast with SERVICE_UNAVAILABLE during it (REST: 503 with
+// Retry-After), never INTERNAL_SERVER_ERROR, and succeed after; retrying
+// the failed ones with their keys creates each payment at most once.
 func TestPostgresRestart(t *testing.T) {
 	t.Parallel()
 	cluster := dbtest.StartCluster(t)
 	srv := startServer(t, cluster.URL)
 	tr := startTraffic(t, 4, func() string { return srv.url })
+	succeeded := func(a answer) bool { return a.id != "" }
 
-	time.Sleep(time.Second)
+	tr.waitFor(t, "payments before the outage", 20, 10*time.Second, succeeded)
 	outage := time.Now()
 	cluster.Stop()
 	waitHealth(t, srv.url, http.StatusServiceUnavailable, 10*time.Second)
-	time.Sleep(time.Second)
+	tr.waitFor(t, "requests refused during the outage", 20, 10*time.Second, func(a answer) bool {
+		return a.code != "" && a.sent.After(outage)
+	})
+	restKey := fmt.Sprintf("rest-outage-%d", time.Now().UnixNano())
+	checkUnavailableREST(t, srv.url, restKey)
 	cluster.Start()
 	back := time.Now()
 	waitHealth(t, srv.url, http.StatusOK, 30*time.Second)
 	healthy := time.Now()
-	time.Sleep(time.Second)
+	tr.waitFor(t, "payments after the outage", 20, 10*time.Second, func(a answer) bool {
+		return a.id != "" && a.sent.After(healthy)
+	})
 	tr.halt()
 
 	failedDuring, okAfter := 0, 0
+	var slowestFailure time.Duration
 	for key, answers := range tr.sent {
 		for _, a := range answers {
 			if !a.answered {
 				t.Errorf("key %s: the server gave no answer at all", key)
 			}
-			if a.code != "" {
-				failedDuring++
-				if a.code != "INTERNAL_SERVER_ERROR" {
-					t.Errorf("key %s: failed with %q, want INTERNAL_SERVER_ERROR", key, a.code)
-				}
+			if a.code == "" {
+				continue
 			}
+			failedDuring++
+			if a.code != "SERVICE_UNAVAILABLE" {
+				t.Errorf("key %s: failed with %q, want SERVICE_UNAVAILABLE", key, a.code)
+			}
+			slowestFailure = max(slowestFailure, a.at.Sub(a.sent))
 		}
+	}
+	// Failing fast: a request for which the database is down is told so
+	// within the connect timeout, not after the create's own deadline.
+	if slowestFailure > database.DefaultConnectTimeout {
+		t.Errorf("the slowest refused request took %s; a request must fail fast while the database is down", slowestFailure)
 	}
 	for key, answers := range tr.sent {
 		for _, a := range answers {
 			// Once /healthz says 200 again, requests succeed: the pool
 			// has dropped its dead connections.
-			if a.at.After(healthy.Add(200 * time.Millisecond)) {
+			if a.sent.After(healthy) {
 				if a.id == "" {
 					t.Errorf("key %s failed with %q after the database was back", key, a.code)
 				} else {
@@ -222,21 +277,133 @@ func TestPostgresRestart(t *testing.T) {
 			}
 		}
 	}
-	if okAfter == 0 {
-		t.Error("no request succeeded after the database came back")
-	}
-	if failedDuring == 0 {
-		t.Error("no request failed during the outage: it was not observed")
-	}
 	if select1(srv) != nil {
 		t.Fatalf("the server died: %v", select1(srv))
 	}
-	t.Logf("outage %s; %d requests failed cleanly during it, %d succeeded after", back.Sub(outage).Round(time.Millisecond), failedDuring, okAfter)
+	t.Logf("outage %s; %d requests failed during it (the slowest in %s), %d succeeded after",
+		back.Sub(outage).Round(time.Millisecond), failedDuring, slowestFailure.Round(time.Millisecond), okAfter)
 
+	// The REST request refused during the outage, retried with its key.
+	if res := postREST(t, srv.url, restKey); res.StatusCode != http.StatusCreated {
+		t.Errorf("the REST request refused during the outage, retried: status %d, want 201", res.StatusCode)
+	}
 	tr.retryAll(t, srv.url)
 	db := dbtest.DB{}
 	db.Gorm = openDB(t, cluster.URL)
 	checkInvariant(t, db, srv.url, tr.sent)
+}
+
+// blackholeBound is how long a create may take to be refused while the
+// database does not answer at all. It is the create's own deadline
+// (payments.createTimeout, 15 s) and a margin: a create sent on a
+// connection that went silent waits for it.
+const blackholeBound = 17 * time.Second
+
+// TestDatabaseBlackholed: the database stops answering without closing
+// anything (a hung host, a network that drops packets) while requests
+// flow. /healthz says 503 within its own 2 s; every request is still
+// answered, SERVICE_UNAVAILABLE, within blackholeBound; none hangs.
+func TestDatabaseBlackholed(t *testing.T) {
+	t.Parallel()
+	// A schema of the test's own on the shared server, behind a proxy of
+	// its own: freezing it disturbs no other test.
+	proxy, url := dbtest.ProxyURL(t, dbtest.Postgres(t).URL)
+	srv := startServer(t, url)
+	tr := startTraffic(t, 4, func() string { return srv.url })
+	tr.waitFor(t, "payments before the black hole", 20, 10*time.Second, func(a answer) bool { return a.id != "" })
+	frozen := time.Now()
+	proxy.Freeze()
+
+	healthStart := time.Now()
+	res, err := http.Get(srv.url + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if took := time.Since(healthStart); res.StatusCode != http.StatusServiceUnavailable || took > 3*time.Second {
+		t.Errorf("/healthz with the database silent: %d after %s, want 503 within 3s", res.StatusCode, took)
+	}
+	// Besides the requests caught in flight, a few sent while it is
+	// silent; then every answer is awaited.
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Go(func() {
+			key := fmt.Sprintf("blackholed-%d-%d", frozen.UnixNano(), i)
+			sent := time.Now()
+			a := sendCreate(context.Background(), tr.client, srv.url, key)
+			a.sent, a.at = sent, time.Now()
+			tr.mu.Lock()
+			tr.sent[key] = append(tr.sent[key], a)
+			tr.mu.Unlock()
+		})
+	}
+	tr.halt()
+	wg.Wait()
+
+	refused := 0
+	var slowest time.Duration
+	for key, answers := range tr.sent {
+		for _, a := range answers {
+			if a.at.Before(frozen) {
+				continue
+			}
+			slowest = max(slowest, a.at.Sub(a.sent))
+			switch {
+			case !a.answered:
+				t.Errorf("key %s: no answer after %s", key, a.at.Sub(a.sent).Round(time.Millisecond))
+			case a.code != "" && a.code != "SERVICE_UNAVAILABLE":
+				t.Errorf("key %s: failed with %q, want SERVICE_UNAVAILABLE", key, a.code)
+			case a.code != "":
+				refused++
+			}
+		}
+	}
+	if slowest > blackholeBound {
+		t.Errorf("the slowest request took %s with the database silent, want at most %s", slowest, blackholeBound)
+	}
+	t.Logf("database silent: %d requests refused with SERVICE_UNAVAILABLE, the slowest answer after %s", refused, slowest.Round(time.Millisecond))
+}
+
+// postREST sends POST /api/payments with an idempotency key; the body is
+// read and closed.
+func postREST(t *testing.T, url, key string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequest("POST", url+"/api/payments",
+		strings.NewReader(`{"clientId": "shop-rest", "amount": "10.50", "currency": "BRL", "method": "PIX"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	req.Header.Set("Idempotency-Key", key)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("POST /api/payments: %v", err)
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body = io.NopCloser(bytes.NewReader(body))
+	return res
+}
+
+// checkUnavailableREST: while the database is down, the REST endpoint
+// answers 503 with Retry-After and a problem whose code is
+// SERVICE_UNAVAILABLE.
+func checkUnavailableREST(t *testing.T, url, key string) {
+	t.Helper()
+	res := postREST(t, url, key)
+	var problem struct{ Code string }
+	err := json.NewDecoder(res.Body).Decode(&problem)
+	retryAfter, convErr := strconv.Atoi(res.Header.Get("Retry-After"))
+	if res.StatusCode != http.StatusServiceUnavailable || err != nil || problem.Code != "SERVICE_UNAVAILABLE" ||
+		res.Header.Get("Content-Type") != "application/problem+json" || convErr != nil || retryAfter < 1 {
+		t.Errorf("REST with the database down: status %d, Content-Type %q, Retry-After %q, code %q (%v); "+
+			"want 503 application/problem+json, Retry-After in seconds, SERVICE_UNAVAILABLE",
+			res.StatusCode, res.Header.Get("Content-Type"), res.Header.Get("Retry-After"), problem.Code, err)
+	}
 }
 
 // TestServerKilled: a server process is killed (SIGKILL) while requests

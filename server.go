@@ -72,6 +72,17 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer, log 
 		return err
 	}
 
+	// Reads that may be a few seconds stale can go to a streaming replica
+	// (DATABASE_REPLICA_URL); replica.Reader() is the primary when none is
+	// configured or the replica is down or lagging. The payments listing,
+	// the admin lists, the CSV export and the 24-hour overview are to read
+	// through it; until payments takes it, it only watches the replica.
+	replica, err := database.OpenReplica(db, cfg.ReplicaURL, database.ReplicaOptions{Pool: database.Options{Logger: log}})
+	if err != nil {
+		return err
+	}
+	defer func() { _ = replica.Close() }()
+
 	sqlDB, err := db.DB()
 	if err != nil {
 		return err
@@ -83,7 +94,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer, log 
 	}
 	srv := newHTTPServer(httpapi.NewHandler(httpapi.Deps{
 		Service:       svc,
-		DB:            db,
+		Ping:          database.Pinger(db),
 		Metrics:       m,
 		APITokens:     cfg.APITokens,
 		AdminUser:     cfg.AdminUser,

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net/http"
 
+	"github.com/cmpay/cmpay/database"
 	"github.com/cmpay/cmpay/payments"
 	"github.com/cmpay/cmpay/requestid"
 )
@@ -27,6 +28,7 @@ const (
 	BadRequest      = "BAD_REQUEST"
 	TooLarge        = "PAYLOAD_TOO_LARGE"
 	RateLimited     = "RATE_LIMITED"
+	Unavailable     = "SERVICE_UNAVAILABLE"
 	Internal        = "INTERNAL_SERVER_ERROR"
 )
 
@@ -68,6 +70,12 @@ func FromDomain(ctx context.Context, err error) Error {
 		return Error{Code: NotFound, Status: http.StatusNotFound, Message: "no such payment"}
 	case errors.Is(err, payments.ErrForbidden):
 		return Error{Code: Forbidden, Status: http.StatusForbidden, Message: "this token may not act on this client's payments"}
+	case database.IsUnavailable(err):
+		// Not our bug: the database is down, failing over or read-only.
+		// The request did not complete; the client retries with its key.
+		slog.WarnContext(ctx, "database unavailable", "request_id", requestid.From(ctx), "err", err)
+		return Error{Code: Unavailable, Status: http.StatusServiceUnavailable,
+			Message: "the service is briefly unavailable; retry the request with the same idempotency key"}
 	}
 	return FromInternal(ctx, err)
 }

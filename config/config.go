@@ -17,6 +17,9 @@ import (
 type Config struct {
 	// DatabaseURL selects the database: postgres://… or sqlite:PATH.
 	DatabaseURL string
+	// ReplicaURL (DATABASE_REPLICA_URL), optional, names a streaming
+	// replica of DatabaseURL for reads that may be a few seconds stale.
+	ReplicaURL string
 	// Addr is the listen address.
 	Addr string
 
@@ -56,6 +59,7 @@ type Config struct {
 func FromEnv(getenv func(string) string) (Config, error) {
 	c := Config{
 		DatabaseURL:     or(getenv("DATABASE_URL"), database.DefaultURL),
+		ReplicaURL:      strings.TrimSpace(getenv("DATABASE_REPLICA_URL")),
 		Addr:            or(getenv("ADDR"), ":8080"),
 		AdminUser:       or(getenv("ADMIN_USER"), "admin"),
 		AdminPassword:   getenv("ADMIN_PASSWORD"),
@@ -102,6 +106,9 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		}
 		c.Introspection = on
 	}
+	if c.ReplicaURL != "" && !(isPostgres(c.ReplicaURL) && isPostgres(c.DatabaseURL)) {
+		problems = append(problems, "DATABASE_REPLICA_URL: want a postgres://… URL, beside a postgres://… DATABASE_URL (a streaming replica is PostgreSQL's)")
+	}
 	c.CORSOrigins = list(getenv("CORS_ORIGINS"))
 	duration("IDEMPOTENCY_KEY_TTL", &c.KeyTTL)
 	duration("SWEEP_INTERVAL", &c.SweepInterval)
@@ -121,6 +128,13 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		return Config{}, fmt.Errorf("configuration: %s", strings.Join(problems, "; "))
 	}
 	return c, nil
+}
+
+// isPostgres says whether a database URL selects PostgreSQL.
+func isPostgres(u string) bool {
+	scheme, _, _ := strings.Cut(u, ":")
+	scheme = strings.ToLower(scheme)
+	return scheme == "postgres" || scheme == "postgresql"
 }
 
 // list splits a comma-separated value, dropping blanks.

@@ -61,3 +61,26 @@ func TestFromEnvRefusesBadDurations(t *testing.T) {
 		t.Errorf("err = %v, want both variables named", err)
 	}
 }
+
+func TestReplicaURL(t *testing.T) {
+	t.Parallel()
+	c, err := FromEnv(env(nil))
+	if err != nil || c.ReplicaURL != "" {
+		t.Errorf("default: %q, %v; want no replica", c.ReplicaURL, err)
+	}
+	c, err = FromEnv(env(map[string]string{
+		"DATABASE_URL":         "postgres://u:p@h1:5432,h2:5432/cmpay?target_session_attrs=read-write",
+		"DATABASE_REPLICA_URL": "postgresql://u:p@h3:5432/cmpay",
+	}))
+	if err != nil || c.ReplicaURL != "postgresql://u:p@h3:5432/cmpay" {
+		t.Errorf("replica: %q, %v", c.ReplicaURL, err)
+	}
+	for _, vars := range []map[string]string{
+		{"DATABASE_REPLICA_URL": "postgres://u:p@h3/cmpay"}, // beside the SQLite default
+		{"DATABASE_URL": "postgres://u:p@h1/cmpay", "DATABASE_REPLICA_URL": "sqlite:replica.db"},
+	} {
+		if _, err := FromEnv(env(vars)); err == nil || !strings.Contains(err.Error(), "DATABASE_REPLICA_URL") {
+			t.Errorf("%v: %v, want an error naming DATABASE_REPLICA_URL", vars, err)
+		}
+	}
+}

@@ -26,6 +26,14 @@ import (
 // DefaultURL is the embedded default: a SQLite file in the working directory.
 const DefaultURL = "sqlite:cmpay.db"
 
+// DefaultConnectTimeout bounds each attempt to connect to one PostgreSQL
+// host when the URL sets no connect_timeout (or sets 0, "for ever"): long
+// enough for a loaded server to accept and authenticate a session, short
+// enough that a request finds out quickly that the database is unreachable
+// and answers SERVICE_UNAVAILABLE, and that pgx moves on to the next host of
+// a multi-host URL when the first is down without refusing connections.
+const DefaultConnectTimeout = 3 * time.Second
+
 // Options tunes a connection pool. The zero value is usable.
 type Options struct {
 	// MaxOpenConns caps the pool; zero means 20 on PostgreSQL and 1 on
@@ -66,6 +74,14 @@ func Open(rawURL string, opts Options) (*gorm.DB, error) {
 		NowFunc:                func() time.Time { return time.Now().UTC() },
 	})
 	if err != nil {
+		// gorm.Open has made the pool before its ping failed: close it, or
+		// every failed attempt (a replica that is down, retried each
+		// second) leaves a pool and its goroutine behind.
+		if db != nil {
+			if sqlDB, dbErr := db.DB(); dbErr == nil {
+				_ = sqlDB.Close()
+			}
+		}
 		return nil, fmt.Errorf("open %s database: %w", kind, err)
 	}
 	sqlDB, err := db.DB()
@@ -98,7 +114,13 @@ func dialectorFor(rawURL string, tracer pgx.QueryTracer) (gorm.Dialector, string
 			return nil, "", fmt.Errorf("DATABASE_URL %q: %w", redact(rawURL), err)
 		}
 		cfg.Tracer = tracer
-		return postgres.New(postgres.Config{Conn: stdlib.OpenDB(*cfg)}), "postgres", nil
+		if cfg.ConnectTimeout == 0 {
+			// Without a timeout, a connection attempt to a host that is
+			// gone (packets dropped, no refusal) waits for the request's
+			// deadline, or for the kernel to give up minutes later.
+			cfg.ConnectTimeout = DefaultConnectTimeout
+		}
+		return postgres.New(postgres.Config{Conn: stdlib.OpenDB(*cfg, stdlib.OptionShouldPing(pingBeforeReuse))}), "postgres", nil
 	case "sqlite", "file":
 		dsn, err := sqliteDSN(rest)
 		if err != nil {
@@ -107,6 +129,26 @@ func dialectorFor(rawURL string, tracer pgx.QueryTracer) (gorm.Dialector, string
 		return sqlite.Open(dsn), "sqlite", nil
 	}
 	return nil, "", fmt.Errorf("DATABASE_URL %q: unknown scheme %q; want postgres://…, sqlite:PATH or file:PATH", redact(rawURL), scheme)
+}
+
+// reusePingTimeout bounds the liveness check of a pooled connection.
+const reusePingTimeout = 2 * time.Second
+
+// pingBeforeReuse is pgx's check of a pooled connection that has been idle
+// for over a second (pgx's own rule), given a deadline of its own. pgx pings
+// with the caller's context, which for a read has none: a connection to a
+// server that has stopped answering without closing anything (a hung host,
+// a network that drops packets) would hold the request, and the connection,
+// for ever. A ping that fails closes the connection; returning true then
+// lets pgx's own ping find it closed and tell database/sql to take another,
+// which meets the connect timeout if the server is still gone.
+func pingBeforeReuse(ctx context.Context, p stdlib.ShouldPingParams) bool {
+	if p.IdleDuration <= time.Second {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(ctx, reusePingTimeout)
+	defer cancel()
+	return p.Conn.PgConn().Ping(ctx) != nil
 }
 
 // sqliteDSN turns "PATH[?params]" into the driver's DSN with the settings a
@@ -270,6 +312,12 @@ func Ping(ctx context.Context, db *gorm.DB) error {
 		return err
 	}
 	return sqlDB.PingContext(ctx)
+}
+
+// Pinger returns Ping bound to db: what the HTTP surface's /healthz calls,
+// so that it needs no GORM of its own.
+func Pinger(db *gorm.DB) func(context.Context) error {
+	return func(ctx context.Context) error { return Ping(ctx, db) }
 }
 
 // Close closes the pool.

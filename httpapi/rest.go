@@ -364,6 +364,9 @@ func badInput(field, message string) apierror.Error {
 		Details: map[string]any{"field": field, "problems": []map[string]any{{"field": field, "message": message}}}}
 }
 
+// retryAfterSeconds is the Retry-After of a 503 answer.
+const retryAfterSeconds = "1"
+
 // writeProblem answers with an RFC 9457 problem: the standard members plus
 // code and the error's details (field, problems, paymentId,
 // differingFields, available, requestId). A detail named like a standard
@@ -386,6 +389,11 @@ func writeProblem(w http.ResponseWriter, r *http.Request, e apierror.Error) {
 		body[k] = v
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if e.Status == http.StatusServiceUnavailable {
+		// The database is down or failing over; a failover takes seconds
+		// (README, "High availability"), so a second is a fair first wait.
+		w.Header().Set("Retry-After", retryAfterSeconds)
+	}
 	w.WriteHeader(e.Status)
 	_ = json.NewEncoder(w).Encode(body)
 }

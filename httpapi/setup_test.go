@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cmpay/cmpay/database"
 	"github.com/cmpay/cmpay/httpapi"
 	"github.com/cmpay/cmpay/internal/dbtest"
 	"github.com/cmpay/cmpay/metrics"
@@ -50,7 +51,7 @@ func setupB(t testing.TB, db dbtest.DB, change ...func(*httpapi.Deps)) *bundle {
 	}
 	deps := httpapi.Deps{
 		Service:       svc,
-		DB:            db.Gorm,
+		Ping:          database.Pinger(db.Gorm),
 		Metrics:       m,
 		APITokens:     []string{"other-token", token},
 		AdminUser:     "admin",

@@ -9,23 +9,37 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 )
 
-// Cluster is a PostgreSQL server of a test's own, which the test may stop
-// and start: for fault tests that must not disturb other tests.
+// Cluster is a PostgreSQL server of a test's own, which the test may stop,
+// start, kill or promote: for fault tests that must not disturb other tests.
 type Cluster struct {
 	URL  string
 	bin  string
 	dir  string
 	port int
-	t    testing.TB
+	// settings are extra server settings (name=value, as for -c), passed on
+	// the command line at every start.
+	settings []string
+	t        testing.TB
 }
 
 // StartCluster creates and starts a throwaway cluster, stopped and removed
 // when the test ends. It uses CMPAY_PG_BIN or the newest PostgreSQL under
 // /usr/lib/postgresql.
 func StartCluster(t testing.TB) *Cluster {
+	t.Helper()
+	c := newCluster(t)
+	c.initdb()
+	c.Start()
+	return c
+}
+
+// newCluster reserves a directory and a port; it creates no data.
+func newCluster(t testing.TB, settings ...string) *Cluster {
 	t.Helper()
 	bin := os.Getenv("CMPAY_PG_BIN")
 	if bin == "" {
@@ -40,7 +54,7 @@ func StartCluster(t testing.TB) *Cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &Cluster{bin: bin, dir: dir, port: freePort(t), t: t}
+	c := &Cluster{bin: bin, dir: dir, port: freePort(t), settings: settings, t: t}
 	if os.Geteuid() == 0 {
 		// initdb and postgres refuse to run as root.
 		pg, err := user.Lookup("postgres")
@@ -57,18 +71,28 @@ func StartCluster(t testing.TB) *Cluster {
 		_ = c.pgCtl("stop", "-m", "immediate")
 		os.RemoveAll(dir)
 	})
-	if out, err := c.command("initdb", "-D", c.data(), "-U", "postgres", "-A", "trust", "--no-sync").CombinedOutput(); err != nil {
-		t.Fatalf("initdb: %v\n%s", err, out)
-	}
-	c.Start()
 	c.URL = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", c.port)
 	return c
 }
+
+func (c *Cluster) initdb() {
+	c.t.Helper()
+	if out, err := c.command("initdb", "-D", c.data(), "-U", "postgres", "-A", "trust", "--no-sync").CombinedOutput(); err != nil {
+		c.t.Fatalf("initdb: %v\n%s", err, out)
+	}
+}
+
+// Port is the TCP port the server listens on, on 127.0.0.1.
+func (c *Cluster) Port() int { return c.port }
 
 // Start starts the server and waits until it accepts connections.
 func (c *Cluster) Start() {
 	c.t.Helper()
 	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200", c.port, c.dir)
+	for _, s := range c.settings {
+		// pg_ctl hands the options to a shell: quote each one.
+		opts += " -c '" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+	}
 	if err := c.pgCtl("start", "-w", "-t", "60", "-o", opts, "-l", filepath.Join(c.dir, "server.log")); err != nil {
 		log, _ := os.ReadFile(filepath.Join(c.dir, "server.log"))
 		c.t.Fatalf("start PostgreSQL: %v\n%s", err, log)
@@ -82,6 +106,50 @@ func (c *Cluster) Stop() {
 	if err := c.pgCtl("stop", "-w", "-m", "fast"); err != nil {
 		c.t.Fatalf("stop PostgreSQL: %v", err)
 	}
+}
+
+// BeginSmartShutdown asks the server to stop once its sessions have ended,
+// and returns at once: meanwhile it refuses new connections (SQLSTATE
+// 57P03, "the database system is shutting down").
+func (c *Cluster) BeginSmartShutdown() {
+	c.t.Helper()
+	if err := c.pgCtl("stop", "-W", "-m", "smart"); err != nil {
+		c.t.Fatalf("smart shutdown: %v", err)
+	}
+}
+
+// Kill sends SIGKILL to the postmaster, as when its machine or process dies:
+// nothing is shut down cleanly. Its backends notice the postmaster is gone
+// and exit on their own; the port is closed at once.
+func (c *Cluster) Kill() {
+	c.t.Helper()
+	pidFile, err := os.ReadFile(filepath.Join(c.data(), "postmaster.pid"))
+	if err != nil {
+		c.t.Fatalf("kill PostgreSQL: %v", err)
+	}
+	first, _, _ := strings.Cut(string(pidFile), "\n")
+	pid, err := strconv.Atoi(strings.TrimSpace(first))
+	if err != nil {
+		c.t.Fatalf("kill PostgreSQL: postmaster.pid: %v", err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		c.t.Fatalf("kill PostgreSQL (pid %d): %v", pid, err)
+	}
+}
+
+// Promote turns a standby into a primary and waits until it accepts
+// writes.
+func (c *Cluster) Promote() {
+	c.t.Helper()
+	if err := c.pgCtl("promote", "-w", "-t", "60"); err != nil {
+		c.t.Fatalf("promote PostgreSQL: %v", err)
+	}
+}
+
+// Log returns the server's log so far, for a failing test to show.
+func (c *Cluster) Log() string {
+	log, _ := os.ReadFile(filepath.Join(c.dir, "server.log"))
+	return string(log)
 }
 
 func (c *Cluster) data() string { return filepath.Join(c.dir, "data") }

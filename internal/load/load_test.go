@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cmpay/cmpay/database"
 	"github.com/cmpay/cmpay/httpapi"
 	"github.com/cmpay/cmpay/internal/dbtest"
 	"github.com/cmpay/cmpay/metrics"
@@ -131,7 +132,7 @@ func serve(t *testing.T, db dbtest.DB) string {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(httpapi.NewHandler(httpapi.Deps{
-		Service: svc, DB: db.Gorm, Metrics: m, APITokens: []string{testToken},
+		Service: svc, Ping: database.Pinger(db.Gorm), Metrics: m, APITokens: []string{testToken},
 		AdminUser: "admin", AdminPassword: "unused", Logger: slog.New(slog.DiscardHandler),
 	}))
 	t.Cleanup(srv.Close)
