@@ -294,10 +294,11 @@ func TestPostgresRestart(t *testing.T) {
 }
 
 // blackholeBound is how long a create may take to be refused while the
-// database does not answer at all. It is the create's own deadline
-// (payments.createTimeout, 15 s) and a margin: a create sent on a
-// connection that went silent waits for it.
-const blackholeBound = 17 * time.Second
+// database does not answer at all. It is a batched statement's own
+// deadline (payments.statementTimeout, 5 s) and a margin: a create sent on
+// a connection that went silent waits for it, and is not run again alone
+// once the error says the database is unavailable.
+const blackholeBound = 7 * time.Second
 
 // TestDatabaseBlackholed: the database stops answering without closing
 // anything (a hung host, a network that drops packets) while requests

@@ -74,9 +74,10 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer, log 
 
 	// Reads that may be a few seconds stale can go to a streaming replica
 	// (DATABASE_REPLICA_URL); replica.Reader() is the primary when none is
-	// configured or the replica is down or lagging. The payments listing,
-	// the admin lists, the CSV export and the 24-hour overview are to read
-	// through it; until payments takes it, it only watches the replica.
+	// configured or the replica is down or lagging. The payments listing
+	// (GraphQL and the admin lists), the CSV export and the 24-hour
+	// overview read through it; everything that must see its own writes
+	// reads the primary.
 	replica, err := database.OpenReplica(db, cfg.ReplicaURL, database.ReplicaOptions{Pool: database.Options{Logger: log}})
 	if err != nil {
 		return err
@@ -88,7 +89,9 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer, log 
 		return err
 	}
 	m := metrics.New(sqlDB)
-	svc, err := payments.NewService(db, payments.Config{KeyTTL: cfg.KeyTTL, OnAttempt: m.OnAttempt})
+	svc, err := payments.NewService(db, payments.Config{
+		KeyTTL: cfg.KeyTTL, OnAttempt: m.OnAttempt, Reads: replica, Unavailable: database.IsUnavailable,
+	})
 	if err != nil {
 		return err
 	}

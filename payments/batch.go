@@ -64,6 +64,10 @@ type batcher[J batchJob] struct {
 	order func(a, b J) int
 	// stallAfter: see defaultStallAfter.
 	stallAfter time.Duration
+	// final, if set, says an error is not worth running each job again
+	// alone: the database is down, and each re-run would only wait for it
+	// once more.
+	final func(error) bool
 
 	mu        sync.Mutex
 	queue     []J
@@ -132,28 +136,36 @@ func (b *batcher[J]) take() []J {
 // run executes one statement for batch and sees that every job in it is
 // answered.
 func (b *batcher[J]) run(batch []J) {
-	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
-	defer cancel()
-	err := b.safeExec(ctx, batch)
+	err := b.safeExec(batch)
 	if err == nil {
 		return
 	}
-	if len(batch) == 1 {
-		batch[0].fail(err)
+	if len(batch) == 1 || b.final != nil && b.final(err) {
+		for _, j := range batch {
+			j.fail(err)
+		}
 		return
 	}
 	// The statement failed as a whole (a deadlock with another batch, say):
 	// run each job alone, so that each gets its own answer.
 	for _, j := range batch {
-		if err := b.safeExec(ctx, []J{j}); err != nil {
+		if err := b.safeExec([]J{j}); err != nil {
 			j.fail(err)
 		}
 	}
 }
 
+// statementTimeout bounds one batched statement. A statement takes a
+// millisecond or two; one on a connection to a database that went silent
+// would otherwise hold its requests for their whole requestTimeout, and
+// their re-runs after it.
+const statementTimeout = 5 * time.Second
+
 // safeExec is exec, with a panic turned into an error: a waiting request
 // must always get an answer.
-func (b *batcher[J]) safeExec(ctx context.Context, jobs []J) (err error) {
+func (b *batcher[J]) safeExec(jobs []J) (err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), statementTimeout)
+	defer cancel()
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("batched statement panicked: %v", r)

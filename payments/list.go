@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"gorm.io/gorm"
+
 	"github.com/cmpay/cmpay/models"
 )
 
@@ -154,8 +156,13 @@ func (s *Service) List(ctx context.Context, f Filter, first int, after string) (
 		queryArgs = append(append(clientArgs, keyArgs...), first+1)
 	}
 
+	// A listing may be a few seconds stale: a replica serves it while fit.
 	var rows []models.Payment
-	if err := s.db.WithContext(ctx).Raw(query, queryArgs...).Scan(&rows).Error; err != nil {
+	err := s.reads.Read(func(db *gorm.DB) error {
+		rows = nil
+		return db.WithContext(ctx).Raw(query, queryArgs...).Scan(&rows).Error
+	})
+	if err != nil {
 		return Page{}, fmt.Errorf("list payments: %w", err)
 	}
 

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"gorm.io/gorm"
+
 	"github.com/cmpay/cmpay/internal/dbtest"
 	"github.com/cmpay/cmpay/payments"
 )
@@ -214,6 +216,35 @@ func TestRecentStats(t *testing.T) {
 		}
 		if !st.Hours[23].Start.Equal(b.clock.Now().Truncate(time.Hour)) {
 			t.Errorf("last bucket starts %s, want the current hour", st.Hours[23].Start)
+		}
+	})
+}
+
+// reads is a payments.Reads that serves every read from one database.
+type reads struct{ db *gorm.DB }
+
+func (r reads) Read(fn func(*gorm.DB) error) error { return fn(r.db) }
+func (r reads) Reader() *gorm.DB                   { return r.db }
+
+// The listing and the overview read through Config.Reads (a replica in
+// production); a payment's own page reads the primary, which has its writes.
+func TestStaleReadsGoThroughReads(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		other := dbtest.Open(t, db.Dialect) // stands for a replica that has nothing yet
+		svc := mustService(t, db.Gorm, payments.Config{Reads: reads{other.Gorm}})
+		res, err := svc.Create(t.Context(), pix("k1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if page, err := svc.List(t.Context(), payments.Filter{}, 10, ""); err != nil || len(page.Payments) != 0 {
+			t.Errorf("List = %v, %v; want the replica's (empty) listing", page.Payments, err)
+		}
+		if st, err := svc.RecentStats(t.Context(), 24); err != nil || st.Created != 0 {
+			t.Errorf("RecentStats = %+v, %v; want the replica's (empty) overview", st.Counts, err)
+		}
+		if _, err := svc.Get(t.Context(), res.Payment.ID); err != nil {
+			t.Errorf("Get reads the primary, which has the payment: %v", err)
 		}
 	})
 }

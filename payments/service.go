@@ -29,11 +29,36 @@ type Config struct {
 	// OnAttempt, if set, is told of every settled request after its
 	// transaction commits (metrics hook in here).
 	OnAttempt func(op Operation, outcome Outcome, transport string)
+	// Reads, if set, serves the reads that may be a few seconds stale: the
+	// payments listing and the 24-hour overview (a streaming replica:
+	// database.Replica). Nil reads them from the service's database.
+	Reads Reads
+	// Unavailable, if set, tells an error that means "the database cannot
+	// be reached, retry" (database.IsUnavailable): a batch that fails so is
+	// not re-run request by request.
+	Unavailable func(error) bool
 }
+
+// Reads is where reads that tolerate a few seconds of lag go.
+type Reads interface {
+	// Read runs a read-only fn on the replica while it is fit, else, or
+	// if the replica fails it, on the primary.
+	Read(fn func(db *gorm.DB) error) error
+	// Reader is the database to stream one long read from (an export),
+	// which must not be run twice.
+	Reader() *gorm.DB
+}
+
+// primaryReads reads from the service's own database.
+type primaryReads struct{ db *gorm.DB }
+
+func (p primaryReads) Read(fn func(*gorm.DB) error) error { return fn(p.db) }
+func (p primaryReads) Reader() *gorm.DB                   { return p.db }
 
 // Service creates, changes and reads payments in one database.
 type Service struct {
 	db    *gorm.DB
+	reads Reads
 	store store
 	// creates and changes gather requests into batch statements (batch.go).
 	creates   batcher[*job]
@@ -45,7 +70,10 @@ type Service struct {
 
 // NewService returns a Service over db, whose schema must be migrated.
 func NewService(db *gorm.DB, cfg Config) (*Service, error) {
-	s := &Service{db: db, keyTTL: cfg.KeyTTL, clock: cfg.Now, onAttempt: cfg.OnAttempt}
+	s := &Service{db: db, reads: cfg.Reads, keyTTL: cfg.KeyTTL, clock: cfg.Now, onAttempt: cfg.OnAttempt}
+	if s.reads == nil {
+		s.reads = primaryReads{db}
+	}
 	if s.keyTTL <= 0 {
 		s.keyTTL = DefaultKeyTTL
 	}
@@ -68,8 +96,8 @@ func NewService(db *gorm.DB, cfg Config) (*Service, error) {
 	default:
 		return nil, fmt.Errorf("new payments service: unsupported database %q", name)
 	}
-	s.creates = batcher[*job]{exec: s.store.createBatch, order: byPayment, stallAfter: defaultStallAfter}
-	s.changes = batcher[*job]{exec: s.store.changeBatch, order: byPayment, stallAfter: defaultStallAfter}
+	s.creates = batcher[*job]{exec: s.store.createBatch, order: byPayment, stallAfter: defaultStallAfter, final: cfg.Unavailable}
+	s.changes = batcher[*job]{exec: s.store.changeBatch, order: byPayment, stallAfter: defaultStallAfter, final: cfg.Unavailable}
 	return s, nil
 }
 

@@ -3,6 +3,7 @@ package payments
 import (
 	"context"
 	"fmt"
+	"gorm.io/gorm"
 	"time"
 )
 
@@ -46,7 +47,12 @@ func (s *Service) RecentStats(ctx context.Context, hours int) (Stats, error) {
 	now := s.now()
 	first := now.Truncate(time.Hour).Add(-time.Duration(hours-1) * time.Hour)
 
-	rows, err := s.store.attemptCounts(ctx, first)
+	var rows []hourCount
+	err := s.reads.Read(func(db *gorm.DB) error {
+		var err error
+		rows, err = s.store.attemptCounts(db.WithContext(ctx), first)
+		return err
+	})
 	if err != nil {
 		return Stats{}, fmt.Errorf("recent stats: %w", err)
 	}

@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"context"
 	"time"
+
+	"gorm.io/gorm"
 )
 
 // store is the seam between the engine and a database: everything that
@@ -18,9 +20,9 @@ type store interface {
 	createBatch(ctx context.Context, jobs []*job) error
 	// changeBatch does the same for captures, cancels and refunds.
 	changeBatch(ctx context.Context, jobs []*job) error
-	// attemptCounts counts the attempts made since from, by hour and
-	// outcome (stats.go).
-	attemptCounts(ctx context.Context, from time.Time) ([]hourCount, error)
+	// attemptCounts counts, on db (the primary or a replica), the attempts
+	// made since from, by hour and outcome (stats.go).
+	attemptCounts(db *gorm.DB, from time.Time) ([]hourCount, error)
 	// sweepKeys deletes up to limit keys created before before, and says
 	// how many it deleted (sweep.go).
 	sweepKeys(ctx context.Context, before time.Time, limit int) (int64, error)

@@ -234,9 +234,9 @@ func (r *resultRow) payment() Payment {
 	}
 }
 
-func (st *postgresStore) attemptCounts(ctx context.Context, from time.Time) ([]hourCount, error) {
+func (st *postgresStore) attemptCounts(db *gorm.DB, from time.Time) ([]hourCount, error) {
 	var rows []hourCount
-	err := st.db.WithContext(ctx).Raw(`SELECT CAST(floor(extract(epoch FROM at) / 3600) AS BIGINT) AS hour, outcome, COUNT(*) AS n
+	err := db.Raw(`SELECT CAST(floor(extract(epoch FROM at) / 3600) AS BIGINT) AS hour, outcome, COUNT(*) AS n
 		FROM idempotency_attempts WHERE at >= ? GROUP BY 1, 2`, from).Scan(&rows).Error
 	return rows, err
 }

@@ -165,9 +165,9 @@ func (st *sqliteStore) applyChange(tx *gorm.DB, cmd *command, amount int64, now 
 	return paymentFromRow(row), res.RowsAffected == 1, nil
 }
 
-func (st *sqliteStore) attemptCounts(ctx context.Context, from time.Time) ([]hourCount, error) {
+func (st *sqliteStore) attemptCounts(db *gorm.DB, from time.Time) ([]hourCount, error) {
 	var rows []hourCount
-	err := st.db.WithContext(ctx).Raw(`SELECT CAST(strftime('%s', substr(at, 1, 19)) AS INTEGER) / 3600 AS hour, outcome, COUNT(*) AS n
+	err := db.Raw(`SELECT CAST(strftime('%s', substr(at, 1, 19)) AS INTEGER) / 3600 AS hour, outcome, COUNT(*) AS n
 		FROM idempotency_attempts WHERE at >= ? GROUP BY 1, 2`, from).Scan(&rows).Error
 	return rows, err
 }
