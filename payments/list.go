@@ -13,6 +13,11 @@ import (
 	"github.com/cmpay/cmpay/models"
 )
 
+// readTimeout bounds a read: one on a connection to a database that went
+// silent is given up, and the client told to retry, rather than held until
+// the client leaves.
+const readTimeout = 10 * time.Second
+
 // Page sizes for List.
 const (
 	DefaultPageSize = 20
@@ -59,6 +64,8 @@ func (p Page) EndCursor() string {
 // Get returns the payment with the given id, or an error wrapping
 // ErrNotFound.
 func (s *Service) Get(ctx context.Context, id string) (Payment, error) {
+	ctx, cancel := context.WithTimeout(ctx, readTimeout)
+	defer cancel()
 	p, ok, err := readPayment(s.db.WithContext(ctx), id)
 	if err != nil {
 		return Payment{}, fmt.Errorf("get payment: %w", err)
@@ -78,6 +85,8 @@ func (s *Service) Get(ctx context.Context, id string) (Payment, error) {
 // reads about first rows whatever the table's size; there is no OFFSET and
 // no COUNT.
 func (s *Service) List(ctx context.Context, f Filter, first int, after string) (Page, error) {
+	ctx, cancel := context.WithTimeout(ctx, readTimeout)
+	defer cancel()
 	if first < 0 || first > MaxPageSize {
 		return Page{}, invalid("first", "first must be between 0 and %d, got %d", MaxPageSize, first)
 	}
@@ -193,6 +202,8 @@ func (s *Service) Attempts(ctx context.Context, p Payment) ([]Attempt, error) {
 // many payments there are: what a page of payments with their timelines
 // costs (the GraphQL API batches its resolvers into it).
 func (s *Service) AttemptsOf(ctx context.Context, ps []Payment) ([][]Attempt, error) {
+	ctx, cancel := context.WithTimeout(ctx, readTimeout)
+	defer cancel()
 	var rows []models.IdempotencyAttempt
 	err := s.db.WithContext(ctx).Where("payment_id IN ?", paymentIDs(ps)).Order("payment_id, at, id").Find(&rows).Error
 	if err != nil {
@@ -226,6 +237,8 @@ func (s *Service) Refunds(ctx context.Context, p Payment) ([]Refund, error) {
 
 // RefundsOf returns the refunds of each payment, in one query.
 func (s *Service) RefundsOf(ctx context.Context, ps []Payment) ([][]Refund, error) {
+	ctx, cancel := context.WithTimeout(ctx, readTimeout)
+	defer cancel()
 	var rows []models.Refund
 	err := s.db.WithContext(ctx).Where("payment_id IN ?", paymentIDs(ps)).Order("payment_id, created_at, id").Find(&rows).Error
 	if err != nil {

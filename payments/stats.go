@@ -44,6 +44,8 @@ type Stats struct {
 // outcome. It reads the attempts' time index over that window only: the
 // cost follows the recent traffic, not the size of the history.
 func (s *Service) RecentStats(ctx context.Context, hours int) (Stats, error) {
+	ctx, cancel := context.WithTimeout(ctx, readTimeout)
+	defer cancel()
 	now := s.now()
 	first := now.Truncate(time.Hour).Add(-time.Duration(hours-1) * time.Hour)
 
