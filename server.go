@@ -57,7 +57,7 @@ func tuneGC() {
 
 // run serves until ctx ends, then shuts down gracefully: it stops accepting
 // connections and lets in-flight requests finish, for at most
-// SHUTDOWN_TIMEOUT.
+// SHUTDOWN_TIMEOUT; then it closes the connections left and returns.
 func run(ctx context.Context, getenv func(string) string, stdout io.Writer, log *slog.Logger) error {
 	cfg, err := config.FromEnv(getenv)
 	if err != nil {
@@ -118,7 +118,15 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer, log 
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
 	if err := srv.Shutdown(shutdownCtx); err != nil {
-		return fmt.Errorf("shutdown: %w", err)
+		// Requests still running (or a client that never finishes its
+		// body) must not keep the process alive past the timeout its
+		// supervisor was promised: cut their connections and go. A create
+		// cut here commits or rolls back as a unit; its retry finds out
+		// which.
+		log.Warn("shutdown timeout reached; closing the remaining connections", "err", err)
+		if err := srv.Close(); err != nil {
+			return fmt.Errorf("close: %w", err)
+		}
 	}
 	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
 		return err

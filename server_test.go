@@ -57,8 +57,8 @@ type process struct {
 }
 
 // startServer starts the binary on a free loopback port and waits until it
-// says where it listens.
-func startServer(t *testing.T, databaseURL string) *process {
+// says where it listens. env adds to or overrides its environment.
+func startServer(t *testing.T, databaseURL string, env ...string) *process {
 	t.Helper()
 	cmd := exec.Command(binary)
 	cmd.Env = append(os.Environ(),
@@ -68,6 +68,7 @@ func startServer(t *testing.T, databaseURL string) *process {
 		"ADMIN_PASSWORD=unused",
 		"SHUTDOWN_TIMEOUT=10s",
 	)
+	cmd.Env = append(cmd.Env, env...) // later entries win
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -260,6 +261,42 @@ func TestGracefulShutdown(t *testing.T) {
 				t.Errorf("%d payments after shutdown, want the in-flight one", n)
 			}
 		})
+	}
+}
+
+// A request that does not finish (here, a body that never arrives) cannot
+// hold the server past SHUTDOWN_TIMEOUT: the server then closes the
+// remaining connections and exits cleanly.
+func TestShutdownFinishesAnyway(t *testing.T) {
+	t.Parallel()
+	db := dbtest.SQLite(t)
+	srv := startServer(t, db.URL, "SHUTDOWN_TIMEOUT=1s")
+	addr := strings.TrimPrefix(srv.url, "http://")
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /graphql HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{",
+		addr, testToken)
+	time.Sleep(200 * time.Millisecond) // the server is now waiting for the body
+
+	start := time.Now()
+	if err := srv.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-srv.exited:
+		srv.exited <- err // for the cleanup
+		if err != nil {
+			t.Errorf("server exit after %s: %v, want status 0", time.Since(start), err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("server still running 10s after SIGTERM with SHUTDOWN_TIMEOUT=1s")
+	}
+	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := conn.Read(make([]byte, 1)); err == nil || isTimeout(err) {
+		t.Errorf("the stalled connection is still open after shutdown: %v", err)
 	}
 }
 

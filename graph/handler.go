@@ -27,6 +27,10 @@ type Options struct {
 	// MaxComplexity caps an operation's cost: one per field, lists
 	// multiplied by their size.
 	MaxComplexity int
+	// MaxQueryBytes and MaxTokens cap a document before it is parsed;
+	// zero means DefaultMaxQueryBytes and DefaultMaxTokens.
+	MaxQueryBytes int
+	MaxTokens     int
 	// OnOperation, if set, is told the operation's name for metrics: its
 	// root fields, such as "createPayment".
 	OnOperation func(ctx context.Context, name string)
@@ -34,7 +38,8 @@ type Options struct {
 
 // DefaultOptions are the limits the server starts with.
 func DefaultOptions() Options {
-	return Options{Introspection: true, MaxDepth: 10, MaxComplexity: 5000}
+	return Options{Introspection: true, MaxDepth: 10, MaxComplexity: 5000,
+		MaxQueryBytes: DefaultMaxQueryBytes, MaxTokens: DefaultMaxTokens}
 }
 
 func init() {
@@ -57,8 +62,17 @@ func NewHandler(svc *payments.Service, opts Options) http.Handler {
 	srv.AddTransport(postTransport{})
 	srv.AddTransport(unsupportedTransport{})
 
+	if opts.MaxQueryBytes <= 0 {
+		opts.MaxQueryBytes = DefaultMaxQueryBytes
+	}
+	if opts.MaxTokens <= 0 {
+		opts.MaxTokens = DefaultMaxTokens
+	}
+	srv.SetParserTokenLimit(opts.MaxTokens)
 	srv.SetValidationRulesFn(func() *rules.Rules {
 		r := rules.NewDefaultRules()
+		overlap := boundedOverlapRule(overlapBudget)
+		r.ReplaceRule(overlap.Name, overlap.RuleFunc)
 		r.AddRule(keepDecimalLiterals.Name, keepDecimalLiterals.RuleFunc)
 		depthRule := maxDepthRule(opts.MaxDepth)
 		r.AddRule(depthRule.Name, depthRule.RuleFunc)
@@ -69,6 +83,9 @@ func NewHandler(svc *payments.Service, opts Options) http.Handler {
 	})
 	// Parsed and validated documents are reused across requests.
 	srv.SetQueryCache(lru.New[*ast.QueryDocument](1000))
+	// First: a query too long is refused before anything, the persisted
+	// query cache included, keeps it.
+	srv.Use(requestLimits{maxBytes: opts.MaxQueryBytes})
 	if opts.Introspection {
 		srv.Use(extension.Introspection{})
 	}
@@ -82,6 +99,7 @@ func NewHandler(svc *payments.Service, opts Options) http.Handler {
 		})
 	}
 
+	srv.AroundResponses(capErrors)
 	srv.SetErrorPresenter(presentError)
 	srv.SetRecoverFunc(recoverPanic)
 	return srv
