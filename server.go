@@ -79,14 +79,15 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer, log 
 	m := metrics.New(sqlDB)
 	svc := payments.NewService(db, payments.Config{KeyTTL: cfg.KeyTTL, OnAttempt: m.OnAttempt})
 	srv := newHTTPServer(httpapi.NewHandler(httpapi.Deps{
-		Service:       svc,
-		DB:            db,
-		Metrics:       m,
-		APITokens:     cfg.APITokens,
-		AdminUser:     cfg.AdminUser,
-		AdminPassword: cfg.AdminPassword,
-		CORSOrigins:   cfg.CORSOrigins,
-		MaxBodyBytes:  cfg.MaxBodyBytes,
+		Service:        svc,
+		DB:             db,
+		Metrics:        m,
+		APITokens:      cfg.APITokens,
+		AdminUser:      cfg.AdminUser,
+		AdminPassword:  cfg.AdminPassword,
+		CORSOrigins:    cfg.CORSOrigins,
+		TrustedProxies: cfg.TrustedProxies,
+		MaxBodyBytes:   cfg.MaxBodyBytes,
 		GraphQL: &graph.Options{
 			Introspection: cfg.Introspection,
 			MaxDepth:      cfg.MaxDepth,

@@ -5,10 +5,12 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"fmt"
+	"net/netip"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/cmpay/cmpay/clientaddr"
 	"github.com/cmpay/cmpay/database"
 	"github.com/cmpay/cmpay/payments"
 )
@@ -37,6 +39,11 @@ type Config struct {
 	SweepInterval time.Duration
 	// CORSOrigins may call the API from browsers (CORS_ORIGINS).
 	CORSOrigins []string
+	// TrustedProxies are the networks of the reverse proxies in front of
+	// the server (TRUSTED_PROXIES): from them, and only from them, the
+	// client address comes from X-Forwarded-For and HTTPS from
+	// X-Forwarded-Proto.
+	TrustedProxies []netip.Prefix
 	// MaxBodyBytes caps request bodies (MAX_BODY_BYTES).
 	MaxBodyBytes int64
 	// Introspection allows GraphQL schema queries (GRAPHQL_INTROSPECTION).
@@ -103,6 +110,11 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		c.Introspection = on
 	}
 	c.CORSOrigins = list(getenv("CORS_ORIGINS"))
+	if proxies, err := clientaddr.ParsePrefixes(list(getenv("TRUSTED_PROXIES"))); err != nil {
+		problems = append(problems, fmt.Sprintf("TRUSTED_PROXIES: %v", err))
+	} else {
+		c.TrustedProxies = proxies
+	}
 	duration("IDEMPOTENCY_KEY_TTL", &c.KeyTTL)
 	duration("SWEEP_INTERVAL", &c.SweepInterval)
 	duration("SHUTDOWN_TIMEOUT", &c.ShutdownTimeout)

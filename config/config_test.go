@@ -61,3 +61,37 @@ func TestFromEnvRefusesBadDurations(t *testing.T) {
 		t.Errorf("err = %v, want both variables named", err)
 	}
 }
+
+func TestTrustedProxies(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		value   string
+		want    []string
+		wantErr bool
+	}{
+		{"", nil, false},
+		{"10.0.0.0/8, 192.0.2.7 ,fd00::/8", []string{"10.0.0.0/8", "192.0.2.7/32", "fd00::/8"}, false},
+		{"10.0.0.0/33", nil, true},
+		{"proxy.internal", nil, true},
+	}
+	for _, tt := range tests {
+		c, err := FromEnv(env(map[string]string{"TRUSTED_PROXIES": tt.value}))
+		if tt.wantErr {
+			if err == nil || !strings.Contains(err.Error(), "TRUSTED_PROXIES") {
+				t.Errorf("%q: err = %v, want one naming TRUSTED_PROXIES", tt.value, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%q: %v", tt.value, err)
+			continue
+		}
+		var got []string
+		for _, p := range c.TrustedProxies {
+			got = append(got, p.String())
+		}
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("%q: %v, want %v", tt.value, got, tt.want)
+		}
+	}
+}

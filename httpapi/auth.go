@@ -4,16 +4,15 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
-	"net"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
-
-	"github.com/hashicorp/golang-lru/v2/expirable"
-	"golang.org/x/time/rate"
 
 	"github.com/cmpay/cmpay/apierror"
+	"github.com/cmpay/cmpay/auth"
+	"github.com/cmpay/cmpay/clientaddr"
+	"github.com/cmpay/cmpay/requestid"
 )
 
 // credentials checks what a request presents. Secrets are compared as
@@ -37,82 +36,64 @@ func newCredentials(tokens []string, adminUser, adminPassword string) *credentia
 	return c
 }
 
-// bearer reports whether r carries "Authorization: Bearer <one of tokens>".
-func (c *credentials) bearer(r *http.Request) bool {
-	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
-		return false
+// identityPrefix is how many characters of a presented token name its
+// identity for the failure limiter: enough to tell one targeted token from
+// random guesses, far too few to be worth anything to a thief.
+const identityPrefix = 12
+
+// bearer reports whether r carries "Authorization: Bearer <one of tokens>",
+// and whom it claimed to be.
+func (c *credentials) bearer(r *http.Request) (ok bool, identity string) {
+	scheme, token, found := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !found || !strings.EqualFold(scheme, "Bearer") || token == "" {
+		return false, ""
 	}
-	presented := sha256.Sum256([]byte(strings.TrimSpace(token)))
+	token = strings.TrimSpace(token)
+	presented := sha256.Sum256([]byte(token))
 	match := 0
 	for _, t := range c.tokens {
 		match |= subtle.ConstantTimeCompare(presented[:], t[:])
 	}
-	return match == 1
+	return match == 1, "bearer:" + prefix(token, identityPrefix)
 }
 
-// admin reports whether r carries the admin's HTTP Basic credentials.
-func (c *credentials) admin(r *http.Request) bool {
-	user, pass, ok := r.BasicAuth()
-	if !ok {
-		return false
+func prefix(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
+
+// admin reports whether r carries the admin's HTTP Basic credentials, and
+// the user name it claimed.
+func (c *credentials) admin(r *http.Request) (ok bool, identity string) {
+	user, pass, found := r.BasicAuth()
+	if !found {
+		return false, ""
 	}
 	u := sha256.Sum256([]byte(user))
 	p := sha256.Sum256([]byte(pass))
-	return subtle.ConstantTimeCompare(u[:], c.adminUser[:])&subtle.ConstantTimeCompare(p[:], c.adminPass[:]) == 1
+	return subtle.ConstantTimeCompare(u[:], c.adminUser[:])&subtle.ConstantTimeCompare(p[:], c.adminPass[:]) == 1, "basic:" + user
 }
 
-// failureLimiter keeps guessing slow: each client address may fail
-// authentication `burst` times, regaining one try every minute/burst; once
-// it has none left, its requests get 429 without their credentials even
-// being checked. Successful requests cost nothing. Addresses are the TCP
-// peer's: behind a proxy, that is the proxy's, so limit there too.
-type failureLimiter struct {
-	perMinute int
-	byAddr    *expirable.LRU[string, *rate.Limiter]
-}
+// check is one way of signing in: whether r's credentials are good, and
+// whom they claimed to be.
+type check func(r *http.Request) (ok bool, identity string)
 
-// DefaultAuthFailuresPerMinute is how many failed sign-ins an address may
-// make per minute, in a burst or spread out.
-const DefaultAuthFailuresPerMinute = 20
-
-func newFailureLimiter(perMinute int) *failureLimiter {
-	if perMinute <= 0 {
-		perMinute = DefaultAuthFailuresPerMinute
+// either accepts what a or b accepts; a failure is counted under the
+// identity the request claimed, whichever scheme it used.
+func either(a, b check) check {
+	return func(r *http.Request) (bool, string) {
+		okA, idA := a(r)
+		if okA {
+			return true, idA
+		}
+		okB, idB := b(r)
+		if okB || idB != "" {
+			return okB, idB
+		}
+		return false, idA
 	}
-	// Bounded memory: the 100,000 most recent addresses, each forgotten
-	// once its bucket would be full again.
-	return &failureLimiter{perMinute: perMinute, byAddr: expirable.NewLRU[string, *rate.Limiter](100_000, nil, time.Minute)}
-}
-
-func clientAddr(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
-}
-
-// blocked reports whether addr has no tries left, and when it will.
-func (l *failureLimiter) blocked(addr string) (bool, time.Duration) {
-	lim, ok := l.byAddr.Get(addr)
-	if !ok {
-		return false, 0
-	}
-	if lim.Tokens() >= 1 {
-		return false, 0
-	}
-	return true, time.Minute / time.Duration(l.perMinute)
-}
-
-// failed spends one of addr's tries.
-func (l *failureLimiter) failed(addr string) {
-	lim, ok := l.byAddr.Get(addr)
-	if !ok {
-		lim = rate.NewLimiter(rate.Every(time.Minute/time.Duration(l.perMinute)), l.perMinute)
-	}
-	lim.Allow()
-	l.byAddr.Add(addr, lim) // refreshes the entry's expiry
 }
 
 // style is how a kind of route answers errors.
@@ -123,29 +104,92 @@ const (
 	styleProblem              // application/problem+json
 )
 
-// guard lets a request through when allowed says so; otherwise it answers
-// 401 (asking for the right scheme), or 429 once the address has failed
-// too often.
-func guard(allowed func(*http.Request) bool, limiter *failureLimiter, st style, challenge string) func(http.Handler) http.Handler {
+// guard lets a request with good credentials through, always: failures
+// from the same address (a NAT, a proxy, an attacker next door) never lock
+// out a client that signs in correctly. A request without good ones gets
+// 401 (asking for the right scheme), or 429 once its address or the
+// identity it claimed has failed too often (see auth.FailureLimiter). Each
+// failed sign-in, and the failure that spends a budget, is logged with the
+// client address, never with what was presented.
+func guard(ok check, limiter *auth.FailureLimiter, st style, challenge string, log *slog.Logger) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			addr := clientAddr(r)
-			if blocked, wait := limiter.blocked(addr); blocked {
-				w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds()+1)))
-				writeError(w, r, st, apierror.Error{Code: apierror.RateLimited, Status: http.StatusTooManyRequests,
-					Message: "too many failed sign-ins from this address; wait and try again"})
+			headers := r.Header.Values("Authorization")
+			if len(headers) > 1 {
+				// Which one would count? Proxies and frameworks disagree
+				// (the first, the last, both joined), so none does.
+				signInFailed(log, limiter, r, "", "several Authorization headers")
+				writeError(w, r, st, apierror.Error{Code: apierror.BadRequest, Status: http.StatusBadRequest,
+					Message: "send one Authorization header, not several"})
 				return
 			}
-			if !allowed(r) {
-				limiter.failed(addr)
-				w.Header().Set("WWW-Authenticate", challenge)
-				writeError(w, r, st, apierror.Error{Code: apierror.Unauthenticated, Status: http.StatusUnauthorized,
-					Message: unauthenticatedMessage(challenge)})
+			good, identity := ok(r)
+			if good {
+				next.ServeHTTP(w, r)
 				return
 			}
-			next.ServeHTTP(w, r)
+			// No credentials at all is not a guess: a browser's first
+			// request before it asks for a password, or a forgotten header.
+			if len(headers) == 1 {
+				if blocked := signInFailed(log, limiter, r, identity, "wrong credentials"); blocked.Any() {
+					w.Header().Set("Retry-After", strconv.Itoa(int(blocked.RetryAfter.Seconds()+1)))
+					writeError(w, r, st, apierror.Error{Code: apierror.RateLimited, Status: http.StatusTooManyRequests,
+						Message: "too many failed sign-ins; wait and try again"})
+					return
+				}
+			}
+			w.Header().Set("WWW-Authenticate", challenge)
+			writeError(w, r, st, apierror.Error{Code: apierror.Unauthenticated, Status: http.StatusUnauthorized,
+				Message: unauthenticatedMessage(challenge)})
 		})
 	}
+}
+
+// signInFailed counts a failed sign-in, logs it (and the lockout it may
+// cause), and returns what was blocked before it: a failure made while a
+// budget was already spent gets 429.
+func signInFailed(log *slog.Logger, limiter *auth.FailureLimiter, r *http.Request, identity, reason string) auth.Blocked {
+	ctx := r.Context()
+	attempt := auth.Attempt{Addr: clientaddr.From(ctx), Identity: identity}
+	before := limiter.Blocked(attempt)
+	now := limiter.Failed(attempt)
+	log.LogAttrs(ctx, slog.LevelWarn, "sign-in failed",
+		slog.String("request_id", requestid.From(ctx)),
+		slog.String("client", attempt.Addr),
+		slog.String("scheme", schemeOf(r)),
+		slog.String("path", r.URL.Path),
+		slog.String("reason", reason),
+		slog.Bool("limited", before.Any()),
+	)
+	if now.Any() {
+		var spent []string
+		if now.Addr {
+			spent = append(spent, "address")
+		}
+		if now.Identity {
+			spent = append(spent, "identity")
+		}
+		log.LogAttrs(ctx, slog.LevelWarn, "sign-in lockout",
+			slog.String("request_id", requestid.From(ctx)),
+			slog.String("client", attempt.Addr),
+			slog.String("spent", strings.Join(spent, "+")),
+			slog.Float64("retry_after_s", now.RetryAfter.Seconds()),
+		)
+	}
+	return before
+}
+
+// schemeOf names the Authorization scheme for the log from a fixed list: a
+// header without a scheme would otherwise put its secret in the log.
+func schemeOf(r *http.Request) string {
+	scheme, _, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+	switch strings.ToLower(scheme) {
+	case "bearer":
+		return "bearer"
+	case "basic":
+		return "basic"
+	}
+	return "other"
 }
 
 const (

@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-chi/chi/v5/middleware"
 
+	"github.com/cmpay/cmpay/clientaddr"
 	"github.com/cmpay/cmpay/metrics"
 	"github.com/cmpay/cmpay/requestid"
 )
@@ -32,9 +33,10 @@ func recoverPanics(log *slog.Logger) func(http.Handler) http.Handler {
 	}
 }
 
-// accessLog writes one structured line per request and, with metrics,
-// records its latency: one wrapper and one clock for both. It never logs
-// headers or bodies: they carry tokens and client data.
+// accessLog writes one structured line per request, with the client
+// address the sign-in limiter counts under, and, with metrics, records its
+// latency: one wrapper and one clock for both. It never logs headers or
+// bodies: they carry tokens and client data.
 func accessLog(log *slog.Logger, m *metrics.Metrics) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -54,6 +56,7 @@ func accessLog(log *slog.Logger, m *metrics.Metrics) func(http.Handler) http.Han
 			// each value into an interface showed in the profile.
 			log.LogAttrs(r.Context(), slog.LevelInfo, "request",
 				slog.String("request_id", requestid.From(r.Context())),
+				slog.String("client", clientaddr.From(r.Context())),
 				slog.String("method", r.Method),
 				slog.String("path", r.URL.Path),
 				slog.Int("status", status),

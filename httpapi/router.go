@@ -7,6 +7,7 @@ package httpapi
 import (
 	"log/slog"
 	"net/http"
+	"net/netip"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
@@ -14,6 +15,8 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/cmpay/cmpay/apierror"
+	"github.com/cmpay/cmpay/auth"
+	"github.com/cmpay/cmpay/clientaddr"
 	"github.com/cmpay/cmpay/graph"
 	"github.com/cmpay/cmpay/metrics"
 	"github.com/cmpay/cmpay/payments"
@@ -39,9 +42,12 @@ type Deps struct {
 	MaxBodyBytes int64
 	// GraphQL holds the GraphQL limits; nil means graph.DefaultOptions.
 	GraphQL *graph.Options
-	// AuthFailuresPerMinute is how often one address may fail to sign in;
-	// zero means DefaultAuthFailuresPerMinute.
+	// AuthFailuresPerMinute is how often one address, or one identity, may
+	// fail to sign in; zero means auth.DefaultFailuresPerMinute.
 	AuthFailuresPerMinute int
+	// TrustedProxies are the networks whose X-Forwarded-For and
+	// X-Forwarded-Proto are believed (see package clientaddr).
+	TrustedProxies []netip.Prefix
 
 	Logger *slog.Logger
 }
@@ -63,14 +69,14 @@ func NewHandler(d Deps) http.Handler {
 	}
 	gqlOpts.OnOperation = metrics.SetOperation
 	creds := newCredentials(d.APITokens, d.AdminUser, d.AdminPassword)
-	failures := newFailureLimiter(d.AuthFailuresPerMinute)
-	apiToken := guard(creds.bearer, failures, styleGraphQL, bearerChallenge)
-	restToken := guard(creds.bearer, failures, styleProblem, bearerChallenge)
-	adminOnly := guard(creds.admin, failures, styleProblem, basicChallenge)
-	adminOrToken := guard(func(r *http.Request) bool { return creds.admin(r) || creds.bearer(r) }, failures, styleProblem, basicChallenge)
+	failures := auth.NewFailureLimiter(d.AuthFailuresPerMinute)
+	apiToken := guard(creds.bearer, failures, styleGraphQL, bearerChallenge, log)
+	restToken := guard(creds.bearer, failures, styleProblem, bearerChallenge, log)
+	adminOnly := guard(creds.admin, failures, styleProblem, basicChallenge, log)
+	adminOrToken := guard(either(creds.admin, creds.bearer), failures, styleProblem, basicChallenge, log)
 
 	r := chi.NewRouter()
-	r.Use(requestid.Middleware, recoverPanics(log), accessLog(log, d.Metrics))
+	r.Use(requestid.Middleware, clientaddr.New(d.TrustedProxies).Middleware, recoverPanics(log), accessLog(log, d.Metrics))
 	if len(d.CORSOrigins) > 0 {
 		r.Use(cors.New(cors.Options{
 			AllowedOrigins: d.CORSOrigins,

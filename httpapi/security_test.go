@@ -2,10 +2,14 @@ package httpapi_test
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/go-chi/chi/v5"
@@ -77,45 +81,208 @@ func TestEveryRouteNeedsCredentials(t *testing.T) {
 	}
 }
 
+// signIn sends a GraphQL request from addr (the TCP peer) with the given
+// Authorization header and extra headers.
+func signIn(h http.Handler, path, addr, authorization string, extra ...string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest("POST", path, strings.NewReader(`{"query":"{ __typename }"}`))
+	if path != "/graphql" {
+		req = httptest.NewRequest("GET", path, nil)
+	}
+	req.RemoteAddr = addr + ":4242"
+	req.Header.Set("Content-Type", "application/json")
+	if authorization != "" {
+		req.Header.Set("Authorization", authorization)
+	}
+	for i := 0; i+1 < len(extra); i += 2 {
+		req.Header.Add(extra[i], extra[i+1])
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
+}
+
 func TestFailedSignInsAreLimited(t *testing.T) {
 	t.Parallel()
 	b := setup(t, dbtest.SQLite(t), func(d *httpapi.Deps) { d.AuthFailuresPerMinute = 5 })
 	call := func(addr, authorization string) *httptest.ResponseRecorder {
-		req := httptest.NewRequest("POST", "/graphql", strings.NewReader(`{"query":"{ __typename }"}`))
-		req.RemoteAddr = addr + ":4242"
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", authorization)
-		rec := httptest.NewRecorder()
-		b.handler.ServeHTTP(rec, req)
-		return rec
+		return signIn(b.handler, "/graphql", addr, authorization)
 	}
 	for i := range 5 {
-		if rec := call("203.0.113.7", "Bearer guess"); rec.Code != http.StatusUnauthorized {
+		if rec := call("203.0.113.7", fmt.Sprintf("Bearer guess-%d", i)); rec.Code != http.StatusUnauthorized {
 			t.Fatalf("failure %d: %d, want 401", i+1, rec.Code)
 		}
 	}
-	rec := call("203.0.113.7", "Bearer "+token)
+	rec := call("203.0.113.7", "Bearer guess-6")
 	if rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") == "" || !strings.Contains(rec.Body.String(), "RATE_LIMITED") {
-		t.Errorf("after 5 failures, even the right token: %d %v %s; want 429 with Retry-After", rec.Code, rec.Header(), rec.Body)
+		t.Errorf("a 6th failure from the address: %d %v %s; want 429 with Retry-After", rec.Code, rec.Header(), rec.Body)
 	}
-	// The admin UI shares the budget: the address is guessing.
-	req := httptest.NewRequest("GET", "/admin", nil)
-	req.RemoteAddr = "203.0.113.7:4243"
-	req.SetBasicAuth("admin", adminPassword)
-	adm := httptest.NewRecorder()
-	b.handler.ServeHTTP(adm, req)
-	if adm.Code != http.StatusTooManyRequests {
-		t.Errorf("admin sign-in from a limited address: %d, want 429", adm.Code)
+	// The good client behind the same address (a NAT, a proxy) still gets
+	// in: failures of others never lock it out.
+	if rec := call("203.0.113.7", "Bearer "+token); rec.Code != http.StatusOK {
+		t.Errorf("the right token from a limited address: %d %s, want 200", rec.Code, rec.Body)
+	}
+	// The admin UI shares the budget: wrong passwords get 429, the right
+	// one gets in.
+	if adm := signIn(b.handler, "/admin", "203.0.113.7", "Basic "+basic("admin", "nope")); adm.Code != http.StatusTooManyRequests {
+		t.Errorf("a wrong admin password from a limited address: %d, want 429", adm.Code)
+	}
+	if adm := signIn(b.handler, "/admin", "203.0.113.7", "Basic "+basic("admin", adminPassword)); adm.Code != http.StatusOK {
+		t.Errorf("the admin password from a limited address: %d, want 200", adm.Code)
 	}
 	// Other addresses and successful requests are not affected.
-	if rec := call("198.51.100.1", "Bearer "+token); rec.Code != http.StatusOK {
-		t.Errorf("another address: %d, want 200", rec.Code)
+	if rec := call("198.51.100.1", "Bearer wrong"); rec.Code != http.StatusUnauthorized {
+		t.Errorf("a failure from another address: %d, want 401", rec.Code)
 	}
 	for range 20 {
 		if rec := call("198.51.100.2", "Bearer "+token); rec.Code != http.StatusOK {
 			t.Fatalf("successful requests must not be limited: %d", rec.Code)
 		}
 	}
+}
+
+// An attacker who spreads guesses at one account over many addresses is
+// counted by the identity it claims.
+func TestFailuresAreCountedPerIdentity(t *testing.T) {
+	t.Parallel()
+	b := setup(t, dbtest.SQLite(t), func(d *httpapi.Deps) { d.AuthFailuresPerMinute = 5 })
+	for i := range 5 {
+		if rec := signIn(b.handler, "/admin", fmt.Sprintf("203.0.113.%d", i+1), "Basic "+basic("admin", fmt.Sprint("guess", i))); rec.Code != http.StatusUnauthorized {
+			t.Fatalf("failure %d: %d, want 401", i+1, rec.Code)
+		}
+	}
+	if rec := signIn(b.handler, "/admin", "203.0.113.99", "Basic "+basic("admin", "guess-again")); rec.Code != http.StatusTooManyRequests {
+		t.Errorf("a 6th guess at admin from a 6th address: %d, want 429", rec.Code)
+	}
+	if rec := signIn(b.handler, "/admin", "203.0.113.100", "Basic "+basic("admin", adminPassword)); rec.Code != http.StatusOK {
+		t.Errorf("the right admin password: %d, want 200", rec.Code)
+	}
+	if rec := signIn(b.handler, "/admin", "203.0.113.101", "Basic "+basic("other", "guess")); rec.Code != http.StatusUnauthorized {
+		t.Errorf("another user name from a fresh address: %d, want 401", rec.Code)
+	}
+}
+
+// Behind a trusted proxy, clients are told apart by X-Forwarded-For; from
+// anyone else the header is ignored, so it cannot be used to escape the
+// limit.
+func TestTrustedProxies(t *testing.T) {
+	t.Parallel()
+	var logs syncBuffer
+	b := setup(t, dbtest.SQLite(t), func(d *httpapi.Deps) {
+		d.AuthFailuresPerMinute = 3
+		d.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}
+		d.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
+	})
+	const proxy = "10.1.1.1"
+	for i := range 3 {
+		signIn(b.handler, "/graphql", proxy, fmt.Sprintf("Bearer guess-%d", i), "X-Forwarded-For", "198.51.100.66")
+	}
+	if rec := signIn(b.handler, "/graphql", proxy, "Bearer guess-x", "X-Forwarded-For", "198.51.100.66"); rec.Code != http.StatusTooManyRequests {
+		t.Errorf("the guessing client behind the proxy: %d, want 429", rec.Code)
+	}
+	if rec := signIn(b.handler, "/graphql", proxy, "Bearer typo", "X-Forwarded-For", "198.51.100.1"); rec.Code != http.StatusUnauthorized {
+		t.Errorf("its neighbour behind the same proxy: %d, want 401, not the guesser's 429", rec.Code)
+	}
+	if !strings.Contains(logs.String(), `"client":"198.51.100.66"`) {
+		t.Errorf("the log does not name the client behind the proxy:\n%s", logs.String())
+	}
+
+	// From an untrusted peer, a new X-Forwarded-For per request changes
+	// nothing: the peer is the client.
+	for i := range 3 {
+		signIn(b.handler, "/graphql", "203.0.113.9", "Bearer guess", "X-Forwarded-For", fmt.Sprintf("192.0.2.%d", i))
+	}
+	if rec := signIn(b.handler, "/graphql", "203.0.113.9", "Bearer guess", "X-Forwarded-For", "192.0.2.200"); rec.Code != http.StatusTooManyRequests {
+		t.Errorf("an untrusted peer with a made-up X-Forwarded-For: %d, want 429", rec.Code)
+	}
+}
+
+// Failed sign-ins and lockouts are logged with the client address, and
+// every access line carries it; what was presented never is.
+func TestSignInEventsAreLogged(t *testing.T) {
+	t.Parallel()
+	var logs syncBuffer
+	b := setup(t, dbtest.SQLite(t), func(d *httpapi.Deps) {
+		d.AuthFailuresPerMinute = 2
+		d.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
+	})
+	const secret = "Bearer s3cret-guess-value"
+	for range 3 {
+		signIn(b.handler, "/graphql", "203.0.113.7", secret)
+	}
+	signIn(b.handler, "/graphql", "203.0.113.8", "Bearer "+token)
+	type line struct {
+		Msg, Client, Scheme, Spent string
+		Status                     int
+	}
+	var failed, lockouts, access int
+	for _, raw := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		var l line
+		if err := json.Unmarshal([]byte(raw), &l); err != nil {
+			t.Fatalf("log line %q: %v", raw, err)
+		}
+		switch l.Msg {
+		case "sign-in failed":
+			failed++
+			if l.Client != "203.0.113.7" || l.Scheme != "bearer" {
+				t.Errorf("failure logged as %+v", l)
+			}
+		case "sign-in lockout":
+			lockouts++
+			if l.Client != "203.0.113.7" || l.Spent != "address+identity" { // one token guessed again and again
+				t.Errorf("lockout logged as %+v", l)
+			}
+		case "request":
+			access++
+			if l.Client == "" {
+				t.Errorf("an access line without the client: %s", raw)
+			}
+		}
+	}
+	if failed != 3 || lockouts != 1 || access != 4 {
+		t.Errorf("%d failures, %d lockouts, %d access lines logged; want 3, 1, 4:\n%s", failed, lockouts, access, logs.String())
+	}
+	if strings.Contains(logs.String(), "s3cret") {
+		t.Error("the log holds the presented token")
+	}
+}
+
+// Two Authorization headers are refused whatever their order: servers and
+// proxies disagree on which one counts.
+func TestTwoAuthorizationHeaders(t *testing.T) {
+	t.Parallel()
+	b := setup(t, dbtest.SQLite(t))
+	good := map[string]string{
+		"/graphql":        "Bearer " + token,
+		"/api/payments/x": "Bearer " + token,
+		"/admin":          "Basic " + basic("admin", adminPassword),
+		"/metrics":        "Bearer " + token,
+	}
+	for path, right := range good {
+		for _, order := range [][2]string{{right, "Bearer wrong"}, {"Bearer wrong", right}, {right, right}} {
+			rec := signIn(b.handler, path, "203.0.113.7", "", "Authorization", order[0], "Authorization", order[1])
+			if rec.Code != http.StatusBadRequest && rec.Code != http.StatusUnauthorized {
+				t.Errorf("%s with Authorization %q then %q: %d, want 400 or 401", path, order[0], order[1], rec.Code)
+			}
+		}
+	}
+}
+
+// syncBuffer is a bytes.Buffer that handlers may log to concurrently.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // Not parallel: it swaps the default logger.
