@@ -118,6 +118,7 @@ func guard(ok check, limiter *auth.FailureLimiter, st style, challenge string, l
 			if len(headers) > 1 {
 				// Which one would count? Proxies and frameworks disagree
 				// (the first, the last, both joined), so none does.
+				refuseBody(w, r)
 				signInFailed(log, limiter, r, "", "several Authorization headers")
 				writeError(w, r, st, apierror.Error{Code: apierror.BadRequest, Status: http.StatusBadRequest,
 					Message: "send one Authorization header, not several"})
@@ -128,6 +129,7 @@ func guard(ok check, limiter *auth.FailureLimiter, st style, challenge string, l
 				next.ServeHTTP(w, r)
 				return
 			}
+			refuseBody(w, r)
 			// No credentials at all is not a guess: a browser's first
 			// request before it asks for a password, or a forgotten header.
 			if len(headers) == 1 {
@@ -142,6 +144,16 @@ func guard(ok check, limiter *auth.FailureLimiter, st style, challenge string, l
 			writeError(w, r, st, apierror.Error{Code: apierror.Unauthenticated, Status: http.StatusUnauthorized,
 				Message: unauthenticatedMessage(challenge)})
 		})
+	}
+}
+
+// refuseBody makes sure a refused request's body is never read: net/http
+// would otherwise read up to 256 KB of it before sending the answer, to keep
+// the connection for another request, and wait as long as a stranger likes
+// to send it. The connection closes after the answer instead.
+func refuseBody(w http.ResponseWriter, r *http.Request) {
+	if r.ContentLength != 0 {
+		w.Header().Set("Connection", "close")
 	}
 }
 

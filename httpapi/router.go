@@ -99,10 +99,11 @@ func NewHandler(d Deps) http.Handler {
 	r.Method(http.MethodGet, "/playground", web.Playground())
 	r.Method(http.MethodGet, "/playground/assets/*", web.PlaygroundAssets())
 
-	// The APIs: bearer token.
+	// The APIs: bearer token. Credentials are checked before the body is
+	// read: a stranger's body, however slow or long, costs nothing.
 	body := limitBody(d.MaxBodyBytes)
-	r.With(body, apiToken).Handle("/graphql", graph.NewHandler(d.Service, gqlOpts))
-	r.With(body, restToken).Post("/api/payments", createPaymentREST(d.Service))
+	r.With(apiToken, body).Handle("/graphql", graph.NewHandler(d.Service, gqlOpts))
+	r.With(restToken, body).Post("/api/payments", createPaymentREST(d.Service))
 	r.With(restToken).Get("/api/payments/{id}", getPaymentREST(d.Service))
 
 	// Support staff: the admin's HTTP Basic credentials.

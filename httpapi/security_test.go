@@ -2,8 +2,10 @@ package httpapi_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 
@@ -313,5 +316,34 @@ func TestSecretsAreNeverLogged(t *testing.T) {
 		if strings.Contains(logs.String(), secret) {
 			t.Errorf("the log contains the secret %q", secret)
 		}
+	}
+}
+
+// A request without credentials is answered 401 before its body is read: a
+// stranger's endless chunked body costs nothing.
+func TestUnauthenticatedBodiesAreNotRead(t *testing.T) {
+	t.Parallel()
+	b := setup(t, dbtest.SQLite(t))
+	for _, path := range []string{"/graphql", "/api/payments"} {
+		t.Run(path, func(t *testing.T) {
+			body, sender := io.Pipe()
+			go sender.Write([]byte(`{"query": "`)) // and never the rest
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			// The client waits for its body to be written before it gives
+			// up: end the body when the test does.
+			context.AfterFunc(ctx, func() { sender.Close() })
+			req, _ := http.NewRequestWithContext(ctx, "POST", b.srv.URL+path, body)
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Authorization", "Bearer wrong")
+			res, err := b.srv.Client().Do(req)
+			if err != nil {
+				t.Fatalf("no answer while the body was still coming: %v", err)
+			}
+			res.Body.Close()
+			if res.StatusCode != http.StatusUnauthorized || req.ContentLength > 0 {
+				t.Errorf("status %d (body length %d), want 401 for a chunked body", res.StatusCode, req.ContentLength)
+			}
+		})
 	}
 }
