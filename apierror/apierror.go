@@ -23,8 +23,10 @@ const (
 	NotFound        = "NOT_FOUND"
 	BadRequest      = "BAD_REQUEST"
 	TooLarge        = "PAYLOAD_TOO_LARGE"
-	RateLimited     = "RATE_LIMITED"
-	Internal        = "INTERNAL_SERVER_ERROR"
+	// UnsupportedMediaType: a REST body that is not application/json.
+	UnsupportedMediaType = "UNSUPPORTED_MEDIA_TYPE"
+	RateLimited          = "RATE_LIMITED"
+	Internal             = "INTERNAL_SERVER_ERROR"
 )
 
 // Error is an error as a client sees it.

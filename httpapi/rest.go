@@ -3,11 +3,7 @@ package httpapi
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
-	"fmt"
-	"io"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -63,9 +59,9 @@ func createPaymentREST(svc *payments.Service) http.HandlerFunc {
 			writeProblem(w, r, badInput("idempotencyKey", "send exactly one Idempotency-Key header with the payment's idempotency key"))
 			return
 		}
-		body, err := decodeCreateBody(r.Body)
+		body, err := decodeCreateBody(r)
 		if err != nil {
-			writeProblem(w, r, badInput("body", err.Error()))
+			writeProblem(w, r, bodyProblem(err))
 			return
 		}
 		res, err := svc.Create(r.Context(), payments.CreateRequest{
@@ -103,23 +99,12 @@ func getPaymentREST(svc *payments.Service) http.HandlerFunc {
 	}
 }
 
-// decodeCreateBody reads exactly one JSON object with known fields only: a
-// misspelt "amuont" is an error, not a payment without an amount.
-func decodeCreateBody(r io.Reader) (restCreateBody, error) {
+// decodeCreateBody reads exactly one JSON object with known fields only, as
+// decodeJSONBody does: a misspelt "amuont" is an error, not a payment
+// without an amount.
+func decodeCreateBody(r *http.Request) (restCreateBody, error) {
 	var body restCreateBody
-	dec := json.NewDecoder(r)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&body); err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			return body, err
-		}
-		return body, fmt.Errorf("the body must be a JSON object {clientId, amount, currency, method}: %s", describeJSONError(err))
-	}
-	if dec.More() {
-		return body, errors.New("the body must hold one JSON object and nothing after it")
-	}
-	return body, nil
+	return body, decodeJSONBody(r, &body, false)
 }
 
 // amount is the amount's decimal text: a JSON string's content, or a JSON
@@ -139,17 +124,6 @@ func (b restCreateBody) amount() string {
 	// null, true, an object: the domain refuses it with a message that
 	// shows what was sent.
 	return string(raw)
-}
-
-func describeJSONError(err error) string {
-	var typeErr *json.UnmarshalTypeError
-	if errors.As(err, &typeErr) {
-		return fmt.Sprintf("field %s must be a %s, got %s", typeErr.Field, typeErr.Type, typeErr.Value)
-	}
-	if errors.Is(err, io.EOF) {
-		return "the body is empty"
-	}
-	return strings.TrimPrefix(err.Error(), "json: ")
 }
 
 func badInput(field, message string) apierror.Error {
