@@ -3582,14 +3582,14 @@ func (ec *executionContext) ___Type(ctx context.Context, sel ast.SelectionSet, o
 // region    ***************************** type.gotpl *****************************
 
 func (ec *executionContext) unmarshalNAttemptOutcome2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐOutcome(ctx context.Context, v any) (payments.Outcome, error) {
-	tmp, err := graphql.UnmarshalString(v)
+	tmp, err := scalar.UnmarshalString(v)
 	res := unmarshalNAttemptOutcome2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐOutcome[tmp]
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) marshalNAttemptOutcome2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐOutcome(ctx context.Context, sel ast.SelectionSet, v payments.Outcome) graphql.Marshaler {
 	_ = sel
-	res := graphql.MarshalString(marshalNAttemptOutcome2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐOutcome[v])
+	res := scalar.MarshalString(marshalNAttemptOutcome2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐOutcome[v])
 	if res == graphql.Null {
 		graphql.AddInvalidNullFromMarshaler(ctx, "AttemptOutcome!")
 	}
@@ -3739,14 +3739,14 @@ func (ec *executionContext) marshalNPaymentEdge2ᚕgithubᚗcomᚋcmpayᚋcmpay�
 }
 
 func (ec *executionContext) unmarshalNPaymentMethod2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐMethod(ctx context.Context, v any) (payments.Method, error) {
-	tmp, err := graphql.UnmarshalString(v)
+	tmp, err := scalar.UnmarshalString(v)
 	res := unmarshalNPaymentMethod2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐMethod[tmp]
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) marshalNPaymentMethod2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐMethod(ctx context.Context, sel ast.SelectionSet, v payments.Method) graphql.Marshaler {
 	_ = sel
-	res := graphql.MarshalString(marshalNPaymentMethod2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐMethod[v])
+	res := scalar.MarshalString(marshalNPaymentMethod2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐMethod[v])
 	if res == graphql.Null {
 		graphql.AddInvalidNullFromMarshaler(ctx, "PaymentMethod!")
 	}
@@ -3769,13 +3769,13 @@ var (
 )
 
 func (ec *executionContext) unmarshalNString2string(ctx context.Context, v any) (string, error) {
-	res, err := graphql.UnmarshalString(v)
+	res, err := scalar.UnmarshalString(v)
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) marshalNString2string(ctx context.Context, sel ast.SelectionSet, v string) graphql.Marshaler {
 	_ = sel
-	res := graphql.MarshalString(v)
+	res := scalar.MarshalString(v)
 	if res == graphql.Null {
 		graphql.AddInvalidNullFromMarshaler(ctx, "String!")
 	}
@@ -4052,7 +4052,7 @@ func (ec *executionContext) unmarshalOString2ᚖstring(ctx context.Context, v an
 	if v == nil {
 		return nil, nil
 	}
-	res, err := graphql.UnmarshalString(v)
+	res, err := scalar.UnmarshalString(v)
 	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
@@ -4062,7 +4062,7 @@ func (ec *executionContext) marshalOString2ᚖstring(ctx context.Context, sel as
 	}
 	_ = sel
 	_ = ctx
-	res := graphql.MarshalString(*v)
+	res := scalar.MarshalString(*v)
 	return res
 }
 

@@ -53,10 +53,11 @@ func init() {
 // by GET or POST, mutations by POST only, application/json and
 // application/graphql-response+json.
 func NewHandler(svc *payments.Service, opts Options) http.Handler {
-	srv := handler.New(NewExecutableSchema(Config{
+	schema := NewExecutableSchema(Config{
 		Resolvers:  &Resolver{Service: svc},
 		Complexity: complexity(),
-	}))
+	})
+	srv := handler.New(schema)
 	srv.AddTransport(transport.Options{})
 	srv.AddTransport(getTransport{})
 	srv.AddTransport(postTransport{})
@@ -91,6 +92,7 @@ func NewHandler(svc *payments.Service, opts Options) http.Handler {
 	}
 	srv.Use(extension.AutomaticPersistedQuery{Cache: lru.New[string](1000)})
 	srv.Use(requireQuery{}) // after APQ, which fills in persisted queries
+	srv.Use(strictVariables{schema: schema.Schema()})
 	srv.Use(extension.FixedComplexityLimit(opts.MaxComplexity))
 	if opts.OnOperation != nil {
 		srv.AroundOperations(func(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
