@@ -1,6 +1,7 @@
 // Command cmpay is the CMPay payment API server: an idempotent
 // createPayment over GraphQL (and REST), on PostgreSQL or an embedded
 // SQLite file. Configuration comes from the environment; see README.md.
+// With arguments it runs a command instead (cli.go): `cmpay tokens …`.
 package main
 
 import (
@@ -17,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cmpay/cmpay/apitoken"
 	"github.com/cmpay/cmpay/config"
 	"github.com/cmpay/cmpay/database"
 	"github.com/cmpay/cmpay/graph"
@@ -26,6 +28,12 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 {
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+		code := runCommand(ctx, os.Args[1:], cmdEnv{getenv: os.Getenv, stdout: os.Stdout, stderr: os.Stderr})
+		stop()
+		os.Exit(code)
+	}
 	out := newBufferedLog(os.Stderr)
 	log := slog.New(slog.NewJSONHandler(out, nil))
 	slog.SetDefault(log)
@@ -83,6 +91,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer, log 
 		DB:             db,
 		Metrics:        m,
 		APITokens:      cfg.APITokens,
+		Tokens:         apitoken.NewStore(db, apitoken.Options{}),
 		AdminUser:      cfg.AdminUser,
 		AdminPassword:  cfg.AdminPassword,
 		CORSOrigins:    cfg.CORSOrigins,

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net/http"
 
+	"github.com/cmpay/cmpay/auth"
 	"github.com/cmpay/cmpay/payments"
 	"github.com/cmpay/cmpay/requestid"
 )
@@ -26,7 +27,9 @@ const (
 	// UnsupportedMediaType: a REST body that is not application/json.
 	UnsupportedMediaType = "UNSUPPORTED_MEDIA_TYPE"
 	RateLimited          = "RATE_LIMITED"
-	Internal             = "INTERNAL_SERVER_ERROR"
+	// Forbidden: the token lacks the scope, or acts for another client.
+	Forbidden = "FORBIDDEN"
+	Internal  = "INTERNAL_SERVER_ERROR"
 )
 
 // Error is an error as a client sees it.
@@ -57,6 +60,8 @@ func FromDomain(ctx context.Context, err error) Error {
 			Details: map[string]any{"paymentId": reused.PaymentID, "differingFields": reused.DifferingFields}}
 	case errors.Is(err, payments.ErrNotFound):
 		return Error{Code: NotFound, Status: http.StatusNotFound, Message: "no such payment"}
+	case errors.Is(err, auth.ErrForbidden):
+		return Error{Code: Forbidden, Status: http.StatusForbidden, Message: err.Error()}
 	}
 	return FromInternal(ctx, err)
 }

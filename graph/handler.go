@@ -91,7 +91,8 @@ func NewHandler(svc *payments.Service, opts Options) http.Handler {
 		srv.Use(extension.Introspection{})
 	}
 	srv.Use(extension.AutomaticPersistedQuery{Cache: lru.New[string](1000)})
-	srv.Use(requireQuery{}) // after APQ, which fills in persisted queries
+	srv.Use(requireQuery{})                      // after APQ, which fills in persisted queries
+	srv.Use(scopeCheck{scopes: rootFieldScopes}) // first of what runs once the document is valid
 	srv.Use(strictVariables{schema: schema.Schema()})
 	srv.Use(extension.FixedComplexityLimit(opts.MaxComplexity))
 	if opts.OnOperation != nil {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cmpay/cmpay/auth"
 	"github.com/cmpay/cmpay/internal/dbtest"
 	"github.com/cmpay/cmpay/payments"
 )
@@ -28,6 +29,12 @@ type response struct {
 // instead of hanging the test run (the code before the limits took hours on
 // the largest document below).
 func serve(t *testing.T, h http.Handler, ctx context.Context, query string) (response, time.Duration) {
+	t.Helper()
+	return serveAs(t, h, auth.WithPrincipal(ctx, auth.FullAccess(auth.KindEnvToken, "test")), query)
+}
+
+// serveAs is serve for the principal in ctx, if any.
+func serveAs(t *testing.T, h http.Handler, ctx context.Context, query string) (response, time.Duration) {
 	t.Helper()
 	body, err := json.Marshal(map[string]any{"query": query})
 	if err != nil {

@@ -10,25 +10,32 @@ import (
 	"strings"
 
 	"github.com/cmpay/cmpay/apierror"
+	"github.com/cmpay/cmpay/apitoken"
 	"github.com/cmpay/cmpay/auth"
 	"github.com/cmpay/cmpay/clientaddr"
 	"github.com/cmpay/cmpay/requestid"
 )
 
-// credentials checks what a request presents. Secrets are compared as
-// SHA-256 digests in constant time, every candidate every time, so neither
-// a secret's length nor which one matched shows in the response time.
-// Nothing here logs a secret.
+// credentials checks what a request presents: one of API_TOKENS, a
+// managed token (package apitoken), or the admin's HTTP Basic credentials.
+// Secrets held in memory are compared as SHA-256 digests in constant time,
+// every candidate every time, so neither a secret's length nor which one
+// matched shows in the response time. Nothing here logs a secret.
 type credentials struct {
 	tokens    [][sha256.Size]byte
+	adminName string
 	adminUser [sha256.Size]byte
 	adminPass [sha256.Size]byte
+	// managed looks up managed tokens; nil: API_TOKENS only.
+	managed *apitoken.Store
 }
 
-func newCredentials(tokens []string, adminUser, adminPassword string) *credentials {
+func newCredentials(tokens []string, adminUser, adminPassword string, managed *apitoken.Store) *credentials {
 	c := &credentials{
+		adminName: adminUser,
 		adminUser: sha256.Sum256([]byte(adminUser)),
 		adminPass: sha256.Sum256([]byte(adminPassword)),
+		managed:   managed,
 	}
 	for _, t := range tokens {
 		c.tokens = append(c.tokens, sha256.Sum256([]byte(t)))
@@ -36,25 +43,43 @@ func newCredentials(tokens []string, adminUser, adminPassword string) *credentia
 	return c
 }
 
+// signIn is what a request's credentials came to.
+type signIn struct {
+	ok        bool
+	principal auth.Principal
+	// identity is whom the request claimed to be, for the failure limiter.
+	identity string
+}
+
 // identityPrefix is how many characters of a presented token name its
 // identity for the failure limiter: enough to tell one targeted token from
 // random guesses, far too few to be worth anything to a thief.
 const identityPrefix = 12
 
-// bearer reports whether r carries "Authorization: Bearer <one of tokens>",
-// and whom it claimed to be.
-func (c *credentials) bearer(r *http.Request) (ok bool, identity string) {
+// bearer checks "Authorization: Bearer <token>": API_TOKENS first (full
+// access), then the managed tokens.
+func (c *credentials) bearer(r *http.Request) (signIn, error) {
 	scheme, token, found := strings.Cut(r.Header.Get("Authorization"), " ")
 	if !found || !strings.EqualFold(scheme, "Bearer") || token == "" {
-		return false, ""
+		return signIn{}, nil
 	}
 	token = strings.TrimSpace(token)
+	result := signIn{identity: "bearer:" + prefix(token, identityPrefix)}
 	presented := sha256.Sum256([]byte(token))
 	match := 0
 	for _, t := range c.tokens {
 		match |= subtle.ConstantTimeCompare(presented[:], t[:])
 	}
-	return match == 1, "bearer:" + prefix(token, identityPrefix)
+	if match == 1 {
+		result.ok, result.principal = true, auth.FullAccess(auth.KindEnvToken, "API_TOKENS")
+		return result, nil
+	}
+	if c.managed == nil {
+		return result, nil
+	}
+	p, ok, err := c.managed.Authenticate(r.Context(), token)
+	result.ok, result.principal = ok, p
+	return result, err
 }
 
 func prefix(s string, n int) string {
@@ -64,35 +89,34 @@ func prefix(s string, n int) string {
 	return s
 }
 
-// admin reports whether r carries the admin's HTTP Basic credentials, and
-// the user name it claimed.
-func (c *credentials) admin(r *http.Request) (ok bool, identity string) {
+// admin checks the admin's HTTP Basic credentials.
+func (c *credentials) admin(r *http.Request) (signIn, error) {
 	user, pass, found := r.BasicAuth()
 	if !found {
-		return false, ""
+		return signIn{}, nil
 	}
 	u := sha256.Sum256([]byte(user))
 	p := sha256.Sum256([]byte(pass))
-	return subtle.ConstantTimeCompare(u[:], c.adminUser[:])&subtle.ConstantTimeCompare(p[:], c.adminPass[:]) == 1, "basic:" + user
+	ok := subtle.ConstantTimeCompare(u[:], c.adminUser[:])&subtle.ConstantTimeCompare(p[:], c.adminPass[:]) == 1
+	return signIn{ok: ok, principal: auth.FullAccess(auth.KindAdmin, c.adminName), identity: "basic:" + user}, nil
 }
 
-// check is one way of signing in: whether r's credentials are good, and
-// whom they claimed to be.
-type check func(r *http.Request) (ok bool, identity string)
+// check is one way of signing in.
+type check func(r *http.Request) (signIn, error)
 
 // either accepts what a or b accepts; a failure is counted under the
 // identity the request claimed, whichever scheme it used.
 func either(a, b check) check {
-	return func(r *http.Request) (bool, string) {
-		okA, idA := a(r)
-		if okA {
-			return true, idA
+	return func(r *http.Request) (signIn, error) {
+		resA, err := a(r)
+		if err != nil || resA.ok {
+			return resA, err
 		}
-		okB, idB := b(r)
-		if okB || idB != "" {
-			return okB, idB
+		resB, err := b(r)
+		if err != nil || resB.ok || resB.identity != "" {
+			return resB, err
 		}
-		return false, idA
+		return resA, nil
 	}
 }
 
@@ -104,7 +128,8 @@ const (
 	styleProblem              // application/problem+json
 )
 
-// guard lets a request with good credentials through, always: failures
+// guard lets a request with good credentials through, acting for their
+// principal (see auth.FromContext), always: failures
 // from the same address (a NAT, a proxy, an attacker next door) never lock
 // out a client that signs in correctly. A request without good ones gets
 // 401 (asking for the right scheme), or 429 once its address or the
@@ -124,11 +149,17 @@ func guard(ok check, limiter *auth.FailureLimiter, st style, challenge string, l
 					Message: "send one Authorization header, not several"})
 				return
 			}
-			good, identity := ok(r)
-			if good {
-				next.ServeHTTP(w, r)
+			result, err := ok(r)
+			if err != nil {
+				refuseBody(w, r)
+				writeError(w, r, st, apierror.FromDomain(r.Context(), err))
 				return
 			}
+			if result.ok {
+				next.ServeHTTP(w, r.WithContext(auth.WithPrincipal(r.Context(), result.principal)))
+				return
+			}
+			identity := result.identity
 			refuseBody(w, r)
 			// No credentials at all is not a guess: a browser's first
 			// request before it asks for a password, or a forgotten header.
@@ -202,6 +233,21 @@ func schemeOf(r *http.Request) string {
 		return "basic"
 	}
 	return "other"
+}
+
+// requireScope refuses, with 403 FORBIDDEN, a request whose principal
+// lacks scope. It runs after guard and before the body is read.
+func requireScope(scope auth.Scope, st style) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if err := auth.Require(r.Context(), scope); err != nil {
+				refuseBody(w, r)
+				writeError(w, r, st, apierror.FromDomain(r.Context(), err))
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
 }
 
 const (

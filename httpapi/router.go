@@ -15,6 +15,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/cmpay/cmpay/apierror"
+	"github.com/cmpay/cmpay/apitoken"
 	"github.com/cmpay/cmpay/auth"
 	"github.com/cmpay/cmpay/clientaddr"
 	"github.com/cmpay/cmpay/graph"
@@ -31,8 +32,11 @@ type Deps struct {
 	DB      *gorm.DB
 	Metrics *metrics.Metrics
 
-	// APITokens are the bearer tokens the API accepts.
-	APITokens     []string
+	// APITokens are the bearer tokens the API accepts with full access.
+	APITokens []string
+	// Tokens holds the managed tokens (scoped, perhaps bound to a
+	// client); nil accepts APITokens only.
+	Tokens        *apitoken.Store
 	AdminUser     string
 	AdminPassword string
 
@@ -68,7 +72,7 @@ func NewHandler(d Deps) http.Handler {
 		gqlOpts = *d.GraphQL
 	}
 	gqlOpts.OnOperation = metrics.SetOperation
-	creds := newCredentials(d.APITokens, d.AdminUser, d.AdminPassword)
+	creds := newCredentials(d.APITokens, d.AdminUser, d.AdminPassword, d.Tokens)
 	failures := auth.NewFailureLimiter(d.AuthFailuresPerMinute)
 	apiToken := guard(creds.bearer, failures, styleGraphQL, bearerChallenge, log)
 	restToken := guard(creds.bearer, failures, styleProblem, bearerChallenge, log)
@@ -102,9 +106,10 @@ func NewHandler(d Deps) http.Handler {
 	// The APIs: bearer token. Credentials are checked before the body is
 	// read: a stranger's body, however slow or long, costs nothing.
 	body := limitBody(d.MaxBodyBytes)
+	// GraphQL checks scopes per root field (graph's rootFieldScopes).
 	r.With(apiToken, body).Handle("/graphql", graph.NewHandler(d.Service, gqlOpts))
-	r.With(restToken, body).Post("/api/payments", createPaymentREST(d.Service))
-	r.With(restToken).Get("/api/payments/{id}", getPaymentREST(d.Service))
+	r.With(restToken, requireScope(auth.PaymentsWrite, styleProblem), body).Post("/api/payments", createPaymentREST(d.Service))
+	r.With(restToken, requireScope(auth.PaymentsRead, styleProblem)).Get("/api/payments/{id}", getPaymentREST(d.Service))
 
 	// Support staff: the admin's HTTP Basic credentials.
 	adminUI := adminOnly(web.Admin(d.Service))
@@ -113,7 +118,7 @@ func NewHandler(d Deps) http.Handler {
 
 	// Operators: admin credentials or a token.
 	if d.Metrics != nil {
-		r.With(adminOrToken).Method(http.MethodGet, "/metrics", d.Metrics.Handler())
+		r.With(adminOrToken, requireScope(auth.MetricsRead, styleProblem)).Method(http.MethodGet, "/metrics", d.Metrics.Handler())
 	}
 	// Go's profiler, for the admin only: go tool pprof -http : http://admin:…@host/debug/pprof/profile
 	r.With(adminOnly).Mount("/debug", middleware.Profiler())

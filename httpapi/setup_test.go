@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cmpay/cmpay/apitoken"
 	"github.com/cmpay/cmpay/httpapi"
 	"github.com/cmpay/cmpay/internal/dbtest"
 	"github.com/cmpay/cmpay/metrics"
@@ -25,6 +26,7 @@ const (
 
 type bundle struct {
 	db      dbtest.DB
+	tokens  *apitoken.Store
 	svc     *payments.Service
 	srv     *httptest.Server
 	handler http.Handler
@@ -50,6 +52,7 @@ func setupB(t testing.TB, db dbtest.DB, change ...func(*httpapi.Deps)) *bundle {
 		DB:            db.Gorm,
 		Metrics:       m,
 		APITokens:     []string{"other-token", token},
+		Tokens:        apitoken.NewStore(db.Gorm, apitoken.Options{CacheTTL: -1}),
 		AdminUser:     "admin",
 		AdminPassword: adminPassword,
 		CORSOrigins:   []string{shopOrigin},
@@ -61,7 +64,7 @@ func setupB(t testing.TB, db dbtest.DB, change ...func(*httpapi.Deps)) *bundle {
 	handler := httpapi.NewHandler(deps)
 	srv := httptest.NewServer(handler)
 	t.Cleanup(srv.Close)
-	return &bundle{db: db, svc: svc, srv: srv, handler: handler}
+	return &bundle{db: db, tokens: deps.Tokens, svc: svc, srv: srv, handler: handler}
 }
 
 // raw sends a request and returns the response with its body read.

@@ -99,5 +99,5 @@ type IdempotencyAttempt struct {
 
 // All lists every model, in migration order.
 func All() []any {
-	return []any{&Payment{}, &IdempotencyKey{}, &IdempotencyAttempt{}}
+	return []any{&Payment{}, &IdempotencyKey{}, &IdempotencyAttempt{}, &APIToken{}}
 }
