@@ -105,6 +105,14 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer, log 
 		Logger: log,
 	}), log)
 
+	if cfg.DebugAddr != "" {
+		stopDebug, err := serveDebug(cfg.DebugAddr, stdout, log)
+		if err != nil {
+			return err
+		}
+		defer stopDebug()
+	}
+
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return err
@@ -143,6 +151,26 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer, log 
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// serveDebug serves Go's profiler and expvar on addr (DEBUG_ADDR), apart
+// from the API: they have no credentials of their own, so addr should be a
+// loopback or private address, and a warning says so when it is not. The
+// returned function closes it.
+func serveDebug(addr string, stdout io.Writer, log *slog.Logger) (func(), error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("DEBUG_ADDR: %w", err)
+	}
+	srv := newHTTPServer(httpapi.DebugHandler(), log)
+	srv.WriteTimeout = 2 * time.Minute // a CPU profile takes 30 s by default
+	go func() { _ = srv.Serve(ln) }()
+	if tcp, ok := ln.Addr().(*net.TCPAddr); !ok || !tcp.IP.IsLoopback() {
+		log.Warn("DEBUG_ADDR is not a loopback address: the profiler has no credentials, keep it off the internet",
+			"debug_addr", ln.Addr().String())
+	}
+	fmt.Fprintf(stdout, "Debug endpoints (pprof, expvar) on http://%s/debug/pprof/\n", ln.Addr())
+	return func() { _ = srv.Close() }, nil
 }
 
 // newHTTPServer sets every timeout, so that slow or idle clients cannot

@@ -54,6 +54,8 @@ type process struct {
 	cmd    *exec.Cmd
 	url    string
 	exited chan error
+	// debugURL is where DEBUG_ADDR serves, if it was set.
+	debugURL string
 }
 
 // startServer starts the binary on a free loopback port and waits until it
@@ -80,11 +82,15 @@ func startServer(t *testing.T, databaseURL string, env ...string) *process {
 	}
 	p := &process{cmd: cmd, exited: make(chan error, 1)}
 	urls := make(chan string, 1)
+	debugURLs := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
 			if rest, ok := strings.CutPrefix(sc.Text(), "CMPay listening on "); ok {
 				urls <- rest
+			}
+			if rest, ok := strings.CutPrefix(sc.Text(), "Debug endpoints (pprof, expvar) on "); ok {
+				debugURLs <- strings.TrimSuffix(rest, "/debug/pprof/")
 			}
 		}
 		io.Copy(io.Discard, stdout)
@@ -99,6 +105,10 @@ func startServer(t *testing.T, databaseURL string, env ...string) *process {
 	})
 	select {
 	case p.url = <-urls:
+		select { // printed before the listening line, if at all
+		case p.debugURL = <-debugURLs:
+		default:
+		}
 		return p
 	case err := <-p.exited:
 		t.Fatalf("server exited before listening: %v\n%s", err, stderr.String())
@@ -297,6 +307,41 @@ func TestShutdownFinishesAnyway(t *testing.T) {
 	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
 	if _, err := conn.Read(make([]byte, 1)); err == nil || isTimeout(err) {
 		t.Errorf("the stalled connection is still open after shutdown: %v", err)
+	}
+}
+
+// Go's profiler and expvar are served on DEBUG_ADDR only, and only when
+// it is set.
+func TestDebugAddr(t *testing.T) {
+	t.Parallel()
+	db := dbtest.SQLite(t)
+	get := func(url string, admin bool) int {
+		req, _ := http.NewRequest("GET", url, nil)
+		if admin {
+			req.SetBasicAuth("admin", "unused")
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+	on := startServer(t, db.URL, "DEBUG_ADDR=127.0.0.1:0")
+	if on.debugURL == "" {
+		t.Fatal("DEBUG_ADDR is set but no debug address was printed")
+	}
+	for _, path := range []string{"/debug/pprof/", "/debug/vars"} {
+		if got := get(on.debugURL+path, false); got != http.StatusOK {
+			t.Errorf("%s on DEBUG_ADDR: %d, want 200", path, got)
+		}
+		if got := get(on.url+path, true); got != http.StatusNotFound {
+			t.Errorf("%s on the API's address, as admin: %d, want 404", path, got)
+		}
+	}
+	off := startServer(t, dbtest.SQLite(t).URL)
+	if off.debugURL != "" {
+		t.Errorf("without DEBUG_ADDR the debug endpoints are served on %s", off.debugURL)
 	}
 }
 

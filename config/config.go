@@ -21,6 +21,9 @@ type Config struct {
 	DatabaseURL string
 	// Addr is the listen address.
 	Addr string
+	// DebugAddr, when set, is where Go's profiler and expvar are served
+	// (DEBUG_ADDR); they are never on Addr.
+	DebugAddr string
 
 	// APITokens are the bearer tokens /graphql and /api accept.
 	APITokens []string
@@ -64,6 +67,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	c := Config{
 		DatabaseURL:     or(getenv("DATABASE_URL"), database.DefaultURL),
 		Addr:            or(getenv("ADDR"), ":8080"),
+		DebugAddr:       getenv("DEBUG_ADDR"),
 		AdminUser:       or(getenv("ADMIN_USER"), "admin"),
 		AdminPassword:   getenv("ADMIN_PASSWORD"),
 		KeyTTL:          payments.DefaultKeyTTL,

@@ -17,7 +17,7 @@ func TestDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.DatabaseURL != "sqlite:cmpay.db" || c.Addr != ":8080" || c.AdminUser != "admin" || c.KeyTTL != 24*time.Hour {
+	if c.DatabaseURL != "sqlite:cmpay.db" || c.Addr != ":8080" || c.AdminUser != "admin" || c.KeyTTL != 24*time.Hour || c.DebugAddr != "" {
 		t.Errorf("defaults = %+v", c)
 	}
 	if !c.APITokenGenerated || len(c.APITokens) != 1 || len(c.APITokens[0]) < 40 {
@@ -41,6 +41,7 @@ func TestFromEnv(t *testing.T) {
 		"ADMIN_USER":          "support",
 		"ADMIN_PASSWORD":      "secret",
 		"IDEMPOTENCY_KEY_TTL": "90m",
+		"DEBUG_ADDR":          "127.0.0.1:6060",
 	}))
 	if err != nil {
 		t.Fatal(err)
@@ -49,7 +50,7 @@ func TestFromEnv(t *testing.T) {
 		t.Errorf("tokens = %q (generated %v)", c.APITokens, c.APITokenGenerated)
 	}
 	if c.DatabaseURL != "postgres://u:p@db:5432/cmpay" || c.Addr != "127.0.0.1:9000" || c.AdminUser != "support" ||
-		c.AdminPassword != "secret" || c.AdminPasswordGenerated || c.KeyTTL != 90*time.Minute {
+		c.AdminPassword != "secret" || c.AdminPasswordGenerated || c.KeyTTL != 90*time.Minute || c.DebugAddr != "127.0.0.1:6060" {
 		t.Errorf("config = %+v", c)
 	}
 }

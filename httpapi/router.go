@@ -10,7 +10,6 @@ import (
 	"net/netip"
 
 	"github.com/go-chi/chi/v5"
-	"github.com/go-chi/chi/v5/middleware"
 	"github.com/rs/cors"
 	"gorm.io/gorm"
 
@@ -80,7 +79,7 @@ func NewHandler(d Deps) http.Handler {
 	adminOrToken := guard(either(creds.admin, creds.bearer), failures, styleProblem, basicChallenge, log)
 
 	r := chi.NewRouter()
-	r.Use(requestid.Middleware, clientaddr.New(d.TrustedProxies).Middleware, recoverPanics(log), accessLog(log, d.Metrics))
+	r.Use(requestid.Middleware, clientaddr.New(d.TrustedProxies).Middleware, hsts, recoverPanics(log), accessLog(log, d.Metrics))
 	if len(d.CORSOrigins) > 0 {
 		r.Use(cors.New(cors.Options{
 			AllowedOrigins: d.CORSOrigins,
@@ -120,7 +119,6 @@ func NewHandler(d Deps) http.Handler {
 	if d.Metrics != nil {
 		r.With(adminOrToken, requireScope(auth.MetricsRead, styleProblem)).Method(http.MethodGet, "/metrics", d.Metrics.Handler())
 	}
-	// Go's profiler, for the admin only: go tool pprof -http : http://admin:…@host/debug/pprof/profile
-	r.With(adminOnly).Mount("/debug", middleware.Profiler())
+	// Go's profiler and expvar are not here: see DebugHandler (DEBUG_ADDR).
 	return r
 }

@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +19,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/cmpay/cmpay/auth"
 	"github.com/cmpay/cmpay/httpapi"
 	"github.com/cmpay/cmpay/internal/dbtest"
 )
@@ -30,32 +33,46 @@ var open = map[string]bool{
 }
 
 // TestEveryRouteNeedsCredentials walks every route the router knows and
-// calls it with no credentials and with wrong ones: all but the open ones
-// must answer 401 and run nothing.
+// calls it with no credentials, wrong ones, two Authorization headers, and
+// a token whose scopes open none of them: all but the open routes refuse
+// and run nothing. No debug endpoint is among the routes.
 func TestEveryRouteNeedsCredentials(t *testing.T) {
 	t.Parallel()
 	b := setup(t, dbtest.SQLite(t), func(d *httpapi.Deps) { d.AuthFailuresPerMinute = 1_000_000 })
+	scopeless := b.newToken(t, "", auth.WebhooksManage)
 	routes, ok := b.handler.(chi.Routes)
 	if !ok {
 		t.Fatalf("the handler is a %T, not a router that can be walked", b.handler)
 	}
+	is := func(codes ...int) func(int) bool { return func(c int) bool { return slices.Contains(codes, c) } }
+	cases := []struct {
+		name   string
+		header http.Header
+		want   func(status int) bool
+	}{
+		{"no credentials", http.Header{}, is(401)},
+		{"a wrong token", http.Header{"Authorization": {"Bearer wrong"}}, is(401)},
+		{"a wrong password", http.Header{"Authorization": {"Basic " + basic("admin", "wrong")}}, is(401)},
+		{"two Authorization headers", http.Header{"Authorization": {"Bearer " + token, "Bearer " + token}}, is(400, 401)},
+		{"a token without the scope", http.Header{"Authorization": {"Bearer " + scopeless}}, func(c int) bool { return c < 200 || c >= 300 }},
+	}
 	walked := 0
 	err := chi.Walk(routes, func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
 		walked++
+		if strings.HasPrefix(route, "/debug") {
+			t.Errorf("%s %s: debug endpoints belong on DEBUG_ADDR, not the public listener", method, route)
+		}
 		path := strings.NewReplacer("{id}", "pay_x", "/playground/assets/*", "/playground/assets/playground.js", "/*", "/x").Replace(route)
 		methods := []string{method}
 		if method == "*" {
 			methods = []string{"GET", "POST", "PUT", "DELETE"}
 		}
 		for _, m := range methods {
-			for name, header := range map[string]http.Header{
-				"no credentials":   {},
-				"a wrong token":    {"Authorization": {"Bearer wrong"}},
-				"a wrong password": {"Authorization": {"Basic " + basic("admin", "wrong")}},
-			} {
+			for _, c := range cases {
 				req := httptest.NewRequest(m, path, strings.NewReader(`{}`))
-				req.Header = header.Clone()
+				req.Header = c.header.Clone()
 				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Idempotency-Key", "walk")
 				rec := httptest.NewRecorder()
 				b.handler.ServeHTTP(rec, req)
 				if open[m+" "+route] {
@@ -64,8 +81,11 @@ func TestEveryRouteNeedsCredentials(t *testing.T) {
 					}
 					continue
 				}
-				if rec.Code != http.StatusUnauthorized {
-					t.Errorf("%s %s with %s: %d, want 401", m, path, name, rec.Code)
+				if m == http.MethodOptions && c.header.Get("Authorization") == "Bearer "+scopeless {
+					continue // signed in, it may ask what /graphql allows; nothing runs
+				}
+				if !c.want(rec.Code) {
+					t.Errorf("%s %s with %s: %d %.120s", m, path, c.name, rec.Code, rec.Body)
 				}
 			}
 		}
@@ -345,5 +365,71 @@ func TestUnauthenticatedBodiesAreNotRead(t *testing.T) {
 				t.Errorf("status %d (body length %d), want 401 for a chunked body", res.StatusCode, req.ContentLength)
 			}
 		})
+	}
+}
+
+// HSTS is sent to clients that came over HTTPS: this server's own TLS, or a
+// trusted proxy's X-Forwarded-Proto. Over plain HTTP it would mean nothing.
+func TestHSTS(t *testing.T) {
+	t.Parallel()
+	b := setup(t, dbtest.SQLite(t), func(d *httpapi.Deps) {
+		d.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}
+	})
+	tests := []struct {
+		name, peer, proto string
+		tls, want         bool
+	}{
+		{"plain HTTP", "203.0.113.7:1", "", false, false},
+		{"TLS", "203.0.113.7:1", "", true, true},
+		{"a trusted proxy's https", "10.0.0.1:1", "https", false, true},
+		{"a trusted proxy's http", "10.0.0.1:1", "http", false, false},
+		{"anyone else's https", "203.0.113.7:1", "https", false, false},
+	}
+	for _, tt := range tests {
+		for _, path := range []string{"/healthz", "/graphql", "/admin"} {
+			req := httptest.NewRequest("GET", path, nil)
+			req.RemoteAddr = tt.peer
+			if tt.proto != "" {
+				req.Header.Set("X-Forwarded-Proto", tt.proto)
+			}
+			if tt.tls {
+				req.TLS = &tls.ConnectionState{}
+			}
+			rec := httptest.NewRecorder()
+			b.handler.ServeHTTP(rec, req)
+			got := rec.Header().Get("Strict-Transport-Security")
+			if (got != "") != tt.want || tt.want && !strings.HasPrefix(got, "max-age=") {
+				t.Errorf("%s, %s: Strict-Transport-Security %q, want it %v", tt.name, path, got, tt.want)
+			}
+		}
+	}
+}
+
+// The profiler and expvar are not on the public listener, whatever the
+// credentials; they are served on DEBUG_ADDR only (see server.go).
+func TestDebugEndpointsAreNotPublic(t *testing.T) {
+	t.Parallel()
+	b := setup(t, dbtest.SQLite(t))
+	for _, path := range []string{"/debug/pprof/", "/debug/pprof/cmdline", "/debug/vars"} {
+		for name, h := range map[string]http.Header{
+			"admin": {"Authorization": {"Basic " + basic("admin", adminPassword)}},
+			"token": {"Authorization": {"Bearer " + token}},
+		} {
+			if res, body := b.raw(t, "GET", path, h, ""); res.StatusCode != http.StatusNotFound {
+				t.Errorf("GET %s as %s: %d %.100s, want 404", path, name, res.StatusCode, body)
+			}
+		}
+	}
+	debug := httptest.NewServer(httpapi.DebugHandler())
+	defer debug.Close()
+	for _, path := range []string{"/debug/pprof/", "/debug/vars"} {
+		res, err := http.Get(debug.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK {
+			t.Errorf("the debug handler's %s: %d", path, res.StatusCode)
+		}
 	}
 }
