@@ -3,7 +3,7 @@ package graph
 import (
 	"context"
 	"encoding/json"
-	"slices"
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -41,7 +41,12 @@ func (s strictVariables) MutateOperationContext(_ context.Context, opCtx *graphq
 		if !ok {
 			continue
 		}
-		if err := s.check(v, def.Type, ast.Path{ast.PathName("variable"), ast.PathName(def.Variable)}); err != nil {
+		if bad := s.check(v, def.Type); bad != nil {
+			path := ast.Path{ast.PathName("variable"), ast.PathName(def.Variable)}
+			for i := len(bad.reversePath) - 1; i >= 0; i-- {
+				path = append(path, bad.reversePath[i])
+			}
+			err := gqlerror.ErrorPathf(path, "%s", bad.message)
 			errcode.Set(err, errcode.ValidationFailed)
 			return err
 		}
@@ -49,18 +54,30 @@ func (s strictVariables) MutateOperationContext(_ context.Context, opCtx *graphq
 	return nil
 }
 
-func (s strictVariables) check(v any, t *ast.Type, path ast.Path) *gqlerror.Error {
+// badValue is a value check refused: why, and where below the variable,
+// innermost first (the path is built only for a refusal).
+type badValue struct {
+	message     string
+	reversePath []ast.PathElement
+}
+
+func (b *badValue) at(p ast.PathElement) *badValue {
+	b.reversePath = append(b.reversePath, p)
+	return b
+}
+
+func (s strictVariables) check(v any, t *ast.Type) *badValue {
 	if v == nil || t == nil {
 		return nil // nullability is gqlparser's to check
 	}
 	if t.Elem != nil {
 		list, ok := v.([]any)
 		if !ok {
-			return s.check(v, t.Elem, path) // one value stands for a list of one
+			return s.check(v, t.Elem) // one value stands for a list of one
 		}
 		for i, item := range list {
-			if err := s.check(item, t.Elem, append(path, ast.PathIndex(i))); err != nil {
-				return err
+			if bad := s.check(item, t.Elem); bad != nil {
+				return bad.at(ast.PathIndex(i))
 			}
 		}
 		return nil
@@ -75,13 +92,13 @@ func (s strictVariables) check(v any, t *ast.Type, path ast.Path) *gqlerror.Erro
 			return nil
 		}
 		if _, ok := v.(string); !ok {
-			return errorAt(path, "a String must be a JSON string, not %s", jsonKind(v))
+			return &badValue{message: "a String must be a JSON string, not " + jsonKind(v)}
 		}
 	case ast.Enum:
 		name, _ := v.(string)
 		if def.EnumValues.ForName(name) == nil {
-			return errorAt(path, "%s is not a %s: use one of %s (enum values are case-sensitive)",
-				quoteValue(v), def.Name, enumNames(def))
+			return &badValue{message: fmt.Sprintf("%s is not a %s: use one of %s (enum values are case-sensitive)",
+				quoteValue(v), def.Name, enumNames(def))}
 		}
 	case ast.InputObject:
 		fields, ok := v.(map[string]any)
@@ -90,19 +107,13 @@ func (s strictVariables) check(v any, t *ast.Type, path ast.Path) *gqlerror.Erro
 		}
 		for _, f := range def.Fields {
 			if fv, ok := fields[f.Name]; ok {
-				if err := s.check(fv, f.Type, append(path, ast.PathName(f.Name))); err != nil {
-					return err
+				if bad := s.check(fv, f.Type); bad != nil {
+					return bad.at(ast.PathName(f.Name))
 				}
 			}
 		}
 	}
 	return nil
-}
-
-// errorAt is an error about the value at path; path is copied, since the
-// caller goes on appending to it.
-func errorAt(path ast.Path, format string, args ...any) *gqlerror.Error {
-	return gqlerror.ErrorPathf(slices.Clone(path), format, args...)
 }
 
 func enumNames(def *ast.Definition) string {

@@ -53,7 +53,7 @@ func (c scopeCheck) MutateOperationContext(ctx context.Context, opCtx *graphql.O
 		kind = ast.Query
 	}
 	table := c.scopes[kind]
-	for _, f := range rootFields(op.SelectionSet, opCtx.Doc.Fragments, map[string]bool{}) {
+	for _, f := range rootFields(op.SelectionSet, opCtx.Doc.Fragments, nil) {
 		scope, listed := table[f.Name]
 		var message string
 		if !listed {
@@ -78,6 +78,7 @@ func (c scopeCheck) MutateOperationContext(ctx context.Context, opCtx *graphql.O
 
 // rootFields lists an operation's root fields, those in fragments spread
 // or written inline at the root included, whatever their directives say.
+// seen holds the fragments already opened; nil until one is.
 func rootFields(set ast.SelectionSet, fragments ast.FragmentDefinitionList, seen map[string]bool) []*ast.Field {
 	var fields []*ast.Field
 	for _, sel := range set {
@@ -89,6 +90,9 @@ func rootFields(set ast.SelectionSet, fragments ast.FragmentDefinitionList, seen
 		case *ast.FragmentSpread:
 			if seen[sel.Name] {
 				continue
+			}
+			if seen == nil {
+				seen = map[string]bool{}
 			}
 			seen[sel.Name] = true
 			if f := fragments.ForName(sel.Name); f != nil {

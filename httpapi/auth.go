@@ -23,19 +23,21 @@ import (
 // matched shows in the response time. Nothing here logs a secret.
 type credentials struct {
 	tokens    [][sha256.Size]byte
-	adminName string
 	adminUser [sha256.Size]byte
 	adminPass [sha256.Size]byte
+	// The principals of API_TOKENS and the admin, made once.
+	envPrincipal, adminPrincipal auth.Principal
 	// managed looks up managed tokens; nil: API_TOKENS only.
 	managed *apitoken.Store
 }
 
 func newCredentials(tokens []string, adminUser, adminPassword string, managed *apitoken.Store) *credentials {
 	c := &credentials{
-		adminName: adminUser,
-		adminUser: sha256.Sum256([]byte(adminUser)),
-		adminPass: sha256.Sum256([]byte(adminPassword)),
-		managed:   managed,
+		adminUser:      sha256.Sum256([]byte(adminUser)),
+		adminPass:      sha256.Sum256([]byte(adminPassword)),
+		envPrincipal:   auth.FullAccess(auth.KindEnvToken, "API_TOKENS"),
+		adminPrincipal: auth.FullAccess(auth.KindAdmin, adminUser),
+		managed:        managed,
 	}
 	for _, t := range tokens {
 		c.tokens = append(c.tokens, sha256.Sum256([]byte(t)))
@@ -64,22 +66,21 @@ func (c *credentials) bearer(r *http.Request) (signIn, error) {
 		return signIn{}, nil
 	}
 	token = strings.TrimSpace(token)
-	result := signIn{identity: "bearer:" + prefix(token, identityPrefix)}
 	presented := sha256.Sum256([]byte(token))
 	match := 0
 	for _, t := range c.tokens {
 		match |= subtle.ConstantTimeCompare(presented[:], t[:])
 	}
 	if match == 1 {
-		result.ok, result.principal = true, auth.FullAccess(auth.KindEnvToken, "API_TOKENS")
-		return result, nil
+		return signIn{ok: true, principal: c.envPrincipal}, nil
 	}
-	if c.managed == nil {
-		return result, nil
+	if c.managed != nil {
+		p, ok, err := c.managed.Authenticate(r.Context(), token)
+		if ok || err != nil {
+			return signIn{ok: ok, principal: p}, err
+		}
 	}
-	p, ok, err := c.managed.Authenticate(r.Context(), token)
-	result.ok, result.principal = ok, p
-	return result, err
+	return signIn{identity: "bearer:" + prefix(token, identityPrefix)}, nil
 }
 
 func prefix(s string, n int) string {
@@ -97,8 +98,10 @@ func (c *credentials) admin(r *http.Request) (signIn, error) {
 	}
 	u := sha256.Sum256([]byte(user))
 	p := sha256.Sum256([]byte(pass))
-	ok := subtle.ConstantTimeCompare(u[:], c.adminUser[:])&subtle.ConstantTimeCompare(p[:], c.adminPass[:]) == 1
-	return signIn{ok: ok, principal: auth.FullAccess(auth.KindAdmin, c.adminName), identity: "basic:" + user}, nil
+	if subtle.ConstantTimeCompare(u[:], c.adminUser[:])&subtle.ConstantTimeCompare(p[:], c.adminPass[:]) == 1 {
+		return signIn{ok: true, principal: c.adminPrincipal}, nil
+	}
+	return signIn{identity: "basic:" + user}, nil
 }
 
 // check is one way of signing in.
