@@ -18,7 +18,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/hashicorp/golang-lru/v2/expirable"
+	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/oklog/ulid/v2"
 	"gorm.io/gorm"
 
@@ -64,8 +64,17 @@ type Options struct {
 type Store struct {
 	db         *gorm.DB
 	touchEvery time.Duration
-	cache      *expirable.LRU[string, auth.Principal] // by token hash
-	now        func() time.Time
+	// cache holds looked-up tokens by hash until their expiry; nil: none.
+	// (Not golang-lru's expirable cache: its sweeping goroutine never
+	// stops.)
+	cache    *lru.Cache[string, cached]
+	cacheTTL time.Duration
+	now      func() time.Time
+}
+
+type cached struct {
+	principal auth.Principal
+	until     time.Time
 }
 
 // NewStore keeps tokens in db, which must be migrated (models.APIToken).
@@ -79,7 +88,8 @@ func NewStore(db *gorm.DB, opts Options) *Store {
 		ttl = 10 * time.Second
 	}
 	if ttl > 0 {
-		s.cache = expirable.NewLRU[string, auth.Principal](10_000, nil, ttl)
+		s.cache, _ = lru.New[string, cached](10_000) // fails only for a size below 1
+		s.cacheTTL = ttl
 	}
 	return s
 }
@@ -177,8 +187,8 @@ func (s *Store) Authenticate(ctx context.Context, presented string) (auth.Princi
 	}
 	h := hash(presented)
 	if s.cache != nil {
-		if p, ok := s.cache.Get(h); ok {
-			return p, true, nil
+		if c, ok := s.cache.Get(h); ok && time.Now().Before(c.until) {
+			return c.principal, true, nil
 		}
 	}
 	var row models.APIToken
@@ -197,7 +207,7 @@ func (s *Store) Authenticate(ctx context.Context, presented string) (auth.Princi
 	}
 	p := principalOf(row)
 	if s.cache != nil {
-		s.cache.Add(h, p)
+		s.cache.Add(h, cached{principal: p, until: time.Now().Add(s.cacheTTL)})
 	}
 	return p, true, nil
 }

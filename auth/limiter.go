@@ -6,7 +6,7 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/hashicorp/golang-lru/v2/expirable"
+	lru "github.com/hashicorp/golang-lru/v2"
 	"golang.org/x/time/rate"
 )
 
@@ -29,14 +29,16 @@ const DefaultFailuresPerMinute = 20
 // prefer to refuse a spent identity before checking its password; Blocked
 // tells the two budgets apart for that.
 //
-// Memory is bounded: the 100,000 most recent keys of each kind, each
-// forgotten once its budget would be full again. Identities are kept only
-// as SHA-256 digests, never as presented. Each server instance counts for
-// itself; limit at the load balancer too.
+// Memory is bounded: the 100,000 keys of each kind that failed most
+// recently. (Not golang-lru's expirable cache: its sweeping goroutine never
+// stops. A bucket that has refilled is as good as none, so nothing needs
+// to expire.) Identities are kept only as SHA-256 digests, never as
+// presented. Each server instance counts for itself; limit at the load
+// balancer too.
 type FailureLimiter struct {
 	perMinute  int
-	byAddr     *expirable.LRU[string, *rate.Limiter]
-	byIdentity *expirable.LRU[string, *rate.Limiter]
+	byAddr     *lru.Cache[string, *rate.Limiter]
+	byIdentity *lru.Cache[string, *rate.Limiter]
 }
 
 // Attempt is one sign-in: where it came from and whom it claimed to be.
@@ -64,11 +66,15 @@ func NewFailureLimiter(perMinute int) *FailureLimiter {
 	if perMinute <= 0 {
 		perMinute = DefaultFailuresPerMinute
 	}
-	return &FailureLimiter{
-		perMinute:  perMinute,
-		byAddr:     expirable.NewLRU[string, *rate.Limiter](100_000, nil, time.Minute),
-		byIdentity: expirable.NewLRU[string, *rate.Limiter](100_000, nil, time.Minute),
+	return &FailureLimiter{perMinute: perMinute, byAddr: newBuckets(), byIdentity: newBuckets()}
+}
+
+func newBuckets() *lru.Cache[string, *rate.Limiter] {
+	c, err := lru.New[string, *rate.Limiter](100_000)
+	if err != nil {
+		panic(err) // only for a size below 1
 	}
+	return c
 }
 
 // Blocked reports which of a's budgets have no try left.
@@ -100,18 +106,18 @@ func (l *FailureLimiter) Failed(a Attempt) (nowBlocked Blocked) {
 	}
 }
 
-func spent(m *expirable.LRU[string, *rate.Limiter], key string) bool {
+func spent(m *lru.Cache[string, *rate.Limiter], key string) bool {
 	lim, ok := m.Get(key)
 	return ok && lim.Tokens() < 1
 }
 
-func (l *FailureLimiter) spend(m *expirable.LRU[string, *rate.Limiter], key string) {
+func (l *FailureLimiter) spend(m *lru.Cache[string, *rate.Limiter], key string) {
 	lim, ok := m.Get(key)
 	if !ok {
 		lim = rate.NewLimiter(rate.Every(time.Minute/time.Duration(l.perMinute)), l.perMinute)
+		m.Add(key, lim)
 	}
 	lim.Allow()
-	m.Add(key, lim) // refreshes the entry's expiry
 }
 
 // addrKey is what an address is counted under: IPv6 clients by their /64,
