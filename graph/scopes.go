@@ -16,21 +16,30 @@ const signedIn auth.Scope = ""
 
 // rootFieldScopes is the scope each root field needs. A root field that is
 // not listed is refused to everyone, so that a field added to the schema is
-// closed until it is given a line here (webhookEndpoints and the webhook
-// mutations: auth.WebhooksManage; paymentEvents: auth.PaymentsRead).
+// closed until it is given a line here. The contract's v2 fields are listed
+// already, those not in the schema yet included: a line for a field that
+// does not exist opens nothing.
 var rootFieldScopes = map[ast.Operation]map[string]auth.Scope{
 	ast.Query: {
-		"payment":    auth.PaymentsRead,
-		"payments":   auth.PaymentsRead,
-		"__typename": signedIn,
-		"__schema":   signedIn, // the schema is no secret: the Playground shows it
-		"__type":     signedIn,
+		"payment":          auth.PaymentsRead,
+		"payments":         auth.PaymentsRead,
+		"webhookEndpoints": auth.WebhooksManage,
+		"__typename":       signedIn,
+		"__schema":         signedIn, // the schema is no secret: the Playground shows it
+		"__type":           signedIn,
 	},
 	ast.Mutation: {
-		"createPayment": auth.PaymentsWrite,
-		"__typename":    signedIn,
+		"createPayment":         auth.PaymentsWrite,
+		"capturePayment":        auth.PaymentsWrite,
+		"cancelPayment":         auth.PaymentsWrite,
+		"refundPayment":         auth.PaymentsWrite,
+		"createWebhookEndpoint": auth.WebhooksManage,
+		"deleteWebhookEndpoint": auth.WebhooksManage,
+		"__typename":            signedIn,
 	},
-	ast.Subscription: {},
+	ast.Subscription: {
+		"paymentEvents": auth.PaymentsRead,
+	},
 }
 
 // scopeCheck refuses an operation, before any of it runs, when the
