@@ -1,6 +1,7 @@
 // Command cmpay is the CMPay payment API server: an idempotent
 // createPayment over GraphQL (and REST), on PostgreSQL or an embedded
 // SQLite file. Configuration comes from the environment; see README.md.
+// With arguments it runs a command instead (cli.go): `cmpay tokens …`.
 package main
 
 import (
@@ -17,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cmpay/cmpay/apitoken"
 	"github.com/cmpay/cmpay/config"
 	"github.com/cmpay/cmpay/database"
 	"github.com/cmpay/cmpay/graph"
@@ -26,6 +28,12 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 {
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+		code := runCommand(ctx, os.Args[1:], cmdEnv{getenv: os.Getenv, stdout: os.Stdout, stderr: os.Stderr})
+		stop()
+		os.Exit(code)
+	}
 	out := newBufferedLog(os.Stderr)
 	log := slog.New(slog.NewJSONHandler(out, nil))
 	slog.SetDefault(log)
@@ -57,7 +65,7 @@ func tuneGC() {
 
 // run serves until ctx ends, then shuts down gracefully: it stops accepting
 // connections and lets in-flight requests finish, for at most
-// SHUTDOWN_TIMEOUT.
+// SHUTDOWN_TIMEOUT; then it closes the connections left and returns.
 func run(ctx context.Context, getenv func(string) string, stdout io.Writer, log *slog.Logger) error {
 	cfg, err := config.FromEnv(getenv)
 	if err != nil {
@@ -96,14 +104,16 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer, log 
 		return err
 	}
 	srv := newHTTPServer(httpapi.NewHandler(httpapi.Deps{
-		Service:       svc,
-		Ping:          database.Pinger(db),
-		Metrics:       m,
-		APITokens:     cfg.APITokens,
-		AdminUser:     cfg.AdminUser,
-		AdminPassword: cfg.AdminPassword,
-		CORSOrigins:   cfg.CORSOrigins,
-		MaxBodyBytes:  cfg.MaxBodyBytes,
+		Service:        svc,
+		Ping:           database.Pinger(db),
+		Metrics:        m,
+		APITokens:      cfg.APITokens,
+		Tokens:         apitoken.NewStore(db, apitoken.Options{}),
+		AdminUser:      cfg.AdminUser,
+		AdminPassword:  cfg.AdminPassword,
+		CORSOrigins:    cfg.CORSOrigins,
+		TrustedProxies: cfg.TrustedProxies,
+		MaxBodyBytes:   cfg.MaxBodyBytes,
 		GraphQL: &graph.Options{
 			Introspection: cfg.Introspection,
 			MaxDepth:      cfg.MaxDepth,
@@ -111,6 +121,14 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer, log 
 		},
 		Logger: log,
 	}), log)
+
+	if cfg.DebugAddr != "" {
+		stopDebug, err := serveDebug(cfg.DebugAddr, stdout, log)
+		if err != nil {
+			return err
+		}
+		defer stopDebug()
+	}
 
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
@@ -135,13 +153,41 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer, log 
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
 	if err := srv.Shutdown(shutdownCtx); err != nil {
-		return fmt.Errorf("shutdown: %w", err)
+		// Requests still running (or a client that never finishes its
+		// body) must not keep the process alive past the timeout its
+		// supervisor was promised: cut their connections and go. A create
+		// cut here commits or rolls back as a unit; its retry finds out
+		// which.
+		log.Warn("shutdown timeout reached; closing the remaining connections", "err", err)
+		if err := srv.Close(); err != nil {
+			return fmt.Errorf("close: %w", err)
+		}
 	}
 	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// serveDebug serves Go's profiler and expvar on addr (DEBUG_ADDR), apart
+// from the API: they have no credentials of their own, so addr should be a
+// loopback or private address, and a warning says so when it is not. The
+// returned function closes it.
+func serveDebug(addr string, stdout io.Writer, log *slog.Logger) (func(), error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("DEBUG_ADDR: %w", err)
+	}
+	srv := newHTTPServer(httpapi.DebugHandler(), log)
+	srv.WriteTimeout = 2 * time.Minute // a CPU profile takes 30 s by default
+	go func() { _ = srv.Serve(ln) }()
+	if tcp, ok := ln.Addr().(*net.TCPAddr); !ok || !tcp.IP.IsLoopback() {
+		log.Warn("DEBUG_ADDR is not a loopback address: the profiler has no credentials, keep it off the internet",
+			"debug_addr", ln.Addr().String())
+	}
+	fmt.Fprintf(stdout, "Debug endpoints (pprof, expvar) on http://%s/debug/pprof/\n", ln.Addr())
+	return func() { _ = srv.Close() }, nil
 }
 
 // newHTTPServer sets every timeout, so that slow or idle clients cannot

@@ -54,11 +54,13 @@ type process struct {
 	cmd    *exec.Cmd
 	url    string
 	exited chan error
+	// debugURL is where DEBUG_ADDR serves, if it was set.
+	debugURL string
 }
 
 // startServer starts the binary on a free loopback port and waits until it
-// says where it listens.
-func startServer(t *testing.T, databaseURL string) *process {
+// says where it listens. env adds to or overrides its environment.
+func startServer(t *testing.T, databaseURL string, env ...string) *process {
 	t.Helper()
 	cmd := exec.Command(binary)
 	cmd.Env = append(os.Environ(),
@@ -68,6 +70,7 @@ func startServer(t *testing.T, databaseURL string) *process {
 		"ADMIN_PASSWORD=unused",
 		"SHUTDOWN_TIMEOUT=10s",
 	)
+	cmd.Env = append(cmd.Env, env...) // later entries win
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -79,11 +82,15 @@ func startServer(t *testing.T, databaseURL string) *process {
 	}
 	p := &process{cmd: cmd, exited: make(chan error, 1)}
 	urls := make(chan string, 1)
+	debugURLs := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
 			if rest, ok := strings.CutPrefix(sc.Text(), "CMPay listening on "); ok {
 				urls <- rest
+			}
+			if rest, ok := strings.CutPrefix(sc.Text(), "Debug endpoints (pprof, expvar) on "); ok {
+				debugURLs <- strings.TrimSuffix(rest, "/debug/pprof/")
 			}
 		}
 		io.Copy(io.Discard, stdout)
@@ -98,6 +105,10 @@ func startServer(t *testing.T, databaseURL string) *process {
 	})
 	select {
 	case p.url = <-urls:
+		select { // printed before the listening line, if at all
+		case p.debugURL = <-debugURLs:
+		default:
+		}
 		return p
 	case err := <-p.exited:
 		t.Fatalf("server exited before listening: %v\n%s", err, stderr.String())
@@ -260,6 +271,77 @@ func TestGracefulShutdown(t *testing.T) {
 				t.Errorf("%d payments after shutdown, want the in-flight one", n)
 			}
 		})
+	}
+}
+
+// A request that does not finish (here, a body that never arrives) cannot
+// hold the server past SHUTDOWN_TIMEOUT: the server then closes the
+// remaining connections and exits cleanly.
+func TestShutdownFinishesAnyway(t *testing.T) {
+	t.Parallel()
+	db := dbtest.SQLite(t)
+	srv := startServer(t, db.URL, "SHUTDOWN_TIMEOUT=1s")
+	addr := strings.TrimPrefix(srv.url, "http://")
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /graphql HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{",
+		addr, testToken)
+	time.Sleep(200 * time.Millisecond) // the server is now waiting for the body
+
+	start := time.Now()
+	if err := srv.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-srv.exited:
+		srv.exited <- err // for the cleanup
+		if err != nil {
+			t.Errorf("server exit after %s: %v, want status 0", time.Since(start), err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("server still running 10s after SIGTERM with SHUTDOWN_TIMEOUT=1s")
+	}
+	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := conn.Read(make([]byte, 1)); err == nil || isTimeout(err) {
+		t.Errorf("the stalled connection is still open after shutdown: %v", err)
+	}
+}
+
+// Go's profiler and expvar are served on DEBUG_ADDR only, and only when
+// it is set.
+func TestDebugAddr(t *testing.T) {
+	t.Parallel()
+	db := dbtest.SQLite(t)
+	get := func(url string, admin bool) int {
+		req, _ := http.NewRequest("GET", url, nil)
+		if admin {
+			req.SetBasicAuth("admin", "unused")
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+	on := startServer(t, db.URL, "DEBUG_ADDR=127.0.0.1:0")
+	if on.debugURL == "" {
+		t.Fatal("DEBUG_ADDR is set but no debug address was printed")
+	}
+	for _, path := range []string{"/debug/pprof/", "/debug/vars"} {
+		if got := get(on.debugURL+path, false); got != http.StatusOK {
+			t.Errorf("%s on DEBUG_ADDR: %d, want 200", path, got)
+		}
+		if got := get(on.url+path, true); got != http.StatusNotFound {
+			t.Errorf("%s on the API's address, as admin: %d, want 404", path, got)
+		}
+	}
+	off := startServer(t, dbtest.SQLite(t).URL)
+	if off.debugURL != "" {
+		t.Errorf("without DEBUG_ADDR the debug endpoints are served on %s", off.debugURL)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net/http"
 
+	"github.com/cmpay/cmpay/auth"
 	"github.com/cmpay/cmpay/database"
 	"github.com/cmpay/cmpay/payments"
 	"github.com/cmpay/cmpay/requestid"
@@ -18,18 +19,22 @@ import (
 
 // The codes clients branch on.
 const (
-	BadUserInput    = "BAD_USER_INPUT"
-	KeyReused       = "IDEMPOTENCY_KEY_REUSED"
-	StateConflict   = "PAYMENT_STATE_CONFLICT"
-	AmountExceeds   = "AMOUNT_EXCEEDS_AVAILABLE"
+	BadUserInput  = "BAD_USER_INPUT"
+	KeyReused     = "IDEMPOTENCY_KEY_REUSED"
+	StateConflict = "PAYMENT_STATE_CONFLICT"
+	AmountExceeds = "AMOUNT_EXCEEDS_AVAILABLE"
+	// Forbidden: the token lacks the scope, or acts for another client.
 	Forbidden       = "FORBIDDEN"
 	Unauthenticated = "UNAUTHENTICATED"
 	NotFound        = "NOT_FOUND"
 	BadRequest      = "BAD_REQUEST"
 	TooLarge        = "PAYLOAD_TOO_LARGE"
-	RateLimited     = "RATE_LIMITED"
-	Unavailable     = "SERVICE_UNAVAILABLE"
-	Internal        = "INTERNAL_SERVER_ERROR"
+	// UnsupportedMediaType: a REST body that is not application/json.
+	UnsupportedMediaType = "UNSUPPORTED_MEDIA_TYPE"
+	RateLimited          = "RATE_LIMITED"
+	// Unavailable: the database cannot be reached or is read-only.
+	Unavailable = "SERVICE_UNAVAILABLE"
+	Internal    = "INTERNAL_SERVER_ERROR"
 )
 
 // Error is an error as a client sees it.
@@ -76,6 +81,8 @@ func FromDomain(ctx context.Context, err error) Error {
 		slog.WarnContext(ctx, "database unavailable", "request_id", requestid.From(ctx), "err", err)
 		return Error{Code: Unavailable, Status: http.StatusServiceUnavailable,
 			Message: "the service is briefly unavailable; retry the request with the same idempotency key"}
+	case errors.Is(err, auth.ErrForbidden):
+		return Error{Code: Forbidden, Status: http.StatusForbidden, Message: err.Error()}
 	}
 	return FromInternal(ctx, err)
 }

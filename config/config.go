@@ -5,10 +5,12 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"fmt"
+	"net/netip"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/cmpay/cmpay/clientaddr"
 	"github.com/cmpay/cmpay/database"
 	"github.com/cmpay/cmpay/payments"
 )
@@ -22,6 +24,9 @@ type Config struct {
 	ReplicaURL string
 	// Addr is the listen address.
 	Addr string
+	// DebugAddr, when set, is where Go's profiler and expvar are served
+	// (DEBUG_ADDR); they are never on Addr.
+	DebugAddr string
 
 	// APITokens are the bearer tokens /graphql and /api accept.
 	APITokens []string
@@ -40,6 +45,11 @@ type Config struct {
 	SweepInterval time.Duration
 	// CORSOrigins may call the API from browsers (CORS_ORIGINS).
 	CORSOrigins []string
+	// TrustedProxies are the networks of the reverse proxies in front of
+	// the server (TRUSTED_PROXIES): from them, and only from them, the
+	// client address comes from X-Forwarded-For and HTTPS from
+	// X-Forwarded-Proto.
+	TrustedProxies []netip.Prefix
 	// MaxBodyBytes caps request bodies (MAX_BODY_BYTES).
 	MaxBodyBytes int64
 	// Introspection allows GraphQL schema queries (GRAPHQL_INTROSPECTION).
@@ -61,6 +71,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		DatabaseURL:     or(getenv("DATABASE_URL"), database.DefaultURL),
 		ReplicaURL:      strings.TrimSpace(getenv("DATABASE_REPLICA_URL")),
 		Addr:            or(getenv("ADDR"), ":8080"),
+		DebugAddr:       getenv("DEBUG_ADDR"),
 		AdminUser:       or(getenv("ADMIN_USER"), "admin"),
 		AdminPassword:   getenv("ADMIN_PASSWORD"),
 		KeyTTL:          payments.DefaultKeyTTL,
@@ -110,6 +121,11 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		problems = append(problems, "DATABASE_REPLICA_URL: want a postgres://… URL, beside a postgres://… DATABASE_URL (a streaming replica is PostgreSQL's)")
 	}
 	c.CORSOrigins = list(getenv("CORS_ORIGINS"))
+	if proxies, err := clientaddr.ParsePrefixes(list(getenv("TRUSTED_PROXIES"))); err != nil {
+		problems = append(problems, fmt.Sprintf("TRUSTED_PROXIES: %v", err))
+	} else {
+		c.TrustedProxies = proxies
+	}
 	duration("IDEMPOTENCY_KEY_TTL", &c.KeyTTL)
 	duration("SWEEP_INTERVAL", &c.SweepInterval)
 	duration("SHUTDOWN_TIMEOUT", &c.ShutdownTimeout)

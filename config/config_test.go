@@ -17,7 +17,7 @@ func TestDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.DatabaseURL != "sqlite:cmpay.db" || c.Addr != ":8080" || c.AdminUser != "admin" || c.KeyTTL != 24*time.Hour {
+	if c.DatabaseURL != "sqlite:cmpay.db" || c.Addr != ":8080" || c.AdminUser != "admin" || c.KeyTTL != 24*time.Hour || c.DebugAddr != "" {
 		t.Errorf("defaults = %+v", c)
 	}
 	if !c.APITokenGenerated || len(c.APITokens) != 1 || len(c.APITokens[0]) < 40 {
@@ -41,6 +41,7 @@ func TestFromEnv(t *testing.T) {
 		"ADMIN_USER":          "support",
 		"ADMIN_PASSWORD":      "secret",
 		"IDEMPOTENCY_KEY_TTL": "90m",
+		"DEBUG_ADDR":          "127.0.0.1:6060",
 	}))
 	if err != nil {
 		t.Fatal(err)
@@ -49,7 +50,7 @@ func TestFromEnv(t *testing.T) {
 		t.Errorf("tokens = %q (generated %v)", c.APITokens, c.APITokenGenerated)
 	}
 	if c.DatabaseURL != "postgres://u:p@db:5432/cmpay" || c.Addr != "127.0.0.1:9000" || c.AdminUser != "support" ||
-		c.AdminPassword != "secret" || c.AdminPasswordGenerated || c.KeyTTL != 90*time.Minute {
+		c.AdminPassword != "secret" || c.AdminPasswordGenerated || c.KeyTTL != 90*time.Minute || c.DebugAddr != "127.0.0.1:6060" {
 		t.Errorf("config = %+v", c)
 	}
 }
@@ -81,6 +82,40 @@ func TestReplicaURL(t *testing.T) {
 	} {
 		if _, err := FromEnv(env(vars)); err == nil || !strings.Contains(err.Error(), "DATABASE_REPLICA_URL") {
 			t.Errorf("%v: %v, want an error naming DATABASE_REPLICA_URL", vars, err)
+		}
+	}
+}
+
+func TestTrustedProxies(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		value   string
+		want    []string
+		wantErr bool
+	}{
+		{"", nil, false},
+		{"10.0.0.0/8, 192.0.2.7 ,fd00::/8", []string{"10.0.0.0/8", "192.0.2.7/32", "fd00::/8"}, false},
+		{"10.0.0.0/33", nil, true},
+		{"proxy.internal", nil, true},
+	}
+	for _, tt := range tests {
+		c, err := FromEnv(env(map[string]string{"TRUSTED_PROXIES": tt.value}))
+		if tt.wantErr {
+			if err == nil || !strings.Contains(err.Error(), "TRUSTED_PROXIES") {
+				t.Errorf("%q: err = %v, want one naming TRUSTED_PROXIES", tt.value, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%q: %v", tt.value, err)
+			continue
+		}
+		var got []string
+		for _, p := range c.TrustedProxies {
+			got = append(got, p.String())
+		}
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("%q: %v, want %v", tt.value, got, tt.want)
 		}
 	}
 }

@@ -3,10 +3,14 @@ package graph
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"regexp"
 	"runtime/debug"
+	"strconv"
 
 	"github.com/99designs/gqlgen/graphql"
+	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"github.com/cmpay/cmpay/apierror"
@@ -41,7 +45,95 @@ func presentError(ctx context.Context, err error) *gqlerror.Error {
 			gqlErr.Extensions[k] = v
 		}
 	}
+	tidy(gqlErr)
 	return gqlErr
+}
+
+// Messages of gqlgen and gqlparser that repeat what the client sent (the
+// whole body, an operation name) or name Go types and kinds, and what they
+// become.
+var (
+	undecodableBody  = regexp.MustCompile(`^json request body could not be decoded`)
+	unreadableBody   = regexp.MustCompile(`^could not read request body`)
+	unknownOperation = regexp.MustCompile(`^operation (.*) not found$`)
+	notAnObject      = regexp.MustCompile(`^must be a (\w+), not an? (\w+)$`)
+	wrongKind        = regexp.MustCompile(`^cannot use (\w+) as (\w+)$`)
+	notAnEnumValue   = regexp.MustCompile(`(?s)^(.*) is not a valid (\w+)$`)
+	quoted           = regexp.MustCompile(`"[^"]*"`)
+)
+
+// maxMessage caps a message: a conflict between deeply nested fields can
+// describe itself at length.
+const maxMessage = 1000
+
+// tidy gives fixed words to messages that would repeat the request or name
+// Go's types, cuts long quoted values and path names short, and caps the
+// message's length.
+func tidy(e *gqlerror.Error) {
+	m := e.Message
+	switch {
+	case undecodableBody.MatchString(m):
+		m = `the request body must be a JSON object such as {"query": "…", "variables": {…}}`
+	case unreadableBody.MatchString(m):
+		m = "the request body could not be read"
+	case unknownOperation.MatchString(m):
+		if unknownOperation.FindStringSubmatch(m)[1] == "" {
+			m = "the document has several operations: name the one to run in operationName"
+		} else {
+			m = "operationName names no operation of the document"
+		}
+	case notAnObject.MatchString(m):
+		parts := notAnObject.FindStringSubmatch(m)
+		m = fmt.Sprintf("must be a %s object, not %s", parts[1], kindWords(parts[2]))
+	case wrongKind.MatchString(m):
+		parts := wrongKind.FindStringSubmatch(m)
+		m = fmt.Sprintf("cannot use %s as %s", kindWords(parts[1]), parts[2])
+	case notAnEnumValue.MatchString(m):
+		parts := notAnEnumValue.FindStringSubmatch(m)
+		m = fmt.Sprintf("%s is not a %s", clip(strconv.Quote(parts[1])), parts[2])
+		if def := parsedSchema.Types[parts[2]]; def != nil && def.Kind == ast.Enum {
+			m += ": use one of " + enumNames(def) + " (enum values are case-sensitive)"
+		}
+	case m == "enums must be ints or strings":
+		m = "an enum value must be a string"
+	}
+	m = quoted.ReplaceAllStringFunc(m, func(q string) string {
+		if len(q) <= maxQuoted+2 {
+			return q
+		}
+		return `"` + clip(q[1:len(q)-1]) + `"`
+	})
+	if len(m) > maxMessage {
+		cut := maxMessage
+		for cut > 0 && !isRuneStart(m[cut]) {
+			cut--
+		}
+		m = m[:cut] + "… (cut short)"
+	}
+	e.Message = m
+	for i, p := range e.Path {
+		if name, ok := p.(ast.PathName); ok && len(name) > maxQuoted {
+			e.Path[i] = ast.PathName(clip(string(name)))
+		}
+	}
+}
+
+// kindWords names a Go reflect.Kind, as gqlparser reports it, in JSON's
+// words.
+func kindWords(kind string) string {
+	switch kind {
+	case "map", "struct":
+		return "an object"
+	case "slice", "array":
+		return "a list"
+	case "bool":
+		return "a boolean"
+	case "string":
+		return "a string"
+	case "int", "int8", "int16", "int32", "int64", "uint", "uint8", "uint16", "uint32", "uint64", "float32", "float64":
+		return "a number"
+	}
+	return "a value of another kind"
 }
 
 // recoverPanic turns a resolver panic into an internal error; the stack goes

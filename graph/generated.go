@@ -5051,14 +5051,14 @@ func (ec *executionContext) ___Type(ctx context.Context, sel ast.SelectionSet, o
 // region    ***************************** type.gotpl *****************************
 
 func (ec *executionContext) unmarshalNAttemptOutcome2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐOutcome(ctx context.Context, v any) (payments.Outcome, error) {
-	tmp, err := graphql.UnmarshalString(v)
+	tmp, err := scalar.UnmarshalString(v)
 	res := unmarshalNAttemptOutcome2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐOutcome[tmp]
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) marshalNAttemptOutcome2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐOutcome(ctx context.Context, sel ast.SelectionSet, v payments.Outcome) graphql.Marshaler {
 	_ = sel
-	res := graphql.MarshalString(marshalNAttemptOutcome2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐOutcome[v])
+	res := scalar.MarshalString(marshalNAttemptOutcome2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐOutcome[v])
 	if res == graphql.Null {
 		graphql.AddInvalidNullFromMarshaler(ctx, "AttemptOutcome!")
 	}
@@ -5160,14 +5160,14 @@ func (ec *executionContext) marshalNInt2int(ctx context.Context, sel ast.Selecti
 }
 
 func (ec *executionContext) unmarshalNOperation2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐOperation(ctx context.Context, v any) (payments.Operation, error) {
-	tmp, err := graphql.UnmarshalString(v)
+	tmp, err := scalar.UnmarshalString(v)
 	res := unmarshalNOperation2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐOperation[tmp]
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) marshalNOperation2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐOperation(ctx context.Context, sel ast.SelectionSet, v payments.Operation) graphql.Marshaler {
 	_ = sel
-	res := graphql.MarshalString(marshalNOperation2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐOperation[v])
+	res := scalar.MarshalString(marshalNOperation2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐOperation[v])
 	if res == graphql.Null {
 		graphql.AddInvalidNullFromMarshaler(ctx, "Operation!")
 	}
@@ -5234,14 +5234,14 @@ func (ec *executionContext) marshalNPaymentEdge2ᚕgithubᚗcomᚋcmpayᚋcmpay�
 }
 
 func (ec *executionContext) unmarshalNPaymentMethod2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐMethod(ctx context.Context, v any) (payments.Method, error) {
-	tmp, err := graphql.UnmarshalString(v)
+	tmp, err := scalar.UnmarshalString(v)
 	res := unmarshalNPaymentMethod2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐMethod[tmp]
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) marshalNPaymentMethod2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐMethod(ctx context.Context, sel ast.SelectionSet, v payments.Method) graphql.Marshaler {
 	_ = sel
-	res := graphql.MarshalString(marshalNPaymentMethod2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐMethod[v])
+	res := scalar.MarshalString(marshalNPaymentMethod2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐMethod[v])
 	if res == graphql.Null {
 		graphql.AddInvalidNullFromMarshaler(ctx, "PaymentMethod!")
 	}
@@ -5264,14 +5264,14 @@ var (
 )
 
 func (ec *executionContext) unmarshalNPaymentStatus2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐStatus(ctx context.Context, v any) (payments.Status, error) {
-	tmp, err := graphql.UnmarshalString(v)
+	tmp, err := scalar.UnmarshalString(v)
 	res := unmarshalNPaymentStatus2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐStatus[tmp]
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) marshalNPaymentStatus2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐStatus(ctx context.Context, sel ast.SelectionSet, v payments.Status) graphql.Marshaler {
 	_ = sel
-	res := graphql.MarshalString(marshalNPaymentStatus2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐStatus[v])
+	res := scalar.MarshalString(marshalNPaymentStatus2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐStatus[v])
 	if res == graphql.Null {
 		graphql.AddInvalidNullFromMarshaler(ctx, "PaymentStatus!")
 	}
@@ -5324,13 +5324,13 @@ func (ec *executionContext) marshalNRefund2ᚖgithubᚗcomᚋcmpayᚋcmpayᚋpay
 }
 
 func (ec *executionContext) unmarshalNString2string(ctx context.Context, v any) (string, error) {
-	res, err := graphql.UnmarshalString(v)
+	res, err := scalar.UnmarshalString(v)
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) marshalNString2string(ctx context.Context, sel ast.SelectionSet, v string) graphql.Marshaler {
 	_ = sel
-	res := graphql.MarshalString(v)
+	res := scalar.MarshalString(v)
 	if res == graphql.Null {
 		graphql.AddInvalidNullFromMarshaler(ctx, "String!")
 	}
@@ -5644,7 +5644,7 @@ func (ec *executionContext) unmarshalOPaymentStatus2ᚖgithubᚗcomᚋcmpayᚋcm
 	if v == nil {
 		return nil, nil
 	}
-	tmp, err := graphql.UnmarshalString(v)
+	tmp, err := scalar.UnmarshalString(v)
 	res := unmarshalOPaymentStatus2ᚖgithubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐStatus[tmp]
 	return &res, graphql.ErrorOnPath(ctx, err)
 }
@@ -5655,7 +5655,7 @@ func (ec *executionContext) marshalOPaymentStatus2ᚖgithubᚗcomᚋcmpayᚋcmpa
 	}
 	_ = sel
 	_ = ctx
-	res := graphql.MarshalString(marshalOPaymentStatus2ᚖgithubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐStatus[*v])
+	res := scalar.MarshalString(marshalOPaymentStatus2ᚖgithubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐStatus[*v])
 	return res
 }
 
@@ -5687,7 +5687,7 @@ func (ec *executionContext) unmarshalOString2ᚖstring(ctx context.Context, v an
 	if v == nil {
 		return nil, nil
 	}
-	res, err := graphql.UnmarshalString(v)
+	res, err := scalar.UnmarshalString(v)
 	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
@@ -5697,7 +5697,7 @@ func (ec *executionContext) marshalOString2ᚖstring(ctx context.Context, sel as
 	}
 	_ = sel
 	_ = ctx
-	res := graphql.MarshalString(*v)
+	res := scalar.MarshalString(*v)
 	return res
 }
 

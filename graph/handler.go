@@ -27,6 +27,10 @@ type Options struct {
 	// MaxComplexity caps an operation's cost: one per field, lists
 	// multiplied by their size.
 	MaxComplexity int
+	// MaxQueryBytes and MaxTokens cap a document before it is parsed;
+	// zero means DefaultMaxQueryBytes and DefaultMaxTokens.
+	MaxQueryBytes int
+	MaxTokens     int
 	// OnOperation, if set, is told the operation's name for metrics: its
 	// root fields, such as "createPayment".
 	OnOperation func(ctx context.Context, name string)
@@ -34,7 +38,8 @@ type Options struct {
 
 // DefaultOptions are the limits the server starts with.
 func DefaultOptions() Options {
-	return Options{Introspection: true, MaxDepth: 10, MaxComplexity: 5000}
+	return Options{Introspection: true, MaxDepth: 10, MaxComplexity: 5000,
+		MaxQueryBytes: DefaultMaxQueryBytes, MaxTokens: DefaultMaxTokens}
 }
 
 func init() {
@@ -48,17 +53,27 @@ func init() {
 // by GET or POST, mutations by POST only, application/json and
 // application/graphql-response+json.
 func NewHandler(svc *payments.Service, opts Options) http.Handler {
-	srv := handler.New(NewExecutableSchema(Config{
+	schema := NewExecutableSchema(Config{
 		Resolvers:  &Resolver{Service: svc},
 		Complexity: complexity(),
-	}))
+	})
+	srv := handler.New(schema)
 	srv.AddTransport(transport.Options{})
 	srv.AddTransport(getTransport{})
 	srv.AddTransport(postTransport{})
 	srv.AddTransport(unsupportedTransport{})
 
+	if opts.MaxQueryBytes <= 0 {
+		opts.MaxQueryBytes = DefaultMaxQueryBytes
+	}
+	if opts.MaxTokens <= 0 {
+		opts.MaxTokens = DefaultMaxTokens
+	}
+	srv.SetParserTokenLimit(opts.MaxTokens)
 	srv.SetValidationRulesFn(func() *rules.Rules {
 		r := rules.NewDefaultRules()
+		overlap := boundedOverlapRule(overlapBudget)
+		r.ReplaceRule(overlap.Name, overlap.RuleFunc)
 		r.AddRule(keepDecimalLiterals.Name, keepDecimalLiterals.RuleFunc)
 		depthRule := maxDepthRule(opts.MaxDepth)
 		r.AddRule(depthRule.Name, depthRule.RuleFunc)
@@ -69,11 +84,16 @@ func NewHandler(svc *payments.Service, opts Options) http.Handler {
 	})
 	// Parsed and validated documents are reused across requests.
 	srv.SetQueryCache(lru.New[*ast.QueryDocument](1000))
+	// First: a query too long is refused before anything, the persisted
+	// query cache included, keeps it.
+	srv.Use(requestLimits{maxBytes: opts.MaxQueryBytes})
 	if opts.Introspection {
 		srv.Use(extension.Introspection{})
 	}
 	srv.Use(extension.AutomaticPersistedQuery{Cache: lru.New[string](1000)})
-	srv.Use(requireQuery{}) // after APQ, which fills in persisted queries
+	srv.Use(requireQuery{})                      // after APQ, which fills in persisted queries
+	srv.Use(scopeCheck{scopes: rootFieldScopes}) // first of what runs once the document is valid
+	srv.Use(strictVariables{schema: schema.Schema()})
 	srv.Use(extension.FixedComplexityLimit(opts.MaxComplexity))
 	if opts.OnOperation != nil {
 		srv.AroundOperations(func(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
@@ -82,6 +102,7 @@ func NewHandler(svc *payments.Service, opts Options) http.Handler {
 		})
 	}
 
+	srv.AroundResponses(capErrors)
 	srv.SetErrorPresenter(presentError)
 	srv.SetRecoverFunc(recoverPanic)
 	return withLoaders(svc, srv)

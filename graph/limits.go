@@ -1,9 +1,17 @@
 package graph
 
 import (
-	"github.com/vektah/gqlparser/v2/ast"
-	"github.com/vektah/gqlparser/v2/validator/core"
+	"context"
+	"fmt"
 
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/99designs/gqlgen/graphql/errcode"
+	"github.com/vektah/gqlparser/v2/ast"
+	"github.com/vektah/gqlparser/v2/gqlerror"
+	"github.com/vektah/gqlparser/v2/validator/core"
+	"github.com/vektah/gqlparser/v2/validator/rules"
+
+	"github.com/cmpay/cmpay/apierror"
 	"github.com/cmpay/cmpay/graph/model"
 )
 
@@ -91,4 +99,254 @@ func complexity() ComplexityRoot {
 	}
 	c.Payment.Attempts = func(child int) int { return 1 + listMultiplier*child }
 	return c
+}
+
+// Document limits. Parsing costs time in proportion to a document's tokens,
+// and the spec's OverlappingFieldsCanBeMerged validation compares every two
+// fields with one response name, again for their subfields, and so on down:
+// `{ x x x … }` with 8,000 fields took 2 s, 20 repeats nested three deep 4 s,
+// on one core. So a document is capped by bytes and by tokens before it is
+// parsed, and its overlap comparisons are counted (cheaply, with the same
+// bound) before the rule runs.
+const (
+	// DefaultMaxQueryBytes caps the query text. GraphiQL's schema query is
+	// 2 KB; large hand-written queries stay under 10 KB.
+	DefaultMaxQueryBytes = 64 << 10
+	// DefaultMaxTokens caps the parser's tokens (names, punctuation,
+	// values). GraphiQL's schema query has about 300.
+	DefaultMaxTokens = 10_000
+	// overlapBudget is how many field comparisons the overlap rule may
+	// make; about 60 ns each, so a few milliseconds at most.
+	overlapBudget = 100_000
+	// maxErrors is how many errors a response carries at most: the first
+	// ones tell a client what to fix, thousands more only cost memory.
+	maxErrors = 25
+)
+
+// requestLimits refuses a request before its document is parsed when the
+// query text is too long, and drops a request whose client has gone away
+// before it is parsed or run: nobody would read the answer.
+type requestLimits struct{ maxBytes int }
+
+func (requestLimits) ExtensionName() string                   { return "RequestLimits" }
+func (requestLimits) Validate(graphql.ExecutableSchema) error { return nil }
+
+func (l requestLimits) MutateOperationParameters(ctx context.Context, p *graphql.RawParams) *gqlerror.Error {
+	if err := clientGone(ctx); err != nil {
+		return err
+	}
+	if len(p.Query) > l.maxBytes {
+		err := gqlerror.Errorf("the query is %d bytes long; the limit is %d", len(p.Query), l.maxBytes)
+		errcode.Set(err, errcode.ParseFailed)
+		return err
+	}
+	return nil
+}
+
+func (requestLimits) MutateOperationContext(ctx context.Context, _ *graphql.OperationContext) *gqlerror.Error {
+	return clientGone(ctx)
+}
+
+func clientGone(ctx context.Context) *gqlerror.Error {
+	if ctx.Err() == nil {
+		return nil
+	}
+	err := gqlerror.Errorf("the request was canceled before it ran")
+	errcode.Set(err, apierror.BadRequest)
+	return err
+}
+
+// boundedOverlapRule is the spec's OverlappingFieldsCanBeMerged rule, run
+// only when a count of the comparisons it could make stays within budget;
+// otherwise the document is refused with one error. The rule runs in a
+// walk of its own over the document, so that the count comes first.
+func boundedOverlapRule(budget int) core.Rule {
+	return core.Rule{
+		Name: rules.OverlappingFieldsCanBeMergedRule.Name,
+		RuleFunc: func(observers *core.Events, addError core.AddErrFunc) {
+			inner := &core.Events{}
+			rules.OverlappingFieldsCanBeMergedRule.RuleFunc(inner, addError)
+			done := false
+			// The first operation seen: the whole document is checked
+			// then, once.
+			observers.OnOperation(func(walker *core.Walker, op *ast.OperationDefinition) {
+				if done {
+					return
+				}
+				done = true
+				if !withinOverlapBudget(walker.Document, budget) {
+					addError(
+						core.Message("the document repeats fields too often to be checked: give repeated fields "+
+							"aliases or select them once (more than %d comparisons of same-named fields)", budget),
+						core.At(op.Position),
+					)
+					return
+				}
+				core.Walk(walker.Schema, walker.Document, inner)
+			})
+		},
+	}
+}
+
+// overlapCounter counts, without comparing anything, the pairs of fields
+// the overlap rule would compare: in every selection set, each two fields
+// with one response name (fragments spread in place), and for each such
+// pair, the same again between their subfields. Every step spends budget,
+// so counting stops, and the document is refused, once it is spent.
+type overlapCounter struct {
+	fragments map[string]*ast.FragmentDefinition
+	left      int
+}
+
+func withinOverlapBudget(doc *ast.QueryDocument, budget int) bool {
+	c := &overlapCounter{fragments: make(map[string]*ast.FragmentDefinition, len(doc.Fragments)), left: budget}
+	for _, f := range doc.Fragments {
+		c.fragments[f.Name] = f
+	}
+	for _, op := range doc.Operations {
+		if !c.everySet(op.SelectionSet) {
+			return false
+		}
+	}
+	for _, f := range doc.Fragments {
+		if !c.everySet(f.SelectionSet) {
+			return false
+		}
+	}
+	return true
+}
+
+func (c *overlapCounter) spend(n int) bool {
+	c.left -= n
+	return c.left >= 0
+}
+
+// everySet counts the comparisons within set and within every selection
+// set written inside it.
+func (c *overlapCounter) everySet(set ast.SelectionSet) bool {
+	if !c.within(set) {
+		return false
+	}
+	for _, sel := range set {
+		var inner ast.SelectionSet
+		switch sel := sel.(type) {
+		case *ast.Field:
+			inner = sel.SelectionSet
+		case *ast.InlineFragment:
+			inner = sel.SelectionSet
+		}
+		if len(inner) > 0 && !c.everySet(inner) {
+			return false
+		}
+	}
+	return true
+}
+
+// within counts the comparisons between the same-named fields of one set.
+func (c *overlapCounter) within(set ast.SelectionSet) bool {
+	byName, ok := c.collect(set)
+	if !ok {
+		return false
+	}
+	for _, fields := range byName {
+		k := len(fields)
+		if !c.spend(k * (k - 1) / 2) { // before comparing any: a flat repeat costs nothing to refuse
+			return false
+		}
+		for i, a := range fields {
+			for _, b := range fields[i+1:] {
+				if !c.between(a.SelectionSet, b.SelectionSet) {
+					return false
+				}
+			}
+		}
+	}
+	return true
+}
+
+// between counts the comparisons between the subfields of two fields.
+func (c *overlapCounter) between(a, b ast.SelectionSet) bool {
+	if len(a) == 0 || len(b) == 0 {
+		return true
+	}
+	byNameA, ok := c.collect(a)
+	if !ok {
+		return false
+	}
+	byNameB, ok := c.collect(b)
+	if !ok {
+		return false
+	}
+	for name, fieldsA := range byNameA {
+		fieldsB := byNameB[name]
+		if !c.spend(len(fieldsA) * len(fieldsB)) {
+			return false
+		}
+		for _, fa := range fieldsA {
+			for _, fb := range fieldsB {
+				if !c.between(fa.SelectionSet, fb.SelectionSet) {
+					return false
+				}
+			}
+		}
+	}
+	return true
+}
+
+// collect groups a set's fields by response name, with inline fragments and
+// fragment spreads opened in place (a spread inside itself is not opened
+// again: another rule refuses cycles).
+func (c *overlapCounter) collect(set ast.SelectionSet) (map[string][]*ast.Field, bool) {
+	byName := map[string][]*ast.Field{}
+	return byName, c.collectInto(set, byName, map[string]bool{})
+}
+
+func (c *overlapCounter) collectInto(set ast.SelectionSet, byName map[string][]*ast.Field, open map[string]bool) bool {
+	for _, sel := range set {
+		if !c.spend(1) {
+			return false
+		}
+		switch sel := sel.(type) {
+		case *ast.Field:
+			name := sel.Alias
+			if name == "" {
+				name = sel.Name
+			}
+			byName[name] = append(byName[name], sel)
+		case *ast.InlineFragment:
+			if !c.collectInto(sel.SelectionSet, byName, open) {
+				return false
+			}
+		case *ast.FragmentSpread:
+			f := c.fragments[sel.Name]
+			if f == nil || open[sel.Name] {
+				continue
+			}
+			open[sel.Name] = true
+			ok := c.collectInto(f.SelectionSet, byName, open)
+			delete(open, sel.Name)
+			if !ok {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// capErrors keeps the first maxErrors-1 errors of a response and replaces
+// the rest with one that says how many were left out, under the code of
+// the first one left out.
+func capErrors(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {
+	resp := next(ctx)
+	if resp == nil || len(resp.Errors) <= maxErrors {
+		return resp
+	}
+	kept := resp.Errors[: maxErrors-1 : maxErrors-1]
+	left := resp.Errors[maxErrors-1:]
+	summary := &gqlerror.Error{
+		Message:    fmt.Sprintf("%d more errors are not shown; fix the ones above first", len(left)),
+		Extensions: map[string]any{"code": left[0].Extensions["code"]},
+	}
+	resp.Errors = append(kept, summary)
+	return resp
 }

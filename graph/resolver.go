@@ -7,6 +7,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/cmpay/cmpay/auth"
 	"github.com/cmpay/cmpay/graph/scalar"
 	"github.com/cmpay/cmpay/payments"
 )
@@ -16,9 +17,10 @@ type Resolver struct {
 	Service *payments.Service
 }
 
-// origin is who sends a request through GraphQL, for its attempt.
-func origin(context.Context) payments.Origin {
-	return payments.Origin{Transport: "graphql"}
+// origin is who sends a request through GraphQL, for its attempt: a token
+// bound to a client may create and change that client's payments only.
+func origin(ctx context.Context) payments.Origin {
+	return payments.Origin{Transport: "graphql", Client: auth.BoundClient(ctx)}
 }
 
 // deref returns what p points at, or the zero value for nil: optional

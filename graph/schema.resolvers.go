@@ -10,6 +10,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/cmpay/cmpay/auth"
 	"github.com/cmpay/cmpay/graph/model"
 	"github.com/cmpay/cmpay/graph/scalar"
 	"github.com/cmpay/cmpay/payments"
@@ -117,6 +118,9 @@ func (r *queryResolver) Payment(ctx context.Context, id string) (*payments.Payme
 	if err != nil {
 		return nil, err
 	}
+	if !auth.Sees(ctx, p.ClientID) {
+		return nil, nil // another client's: as good as none, for this token
+	}
 	return &p, nil
 }
 
@@ -128,6 +132,13 @@ func (r *queryResolver) Payments(ctx context.Context, filter *model.PaymentFilte
 		f.IdempotencyKey = deref(filter.IdempotencyKey)
 		f.Flagged = deref(filter.Flagged)
 		f.Status = deref(filter.Status)
+	}
+	// A token bound to a client lists that client's payments only.
+	if bound := auth.BoundClient(ctx); bound != "" {
+		if f.ClientID != "" && f.ClientID != bound {
+			return &model.PaymentConnection{Edges: []model.PaymentEdge{}, PageInfo: &model.PageInfo{}}, nil
+		}
+		f.ClientID = bound
 	}
 	size := payments.DefaultPageSize
 	if first != nil {

@@ -94,8 +94,13 @@ func (w *specStatus) flush() {
 	}
 	status := w.status
 	badRequest := slices.ContainsFunc(resp.Errors, func(e struct{ Extensions struct{ Code string } }) bool {
-		return e.Extensions.Code == apierror.BadRequest
+		return e.Extensions.Code == apierror.BadRequest || e.Extensions.Code == ""
 	})
+	if codeless := slices.ContainsFunc(resp.Errors, func(e struct{ Extensions struct{ Code string } }) bool {
+		return e.Extensions.Code == ""
+	}); codeless {
+		raw["errors"] = codedErrors(raw["errors"])
+	}
 	contentType := w.Header().Get("Content-Type")
 	switch {
 	case badRequest:
@@ -108,6 +113,35 @@ func (w *specStatus) flush() {
 	}
 	w.ResponseWriter.WriteHeader(status)
 	_ = json.NewEncoder(w.ResponseWriter).Encode(raw)
+}
+
+// codedErrors gives the errors gqlgen's GET transport writes itself,
+// without the error presenter, the code BAD_REQUEST and fixed words: one
+// of them repeats a piece of the URL.
+func codedErrors(raw json.RawMessage) json.RawMessage {
+	var errs []map[string]any
+	if json.Unmarshal(raw, &errs) != nil {
+		return raw
+	}
+	for _, e := range errs {
+		if ext, _ := e["extensions"].(map[string]any); ext["code"] != nil {
+			continue
+		}
+		switch e["message"] {
+		case "variables could not be decoded":
+			e["message"] = "the variables parameter is not a JSON object"
+		case "extensions could not be decoded":
+			e["message"] = "the extensions parameter is not a JSON object"
+		default:
+			e["message"] = "the URL's query string is malformed"
+		}
+		e["extensions"] = map[string]any{"code": apierror.BadRequest}
+	}
+	out, err := json.Marshal(errs)
+	if err != nil {
+		return raw
+	}
+	return out
 }
 
 // requireQuery refuses a request that carries no query (and no persisted

@@ -4,32 +4,40 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
-	"net"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
-
-	lru "github.com/hashicorp/golang-lru/v2"
-	"golang.org/x/time/rate"
 
 	"github.com/cmpay/cmpay/apierror"
+	"github.com/cmpay/cmpay/apitoken"
+	"github.com/cmpay/cmpay/auth"
+	"github.com/cmpay/cmpay/clientaddr"
+	"github.com/cmpay/cmpay/requestid"
 )
 
-// credentials checks what a request presents. Secrets are compared as
-// SHA-256 digests in constant time, every candidate every time, so neither
-// a secret's length nor which one matched shows in the response time.
-// Nothing here logs a secret.
+// credentials checks what a request presents: one of API_TOKENS, a
+// managed token (package apitoken), or the admin's HTTP Basic credentials.
+// Secrets held in memory are compared as SHA-256 digests in constant time,
+// every candidate every time, so neither a secret's length nor which one
+// matched shows in the response time. Nothing here logs a secret.
 type credentials struct {
 	tokens    [][sha256.Size]byte
 	adminUser [sha256.Size]byte
 	adminPass [sha256.Size]byte
+	// The principals of API_TOKENS and the admin, made once.
+	envPrincipal, adminPrincipal auth.Principal
+	// managed looks up managed tokens; nil: API_TOKENS only.
+	managed *apitoken.Store
 }
 
-func newCredentials(tokens []string, adminUser, adminPassword string) *credentials {
+func newCredentials(tokens []string, adminUser, adminPassword string, managed *apitoken.Store) *credentials {
 	c := &credentials{
-		adminUser: sha256.Sum256([]byte(adminUser)),
-		adminPass: sha256.Sum256([]byte(adminPassword)),
+		adminUser:      sha256.Sum256([]byte(adminUser)),
+		adminPass:      sha256.Sum256([]byte(adminPassword)),
+		envPrincipal:   auth.FullAccess(auth.KindEnvToken, "API_TOKENS"),
+		adminPrincipal: auth.FullAccess(auth.KindAdmin, adminUser),
+		managed:        managed,
 	}
 	for _, t := range tokens {
 		c.tokens = append(c.tokens, sha256.Sum256([]byte(t)))
@@ -37,88 +45,82 @@ func newCredentials(tokens []string, adminUser, adminPassword string) *credentia
 	return c
 }
 
-// bearer reports whether r carries "Authorization: Bearer <one of tokens>".
-func (c *credentials) bearer(r *http.Request) bool {
-	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
-		return false
+// signIn is what a request's credentials came to.
+type signIn struct {
+	ok        bool
+	principal auth.Principal
+	// identity is whom the request claimed to be, for the failure limiter.
+	identity string
+}
+
+// identityPrefix is how many characters of a presented token name its
+// identity for the failure limiter: enough to tell one targeted token from
+// random guesses, far too few to be worth anything to a thief.
+const identityPrefix = 12
+
+// bearer checks "Authorization: Bearer <token>": API_TOKENS first (full
+// access), then the managed tokens.
+func (c *credentials) bearer(r *http.Request) (signIn, error) {
+	scheme, token, found := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !found || !strings.EqualFold(scheme, "Bearer") || token == "" {
+		return signIn{}, nil
 	}
-	presented := sha256.Sum256([]byte(strings.TrimSpace(token)))
+	token = strings.TrimSpace(token)
+	presented := sha256.Sum256([]byte(token))
 	match := 0
 	for _, t := range c.tokens {
 		match |= subtle.ConstantTimeCompare(presented[:], t[:])
 	}
-	return match == 1
+	if match == 1 {
+		return signIn{ok: true, principal: c.envPrincipal}, nil
+	}
+	if c.managed != nil {
+		p, ok, err := c.managed.Authenticate(r.Context(), token)
+		if ok || err != nil {
+			return signIn{ok: ok, principal: p}, err
+		}
+	}
+	return signIn{identity: "bearer:" + prefix(token, identityPrefix)}, nil
 }
 
-// admin reports whether r carries the admin's HTTP Basic credentials.
-func (c *credentials) admin(r *http.Request) bool {
-	user, pass, ok := r.BasicAuth()
-	if !ok {
-		return false
+func prefix(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
+
+// admin checks the admin's HTTP Basic credentials.
+func (c *credentials) admin(r *http.Request) (signIn, error) {
+	user, pass, found := r.BasicAuth()
+	if !found {
+		return signIn{}, nil
 	}
 	u := sha256.Sum256([]byte(user))
 	p := sha256.Sum256([]byte(pass))
-	return subtle.ConstantTimeCompare(u[:], c.adminUser[:])&subtle.ConstantTimeCompare(p[:], c.adminPass[:]) == 1
+	if subtle.ConstantTimeCompare(u[:], c.adminUser[:])&subtle.ConstantTimeCompare(p[:], c.adminPass[:]) == 1 {
+		return signIn{ok: true, principal: c.adminPrincipal}, nil
+	}
+	return signIn{identity: "basic:" + user}, nil
 }
 
-// failureLimiter keeps guessing slow: each client address may fail
-// authentication `burst` times, regaining one try every minute/burst; once
-// it has none left, its requests get 429 without their credentials even
-// being checked. Successful requests cost nothing. Addresses are the TCP
-// peer's: behind a proxy, that is the proxy's, so limit there too.
-type failureLimiter struct {
-	perMinute int
-	byAddr    *lru.Cache[string, *rate.Limiter]
-}
+// check is one way of signing in.
+type check func(r *http.Request) (signIn, error)
 
-// DefaultAuthFailuresPerMinute is how many failed sign-ins an address may
-// make per minute, in a burst or spread out.
-const DefaultAuthFailuresPerMinute = 20
-
-func newFailureLimiter(perMinute int) *failureLimiter {
-	if perMinute <= 0 {
-		perMinute = DefaultAuthFailuresPerMinute
+// either accepts what a or b accepts; a failure is counted under the
+// identity the request claimed, whichever scheme it used.
+func either(a, b check) check {
+	return func(r *http.Request) (signIn, error) {
+		resA, err := a(r)
+		if err != nil || resA.ok {
+			return resA, err
+		}
+		resB, err := b(r)
+		if err != nil || resB.ok || resB.identity != "" {
+			return resB, err
+		}
+		return resA, nil
 	}
-	// Bounded memory: the 100,000 addresses that failed most recently. (Not
-	// golang-lru's expirable cache: its sweeping goroutine never stops. A
-	// bucket that has refilled is as good as none, so nothing needs to
-	// expire.)
-	byAddr, err := lru.New[string, *rate.Limiter](100_000)
-	if err != nil {
-		panic(err) // only for a size below 1
-	}
-	return &failureLimiter{perMinute: perMinute, byAddr: byAddr}
-}
-
-func clientAddr(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
-}
-
-// blocked reports whether addr has no tries left, and when it will.
-func (l *failureLimiter) blocked(addr string) (bool, time.Duration) {
-	lim, ok := l.byAddr.Get(addr)
-	if !ok {
-		return false, 0
-	}
-	if lim.Tokens() >= 1 {
-		return false, 0
-	}
-	return true, time.Minute / time.Duration(l.perMinute)
-}
-
-// failed spends one of addr's tries.
-func (l *failureLimiter) failed(addr string) {
-	lim, ok := l.byAddr.Get(addr)
-	if !ok {
-		lim = rate.NewLimiter(rate.Every(time.Minute/time.Duration(l.perMinute)), l.perMinute)
-	}
-	lim.Allow()
-	l.byAddr.Add(addr, lim) // refreshes the entry's expiry
 }
 
 // style is how a kind of route answers errors.
@@ -129,24 +131,121 @@ const (
 	styleProblem              // application/problem+json
 )
 
-// guard lets a request through when allowed says so; otherwise it answers
-// 401 (asking for the right scheme), or 429 once the address has failed
-// too often.
-func guard(allowed func(*http.Request) bool, limiter *failureLimiter, st style, challenge string) func(http.Handler) http.Handler {
+// guard lets a request with good credentials through, acting for their
+// principal (see auth.FromContext), always: failures
+// from the same address (a NAT, a proxy, an attacker next door) never lock
+// out a client that signs in correctly. A request without good ones gets
+// 401 (asking for the right scheme), or 429 once its address or the
+// identity it claimed has failed too often (see auth.FailureLimiter). Each
+// failed sign-in, and the failure that spends a budget, is logged with the
+// client address, never with what was presented.
+func guard(ok check, limiter *auth.FailureLimiter, st style, challenge string, log *slog.Logger) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			addr := clientAddr(r)
-			if blocked, wait := limiter.blocked(addr); blocked {
-				w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds()+1)))
-				writeError(w, r, st, apierror.Error{Code: apierror.RateLimited, Status: http.StatusTooManyRequests,
-					Message: "too many failed sign-ins from this address; wait and try again"})
+			headers := r.Header.Values("Authorization")
+			if len(headers) > 1 {
+				// Which one would count? Proxies and frameworks disagree
+				// (the first, the last, both joined), so none does.
+				refuseBody(w, r)
+				signInFailed(log, limiter, r, "", "several Authorization headers")
+				writeError(w, r, st, apierror.Error{Code: apierror.BadRequest, Status: http.StatusBadRequest,
+					Message: "send one Authorization header, not several"})
 				return
 			}
-			if !allowed(r) {
-				limiter.failed(addr)
-				w.Header().Set("WWW-Authenticate", challenge)
-				writeError(w, r, st, apierror.Error{Code: apierror.Unauthenticated, Status: http.StatusUnauthorized,
-					Message: unauthenticatedMessage(challenge)})
+			result, err := ok(r)
+			if err != nil {
+				refuseBody(w, r)
+				writeError(w, r, st, apierror.FromDomain(r.Context(), err))
+				return
+			}
+			if result.ok {
+				next.ServeHTTP(w, r.WithContext(auth.WithPrincipal(r.Context(), result.principal)))
+				return
+			}
+			identity := result.identity
+			refuseBody(w, r)
+			// No credentials at all is not a guess: a browser's first
+			// request before it asks for a password, or a forgotten header.
+			if len(headers) == 1 {
+				if blocked := signInFailed(log, limiter, r, identity, "wrong credentials"); blocked.Any() {
+					w.Header().Set("Retry-After", strconv.Itoa(int(blocked.RetryAfter.Seconds()+1)))
+					writeError(w, r, st, apierror.Error{Code: apierror.RateLimited, Status: http.StatusTooManyRequests,
+						Message: "too many failed sign-ins; wait and try again"})
+					return
+				}
+			}
+			w.Header().Set("WWW-Authenticate", challenge)
+			writeError(w, r, st, apierror.Error{Code: apierror.Unauthenticated, Status: http.StatusUnauthorized,
+				Message: unauthenticatedMessage(challenge)})
+		})
+	}
+}
+
+// refuseBody makes sure a refused request's body is never read: net/http
+// would otherwise read up to 256 KB of it before sending the answer, to keep
+// the connection for another request, and wait as long as a stranger likes
+// to send it. The connection closes after the answer instead.
+func refuseBody(w http.ResponseWriter, r *http.Request) {
+	if r.ContentLength != 0 {
+		w.Header().Set("Connection", "close")
+	}
+}
+
+// signInFailed counts a failed sign-in, logs it (and the lockout it may
+// cause), and returns what was blocked before it: a failure made while a
+// budget was already spent gets 429.
+func signInFailed(log *slog.Logger, limiter *auth.FailureLimiter, r *http.Request, identity, reason string) auth.Blocked {
+	ctx := r.Context()
+	attempt := auth.Attempt{Addr: clientaddr.From(ctx), Identity: identity}
+	before := limiter.Blocked(attempt)
+	now := limiter.Failed(attempt)
+	log.LogAttrs(ctx, slog.LevelWarn, "sign-in failed",
+		slog.String("request_id", requestid.From(ctx)),
+		slog.String("client", attempt.Addr),
+		slog.String("scheme", schemeOf(r)),
+		slog.String("path", r.URL.Path),
+		slog.String("reason", reason),
+		slog.Bool("limited", before.Any()),
+	)
+	if now.Any() {
+		var spent []string
+		if now.Addr {
+			spent = append(spent, "address")
+		}
+		if now.Identity {
+			spent = append(spent, "identity")
+		}
+		log.LogAttrs(ctx, slog.LevelWarn, "sign-in lockout",
+			slog.String("request_id", requestid.From(ctx)),
+			slog.String("client", attempt.Addr),
+			slog.String("spent", strings.Join(spent, "+")),
+			slog.Float64("retry_after_s", now.RetryAfter.Seconds()),
+		)
+	}
+	return before
+}
+
+// schemeOf names the Authorization scheme for the log from a fixed list: a
+// header without a scheme would otherwise put its secret in the log.
+func schemeOf(r *http.Request) string {
+	scheme, _, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+	switch strings.ToLower(scheme) {
+	case "bearer":
+		return "bearer"
+	case "basic":
+		return "basic"
+	}
+	return "other"
+}
+
+// requireScope refuses, with 403 FORBIDDEN, a request whose principal
+// lacks scope. It runs after guard and before the body is read.
+func requireScope(scope auth.Scope, st style) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if err := auth.Require(r.Context(), scope); err != nil {
+				refuseBody(w, r)
+				writeError(w, r, st, apierror.FromDomain(r.Context(), err))
 				return
 			}
 			next.ServeHTTP(w, r)

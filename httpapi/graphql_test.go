@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -185,6 +186,8 @@ func TestMalformedRequests(t *testing.T) {
 		`{"query":"{ payments(first: \"x\") { edges { cursor } } }"}`,
 		`{"query":"query { payments { edges { cursor } } }","operationName":"Other"}`,
 		strings.Repeat("[", 100000),
+		// A number for a String! variable: a coercion error, not the key "12".
+		`{"query":"mutation($k: String!) { createPayment(input: {clientId: \"c\", amount: \"1\", currency: \"BRL\", method: PIX}, idempotencyKey: $k) { replayed } }","variables":{"k":12}}`,
 	} {
 		res := b.post(t, body)
 		if res.Status < 400 && len(res.Errors) == 0 {
@@ -197,6 +200,110 @@ func TestMalformedRequests(t *testing.T) {
 	// Still up and answering.
 	if res := b.post(t, `{"query":"{ payments { edges { cursor } } }"}`); res.Status != http.StatusOK || len(res.Errors) > 0 {
 		t.Errorf("after malformed requests: %+v", res)
+	}
+}
+
+// Variables are coerced as the GraphQL spec says, before anything runs: a
+// String takes only a JSON string (ID still takes integers), an enum only
+// one of its values, spelt exactly, and the error names what was received.
+func TestVariablesAreCoercedStrictly(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		b := setup(t, db)
+		tests := []struct {
+			name    string
+			key     any
+			input   map[string]any
+			message string // a part of the message; "" means accepted
+		}{
+			{"a number for the key", json.Number("12"), input("c1", "1", "BRL", "PIX"), "a String must be a JSON string, not a number"},
+			{"a boolean for the key", true, input("c1", "1", "BRL", "PIX"), "cannot use a boolean as String"},
+			{"a number for the currency", "k-cur", map[string]any{"clientId": "c1", "amount": "1", "currency": json.Number("986"), "method": "PIX"}, "a String must be a JSON string, not a number"},
+			{"the method in lower case", "k-pix", input("c1", "1", "BRL", "pix"), `"pix" is not a PaymentMethod: use one of CREDIT_CARD, DEBIT_CARD, PIX, BOLETO`},
+			{"an unknown method", "k-cash", input("c1", "1", "BRL", "cash"), `"cash" is not a PaymentMethod`},
+			{"a number for the method", "k-3", map[string]any{"clientId": "c1", "amount": "1", "currency": "BRL", "method": json.Number("3")}, `"3" is not a PaymentMethod`},
+			{"a long unknown method", "k-long", input("c1", "1", "BRL", strings.Repeat("X", 5000)), `"XXXXXXXXXX`},
+			{"an integer client id", "k-id", map[string]any{"clientId": json.Number("12"), "amount": "1", "currency": "BRL", "method": "PIX"}, ""},
+		}
+		for _, tt := range tests {
+			res := b.gql(t, createMutation, map[string]any{"input": tt.input, "key": tt.key})
+			if tt.message == "" {
+				if len(res.Errors) > 0 {
+					t.Errorf("%s: %+v, want it accepted", tt.name, res.Errors)
+				}
+				continue
+			}
+			if res.code() != "GRAPHQL_VALIDATION_FAILED" || !strings.Contains(res.Errors[0].Message, tt.message) {
+				t.Errorf("%s: %+v, want a variable error saying %q", tt.name, res.Errors, tt.message)
+				continue
+			}
+			if len(res.Errors[0].Message) > 200 {
+				t.Errorf("%s: a message of %d bytes repeats too much of the value: %.100s…", tt.name, len(res.Errors[0].Message), res.Errors[0].Message)
+			}
+			if len(res.Data) > 0 && string(res.Data["createPayment"]) != "null" {
+				t.Errorf("%s: the operation ran: %s", tt.name, res.Data["createPayment"])
+			}
+		}
+		var keys []string
+		if err := db.Gorm.Table("payments").Pluck("idempotency_key", &keys).Error; err != nil {
+			t.Fatal(err)
+		}
+		if strings.Join(keys, ",") != "k-id" {
+			t.Errorf("payments were created with the keys %v, want only k-id (the integer client id)", keys)
+		}
+	})
+}
+
+// goInternals matches what a message must not name: Go packages, types,
+// kinds and the decoder's own words.
+var goInternals = regexp.MustCompile(`graphql\.|httpapi\.|RawParams|restCreateBody|Go (value|struct|type)|json:|interface \{|map\[|\bslice\b|\bu?int(8|16|32|64)?\b|float(32|64)|%!`)
+
+// Error messages use fixed words: they never repeat the request body or the
+// URL, nor name Go's types; and every error has a code.
+func TestErrorMessagesAreFixed(t *testing.T) {
+	t.Parallel()
+	b := setup(t, dbtest.SQLite(t))
+	const marker = "MARKER-7f3a"
+	type answer struct {
+		status int
+		body   string
+	}
+	post := func(path, body string) answer {
+		res, raw := b.raw(t, "POST", path, restHeaders("k-"+marker[:6]), body)
+		return answer{res.StatusCode, string(raw)}
+	}
+	get := func(url string) answer {
+		res, raw := b.raw(t, "GET", url, restHeaders(""), "")
+		return answer{res.StatusCode, string(raw)}
+	}
+	answers := map[string]answer{
+		"a GraphQL body that is an array":   post("/graphql", `[1,2,"`+marker+`"]`),
+		"variables that are an array":       post("/graphql", `{"query":"{ __typename }","variables":["`+marker+`"]}`),
+		"several operations, none named":    post("/graphql", `{"query":"query A { __typename } query B { __typename }"}`),
+		"an unknown operation name":         post("/graphql", `{"query":"query A { __typename }","operationName":"`+marker+`"}`),
+		"a list for an input object":        post("/graphql", `{"query":"query($f: PaymentFilter) { payments(filter: $f) { edges { cursor } } }","variables":{"f":["`+marker+`"]}}`),
+		"a string for a Boolean":            post("/graphql", `{"query":"query($f: PaymentFilter) { payments(filter: $f) { edges { cursor } } }","variables":{"f":{"flagged":"`+marker+`"}}}`),
+		"an object for a Decimal":           post("/graphql", `{"query":"mutation($a: Decimal!) { createPayment(input: {clientId: \"c\", amount: $a, currency: \"BRL\", method: PIX}, idempotencyKey: \"k\") { replayed } }","variables":{"a":{"x":"`+marker+`"}}}`),
+		"GET with variables not JSON":       get("/graphql?query=%7B__typename%7D&variables=" + marker),
+		"GET with a broken escape":          get("/graphql?query=%7B__typename%7D" + marker + "%zz"),
+		"a REST body that is an array":      post("/api/payments", `[1,2,"`+marker+`"]`),
+		"a REST body with a wrong type":     post("/api/payments", `{"clientId":{"a":"`+marker+`"},"amount":"1","currency":"BRL","method":"PIX"}`),
+		"a REST body with an unknown field": post("/api/payments", `{"`+marker+`":1}`),
+	}
+	for name, a := range answers {
+		if a.status < 400 && !strings.Contains(a.body, `"errors"`) {
+			t.Errorf("%s: %d %s, want an error", name, a.status, a.body)
+			continue
+		}
+		if strings.Contains(a.body, marker) {
+			t.Errorf("%s: the answer repeats what was sent: %s", name, a.body)
+		}
+		if leak := goInternals.FindString(a.body); leak != "" {
+			t.Errorf("%s: the answer names Go internals (%s): %s", name, leak, a.body)
+		}
+		if strings.Contains(a.body, "operation  not found") || !strings.Contains(a.body, `"code"`) {
+			t.Errorf("%s: %s", name, a.body)
+		}
 	}
 }
 

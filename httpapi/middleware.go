@@ -6,8 +6,10 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 
+	"github.com/cmpay/cmpay/clientaddr"
 	"github.com/cmpay/cmpay/metrics"
 	"github.com/cmpay/cmpay/requestid"
 )
@@ -32,9 +34,10 @@ func recoverPanics(log *slog.Logger) func(http.Handler) http.Handler {
 	}
 }
 
-// accessLog writes one structured line per request and, with metrics,
-// records its latency: one wrapper and one clock for both. It never logs
-// headers or bodies: they carry tokens and client data.
+// accessLog writes one structured line per request, with the client
+// address the sign-in limiter counts under, and, with metrics, records its
+// latency: one wrapper and one clock for both. It never logs headers or
+// bodies: they carry tokens and client data.
 func accessLog(log *slog.Logger, m *metrics.Metrics) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -54,6 +57,7 @@ func accessLog(log *slog.Logger, m *metrics.Metrics) func(http.Handler) http.Han
 			// each value into an interface showed in the profile.
 			log.LogAttrs(r.Context(), slog.LevelInfo, "request",
 				slog.String("request_id", requestid.From(r.Context())),
+				slog.String("client", clientaddr.From(r.Context())),
 				slog.String("method", r.Method),
 				slog.String("path", r.URL.Path),
 				slog.Int("status", status),
@@ -62,4 +66,31 @@ func accessLog(log *slog.Logger, m *metrics.Metrics) func(http.Handler) http.Han
 			)
 		})
 	}
+}
+
+// hstsMaxAge is a year: browsers that reached the server over HTTPS keep to
+// HTTPS for that long (RFC 6797).
+const hstsMaxAge = "max-age=31536000"
+
+// hsts sends Strict-Transport-Security to clients that came over HTTPS
+// (this server's TLS, or X-Forwarded-Proto from a trusted proxy: see
+// clientaddr). Over plain HTTP browsers ignore it, so it is not sent.
+func hsts(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if clientaddr.IsHTTPS(r.Context()) {
+			w.Header().Set("Strict-Transport-Security", hstsMaxAge)
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// DebugHandler serves Go's profiler (/debug/pprof/) and expvar
+// (/debug/vars). It has no credentials of its own: serve it on DEBUG_ADDR,
+// a loopback or private address, never on the public listener.
+//
+//	go tool pprof -http : http://127.0.0.1:6060/debug/pprof/profile
+func DebugHandler() http.Handler {
+	r := chi.NewRouter()
+	r.Mount("/debug", middleware.Profiler())
+	return r
 }

@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"time"
@@ -14,6 +12,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/cmpay/cmpay/apierror"
+	"github.com/cmpay/cmpay/auth"
 	"github.com/cmpay/cmpay/metrics"
 	"github.com/cmpay/cmpay/payments"
 )
@@ -120,7 +119,8 @@ func createPaymentREST(svc *payments.Service) http.HandlerFunc {
 			return
 		}
 		var body restCreateBody
-		if !decodeBody(w, r, &body, false) {
+		if err := decodeJSONBody(r, &body, false); err != nil {
+			writeProblem(w, r, bodyProblem(err))
 			return
 		}
 		res, err := svc.Create(r.Context(), payments.CreateRequest{
@@ -182,7 +182,8 @@ func changeREST(svc *payments.Service, operation string,
 			return
 		}
 		var body restChangeBody
-		if !decodeBody(w, r, &body, true) {
+		if err := decodeJSONBody(r, &body, true); err != nil {
+			writeProblem(w, r, bodyProblem(err))
 			return
 		}
 		res, err := call(r.Context(), chi.URLParam(r, "id"), key, body, restOrigin(r))
@@ -213,7 +214,7 @@ func changeREST(svc *payments.Service, operation string,
 func getPaymentREST(svc *payments.Service) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		metrics.SetOperation(r.Context(), "rest:getPayment")
-		p, err := svc.Get(r.Context(), chi.URLParam(r, "id"))
+		p, err := getVisible(r, svc, chi.URLParam(r, "id"))
 		if err != nil {
 			writeProblem(w, r, apierror.FromDomain(r.Context(), err))
 			return
@@ -227,7 +228,7 @@ func getPaymentREST(svc *payments.Service) http.HandlerFunc {
 func getRefundREST(svc *payments.Service) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		metrics.SetOperation(r.Context(), "rest:getRefund")
-		p, err := svc.Get(r.Context(), chi.URLParam(r, "id"))
+		p, err := getVisible(r, svc, chi.URLParam(r, "id"))
 		if err != nil {
 			writeProblem(w, r, apierror.FromDomain(r.Context(), err))
 			return
@@ -272,39 +273,20 @@ func idempotencyKey(w http.ResponseWriter, r *http.Request) (string, bool) {
 	return keys[0], true
 }
 
-func restOrigin(*http.Request) payments.Origin {
-	return payments.Origin{Transport: "rest"}
+// restOrigin is who sends a REST request: a token bound to a client may
+// create and change that client's payments only.
+func restOrigin(r *http.Request) payments.Origin {
+	return payments.Origin{Transport: "rest", Client: auth.BoundClient(r.Context())}
 }
 
-// decodeBody reads exactly one JSON object with known fields only into dst:
-// a misspelt "amuont" is an error, not a request without an amount. An
-// optional body may be empty. It answers the error itself and reports
-// whether to go on.
-func decodeBody(w http.ResponseWriter, r *http.Request, dst any, optional bool) bool {
-	raw, err := io.ReadAll(r.Body)
-	if err != nil {
-		var over *http.MaxBytesError
-		if errors.As(err, &over) {
-			tooLarge(w, r, over.Limit)
-			return false
-		}
-		writeProblem(w, r, badInput("body", "the body could not be read"))
-		return false
+// getVisible reads a payment the request's token may see: another
+// client's is not found, for a token bound to a client.
+func getVisible(r *http.Request, svc *payments.Service, id string) (payments.Payment, error) {
+	p, err := svc.Get(r.Context(), id)
+	if err == nil && !auth.Sees(r.Context(), p.ClientID) {
+		return payments.Payment{}, fmt.Errorf("payment %q: %w", id, payments.ErrNotFound)
 	}
-	if optional && len(bytes.TrimSpace(raw)) == 0 {
-		return true
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(dst); err != nil {
-		writeProblem(w, r, badInput("body", "the body must be a JSON object with the documented fields: "+describeJSONError(err)))
-		return false
-	}
-	if dec.More() {
-		writeProblem(w, r, badInput("body", "the body must hold one JSON object and nothing after it"))
-		return false
-	}
-	return true
+	return p, err
 }
 
 // amountText is the amount's decimal text: a JSON string's content, or a
@@ -333,30 +315,6 @@ func optionalAmount(raw json.RawMessage) *string {
 	}
 	s := amountText(raw)
 	return &s
-}
-
-func describeJSONError(err error) string {
-	var typeErr *json.UnmarshalTypeError
-	if errors.As(err, &typeErr) {
-		return fmt.Sprintf("field %s must be a %s", typeErr.Field, jsonTypeName(typeErr.Type.Kind().String()))
-	}
-	if errors.Is(err, io.EOF) {
-		return "the body is empty"
-	}
-	return strings.TrimPrefix(err.Error(), "json: ")
-}
-
-// jsonTypeName names a Go kind as JSON calls it.
-func jsonTypeName(kind string) string {
-	switch kind {
-	case "string":
-		return "string"
-	case "bool":
-		return "boolean"
-	case "ptr":
-		return "boolean or null"
-	}
-	return "JSON object"
 }
 
 func badInput(field, message string) apierror.Error {

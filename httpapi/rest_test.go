@@ -153,6 +153,14 @@ func TestRESTBadRequests(t *testing.T) {
 		{"no token", http.Header{"Idempotency-Key": {"k"}}, valid, 401, "UNAUTHENTICATED", ""},
 		{"wrong token", http.Header{"Idempotency-Key": {"k"}, "Authorization": {"Bearer nope"}}, valid, 401, "UNAUTHENTICATED", ""},
 		{"too large", restHeaders("k"), `{"clientId":"` + strings.Repeat("c", 2<<20) + `"}`, 413, "PAYLOAD_TOO_LARGE", ""},
+		// Read strictly: encoding/json kept the last of two amounts, took
+		// "Amount" for amount, and ignored what followed the object.
+		{"amount twice", restHeaders("k"), `{"clientId":"c","amount":"1","amount":"2","currency":"BRL","method":"PIX"}`, 400, "BAD_USER_INPUT", "body"},
+		{"Amount", restHeaders("k"), `{"clientId":"c","Amount":"1","currency":"BRL","method":"PIX"}`, 400, "BAD_USER_INPUT", "body"},
+		{"AMOUNT", restHeaders("k"), `{"clientId":"c","AMOUNT":"1","currency":"BRL","method":"PIX"}`, 400, "BAD_USER_INPUT", "body"},
+		{"brackets after", restHeaders("k"), valid + `]]]`, 400, "BAD_USER_INPUT", "body"},
+		{"text/plain", withHeader(restHeaders("k"), "Content-Type", "text/plain"), valid, 415, "UNSUPPORTED_MEDIA_TYPE", ""},
+		{"no content type", withHeader(restHeaders("k"), "Content-Type", ""), valid, 415, "UNSUPPORTED_MEDIA_TYPE", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -175,4 +183,14 @@ func TestRESTBadRequests(t *testing.T) {
 	if p := decodeProblem(t, res, body); res.StatusCode != http.StatusMethodNotAllowed || p.Code == "" {
 		t.Errorf("GET /api/payments: %d %+v", res.StatusCode, p)
 	}
+}
+
+// withHeader returns h with name set to value, or removed when value is "".
+func withHeader(h http.Header, name, value string) http.Header {
+	h = h.Clone()
+	h.Del(name)
+	if value != "" {
+		h.Set(name, value)
+	}
+	return h
 }

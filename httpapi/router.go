@@ -8,12 +8,15 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"net/netip"
 
 	"github.com/go-chi/chi/v5"
-	"github.com/go-chi/chi/v5/middleware"
 	"github.com/rs/cors"
 
 	"github.com/cmpay/cmpay/apierror"
+	"github.com/cmpay/cmpay/apitoken"
+	"github.com/cmpay/cmpay/auth"
+	"github.com/cmpay/cmpay/clientaddr"
 	"github.com/cmpay/cmpay/graph"
 	"github.com/cmpay/cmpay/metrics"
 	"github.com/cmpay/cmpay/payments"
@@ -29,8 +32,11 @@ type Deps struct {
 	Ping    func(context.Context) error
 	Metrics *metrics.Metrics
 
-	// APITokens are the bearer tokens the API accepts.
-	APITokens     []string
+	// APITokens are the bearer tokens the API accepts with full access.
+	APITokens []string
+	// Tokens holds the managed tokens (scoped, perhaps bound to a
+	// client); nil accepts APITokens only.
+	Tokens        *apitoken.Store
 	AdminUser     string
 	AdminPassword string
 
@@ -40,9 +46,12 @@ type Deps struct {
 	MaxBodyBytes int64
 	// GraphQL holds the GraphQL limits; nil means graph.DefaultOptions.
 	GraphQL *graph.Options
-	// AuthFailuresPerMinute is how often one address may fail to sign in;
-	// zero means DefaultAuthFailuresPerMinute.
+	// AuthFailuresPerMinute is how often one address, or one identity, may
+	// fail to sign in; zero means auth.DefaultFailuresPerMinute.
 	AuthFailuresPerMinute int
+	// TrustedProxies are the networks whose X-Forwarded-For and
+	// X-Forwarded-Proto are believed (see package clientaddr).
+	TrustedProxies []netip.Prefix
 
 	Logger *slog.Logger
 }
@@ -63,15 +72,15 @@ func NewHandler(d Deps) http.Handler {
 		gqlOpts = *d.GraphQL
 	}
 	gqlOpts.OnOperation = metrics.SetOperation
-	creds := newCredentials(d.APITokens, d.AdminUser, d.AdminPassword)
-	failures := newFailureLimiter(d.AuthFailuresPerMinute)
-	apiToken := guard(creds.bearer, failures, styleGraphQL, bearerChallenge)
-	restToken := guard(creds.bearer, failures, styleProblem, bearerChallenge)
-	adminOnly := guard(creds.admin, failures, styleProblem, basicChallenge)
-	adminOrToken := guard(func(r *http.Request) bool { return creds.admin(r) || creds.bearer(r) }, failures, styleProblem, basicChallenge)
+	creds := newCredentials(d.APITokens, d.AdminUser, d.AdminPassword, d.Tokens)
+	failures := auth.NewFailureLimiter(d.AuthFailuresPerMinute)
+	apiToken := guard(creds.bearer, failures, styleGraphQL, bearerChallenge, log)
+	restToken := guard(creds.bearer, failures, styleProblem, bearerChallenge, log)
+	adminOnly := guard(creds.admin, failures, styleProblem, basicChallenge, log)
+	adminOrToken := guard(either(creds.admin, creds.bearer), failures, styleProblem, basicChallenge, log)
 
 	r := chi.NewRouter()
-	r.Use(requestid.Middleware, recoverPanics(log), accessLog(log, d.Metrics))
+	r.Use(requestid.Middleware, clientaddr.New(d.TrustedProxies).Middleware, hsts, recoverPanics(log), accessLog(log, d.Metrics))
 	if len(d.CORSOrigins) > 0 {
 		r.Use(cors.New(cors.Options{
 			AllowedOrigins: d.CORSOrigins,
@@ -95,15 +104,17 @@ func NewHandler(d Deps) http.Handler {
 	r.Method(http.MethodGet, "/playground/assets/*", web.PlaygroundAssets())
 	r.Get("/api/openapi.json", openAPI)
 
-	// The APIs: bearer token.
+	// The APIs: bearer token. Credentials are checked before the body is
+	// read: a stranger's body, however slow or long, costs nothing.
 	body := limitBody(d.MaxBodyBytes)
-	r.With(body, apiToken).Handle("/graphql", graph.NewHandler(d.Service, gqlOpts))
-	r.With(body, restToken).Post("/api/payments", createPaymentREST(d.Service))
-	r.With(body, restToken).Post("/api/payments/{id}/capture", capturePaymentREST(d.Service))
-	r.With(body, restToken).Post("/api/payments/{id}/cancel", cancelPaymentREST(d.Service))
-	r.With(body, restToken).Post("/api/payments/{id}/refunds", refundPaymentREST(d.Service))
-	r.With(restToken).Get("/api/payments/{id}", getPaymentREST(d.Service))
-	r.With(restToken).Get("/api/payments/{id}/refunds/{refundId}", getRefundREST(d.Service))
+	// GraphQL checks scopes per root field (graph's rootFieldScopes).
+	r.With(apiToken, body).Handle("/graphql", graph.NewHandler(d.Service, gqlOpts))
+	r.With(restToken, requireScope(auth.PaymentsWrite, styleProblem), body).Post("/api/payments", createPaymentREST(d.Service))
+	r.With(restToken, requireScope(auth.PaymentsWrite, styleProblem), body).Post("/api/payments/{id}/capture", capturePaymentREST(d.Service))
+	r.With(restToken, requireScope(auth.PaymentsWrite, styleProblem), body).Post("/api/payments/{id}/cancel", cancelPaymentREST(d.Service))
+	r.With(restToken, requireScope(auth.PaymentsWrite, styleProblem), body).Post("/api/payments/{id}/refunds", refundPaymentREST(d.Service))
+	r.With(restToken, requireScope(auth.PaymentsRead, styleProblem)).Get("/api/payments/{id}", getPaymentREST(d.Service))
+	r.With(restToken, requireScope(auth.PaymentsRead, styleProblem)).Get("/api/payments/{id}/refunds/{refundId}", getRefundREST(d.Service))
 
 	// Support staff: the admin's HTTP Basic credentials.
 	adminUI := adminOnly(web.Admin(d.Service))
@@ -112,9 +123,8 @@ func NewHandler(d Deps) http.Handler {
 
 	// Operators: admin credentials or a token.
 	if d.Metrics != nil {
-		r.With(adminOrToken).Method(http.MethodGet, "/metrics", d.Metrics.Handler())
+		r.With(adminOrToken, requireScope(auth.MetricsRead, styleProblem)).Method(http.MethodGet, "/metrics", d.Metrics.Handler())
 	}
-	// Go's profiler, for the admin only: go tool pprof -http : http://admin:…@host/debug/pprof/profile
-	r.With(adminOnly).Mount("/debug", middleware.Profiler())
+	// Go's profiler and expvar are not here: see DebugHandler (DEBUG_ADDR).
 	return r
 }

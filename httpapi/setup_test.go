@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/cmpay/cmpay/database"
+	"github.com/cmpay/cmpay/apitoken"
 	"github.com/cmpay/cmpay/httpapi"
 	"github.com/cmpay/cmpay/internal/dbtest"
 	"github.com/cmpay/cmpay/metrics"
@@ -26,6 +27,7 @@ const (
 
 type bundle struct {
 	db      dbtest.DB
+	tokens  *apitoken.Store
 	svc     *payments.Service
 	srv     *httptest.Server
 	handler http.Handler
@@ -54,6 +56,7 @@ func setupB(t testing.TB, db dbtest.DB, change ...func(*httpapi.Deps)) *bundle {
 		Ping:          database.Pinger(db.Gorm),
 		Metrics:       m,
 		APITokens:     []string{"other-token", token},
+		Tokens:        apitoken.NewStore(db.Gorm, apitoken.Options{CacheTTL: -1}),
 		AdminUser:     "admin",
 		AdminPassword: adminPassword,
 		CORSOrigins:   []string{shopOrigin},
@@ -65,7 +68,7 @@ func setupB(t testing.TB, db dbtest.DB, change ...func(*httpapi.Deps)) *bundle {
 	handler := httpapi.NewHandler(deps)
 	srv := httptest.NewServer(handler)
 	t.Cleanup(srv.Close)
-	return &bundle{db: db, svc: svc, srv: srv, handler: handler}
+	return &bundle{db: db, tokens: deps.Tokens, svc: svc, srv: srv, handler: handler}
 }
 
 // raw sends a request and returns the response with its body read.

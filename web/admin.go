@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -31,7 +32,18 @@ func Admin(svc *payments.Service) http.Handler {
 	mux.HandleFunc("GET /admin", a.list)
 	mux.HandleFunc("GET /admin/payments/{id}", a.payment)
 	mux.Handle("GET /admin/static/", http.StripPrefix("/admin/static/", staticFiles("admin")))
+	mux.HandleFunc("/admin/", pageNotFound)
 	return secureHeaders(adminCSP, mux)
+}
+
+// pageNotFound answers a path the admin does not have with its own page,
+// not net/http's text/plain.
+func pageNotFound(w http.ResponseWriter, r *http.Request) {
+	body := templ.Raw(`<p class="crumbs"><a href="/admin">« Payments</a></p><h1>Page not found</h1>` +
+		`<p>The admin has no page at this address.</p>`)
+	render(w, r, http.StatusNotFound, templ.ComponentFunc(func(ctx context.Context, w io.Writer) error {
+		return adminLayout("Not found").Render(templ.WithChildren(ctx, body), w)
+	}))
 }
 
 type admin struct {

@@ -41,17 +41,22 @@ func (d Decimal) MarshalGQL(w io.Writer) {
 	_, _ = io.WriteString(w, strconv.Quote(string(d)))
 }
 
-// jsonKind names the JSON type a decoded value came from.
+// jsonKind names the JSON type a decoded value came from, in JSON's words:
+// a client is never told Go's type names.
 func jsonKind(v any) string {
 	switch v.(type) {
 	case nil:
 		return "null"
 	case bool:
 		return "a boolean"
+	case string:
+		return "a string"
+	case json.Number, float64, float32, int, int64, int32:
+		return "a number"
 	case map[string]any:
 		return "an object"
 	case []any:
 		return "an array"
 	}
-	return fmt.Sprintf("%T", v)
+	return "a value of another kind"
 }

@@ -1,0 +1,274 @@
+// Package apitoken keeps CMPay's managed API tokens: created, listed and
+// revoked with `cmpay tokens`, each with scopes and, optionally, the one
+// client it acts for. It stores a token's SHA-256 only (see
+// models.APIToken) and turns a presented token into the auth.Principal the
+// request acts for.
+package apitoken
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+	"github.com/oklog/ulid/v2"
+	"gorm.io/gorm"
+
+	"github.com/cmpay/cmpay/auth"
+	"github.com/cmpay/cmpay/models"
+)
+
+// Prefix starts every token, so that a leaked one is recognisable (secret
+// scanners look for such prefixes) and a string that cannot be a token is
+// refused without a database lookup.
+const Prefix = "cmpay_"
+
+// tokenLen is a token's length: the prefix and 32 random bytes in
+// unpadded URL-safe base64.
+var tokenLen = len(Prefix) + base64.RawURLEncoding.EncodedLen(32)
+
+// ErrNotFound: no token has that id.
+var ErrNotFound = errors.New("no such token")
+
+// Token is a managed token as listed; the secret is never kept.
+type Token struct {
+	ID         string
+	Name       string
+	ClientID   string // empty: every client
+	Scopes     []auth.Scope
+	CreatedAt  time.Time
+	LastUsedAt *time.Time
+	RevokedAt  *time.Time
+}
+
+// Options tunes a Store. The zero value is what the server uses.
+type Options struct {
+	// CacheTTL is how long a token, once looked up, is believed without
+	// asking the database again: also how long a revocation takes to reach
+	// a running server. Zero means 10 s; negative, no cache.
+	CacheTTL time.Duration
+	// TouchEvery is how stale a token's lastUsedAt may get before a use
+	// writes it again. Zero means a minute.
+	TouchEvery time.Duration
+}
+
+// Store keeps tokens in the database.
+type Store struct {
+	db         *gorm.DB
+	touchEvery time.Duration
+	// cache holds looked-up tokens by hash until their expiry; nil: none.
+	// (Not golang-lru's expirable cache: its sweeping goroutine never
+	// stops.)
+	cache    *lru.Cache[string, cached]
+	cacheTTL time.Duration
+	now      func() time.Time
+}
+
+type cached struct {
+	principal auth.Principal
+	until     time.Time
+}
+
+// NewStore keeps tokens in db, which must be migrated (models.APIToken).
+func NewStore(db *gorm.DB, opts Options) *Store {
+	s := &Store{db: db, touchEvery: opts.TouchEvery, now: func() time.Time { return time.Now().UTC() }}
+	if s.touchEvery <= 0 {
+		s.touchEvery = time.Minute
+	}
+	ttl := opts.CacheTTL
+	if ttl == 0 {
+		ttl = 10 * time.Second
+	}
+	if ttl > 0 {
+		s.cache, _ = lru.New[string, cached](10_000) // fails only for a size below 1
+		s.cacheTTL = ttl
+	}
+	return s
+}
+
+// maxName is the longest name or client id a token may have, as a payment's
+// client id.
+const maxName = 100
+
+// Create makes a token and returns it with its secret, which is shown once
+// and never stored. clientID binds it to that client; empty, to none.
+func (s *Store) Create(ctx context.Context, name, clientID string, scopes []auth.Scope) (Token, string, error) {
+	if err := checkText("name", name, true); err != nil {
+		return Token{}, "", err
+	}
+	if err := checkText("client", clientID, false); err != nil {
+		return Token{}, "", err
+	}
+	scopes = auth.Sorted(scopes)
+	if len(scopes) == 0 {
+		return Token{}, "", fmt.Errorf("a token needs at least one scope: %s", auth.JoinScopes(auth.AllScopes))
+	}
+	secret := newSecret()
+	row := models.APIToken{
+		ID:        "tok_" + ulid.Make().String(),
+		Name:      name,
+		ClientID:  clientID,
+		Scopes:    auth.JoinScopes(scopes),
+		TokenHash: hash(secret),
+		CreatedAt: s.now(),
+	}
+	if err := s.db.WithContext(ctx).Create(&row).Error; err != nil {
+		return Token{}, "", fmt.Errorf("create token: %w", err)
+	}
+	return tokenOf(row), secret, nil
+}
+
+// checkText refuses names and client ids that would not show plainly in
+// a list: too long, not UTF-8, or with control or invisible characters.
+func checkText(what, v string, required bool) error {
+	switch {
+	case v == "" && required:
+		return fmt.Errorf("the token needs a %s", what)
+	case utf8.RuneCountInString(v) > maxName:
+		return fmt.Errorf("the %s is longer than %d characters", what, maxName)
+	case !utf8.ValidString(v):
+		return fmt.Errorf("the %s is not valid UTF-8", what)
+	case v != strings.TrimSpace(v):
+		return fmt.Errorf("the %s starts or ends with a space", what)
+	case strings.IndexFunc(v, func(r rune) bool { return unicode.Is(unicode.Cc, r) || unicode.Is(unicode.Cf, r) }) >= 0:
+		return fmt.Errorf("the %s holds a control or invisible character", what)
+	}
+	return nil
+}
+
+// List returns every token, revoked ones included, oldest first.
+func (s *Store) List(ctx context.Context) ([]Token, error) {
+	var rows []models.APIToken
+	if err := s.db.WithContext(ctx).Order("created_at, id").Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("list tokens: %w", err)
+	}
+	tokens := make([]Token, len(rows))
+	for i, r := range rows {
+		tokens[i] = tokenOf(r)
+	}
+	return tokens, nil
+}
+
+// Revoke ends the token id at once in the database, and on running servers
+// within their CacheTTL. Revoking a revoked token changes nothing; the
+// token is returned as it is now.
+func (s *Store) Revoke(ctx context.Context, id string) (Token, error) {
+	now := s.now()
+	if err := s.db.WithContext(ctx).Model(&models.APIToken{}).
+		Where("id = ? AND revoked_at IS NULL", id).Update("revoked_at", now).Error; err != nil {
+		return Token{}, fmt.Errorf("revoke token: %w", err)
+	}
+	var row models.APIToken
+	err := s.db.WithContext(ctx).Where("id = ?", id).Take(&row).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return Token{}, fmt.Errorf("%w: %s", ErrNotFound, id)
+	}
+	if err != nil {
+		return Token{}, fmt.Errorf("revoke token: %w", err)
+	}
+	return tokenOf(row), nil
+}
+
+// Authenticate returns the principal a presented token stands for, and
+// whether it is a live token. A string that cannot be one of ours is
+// refused without a lookup. Its use is recorded in lastUsedAt, at most
+// once per TouchEvery: a busy token does not cost a write per request.
+func (s *Store) Authenticate(ctx context.Context, presented string) (auth.Principal, bool, error) {
+	if len(presented) != tokenLen || !strings.HasPrefix(presented, Prefix) {
+		return auth.Principal{}, false, nil
+	}
+	h := hash(presented)
+	if s.cache != nil {
+		if c, ok := s.cache.Get(h); ok && time.Now().Before(c.until) {
+			return c.principal, true, nil
+		}
+	}
+	var row models.APIToken
+	err := s.db.WithContext(ctx).Where("token_hash = ?", h).Take(&row).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return auth.Principal{}, false, nil
+	}
+	if err != nil {
+		return auth.Principal{}, false, fmt.Errorf("look up token: %w", err)
+	}
+	if row.RevokedAt != nil {
+		return auth.Principal{}, false, nil
+	}
+	if err := s.touch(ctx, row); err != nil {
+		return auth.Principal{}, false, err
+	}
+	p := principalOf(row)
+	if s.cache != nil {
+		s.cache.Add(h, cached{principal: p, until: time.Now().Add(s.cacheTTL)})
+	}
+	return p, true, nil
+}
+
+// touch records a use when lastUsedAt is older than touchEvery. The
+// condition is repeated in the UPDATE, so that of several servers using
+// the token at once, one writes.
+func (s *Store) touch(ctx context.Context, row models.APIToken) error {
+	now := s.now()
+	stale := now.Add(-s.touchEvery)
+	if row.LastUsedAt != nil && row.LastUsedAt.After(stale) {
+		return nil
+	}
+	err := s.db.WithContext(ctx).Model(&models.APIToken{}).
+		Where("id = ? AND (last_used_at IS NULL OR last_used_at <= ?)", row.ID, stale).
+		Update("last_used_at", now).Error
+	if err != nil {
+		return fmt.Errorf("record token use: %w", err)
+	}
+	return nil
+}
+
+func principalOf(row models.APIToken) auth.Principal {
+	return auth.Principal{
+		Kind:     auth.KindAPIToken,
+		ID:       row.ID,
+		Name:     row.Name,
+		Scopes:   scopesOf(row.Scopes),
+		ClientID: row.ClientID,
+	}
+}
+
+func tokenOf(row models.APIToken) Token {
+	return Token{
+		ID:         row.ID,
+		Name:       row.Name,
+		ClientID:   row.ClientID,
+		Scopes:     scopesOf(row.Scopes),
+		CreatedAt:  row.CreatedAt,
+		LastUsedAt: row.LastUsedAt,
+		RevokedAt:  row.RevokedAt,
+	}
+}
+
+// scopesOf reads stored scopes; a name this version does not know (written
+// by a newer one) grants nothing.
+func scopesOf(stored string) []auth.Scope {
+	var scopes []auth.Scope
+	for _, name := range strings.Split(stored, ",") {
+		scopes = append(scopes, auth.Scope(strings.TrimSpace(name)))
+	}
+	return auth.Sorted(scopes)
+}
+
+func newSecret() string {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b) // never fails: crypto/rand.Read panics rather than return an error
+	return Prefix + base64.RawURLEncoding.EncodeToString(b)
+}
+
+func hash(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:])
+}

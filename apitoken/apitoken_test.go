@@ -1,0 +1,197 @@
+package apitoken
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cmpay/cmpay/auth"
+	"github.com/cmpay/cmpay/internal/dbtest"
+	"github.com/cmpay/cmpay/models"
+)
+
+func TestCreateAndAuthenticate(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		ctx := context.Background()
+		s := NewStore(db.Gorm, Options{CacheTTL: -1})
+		tok, secret, err := s.Create(ctx, "shop-7 checkout", "shop-7", []auth.Scope{auth.PaymentsWrite, auth.PaymentsRead})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(secret, Prefix) || len(secret) != tokenLen || !strings.HasPrefix(tok.ID, "tok_") {
+			t.Fatalf("token %q, id %q", secret, tok.ID)
+		}
+		// Only the digest is stored.
+		var rows []models.APIToken
+		db.Gorm.Find(&rows)
+		if len(rows) != 1 || rows[0].TokenHash == "" || strings.Contains(rows[0].TokenHash, secret[len(Prefix):len(Prefix)+8]) {
+			t.Fatalf("stored %+v", rows)
+		}
+
+		p, ok, err := s.Authenticate(ctx, secret)
+		if err != nil || !ok {
+			t.Fatalf("the token was not accepted: %v", err)
+		}
+		if p.Kind != auth.KindAPIToken || p.ID != tok.ID || p.Name != "shop-7 checkout" || p.ClientID != "shop-7" ||
+			!slices.Equal(p.Scopes, []auth.Scope{auth.PaymentsRead, auth.PaymentsWrite}) {
+			t.Errorf("principal %+v", p)
+		}
+		other, _, err := s.Create(ctx, "metrics", "", []auth.Scope{auth.MetricsRead})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if other.ClientID != "" {
+			t.Errorf("an unbound token got the client %q", other.ClientID)
+		}
+
+		for _, wrong := range []string{"", "nope", secret[:len(secret)-1] + "x", strings.ToUpper(secret), secret + "x", Prefix + strings.Repeat("A", 43)} {
+			if _, ok, err := s.Authenticate(ctx, wrong); ok || err != nil {
+				t.Errorf("%q: accepted %v, err %v", wrong, ok, err)
+			}
+		}
+	})
+}
+
+func TestCreateRefusesBadInput(t *testing.T) {
+	t.Parallel()
+	s := NewStore(dbtest.SQLite(t).Gorm, Options{})
+	for name, args := range map[string][3]string{
+		"no name":            {"", "", ""},
+		"a long name":        {strings.Repeat("n", 101), "", ""},
+		"a newline":          {"a\nb", "", ""},
+		"a bidi override":    {"ok", "shop\u202e7", ""},
+		"a zero-width space": {"ok", "shop\u200b7", ""},
+		"surrounding space":  {"ok", " shop-7", ""},
+		"no scope":           {"ok", "", "none"},
+	} {
+		scopes := auth.DefaultScopes
+		if args[2] == "none" {
+			scopes = nil
+		}
+		if _, _, err := s.Create(context.Background(), args[0], args[1], scopes); err == nil {
+			t.Errorf("%s: created", name)
+		}
+	}
+}
+
+func TestRevoke(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		ctx := context.Background()
+		s := NewStore(db.Gorm, Options{CacheTTL: -1})
+		tok, secret, err := s.Create(ctx, "ci", "", auth.DefaultScopes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok, _ := s.Authenticate(ctx, secret); !ok {
+			t.Fatal("a new token was refused")
+		}
+		revoked, err := s.Revoke(ctx, tok.ID)
+		if err != nil || revoked.RevokedAt == nil {
+			t.Fatalf("revoke: %+v, %v", revoked, err)
+		}
+		if _, ok, _ := s.Authenticate(ctx, secret); ok {
+			t.Error("a revoked token was accepted")
+		}
+		again, err := s.Revoke(ctx, tok.ID)
+		if err != nil || !again.RevokedAt.Equal(*revoked.RevokedAt) {
+			t.Errorf("revoking again: %+v, %v; want the first revocation kept", again, err)
+		}
+		if _, err := s.Revoke(ctx, "tok_nope"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("revoking an unknown id: %v", err)
+		}
+		list, err := s.List(ctx)
+		if err != nil || len(list) != 1 || list[0].RevokedAt == nil {
+			t.Errorf("list after revoking: %+v, %v", list, err)
+		}
+	})
+}
+
+// A running server believes a token for CacheTTL: a revocation reaches it
+// that late, and not before.
+func TestRevocationReachesACachingServer(t *testing.T) {
+	t.Parallel()
+	db := dbtest.SQLite(t)
+	ctx := context.Background()
+	const ttl = 300 * time.Millisecond
+	server := NewStore(db.Gorm, Options{CacheTTL: ttl})
+	cli := NewStore(db.Gorm, Options{})
+	tok, secret, err := cli.Create(ctx, "ci", "", auth.DefaultScopes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, _ := server.Authenticate(ctx, secret); !ok {
+		t.Fatal("refused")
+	}
+	if _, err := cli.Revoke(ctx, tok.ID); err != nil {
+		t.Fatal(err)
+	}
+	revokedAt := time.Now()
+	for {
+		_, ok, err := server.Authenticate(ctx, secret)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			break
+		}
+		if time.Since(revokedAt) > ttl+5*time.Second {
+			t.Fatalf("the revoked token is still accepted %s after revocation", time.Since(revokedAt))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// lastUsedAt is written on first use and then at most once per
+// TouchEvery, however often the token is used.
+func TestLastUsedAt(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		ctx := context.Background()
+		s := NewStore(db.Gorm, Options{CacheTTL: -1})
+		clock := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
+		s.now = func() time.Time { return clock }
+		tok, secret, err := s.Create(ctx, "ci", "", auth.DefaultScopes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lastUsed := func() *time.Time {
+			t.Helper()
+			var row models.APIToken
+			if err := db.Gorm.Take(&row, "id = ?", tok.ID).Error; err != nil {
+				t.Fatal(err)
+			}
+			return row.LastUsedAt
+		}
+		if lastUsed() != nil {
+			t.Fatal("a new token has a lastUsedAt")
+		}
+		use := func() {
+			t.Helper()
+			if _, ok, err := s.Authenticate(ctx, secret); !ok || err != nil {
+				t.Fatalf("refused: %v", err)
+			}
+		}
+		use()
+		first := lastUsed()
+		if first == nil || !first.Equal(clock) {
+			t.Fatalf("after the first use: %v, want %v", first, clock)
+		}
+		for i := range 50 {
+			clock = clock.Add(time.Second)
+			use()
+			if got := lastUsed(); !got.Equal(*first) {
+				t.Fatalf("use %d, %s later, wrote lastUsedAt again (%v)", i+2, clock.Sub(*first), got)
+			}
+		}
+		clock = first.Add(time.Minute + time.Second)
+		use()
+		if got := lastUsed(); !got.Equal(clock) {
+			t.Errorf("a minute later: %v, want %v", got, clock)
+		}
+	})
+}

@@ -1,0 +1,112 @@
+package auth
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestParseScopes(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		in      string
+		want    []Scope
+		wantErr bool
+	}{
+		{"payments:read", []Scope{PaymentsRead}, false},
+		{" metrics:read , payments:read,payments:read ", []Scope{PaymentsRead, MetricsRead}, false},
+		{"payments:read,payments:write,webhooks:manage,metrics:read", AllScopes, false},
+		{"", nil, true},
+		{" , ", nil, true},
+		{"payments:admin", nil, true},
+		{"Payments:Read", nil, true},
+	}
+	for _, tt := range tests {
+		got, err := ParseScopes(tt.in)
+		if (err != nil) != tt.wantErr || !slices.Equal(got, tt.want) {
+			t.Errorf("ParseScopes(%q) = %v, %v; want %v (error %v)", tt.in, got, err, tt.want, tt.wantErr)
+		}
+	}
+	if got := JoinScopes(DefaultScopes); got != "payments:read,payments:write" {
+		t.Errorf("default scopes %q", got)
+	}
+}
+
+func TestRequire(t *testing.T) {
+	t.Parallel()
+	readOnly := Principal{Kind: KindAPIToken, ID: "tok_1", Name: "reader", Scopes: []Scope{PaymentsRead}}
+	tests := []struct {
+		name    string
+		ctx     context.Context
+		scope   Scope
+		allowed bool
+	}{
+		{"a scope it has", WithPrincipal(context.Background(), readOnly), PaymentsRead, true},
+		{"a scope it lacks", WithPrincipal(context.Background(), readOnly), PaymentsWrite, false},
+		{"only signed in", WithPrincipal(context.Background(), readOnly), "", true},
+		{"full access", WithPrincipal(context.Background(), FullAccess(KindEnvToken, "API_TOKENS")), MetricsRead, true},
+		{"nobody", context.Background(), "", false},
+		{"nobody, a scope", context.Background(), PaymentsRead, false},
+	}
+	for _, tt := range tests {
+		err := Require(tt.ctx, tt.scope)
+		if tt.allowed != (err == nil) {
+			t.Errorf("%s: %v", tt.name, err)
+		}
+		if err != nil && !errors.Is(err, ErrForbidden) {
+			t.Errorf("%s: %v does not unwrap to ErrForbidden", tt.name, err)
+		}
+	}
+	var fe *ForbiddenError
+	if err := Require(WithPrincipal(context.Background(), readOnly), PaymentsWrite); !errors.As(err, &fe) || fe.Scope != PaymentsWrite || err.Error() != "this token lacks the scope payments:write" {
+		t.Errorf("the refusal %v does not name the missing scope", err)
+	}
+}
+
+func TestClientBinding(t *testing.T) {
+	t.Parallel()
+	bound := WithPrincipal(context.Background(), Principal{Kind: KindAPIToken, Name: "shop", Scopes: DefaultScopes, ClientID: "shop-7"})
+	unbound := WithPrincipal(context.Background(), FullAccess(KindEnvToken, "API_TOKENS"))
+	nobody := context.Background()
+
+	for _, tt := range []struct {
+		name       string
+		ctx        context.Context
+		wantClient string
+		wantBound  bool
+	}{
+		{"bound", bound, "shop-7", true},
+		{"unbound", unbound, "", false},
+		{"nobody sees nothing", nobody, "", true},
+	} {
+		if client, b := ClientScope(tt.ctx); client != tt.wantClient || b != tt.wantBound {
+			t.Errorf("ClientScope(%s) = %q, %v; want %q, %v", tt.name, client, b, tt.wantClient, tt.wantBound)
+		}
+	}
+	for _, tt := range []struct {
+		name    string
+		ctx     context.Context
+		client  string
+		allowed bool
+	}{
+		{"its own client", bound, "shop-7", true},
+		{"another client", bound, "shop-8", false},
+		{"a client differing in case", bound, "SHOP-7", false},
+		{"an empty client", bound, "", false},
+		{"unbound, any client", unbound, "shop-8", true},
+		{"nobody", nobody, "shop-7", false},
+	} {
+		err := CheckClient(tt.ctx, tt.client)
+		if tt.allowed != (err == nil) {
+			t.Errorf("CheckClient(%s, %q) = %v", tt.name, tt.client, err)
+		}
+		if err != nil && !errors.Is(err, ErrForbidden) {
+			t.Errorf("%s: %v does not unwrap to ErrForbidden", tt.name, err)
+		}
+	}
+	if err := CheckClient(bound, "shop-8"); err != nil && strings.Contains(err.Error(), "shop-8") {
+		t.Errorf("the refusal names the other client: %v", err)
+	}
+}

@@ -1,0 +1,210 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/cmpay/cmpay/apitoken"
+	"github.com/cmpay/cmpay/auth"
+	"github.com/cmpay/cmpay/database"
+)
+
+// A command is a subcommand of the binary: `cmpay NAME ARGS…`. Without
+// arguments the binary serves. To add one, write its run function and give
+// it a line in commands.
+type command struct {
+	summary string
+	run     func(ctx context.Context, env cmdEnv, args []string) error
+}
+
+var commands = map[string]command{
+	"tokens": {summary: "create, list and revoke API tokens", run: tokensCommand},
+}
+
+// cmdEnv is what a command may use: the environment (DATABASE_URL, as the
+// server reads it) and its output streams.
+type cmdEnv struct {
+	getenv func(string) string
+	stdout io.Writer
+	stderr io.Writer
+}
+
+// errUsage is a command line that does not say what to do; the usage has
+// been printed.
+var errUsage = errors.New("usage")
+
+// runCommand runs the command args name and returns the process's exit
+// status: 0, 1 when the command failed, 2 for a wrong command line.
+func runCommand(ctx context.Context, args []string, env cmdEnv) int {
+	if args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		printUsage(env.stdout)
+		return 0
+	}
+	cmd, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(env.stderr, "cmpay: unknown command %q\n\n", args[0])
+		printUsage(env.stderr)
+		return 2
+	}
+	err := cmd.run(ctx, env, args[1:])
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, errUsage), errors.Is(err, flag.ErrHelp):
+		return 2
+	}
+	fmt.Fprintf(env.stderr, "cmpay %s: %v\n", args[0], err)
+	return 1
+}
+
+func printUsage(w io.Writer) {
+	fmt.Fprintln(w, "Usage: cmpay                 serve the API (configured by the environment; see README.md)")
+	names := make([]string, 0, len(commands))
+	for name := range commands {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		fmt.Fprintf(w, "       cmpay %-15s %s\n", name+" …", commands[name].summary)
+	}
+}
+
+// openDatabase opens and migrates the database DATABASE_URL names, the
+// server's. The log goes to stderr, warnings only: stdout is the command's
+// answer.
+func openDatabase(env cmdEnv) (*gorm.DB, error) {
+	url := env.getenv("DATABASE_URL")
+	if url == "" {
+		url = database.DefaultURL
+	}
+	log := slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	db, err := database.Open(url, database.Options{MaxOpenConns: 2, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	if err := database.Migrate(db); err != nil {
+		_ = database.Close(db)
+		return nil, err
+	}
+	return db, nil
+}
+
+const tokensUsage = `Usage:
+  cmpay tokens create --name NAME [--client CLIENT_ID] [--scopes SCOPES]
+      prints the new token once, alone on the last line; SCOPES is a
+      comma-separated list of %s
+      (default %s); --client binds the token to that client's payments
+  cmpay tokens list
+  cmpay tokens revoke ID
+`
+
+// tokensCommand is `cmpay tokens create|list|revoke`.
+func tokensCommand(ctx context.Context, env cmdEnv, args []string) error {
+	usage := func() error {
+		fmt.Fprintf(env.stderr, tokensUsage, auth.JoinScopes(auth.AllScopes), auth.JoinScopes(auth.DefaultScopes))
+		return errUsage
+	}
+	if len(args) == 0 {
+		return usage()
+	}
+	var run func(*apitoken.Store) error
+	switch args[0] {
+	case "create":
+		flags := flag.NewFlagSet("tokens create", flag.ContinueOnError)
+		flags.SetOutput(env.stderr)
+		name := flags.String("name", "", "what the token is for (required)")
+		client := flags.String("client", "", "the one client the token may act for (default: every client)")
+		scopeList := flags.String("scopes", auth.JoinScopes(auth.DefaultScopes), "comma-separated scopes")
+		if err := flags.Parse(args[1:]); err != nil {
+			return err
+		}
+		if *name == "" || flags.NArg() > 0 {
+			return usage()
+		}
+		scopes, err := auth.ParseScopes(*scopeList)
+		if err != nil {
+			return err
+		}
+		run = func(s *apitoken.Store) error { return createToken(ctx, env.stdout, s, *name, *client, scopes) }
+	case "list":
+		if len(args) != 1 {
+			return usage()
+		}
+		run = func(s *apitoken.Store) error { return listTokens(ctx, env.stdout, s) }
+	case "revoke":
+		if len(args) != 2 {
+			return usage()
+		}
+		run = func(s *apitoken.Store) error { return revokeToken(ctx, env.stdout, s, args[1]) }
+	default:
+		return usage()
+	}
+	db, err := openDatabase(env)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = database.Close(db) }()
+	return run(apitoken.NewStore(db, apitoken.Options{}))
+}
+
+func createToken(ctx context.Context, out io.Writer, s *apitoken.Store, name, client string, scopes []auth.Scope) error {
+	tok, secret, err := s.Create(ctx, name, client, scopes)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "Created %s %q with the scopes %s", tok.ID, tok.Name, auth.JoinScopes(tok.Scopes))
+	if tok.ClientID != "" {
+		fmt.Fprintf(out, ", for the client %s only", tok.ClientID)
+	}
+	fmt.Fprintln(out, ".")
+	fmt.Fprintln(out, "The token is shown this once; only its SHA-256 is stored. Send it as Authorization: Bearer <token>:")
+	fmt.Fprintln(out, secret)
+	return nil
+}
+
+func listTokens(ctx context.Context, out io.Writer, s *apitoken.Store) error {
+	tokens, err := s.List(ctx)
+	if err != nil {
+		return err
+	}
+	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "ID\tNAME\tCLIENT\tSCOPES\tCREATED\tLAST USED\tREVOKED")
+	for _, t := range tokens {
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Name, or(t.ClientID, "(any)"), auth.JoinScopes(t.Scopes),
+			stamp(&t.CreatedAt), or(stamp(t.LastUsedAt), "never"), or(stamp(t.RevokedAt), "-"))
+	}
+	return w.Flush()
+}
+
+func revokeToken(ctx context.Context, out io.Writer, s *apitoken.Store, id string) error {
+	tok, err := s.Revoke(ctx, id)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "Revoked %s %q at %s; running servers refuse it within 10 seconds.\n", tok.ID, tok.Name, stamp(tok.RevokedAt))
+	return nil
+}
+
+func stamp(t *time.Time) string {
+	if t == nil {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+func or(s, fallback string) string {
+	if strings.TrimSpace(s) == "" {
+		return fallback
+	}
+	return s
+}

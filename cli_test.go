@@ -1,0 +1,152 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/cmpay/cmpay/apitoken"
+	"github.com/cmpay/cmpay/auth"
+	"github.com/cmpay/cmpay/internal/dbtest"
+)
+
+// cmd runs the binary's command line in this process against databaseURL.
+func cmd(t *testing.T, databaseURL string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	env := cmdEnv{
+		getenv: func(k string) string {
+			if k == "DATABASE_URL" {
+				return databaseURL
+			}
+			return ""
+		},
+		stdout: &out, stderr: &errOut,
+	}
+	code = runCommand(context.Background(), args, env)
+	return code, out.String(), errOut.String()
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return lines[len(lines)-1]
+}
+
+func TestTokensCommand(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		ctx := context.Background()
+		code, out, errOut := cmd(t, db.URL, "tokens", "create", "--name", "shop-7 checkout", "--client", "shop-7", "--scopes", "payments:read,metrics:read")
+		if code != 0 {
+			t.Fatalf("create: exit %d, %s", code, errOut)
+		}
+		secret := lastLine(out)
+		if !strings.HasPrefix(secret, apitoken.Prefix) || strings.ContainsAny(secret, " \t") {
+			t.Fatalf("the last line of stdout is %q, want the token alone:\n%s", secret, out)
+		}
+		store := apitoken.NewStore(db.Gorm, apitoken.Options{CacheTTL: -1})
+		p, ok, err := store.Authenticate(ctx, secret)
+		if err != nil || !ok || p.ClientID != "shop-7" || auth.JoinScopes(p.Scopes) != "payments:read,metrics:read" {
+			t.Fatalf("the printed token: %+v, %v, %v", p, ok, err)
+		}
+
+		// Without --scopes: payments:read and payments:write; unbound.
+		code, out, _ = cmd(t, db.URL, "tokens", "create", "--name", "ci")
+		if code != 0 {
+			t.Fatalf("create with defaults: exit %d", code)
+		}
+		p, ok, _ = store.Authenticate(ctx, lastLine(out))
+		if !ok || p.Bound() || auth.JoinScopes(p.Scopes) != "payments:read,payments:write" {
+			t.Errorf("a token made with the defaults: %+v", p)
+		}
+
+		code, list, _ := cmd(t, db.URL, "tokens", "list")
+		if code != 0 || !strings.Contains(list, p.ID) || !strings.Contains(list, "shop-7 checkout") ||
+			!strings.Contains(list, "payments:read,metrics:read") || !strings.Contains(list, "LAST USED") {
+			t.Errorf("list: exit %d\n%s", code, list)
+		}
+		if strings.Contains(list, secret) || strings.Contains(list, secret[len(apitoken.Prefix):len(apitoken.Prefix)+10]) {
+			t.Errorf("the list shows a token:\n%s", list)
+		}
+
+		code, out, _ = cmd(t, db.URL, "tokens", "revoke", p.ID)
+		if code != 0 || !strings.Contains(out, "Revoked "+p.ID) {
+			t.Errorf("revoke: exit %d, %s", code, out)
+		}
+		if _, ok, _ := store.Authenticate(ctx, secret); !ok {
+			t.Error("revoking one token revoked another")
+		}
+		_, list, _ = cmd(t, db.URL, "tokens", "list")
+		for _, line := range strings.Split(list, "\n") {
+			if strings.HasPrefix(line, p.ID) && strings.HasSuffix(strings.TrimSpace(line), " -") {
+				t.Errorf("the revoked token is not shown revoked: %s", line)
+			}
+		}
+	})
+}
+
+func TestTokensCommandRefusesBadLines(t *testing.T) {
+	t.Parallel()
+	url := dbtest.SQLite(t).URL
+	tests := []struct {
+		args     []string
+		code     int
+		inStderr string
+	}{
+		{[]string{"tokens"}, 2, "Usage"},
+		{[]string{"tokens", "create"}, 2, "--name NAME"},
+		{[]string{"tokens", "create", "--name", "x", "--scopes", "payments:admin"}, 1, `unknown scope "payments:admin"`},
+		{[]string{"tokens", "create", "--name", "x", "--client", "bad\u202eclient"}, 1, "invisible"},
+		{[]string{"tokens", "create", "--name", "x", "extra"}, 2, "Usage"},
+		{[]string{"tokens", "revoke"}, 2, "Usage"},
+		{[]string{"tokens", "revoke", "tok_nope"}, 1, "no such token"},
+		{[]string{"tokens", "rotate"}, 2, "Usage"},
+		{[]string{"nope"}, 2, `unknown command "nope"`},
+	}
+	for _, tt := range tests {
+		code, out, errOut := cmd(t, url, tt.args...)
+		if code != tt.code || !strings.Contains(errOut, tt.inStderr) || out != "" {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want exit %d and %q", tt.args, code, out, errOut, tt.code, tt.inStderr)
+		}
+	}
+	if code, out, _ := cmd(t, url, "help"); code != 0 || !strings.Contains(out, "cmpay tokens") {
+		t.Errorf("help: exit %d, %s", code, out)
+	}
+}
+
+// The binary's own command line, on the database a running server uses:
+// the token it prints works there, within its scopes.
+func TestTokensCommandWithTheServer(t *testing.T) {
+	t.Parallel()
+	db := dbtest.SQLite(t)
+	create := exec.Command(binary, "tokens", "create", "--name", "reader", "--scopes", "payments:read")
+	create.Env = append(os.Environ(), "DATABASE_URL="+db.URL)
+	out, err := create.Output()
+	if err != nil {
+		t.Fatalf("cmpay tokens create: %v", err)
+	}
+	token := lastLine(string(out))
+	srv := startServer(t, db.URL)
+	call := func(method, path, body string) int {
+		req, _ := http.NewRequest(method, srv.url+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Idempotency-Key", "cli-1")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+	if got := call("GET", "/api/payments/pay_missing", ""); got != http.StatusNotFound {
+		t.Errorf("reading with the new token: %d, want 404", got)
+	}
+	if got := call("POST", "/api/payments", `{"clientId":"c","amount":"1","currency":"BRL","method":"PIX"}`); got != http.StatusForbidden {
+		t.Errorf("writing with a payments:read token: %d, want 403", got)
+	}
+}

@@ -1,0 +1,172 @@
+package graph
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/99designs/gqlgen/graphql/errcode"
+	"github.com/vektah/gqlparser/v2/ast"
+	"github.com/vektah/gqlparser/v2/gqlerror"
+)
+
+// strictVariables finishes variable coercion where gqlparser's is lenient,
+// before anything runs, as the spec's CoerceVariableValues does:
+//
+//   - a String takes only a JSON string. The transports decode numbers as
+//     json.Number, a string type, so gqlparser let "idempotencyKey": 12
+//     through and gqlgen made it the key "12". (ID still takes integers, as
+//     the spec says.)
+//   - an enum takes only one of its values, spelt exactly. gqlparser
+//     compares case-insensitively, so "pix" passed, and gqlgen's lookup of
+//     PIX's Go value then gave "" and the domain the message `method ""`.
+//
+// Values nested in input objects and lists are checked too. A refusal is a
+// variable error like gqlparser's (GRAPHQL_VALIDATION_FAILED, path
+// ["variable", …]) that names the value received, quoted and cut short.
+type strictVariables struct{ schema *ast.Schema }
+
+func (strictVariables) ExtensionName() string                   { return "StrictVariables" }
+func (strictVariables) Validate(graphql.ExecutableSchema) error { return nil }
+
+func (s strictVariables) MutateOperationContext(_ context.Context, opCtx *graphql.OperationContext) *gqlerror.Error {
+	if opCtx.Operation == nil {
+		return nil
+	}
+	for _, def := range opCtx.Operation.VariableDefinitions {
+		v, ok := opCtx.Variables[def.Variable]
+		if !ok {
+			continue
+		}
+		if bad := s.check(v, def.Type); bad != nil {
+			path := ast.Path{ast.PathName("variable"), ast.PathName(def.Variable)}
+			for i := len(bad.reversePath) - 1; i >= 0; i-- {
+				path = append(path, bad.reversePath[i])
+			}
+			err := gqlerror.ErrorPathf(path, "%s", bad.message)
+			errcode.Set(err, errcode.ValidationFailed)
+			return err
+		}
+	}
+	return nil
+}
+
+// badValue is a value check refused: why, and where below the variable,
+// innermost first (the path is built only for a refusal).
+type badValue struct {
+	message     string
+	reversePath []ast.PathElement
+}
+
+func (b *badValue) at(p ast.PathElement) *badValue {
+	b.reversePath = append(b.reversePath, p)
+	return b
+}
+
+func (s strictVariables) check(v any, t *ast.Type) *badValue {
+	if v == nil || t == nil {
+		return nil // nullability is gqlparser's to check
+	}
+	if t.Elem != nil {
+		list, ok := v.([]any)
+		if !ok {
+			return s.check(v, t.Elem) // one value stands for a list of one
+		}
+		for i, item := range list {
+			if bad := s.check(item, t.Elem); bad != nil {
+				return bad.at(ast.PathIndex(i))
+			}
+		}
+		return nil
+	}
+	def := s.schema.Types[t.NamedType]
+	if def == nil {
+		return nil
+	}
+	switch def.Kind {
+	case ast.Scalar:
+		if def.Name != "String" {
+			return nil
+		}
+		if _, ok := v.(string); !ok {
+			return &badValue{message: "a String must be a JSON string, not " + jsonKind(v)}
+		}
+	case ast.Enum:
+		name, _ := v.(string)
+		if def.EnumValues.ForName(name) == nil {
+			return &badValue{message: fmt.Sprintf("%s is not a %s: use one of %s (enum values are case-sensitive)",
+				quoteValue(v), def.Name, enumNames(def))}
+		}
+	case ast.InputObject:
+		fields, ok := v.(map[string]any)
+		if !ok {
+			return nil // gqlparser refused it already
+		}
+		for _, f := range def.Fields {
+			if fv, ok := fields[f.Name]; ok {
+				if bad := s.check(fv, f.Type); bad != nil {
+					return bad.at(ast.PathName(f.Name))
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func enumNames(def *ast.Definition) string {
+	names := make([]string, len(def.EnumValues))
+	for i, v := range def.EnumValues {
+		names[i] = v.Name
+	}
+	return strings.Join(names, ", ")
+}
+
+// maxQuoted is how much of a client's value an error message repeats: enough
+// to recognise it, never a large part of what was sent.
+const maxQuoted = 40
+
+// quoteValue shows a value a client sent, in JSON's notation, cut short.
+func quoteValue(v any) string {
+	switch v := v.(type) {
+	case string:
+		return clip(strconv.Quote(v))
+	case json.Number:
+		return clip(v.String())
+	}
+	return jsonKind(v)
+}
+
+func clip(s string) string {
+	if len(s) <= maxQuoted {
+		return s
+	}
+	cut := maxQuoted
+	for cut > 0 && !isRuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
+
+// jsonKind names, in JSON's words, the kind of a decoded JSON value.
+func jsonKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "a boolean"
+	case string:
+		return "a string"
+	case json.Number, float64, float32, int, int64, int32:
+		return "a number"
+	case map[string]any:
+		return "an object"
+	case []any:
+		return "a list"
+	}
+	return "a value of another kind"
+}
