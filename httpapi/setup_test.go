@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cmpay/cmpay/database"
 	"github.com/cmpay/cmpay/apitoken"
+	"github.com/cmpay/cmpay/database"
 	"github.com/cmpay/cmpay/httpapi"
 	"github.com/cmpay/cmpay/internal/dbtest"
 	"github.com/cmpay/cmpay/metrics"
