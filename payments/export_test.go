@@ -3,6 +3,7 @@ package payments_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -10,51 +11,84 @@ import (
 	"github.com/cmpay/cmpay/payments"
 )
 
-// TestExport: every matching payment, in the list's order, across many
-// pages, and nothing else; a consumer may stop early.
-func TestExport(t *testing.T) {
+// TestExportMatchesList: for every filter, Export yields exactly what
+// walking List page by page yields, in the same order, across several of
+// Export's pages; a consumer may stop early; a bad filter is an error.
+func TestExportMatchesList(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
 		b := setup(t, db)
 		ctx := context.Background()
-		const n = 2*payments.MaxPageSize + 7
+		start := b.clock.Now()
+		const n = 2300 // more than two of Export's pages
+		clients := []string{"alpha", "beta", "gamma"}
 		for i := range n {
-			client := "even"
-			if i%2 == 1 {
-				client = "odd"
+			req := request(clients[i%3], fmt.Sprintf("k%04d", i), fmt.Sprint(1+i%4), "BRL", payments.MethodPix)
+			if i%5 == 0 {
+				no := false
+				req.Capture = &no
 			}
-			if _, err := b.svc.Create(ctx, request(client, fmt.Sprintf("k%04d", i), "1", "BRL", payments.MethodPix)); err != nil {
+			if i == 17 {
+				req.ClientID = "k0042" // a client id that is also another payment's key
+			}
+			if _, err := b.svc.Create(ctx, req); err != nil {
 				t.Fatal(err)
 			}
-			b.clock.Advance(time.Second)
+			if i%97 == 0 { // a replay
+				if _, err := b.svc.Create(ctx, req); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if i%211 == 0 { // a rejection: the key reused for another amount
+				other := req
+				other.Amount = "99"
+				if _, err := b.svc.Create(ctx, other); err == nil {
+					t.Fatal("a reused key was not refused")
+				}
+			}
+			if i%10 != 9 { // some payments share a created_at
+				b.clock.Advance(time.Second)
+			}
 		}
-		collect := func(f payments.Filter) []string {
-			var keys []string
-			for p, err := range b.svc.Export(ctx, f) {
+		amount := payments.Money{Minor: 300, Currency: "BRL"}
+		for name, f := range map[string]payments.Filter{
+			"all":       {},
+			"client":    {ClientID: "beta"},
+			"key":       {IdempotencyKey: "k0100"},
+			"replayed":  {Replayed: true},
+			"flagged":   {Flagged: true, ClientID: "alpha"},
+			"rejected":  {Rejected: true},
+			"status":    {Status: payments.StatusAuthorized},
+			"amount":    {Amount: &amount},
+			"range":     {From: start.Add(500 * time.Second), To: start.Add(1700 * time.Second)},
+			"search":    {Search: "k0042"},
+			"search-cl": {Search: "gamma", Status: payments.StatusCaptured},
+		} {
+			var listed []string
+			after := ""
+			for {
+				page, err := b.svc.List(ctx, f, payments.MaxPageSize, after)
 				if err != nil {
 					t.Fatal(err)
 				}
-				keys = append(keys, p.IdempotencyKey)
+				for _, p := range page.Payments {
+					listed = append(listed, p.ID)
+				}
+				if !page.HasNextPage {
+					break
+				}
+				after = page.EndCursor()
 			}
-			return keys
-		}
-		all := collect(payments.Filter{})
-		if len(all) != n || all[0] != fmt.Sprintf("k%04d", n-1) || all[n-1] != "k0000" {
-			t.Fatalf("%d payments, first %s, last %s", len(all), all[0], all[len(all)-1])
-		}
-		seen := map[string]bool{}
-		for _, k := range all {
-			if seen[k] {
-				t.Fatalf("%s twice", k)
+			var exported []string
+			for p, err := range b.svc.Export(ctx, f) {
+				if err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+				exported = append(exported, p.ID)
 			}
-			seen[k] = true
-		}
-		odd := collect(payments.Filter{ClientID: "odd"})
-		if len(odd) != n/2 || odd[0] != fmt.Sprintf("k%04d", n-2) {
-			t.Errorf("odd: %d payments, first %s", len(odd), odd[0])
-		}
-		if got := collect(payments.Filter{IdempotencyKey: "k0003"}); len(got) != 1 {
-			t.Errorf("by key: %v", got)
+			if !slices.Equal(listed, exported) || len(listed) == 0 {
+				t.Errorf("%s: list has %d payments, export %d, or they differ", name, len(listed), len(exported))
+			}
 		}
 
 		read := 0
@@ -64,12 +98,14 @@ func TestExport(t *testing.T) {
 				break
 			}
 		}
-		var bad error
-		for _, err := range b.svc.Export(ctx, payments.Filter{Status: "NOPE"}) {
-			bad = err
-		}
-		if bad == nil {
-			t.Error("a bad filter exported")
+		for _, f := range []payments.Filter{{Status: "NOPE"}, {From: start, To: start}} {
+			var bad error
+			for _, err := range b.svc.Export(ctx, f) {
+				bad = err
+			}
+			if bad == nil {
+				t.Errorf("a bad filter %+v exported", f)
+			}
 		}
 	})
 }
