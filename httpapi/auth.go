@@ -16,21 +16,17 @@ import (
 	"github.com/cmpay/cmpay/apierror"
 )
 
-// credentials checks what a request presents. Secrets are compared as
-// SHA-256 digests in constant time, every candidate every time, so neither
-// a secret's length nor which one matched shows in the response time.
-// Nothing here logs a secret.
+// credentials checks the bearer tokens a request presents. Tokens are
+// compared as SHA-256 digests in constant time, every candidate every time,
+// so neither a token's length nor which one matched shows in the response
+// time. Nothing here logs a secret. (Staff sign in with their own accounts:
+// package staff, and staffBasic for /metrics.)
 type credentials struct {
-	tokens    [][sha256.Size]byte
-	adminUser [sha256.Size]byte
-	adminPass [sha256.Size]byte
+	tokens [][sha256.Size]byte
 }
 
-func newCredentials(tokens []string, adminUser, adminPassword string) *credentials {
-	c := &credentials{
-		adminUser: sha256.Sum256([]byte(adminUser)),
-		adminPass: sha256.Sum256([]byte(adminPassword)),
-	}
+func newCredentials(tokens []string) *credentials {
+	c := &credentials{}
 	for _, t := range tokens {
 		c.tokens = append(c.tokens, sha256.Sum256([]byte(t)))
 	}
@@ -49,17 +45,6 @@ func (c *credentials) bearer(r *http.Request) bool {
 		match |= subtle.ConstantTimeCompare(presented[:], t[:])
 	}
 	return match == 1
-}
-
-// admin reports whether r carries the admin's HTTP Basic credentials.
-func (c *credentials) admin(r *http.Request) bool {
-	user, pass, ok := r.BasicAuth()
-	if !ok {
-		return false
-	}
-	u := sha256.Sum256([]byte(user))
-	p := sha256.Sum256([]byte(pass))
-	return subtle.ConstantTimeCompare(u[:], c.adminUser[:])&subtle.ConstantTimeCompare(p[:], c.adminPass[:]) == 1
 }
 
 // failureLimiter keeps guessing slow: each client address may fail
@@ -155,7 +140,7 @@ const (
 
 func unauthenticatedMessage(challenge string) string {
 	if strings.HasPrefix(challenge, "Basic") {
-		return "sign in with the admin user and password"
+		return "send an API token, or the username and password of an admin staff account"
 	}
 	return "missing or invalid bearer token: send Authorization: Bearer <token>"
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/cmpay/cmpay/metrics"
 	"github.com/cmpay/cmpay/payments"
 	"github.com/cmpay/cmpay/requestid"
+	"github.com/cmpay/cmpay/staff"
 	"github.com/cmpay/cmpay/web"
 )
 
@@ -29,9 +30,10 @@ type Deps struct {
 	Metrics *metrics.Metrics
 
 	// APITokens are the bearer tokens the API accepts.
-	APITokens     []string
-	AdminUser     string
-	AdminPassword string
+	APITokens []string
+	// Staff holds the staff accounts and sessions of the admin UI; an admin
+	// account's username and password (HTTP Basic) also read /metrics.
+	Staff *staff.Store
 
 	// CORSOrigins may call the API from a browser; none when empty.
 	CORSOrigins []string
@@ -62,12 +64,13 @@ func NewHandler(d Deps) http.Handler {
 		gqlOpts = *d.GraphQL
 	}
 	gqlOpts.OnOperation = metrics.SetOperation
-	creds := newCredentials(d.APITokens, d.AdminUser, d.AdminPassword)
+	creds := newCredentials(d.APITokens)
 	failures := newFailureLimiter(d.AuthFailuresPerMinute)
 	apiToken := guard(creds.bearer, failures, styleGraphQL, bearerChallenge)
 	restToken := guard(creds.bearer, failures, styleProblem, bearerChallenge)
-	adminOnly := guard(creds.admin, failures, styleProblem, basicChallenge)
-	adminOrToken := guard(func(r *http.Request) bool { return creds.admin(r) || creds.bearer(r) }, failures, styleProblem, basicChallenge)
+	staffAdmin := staffBasic(d.Staff)
+	adminOnly := guard(staffAdmin, failures, styleProblem, basicChallenge)
+	adminOrToken := guard(func(r *http.Request) bool { return creds.bearer(r) || staffAdmin(r) }, failures, styleProblem, basicChallenge)
 
 	r := chi.NewRouter()
 	r.Use(requestid.Middleware, recoverPanics(log), accessLog(log, d.Metrics))
@@ -103,16 +106,23 @@ func NewHandler(d Deps) http.Handler {
 	r.With(restToken).Get("/api/payments/{id}", getPaymentREST(d.Service))
 	r.With(restToken).Get("/api/payments/{id}/refunds/{refundId}", getRefundREST(d.Service))
 
-	// Support staff: the admin's HTTP Basic credentials.
-	adminUI := adminOnly(web.Admin(d.Service))
+	// Support staff: their own accounts, signed in with a session cookie
+	// (web.Admin checks the session and the role of every route).
+	adminUI := web.Admin(web.AdminDeps{
+		Payments:   d.Service,
+		Staff:      d.Staff,
+		Limiter:    adminSignInLimiter{failures},
+		ClientAddr: clientAddr,
+		Logger:     log,
+	})
 	r.Handle("/admin", adminUI)
 	r.Handle("/admin/*", adminUI)
 
-	// Operators: admin credentials or a token.
+	// Operators: a token, or an admin staff account's HTTP Basic.
 	if d.Metrics != nil {
 		r.With(adminOrToken).Method(http.MethodGet, "/metrics", d.Metrics.Handler())
 	}
-	// Go's profiler, for the admin only: go tool pprof -http : http://admin:…@host/debug/pprof/profile
+	// Go's profiler, for admin staff only: go tool pprof -http : http://admin:…@host/debug/pprof/profile
 	r.With(adminOnly).Mount("/debug", middleware.Profiler())
 	return r
 }

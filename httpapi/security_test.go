@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -24,7 +25,8 @@ var open = map[string]bool{
 
 // TestEveryRouteNeedsCredentials walks every route the router knows and
 // calls it with no credentials and with wrong ones: all but the open ones
-// must answer 401 and run nothing.
+// must answer 401 and run nothing; the admin UI, whose staff sign in with a
+// form, sends the browser to it (303 to /admin/login) instead.
 func TestEveryRouteNeedsCredentials(t *testing.T) {
 	t.Parallel()
 	b := setup(t, dbtest.SQLite(t), func(d *httpapi.Deps) { d.AuthFailuresPerMinute = 1_000_000 })
@@ -54,6 +56,12 @@ func TestEveryRouteNeedsCredentials(t *testing.T) {
 				if open[m+" "+route] {
 					if rec.Code != http.StatusOK {
 						t.Errorf("%s %s is meant to be open, got %d", m, path, rec.Code)
+					}
+					continue
+				}
+				if strings.HasPrefix(route, "/admin") {
+					if loc := rec.Header().Get("Location"); rec.Code != http.StatusSeeOther || !strings.HasPrefix(loc, "/admin/login") {
+						t.Errorf("%s %s with %s: %d to %q, want 303 to the sign-in", m, path, name, rec.Code, loc)
 					}
 					continue
 				}
@@ -98,14 +106,22 @@ func TestFailedSignInsAreLimited(t *testing.T) {
 	if rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") == "" || !strings.Contains(rec.Body.String(), "RATE_LIMITED") {
 		t.Errorf("after 5 failures, even the right token: %d %v %s; want 429 with Retry-After", rec.Code, rec.Header(), rec.Body)
 	}
-	// The admin UI shares the budget: the address is guessing.
-	req := httptest.NewRequest("GET", "/admin", nil)
-	req.RemoteAddr = "203.0.113.7:4243"
-	req.SetBasicAuth("admin", adminPassword)
-	adm := httptest.NewRecorder()
-	b.handler.ServeHTTP(adm, req)
-	if adm.Code != http.StatusTooManyRequests {
-		t.Errorf("admin sign-in from a limited address: %d, want 429", adm.Code)
+	// The admin's sign-in form shares the budget: the address is guessing,
+	// so a wrong password gets 429; the right one still signs in.
+	signIn := func(password string) *httptest.ResponseRecorder {
+		form := url.Values{"username": {"admin"}, "password": {password}}
+		req := httptest.NewRequest("POST", "/admin/login", strings.NewReader(form.Encode()))
+		req.RemoteAddr = "203.0.113.7:4243"
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		rec := httptest.NewRecorder()
+		b.handler.ServeHTTP(rec, req)
+		return rec
+	}
+	if adm := signIn("guess"); adm.Code != http.StatusTooManyRequests || adm.Header().Get("Retry-After") == "" {
+		t.Errorf("a wrong admin password from a limited address: %d, want 429", adm.Code)
+	}
+	if adm := signIn(adminPassword); adm.Code != http.StatusSeeOther {
+		t.Errorf("the right admin password from a limited address: %d, want 303 (never refused)", adm.Code)
 	}
 	// Other addresses and successful requests are not affected.
 	if rec := call("198.51.100.1", "Bearer "+token); rec.Code != http.StatusOK {
@@ -128,6 +144,17 @@ func TestSecretsAreNeverLogged(t *testing.T) {
 
 	const wrongToken = "wrong-token-9f8e7d"
 	const wrongPassword = "wrong-password-1a2b3c"
+	// Staff passwords, through the sign-in form and the account page.
+	for _, password := range []string{adminPassword, wrongPassword} {
+		b.newClient(t).post(t, "/admin/login", url.Values{"username": {"admin"}, "password": {password}})
+	}
+	const newPassword = "a-brand-new-password-7d6c"
+	b.asAdmin(t).post(t, "/admin/account", url.Values{"current_password": {adminPassword}, "new_password": {newPassword}, "confirm_password": {newPassword}})
+	_, added := b.signIn(t, "admin", newPassword).post(t, "/admin/staff", url.Values{"username": {"newcomer"}, "role": {"viewer"}})
+	temporary := added.Find("code.password").Text()
+	if temporary == "" {
+		t.Fatal("no temporary password shown")
+	}
 	for _, h := range []http.Header{
 		{"Authorization": {"Bearer " + token}, "Content-Type": {"application/json"}},
 		{"Authorization": {"Bearer " + wrongToken}, "Content-Type": {"application/json"}},
@@ -142,7 +169,7 @@ func TestSecretsAreNeverLogged(t *testing.T) {
 	if logs.Len() == 0 {
 		t.Fatal("nothing was logged; the test proves nothing")
 	}
-	for _, secret := range []string{token, wrongToken, adminPassword, wrongPassword, basic("admin", adminPassword)} {
+	for _, secret := range []string{token, wrongToken, adminPassword, wrongPassword, basic("admin", adminPassword), newPassword, temporary} {
 		if strings.Contains(logs.String(), secret) {
 			t.Errorf("the log contains the secret %q", secret)
 		}

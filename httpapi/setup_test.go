@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"io"
@@ -9,12 +10,14 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/cmpay/cmpay/httpapi"
 	"github.com/cmpay/cmpay/internal/dbtest"
 	"github.com/cmpay/cmpay/metrics"
 	"github.com/cmpay/cmpay/payments"
+	"github.com/cmpay/cmpay/staff"
 )
 
 const (
@@ -26,9 +29,16 @@ const (
 type bundle struct {
 	db      dbtest.DB
 	svc     *payments.Service
+	staff   *staff.Store
 	srv     *httptest.Server
 	handler http.Handler
+
+	adminOnce sync.Once
+	admin     *staffClient
 }
+
+// cheapHash keeps argon2id fast in tests: same format and code, less work.
+var cheapHash = staff.HashParams{Memory: 64, Time: 1, Threads: 1}
 
 // setup serves the whole HTTP surface over db, changed by the options.
 func setup(t *testing.T, db dbtest.DB, change ...func(*httpapi.Deps)) *bundle {
@@ -48,15 +58,21 @@ func setupB(t testing.TB, db dbtest.DB, change ...func(*httpapi.Deps)) *bundle {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := staff.Migrate(db.Gorm); err != nil {
+		t.Fatal(err)
+	}
+	st := staff.New(db.Gorm, staff.Config{Hash: cheapHash})
+	if _, err := st.Bootstrap(context.Background(), "admin", adminPassword); err != nil {
+		t.Fatal(err)
+	}
 	deps := httpapi.Deps{
-		Service:       svc,
-		DB:            db.Gorm,
-		Metrics:       m,
-		APITokens:     []string{"other-token", token},
-		AdminUser:     "admin",
-		AdminPassword: adminPassword,
-		CORSOrigins:   []string{shopOrigin},
-		Logger:        slog.New(slog.DiscardHandler),
+		Service:     svc,
+		DB:          db.Gorm,
+		Metrics:     m,
+		APITokens:   []string{"other-token", token},
+		Staff:       st,
+		CORSOrigins: []string{shopOrigin},
+		Logger:      slog.New(slog.DiscardHandler),
 	}
 	for _, c := range change {
 		c(&deps)
@@ -64,7 +80,7 @@ func setupB(t testing.TB, db dbtest.DB, change ...func(*httpapi.Deps)) *bundle {
 	handler := httpapi.NewHandler(deps)
 	srv := httptest.NewServer(handler)
 	t.Cleanup(srv.Close)
-	return &bundle{db: db, svc: svc, srv: srv, handler: handler}
+	return &bundle{db: db, svc: svc, staff: st, srv: srv, handler: handler}
 }
 
 // raw sends a request and returns the response with its body read.

@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/cmpay/cmpay/apierror"
 	"github.com/cmpay/cmpay/payments"
+	"github.com/cmpay/cmpay/staff"
 )
 
 // adminCSP allows this server's stylesheet and nothing else: the admin UI
@@ -23,20 +25,62 @@ const adminCSP = "default-src 'none'; style-src 'self'; img-src 'self' data:; " 
 // adminPageSize is how many payments a page of the list shows.
 const adminPageSize = 50
 
-// Admin serves the admin UI under /admin: the payments list and a page per
-// payment. The caller puts it behind the admin's credentials.
-func Admin(svc *payments.Service) http.Handler {
-	a := &admin{svc: svc, stats: &statsCache{ttl: statsTTL}}
+// Admin serves the admin UI under /admin: the sign-in, the payments list
+// and a page per payment with its actions, the CSV export, the staff
+// accounts and the audit log. Every page but the sign-in needs a session;
+// each route needs a role (handle), and every state-changing request from
+// another site is refused (crossSite).
+func Admin(d AdminDeps) http.Handler {
+	a := &admin{svc: d.Payments, staff: d.Staff, stats: &statsCache{ttl: statsTTL}, limiter: d.Limiter,
+		clientAddr: d.ClientAddr, isHTTPS: d.HTTPS, log: d.Logger}
+	if a.limiter == nil {
+		a.limiter = noLimit{}
+	}
+	if a.log == nil {
+		a.log = slog.Default()
+	}
+	viewer := func(action staff.Action) route { return route{need: staff.Viewer, action: action} }
+	operator := func(action staff.Action) route { return route{need: staff.Operator, action: action} }
+	adminOnly := func(action staff.Action) route { return route{need: staff.Admin, action: action} }
+
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /admin", a.list)
-	mux.HandleFunc("GET /admin/payments/{id}", a.payment)
-	mux.Handle("GET /admin/static/", http.StripPrefix("/admin/static/", staticFiles("admin")))
-	return secureHeaders(adminCSP, mux)
+	// Open: the sign-in and its stylesheet.
+	mux.HandleFunc("GET "+loginPath, a.loginForm)
+	mux.HandleFunc("POST "+loginPath, a.login)
+	mux.Handle("GET "+staticPath, http.StripPrefix(staticPath, staticFiles("admin")))
+	// Anyone signed in, even with a temporary password.
+	a.handle(mux, "POST "+logoutPath, viewer(staff.ActSignOut), a.logout)
+	a.handle(mux, "GET "+accountPath, viewer(staff.ActPasswordChange), a.account)
+	a.handle(mux, "POST "+accountPath, viewer(staff.ActPasswordChange), a.changePassword)
+	// Viewers: the payments.
+	a.handle(mux, "GET /admin", viewer(staff.ActPaymentsView), a.list)
+	a.handle(mux, "GET /admin/payments/{id}", viewer(staff.ActPaymentsView), a.payment)
+	a.handle(mux, "GET /admin/payments.csv", viewer(staff.ActExport), a.export)
+	// Operators: the payment page's actions.
+	a.handle(mux, "POST /admin/payments/{id}/capture", operator(staff.ActCapture), a.capture)
+	a.handle(mux, "POST /admin/payments/{id}/cancel", operator(staff.ActCancel), a.cancel)
+	a.handle(mux, "POST /admin/payments/{id}/refund", operator(staff.ActRefund), a.refund)
+	// Admins: staff accounts and the audit log.
+	a.handle(mux, "GET /admin/staff", adminOnly(staff.ActStaffView), a.staffList)
+	a.handle(mux, "POST /admin/staff", adminOnly(staff.ActStaffAdd), a.staffAdd)
+	a.handle(mux, "POST /admin/staff/{username}/role", adminOnly(staff.ActStaffRole), a.staffRole)
+	a.handle(mux, "POST /admin/staff/{username}/disable", adminOnly(staff.ActStaffDisable), a.staffDisable)
+	a.handle(mux, "GET /admin/audit", adminOnly(staff.ActAuditView), a.auditLog)
+	// Anything else under /admin, for someone signed in.
+	a.handle(mux, "/admin/", viewer(staff.ActPaymentsView), func(w http.ResponseWriter, r *http.Request) {
+		render(w, r, http.StatusNotFound, pageNotFound(r.URL.Path))
+	})
+	return secureHeaders(adminCSP, a.crossSite(a.withSession(mux)))
 }
 
 type admin struct {
-	svc   *payments.Service
-	stats *statsCache
+	svc        *payments.Service
+	staff      *staff.Store
+	stats      *statsCache
+	limiter    SignInLimiter
+	clientAddr func(*http.Request) string
+	isHTTPS    func(*http.Request) bool
+	log        *slog.Logger
 }
 
 // statsTTL is how long the last-24-hours overview is reused. Counting a
@@ -158,6 +202,13 @@ func (f filterForm) url(after string) string {
 	return "/admin?" + q.Encode()
 }
 
+// csvURL is the CSV export of these filters: every matching payment, not
+// one page.
+func (f filterForm) csvURL() string {
+	f.After = ""
+	return "/admin/payments.csv" + strings.TrimPrefix(f.url(""), "/admin")
+}
+
 // filtered reports whether any filter is set.
 func (f filterForm) filtered() bool {
 	f.After = ""
@@ -225,6 +276,13 @@ type paymentView struct {
 	// a day: a double charge made with two different keys, which no
 	// idempotency key can catch, shows up here.
 	Lookalikes []payments.Payment
+
+	// Actions are the forms the staff member may use on the payment as it
+	// is now; nil for a viewer (actions.go).
+	Actions *actionForms
+	// Done says what an action just did; Problem why one did nothing.
+	Done    *actionResult
+	Problem string
 }
 
 // lookalikeWindow is how far around a payment lookalikes are searched.
@@ -243,8 +301,7 @@ type attemptView struct {
 type fieldDiff struct{ Field, Original, Attempted string }
 
 func (a *admin) payment(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
-	p, err := a.svc.Get(ctx, r.PathValue("id"))
+	view, err := a.paymentView(r.Context(), r.PathValue("id"))
 	if errors.Is(err, payments.ErrNotFound) {
 		render(w, r, http.StatusNotFound, notFoundPage(r.PathValue("id")))
 		return
@@ -253,15 +310,25 @@ func (a *admin) payment(w http.ResponseWriter, r *http.Request) {
 		serverError(w, r, err)
 		return
 	}
+	// After an action's redirect: say what it did (actions.go).
+	view.Done = resultOf(view, r.URL.Query().Get("done"))
+	render(w, r, http.StatusOK, paymentPage(view))
+}
+
+// paymentView reads everything a payment's page shows, with the action
+// forms the signed-in staff member may use on it.
+func (a *admin) paymentView(ctx context.Context, id string) (paymentView, error) {
+	p, err := a.svc.Get(ctx, id)
+	if err != nil {
+		return paymentView{}, err
+	}
 	view := paymentView{Payment: p}
 	if view.Refunds, err = a.svc.Refunds(ctx, p); err != nil {
-		serverError(w, r, err)
-		return
+		return paymentView{}, err
 	}
 	attempts, err := a.svc.Attempts(ctx, p)
 	if err != nil {
-		serverError(w, r, err)
-		return
+		return paymentView{}, err
 	}
 	view.Attempts = make([]attemptView, len(attempts))
 	for i, at := range attempts {
@@ -274,15 +341,17 @@ func (a *admin) payment(w http.ResponseWriter, r *http.Request) {
 		To:       p.CreatedAt.Add(lookalikeWindow),
 	}, 20, "")
 	if err != nil {
-		serverError(w, r, err)
-		return
+		return paymentView{}, err
 	}
 	for _, other := range near.Payments {
 		if other.ID != p.ID {
 			view.Lookalikes = append(view.Lookalikes, other)
 		}
 	}
-	render(w, r, http.StatusOK, paymentPage(view))
+	if sess, ok := sessionFrom(ctx); ok && sess.Account.Role.Allows(staff.Operator) {
+		view.Actions = newActionForms(p)
+	}
+	return view, nil
 }
 
 // diffs puts what the key was first used for and what the rejected request
