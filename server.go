@@ -27,6 +27,16 @@ import (
 )
 
 func main() {
+	if isStaffCommand(os.Args) {
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+		err := staffCommand(ctx, os.Args[2:], os.Getenv, os.Stdout)
+		stop()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "cmpay staff:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	out := newBufferedLog(os.Stderr)
 	log := slog.New(slog.NewJSONHandler(out, nil))
 	slog.SetDefault(log)
@@ -69,10 +79,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer, log 
 		return err
 	}
 	defer func() { _ = database.Close(db) }()
-	if err := database.Migrate(db); err != nil {
-		return err
-	}
-	if err := staff.Migrate(db); err != nil {
+	if err := migrateAll(db); err != nil {
 		return err
 	}
 
