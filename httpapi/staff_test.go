@@ -17,6 +17,7 @@ import (
 	"github.com/cmpay/cmpay/internal/dbtest"
 	"github.com/cmpay/cmpay/payments"
 	"github.com/cmpay/cmpay/staff"
+	"github.com/cmpay/cmpay/web"
 )
 
 // newPayment creates a payment through the service, authorized only when
@@ -98,6 +99,22 @@ func TestAdminRoles(t *testing.T) {
 				{"GET", "/admin/audit", nil},
 			}
 		}
+		// Every route behind the sign-in is called (sign-out is, last, by
+		// every role in TestAdminSignIn and the browser test).
+		all := calls("cover")
+		for _, rt := range web.AdminRoutes() {
+			method, pattern, _ := strings.Cut(rt.Pattern, " ")
+			covered := pattern == "/admin/logout"
+			for _, c := range all {
+				path, _, _ := strings.Cut(c.path, "?")
+				if c.method == method && routeMatches(pattern, path) {
+					covered = true
+				}
+			}
+			if !covered {
+				t.Errorf("%s is not called as every role", rt.Pattern)
+			}
+		}
 		// What each role may do: the first n calls.
 		allowed := map[staff.Role]int{staff.Viewer: 5, staff.Operator: 8, staff.Admin: 13}
 		for _, role := range staff.Roles {
@@ -151,6 +168,21 @@ func TestAdminRoles(t *testing.T) {
 			t.Errorf("a viewer's denied actions in the audit log: %q, want %q", got, want)
 		}
 	})
+}
+
+// routeMatches reports whether path matches a ServeMux pattern's path,
+// each {wildcard} standing for one segment.
+func routeMatches(pattern, path string) bool {
+	ps, xs := strings.Split(pattern, "/"), strings.Split(path, "/")
+	if len(ps) != len(xs) {
+		return false
+	}
+	for i := range ps {
+		if !strings.HasPrefix(ps[i], "{") && ps[i] != xs[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // TestAdminActions: an operator captures and refunds from the payment

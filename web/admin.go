@@ -39,38 +39,58 @@ func Admin(d AdminDeps) http.Handler {
 	if a.log == nil {
 		a.log = slog.Default()
 	}
-	viewer := func(action staff.Action) route { return route{need: staff.Viewer, action: action} }
-	operator := func(action staff.Action) route { return route{need: staff.Operator, action: action} }
-	adminOnly := func(action staff.Action) route { return route{need: staff.Admin, action: action} }
-
 	mux := http.NewServeMux()
 	// Open: the sign-in and its stylesheet.
 	mux.HandleFunc("GET "+loginPath, a.loginForm)
 	mux.HandleFunc("POST "+loginPath, a.login)
 	mux.Handle("GET "+staticPath, http.StripPrefix(staticPath, staticFiles("admin")))
-	// Anyone signed in, even with a temporary password.
-	a.handle(mux, "POST "+logoutPath, viewer(staff.ActSignOut), a.logout)
-	a.handle(mux, "GET "+accountPath, viewer(staff.ActPasswordChange), a.account)
-	a.handle(mux, "POST "+accountPath, viewer(staff.ActPasswordChange), a.changePassword)
-	// Viewers: the payments.
-	a.handle(mux, "GET /admin", viewer(staff.ActPaymentsView), a.list)
-	a.handle(mux, "GET /admin/payments/{id}", viewer(staff.ActPaymentsView), a.payment)
-	a.handle(mux, "GET /admin/payments.csv", viewer(staff.ActExport), a.export)
-	// Operators: the payment page's actions.
-	a.handle(mux, "POST /admin/payments/{id}/capture", operator(staff.ActCapture), a.capture)
-	a.handle(mux, "POST /admin/payments/{id}/cancel", operator(staff.ActCancel), a.cancel)
-	a.handle(mux, "POST /admin/payments/{id}/refund", operator(staff.ActRefund), a.refund)
-	// Admins: staff accounts and the audit log.
-	a.handle(mux, "GET /admin/staff", adminOnly(staff.ActStaffView), a.staffList)
-	a.handle(mux, "POST /admin/staff", adminOnly(staff.ActStaffAdd), a.staffAdd)
-	a.handle(mux, "POST /admin/staff/{username}/role", adminOnly(staff.ActStaffRole), a.staffRole)
-	a.handle(mux, "POST /admin/staff/{username}/disable", adminOnly(staff.ActStaffDisable), a.staffDisable)
-	a.handle(mux, "GET /admin/audit", adminOnly(staff.ActAuditView), a.auditLog)
+	for _, rt := range a.routes() {
+		a.handle(mux, rt.Pattern, route{need: rt.Need, action: rt.Action}, rt.handler)
+	}
 	// Anything else under /admin, for someone signed in.
-	a.handle(mux, "/admin/", viewer(staff.ActPaymentsView), func(w http.ResponseWriter, r *http.Request) {
+	a.handle(mux, "/admin/", route{need: staff.Viewer, action: staff.ActPaymentsView}, func(w http.ResponseWriter, r *http.Request) {
 		render(w, r, http.StatusNotFound, pageNotFound(r.URL.Path))
 	})
 	return secureHeaders(adminCSP, a.crossSite(a.withSession(mux)))
+}
+
+// Route is one route behind the sign-in: its pattern, the least role it
+// needs, and what it is called in the audit log.
+type Route struct {
+	Pattern string
+	Need    staff.Role
+	Action  staff.Action
+	handler http.HandlerFunc
+}
+
+// routes lists every route behind the sign-in, in one place.
+func (a *admin) routes() []Route {
+	return []Route{
+		// Anyone signed in, even with a temporary password.
+		{"POST " + logoutPath, staff.Viewer, staff.ActSignOut, a.logout},
+		{"GET " + accountPath, staff.Viewer, staff.ActPasswordChange, a.account},
+		{"POST " + accountPath, staff.Viewer, staff.ActPasswordChange, a.changePassword},
+		// Viewers: the payments.
+		{"GET /admin", staff.Viewer, staff.ActPaymentsView, a.list},
+		{"GET /admin/payments/{id}", staff.Viewer, staff.ActPaymentsView, a.payment},
+		{"GET /admin/payments.csv", staff.Viewer, staff.ActExport, a.export},
+		// Operators: the payment page's actions.
+		{"POST /admin/payments/{id}/capture", staff.Operator, staff.ActCapture, a.capture},
+		{"POST /admin/payments/{id}/cancel", staff.Operator, staff.ActCancel, a.cancel},
+		{"POST /admin/payments/{id}/refund", staff.Operator, staff.ActRefund, a.refund},
+		// Admins: staff accounts and the audit log.
+		{"GET /admin/staff", staff.Admin, staff.ActStaffView, a.staffList},
+		{"POST /admin/staff", staff.Admin, staff.ActStaffAdd, a.staffAdd},
+		{"POST /admin/staff/{username}/role", staff.Admin, staff.ActStaffRole, a.staffRole},
+		{"POST /admin/staff/{username}/disable", staff.Admin, staff.ActStaffDisable, a.staffDisable},
+		{"GET /admin/audit", staff.Admin, staff.ActAuditView, a.auditLog},
+	}
+}
+
+// AdminRoutes lists the admin's routes behind the sign-in and the role
+// each needs, for tests that call every one of them as every role.
+func AdminRoutes() []Route {
+	return (&admin{}).routes()
 }
 
 type admin struct {
