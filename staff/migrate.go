@@ -14,12 +14,13 @@ const migrationLockID = 0x636d706179 // "cmpay"
 // database.Migrate has created the tables: triggers that make the audit
 // table append-only on both databases (an UPDATE, DELETE or TRUNCATE of it
 // fails, whoever sends it), and the partial index the audit page reads the
-// admin's payment attempts through. Safe to run at every start.
+// admin's payment attempts through (all of them, and one staff member's),
+// which are a sliver of all attempts. Safe to run at every start.
 //
-// The index is on the payments engine's table; it is created here rather
-// than declared on models.IdempotencyAttempt only to keep this change out
-// of the payments models: it can move there as
-// `index:…,where:transport = 'admin'` on At and ID with the same name.
+// The indexes are on the payments engine's table; they are created here
+// rather than declared on models.IdempotencyAttempt only to keep this change
+// out of the payments models: they can move there as
+// `index:…,where:transport = 'admin'` tags with the same names.
 func Migrate(db *gorm.DB) error {
 	err := db.Transaction(func(tx *gorm.DB) error {
 		stmts := sqliteAppendOnly
@@ -37,8 +38,11 @@ func Migrate(db *gorm.DB) error {
 				stmts = postgresAppendOnly
 			}
 		}
-		stmts = append(stmts, `CREATE INDEX IF NOT EXISTS idx_idempotency_attempts_admin
-			ON idempotency_attempts (at, id) WHERE transport = 'admin'`)
+		stmts = append(stmts,
+			`CREATE INDEX IF NOT EXISTS idx_idempotency_attempts_admin
+			 ON idempotency_attempts (at, id) WHERE transport = 'admin'`,
+			`CREATE INDEX IF NOT EXISTS idx_idempotency_attempts_admin_actor
+			 ON idempotency_attempts (actor, at, id) WHERE transport = 'admin'`)
 		for _, stmt := range stmts {
 			if err := tx.Exec(stmt).Error; err != nil {
 				return err

@@ -42,6 +42,7 @@ func BenchmarkAdminPages(b *testing.B) {
 		b.Fatal(err)
 	}
 	h, cookie := benchAdmin(b, db, svc)
+	seedAudit(b, db)
 	// A payment of the big client with a replay and a rejection.
 	var busy string
 	db.Gorm.Raw(`SELECT id FROM payments WHERE client_id = 'big-client' AND replay_count > 0 AND rejected_count > 0 ORDER BY created_at DESC LIMIT 1`).Scan(&busy)
@@ -67,6 +68,11 @@ func BenchmarkAdminPages(b *testing.B) {
 		{"search", "/admin?q=big-client"},
 		{"date-range", "/admin?from=" + time.Now().AddDate(0, -3, 0).Format(time.DateOnly) + "&to=" + time.Now().AddDate(0, -2, 0).Format(time.DateOnly)},
 		{"payment", "/admin/payments/" + busy},
+		{"audit", "/admin/audit"},
+		{"audit-refunds", "/admin/audit?action=refund"},
+		{"audit-one-staff", "/admin/audit?actor=staff-7"},
+		{"audit-sign-ins-one-day", "/admin/audit?action=sign-in&from=" + time.Now().AddDate(0, 0, -30).Format(time.DateOnly) + "&to=" + time.Now().AddDate(0, 0, -30).Format(time.DateOnly)},
+		{"staff", "/admin/staff"},
 	} {
 		b.Run(page.name, func(b *testing.B) {
 			for b.Loop() {
@@ -188,6 +194,31 @@ func BenchmarkAdminExport(b *testing.B) {
 			b.Logf("%s: %d rows in %s (first byte after %s); RSS MB every 50,000 rows: %v",
 				tt.name, rows, took.Round(time.Millisecond), firstByte.Round(time.Millisecond), rss)
 		})
+	}
+}
+
+// seedAudit gives the audit log a year of a busy support team: 50 staff,
+// 200,000 entries of their own (sign-ins, exports, …) and 20,000 captures
+// and refunds made in the admin among the payments' attempts.
+func seedAudit(b *testing.B, db dbtest.DB) {
+	b.Helper()
+	for _, stmt := range []string{
+		`INSERT INTO staff_accounts (username, role, password_hash, created_at, updated_at, password_changed_at)
+		 SELECT 'staff-' || g, (ARRAY['viewer','operator','admin'])[1 + g % 3], 'x', now(), now(), now() FROM generate_series(1, 50) g`,
+		`INSERT INTO staff_audit (at, actor, address, action, target, outcome, detail)
+		 SELECT now() - g * interval '150 seconds', 'staff-' || (g % 50), '10.0.0.' || (g % 50),
+		        (ARRAY['sign-in','sign-out','export','sign-in','password.change'])[1 + g % 5], 'staff-' || (g % 50),
+		        CASE WHEN g % 17 = 0 THEN 'failed' ELSE 'ok' END, ''
+		 FROM generate_series(1, 200000) g`,
+		`INSERT INTO idempotency_attempts (payment_id, operation, idempotency_key, outcome, at, params, transport, actor, actor_address, differing_fields)
+		 SELECT id, (ARRAY['REFUND_PAYMENT','CAPTURE_PAYMENT'])[1 + (row_number() OVER ()) % 2], 'admin-' || id, 'APPLIED', created_at + interval '1 hour',
+		        '{"amount":"1"}', 'admin', 'staff-' || ((row_number() OVER ()) % 50), '10.0.0.1', ''
+		 FROM payments WHERE client_id <> 'big-client' AND replay_count = 0 ORDER BY created_at DESC LIMIT 20000`,
+		`ANALYZE`,
+	} {
+		if err := db.Gorm.Exec(stmt).Error; err != nil {
+			b.Fatalf("seed audit: %v", err)
+		}
 	}
 }
 
