@@ -29,6 +29,10 @@ type command struct {
 
 var commands = map[string]command{
 	"tokens": {summary: "create, list and revoke API tokens", run: tokensCommand},
+	"staff": {summary: "add, list and disable staff accounts of the admin UI",
+		run: func(ctx context.Context, env cmdEnv, args []string) error {
+			return staffCommand(ctx, args, env.getenv, env.stdout)
+		}},
 }
 
 // cmdEnv is what a command may use: the environment (DATABASE_URL, as the

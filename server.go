@@ -25,6 +25,7 @@ import (
 	"github.com/cmpay/cmpay/httpapi"
 	"github.com/cmpay/cmpay/metrics"
 	"github.com/cmpay/cmpay/payments"
+	"github.com/cmpay/cmpay/staff"
 )
 
 func main() {
@@ -76,7 +77,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer, log 
 		return err
 	}
 	defer func() { _ = database.Close(db) }()
-	if err := database.Migrate(db); err != nil {
+	if err := migrateAll(db); err != nil {
 		return err
 	}
 
@@ -103,14 +104,18 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer, log 
 	if err != nil {
 		return err
 	}
+	staffStore := staff.New(db, staff.Config{IdleTimeout: cfg.AdminSessionIdle})
+	admin, err := staffStore.Bootstrap(ctx, cfg.AdminUser, cfg.AdminPassword)
+	if err != nil {
+		return err
+	}
 	srv := newHTTPServer(httpapi.NewHandler(httpapi.Deps{
 		Service:        svc,
 		Ping:           database.Pinger(db),
 		Metrics:        m,
 		APITokens:      cfg.APITokens,
 		Tokens:         apitoken.NewStore(db, apitoken.Options{}),
-		AdminUser:      cfg.AdminUser,
-		AdminPassword:  cfg.AdminPassword,
+		Staff:          staffStore,
 		CORSOrigins:    cfg.CORSOrigins,
 		TrustedProxies: cfg.TrustedProxies,
 		MaxBodyBytes:   cfg.MaxBodyBytes,
@@ -134,7 +139,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer, log 
 	if err != nil {
 		return err
 	}
-	printStartup(stdout, cfg, ln.Addr())
+	printStartup(stdout, cfg, admin, ln.Addr())
 	log.Info("listening", "addr", ln.Addr().String(), "database", db.Dialector.Name(), "key_ttl", cfg.KeyTTL.String())
 
 	sweepCtx, stopSweeping := context.WithCancel(context.Background())
@@ -209,12 +214,13 @@ func newHTTPServer(h http.Handler, log *slog.Logger) *http.Server {
 // printStartup tells the operator where the server is and, once, any
 // secret it made up because none was configured. Secrets go to stdout,
 // never to the structured log.
-func printStartup(w io.Writer, cfg config.Config, addr net.Addr) {
+func printStartup(w io.Writer, cfg config.Config, admin staff.Bootstrapped, addr net.Addr) {
 	fmt.Fprintf(w, "CMPay listening on http://%s\n", addr)
 	if cfg.APITokenGenerated {
 		fmt.Fprintf(w, "API token (generated; set API_TOKENS to choose): %s\n", cfg.APITokens[0])
 	}
-	if cfg.AdminPasswordGenerated {
-		fmt.Fprintf(w, "Admin password for %q (generated; set ADMIN_PASSWORD to choose): %s\n", cfg.AdminUser, cfg.AdminPassword)
+	if admin.Generated != "" {
+		fmt.Fprintf(w, "Admin password for %q (generated; set ADMIN_PASSWORD to choose; change it at first sign-in on /admin): %s\n",
+			staff.NormalizeUsername(cfg.AdminUser), admin.Generated)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/cmpay/cmpay/clientaddr"
 	"github.com/cmpay/cmpay/database"
 	"github.com/cmpay/cmpay/payments"
+	"github.com/cmpay/cmpay/staff"
 )
 
 // Config is everything the server is told from outside.
@@ -34,10 +35,15 @@ type Config struct {
 	// was made up at start; it is printed once.
 	APITokenGenerated bool
 
+	// AdminUser is the first staff account (role admin), created at start
+	// if missing; AdminPassword, when set, is set as its password at every
+	// start (recovery). When the account is created without one, the
+	// server makes up a temporary password and prints it once.
 	AdminUser     string
 	AdminPassword string
-	// AdminPasswordGenerated: as APITokenGenerated, for ADMIN_PASSWORD.
-	AdminPasswordGenerated bool
+	// AdminSessionIdle ends a staff session unused for this long
+	// (ADMIN_SESSION_IDLE).
+	AdminSessionIdle time.Duration
 
 	// KeyTTL is how long an idempotency key is remembered.
 	KeyTTL time.Duration
@@ -82,6 +88,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		MaxDepth:        10,
 		MaxComplexity:   5000,
 	}
+	c.AdminSessionIdle = staff.DefaultIdleTimeout
 	var problems []string
 	duration := func(name string, into *time.Duration) {
 		v := getenv(name)
@@ -129,15 +136,12 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	duration("IDEMPOTENCY_KEY_TTL", &c.KeyTTL)
 	duration("SWEEP_INTERVAL", &c.SweepInterval)
 	duration("SHUTDOWN_TIMEOUT", &c.ShutdownTimeout)
+	duration("ADMIN_SESSION_IDLE", &c.AdminSessionIdle)
 
 	c.APITokens = list(getenv("API_TOKENS"))
 	if len(c.APITokens) == 0 {
 		c.APITokens = []string{"cmpay_" + randomSecret()}
 		c.APITokenGenerated = true
-	}
-	if c.AdminPassword == "" {
-		c.AdminPassword = randomSecret()
-		c.AdminPasswordGenerated = true
 	}
 
 	if len(problems) > 0 {

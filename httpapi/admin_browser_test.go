@@ -46,7 +46,7 @@ func TestAdminInBrowser(t *testing.T) {
 	}
 
 	watch := browsertest.Watch(t, ctx)
-	browsertest.SignIn(t, ctx, "admin", adminPassword)
+	browsertest.SignIn(t, ctx, b.srv.URL, "admin", adminPassword)
 
 	// The list: newest first, one row per payment, the flags.
 	if err := chromedp.Do(ctx,

@@ -1,8 +1,14 @@
 package httpapi_test
 
 import (
+	"bytes"
+	"context"
 	"fmt"
+	"io"
 	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -10,28 +16,109 @@ import (
 	"github.com/PuerkitoBio/goquery"
 
 	"github.com/cmpay/cmpay/internal/dbtest"
+	"github.com/cmpay/cmpay/staff"
 )
 
-func adminHeader() http.Header {
-	return http.Header{"Authorization": {"Basic " + basic("admin", adminPassword)}}
+// staffClient is a browser without JavaScript: it keeps cookies and does
+// not follow redirects, so tests see each 303.
+type staffClient struct {
+	b   *bundle
+	jar http.CookieJar
+	c   *http.Client
+}
+
+func (b *bundle) newClient(t testing.TB) *staffClient {
+	t.Helper()
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &staffClient{b: b, jar: jar, c: &http.Client{Jar: jar,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+}
+
+// signIn signs in through the form and returns the signed-in client.
+func (b *bundle) signIn(t testing.TB, username, password string) *staffClient {
+	t.Helper()
+	c := b.newClient(t)
+	res, _ := c.post(t, "/admin/login", url.Values{"username": {username}, "password": {password}})
+	if res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("sign in as %s: %d, want 303", username, res.StatusCode)
+	}
+	return c
+}
+
+// asAdmin is the bootstrap admin, signed in once per bundle.
+func (b *bundle) asAdmin(t testing.TB) *staffClient {
+	t.Helper()
+	b.adminOnce.Do(func() { b.admin = b.signIn(t, "admin", adminPassword) })
+	return b.admin
+}
+
+// addStaff adds an account with a chosen password (not to be changed) and
+// signs it in.
+func (b *bundle) addStaff(t testing.TB, username string, role staff.Role) *staffClient {
+	t.Helper()
+	if _, err := b.staff.Add(context.Background(), staff.CommandLine, username, role, username+"-password"); err != nil {
+		t.Fatal(err)
+	}
+	return b.signIn(t, username, username+"-password")
+}
+
+// do sends a request with the client's cookies and returns the response
+// with its body read.
+func (c *staffClient) do(t testing.TB, method, path string, header http.Header, body string) (*http.Response, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, c.b.srv.URL+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, vs := range header {
+		req.Header[k] = vs
+	}
+	res, err := c.c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	out, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res, out
+}
+
+func parse(t testing.TB, body []byte) *goquery.Document {
+	t.Helper()
+	doc, err := goquery.NewDocumentFromReader(bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doc
+}
+
+// get loads a page.
+func (c *staffClient) get(t testing.TB, path string) (*http.Response, *goquery.Document) {
+	t.Helper()
+	res, body := c.do(t, "GET", path, nil, "")
+	return res, parse(t, body)
+}
+
+// post submits a form as a browser on this site does.
+func (c *staffClient) post(t testing.TB, path string, form url.Values) (*http.Response, *goquery.Document) {
+	t.Helper()
+	res, body := c.do(t, "POST", path, http.Header{
+		"Content-Type":   {"application/x-www-form-urlencoded"},
+		"Origin":         {c.b.srv.URL},
+		"Sec-Fetch-Site": {"same-origin"},
+	}, form.Encode())
+	return res, parse(t, body)
 }
 
 // adminPage gets an admin page as the admin, without following redirects.
 func (b *bundle) adminPage(t *testing.T, path string) (*http.Response, *goquery.Document) {
 	t.Helper()
-	req, _ := http.NewRequest("GET", b.srv.URL+path, nil)
-	req.Header = adminHeader()
-	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	res, err := client.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	doc, err := goquery.NewDocumentFromReader(res.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res, doc
+	return b.asAdmin(t).get(t, path)
 }
 
 func rowKeys(doc *goquery.Document) string {
@@ -40,24 +127,87 @@ func rowKeys(doc *goquery.Document) string {
 	}), ",")
 }
 
-func TestAdminAuth(t *testing.T) {
+// adminPaths are the admin's pages and forms, every one behind the sign-in.
+var adminPaths = []struct{ method, path string }{
+	{"GET", "/admin"}, {"GET", "/admin?flagged=1"}, {"GET", "/admin/payments/pay_x"}, {"GET", "/admin/payments.csv"},
+	{"POST", "/admin/payments/pay_x/capture"}, {"POST", "/admin/payments/pay_x/cancel"}, {"POST", "/admin/payments/pay_x/refund"},
+	{"GET", "/admin/staff"}, {"POST", "/admin/staff"}, {"POST", "/admin/staff/admin/role"}, {"POST", "/admin/staff/admin/disable"},
+	{"GET", "/admin/audit"}, {"GET", "/admin/account"}, {"POST", "/admin/account"}, {"POST", "/admin/logout"},
+	{"GET", "/admin/nothing-here"}, {"PUT", "/admin"}, {"DELETE", "/admin/payments/pay_x"},
+}
+
+func TestAdminSignIn(t *testing.T) {
 	t.Parallel()
 	b := setup(t, dbtest.SQLite(t))
-	for _, path := range []string{"/admin", "/admin/payments/pay_x", "/admin/static/admin.css", "/admin?flagged=1"} {
+
+	// Without a session every admin page sends the browser to the sign-in,
+	// coming back after; HTTP Basic is not accepted any more.
+	for _, p := range adminPaths {
 		for name, header := range map[string]http.Header{
-			"no credentials": nil,
-			"wrong password": {"Authorization": {"Basic " + basic("admin", "wrong")}},
-			"wrong user":     {"Authorization": {"Basic " + basic("root", adminPassword)}},
-			"a bearer token": {"Authorization": {"Bearer " + token}},
+			"nothing":           nil,
+			"HTTP Basic":        {"Authorization": {"Basic " + basic("admin", adminPassword)}},
+			"a token":           {"Authorization": {"Bearer " + token}},
+			"a made-up session": {"Cookie": {"cmpay_admin=made-up"}},
 		} {
-			res, _ := b.raw(t, "GET", path, header, "")
-			if res.StatusCode != http.StatusUnauthorized || !strings.HasPrefix(res.Header.Get("WWW-Authenticate"), "Basic ") {
-				t.Errorf("%s with %s: %d, WWW-Authenticate %q; want 401 asking for Basic", path, name, res.StatusCode, res.Header.Get("WWW-Authenticate"))
+			res, _ := b.newClient(t).do(t, p.method, p.path, header, "")
+			loc := res.Header.Get("Location")
+			if res.StatusCode != http.StatusSeeOther || !strings.HasPrefix(loc, "/admin/login") {
+				t.Errorf("%s %s with %s: %d to %q; want 303 to /admin/login", p.method, p.path, name, res.StatusCode, loc)
+			}
+			if p.method == "GET" && p.path == "/admin/payments/pay_x" && loc != "/admin/login?next=%2Fadmin%2Fpayments%2Fpay_x" {
+				t.Errorf("the sign-in does not come back: %q", loc)
 			}
 		}
 	}
-	res, _ := b.raw(t, "GET", "/admin", adminHeader(), "")
-	if res.StatusCode != http.StatusOK {
+
+	// The form.
+	c := b.newClient(t)
+	res, doc := c.get(t, "/admin/login")
+	if res.StatusCode != http.StatusOK || doc.Find(`form[method=post][action="/admin/login"] input[name=username]`).Length() != 1 ||
+		doc.Find(`input[name=password][type=password]`).Length() != 1 || doc.Find("nav").Length() != 0 {
+		t.Fatalf("sign-in form: %d", res.StatusCode)
+	}
+	// Its stylesheet is open: it holds no data.
+	if res, css := c.do(t, "GET", "/admin/static/admin.css", nil, ""); res.StatusCode != http.StatusOK || len(css) < 1000 {
+		t.Errorf("stylesheet: %d", res.StatusCode)
+	}
+
+	// Wrong credentials: the same words whichever was wrong, the username kept.
+	var errors []string
+	for _, creds := range [][2]string{{"admin", "wrong"}, {"nobody", adminPassword}, {"", ""}} {
+		res, doc := c.post(t, "/admin/login", url.Values{"username": {creds[0]}, "password": {creds[1]}})
+		if res.StatusCode != http.StatusUnauthorized || res.Header.Get("Set-Cookie") != "" {
+			t.Errorf("%v: %d, cookie %q", creds, res.StatusCode, res.Header.Get("Set-Cookie"))
+		}
+		if v, _ := doc.Find("input[name=username]").Attr("value"); v != creds[0] {
+			t.Errorf("username not kept: %q", v)
+		}
+		errors = append(errors, doc.Find("[role=alert]").Text())
+	}
+	if errors[0] != "Wrong username or password." || errors[1] != errors[0] || errors[2] != errors[0] {
+		t.Errorf("errors %q: want one message that does not say which was wrong", errors)
+	}
+
+	// Right: 303 to the admin with the session cookie.
+	res, _ = c.post(t, "/admin/login", url.Values{"username": {"ADMIN"}, "password": {adminPassword}})
+	if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/admin" {
+		t.Fatalf("sign in: %d to %q", res.StatusCode, res.Header.Get("Location"))
+	}
+	cookie := res.Cookies()[0]
+	if len(res.Cookies()) != 1 || cookie.Name != "cmpay_admin" || !cookie.HttpOnly || cookie.SameSite != http.SameSiteLaxMode ||
+		cookie.Path != "/admin" || cookie.Secure || len(cookie.Value) < 43 {
+		t.Errorf("cookie %+v: want one HttpOnly, SameSite=Lax cookie for /admin of at least 256 bits, not Secure over plain HTTP", cookie)
+	}
+	// The table holds only the token's hash.
+	var stored []string
+	b.db.Gorm.Table("staff_sessions").Pluck("id", &stored)
+	for _, id := range stored {
+		if strings.Contains(id, cookie.Value) {
+			t.Error("the session table holds the token itself")
+		}
+	}
+	res, doc = c.get(t, "/admin")
+	if res.StatusCode != http.StatusOK || !strings.Contains(doc.Find(".who").Text(), "admin") {
 		t.Fatalf("signed in: %d", res.StatusCode)
 	}
 	h := res.Header
@@ -69,9 +219,48 @@ func TestAdminAuth(t *testing.T) {
 	if h.Get("X-Content-Type-Options") != "nosniff" || h.Get("Referrer-Policy") != "same-origin" || h.Get("Cache-Control") != "no-store" {
 		t.Errorf("headers %v", h)
 	}
-	res, css := b.raw(t, "GET", "/admin/static/admin.css", adminHeader(), "")
-	if res.StatusCode != http.StatusOK || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/css") || len(css) < 1000 {
-		t.Errorf("stylesheet: %d %s, %d bytes", res.StatusCode, res.Header.Get("Content-Type"), len(css))
+	// Signed in, the sign-in page sends the browser on.
+	if res, _ := c.get(t, "/admin/login?next=/admin/audit"); res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/admin/audit" {
+		t.Errorf("sign-in page when signed in: %d to %q", res.StatusCode, res.Header.Get("Location"))
+	}
+
+	// next: paths of the admin on this site only.
+	for next, want := range map[string]string{
+		"/admin/payments/pay_1?x=1":  "/admin/payments/pay_1?x=1",
+		"/admin/audit":               "/admin/audit",
+		"//evil.example/admin":       "/admin",
+		"https://evil.example/admin": "/admin",
+		"/\\evil.example":            "/admin",
+		"/admin/../graphql":          "/admin",
+		"/playground":                "/admin",
+		"/admin/logout":              "/admin",
+		"javascript:alert(1)":        "/admin",
+	} {
+		res, _ := b.newClient(t).post(t, "/admin/login", url.Values{"username": {"admin"}, "password": {adminPassword}, "next": {next}})
+		if got := res.Header.Get("Location"); got != want {
+			t.Errorf("next %q: to %q, want %q", next, got, want)
+		}
+	}
+
+	// Over HTTPS the cookie is Secure.
+	req := httptest.NewRequest("POST", "https://cmpay.example/admin/login", strings.NewReader(url.Values{"username": {"admin"}, "password": {adminPassword}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	rec := httptest.NewRecorder()
+	b.handler.ServeHTTP(rec, req)
+	if cs := rec.Result().Cookies(); rec.Code != http.StatusSeeOther || len(cs) != 1 || !cs[0].Secure {
+		t.Errorf("over HTTPS: %d, cookies %v", rec.Code, cs)
+	}
+
+	// Sign-out ends the session on the server: a copy of the old cookie
+	// is worth nothing.
+	res, _ = c.post(t, "/admin/logout", nil)
+	if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/admin/login" {
+		t.Errorf("sign out: %d to %q", res.StatusCode, res.Header.Get("Location"))
+	}
+	replay := b.newClient(t)
+	res, _ = replay.do(t, "GET", "/admin", http.Header{"Cookie": {"cmpay_admin=" + cookie.Value}}, "")
+	if res.StatusCode != http.StatusSeeOther {
+		t.Errorf("the old cookie after sign-out: %d, want 303 to the sign-in", res.StatusCode)
 	}
 }
 
@@ -169,4 +358,19 @@ func TestAdminPagination(t *testing.T) {
 			t.Errorf("%d pages, %d payments seen; want 2 and %d", pages, len(seen), n)
 		}
 	})
+}
+
+// A path the admin does not have gets the admin's own page, as HTML with
+// its security headers, not text/plain; before signing in, the sign-in.
+func TestAdminNotFoundPage(t *testing.T) {
+	t.Parallel()
+	b := setup(t, dbtest.SQLite(t))
+	admin := b.asAdmin(t)
+	for _, path := range []string{"/admin/nope", "/admin/payments", "/admin/payments/x/y"} {
+		res, doc := admin.get(t, path)
+		if res.StatusCode != http.StatusNotFound || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/html") ||
+			!strings.Contains(doc.Text(), "CMPay admin") || res.Header.Get("Content-Security-Policy") == "" {
+			t.Errorf("%s: %d %v", path, res.StatusCode, res.Header)
+		}
+	}
 }

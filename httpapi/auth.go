@@ -16,28 +16,24 @@ import (
 	"github.com/cmpay/cmpay/requestid"
 )
 
-// credentials checks what a request presents: one of API_TOKENS, a
-// managed token (package apitoken), or the admin's HTTP Basic credentials.
-// Secrets held in memory are compared as SHA-256 digests in constant time,
-// every candidate every time, so neither a secret's length nor which one
-// matched shows in the response time. Nothing here logs a secret.
+// credentials checks the bearer tokens a request presents: one of
+// API_TOKENS, or a managed token (package apitoken). Secrets held in memory
+// are compared as SHA-256 digests in constant time, every candidate every
+// time, so neither a secret's length nor which one matched shows in the
+// response time. Nothing here logs a secret. (Staff sign in with their own
+// accounts: package staff; staffBasic checks an admin account on /metrics.)
 type credentials struct {
-	tokens    [][sha256.Size]byte
-	adminUser [sha256.Size]byte
-	adminPass [sha256.Size]byte
-	// The principals of API_TOKENS and the admin, made once.
-	envPrincipal, adminPrincipal auth.Principal
+	tokens [][sha256.Size]byte
+	// envPrincipal is the principal of API_TOKENS, made once.
+	envPrincipal auth.Principal
 	// managed looks up managed tokens; nil: API_TOKENS only.
 	managed *apitoken.Store
 }
 
-func newCredentials(tokens []string, adminUser, adminPassword string, managed *apitoken.Store) *credentials {
+func newCredentials(tokens []string, managed *apitoken.Store) *credentials {
 	c := &credentials{
-		adminUser:      sha256.Sum256([]byte(adminUser)),
-		adminPass:      sha256.Sum256([]byte(adminPassword)),
-		envPrincipal:   auth.FullAccess(auth.KindEnvToken, "API_TOKENS"),
-		adminPrincipal: auth.FullAccess(auth.KindAdmin, adminUser),
-		managed:        managed,
+		envPrincipal: auth.FullAccess(auth.KindEnvToken, "API_TOKENS"),
+		managed:      managed,
 	}
 	for _, t := range tokens {
 		c.tokens = append(c.tokens, sha256.Sum256([]byte(t)))
@@ -88,20 +84,6 @@ func prefix(s string, n int) string {
 		return s[:n]
 	}
 	return s
-}
-
-// admin checks the admin's HTTP Basic credentials.
-func (c *credentials) admin(r *http.Request) (signIn, error) {
-	user, pass, found := r.BasicAuth()
-	if !found {
-		return signIn{}, nil
-	}
-	u := sha256.Sum256([]byte(user))
-	p := sha256.Sum256([]byte(pass))
-	if subtle.ConstantTimeCompare(u[:], c.adminUser[:])&subtle.ConstantTimeCompare(p[:], c.adminPass[:]) == 1 {
-		return signIn{ok: true, principal: c.adminPrincipal}, nil
-	}
-	return signIn{identity: "basic:" + user}, nil
 }
 
 // check is one way of signing in.
@@ -260,7 +242,7 @@ const (
 
 func unauthenticatedMessage(challenge string) string {
 	if strings.HasPrefix(challenge, "Basic") {
-		return "sign in with the admin user and password"
+		return "send an API token, or the username and password of an admin staff account"
 	}
 	return "missing or invalid bearer token: send Authorization: Bearer <token>"
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/cmpay/cmpay/graph"
 	"github.com/cmpay/cmpay/httpapi"
 	"github.com/cmpay/cmpay/internal/dbtest"
+	"github.com/cmpay/cmpay/staff"
 )
 
 func TestCORS(t *testing.T) {
@@ -214,6 +215,13 @@ func TestMetrics(t *testing.T) {
 	res, _ := b.raw(t, "GET", "/metrics", http.Header{"Authorization": {"Bearer " + token}}, "")
 	if res.StatusCode != http.StatusOK {
 		t.Errorf("/metrics with a token: %d", res.StatusCode)
+	}
+	// HTTP Basic with a staff account: admins only.
+	if _, err := b.staff.Add(t.Context(), staff.CommandLine, "watcher", staff.Operator, "watcher-password"); err != nil {
+		t.Fatal(err)
+	}
+	if res, _ := b.raw(t, "GET", "/metrics", http.Header{"Authorization": {"Basic " + basic("watcher", "watcher-password")}}, ""); res.StatusCode != http.StatusUnauthorized {
+		t.Errorf("/metrics as an operator: %d, want 401", res.StatusCode)
 	}
 	res, text := b.raw(t, "GET", "/metrics", http.Header{"Authorization": {"Basic " + basic("admin", adminPassword)}}, "")
 	if res.StatusCode != http.StatusOK {

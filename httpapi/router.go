@@ -21,6 +21,7 @@ import (
 	"github.com/cmpay/cmpay/metrics"
 	"github.com/cmpay/cmpay/payments"
 	"github.com/cmpay/cmpay/requestid"
+	"github.com/cmpay/cmpay/staff"
 	"github.com/cmpay/cmpay/web"
 )
 
@@ -36,9 +37,10 @@ type Deps struct {
 	APITokens []string
 	// Tokens holds the managed tokens (scoped, perhaps bound to a
 	// client); nil accepts APITokens only.
-	Tokens        *apitoken.Store
-	AdminUser     string
-	AdminPassword string
+	Tokens *apitoken.Store
+	// Staff holds the staff accounts and sessions of the admin UI; an admin
+	// account's username and password (HTTP Basic) also read /metrics.
+	Staff *staff.Store
 
 	// CORSOrigins may call the API from a browser; none when empty.
 	CORSOrigins []string
@@ -72,12 +74,11 @@ func NewHandler(d Deps) http.Handler {
 		gqlOpts = *d.GraphQL
 	}
 	gqlOpts.OnOperation = metrics.SetOperation
-	creds := newCredentials(d.APITokens, d.AdminUser, d.AdminPassword, d.Tokens)
+	creds := newCredentials(d.APITokens, d.Tokens)
 	failures := auth.NewFailureLimiter(d.AuthFailuresPerMinute)
 	apiToken := guard(creds.bearer, failures, styleGraphQL, bearerChallenge, log)
 	restToken := guard(creds.bearer, failures, styleProblem, bearerChallenge, log)
-	adminOnly := guard(creds.admin, failures, styleProblem, basicChallenge, log)
-	adminOrToken := guard(either(creds.admin, creds.bearer), failures, styleProblem, basicChallenge, log)
+	adminOrToken := guard(either(staffBasic(d.Staff), creds.bearer), failures, styleProblem, basicChallenge, log)
 
 	r := chi.NewRouter()
 	r.Use(requestid.Middleware, clientaddr.New(d.TrustedProxies).Middleware, hsts, recoverPanics(log), accessLog(log, d.Metrics))
@@ -116,12 +117,20 @@ func NewHandler(d Deps) http.Handler {
 	r.With(restToken, requireScope(auth.PaymentsRead, styleProblem)).Get("/api/payments/{id}", getPaymentREST(d.Service))
 	r.With(restToken, requireScope(auth.PaymentsRead, styleProblem)).Get("/api/payments/{id}/refunds/{refundId}", getRefundREST(d.Service))
 
-	// Support staff: the admin's HTTP Basic credentials.
-	adminUI := adminOnly(web.Admin(d.Service))
+	// Support staff: their own accounts, signed in with a session cookie
+	// (web.Admin checks the session and the role of every route).
+	adminUI := web.Admin(web.AdminDeps{
+		Payments:   d.Service,
+		Staff:      d.Staff,
+		Limiter:    adminSignInLimiter{failures},
+		ClientAddr: func(r *http.Request) string { return clientaddr.From(r.Context()) },
+		HTTPS:      func(r *http.Request) bool { return clientaddr.IsHTTPS(r.Context()) },
+		Logger:     log,
+	})
 	r.Handle("/admin", adminUI)
 	r.Handle("/admin/*", adminUI)
 
-	// Operators: admin credentials or a token.
+	// Operators: a token, or an admin staff account's HTTP Basic.
 	if d.Metrics != nil {
 		r.With(adminOrToken, requireScope(auth.MetricsRead, styleProblem)).Method(http.MethodGet, "/metrics", d.Metrics.Handler())
 	}

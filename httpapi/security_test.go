@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -85,6 +86,14 @@ func TestEveryRouteNeedsCredentials(t *testing.T) {
 				if m == http.MethodOptions && c.header.Get("Authorization") == "Bearer "+scopeless {
 					continue // signed in, it may ask what /graphql allows; nothing runs
 				}
+				// The admin UI, whose staff sign in with a form, sends the
+				// browser to it instead, whatever credentials came along.
+				if strings.HasPrefix(route, "/admin") {
+					if loc := rec.Header().Get("Location"); rec.Code != http.StatusSeeOther || !strings.HasPrefix(loc, "/admin/login") {
+						t.Errorf("%s %s with %s: %d to %q, want 303 to the sign-in", m, path, c.name, rec.Code, loc)
+					}
+					continue
+				}
 				if !c.want(rec.Code) {
 					t.Errorf("%s %s with %s: %d %.120s", m, path, c.name, rec.Code, rec.Body)
 				}
@@ -145,13 +154,22 @@ func TestFailedSignInsAreLimited(t *testing.T) {
 	if rec := call("203.0.113.7", "Bearer "+token); rec.Code != http.StatusOK {
 		t.Errorf("the right token from a limited address: %d %s, want 200", rec.Code, rec.Body)
 	}
-	// The admin UI shares the budget: wrong passwords get 429, the right
-	// one gets in.
-	if adm := signIn(b.handler, "/admin", "203.0.113.7", "Basic "+basic("admin", "nope")); adm.Code != http.StatusTooManyRequests {
+	// The admin's sign-in form shares the budget: the address is guessing,
+	// so a wrong password gets 429; the right one still signs in.
+	formSignIn := func(password string) *httptest.ResponseRecorder {
+		form := url.Values{"username": {"admin"}, "password": {password}}
+		req := httptest.NewRequest("POST", "/admin/login", strings.NewReader(form.Encode()))
+		req.RemoteAddr = "203.0.113.7:4243"
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		rec := httptest.NewRecorder()
+		b.handler.ServeHTTP(rec, req)
+		return rec
+	}
+	if adm := formSignIn("guess"); adm.Code != http.StatusTooManyRequests || adm.Header().Get("Retry-After") == "" {
 		t.Errorf("a wrong admin password from a limited address: %d, want 429", adm.Code)
 	}
-	if adm := signIn(b.handler, "/admin", "203.0.113.7", "Basic "+basic("admin", adminPassword)); adm.Code != http.StatusOK {
-		t.Errorf("the admin password from a limited address: %d, want 200", adm.Code)
+	if adm := formSignIn(adminPassword); adm.Code != http.StatusSeeOther {
+		t.Errorf("the right admin password from a limited address: %d, want 303 (never refused)", adm.Code)
 	}
 	// Other addresses and successful requests are not affected.
 	if rec := call("198.51.100.1", "Bearer wrong"); rec.Code != http.StatusUnauthorized {
@@ -165,23 +183,21 @@ func TestFailedSignInsAreLimited(t *testing.T) {
 }
 
 // An attacker who spreads guesses at one account over many addresses is
-// counted by the identity it claims.
+// counted by the identity it claims: HTTP Basic on /metrics, and the
+// admin's sign-in form, share the account's budget.
 func TestFailuresAreCountedPerIdentity(t *testing.T) {
 	t.Parallel()
 	b := setup(t, dbtest.SQLite(t), func(d *httpapi.Deps) { d.AuthFailuresPerMinute = 5 })
 	for i := range 5 {
-		if rec := signIn(b.handler, "/admin", fmt.Sprintf("203.0.113.%d", i+1), "Basic "+basic("admin", fmt.Sprint("guess", i))); rec.Code != http.StatusUnauthorized {
+		if rec := signIn(b.handler, "/metrics", fmt.Sprintf("203.0.113.%d", i+1), "Basic "+basic("admin", fmt.Sprint("guess", i))); rec.Code != http.StatusUnauthorized {
 			t.Fatalf("failure %d: %d, want 401", i+1, rec.Code)
 		}
 	}
-	if rec := signIn(b.handler, "/admin", "203.0.113.99", "Basic "+basic("admin", "guess-again")); rec.Code != http.StatusTooManyRequests {
+	if rec := signIn(b.handler, "/metrics", "203.0.113.99", "Basic "+basic("admin", "guess-again")); rec.Code != http.StatusTooManyRequests {
 		t.Errorf("a 6th guess at admin from a 6th address: %d, want 429", rec.Code)
 	}
-	if rec := signIn(b.handler, "/admin", "203.0.113.100", "Basic "+basic("admin", adminPassword)); rec.Code != http.StatusOK {
+	if rec := signIn(b.handler, "/metrics", "203.0.113.100", "Basic "+basic("admin", adminPassword)); rec.Code != http.StatusOK {
 		t.Errorf("the right admin password: %d, want 200", rec.Code)
-	}
-	if rec := signIn(b.handler, "/admin", "203.0.113.101", "Basic "+basic("other", "guess")); rec.Code != http.StatusUnauthorized {
-		t.Errorf("another user name from a fresh address: %d, want 401", rec.Code)
 	}
 }
 
@@ -278,8 +294,7 @@ func TestTwoAuthorizationHeaders(t *testing.T) {
 	good := map[string]string{
 		"/graphql":        "Bearer " + token,
 		"/api/payments/x": "Bearer " + token,
-		"/admin":          "Basic " + basic("admin", adminPassword),
-		"/metrics":        "Bearer " + token,
+		"/metrics":        "Basic " + basic("admin", adminPassword),
 	}
 	for path, right := range good {
 		for _, order := range [][2]string{{right, "Bearer wrong"}, {"Bearer wrong", right}, {right, right}} {
@@ -330,10 +345,21 @@ func TestSecretsAreNeverLogged(t *testing.T) {
 		b.raw(t, "GET", "/admin", h, "")
 		b.raw(t, "GET", "/metrics", h, "")
 	}
+	// Staff passwords, through the sign-in form and the account page.
+	for _, password := range []string{adminPassword, wrongPassword} {
+		b.newClient(t).post(t, "/admin/login", url.Values{"username": {"admin"}, "password": {password}})
+	}
+	const newPassword = "a-brand-new-password-7d6c"
+	b.asAdmin(t).post(t, "/admin/account", url.Values{"current_password": {adminPassword}, "new_password": {newPassword}, "confirm_password": {newPassword}})
+	_, added := b.signIn(t, "admin", newPassword).post(t, "/admin/staff", url.Values{"username": {"newcomer"}, "role": {"viewer"}})
+	temporary := added.Find("code.password").Text()
+	if temporary == "" {
+		t.Fatal("no temporary password shown")
+	}
 	if logs.Len() == 0 {
 		t.Fatal("nothing was logged; the test proves nothing")
 	}
-	for _, secret := range []string{token, wrongToken, adminPassword, wrongPassword, basic("admin", adminPassword)} {
+	for _, secret := range []string{token, wrongToken, adminPassword, wrongPassword, basic("admin", adminPassword), newPassword, temporary} {
 		if strings.Contains(logs.String(), secret) {
 			t.Errorf("the log contains the secret %q", secret)
 		}

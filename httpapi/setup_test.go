@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/cmpay/cmpay/apitoken"
@@ -17,6 +19,7 @@ import (
 	"github.com/cmpay/cmpay/internal/dbtest"
 	"github.com/cmpay/cmpay/metrics"
 	"github.com/cmpay/cmpay/payments"
+	"github.com/cmpay/cmpay/staff"
 )
 
 const (
@@ -29,9 +32,16 @@ type bundle struct {
 	db      dbtest.DB
 	tokens  *apitoken.Store
 	svc     *payments.Service
+	staff   *staff.Store
 	srv     *httptest.Server
 	handler http.Handler
+
+	adminOnce sync.Once
+	admin     *staffClient
 }
+
+// cheapHash keeps argon2id fast in tests: same format and code, less work.
+var cheapHash = staff.HashParams{Memory: 64, Time: 1, Threads: 1}
 
 // setup serves the whole HTTP surface over db, changed by the options.
 func setup(t *testing.T, db dbtest.DB, change ...func(*httpapi.Deps)) *bundle {
@@ -51,16 +61,22 @@ func setupB(t testing.TB, db dbtest.DB, change ...func(*httpapi.Deps)) *bundle {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := staff.Migrate(db.Gorm); err != nil {
+		t.Fatal(err)
+	}
+	st := staff.New(db.Gorm, staff.Config{Hash: cheapHash})
+	if _, err := st.Bootstrap(context.Background(), "admin", adminPassword); err != nil {
+		t.Fatal(err)
+	}
 	deps := httpapi.Deps{
-		Service:       svc,
-		Ping:          database.Pinger(db.Gorm),
-		Metrics:       m,
-		APITokens:     []string{"other-token", token},
-		Tokens:        apitoken.NewStore(db.Gorm, apitoken.Options{CacheTTL: -1}),
-		AdminUser:     "admin",
-		AdminPassword: adminPassword,
-		CORSOrigins:   []string{shopOrigin},
-		Logger:        slog.New(slog.DiscardHandler),
+		Service:     svc,
+		Ping:        database.Pinger(db.Gorm),
+		Metrics:     m,
+		APITokens:   []string{"other-token", token},
+		Tokens:      apitoken.NewStore(db.Gorm, apitoken.Options{CacheTTL: -1}),
+		Staff:       st,
+		CORSOrigins: []string{shopOrigin},
+		Logger:      slog.New(slog.DiscardHandler),
 	}
 	for _, c := range change {
 		c(&deps)
@@ -68,7 +84,7 @@ func setupB(t testing.TB, db dbtest.DB, change ...func(*httpapi.Deps)) *bundle {
 	handler := httpapi.NewHandler(deps)
 	srv := httptest.NewServer(handler)
 	t.Cleanup(srv.Close)
-	return &bundle{db: db, tokens: deps.Tokens, svc: svc, srv: srv, handler: handler}
+	return &bundle{db: db, tokens: deps.Tokens, svc: svc, staff: st, srv: srv, handler: handler}
 }
 
 // raw sends a request and returns the response with its body read.

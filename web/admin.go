@@ -3,7 +3,7 @@ package web
 import (
 	"context"
 	"errors"
-	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/cmpay/cmpay/apierror"
 	"github.com/cmpay/cmpay/payments"
+	"github.com/cmpay/cmpay/staff"
 )
 
 // adminCSP allows this server's stylesheet and nothing else: the admin UI
@@ -24,31 +25,82 @@ const adminCSP = "default-src 'none'; style-src 'self'; img-src 'self' data:; " 
 // adminPageSize is how many payments a page of the list shows.
 const adminPageSize = 50
 
-// Admin serves the admin UI under /admin: the payments list and a page per
-// payment. The caller puts it behind the admin's credentials.
-func Admin(svc *payments.Service) http.Handler {
-	a := &admin{svc: svc, stats: &statsCache{ttl: statsTTL}}
+// Admin serves the admin UI under /admin: the sign-in, the payments list
+// and a page per payment with its actions, the CSV export, the staff
+// accounts and the audit log. Every page but the sign-in needs a session;
+// each route needs a role (handle), and every state-changing request from
+// another site is refused (crossSite).
+func Admin(d AdminDeps) http.Handler {
+	a := &admin{svc: d.Payments, staff: d.Staff, stats: &statsCache{ttl: statsTTL}, limiter: d.Limiter,
+		clientAddr: d.ClientAddr, isHTTPS: d.HTTPS, log: d.Logger}
+	if a.limiter == nil {
+		a.limiter = noLimit{}
+	}
+	if a.log == nil {
+		a.log = slog.Default()
+	}
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /admin", a.list)
-	mux.HandleFunc("GET /admin/payments/{id}", a.payment)
-	mux.Handle("GET /admin/static/", http.StripPrefix("/admin/static/", staticFiles("admin")))
-	mux.HandleFunc("/admin/", pageNotFound)
-	return secureHeaders(adminCSP, mux)
+	// Open: the sign-in and its stylesheet.
+	mux.HandleFunc("GET "+loginPath, a.loginForm)
+	mux.HandleFunc("POST "+loginPath, a.login)
+	mux.Handle("GET "+staticPath, http.StripPrefix(staticPath, staticFiles("admin")))
+	for _, rt := range a.routes() {
+		a.handle(mux, rt.Pattern, route{need: rt.Need, action: rt.Action}, rt.handler)
+	}
+	// Anything else under /admin, for someone signed in.
+	a.handle(mux, "/admin/", route{need: staff.Viewer, action: staff.ActPaymentsView}, func(w http.ResponseWriter, r *http.Request) {
+		render(w, r, http.StatusNotFound, pageNotFound(r.URL.Path))
+	})
+	return secureHeaders(adminCSP, a.crossSite(a.withSession(mux)))
 }
 
-// pageNotFound answers a path the admin does not have with its own page,
-// not net/http's text/plain.
-func pageNotFound(w http.ResponseWriter, r *http.Request) {
-	body := templ.Raw(`<p class="crumbs"><a href="/admin">« Payments</a></p><h1>Page not found</h1>` +
-		`<p>The admin has no page at this address.</p>`)
-	render(w, r, http.StatusNotFound, templ.ComponentFunc(func(ctx context.Context, w io.Writer) error {
-		return adminLayout("Not found").Render(templ.WithChildren(ctx, body), w)
-	}))
+// Route is one route behind the sign-in: its pattern, the least role it
+// needs, and what it is called in the audit log.
+type Route struct {
+	Pattern string
+	Need    staff.Role
+	Action  staff.Action
+	handler http.HandlerFunc
+}
+
+// routes lists every route behind the sign-in, in one place.
+func (a *admin) routes() []Route {
+	return []Route{
+		// Anyone signed in, even with a temporary password.
+		{"POST " + logoutPath, staff.Viewer, staff.ActSignOut, a.logout},
+		{"GET " + accountPath, staff.Viewer, staff.ActPasswordChange, a.account},
+		{"POST " + accountPath, staff.Viewer, staff.ActPasswordChange, a.changePassword},
+		// Viewers: the payments.
+		{"GET /admin", staff.Viewer, staff.ActPaymentsView, a.list},
+		{"GET /admin/payments/{id}", staff.Viewer, staff.ActPaymentsView, a.payment},
+		{"GET /admin/payments.csv", staff.Viewer, staff.ActExport, a.export},
+		// Operators: the payment page's actions.
+		{"POST /admin/payments/{id}/capture", staff.Operator, staff.ActCapture, a.capture},
+		{"POST /admin/payments/{id}/cancel", staff.Operator, staff.ActCancel, a.cancel},
+		{"POST /admin/payments/{id}/refund", staff.Operator, staff.ActRefund, a.refund},
+		// Admins: staff accounts and the audit log.
+		{"GET /admin/staff", staff.Admin, staff.ActStaffView, a.staffList},
+		{"POST /admin/staff", staff.Admin, staff.ActStaffAdd, a.staffAdd},
+		{"POST /admin/staff/{username}/role", staff.Admin, staff.ActStaffRole, a.staffRole},
+		{"POST /admin/staff/{username}/disable", staff.Admin, staff.ActStaffDisable, a.staffDisable},
+		{"GET /admin/audit", staff.Admin, staff.ActAuditView, a.auditLog},
+	}
+}
+
+// AdminRoutes lists the admin's routes behind the sign-in and the role
+// each needs, for tests that call every one of them as every role.
+func AdminRoutes() []Route {
+	return (&admin{}).routes()
 }
 
 type admin struct {
-	svc   *payments.Service
-	stats *statsCache
+	svc        *payments.Service
+	staff      *staff.Store
+	stats      *statsCache
+	limiter    SignInLimiter
+	clientAddr func(*http.Request) string
+	isHTTPS    func(*http.Request) bool
+	log        *slog.Logger
 }
 
 // statsTTL is how long the last-24-hours overview is reused. Counting a
@@ -170,6 +222,13 @@ func (f filterForm) url(after string) string {
 	return "/admin?" + q.Encode()
 }
 
+// csvURL is the CSV export of these filters: every matching payment, not
+// one page.
+func (f filterForm) csvURL() string {
+	f.After = ""
+	return "/admin/payments.csv" + strings.TrimPrefix(f.url(""), "/admin")
+}
+
 // filtered reports whether any filter is set.
 func (f filterForm) filtered() bool {
 	f.After = ""
@@ -237,6 +296,13 @@ type paymentView struct {
 	// a day: a double charge made with two different keys, which no
 	// idempotency key can catch, shows up here.
 	Lookalikes []payments.Payment
+
+	// Actions are the forms the staff member may use on the payment as it
+	// is now; nil for a viewer (actions.go).
+	Actions *actionForms
+	// Done says what an action just did; Problem why one did nothing.
+	Done    *actionResult
+	Problem string
 }
 
 // lookalikeWindow is how far around a payment lookalikes are searched.
@@ -255,8 +321,7 @@ type attemptView struct {
 type fieldDiff struct{ Field, Original, Attempted string }
 
 func (a *admin) payment(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
-	p, err := a.svc.Get(ctx, r.PathValue("id"))
+	view, err := a.paymentView(r.Context(), r.PathValue("id"))
 	if errors.Is(err, payments.ErrNotFound) {
 		render(w, r, http.StatusNotFound, notFoundPage(r.PathValue("id")))
 		return
@@ -265,15 +330,25 @@ func (a *admin) payment(w http.ResponseWriter, r *http.Request) {
 		serverError(w, r, err)
 		return
 	}
+	// After an action's redirect: say what it did (actions.go).
+	view.Done = resultOf(view, r.URL.Query().Get("done"))
+	render(w, r, http.StatusOK, paymentPage(view))
+}
+
+// paymentView reads everything a payment's page shows, with the action
+// forms the signed-in staff member may use on it.
+func (a *admin) paymentView(ctx context.Context, id string) (paymentView, error) {
+	p, err := a.svc.Get(ctx, id)
+	if err != nil {
+		return paymentView{}, err
+	}
 	view := paymentView{Payment: p}
 	if view.Refunds, err = a.svc.Refunds(ctx, p); err != nil {
-		serverError(w, r, err)
-		return
+		return paymentView{}, err
 	}
 	attempts, err := a.svc.Attempts(ctx, p)
 	if err != nil {
-		serverError(w, r, err)
-		return
+		return paymentView{}, err
 	}
 	view.Attempts = make([]attemptView, len(attempts))
 	for i, at := range attempts {
@@ -286,15 +361,17 @@ func (a *admin) payment(w http.ResponseWriter, r *http.Request) {
 		To:       p.CreatedAt.Add(lookalikeWindow),
 	}, 20, "")
 	if err != nil {
-		serverError(w, r, err)
-		return
+		return paymentView{}, err
 	}
 	for _, other := range near.Payments {
 		if other.ID != p.ID {
 			view.Lookalikes = append(view.Lookalikes, other)
 		}
 	}
-	render(w, r, http.StatusOK, paymentPage(view))
+	if sess, ok := sessionFrom(ctx); ok && sess.Account.Role.Allows(staff.Operator) {
+		view.Actions = newActionForms(p)
+	}
+	return view, nil
 }
 
 // diffs puts what the key was first used for and what the rejected request

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/cmpay/cmpay/payments"
+	"github.com/cmpay/cmpay/staff"
 )
 
 // money shows an amount with its currency's digits: "10.50 BRL".
@@ -91,4 +92,15 @@ func or(v, fallback string) string {
 		return fallback
 	}
 	return v
+}
+
+// auditOutcomeClass is the badge class of an audit entry's outcome.
+func auditOutcomeClass(e staff.Entry) string {
+	switch e.Outcome {
+	case staff.OutcomeOK, "applied":
+		return "created"
+	case staff.OutcomeStarted, "already done (replayed)":
+		return "replayed"
+	}
+	return "rejected"
 }

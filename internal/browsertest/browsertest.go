@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/fetch"
+	"github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
@@ -106,39 +106,61 @@ func Screenshot(t *testing.T, ctx context.Context, name string) string {
 	return path
 }
 
-// SignIn answers every HTTP authentication challenge of the page with these
-// credentials, as a user typing them into the browser's sign-in prompt.
-func SignIn(t *testing.T, ctx context.Context, user, password string) {
+// SignIn signs in to the admin at serverURL through its sign-in form, as a
+// person types it, and fails the test unless the browser lands past it.
+func SignIn(t *testing.T, ctx context.Context, serverURL, user, password string) {
 	t.Helper()
-	paused := chromedp.Events(ctx, fetch.RequestPaused)
-	challenges := chromedp.Events(ctx, fetch.AuthRequired)
-	go func() {
-		for ev, err := range paused {
-			if err != nil {
-				return
-			}
-			_, _ = chromedp.Call(ctx, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: ev.RequestID})
-		}
-	}()
-	go func() {
-		for ev, err := range challenges {
-			if err != nil {
-				return
-			}
-			_, _ = chromedp.Call(ctx, fetch.ContinueWithAuth, fetch.ContinueWithAuthParams{
-				RequestID: ev.RequestID,
-				AuthChallengeResponse: &fetch.AuthChallengeResponse{
-					Response: fetch.AuthChallengeResponseResponseProvideCredentials,
-					Username: user,
-					Password: password,
-				},
-			})
-		}
-	}()
-	on := true
-	if _, err := chromedp.Call(ctx, fetch.Enable, fetch.EnableParams{HandleAuthRequests: &on}); err != nil {
-		t.Fatalf("intercept sign-in prompts: %v", err)
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(serverURL+"/admin/login"),
+		chromedp.WaitVisible(chromedp.CSS(`input[name=username]`)),
+		chromedp.SendKeys(chromedp.CSS(`input[name=username]`), user),
+		chromedp.SendKeys(chromedp.CSS(`input[name=password]`), password),
+	); err != nil {
+		t.Fatalf("sign in as %s: %v", user, err)
 	}
+	res, err := chromedp.RunResponse(ctx, chromedp.Click(chromedp.CSS(`form[action="/admin/login"] button[type=submit]`)))
+	if err != nil {
+		t.Fatalf("sign in as %s: %v", user, err)
+	}
+	if u, _ := url.Parse(res.URL); res.Status != 200 || u.Path == "/admin/login" {
+		t.Fatalf("sign in as %s: %d at %s", user, res.Status, res.URL)
+	}
+}
+
+// Download clicks what sel selects, waits for the download it starts to
+// complete, and returns the file's content.
+func Download(t *testing.T, ctx context.Context, sel string) []byte {
+	t.Helper()
+	dir := t.TempDir()
+	on := true
+	if _, err := chromedp.CallBrowser(ctx, browser.SetDownloadBehavior, browser.SetDownloadBehaviorParams{
+		Behavior: browser.SetDownloadBehaviorBehaviorAllowAndName, DownloadPath: dir, EventsEnabled: &on,
+	}); err != nil {
+		t.Fatalf("allow downloads: %v", err)
+	}
+	dctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	progress := chromedp.BrowserEvents(dctx, browser.DownloadProgress)
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(sel))); err != nil {
+		t.Fatalf("click %s: %v", sel, err)
+	}
+	for ev, err := range progress {
+		if err != nil {
+			t.Fatalf("download: %v", err)
+		}
+		switch ev.State {
+		case browser.DownloadProgressStateCompleted:
+			body, err := os.ReadFile(filepath.Join(dir, ev.GUID))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return body
+		case browser.DownloadProgressStateCanceled:
+			t.Fatalf("download canceled")
+		}
+	}
+	t.Fatal("no download")
+	return nil
 }
 
 // Watcher records what a page does that a test must check: every request

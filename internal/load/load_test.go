@@ -133,7 +133,7 @@ func serve(t *testing.T, db dbtest.DB) string {
 	}
 	srv := httptest.NewServer(httpapi.NewHandler(httpapi.Deps{
 		Service: svc, Ping: database.Pinger(db.Gorm), Metrics: m, APITokens: []string{testToken},
-		AdminUser: "admin", AdminPassword: "unused", Logger: slog.New(slog.DiscardHandler),
+		Logger: slog.New(slog.DiscardHandler),
 	}))
 	t.Cleanup(srv.Close)
 	return srv.URL

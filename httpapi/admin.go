@@ -1,0 +1,48 @@
+package httpapi
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/cmpay/cmpay/auth"
+	"github.com/cmpay/cmpay/clientaddr"
+	"github.com/cmpay/cmpay/staff"
+)
+
+// adminSignInLimiter lets the admin's sign-in form spend the same failure
+// budgets as every other credential check: per address and per username.
+type adminSignInLimiter struct{ l *auth.FailureLimiter }
+
+func (a adminSignInLimiter) Blocked(addr, username string) (bool, time.Duration) {
+	b := a.l.Blocked(auth.Attempt{Addr: addr, Identity: "staff:" + username})
+	return b.Any(), b.RetryAfter
+}
+
+func (a adminSignInLimiter) Failed(addr, username string) {
+	a.l.Failed(auth.Attempt{Addr: addr, Identity: "staff:" + username})
+}
+
+// staffBasic accepts HTTP Basic credentials of an enabled staff account
+// with the admin role: how Prometheus, or an operator with curl, reads
+// /metrics without an API token. The password check costs what a sign-in
+// costs (argon2id), for unknown usernames too. A failed check that named a
+// username is audited as a failed sign-in; successful scrapes, every few
+// seconds, are not.
+func staffBasic(st *staff.Store) check {
+	return func(r *http.Request) (signIn, error) {
+		user, pass, found := r.BasicAuth()
+		if !found || st == nil {
+			return signIn{}, nil
+		}
+		acct, err := st.Verify(r.Context(), user, pass)
+		if err == nil && acct.Role == staff.Admin {
+			return signIn{ok: true, principal: auth.FullAccess(auth.KindAdmin, acct.Username)}, nil
+		}
+		if user != "" {
+			who := staff.Actor{Username: staff.NormalizeUsername(user), Address: clientaddr.From(r.Context())}
+			_ = st.Record(r.Context(), who, staff.ActSignIn, who.Username, staff.OutcomeFailed,
+				"HTTP Basic on "+r.URL.Path+": wrong username or password, disabled, or not an admin")
+		}
+		return signIn{identity: "staff:" + staff.NormalizeUsername(user)}, nil
+	}
+}

@@ -1,0 +1,268 @@
+package httpapi_test
+
+import (
+	"context"
+	"encoding/csv"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/chromedp"
+
+	"github.com/cmpay/cmpay/internal/browsertest"
+	"github.com/cmpay/cmpay/internal/dbtest"
+	"github.com/cmpay/cmpay/payments"
+	"github.com/cmpay/cmpay/staff"
+)
+
+// TestStaffInBrowser is support staff at work in a real Chromium: a wrong
+// password, a viewer who sees no action and whose forged refund is
+// refused, sign-out (after which the old cookie is worth nothing), an
+// operator's refund, a double-clicked refund applied once, the audit log
+// naming who did it, a cross-site form refused, and the CSV of a filter
+// holding exactly its rows. Screenshots of each step are saved.
+func TestStaffInBrowser(t *testing.T) {
+	t.Parallel()
+	ctx := browsertest.New(t, 180*time.Second)
+	b := setup(t, dbtest.Postgres(t))
+	// A refund takes a moment to answer, as it may on a busy day: long
+	// enough for a double click to send its second submission before the
+	// first one's page arrives.
+	var refundPosts atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == "POST" && strings.HasSuffix(r.URL.Path, "/refund") {
+			refundPosts.Add(1)
+			time.Sleep(300 * time.Millisecond)
+		}
+		b.handler.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	base := srv.URL
+
+	for _, who := range []struct {
+		name string
+		role staff.Role
+	}{{"vic", staff.Viewer}, {"olga", staff.Operator}} {
+		if _, err := b.staff.Add(t.Context(), staff.CommandLine, who.name, who.role, who.name+"-password"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first := b.newPayment(t, "shop-7", "order-1", "50", true)
+	second := b.newPayment(t, "shop-7", "order-2", "80", true)
+	for i := range 60 { // more than a page of the list
+		b.newPayment(t, "csv-shop", fmt.Sprintf("csv-%02d", i), "1.5", i%2 == 0)
+	}
+	b.newPayment(t, "csv-shop-2", "not-this-one", "1", true)
+
+	watch := browsertest.Watch(t, ctx)
+	run := func(what string, actions ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		if err := chromedp.Do(ctx, actions...); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	submit := func(what, sel string) *network.Response {
+		t.Helper()
+		res, err := chromedp.RunResponse(ctx, chromedp.Click(chromedp.CSS(sel)))
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		return res
+	}
+	text := func(sel string) string {
+		t.Helper()
+		return evalString(t, ctx, `(document.querySelector(`+"`"+sel+"`"+`) || {innerText: ""}).innerText.replace(/\s+/g, " ").trim()`)
+	}
+	signOut := func() {
+		t.Helper()
+		if res := submit("sign out", `form.signout button`); !strings.HasSuffix(res.URL, "/admin/login") {
+			t.Fatalf("sign out landed on %s", res.URL)
+		}
+	}
+
+	// A wrong password: the form again, saying so, and no way in.
+	run("open the sign-in", chromedp.Navigate(base+"/admin/payments/"+first.ID),
+		chromedp.WaitVisible(chromedp.CSS(`input[name=username]`)),
+		chromedp.SendKeys(chromedp.CSS(`input[name=username]`), "olga"),
+		chromedp.SendKeys(chromedp.CSS(`input[name=password]`), "not-her-password"))
+	if res := submit("wrong password", `form[action="/admin/login"] button`); res.Status != http.StatusUnauthorized ||
+		text(`[role=alert]`) != "Wrong username or password." {
+		t.Fatalf("wrong password: %d %q", res.Status, text(`[role=alert]`))
+	}
+	browsertest.Screenshot(t, ctx, "staff-wrong-password")
+
+	// A viewer: the payment, no action; a refund forged from the page
+	// itself (the viewer's own session, this site) is refused.
+	browsertest.SignIn(t, ctx, base, "vic", "vic-password")
+	run("viewer opens a payment", chromedp.Navigate(base+"/admin/payments/"+first.ID), chromedp.WaitVisible(chromedp.CSS(`table.timeline`)))
+	if n := evalString(t, ctx, `String(document.querySelectorAll("form[action$=refund], form[action$=capture], form[action$=cancel], .actions-panel").length)`); n != "0" {
+		t.Errorf("a viewer sees %s action forms", n)
+	}
+	if nav := text(`nav[aria-label=Main]`); strings.Contains(nav, "Staff") || strings.Contains(nav, "Audit") {
+		t.Errorf("a viewer's navigation: %q", nav)
+	}
+	browsertest.Screenshot(t, ctx, "staff-viewer-payment")
+	forge := `(() => { const f = document.createElement("form"); f.method = "post"; f.action = "/admin/payments/` + first.ID + `/refund";
+		for (const [k, v] of [["amount", "5"], ["idempotency_key", "admin-forged-1"]]) {
+			const i = document.createElement("input"); i.name = k; i.value = v; f.appendChild(i) }
+		document.body.appendChild(f); f.submit(); return true })()`
+	res, err := chromedp.RunResponse(ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := chromedp.Evaluate[bool](forge)(ctx, tg)
+		return err
+	}))
+	if err != nil || res.Status != http.StatusForbidden {
+		t.Fatalf("a viewer's forged refund: %v %+v", err, res)
+	}
+	browsertest.Screenshot(t, ctx, "staff-viewer-forged-refund")
+	if b.payment(t, first.ID).Refunded.Minor != 0 {
+		t.Fatal("a viewer's forged refund was applied")
+	}
+
+	// Sign out: the cookie the browser had opens nothing any more.
+	cookies, err := chromedp.Call(ctx, network.GetCookies, network.GetCookiesParams{URLs: []string{base + "/admin"}})
+	if err != nil || len(cookies.Cookies) != 1 || !cookies.Cookies[0].HTTPOnly || cookies.Cookies[0].SameSite != network.CookieSameSiteLax {
+		t.Fatalf("cookies before sign-out: %v %+v", err, cookies)
+	}
+	old := cookies.Cookies[0].Value
+	signOut()
+	stale := b.newClient(t)
+	if res, _ := stale.do(t, "GET", "/admin", http.Header{"Cookie": {"cmpay_admin=" + old}}, ""); res.StatusCode != http.StatusSeeOther {
+		t.Errorf("the signed-out cookie still opens /admin: %d", res.StatusCode)
+	}
+	if res, err := chromedp.RunResponse(ctx, chromedp.Navigate(base+"/admin")); err != nil || !strings.HasPrefix(res.URL, base+"/admin/login") {
+		t.Errorf("after sign-out /admin shows %v %v", res, err)
+	}
+
+	// An operator refunds part of the first payment.
+	browsertest.SignIn(t, ctx, base, "olga", "olga-password")
+	run("operator opens a payment", chromedp.Navigate(base+"/admin/payments/"+first.ID),
+		chromedp.WaitVisible(chromedp.CSS(`form.refund`)),
+		chromedp.SendKeys(chromedp.CSS(`#refund-amount`), "10"),
+		chromedp.SendKeys(chromedp.CSS(`#refund-reason`), "damaged in transit"))
+	browsertest.Screenshot(t, ctx, "staff-operator-refund-form")
+	submit("refund", `form.refund button`)
+	if got := text(`#result`); !strings.Contains(got, "Refunded 10.00 BRL") || !strings.Contains(got, "PARTIALLY_REFUNDED") || !strings.Contains(got, "40.00 BRL left to refund") {
+		t.Errorf("refund confirmation: %q", got)
+	}
+	if got := text(`table.timeline > tbody > tr:last-child`); !strings.Contains(got, "by olga") || !strings.Contains(got, "damaged in transit") {
+		t.Errorf("timeline: %q", got)
+	}
+	browsertest.Screenshot(t, ctx, "staff-operator-refunded")
+
+	// A double click on the second payment's refund: two submissions of one
+	// form, one refund.
+	run("open the second payment", chromedp.Navigate(base+"/admin/payments/"+second.ID),
+		chromedp.WaitVisible(chromedp.CSS(`form.refund`)),
+		chromedp.SendKeys(chromedp.CSS(`#refund-amount`), "20"))
+	before := refundPosts.Load()
+	x := evalString(t, ctx, `(() => { const r = document.querySelector("form.refund button").getBoundingClientRect(); return (r.x + r.width/2) + "," + (r.y + r.height/2) })()`)
+	var cx, cy float64
+	fmt.Sscanf(x, "%f,%f", &cx, &cy)
+	// The first submission's navigation is aborted by the second, as in any
+	// browser: wait for the page the last one leads to.
+	if err := chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		if _, err := chromedp.MouseClickXY(cx, cy)(ctx, tg); err != nil {
+			return err
+		}
+		// A person's double click: the second press comes a tenth of a
+		// second later, when the first submission is on its way.
+		time.Sleep(120 * time.Millisecond)
+		_, err := chromedp.MouseClickXY(cx, cy, chromedp.ClickCount(2))(ctx, tg)
+		return err
+	})); err != nil {
+		t.Fatalf("double click: %v", err)
+	}
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		done, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`location.search.includes("done=") && document.readyState === "complete" && !!document.querySelector("#result")`))
+		if err == nil && done {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the double click, no result page: %v", err)
+		}
+	}
+	if n := refundPosts.Load() - before; n < 2 {
+		t.Fatalf("the double click sent %d refund request(s), want 2: the test proves nothing", n)
+	}
+	if p := b.payment(t, second.ID); p.Refunded.Minor != 2000 {
+		t.Fatalf("after a double click: %s refunded, want 20.00", p.Refunded)
+	}
+	run("reload", chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(`table.timeline`)))
+	if got := text(`#result`); !strings.Contains(got, "Already done") || !strings.Contains(got, "Refunded 20.00 BRL") {
+		t.Errorf("after a double click the page says %q", got)
+	}
+	if n := evalString(t, ctx, `String(document.querySelectorAll("table.refunds tbody tr").length)`); n != "1" {
+		t.Errorf("%s refunds listed, want 1", n)
+	}
+	browsertest.Screenshot(t, ctx, "staff-double-click")
+	watch.Check(t, base)
+
+	// Another site's page posting a refund form to us: refused, whether
+	// another site (the cookie is not even sent) or another origin of the
+	// same site (the cookie is sent).
+	attacker := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprintf(w, `<form method="post" action="%s/admin/payments/%s/refund"><input name="amount" value="1">
+			<input name="idempotency_key" value="admin-evil-%d"><button>Win a prize</button></form>`, base, first.ID, time.Now().UnixNano())
+	}))
+	defer attacker.Close()
+	port := attacker.URL[strings.LastIndex(attacker.URL, ":")+1:]
+	for _, site := range []string{"http://localhost:" + port, attacker.URL} {
+		tab, cancel := chromedp.NewContext(ctx)
+		if err := chromedp.Do(tab, chromedp.Navigate(site), chromedp.WaitVisible(chromedp.CSS("button"))); err != nil {
+			t.Fatal(err)
+		}
+		res, err := chromedp.RunResponse(tab, chromedp.Click(chromedp.CSS("button")))
+		if err != nil || res.Status != http.StatusForbidden {
+			t.Errorf("a form on %s posting a refund: %v %+v, want 403", site, err, res)
+		}
+		browsertest.Screenshot(t, tab, "staff-cross-site-"+url.PathEscape(strings.TrimPrefix(site, "http://")))
+		cancel()
+	}
+	if p := b.payment(t, first.ID); p.Refunded.Minor != 1000 {
+		t.Errorf("a cross-site refund was applied: %s refunded", p.Refunded)
+	}
+
+	// The admin reads the audit log: who refunded, from where, how it ended.
+	signOut()
+	browsertest.SignIn(t, ctx, base, "admin", adminPassword)
+	run("audit log", chromedp.Navigate(base+"/admin/audit?action=refund"), chromedp.WaitVisible(chromedp.CSS(`table.audit`)))
+	rows := strings.Split(evalString(t, ctx, `[...document.querySelectorAll("table.audit tbody tr")].map(r => r.innerText.replace(/\s+/g, " ")).join("\n")`), "\n")
+	want := []string{"olga 127.0.0.1 refund " + second.ID + " already done", "olga 127.0.0.1 refund " + second.ID + " applied 20.00 BRL",
+		"olga 127.0.0.1 refund " + first.ID + " applied 10.00 BRL; reason: damaged in transit", "vic 127.0.0.1 refund " + first.ID + " denied"}
+	for i, w := range want {
+		if i >= len(rows) || !strings.Contains(rows[i], w) {
+			t.Errorf("audit row %d: %q, want it to contain %q\nall rows:\n%s", i, rows[min(i, len(rows)-1)], w, strings.Join(rows, "\n"))
+		}
+	}
+	browsertest.Screenshot(t, ctx, "staff-audit-log")
+
+	// The CSV of a filter: every payment of csv-shop (more than a page of
+	// the list), nothing else.
+	run("filter", chromedp.Navigate(base+"/admin?client=csv-shop&status=CAPTURED"), chromedp.WaitVisible(chromedp.CSS(`a.export`)))
+	body := browsertest.Download(t, ctx, `a.export`)
+	records, err := csv.NewReader(strings.NewReader(string(body))).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys, wantKeys []string
+	for _, r := range records[1:] {
+		keys = append(keys, r[9])
+		if r[2] != "csv-shop" || r[6] != string(payments.StatusCaptured) {
+			t.Errorf("row %q", r)
+		}
+	}
+	for i := 58; i >= 0; i -= 2 {
+		wantKeys = append(wantKeys, fmt.Sprintf("csv-%02d", i))
+	}
+	if records[0][0] != "id" || !slices.Equal(keys, wantKeys) {
+		t.Errorf("CSV of client csv-shop, captured: header %q, keys %q; want %q", records[0], keys, wantKeys)
+	}
+}

@@ -1,0 +1,169 @@
+package staff
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/cmpay/cmpay/models"
+)
+
+// Session is a signed-in browser, with its account as it is now.
+type Session struct {
+	// ID is the stored id: the SHA-256 of the browser's token, never the
+	// token itself.
+	ID         string
+	Account    Account
+	CreatedAt  time.Time
+	LastUsedAt time.Time
+	ExpiresAt  time.Time
+}
+
+// Actor is the session's staff member acting from address.
+func (s Session) Actor(address string) Actor {
+	return Actor{Username: s.Account.Username, Address: address}
+}
+
+// tokenBytes is the session token's randomness: 256 bits.
+const tokenBytes = 32
+
+func newToken() string {
+	b := make([]byte, tokenBytes)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// sessionID is how a token is stored and looked up.
+func sessionID(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:])
+}
+
+// SignInRequest is a sign-in as the form sent it.
+type SignInRequest struct {
+	Username, Password string
+	// Address is where it comes from, for the session and the audit log.
+	Address string
+	// Limited is set when the address has used up its failed sign-ins: a
+	// failure is then answered 429, which the audit entry says.
+	Limited bool
+}
+
+// SignIn checks a username and password and, when they are right, starts a
+// session and returns its token (for the cookie) and the account. The
+// session, the account's last sign-in and the audit entry are written in one
+// transaction; a failure is audited on its own, with the reason the user is
+// not told (unknown username, wrong password, account disabled). It also
+// deletes sessions that have ended, so the table holds live ones only.
+func (s *Store) SignIn(ctx context.Context, req SignInRequest) (token string, acct Account, err error) {
+	typed := NormalizeUsername(req.Username)
+	who := Actor{Username: typed, Address: req.Address}
+	acct, why, err := s.verify(ctx, typed, req.Password)
+	if errors.Is(err, ErrBadCredentials) {
+		if req.Limited {
+			why += "; too many failed sign-ins from this address (429)"
+		}
+		if err := s.Record(ctx, who, ActSignIn, typed, OutcomeFailed, why); err != nil {
+			return "", Account{}, err
+		}
+		return "", Account{}, ErrBadCredentials
+	}
+	if err != nil {
+		return "", Account{}, err
+	}
+	token = newToken()
+	err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		now := s.now()
+		if err := tx.Where("expires_at <= ? OR last_used_at <= ?", now, now.Add(-s.idle)).Delete(&models.StaffSession{}).Error; err != nil {
+			return fmt.Errorf("delete ended sessions: %w", err)
+		}
+		row := models.StaffSession{ID: sessionID(token), AccountID: acct.ID, CreatedAt: now, LastUsedAt: now,
+			ExpiresAt: now.Add(s.maxAge), Address: clip(req.Address, 64)}
+		if err := tx.Create(&row).Error; err != nil {
+			return fmt.Errorf("start session: %w", err)
+		}
+		// Disabled between the password check and now? Then no session.
+		res := tx.Model(&models.StaffAccount{}).Where("id = ? AND NOT disabled", acct.ID).Update("last_sign_in_at", now)
+		if res.Error != nil {
+			return fmt.Errorf("record sign-in: %w", res.Error)
+		}
+		if res.RowsAffected != 1 {
+			return ErrBadCredentials
+		}
+		acct.LastSignInAt = now
+		return appendEntry(tx, now, who, ActSignIn, typed, OutcomeOK, "")
+	})
+	if err != nil {
+		return "", Account{}, err
+	}
+	return token, acct, nil
+}
+
+// sessionRow is a session joined with its account.
+type sessionRow struct {
+	models.StaffSession
+	Username           string
+	Role               string
+	MustChangePassword bool
+	Disabled           bool
+	AccountCreatedAt   time.Time
+}
+
+// Session returns the live session a token names, with its account as it
+// is now, or ErrNoSession: no such session, signed out, idle longer than
+// the idle timeout, older than the maximum age, or its account disabled.
+// It is one primary-key read per request; LastUsedAt is rewritten at most
+// once a minute (touchEvery).
+func (s *Store) Session(ctx context.Context, token string) (Session, error) {
+	if token == "" {
+		return Session{}, ErrNoSession
+	}
+	id := sessionID(token)
+	var rows []sessionRow
+	err := s.db.WithContext(ctx).Raw(`SELECT s.id, s.account_id, s.created_at, s.last_used_at, s.expires_at, s.address,
+		a.username, a.role, a.must_change_password, a.disabled, a.created_at AS account_created_at
+		FROM staff_sessions s JOIN staff_accounts a ON a.id = s.account_id WHERE s.id = ?`, id).Scan(&rows).Error
+	if err != nil {
+		return Session{}, fmt.Errorf("read session: %w", err)
+	}
+	if len(rows) != 1 {
+		return Session{}, ErrNoSession
+	}
+	r := rows[0]
+	now := s.now()
+	if r.Disabled || !now.Before(r.ExpiresAt) || now.Sub(r.LastUsedAt) >= s.idle {
+		return Session{}, ErrNoSession
+	}
+	if now.Sub(r.LastUsedAt) >= touchEvery {
+		if err := s.db.WithContext(ctx).Model(&models.StaffSession{}).Where("id = ?", id).
+			Update("last_used_at", now).Error; err != nil {
+			return Session{}, fmt.Errorf("touch session: %w", err)
+		}
+		r.LastUsedAt = now
+	}
+	return Session{
+		ID: id,
+		Account: Account{ID: r.AccountID, Username: r.Username, Role: Role(r.Role),
+			MustChangePassword: r.MustChangePassword, CreatedAt: r.AccountCreatedAt.UTC()},
+		CreatedAt:  r.CreatedAt.UTC(),
+		LastUsedAt: r.LastUsedAt.UTC(),
+		ExpiresAt:  r.ExpiresAt.UTC(),
+	}, nil
+}
+
+// SignOut ends a session and audits it, in one transaction.
+func (s *Store) SignOut(ctx context.Context, sess Session, address string) error {
+	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := tx.Where("id = ?", sess.ID).Delete(&models.StaffSession{}).Error; err != nil {
+			return fmt.Errorf("end session: %w", err)
+		}
+		return appendEntry(tx, s.now(), sess.Actor(address), ActSignOut, sess.Account.Username, OutcomeOK, "")
+	})
+}

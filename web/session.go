@@ -1,0 +1,218 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/cmpay/cmpay/payments"
+	"github.com/cmpay/cmpay/staff"
+)
+
+// AdminDeps is what the admin UI is built from.
+type AdminDeps struct {
+	Payments *payments.Service
+	Staff    *staff.Store
+	// Limiter counts failed sign-ins (and failed password checks) per
+	// client; nil means no limit.
+	Limiter SignInLimiter
+	// ClientAddr is the address a request comes from, as recorded in the
+	// audit log and on payment attempts; nil means the TCP peer's host.
+	ClientAddr func(*http.Request) string
+	// HTTPS reports whether the browser reached us over HTTPS, which makes
+	// the session cookie Secure; nil means r.TLS != nil.
+	HTTPS func(*http.Request) bool
+	// Logger receives what goes wrong; nil means slog.Default.
+	Logger *slog.Logger
+}
+
+// SignInLimiter keeps password guessing slow. Blocked reports, before a
+// sign-in is checked, whether the client has no failures left, and for how
+// long; Failed spends one. A right password is never refused because of
+// it: the limit only changes how a wrong one is answered (429).
+type SignInLimiter interface {
+	Blocked(addr, username string) (bool, time.Duration)
+	Failed(addr, username string)
+}
+
+type noLimit struct{}
+
+func (noLimit) Blocked(string, string) (bool, time.Duration) { return false, 0 }
+func (noLimit) Failed(string, string)                        {}
+
+// sessionCookie is the one cookie the admin sets: the session token.
+const sessionCookie = "cmpay_admin"
+
+// Paths a request may reach without a session.
+const (
+	loginPath   = "/admin/login"
+	logoutPath  = "/admin/logout"
+	accountPath = "/admin/account"
+	staticPath  = "/admin/static/"
+)
+
+type sessionKey struct{}
+
+// sessionFrom is the signed-in staff member's session, set for every page
+// behind the sign-in.
+func sessionFrom(ctx context.Context) (staff.Session, bool) {
+	s, ok := ctx.Value(sessionKey{}).(staff.Session)
+	return s, ok
+}
+
+// route is one admin route: what it needs and what it is called in the
+// audit log when someone without the role tries it.
+type route struct {
+	need   staff.Role
+	action staff.Action
+}
+
+// handle registers a route behind the sign-in that needs at least role
+// need. A request beyond the staff member's role, GET or POST, gets 403,
+// runs nothing, and is audited as a denied action.
+func (a *admin) handle(mux *http.ServeMux, pattern string, rt route, h http.HandlerFunc) {
+	mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		sess, ok := sessionFrom(r.Context())
+		if !ok {
+			// withSession lets nothing through without one; this is a bug.
+			serverError(w, r, errors.New("admin route reached without a session"))
+			return
+		}
+		if !sess.Account.Role.Allows(rt.need) {
+			target := r.URL.Path
+			if id := r.PathValue("id"); id != "" {
+				target = id
+			}
+			detail := r.Method + " " + r.URL.Path + ": role " + string(sess.Account.Role) + ", needs " + string(rt.need)
+			if err := a.staff.Record(r.Context(), sess.Actor(a.addr(r)), rt.action, target, staff.OutcomeDenied, detail); err != nil {
+				serverError(w, r, err)
+				return
+			}
+			render(w, r, http.StatusForbidden, forbiddenPage("Your role ("+string(sess.Account.Role)+") does not allow this: it needs "+string(rt.need)+"."))
+			return
+		}
+		h(w, r)
+	})
+}
+
+// isOpen reports whether path is reachable without a session: the sign-in
+// page and the stylesheet it uses (which holds no data).
+func isOpen(path string) bool {
+	return path == loginPath || strings.HasPrefix(path, staticPath)
+}
+
+// withSession puts the session of the request's cookie in its context, or
+// sends the browser to the sign-in page (303), coming back here after. A
+// session whose password is temporary reaches only the account page (to
+// change it) and sign-out.
+func (a *admin) withSession(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if isOpen(r.URL.Path) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		sess, err := a.session(r)
+		if errors.Is(err, staff.ErrNoSession) {
+			a.clearCookie(w, r)
+			to := loginPath
+			if r.Method == http.MethodGet && r.URL.Path != "/admin" {
+				to += "?next=" + url.QueryEscape(r.URL.RequestURI())
+			}
+			http.Redirect(w, r, to, http.StatusSeeOther)
+			return
+		}
+		if err != nil {
+			serverError(w, r, err)
+			return
+		}
+		if sess.Account.MustChangePassword && r.URL.Path != accountPath && r.URL.Path != logoutPath {
+			http.Redirect(w, r, accountPath, http.StatusSeeOther)
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), sessionKey{}, sess)))
+	})
+}
+
+// session is the live session the request's cookie names.
+func (a *admin) session(r *http.Request) (staff.Session, error) {
+	c, err := r.Cookie(sessionCookie)
+	if err != nil {
+		return staff.Session{}, staff.ErrNoSession
+	}
+	return a.staff.Session(r.Context(), c.Value)
+}
+
+// setCookie hands the browser its session token: HttpOnly (no script ever
+// reads it; the admin runs none anyway), SameSite=Lax (not sent with
+// another site's POST), Secure over HTTPS, and only for /admin. It has no
+// expiry of its own: it goes when the browser closes, and the server ends
+// the session after the idle timeout or 12 hours, whichever comes first.
+func (a *admin) setCookie(w http.ResponseWriter, r *http.Request, token string) {
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: token, Path: "/admin",
+		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: a.https(r)})
+}
+
+func (a *admin) clearCookie(w http.ResponseWriter, r *http.Request) {
+	if _, err := r.Cookie(sessionCookie); err != nil {
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/admin", MaxAge: -1,
+		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: a.https(r)})
+}
+
+// crossSite refuses, with 403, every state-changing request that a browser
+// says comes from another origin (Sec-Fetch-Site, else Origin against
+// Host): a form on another site cannot make a signed-in browser refund,
+// sign out or add staff. This stands on top of the SameSite cookie, which
+// same-site origins (another port, a sibling subdomain) would still get.
+// Requests without either header (not from a browser) pass.
+func (a *admin) crossSite(next http.Handler) http.Handler {
+	cop := http.NewCrossOriginProtection()
+	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		a.log.LogAttrs(r.Context(), slog.LevelWarn, "cross-site request refused",
+			slog.String("method", r.Method), slog.String("path", r.URL.Path),
+			slog.String("origin", r.Header.Get("Origin")), slog.String("sec_fetch_site", r.Header.Get("Sec-Fetch-Site")))
+		render(w, r, http.StatusForbidden, forbiddenPage("This request came from another site, so it was refused and nothing was done."))
+	}))
+	return cop.Handler(next)
+}
+
+// addr is the client address recorded for a request.
+func (a *admin) addr(r *http.Request) string {
+	if a.clientAddr != nil {
+		return a.clientAddr(r)
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+func (a *admin) https(r *http.Request) bool {
+	if a.isHTTPS != nil {
+		return a.isHTTPS(r)
+	}
+	return r.TLS != nil
+}
+
+// safeNext is where a sign-in goes on to: a path of the admin on this
+// site, never another site ("//evil.example", "https://…", "/\evil"), nor
+// the sign-in and sign-out themselves.
+func safeNext(next string) string {
+	if next == "" || !strings.HasPrefix(next, "/admin") || strings.HasPrefix(next, "//") || strings.ContainsAny(next, "\\\r\n\t") {
+		return "/admin"
+	}
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil ||
+		!(u.Path == "/admin" || strings.HasPrefix(u.Path, "/admin/")) || u.Path == loginPath || u.Path == logoutPath ||
+		strings.Contains(u.Path, "/../") || strings.HasSuffix(u.Path, "/..") {
+		return "/admin"
+	}
+	return u.RequestURI()
+}

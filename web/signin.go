@@ -1,0 +1,142 @@
+package web
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+
+	"github.com/cmpay/cmpay/staff"
+)
+
+// loginView is the sign-in form as shown.
+type loginView struct {
+	Username string
+	Next     string
+	Error    string
+}
+
+// accountView is the account page.
+type accountView struct {
+	Account staff.Account
+	Error   string
+	Changed bool
+}
+
+// loginForm shows the sign-in form, or sends a signed-in browser on.
+func (a *admin) loginForm(w http.ResponseWriter, r *http.Request) {
+	next := safeNext(r.URL.Query().Get("next"))
+	if _, err := a.session(r); err == nil {
+		http.Redirect(w, r, next, http.StatusSeeOther)
+		return
+	}
+	render(w, r, http.StatusOK, loginPage(loginView{Next: next}))
+}
+
+// login signs in: 303 to next with a new session cookie; wrong credentials
+// get the form again with one message for every reason (unknown user,
+// wrong password, disabled account); once the address has used up its
+// failures, 429. Right credentials always sign in: failures from the same
+// address (a shared office, a proxy) never lock out someone who knows
+// their password. Every attempt is audited (staff.SignIn).
+func (a *admin) login(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+	if err := r.ParseForm(); err != nil {
+		render(w, r, http.StatusBadRequest, loginPage(loginView{Next: "/admin", Error: "The form could not be read; try again."}))
+		return
+	}
+	username, password := r.PostFormValue("username"), r.PostFormValue("password")
+	next := safeNext(r.PostFormValue("next"))
+	addr := a.addr(r)
+	blocked, wait := a.limiter.Blocked(addr, staff.NormalizeUsername(username))
+	token, acct, err := a.staff.SignIn(r.Context(), staff.SignInRequest{Username: username, Password: password, Address: addr, Limited: blocked})
+	if errors.Is(err, staff.ErrBadCredentials) {
+		a.limiter.Failed(addr, staff.NormalizeUsername(username))
+		view := loginView{Username: username, Next: next, Error: "Wrong username or password."}
+		if blocked {
+			w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
+			view.Error = "Too many failed sign-ins from this address. Wait a minute and try again."
+			render(w, r, http.StatusTooManyRequests, loginPage(view))
+			return
+		}
+		render(w, r, http.StatusUnauthorized, loginPage(view))
+		return
+	}
+	if err != nil {
+		serverError(w, r, err)
+		return
+	}
+	// A new token at every sign-in: a session id planted before it
+	// (fixation) is worth nothing after. The old session, if any, ends.
+	if old, err := a.session(r); err == nil {
+		_ = a.staff.SignOut(r.Context(), old, addr)
+	}
+	a.setCookie(w, r, token)
+	if acct.MustChangePassword {
+		next = accountPath
+	}
+	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+// logout ends the session (server-side: the cookie is worth nothing after,
+// wherever a copy of it is) and goes back to the sign-in form.
+func (a *admin) logout(w http.ResponseWriter, r *http.Request) {
+	sess, _ := sessionFrom(r.Context())
+	if err := a.staff.SignOut(r.Context(), sess, a.addr(r)); err != nil {
+		serverError(w, r, err)
+		return
+	}
+	a.clearCookie(w, r)
+	http.Redirect(w, r, loginPath, http.StatusSeeOther)
+}
+
+// account shows the signed-in staff member's password form; with a
+// temporary password, it is the only page they reach until they change it.
+func (a *admin) account(w http.ResponseWriter, r *http.Request) {
+	sess, _ := sessionFrom(r.Context())
+	render(w, r, http.StatusOK, accountPage(accountView{Account: sess.Account, Changed: r.URL.Query().Get("changed") == "1"}))
+}
+
+// changePassword changes the signed-in staff member's own password, after
+// checking the current one (a wrong one counts as a failed sign-in), and
+// ends their other sessions.
+func (a *admin) changePassword(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	sess, _ := sessionFrom(ctx)
+	view := accountView{Account: sess.Account}
+	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+	if err := r.ParseForm(); err != nil {
+		view.Error = "The form could not be read; try again."
+		render(w, r, http.StatusBadRequest, accountPage(view))
+		return
+	}
+	current, next := r.PostFormValue("current_password"), r.PostFormValue("new_password")
+	if next != r.PostFormValue("confirm_password") {
+		view.Error = "The new password and its confirmation differ."
+		render(w, r, http.StatusBadRequest, accountPage(view))
+		return
+	}
+	addr := a.addr(r)
+	blocked, wait := a.limiter.Blocked(addr, sess.Account.Username)
+	err := a.staff.ChangePassword(ctx, sess, addr, current, next)
+	var bad *staff.InputError
+	switch {
+	case err == nil:
+		http.Redirect(w, r, accountPath+"?changed=1", http.StatusSeeOther)
+	case errors.Is(err, staff.ErrBadCredentials):
+		a.limiter.Failed(addr, sess.Account.Username)
+		view.Error = "The current password is wrong."
+		status := http.StatusUnauthorized
+		if blocked {
+			w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
+			view.Error, status = "Too many failed attempts from this address. Wait a minute and try again.", http.StatusTooManyRequests
+		}
+		render(w, r, status, accountPage(view))
+	case errors.As(err, &bad):
+		view.Error = bad.Message + "."
+		render(w, r, http.StatusBadRequest, accountPage(view))
+	case errors.Is(err, staff.ErrNoSession):
+		http.Redirect(w, r, loginPath, http.StatusSeeOther)
+	default:
+		serverError(w, r, err)
+	}
+}
