@@ -61,6 +61,79 @@ func (p Page) EndCursor() string {
 	return p.Cursors[len(p.Cursors)-1]
 }
 
+// filterConditions are the SQL conditions of a filter, shared by List and
+// Export so that an export holds exactly the rows the list pages through.
+// Each predicate is written exactly as its index's (the partial ones
+// included), so the planner can use the index.
+func filterConditions(f Filter) ([]string, []any, error) {
+	if !f.From.IsZero() && !f.To.IsZero() && !f.From.Before(f.To) {
+		return nil, nil, invalid("to", "the end of the date range must come after its start")
+	}
+	var conds []string
+	var args []any
+	where := func(cond string, a ...any) {
+		conds = append(conds, cond)
+		args = append(args, a...)
+	}
+	if f.ClientID != "" {
+		where("client_id = ?", f.ClientID)
+	}
+	if f.IdempotencyKey != "" {
+		where("idempotency_key = ?", f.IdempotencyKey)
+	}
+	if f.Flagged {
+		where("(replayed_at IS NOT NULL OR rejected_at IS NOT NULL)")
+	}
+	if f.Replayed {
+		where("replayed_at IS NOT NULL")
+	}
+	if f.Rejected {
+		where("rejected_at IS NOT NULL")
+	}
+	if f.Amount != nil {
+		where("amount_minor = ? AND currency = ?", f.Amount.Minor, f.Amount.Currency)
+	}
+	if f.Status != "" {
+		if !f.Status.Valid() {
+			return nil, nil, invalid("status", "status %q is not a payment status", f.Status)
+		}
+		where("status = ?", string(f.Status))
+	}
+	if !f.From.IsZero() {
+		where("created_at >= ?", f.From.UTC())
+	}
+	if !f.To.IsZero() {
+		where("created_at < ?", f.To.UTC())
+	}
+	return conds, args, nil
+}
+
+// pageQuery is one newest-first read of at most limit payments matching
+// conds. A search for a client id or key ("client = q OR key = q" would
+// make the database sort every payment of a large client) is two reads,
+// each in index order and limited, merged: about 2 × limit rows.
+func pageQuery(conds []string, args []any, search string, limit int) (string, []any) {
+	read := func(extra string, extraArg any) (string, []any) {
+		cs, as := conds, args
+		if extra != "" {
+			cs = append(append([]string{}, cs...), extra)
+			as = append(append([]any{}, as...), extraArg)
+		}
+		q := "SELECT " + paymentColumns + " FROM payments"
+		if len(cs) > 0 {
+			q += " WHERE " + strings.Join(cs, " AND ")
+		}
+		return q + " ORDER BY created_at DESC, id DESC LIMIT ?", append(as, limit)
+	}
+	if search == "" {
+		return read("", nil)
+	}
+	byClient, clientArgs := read("client_id = ?", search)
+	byKey, keyArgs := read("idempotency_key = ?", search)
+	return "SELECT * FROM (" + byClient + ") AS by_client UNION SELECT * FROM (" + byKey + ") AS by_key" +
+		" ORDER BY created_at DESC, id DESC LIMIT ?", append(append(clientArgs, keyArgs...), limit)
+}
+
 // Get returns the payment with the given id, or an error wrapping
 // ErrNotFound.
 func (s *Service) Get(ctx context.Context, id string) (Payment, error) {
@@ -90,84 +163,22 @@ func (s *Service) List(ctx context.Context, f Filter, first int, after string) (
 	if first < 0 || first > MaxPageSize {
 		return Page{}, invalid("first", "first must be between 0 and %d, got %d", MaxPageSize, first)
 	}
-	if !f.From.IsZero() && !f.To.IsZero() && !f.From.Before(f.To) {
-		return Page{}, invalid("to", "the end of the date range must come after its start")
-	}
-	var conds []string
-	var args []any
-	where := func(cond string, a ...any) {
-		conds = append(conds, cond)
-		args = append(args, a...)
+	conds, args, err := filterConditions(f)
+	if err != nil {
+		return Page{}, err
 	}
 	if after != "" {
 		at, id, err := decodeCursor(after)
 		if err != nil {
 			return Page{}, err
 		}
-		where("(created_at, id) < (?, ?)", at, id)
+		conds, args = append(conds, "(created_at, id) < (?, ?)"), append(args, at, id)
 	}
-	if f.ClientID != "" {
-		where("client_id = ?", f.ClientID)
-	}
-	if f.IdempotencyKey != "" {
-		where("idempotency_key = ?", f.IdempotencyKey)
-	}
-	// Each predicate is written exactly as its partial index's, so the
-	// planner can use the index.
-	if f.Flagged {
-		where("(replayed_at IS NOT NULL OR rejected_at IS NOT NULL)")
-	}
-	if f.Replayed {
-		where("replayed_at IS NOT NULL")
-	}
-	if f.Rejected {
-		where("rejected_at IS NOT NULL")
-	}
-	if f.Amount != nil {
-		where("amount_minor = ? AND currency = ?", f.Amount.Minor, f.Amount.Currency)
-	}
-	if f.Status != "" {
-		if !f.Status.Valid() {
-			return Page{}, invalid("status", "status %q is not a payment status", f.Status)
-		}
-		where("status = ?", string(f.Status))
-	}
-	if !f.From.IsZero() {
-		where("created_at >= ?", f.From.UTC())
-	}
-	if !f.To.IsZero() {
-		where("created_at < ?", f.To.UTC())
-	}
-
-	// One newest-first, limited read with the conditions and, optionally,
-	// one more.
-	read := func(extra string, extraArg any) (string, []any) {
-		cs, as := conds, args
-		if extra != "" {
-			cs = append(append([]string{}, cs...), extra)
-			as = append(append([]any{}, as...), extraArg)
-		}
-		q := "SELECT " + paymentColumns + " FROM payments"
-		if len(cs) > 0 {
-			q += " WHERE " + strings.Join(cs, " AND ")
-		}
-		return q + " ORDER BY created_at DESC, id DESC LIMIT ?", append(as, first+1)
-	}
-	query, queryArgs := read("", nil)
-	if f.Search != "" {
-		// "client = q OR key = q" would make the database sort every
-		// payment of a large client. Two reads, each in index order and
-		// limited, merged, read about 2 × first rows instead.
-		byClient, clientArgs := read("client_id = ?", f.Search)
-		byKey, keyArgs := read("idempotency_key = ?", f.Search)
-		query = "SELECT * FROM (" + byClient + ") AS by_client UNION SELECT * FROM (" + byKey + ") AS by_key" +
-			" ORDER BY created_at DESC, id DESC LIMIT ?"
-		queryArgs = append(append(clientArgs, keyArgs...), first+1)
-	}
+	query, queryArgs := pageQuery(conds, args, f.Search, first+1)
 
 	// A listing may be a few seconds stale: a replica serves it while fit.
 	var rows []models.Payment
-	err := s.reads.Read(func(db *gorm.DB) error {
+	err = s.reads.Read(func(db *gorm.DB) error {
 		rows = nil
 		return db.WithContext(ctx).Raw(query, queryArgs...).Scan(&rows).Error
 	})
