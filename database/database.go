@@ -183,6 +183,9 @@ func Migrate(db *gorm.DB) error {
 			return err
 		}
 		if tx.Dialector.Name() == "postgres" {
+			if err := migrateEventsNotify(tx); err != nil {
+				return err
+			}
 			return setPaymentsFillfactor(tx)
 		}
 		return nil

@@ -1,0 +1,102 @@
+package payments
+
+import (
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/cmpay/cmpay/models"
+)
+
+// The outbox. Every change of a payment writes one event row in the same
+// statement (PostgreSQL: the "*_event" CTEs of sql/create_batch.sql and
+// sql/change_batch.sql, fed by the rows the change itself returns) or the
+// same transaction (SQLite: insertEvent below, called from
+// store_sqlite.go's steps) as the change: a create, capture, cancel or
+// refund that applies writes exactly one; a replay, a rejection or a
+// refusal writes none, since it changes nothing. The event stores the
+// payment as the change left it. Package events numbers the rows and
+// delivers them.
+
+// EventType is what happened to a payment.
+type EventType string
+
+const (
+	EventCreated  EventType = "PAYMENT_CREATED"
+	EventCaptured EventType = "PAYMENT_CAPTURED"
+	EventCanceled EventType = "PAYMENT_CANCELED"
+	EventRefunded EventType = "PAYMENT_REFUNDED"
+)
+
+// EventTypes lists every event type.
+var EventTypes = []EventType{EventCreated, EventCaptured, EventCanceled, EventRefunded}
+
+// Valid reports whether t is one of EventTypes.
+func (t EventType) Valid() bool {
+	switch t {
+	case EventCreated, EventCaptured, EventCanceled, EventRefunded:
+		return true
+	}
+	return false
+}
+
+// eventTypeOf is the event an applied operation writes (the same mapping
+// change_batch.sql spells in SQL).
+func eventTypeOf(op Operation) EventType {
+	switch op {
+	case OpCreate:
+		return EventCreated
+	case OpCapture:
+		return EventCaptured
+	case OpCancel:
+		return EventCanceled
+	case OpRefund:
+		return EventRefunded
+	}
+	panic(fmt.Sprintf("no event for operation %q", op))
+}
+
+// insertEvent writes the event of an applied cmd: p is the payment right
+// after the change, refund a refund's refund.
+func insertEvent(tx *gorm.DB, cmd *command, p Payment, refund *Refund, now time.Time) error {
+	row := models.PaymentEvent{
+		Type: string(eventTypeOf(cmd.op)), At: now, IdempotencyKey: cmd.key,
+		PaymentID: p.ID, ClientID: p.ClientID, PaymentKey: p.IdempotencyKey,
+		AmountMinor: p.Amount.Minor, Currency: p.Amount.Currency, Method: string(p.Method),
+		PaymentCreatedAt: p.CreatedAt, Status: string(p.Status),
+		CapturedMinor: p.Captured.Minor, RefundedMinor: p.Refunded.Minor,
+		CapturedAt: optionalTime(p.CapturedAt), CanceledAt: optionalTime(p.CanceledAt),
+		ReplayCount: p.ReplayCount, RejectedCount: p.RejectedCount,
+	}
+	if refund != nil {
+		row.RefundID = &refund.ID
+	}
+	if err := tx.Create(&row).Error; err != nil {
+		return fmt.Errorf("write event: %w", err)
+	}
+	return nil
+}
+
+// optionalTime is nil for the zero time.
+func optionalTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+// EventPayment is the payment an event row recorded: the payment right
+// after the event.
+func EventPayment(row models.PaymentEvent) Payment {
+	return paymentFromRow(models.Payment{
+		ID: row.PaymentID, ClientID: row.ClientID, IdempotencyKey: row.PaymentKey,
+		AmountMinor: row.AmountMinor, Currency: row.Currency, Method: row.Method, CreatedAt: row.PaymentCreatedAt,
+		Status: row.Status, CapturedMinor: row.CapturedMinor, RefundedMinor: row.RefundedMinor,
+		CapturedAt: row.CapturedAt, CanceledAt: row.CanceledAt,
+		ReplayCount: row.ReplayCount, RejectedCount: row.RejectedCount,
+	})
+}
+
+// RefundFromRow reads a refund row of a payment in currency.
+func RefundFromRow(row models.Refund, currency string) Refund { return refundFromRow(row, currency) }
