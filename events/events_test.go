@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
 	"sync"
 	"testing"
@@ -343,9 +344,20 @@ func TestLeaderHandOver(t *testing.T) {
 	e.create(t, "handover-0", "1.00", true)
 	collect(t, other, events.Filter{}, 0, 1)
 
-	// Kill every session holding an advisory lock: the leader's.
-	if err := db.Gorm.Exec(`SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND granted`).Error; err != nil {
+	// Kill the session holding the leader's lock (the key is the
+	// sequencer's, events/sequencer.go, for this test's schema).
+	var schema string
+	db.Gorm.Raw(`SELECT current_schema()`).Scan(&schema)
+	h := fnv.New64a()
+	h.Write([]byte("cmpay events sequencer\x00" + schema))
+	key := h.Sum64()
+	var killed int
+	if err := db.Gorm.Raw(`SELECT count(pg_terminate_backend(pid)) FROM pg_locks WHERE locktype = 'advisory' AND granted
+		AND objsubid = 1 AND classid::text::bigint = ? AND objid::text::bigint = ?`, key>>32, key&0xffffffff).Scan(&killed).Error; err != nil {
 		t.Fatal(err)
+	}
+	if killed != 1 {
+		t.Fatalf("killed %d leader sessions, want 1", killed)
 	}
 	for i := 1; i <= 10; i++ {
 		e.create(t, fmt.Sprintf("handover-%d", i), "1.00", true)
