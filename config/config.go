@@ -11,6 +11,7 @@ import (
 
 	"github.com/cmpay/cmpay/database"
 	"github.com/cmpay/cmpay/payments"
+	"github.com/cmpay/cmpay/webhooks"
 )
 
 // Config is everything the server is told from outside.
@@ -49,6 +50,15 @@ type Config struct {
 	// ShutdownTimeout bounds how long in-flight requests may take to finish
 	// after SIGTERM or SIGINT.
 	ShutdownTimeout time.Duration
+
+	// WebhookRetryMin is the first wait before a failed webhook delivery is
+	// retried (WEBHOOK_RETRY_MIN); WebhookMaxAge how long after its event a
+	// delivery is retried before it is marked failed (WEBHOOK_MAX_AGE).
+	WebhookRetryMin time.Duration
+	WebhookMaxAge   time.Duration
+	// WebhookAllowPrivate lets webhook URLs reach loopback, private and
+	// link-local addresses (WEBHOOK_ALLOW_PRIVATE): development only.
+	WebhookAllowPrivate bool
 }
 
 // FromEnv reads the configuration through getenv (os.Getenv in main, a map
@@ -66,6 +76,8 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		Introspection:   true,
 		MaxDepth:        10,
 		MaxComplexity:   5000,
+		WebhookRetryMin: webhooks.DefaultRetryMin,
+		WebhookMaxAge:   webhooks.DefaultMaxAge,
 	}
 	var problems []string
 	duration := func(name string, into *time.Duration) {
@@ -102,6 +114,15 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		}
 		c.Introspection = on
 	}
+	if v := getenv("WEBHOOK_ALLOW_PRIVATE"); v != "" {
+		on, err := strconv.ParseBool(v)
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("WEBHOOK_ALLOW_PRIVATE=%q: want true or false", v))
+		}
+		c.WebhookAllowPrivate = on
+	}
+	duration("WEBHOOK_RETRY_MIN", &c.WebhookRetryMin)
+	duration("WEBHOOK_MAX_AGE", &c.WebhookMaxAge)
 	c.CORSOrigins = list(getenv("CORS_ORIGINS"))
 	duration("IDEMPOTENCY_KEY_TTL", &c.KeyTTL)
 	duration("SWEEP_INTERVAL", &c.SweepInterval)
