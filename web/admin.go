@@ -13,6 +13,7 @@ import (
 
 	"github.com/cmpay/cmpay/apierror"
 	"github.com/cmpay/cmpay/payments"
+	"github.com/cmpay/cmpay/webhooks"
 )
 
 // adminCSP allows this server's stylesheet and nothing else: the admin UI
@@ -25,11 +26,16 @@ const adminPageSize = 50
 
 // Admin serves the admin UI under /admin: the payments list and a page per
 // payment. The caller puts it behind the admin's credentials.
-func Admin(svc *payments.Service) http.Handler {
+func Admin(svc *payments.Service, opts ...AdminOption) http.Handler {
 	a := &admin{svc: svc, stats: &statsCache{ttl: statsTTL}}
+	for _, o := range opts {
+		o(a)
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /admin", a.list)
 	mux.HandleFunc("GET /admin/payments/{id}", a.payment)
+	mux.HandleFunc("GET /admin/webhooks", a.webhooksPage)
+	mux.HandleFunc("POST /admin/webhooks/deliveries/{id}/resend", a.resendDelivery)
 	mux.Handle("GET /admin/static/", http.StripPrefix("/admin/static/", staticFiles("admin")))
 	return secureHeaders(adminCSP, mux)
 }
@@ -37,6 +43,8 @@ func Admin(svc *payments.Service) http.Handler {
 type admin struct {
 	svc   *payments.Service
 	stats *statsCache
+	// webhooks serves the Webhooks page; nil when not configured.
+	webhooks *webhooks.Service
 }
 
 // statsTTL is how long the last-24-hours overview is reused. Counting a

@@ -47,7 +47,7 @@ func adminLayout(title string) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 2, " · CMPay admin</title><link rel=\"stylesheet\" href=\"/admin/static/admin.css\"></head><body><header class=\"top\"><a class=\"brand\" href=\"/admin\">CMPay admin</a><nav aria-label=\"Main\"><a href=\"/admin\">Payments</a> <a href=\"/admin?flagged=1\">Flagged</a></nav></header><main>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 2, " · CMPay admin</title><link rel=\"stylesheet\" href=\"/admin/static/admin.css\"></head><body><header class=\"top\"><a class=\"brand\" href=\"/admin\">CMPay admin</a><nav aria-label=\"Main\"><a href=\"/admin\">Payments</a> <a href=\"/admin?flagged=1\">Flagged</a> <a href=\"/admin/webhooks\">Webhooks</a></nav></header><main>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
