@@ -14,11 +14,13 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/cmpay/cmpay/apierror"
+	"github.com/cmpay/cmpay/events"
 	"github.com/cmpay/cmpay/graph"
 	"github.com/cmpay/cmpay/metrics"
 	"github.com/cmpay/cmpay/payments"
 	"github.com/cmpay/cmpay/requestid"
 	"github.com/cmpay/cmpay/web"
+	"github.com/cmpay/cmpay/webhooks"
 )
 
 // Deps is what the HTTP surface is built from.
@@ -43,6 +45,11 @@ type Deps struct {
 	// zero means DefaultAuthFailuresPerMinute.
 	AuthFailuresPerMinute int
 
+	// Events serves subscriptions and Webhooks the webhook endpoints and
+	// the admin's Webhooks page; either may be nil.
+	Events   *events.Service
+	Webhooks *webhooks.Service
+
 	Logger *slog.Logger
 }
 
@@ -64,6 +71,8 @@ func NewHandler(d Deps) http.Handler {
 	gqlOpts.OnOperation = metrics.SetOperation
 	creds := newCredentials(d.APITokens, d.AdminUser, d.AdminPassword)
 	failures := newFailureLimiter(d.AuthFailuresPerMinute)
+	gqlOpts.Events, gqlOpts.Webhooks = d.Events, d.Webhooks
+	gqlOpts.Authenticate = websocketAuthenticator(creds, failures)
 	apiToken := guard(creds.bearer, failures, styleGraphQL, bearerChallenge)
 	restToken := guard(creds.bearer, failures, styleProblem, bearerChallenge)
 	adminOnly := guard(creds.admin, failures, styleProblem, basicChallenge)
@@ -95,7 +104,7 @@ func NewHandler(d Deps) http.Handler {
 
 	// The APIs: bearer token.
 	body := limitBody(d.MaxBodyBytes)
-	r.With(body, apiToken).Handle("/graphql", graph.NewHandler(d.Service, gqlOpts))
+	r.With(body, websocketOrToken(apiToken, failures)).Handle("/graphql", graph.NewHandler(d.Service, gqlOpts))
 	r.With(body, restToken).Post("/api/payments", createPaymentREST(d.Service))
 	r.With(body, restToken).Post("/api/payments/{id}/capture", capturePaymentREST(d.Service))
 	r.With(body, restToken).Post("/api/payments/{id}/cancel", cancelPaymentREST(d.Service))
@@ -104,7 +113,7 @@ func NewHandler(d Deps) http.Handler {
 	r.With(restToken).Get("/api/payments/{id}/refunds/{refundId}", getRefundREST(d.Service))
 
 	// Support staff: the admin's HTTP Basic credentials.
-	adminUI := adminOnly(web.Admin(d.Service))
+	adminUI := adminOnly(web.Admin(d.Service, web.WithWebhooks(d.Webhooks)))
 	r.Handle("/admin", adminUI)
 	r.Handle("/admin/*", adminUI)
 
