@@ -57,8 +57,8 @@ type process struct {
 }
 
 // startServer starts the binary on a free loopback port and waits until it
-// says where it listens.
-func startServer(t *testing.T, databaseURL string) *process {
+// says where it listens; env adds to its environment.
+func startServer(t *testing.T, databaseURL string, env ...string) *process {
 	t.Helper()
 	cmd := exec.Command(binary)
 	cmd.Env = append(os.Environ(),
@@ -68,6 +68,7 @@ func startServer(t *testing.T, databaseURL string) *process {
 		"ADMIN_PASSWORD=unused",
 		"SHUTDOWN_TIMEOUT=10s",
 	)
+	cmd.Env = append(cmd.Env, env...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
