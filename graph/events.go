@@ -8,8 +8,10 @@ import (
 	"time"
 
 	"github.com/99designs/gqlgen/graphql"
+	"github.com/99designs/gqlgen/graphql/errcode"
 	"github.com/99designs/gqlgen/graphql/handler/transport"
 	"github.com/coder/websocket"
+	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"github.com/cmpay/cmpay/apierror"
@@ -168,7 +170,21 @@ type sseTransport struct{ transport.SSE }
 
 func (t sseTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor) {
 	unlimited(w)
-	t.SSE.Do(w, r, exec)
+	t.SSE.Do(w, r.WithContext(context.WithValue(r.Context(), streamKey{}, true)), exec)
+}
+
+type streamKey struct{}
+
+// streamsOnly refuses a subscription sent over plain HTTP (a POST that
+// does not accept text/event-stream): it would wait for one event and end.
+func streamsOnly(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
+	rc := graphql.GetOperationContext(ctx)
+	if rc.Operation != nil && rc.Operation.Operation == ast.Subscription && !overWebsocket(ctx) && ctx.Value(streamKey{}) == nil {
+		err := gqlerror.Errorf("a subscription needs a stream: a WebSocket (graphql-transport-ws) or a POST with Accept: text/event-stream")
+		errcode.Set(err, apierror.BadRequest)
+		return graphql.OneShot(&graphql.Response{Errors: gqlerror.List{err}})
+	}
+	return next(ctx)
 }
 
 // unlimited lifts the server's read and write deadlines from a streaming

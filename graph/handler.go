@@ -95,6 +95,7 @@ func NewHandler(svc *payments.Service, opts Options) http.Handler {
 	srv.Use(extension.AutomaticPersistedQuery{Cache: lru.New[string](1000)})
 	srv.Use(requireQuery{}) // after APQ, which fills in persisted queries
 	srv.Use(extension.FixedComplexityLimit(opts.MaxComplexity))
+	srv.AroundOperations(streamsOnly)
 	if opts.OnOperation != nil {
 		srv.AroundOperations(func(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
 			// A WebSocket carries many operations, run concurrently, for one

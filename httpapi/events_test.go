@@ -338,3 +338,14 @@ func TestAdminWebhooksPage(t *testing.T) {
 		t.Errorf("webhooks page without credentials: %d", res.StatusCode)
 	}
 }
+
+// TestSubscriptionNeedsAStream: a subscription sent as a plain POST is
+// refused at once instead of hanging until an event.
+func TestSubscriptionNeedsAStream(t *testing.T) {
+	t.Parallel()
+	b := setupEvents(t, dbtest.SQLite(t))
+	res := b.post(t, `{"query":"subscription { paymentEvents { id } }"}`)
+	if res.code() != "BAD_REQUEST" || !strings.Contains(res.Errors[0].Message, "text/event-stream") {
+		t.Errorf("plain POST subscription: %d %+v", res.Status, res.Errors)
+	}
+}
