@@ -408,3 +408,71 @@ func TestSweepKeepsNewest(t *testing.T) {
 		}
 	})
 }
+
+// TestConcurrentChangesEmitTheirEvents: refunds racing on one payment, and
+// a capture racing a cancel, each emit exactly one event per change that
+// applied, and each event shows the payment right after its own change.
+func TestConcurrentChangesEmitTheirEvents(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		e := newEnv(t, db, events.Options{})
+		ctx := t.Context()
+		p := e.create(t, "race-refunds", "10.00", true)
+		var wg sync.WaitGroup
+		var applied sync.Map
+		for i := range 12 {
+			wg.Go(func() {
+				res, err := e.svc.Refund(ctx, payments.RefundRequest{PaymentID: p.ID, Amount: ptr("1"), IdempotencyKey: fmt.Sprintf("race-r-%d", i), Origin: origin})
+				if err == nil {
+					applied.Store(res.Refund.ID, true)
+				} else if !errors.Is(err, payments.ErrAmountExceeds) && !errors.Is(err, payments.ErrStateConflict) {
+					t.Error(err)
+				}
+			})
+		}
+		auth := e.create(t, "race-auth", "5.00", false)
+		for i := range 2 {
+			wg.Go(func() {
+				var err error
+				if i == 0 {
+					_, err = e.svc.Capture(ctx, payments.CaptureRequest{PaymentID: auth.ID, IdempotencyKey: "race-capture", Origin: origin})
+				} else {
+					_, err = e.svc.Cancel(ctx, payments.CancelRequest{PaymentID: auth.ID, IdempotencyKey: "race-cancel", Origin: origin})
+				}
+				if err != nil && !errors.Is(err, payments.ErrStateConflict) {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		// 2 creates + 10 refunds + one of capture and cancel.
+		got := collect(t, e.ev, events.Filter{}, 0, 13)
+		time.Sleep(200 * time.Millisecond)
+		if more, _ := e.ev.Since(ctx, 13, events.Filter{}, 10); len(more) != 0 {
+			t.Errorf("%d events beyond the 13 changes", len(more))
+		}
+		var refunded []string
+		authEvents := 0
+		for _, ev := range got {
+			switch {
+			case ev.Type == payments.EventRefunded:
+				if _, ok := applied.Load(ev.Refund.ID); !ok {
+					t.Errorf("event for refund %s, which was not applied", ev.Refund.ID)
+				}
+				refunded = append(refunded, ev.Payment.Refunded.String())
+			case ev.Payment.ID == auth.ID && ev.Type != payments.EventCreated:
+				authEvents++
+			}
+		}
+		// In id order, each refund event shows one more unit refunded.
+		for i, r := range refunded {
+			if want := fmt.Sprintf("%d.00", i+1); r != want {
+				t.Errorf("refund event %d shows %s refunded, want %s (all: %v)", i, r, want, refunded)
+				break
+			}
+		}
+		if len(refunded) != 10 || authEvents != 1 {
+			t.Errorf("%d refund events, %d capture/cancel events; want 10 and 1", len(refunded), authEvents)
+		}
+	})
+}

@@ -172,10 +172,3 @@ func (h *hub) closeAll(err error) {
 		h.dropLocked(sub, err)
 	}
 }
-
-// subscribers counts the live subscriptions (tests).
-func (h *hub) subscribers() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return len(h.subs)
-}
