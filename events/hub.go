@@ -19,6 +19,11 @@ type hub struct {
 
 	// poke asks the hub to look for new events.
 	poke chan struct{}
+	// told is the newest id the sequencer announced and not yet handed
+	// out, and deliveries whether its passes created webhook deliveries:
+	// an announced id spares the hub asking the database for the newest.
+	told       int64
+	deliveries bool
 }
 
 // subscriber is one subscription's place in the hub.
@@ -43,6 +48,16 @@ func (h *hub) wakeUp() {
 	case h.poke <- struct{}{}:
 	default:
 	}
+}
+
+// announce tells the hub that events up to top are numbered (and visible),
+// and whether webhook deliveries were created with them; it never blocks.
+func (h *hub) announce(top int64, deliveries bool) {
+	h.mu.Lock()
+	h.told = max(h.told, top)
+	h.deliveries = h.deliveries || deliveries
+	h.mu.Unlock()
+	h.wakeUp()
 }
 
 func (h *hub) lastID() int64 {
@@ -74,9 +89,19 @@ func (h *hub) run(ctx context.Context) {
 // meanwhile is either counted here, or registers after the move and starts
 // from the new last.
 func (h *hub) catchUp(ctx context.Context) error {
-	newest, err := h.s.maxID(ctx)
-	if err != nil {
-		return err
+	h.mu.Lock()
+	newest, deliveries := h.told, h.deliveries
+	h.told, h.deliveries = 0, false
+	h.mu.Unlock()
+	if deliveries {
+		defer h.s.tellListeners()
+	}
+	if newest == 0 {
+		// Not told (a poll, or a reconnection): ask.
+		var err error
+		if newest, err = h.s.maxID(ctx); err != nil {
+			return err
+		}
 	}
 	h.mu.Lock()
 	from := h.last
@@ -87,7 +112,6 @@ func (h *hub) catchUp(ctx context.Context) error {
 	if len(h.subs) == 0 {
 		h.last = newest
 		h.mu.Unlock()
-		h.s.tellListeners()
 		return nil
 	}
 	h.mu.Unlock()
@@ -112,7 +136,6 @@ func (h *hub) catchUp(ctx context.Context) error {
 	h.mu.Lock()
 	h.last = max(h.last, newest)
 	h.mu.Unlock()
-	h.s.tellListeners()
 	return nil
 }
 

@@ -60,7 +60,8 @@ const passPostgresSQL = `WITH ord AS (
 	SELECT COALESCE(max(id), 0) AS top, count(*) AS n FROM done
 )
 SELECT t.top, t.n, (SELECT count(*) FROM delivery),
-       CASE WHEN t.n > 0 THEN (SELECT true FROM pg_notify($3::text, t.top::text)) ELSE false END
+       CASE WHEN t.n > 0 THEN (SELECT true FROM pg_notify($3::text, t.top::text || ':' || (SELECT count(*) FROM delivery)))
+            ELSE false END
 FROM total t`
 
 // unsequencedSQL lists events committed but not yet numbered, in seq order.
@@ -200,11 +201,12 @@ func (s *Service) serve(ctx context.Context, c *pgx.Conn) error {
 			continue
 		}
 
-		// Take every notification already here, in arrival order: the
-		// writers' ones are in commit order.
+		// Take every notification that arrives within gather of the first,
+		// in arrival order (the writers' ones are in commit order): under
+		// load one pass then numbers the events of many statements.
 		var seqs []int64
 		all := false
-		sequenced := false
+		first := time.Now()
 		for n != nil {
 			switch n.Channel {
 			case ch.events:
@@ -217,15 +219,15 @@ func (s *Service) serve(ctx context.Context, c *pgx.Conn) error {
 					}
 				}
 			case ch.sequenced:
-				sequenced = true
+				// "<highest id>:<deliveries created>"
+				top, deliveries, _ := strings.Cut(n.Payload, ":")
+				id, _ := strconv.ParseInt(top, 10, 64)
+				s.hub.announce(id, deliveries != "0")
 			}
-			if len(seqs) > 5000 {
+			if len(seqs) > 5000 || time.Since(first) > gather {
 				break
 			}
-			n = nextNotification(ctx, c)
-		}
-		if sequenced {
-			s.hub.wakeUp()
+			n = nextNotification(ctx, c, gather-time.Since(first))
 		}
 		if leader && (len(seqs) > 0 || all) {
 			if err := s.passPostgres(ctx, c, ch, seqs, all); err != nil {
@@ -235,10 +237,19 @@ func (s *Service) serve(ctx context.Context, c *pgx.Conn) error {
 	}
 }
 
-// nextNotification returns a notification that has already arrived, or
-// nil without waiting (beyond a millisecond for one in flight).
-func nextNotification(ctx context.Context, c *pgx.Conn) *pgconn.Notification {
-	waitCtx, cancel := context.WithTimeout(ctx, time.Millisecond)
+// gather is how long the leader waits for more notifications after one
+// before it numbers their events: a few milliseconds more before an event
+// is seen, against a pass (a statement, and a round of notifications to
+// every instance) per writing statement.
+const gather = 3 * time.Millisecond
+
+// nextNotification returns the next notification, or nil if none comes
+// within wait.
+func nextNotification(ctx context.Context, c *pgx.Conn, wait time.Duration) *pgconn.Notification {
+	if wait <= 0 {
+		return nil
+	}
+	waitCtx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	n, err := c.WaitForNotification(waitCtx)
 	if err != nil {
@@ -337,7 +348,7 @@ func (s *Service) runSQLiteSequencer(ctx context.Context) {
 // AUTOINCREMENT never gives a seq twice). It creates their deliveries in
 // the same transaction, then wakes the hub.
 func (s *Service) passSQLite(ctx context.Context) error {
-	var lo, hi, n int64
+	var lo, hi, n, deliveries int64
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		var ids []int64
 		if err := tx.Raw(`UPDATE payment_events SET id = seq WHERE id IS NULL RETURNING id`).Scan(&ids).Error; err != nil {
@@ -348,17 +359,19 @@ func (s *Service) passSQLite(ctx context.Context) error {
 		}
 		lo, hi, n = slices.Min(ids), slices.Max(ids), int64(len(ids))
 		now := s.now()
-		return tx.Exec(`INSERT INTO webhook_deliveries (`+deliveriesColumns+`)
+		res := tx.Exec(`INSERT INTO webhook_deliveries (`+deliveriesColumns+`)
 			SELECT e.id, w.id, 'PENDING', e.at, ?, 0, 0, ?, 0, 0, ''
 			FROM payment_events e JOIN webhook_endpoints w ON `+endpointMatches+`
-			WHERE e.id BETWEEN ? AND ?`, now, now, lo, hi).Error
+			WHERE e.id BETWEEN ? AND ?`, now, now, lo, hi)
+		deliveries = res.RowsAffected
+		return res.Error
 	})
 	if err != nil {
 		return fmt.Errorf("number events: %w", err)
 	}
 	if n > 0 {
 		s.sequenced.Add(n)
-		s.hub.wakeUp()
+		s.hub.announce(hi, deliveries > 0)
 	}
 	return nil
 }
