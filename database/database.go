@@ -183,7 +183,7 @@ func Migrate(db *gorm.DB) error {
 			return err
 		}
 		if tx.Dialector.Name() == "postgres" {
-			if err := migrateEventsNotify(tx); err != nil {
+			if err := migrateEvents(tx); err != nil {
 				return err
 			}
 			return setPaymentsFillfactor(tx)

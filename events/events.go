@@ -6,7 +6,7 @@
 //
 // Every change of a payment writes an event row in the same statement or
 // transaction as the change (package payments, events.go). Such a row has
-// no public id yet: it has only its seq, the order of insertion.
+// no public id yet: only its seq, the order of insertion.
 //
 // # Ordering: ids increase in commit order
 //
@@ -14,45 +14,43 @@
 // transactions may commit in the opposite order of their inserts, and a
 // reader that had seen the later insert commit first and moved its `after`
 // past it would never see the other. So the public id is given only after
-// commit, by one sequencer at a time, in the order the events became
-// visible:
+// commit, by one sequencer at a time, in the order the events become
+// visible to it:
 //
-//   - PostgreSQL. Every statement that inserts events sends, through a
-//     trigger (database/events.go), a notification listing their seqs.
-//     PostgreSQL delivers notifications in commit order: it serialises the
-//     commits of notifying transactions on one lock so that its queue
-//     holds them in that order. One instance at a time is the leader (a
+//   - PostgreSQL. One instance at a time is the leader: it holds a
 //     session-level advisory lock on a connection of its own, so that a
-//     leader that dies or loses its connection hands over at once); it
-//     listens, and numbers the events of each notification after those of
-//     the notifications before it: exactly the order their transactions
-//     committed. Events it finds committed but never announced to it (those
-//     committed while no leader listened: at start, at a hand-over) are
-//     numbered first, in seq order.
+//     leader that dies or loses its connection hands over at once. Every
+//     25 ms while events come (100 ms when idle) it looks, in one snapshot,
+//     at the committed events past its frontier, and numbers the new ones
+//     after all those numbered before: events that became visible between
+//     two looks come after those visible at the first, and within one look
+//     they follow their inserts. The frontier is the seq below which every
+//     committed event is numbered and no other will ever commit; it moves
+//     by snapshots (sequencer's comment), and is saved every second with
+//     the numbered seqs above it, so that a new leader carries on exactly.
 //   - SQLite has one writer at a time, so insertion order is commit order
-//     and the id is simply the seq, given after commit by the same kind of
-//     pass.
+//     and the id is simply the seq, final at commit.
 //
-// A pass runs in one transaction (one statement on PostgreSQL): it gives
-// each event of the batch max(id)+1, +2, …, creates the batch's webhook
-// deliveries, and tells every instance (notification "cmpay_sequenced")
-// the new highest id. Passes never overlap, so the events visible to any
-// reader always form a prefix 1..N of the ids: a reader that has seen N has
-// seen everything up to N, `after` resumes without gaps or duplicates, and
-// no id ever goes back (the sweep never deletes the newest event, so
-// max(id) never falls).
+// A pass (PostgreSQL) is one statement: it records its batch (the first id
+// and the seqs in order: one row, not a write per event), creates the
+// batch's webhook deliveries, and tells every instance (notification
+// "cmpay_sequenced") the new highest id. Passes never overlap and number
+// ids without gaps, so the numbered events any reader sees always form a
+// prefix of the ids: a reader that has seen N has seen everything up to N,
+// `after` resumes without gaps or duplicates, and no id ever goes back
+// (the sweep never deletes the newest pass, or on SQLite the newest event).
 //
 // # Fan-out
 //
 // Each instance keeps one hub. On PostgreSQL it listens for "sequenced"
-// notifications on its own connection (reconnecting after a drop, and
-// reading everything past the last id it saw, since notifications sent
+// notifications on the sequencer's connection (reconnecting after a drop,
+// and reading everything past the last id it saw, since notifications sent
 // while disconnected are lost) and polls once a second besides; on SQLite
-// the pass wakes it in-process. It reads the new events once and hands them
-// to every local subscriber through a bounded buffer: a subscriber that
-// falls behind is dropped (its subscription ends with ErrTooSlow and the
-// client resumes with `after`) instead of slowing the others or growing
-// memory.
+// the pass wakes it in-process. It reads the new events once and hands
+// them to every local subscriber through a bounded buffer, never waiting:
+// a subscriber whose buffer is full catches up from the outbox on its own,
+// and one that falls more than MaxLag events behind is dropped (its
+// subscription ends with ErrTooSlow and the client resumes with `after`).
 package events
 
 import (
@@ -98,9 +96,12 @@ func (f Filter) match(e Event) bool {
 	return (f.ClientID == "" || f.ClientID == e.Payment.ClientID) && (f.PaymentID == "" || f.PaymentID == e.Payment.ID)
 }
 
-// ErrTooSlow ends a subscription whose reader fell so far behind that its
-// buffer filled up. Resume with `after` set to the last id received.
+// ErrTooSlow ends a subscription whose reader fell more than MaxLag events
+// behind. Resume with `after` set to the last id received.
 var ErrTooSlow = errors.New("the subscriber fell behind and was dropped; subscribe again with `after` set to the last event id received")
+
+// errBehind takes a subscriber whose buffer is full off the hub's list.
+var errBehind = errors.New("behind")
 
 // ErrClosed ends subscriptions when the server shuts down.
 var ErrClosed = errors.New("the server is shutting down; subscribe again with `after` set to the last event id received")
@@ -122,9 +123,12 @@ type Options struct {
 	Retention time.Duration
 	// SweepInterval is how often old events are deleted. Zero means 1m.
 	SweepInterval time.Duration
-	// Buffer is how many events a subscriber may fall behind before it is
-	// dropped. Zero means 256.
+	// Buffer is how many live events wait for a subscriber before it is
+	// taken off the live list and catches up from the outbox; MaxLag how
+	// many events behind it may fall before it is dropped (ErrTooSlow).
+	// Zero means 256 and 10,000.
 	Buffer int
+	MaxLag int
 	// Poll is how often the hub looks for new events without being told
 	// and the leader for events it was not told of. Zero means 1s.
 	Poll time.Duration
@@ -142,7 +146,7 @@ type Service struct {
 	clock   func() time.Time
 
 	retention, sweepEvery, poll time.Duration
-	buffer                      int
+	buffer, maxLag              int
 
 	// wake asks the SQLite sequencer for a pass.
 	wake chan struct{}
@@ -153,8 +157,6 @@ type Service struct {
 		sync.Mutex
 		fns []func()
 	}
-	// sequenced counts the events this instance numbered (tests, metrics).
-	sequenced atomic.Int64
 }
 
 // New returns a Service over db, whose schema must be migrated.
@@ -165,7 +167,7 @@ func New(db *gorm.DB, opts Options) (*Service, error) {
 	}
 	s := &Service{
 		db: db, sqlDB: sqlDB, dialect: db.Dialector.Name(), log: opts.Logger, clock: opts.Now,
-		retention: opts.Retention, sweepEvery: opts.SweepInterval, poll: opts.Poll, buffer: opts.Buffer,
+		retention: opts.Retention, sweepEvery: opts.SweepInterval, poll: opts.Poll, buffer: opts.Buffer, maxLag: opts.MaxLag,
 		wake: make(chan struct{}, 1),
 	}
 	if s.dialect != "postgres" && s.dialect != "sqlite" {
@@ -188,6 +190,9 @@ func New(db *gorm.DB, opts Options) (*Service, error) {
 	}
 	if s.buffer <= 0 {
 		s.buffer = 256
+	}
+	if s.maxLag <= 0 {
+		s.maxLag = 10_000
 	}
 	last, err := s.maxID(context.Background())
 	if err != nil {

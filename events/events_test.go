@@ -235,18 +235,19 @@ func TestAfterResumesWithoutGaps(t *testing.T) {
 	})
 }
 
-// TestSlowSubscriberIsDropped: a subscriber that does not read is dropped
-// once its buffer is full, with ErrTooSlow; the others go on.
+// TestSlowSubscriberIsDropped: a subscriber that does not read holds up no
+// one; once it reads again, more than MaxLag events behind, it is dropped
+// with ErrTooSlow.
 func TestSlowSubscriberIsDropped(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, dbtest.SQLite(t), events.Options{Buffer: 4})
+	e := newEnv(t, dbtest.SQLite(t), events.Options{Buffer: 16, MaxLag: 20})
 	slow := e.ev.Subscribe(t.Context(), events.Filter{}, nil)
 	zero := int64(0)
 	fast := e.ev.Subscribe(t.Context(), events.Filter{}, &zero)
 	time.Sleep(100 * time.Millisecond) // both registered
 	fastDone := make(chan error, 1)
 	go func() {
-		for i := range 20 {
+		for i := range 60 {
 			select {
 			case ev, ok := <-fast.C:
 				if !ok || ev.ID != int64(i+1) {
@@ -260,7 +261,7 @@ func TestSlowSubscriberIsDropped(t *testing.T) {
 		}
 		fastDone <- nil
 	}()
-	for i := range 20 {
+	for i := range 60 {
 		e.create(t, fmt.Sprintf("slow-%d", i), "1.00", true)
 	}
 	if err := <-fastDone; err != nil {
@@ -270,9 +271,43 @@ func TestSlowSubscriberIsDropped(t *testing.T) {
 	for range slow.C {
 		n++
 	}
-	if !errors.Is(slow.Err(), events.ErrTooSlow) || n > 5 {
-		t.Errorf("slow subscriber: %d events, then %v; want at most 5, then ErrTooSlow", n, slow.Err())
+	if !errors.Is(slow.Err(), events.ErrTooSlow) || n > 17 { // the buffer, and the one in hand
+		t.Errorf("slow subscriber: %d events, then %v; want at most 17, then ErrTooSlow", n, slow.Err())
 	}
+}
+
+// TestBurstDoesNotDropAReader: a burst of events larger than a subscriber's
+// buffer takes it off the live list for a moment; it catches up from the
+// outbox and gets every event once, in order.
+func TestBurstDoesNotDropAReader(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		e := newEnv(t, db, events.Options{Buffer: 4})
+		sub := e.ev.Subscribe(t.Context(), events.Filter{}, nil)
+		time.Sleep(200 * time.Millisecond) // registered
+		var wg sync.WaitGroup
+		for w := range 8 {
+			wg.Go(func() {
+				for i := range 25 {
+					e.create(t, fmt.Sprintf("burst-%d-%d", w, i), "1.00", true)
+				}
+			})
+		}
+		for i := range 200 {
+			select {
+			case ev, ok := <-sub.C:
+				if !ok || ev.ID != int64(i+1) {
+					t.Fatalf("event %d: id %d (open %v): %v", i, ev.ID, ok, sub.Err())
+				}
+				if i%20 == 0 {
+					time.Sleep(20 * time.Millisecond) // a reader slower than the burst
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatalf("got %d of 200 events", i)
+			}
+		}
+		wg.Wait()
+	})
 }
 
 // TestCommitOrder: on PostgreSQL, with many writers at once on two
@@ -388,8 +423,8 @@ func TestSweepKeepsNewest(t *testing.T) {
 		e := newEnv(t, db, events.Options{Retention: time.Hour, Now: now})
 		for i := range 3 {
 			e.create(t, fmt.Sprintf("sweep-%d", i), "1.00", true)
+			collect(t, e.ev, events.Filter{}, int64(i), 1) // numbered in a pass of its own
 		}
-		collect(t, e.ev, events.Filter{}, 0, 3)
 		mu.Lock()
 		clock = clock.Add(2 * time.Hour)
 		mu.Unlock()

@@ -35,9 +35,6 @@ type subscriber struct {
 	err error
 }
 
-// pageSize is how many events one read takes.
-const pageSize = 500
-
 func newHub(s *Service, last int64) *hub {
 	return &hub{s: s, last: last, subs: map[*subscriber]struct{}{}, poke: make(chan struct{}, 1)}
 }
@@ -118,29 +115,24 @@ func (h *hub) catchUp(ctx context.Context) error {
 	// Only this goroutine moves last once there are subscribers, so from
 	// stays right while the events are read outside the lock.
 	for from < newest {
-		batch, err := h.s.Range(ctx, from, newest, Filter{}, pageSize)
+		batch, reached, err := h.s.page(ctx, from, newest, Filter{})
 		if err != nil {
 			return err
-		}
-		if len(batch) == 0 {
-			break
 		}
 		h.mu.Lock()
 		for _, e := range batch {
 			h.broadcast(e)
 		}
-		from = batch[len(batch)-1].ID
+		from = reached
 		h.last = from
 		h.mu.Unlock()
 	}
-	h.mu.Lock()
-	h.last = max(h.last, newest)
-	h.mu.Unlock()
 	return nil
 }
 
-// broadcast gives e to every subscriber it matches, dropping those whose
-// buffer is full. h.mu is held.
+// broadcast gives e to every subscriber it matches, taking those whose
+// buffer is full off the list (they catch up from the outbox). h.mu is
+// held.
 func (h *hub) broadcast(e Event) {
 	for sub := range h.subs {
 		if !sub.filter.match(e) {
@@ -149,7 +141,7 @@ func (h *hub) broadcast(e Event) {
 		select {
 		case sub.ch <- e:
 		default:
-			h.dropLocked(sub, ErrTooSlow)
+			h.dropLocked(sub, errBehind)
 		}
 	}
 }

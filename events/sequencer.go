@@ -15,17 +15,19 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 
 	"github.com/cmpay/cmpay/database"
+	"github.com/cmpay/cmpay/models"
 )
 
 // The sequencer gives committed events their public ids (see the package
 // comment for why and how). This file holds both dialects' passes and, for
-// PostgreSQL, the session that elects the leader, listens and passes.
+// PostgreSQL, the session that elects the leader and polls.
 
 // deliveriesColumns are the columns a pass fills for each new delivery.
-const deliveriesColumns = `event_id, endpoint_id, status, event_at, created_at, attempts, retries, next_attempt_at,
-	claim_token, last_status, last_error`
+const deliveriesColumns = `event_id, event_seq, endpoint_id, status, event_at, created_at, attempts, retries,
+	next_attempt_at, claim_token, last_status, last_error`
 
 // endpointMatches is the join condition between an event e and the
 // endpoints w that receive it: not deleted, bound to no client or to the
@@ -33,39 +35,54 @@ const deliveriesColumns = `event_id, endpoint_id, status, event_at, created_at, 
 const endpointMatches = `w.deleted_at IS NULL AND (w.client_id = '' OR w.client_id = e.client_id)
 	AND (w.event_types = '' OR w.event_types LIKE '%,' || e.type || ',%')`
 
-// passPostgresSQL numbers the events $1 lists, in that order, skipping any
-// already numbered; creates their deliveries; and, if it numbered any,
-// tells every instance the new highest id. One statement: one round trip,
-// one transaction. base is read in the statement's snapshot: only the
-// leader numbers events, one pass at a time, and the unique index on id
-// would refuse a second leader's pass rather than let it give an id twice.
-const passPostgresSQL = `WITH ord AS (
-	SELECT seq, ord FROM unnest($1::bigint[]) WITH ORDINALITY AS t(seq, ord)
-), todo AS (
-	SELECT e.seq, row_number() OVER (ORDER BY o.ord) AS rn
-	FROM ord o JOIN payment_events e ON e.seq = o.seq
-	WHERE e.id IS NULL
+// Cursor names in event_cursors.
+const (
+	cursorSequencer  = "sequencer"  // PostgreSQL: the leader's frontier
+	cursorDeliveries = "deliveries" // SQLite: the last event given deliveries
+)
+
+// pollPostgresSQL is one look at the outbox, in one snapshot: the oldest
+// transaction still running (xmin), the first xid not yet assigned (xmax),
+// and the committed events past the frontier $1, in seq order. The upper
+// bound is never reached (5000 rows come first); it makes the cached
+// generic plan an index range scan (a bounded range is estimated narrow),
+// where "seq > $1" alone would be estimated a third of the table.
+const pollPostgresSQL = `SELECT pg_snapshot_xmin(s)::text::bigint, pg_snapshot_xmax(s)::text::bigint,
+	ARRAY(SELECT seq FROM payment_events WHERE seq > $1 AND seq <= $1 + 1000000000 ORDER BY seq LIMIT 5000)
+FROM pg_current_snapshot() AS s`
+
+// passPostgresSQL numbers the events $1 lists (committed, not numbered
+// yet), in that order: it records the batch (first_id = the last id given
+// + 1, and on), creates their deliveries, and tells every instance the new
+// highest id and whether deliveries were created. One statement: one round
+// trip, one transaction, one row for the whole batch. The last id is read in the statement's snapshot: only the
+// leader numbers events, one pass at a time, and the primary key on
+// last_id would refuse a second leader's pass rather than give an id twice.
+const passPostgresSQL = `WITH todo AS (
+	SELECT seq, rn FROM unnest($1::bigint[]) WITH ORDINALITY AS t(seq, rn)
 ), base AS (
-	SELECT COALESCE(max(id), 0) AS b FROM payment_events WHERE id IS NOT NULL
-), done AS (
-	UPDATE payment_events e SET id = base.b + todo.rn
-	FROM todo, base WHERE e.seq = todo.seq
-	RETURNING e.id, e.type, e.client_id, e.at
+	SELECT COALESCE((SELECT last_id FROM event_batches ORDER BY last_id DESC LIMIT 1), 0) AS b
+), batch AS (
+	INSERT INTO event_batches (last_id, first_id, seqs)
+	SELECT base.b + cardinality($1::bigint[]), base.b + 1, $1::bigint[] FROM base
+	RETURNING last_id
 ), delivery AS (
 	INSERT INTO webhook_deliveries (` + deliveriesColumns + `)
-	SELECT e.id, w.id, 'PENDING', e.at, $2::timestamptz, 0, 0, $2::timestamptz, 0, 0, ''
-	FROM done e JOIN webhook_endpoints w ON ` + endpointMatches + `
+	SELECT base.b + t.rn, e.seq, w.id, 'PENDING', e.at, $2::timestamptz, 0, 0, $2::timestamptz, 0, 0, ''
+	FROM todo t CROSS JOIN base JOIN payment_events e ON e.seq = t.seq JOIN webhook_endpoints w ON ` + endpointMatches + `
 	RETURNING 1
 ), total AS (
-	SELECT COALESCE(max(id), 0) AS top, count(*) AS n FROM done
+	SELECT (SELECT last_id FROM batch) AS top, (SELECT count(*) FROM delivery) AS deliveries
 )
-SELECT t.top, t.n, (SELECT count(*) FROM delivery),
-       CASE WHEN t.n > 0 THEN (SELECT true FROM pg_notify($3::text, t.top::text || ':' || (SELECT count(*) FROM delivery)))
-            ELSE false END
+SELECT t.top, t.deliveries, (SELECT true FROM pg_notify($3::text, t.top::text || ':' || t.deliveries))
 FROM total t`
 
-// unsequencedSQL lists events committed but not yet numbered, in seq order.
-const unsequencedSQL = `SELECT seq FROM payment_events WHERE id IS NULL ORDER BY seq LIMIT $1`
+// saveCursorSQL saves the leader's state, about once a second: the
+// frontier, the numbered seqs above it, and the last id given then ($3,
+// in last_id). A new leader adds the seqs of the batches numbered since
+// (the passes a leader made after its last save): their rows say which.
+const saveCursorSQL = `INSERT INTO event_cursors (name, frontier, numbered, last_id) VALUES ('` + cursorSequencer + `', $1, $2, $3)
+	ON CONFLICT (name) DO UPDATE SET frontier = EXCLUDED.frontier, numbered = EXCLUDED.numbered, last_id = EXCLUDED.last_id`
 
 // listen keeps a leader session (or a would-be leader's) open until ctx
 // ends, reconnecting after any error.
@@ -78,7 +95,7 @@ func (s *Service) listen(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		s.log.Warn("events: listener connection lost; reconnecting", "err", err)
+		s.log.Warn("events: sequencer connection lost; reconnecting", "err", err)
 		if time.Since(started) > time.Minute {
 			wait = 100 * time.Millisecond
 		}
@@ -108,223 +125,246 @@ func (s *Service) session(ctx context.Context) error {
 	return serveErr
 }
 
-// channels are the notification channels of the schema that holds
+// schemaKeys are the notification channel of the schema that holds
 // payment_events, and the key of its leader's lock.
-type channels struct {
-	events, sequenced string
-	lockKey           int64
+type schemaKeys struct {
+	sequenced string
+	lockKey   int64
 }
 
-func (s *Service) channels(ctx context.Context, c *pgx.Conn) (channels, error) {
+func schemaKeysOf(ctx context.Context, c *pgx.Conn) (schemaKeys, error) {
 	var schema string
 	err := c.QueryRow(ctx, `SELECT n.nspname FROM pg_class t JOIN pg_namespace n ON n.oid = t.relnamespace
 		WHERE t.oid = 'payment_events'::regclass`).Scan(&schema)
 	if err != nil {
-		return channels{}, fmt.Errorf("find the outbox's schema: %w", err)
+		return schemaKeys{}, fmt.Errorf("find the outbox's schema: %w", err)
 	}
 	h := fnv.New64a()
 	h.Write([]byte("cmpay events sequencer\x00" + schema))
-	return channels{
-		events:    database.EventsChannelPrefix + schema,
-		sequenced: database.SequencedChannelPrefix + schema,
-		lockKey:   int64(h.Sum64()),
-	}, nil
+	return schemaKeys{sequenced: database.SequencedChannelPrefix + schema, lockKey: int64(h.Sum64())}, nil
 }
 
-// tryLeadEvery is how often an instance that is not the leader tries to
-// become it: how long events wait for a number after a leader dies.
-const tryLeadEvery = 250 * time.Millisecond
+// Timing of the PostgreSQL session.
+const (
+	// tryLeadEvery is how often an instance that is not the leader tries
+	// to become it: how long events wait for a number after a leader dies.
+	tryLeadEvery = 250 * time.Millisecond
+	// pollBusy and pollIdle are how often the leader looks for committed
+	// events: while events come, and when none came for a second. They are
+	// about the longest an event waits for its number; a longer wait
+	// makes fewer, larger passes.
+	pollBusy = 25 * time.Millisecond
+	pollIdle = 100 * time.Millisecond
+	// saveEvery is how often the leader saves its state.
+	saveEvery = time.Second
+)
 
 // serve listens on c for "sequenced" notifications (waking the hub), tries
-// to become the leader, and as the leader listens for the writers'
-// notifications and numbers their events in the order they arrive.
+// to become the leader, and as the leader polls and numbers.
 func (s *Service) serve(ctx context.Context, c *pgx.Conn) error {
-	ch, err := s.channels(ctx, c)
+	keys, err := schemaKeysOf(ctx, c)
 	if err != nil {
 		return err
 	}
-	if _, err := c.Exec(ctx, `LISTEN `+pgx.Identifier{ch.sequenced}.Sanitize()); err != nil {
+	if _, err := c.Exec(ctx, `LISTEN `+pgx.Identifier{keys.sequenced}.Sanitize()); err != nil {
 		return err
 	}
 	// Notifications sent while this instance had no session are lost:
 	// look at the outbox itself.
 	s.hub.wakeUp()
 
-	leader := false
-	nextTry := time.Time{}
-	// stuck are the unnumbered events seen at the last poll: still
-	// unnumbered at the next one, they were committed without this leader
-	// being told (which should not happen) and are numbered anyway.
-	var stuck []int64
+	var seq *sequencer
+	next := time.Time{} // the next leadership try, or poll
 	for {
-		now := time.Now()
-		if !leader && !now.Before(nextTry) {
-			if err := c.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, ch.lockKey).Scan(&leader); err != nil {
-				return err
-			}
-			nextTry = now.Add(tryLeadEvery)
-			if leader {
-				if _, err := c.Exec(ctx, `LISTEN `+pgx.Identifier{ch.events}.Sanitize()); err != nil {
+		if now := time.Now(); !now.Before(next) {
+			if seq == nil {
+				var leader bool
+				if err := c.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, keys.lockKey).Scan(&leader); err != nil {
 					return err
 				}
-				s.leader.Store(true)
-				s.log.Info("events: this instance numbers events now")
-				// Events committed before this leader listened were never
-				// announced to it: number them first, in seq order.
-				if err := s.passPostgres(ctx, c, ch, nil, true); err != nil {
-					return err
+				next = now.Add(tryLeadEvery)
+				if leader {
+					if seq, err = s.newSequencer(ctx, c, keys); err != nil {
+						return err
+					}
+					s.leader.Store(true)
+					s.log.Info("events: this instance numbers events now")
+					next = now
 				}
 			}
+			if seq != nil {
+				if err := seq.poll(ctx); err != nil {
+					return err
+				}
+				next = time.Now().Add(seq.interval())
+			}
 		}
-		// Wait for notifications, until the next poll or leadership try.
-		until := now.Add(s.poll)
-		if !leader {
-			until = nextTry
-		}
-		waitCtx, cancel := context.WithDeadline(ctx, until)
+		waitCtx, cancel := context.WithDeadline(ctx, next)
 		n, err := c.WaitForNotification(waitCtx)
 		cancel()
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			if !pgconn.Timeout(err) && !errors.Is(err, context.DeadlineExceeded) {
-				return err
-			}
-			// A poll (the hub polls on its own): the leader numbers
-			// anything stuck.
-			if leader {
-				if stuck, err = s.unstick(ctx, c, ch, stuck); err != nil {
-					return err
-				}
-			}
-			continue
-		}
-
-		// Take every notification that arrives within gather of the first,
-		// in arrival order (the writers' ones are in commit order): under
-		// load one pass then numbers the events of many statements.
-		var seqs []int64
-		all := false
-		first := time.Now()
-		for n != nil {
-			switch n.Channel {
-			case ch.events:
-				if n.Payload == "*" {
-					all = true
-				}
-				for _, f := range strings.Split(n.Payload, ",") {
-					if v, err := strconv.ParseInt(f, 10, 64); err == nil {
-						seqs = append(seqs, v)
-					}
-				}
-			case ch.sequenced:
-				// "<highest id>:<deliveries created>"
-				top, deliveries, _ := strings.Cut(n.Payload, ":")
-				id, _ := strconv.ParseInt(top, 10, 64)
-				s.hub.announce(id, deliveries != "0")
-			}
-			if len(seqs) > 5000 || time.Since(first) > gather {
-				break
-			}
-			n = nextNotification(ctx, c, gather-time.Since(first))
-		}
-		if leader && (len(seqs) > 0 || all) {
-			if err := s.passPostgres(ctx, c, ch, seqs, all); err != nil {
-				return err
-			}
-		}
-	}
-}
-
-// gather is how long the leader waits for more notifications after one
-// before it numbers their events: a few milliseconds more before an event
-// is seen, against a pass (a statement, and a round of notifications to
-// every instance) per writing statement.
-const gather = 3 * time.Millisecond
-
-// nextNotification returns the next notification, or nil if none comes
-// within wait.
-func nextNotification(ctx context.Context, c *pgx.Conn, wait time.Duration) *pgconn.Notification {
-	if wait <= 0 {
-		return nil
-	}
-	waitCtx, cancel := context.WithTimeout(ctx, wait)
-	defer cancel()
-	n, err := c.WaitForNotification(waitCtx)
-	if err != nil {
-		return nil
-	}
-	return n
-}
-
-// passPostgres numbers the events seqs lists, in that order; with all, it
-// first numbers every committed unnumbered event in seq order.
-func (s *Service) passPostgres(ctx context.Context, c *pgx.Conn, ch channels, seqs []int64, all bool) error {
-	if all {
-		for {
-			var pending []int64
-			rows, err := c.Query(ctx, unsequencedSQL, 5000)
-			if err != nil {
-				return err
-			}
-			pending, err = pgx.CollectRows(rows, pgx.RowTo[int64])
-			if err != nil {
-				return err
-			}
-			if len(pending) == 0 {
-				break
-			}
-			if err := s.passPostgres(ctx, c, ch, pending, false); err != nil {
-				return err
-			}
-			if len(pending) < 5000 {
-				break
-			}
-		}
-		if len(seqs) == 0 {
+		switch {
+		case err == nil:
+			// "<highest id>:<deliveries created>"
+			top, deliveries, _ := strings.Cut(n.Payload, ":")
+			id, _ := strconv.ParseInt(top, 10, 64)
+			s.hub.announce(id, deliveries != "0")
+		case ctx.Err() != nil:
 			return nil
+		case !pgconn.Timeout(err) && !errors.Is(err, context.DeadlineExceeded):
+			return err
 		}
 	}
-	var top, n, deliveries int64
-	var notified bool
-	if err := c.QueryRow(ctx, passPostgresSQL, seqs, s.now(), ch.sequenced).Scan(&top, &n, &deliveries, &notified); err != nil {
-		return fmt.Errorf("number events: %w", err)
-	}
-	s.sequenced.Add(n)
-	return nil
 }
 
-// unstick numbers the events that were unnumbered at the previous poll and
-// still are, and returns the ones unnumbered now for the next poll.
-func (s *Service) unstick(ctx context.Context, c *pgx.Conn, ch channels, before []int64) ([]int64, error) {
-	rows, err := c.Query(ctx, unsequencedSQL, 5000)
-	if err != nil {
-		return nil, err
+// sequencer is the leader's state: the frontier, below which every
+// committed event is numbered and no other will ever commit, and the
+// numbered events above it.
+//
+// The frontier moves by snapshots. A transaction that writes an event
+// writes the change first (the event is fed by the change's own rows), so
+// it has its xid before the event gets its seq. So every event with a seq
+// up to the highest seq visible in snapshot S belongs to a transaction
+// whose xid is below S's xmax; once a later snapshot's xmin has passed
+// that xmax, all those transactions have ended, and the events with such
+// seqs that are not visible yet never will be. Each poll records (its
+// xmax, its highest visible seq) and moves the frontier to the highest
+// seq of the records an xmin has passed.
+type sequencer struct {
+	s        *Service
+	c        *pgx.Conn
+	keys     schemaKeys
+	frontier int64
+	numbered map[int64]bool // numbered seqs above the frontier
+	marks    []mark         // oldest first
+	lastNew  time.Time      // when a poll last found an event
+	lastID   int64          // the last id given
+	dirty    bool           // the state changed since it was saved
+	savedAt  time.Time
+}
+
+type mark struct{ xmax, visible int64 }
+
+// newSequencer takes up the state the previous leader saved, and the
+// passes it made after saving it, so that this one carries on exactly
+// where it stopped.
+func (s *Service) newSequencer(ctx context.Context, c *pgx.Conn, keys schemaKeys) (*sequencer, error) {
+	q := &sequencer{s: s, c: c, keys: keys, numbered: map[int64]bool{}, savedAt: time.Now()}
+	var numbered string
+	var savedLast int64
+	err := c.QueryRow(ctx, `SELECT frontier, numbered, last_id FROM event_cursors WHERE name = $1`, cursorSequencer).
+		Scan(&q.frontier, &numbered, &savedLast)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("read the sequencer's cursor: %w", err)
 	}
-	now, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	if err != nil {
-		return nil, err
+	for _, f := range strings.Split(numbered, ",") {
+		if v, err := strconv.ParseInt(f, 10, 64); err == nil {
+			q.numbered[v] = true
+		}
 	}
-	var stuck, fresh []int64
-	for _, seq := range now {
-		if slices.Contains(before, seq) {
-			stuck = append(stuck, seq)
-		} else {
+	rows, err := c.Query(ctx, `SELECT u.seq FROM event_batches b CROSS JOIN LATERAL unnest(b.seqs) AS u(seq)
+		WHERE b.last_id > $1 AND u.seq > $2`, pgx.QueryExecModeExec, savedLast, q.frontier)
+	if err != nil {
+		return nil, fmt.Errorf("read the passes after the sequencer's cursor: %w", err)
+	}
+	later, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("read the passes after the sequencer's cursor: %w", err)
+	}
+	for _, seq := range later {
+		q.numbered[seq] = true
+	}
+	if err := c.QueryRow(ctx, `SELECT COALESCE(MAX(last_id), 0) FROM event_batches`).Scan(&q.lastID); err != nil {
+		return nil, fmt.Errorf("read the last event id: %w", err)
+	}
+	return q, nil
+}
+
+func (q *sequencer) interval() time.Duration {
+	if time.Since(q.lastNew) < time.Second {
+		return pollBusy
+	}
+	return pollIdle
+}
+
+// poll looks at the outbox once: it numbers, in seq order, the committed
+// events past the frontier that are not numbered yet, and moves the
+// frontier. The order is the order in which events became visible to the
+// polls; within one poll (10 ms under load), the order of their inserts.
+func (q *sequencer) poll(ctx context.Context) error {
+	var xmin, xmax int64
+	var visible []int64
+	if err := q.c.QueryRow(ctx, pollPostgresSQL, q.frontier).Scan(&xmin, &xmax, &visible); err != nil {
+		return fmt.Errorf("look for events: %w", err)
+	}
+	var fresh []int64
+	highest := q.frontier
+	for _, seq := range visible {
+		highest = max(highest, seq)
+		if !q.numbered[seq] {
 			fresh = append(fresh, seq)
 		}
 	}
-	if len(stuck) > 0 {
-		s.log.Warn("events: numbering events no notification announced", "count", len(stuck))
-		if err := s.passPostgres(ctx, c, ch, stuck, false); err != nil {
-			return nil, err
+	if n := len(q.marks); n == 0 || q.marks[n-1].visible < highest {
+		q.marks = append(q.marks, mark{xmax: xmax, visible: highest})
+	}
+	frontier := q.frontier
+	for len(q.marks) > 0 && q.marks[0].xmax <= xmin {
+		frontier = max(frontier, q.marks[0].visible)
+		q.marks = q.marks[1:]
+	}
+	for _, seq := range fresh {
+		q.numbered[seq] = true
+	}
+	if frontier != q.frontier {
+		q.frontier, q.dirty = frontier, true
+		for seq := range q.numbered {
+			if seq <= frontier {
+				delete(q.numbered, seq)
+			}
 		}
 	}
-	return fresh, nil
+	if len(fresh) > 0 {
+		q.lastNew = time.Now()
+		if err := q.pass(ctx, fresh); err != nil {
+			return err
+		}
+	}
+	if q.dirty && time.Since(q.savedAt) > saveEvery {
+		if _, err := q.c.Exec(ctx, saveCursorSQL, q.frontier, q.numberedText(), q.lastID); err != nil {
+			return fmt.Errorf("save the sequencer's cursor: %w", err)
+		}
+		q.dirty, q.savedAt = false, time.Now()
+	}
+	return nil
 }
 
-// runSQLiteSequencer numbers events on SQLite whenever a write commits
-// (Wake) and every poll interval besides.
+// pass numbers seqs, in that order.
+func (q *sequencer) pass(ctx context.Context, seqs []int64) error {
+	var top, deliveries int64
+	var notified bool
+	err := q.c.QueryRow(ctx, passPostgresSQL, seqs, q.s.now(), q.keys.sequenced).Scan(&top, &deliveries, &notified)
+	if err != nil {
+		return fmt.Errorf("number events: %w", err)
+	}
+	q.lastID, q.dirty = top, true
+	return nil
+}
+
+func (q *sequencer) numberedText() string {
+	seqs := make([]int64, 0, len(q.numbered))
+	for seq := range q.numbered {
+		seqs = append(seqs, seq)
+	}
+	slices.Sort(seqs)
+	parts := make([]string, len(seqs))
+	for i, seq := range seqs {
+		parts[i] = strconv.FormatInt(seq, 10)
+	}
+	return strings.Join(parts, ",")
+}
+
+// runSQLiteSequencer gives events their deliveries on SQLite whenever a
+// write commits (Wake) and every poll interval besides.
 func (s *Service) runSQLiteSequencer(ctx context.Context) {
 	s.leader.Store(true)
 	defer s.leader.Store(false)
@@ -343,35 +383,48 @@ func (s *Service) runSQLiteSequencer(ctx context.Context) {
 	}
 }
 
-// passSQLite numbers every unnumbered event: its id is its seq, since
-// SQLite's one writer at a time makes insertion order commit order (and
-// AUTOINCREMENT never gives a seq twice). It creates their deliveries in
-// the same transaction, then wakes the hub.
+// passSQLite serves SQLite, where an event's id is its seq: one writer at a
+// time makes insertion order commit order (and AUTOINCREMENT never gives a
+// seq twice), so an event is numbered the moment it commits. The pass
+// creates the deliveries of the events past the cursor and moves it, in
+// one transaction, then wakes the hub.
 func (s *Service) passSQLite(ctx context.Context) error {
-	var lo, hi, n, deliveries int64
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		var ids []int64
-		if err := tx.Raw(`UPDATE payment_events SET id = seq WHERE id IS NULL RETURNING id`).Scan(&ids).Error; err != nil {
-			return err
+	for {
+		var hi, n, deliveries int64
+		err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+			var cursor models.EventCursor
+			if err := tx.Where("name = ?", cursorDeliveries).Limit(1).Find(&cursor).Error; err != nil {
+				return err
+			}
+			var seqs []int64
+			if err := tx.Raw(`SELECT seq FROM payment_events WHERE seq > ? ORDER BY seq LIMIT 5000`, cursor.Frontier).Scan(&seqs).Error; err != nil {
+				return err
+			}
+			if len(seqs) == 0 {
+				return nil
+			}
+			hi, n = seqs[len(seqs)-1], int64(len(seqs))
+			now := s.now()
+			res := tx.Exec(`INSERT INTO webhook_deliveries (`+deliveriesColumns+`)
+				SELECT e.seq, e.seq, w.id, 'PENDING', e.at, ?, 0, 0, ?, 0, 0, ''
+				FROM payment_events e JOIN webhook_endpoints w ON `+endpointMatches+`
+				WHERE e.seq > ? AND e.seq <= ?`, now, now, cursor.Frontier, hi)
+			if res.Error != nil {
+				return res.Error
+			}
+			deliveries = res.RowsAffected
+			return tx.Clauses(clause.OnConflict{UpdateAll: true}).
+				Create(&models.EventCursor{Name: cursorDeliveries, Frontier: hi}).Error
+		})
+		if err != nil {
+			return fmt.Errorf("number events: %w", err)
 		}
-		if len(ids) == 0 {
+		if n == 0 {
 			return nil
 		}
-		lo, hi, n = slices.Min(ids), slices.Max(ids), int64(len(ids))
-		now := s.now()
-		res := tx.Exec(`INSERT INTO webhook_deliveries (`+deliveriesColumns+`)
-			SELECT e.id, w.id, 'PENDING', e.at, ?, 0, 0, ?, 0, 0, ''
-			FROM payment_events e JOIN webhook_endpoints w ON `+endpointMatches+`
-			WHERE e.id BETWEEN ? AND ?`, now, now, lo, hi)
-		deliveries = res.RowsAffected
-		return res.Error
-	})
-	if err != nil {
-		return fmt.Errorf("number events: %w", err)
-	}
-	if n > 0 {
-		s.sequenced.Add(n)
 		s.hub.announce(hi, deliveries > 0)
+		if n < 5000 {
+			return nil
+		}
 	}
-	return nil
 }

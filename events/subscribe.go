@@ -2,6 +2,7 @@ package events
 
 import (
 	"context"
+	"errors"
 	"sync"
 )
 
@@ -39,6 +40,13 @@ func (s *Subscription) fail(err error) {
 // few events up to L from the outbox. Since the hub hands out events in id
 // order and ids are given in one sequence that readers see as a prefix,
 // "up to L from the outbox, then past L from the hub" is every event once.
+//
+// The hub never waits for a subscriber: one whose buffer is full is taken
+// off the live list (a burst of events, or a reader slower than the
+// events). The subscription then catches up from the outbox, where it
+// stands, and registers again, unless it has fallen more than MaxLag
+// events behind: then it ends with ErrTooSlow, and the client resumes with
+// `after`. Memory stays bounded either way: the buffer, and a page.
 func (s *Service) Subscribe(ctx context.Context, f Filter, after *int64) *Subscription {
 	out := make(chan Event)
 	sub := &Subscription{C: out}
@@ -56,7 +64,7 @@ func (s *Service) Subscribe(ctx context.Context, f Filter, after *int64) *Subscr
 		// moves *cursor to upTo.
 		backlog := func(cursor *int64, upTo int64) bool {
 			for *cursor < upTo {
-				batch, err := s.Range(ctx, *cursor, upTo, f, pageSize)
+				batch, reached, err := s.page(ctx, *cursor, upTo, f)
 				if err != nil {
 					if ctx.Err() == nil {
 						sub.fail(err)
@@ -68,61 +76,77 @@ func (s *Service) Subscribe(ctx context.Context, f Filter, after *int64) *Subscr
 						return false
 					}
 				}
-				if len(batch) < pageSize {
-					*cursor = upTo
-				} else {
-					*cursor = batch[len(batch)-1].ID
-				}
+				*cursor = reached
 			}
 			return true
 		}
 
 		var cursor int64
 		if after != nil {
-			// Most of a long backlog is read before taking a place in the
-			// hub, so that live events do not pile up in the buffer
-			// meanwhile.
 			cursor = *after
-			for {
-				last := s.hub.lastID()
-				if last-cursor <= pageSize {
-					break
-				}
-				if !backlog(&cursor, last) {
+		}
+		for first := true; ; first = false {
+			if !first || after != nil {
+				if s.hub.lastID()-cursor > int64(s.maxLag) && !first {
+					sub.fail(ErrTooSlow)
 					return
+				}
+				// Most of a long backlog is read before taking a place in
+				// the hub, so that live events do not pile up meanwhile.
+				for {
+					last := s.hub.lastID()
+					if last-cursor <= int64(s.buffer/2) {
+						break
+					}
+					if !backlog(&cursor, last) {
+						return
+					}
 				}
 			}
-		}
-		sb := &subscriber{filter: f, ch: make(chan Event, s.buffer)}
-		live, ok := s.hub.add(sb)
-		if !ok {
-			sub.fail(ErrClosed)
-			return
-		}
-		defer s.hub.remove(sb)
-		if after == nil {
-			cursor = live
-		} else if !backlog(&cursor, live) {
-			return
-		}
-		for {
-			select {
-			case e, ok := <-sb.ch:
-				if !ok {
-					sub.fail(sb.err)
-					return
-				}
-				if e.ID <= cursor {
-					continue // `after` was past what this instance had seen
-				}
-				if !send(e) {
-					return
-				}
-				cursor = e.ID
-			case <-ctx.Done():
+			sb := &subscriber{filter: f, ch: make(chan Event, s.buffer)}
+			live, ok := s.hub.add(sb)
+			if !ok {
+				sub.fail(ErrClosed)
+				return
+			}
+			if first && after == nil {
+				cursor = live
+			} else if !backlog(&cursor, live) {
+				s.hub.remove(sb)
+				return
+			}
+			if !s.follow(ctx, sb, &cursor, send, sub) {
 				return
 			}
 		}
 	}()
 	return sub
+}
+
+// follow sends sb's live events until the hub takes sb off its list for
+// falling behind (true: catch up and register again), or the subscription
+// ends (false).
+func (s *Service) follow(ctx context.Context, sb *subscriber, cursor *int64, send func(Event) bool, sub *Subscription) bool {
+	defer s.hub.remove(sb)
+	for {
+		select {
+		case e, ok := <-sb.ch:
+			if !ok {
+				if errors.Is(sb.err, errBehind) {
+					return true
+				}
+				sub.fail(sb.err)
+				return false
+			}
+			if e.ID <= *cursor {
+				continue // `after` was past what this instance had seen
+			}
+			if !send(e) {
+				return false
+			}
+			*cursor = e.ID
+		case <-ctx.Done():
+			return false
+		}
+	}
 }

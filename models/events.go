@@ -7,20 +7,17 @@ import "time"
 // (SQLite) that made it happen, so that nothing is announced that did not
 // happen and nothing that happened goes unannounced.
 //
-// Seq is given at insert and only orders rows for the sequencer. ID is the
-// public event id, NULL until the sequencer (package events) gives it one
-// after the row's transaction committed: ids increase in the order events
-// become visible, and a row without an id is seen by no reader (no
-// subscriber, no webhook, no `after`). The partial unique index on ID does
-// not index the NULLs, so an insert costs the primary key and the small
-// unsequenced index only.
+// Seq is given at insert, in insertion order, which is not commit order.
+// The public event id is given after commit (package events): on SQLite it
+// is the seq itself (one writer at a time), on PostgreSQL the sequencer's
+// numbering, recorded per pass in event_batches. Rows are never updated:
+// an event costs the change one insert and its primary key.
 //
 // The row carries the payment as it was right after the event (status,
 // amounts, times, counters), so that a delivery made days later shows that
 // state, not the payment as it is by then.
 type PaymentEvent struct {
-	Seq int64  `gorm:"primaryKey;autoIncrement;index:idx_payment_events_unsequenced,where:id IS NULL"`
-	ID  *int64 `gorm:"column:id;uniqueIndex:idx_payment_events_id,where:id IS NOT NULL"`
+	Seq int64 `gorm:"primaryKey;autoIncrement"`
 
 	// Type is PAYMENT_CREATED, PAYMENT_CAPTURED, PAYMENT_CANCELED or
 	// PAYMENT_REFUNDED; At is when the change was made (the payment's
@@ -47,6 +44,20 @@ type PaymentEvent struct {
 	CanceledAt       *time.Time
 	ReplayCount      int `gorm:"not null"`
 	RejectedCount    int `gorm:"not null"`
+}
+
+// EventCursor is where the sequencer stands (package events), saved about
+// once a second so that a new leader carries on exactly: on PostgreSQL,
+// every event with a seq up to Frontier is numbered or will never be
+// visible, Numbered lists the seqs above it that were numbered ("12,15"),
+// and LastID is the last id given then (the passes after it are read from
+// event_batches); on SQLite, Frontier is the last event whose deliveries
+// were created.
+type EventCursor struct {
+	Name     string `gorm:"primaryKey;size:20"`
+	Frontier int64  `gorm:"not null;default:0"`
+	Numbered string `gorm:"not null;default:''"`
+	LastID   int64  `gorm:"not null;default:0"`
 }
 
 // WebhookEndpoint is a URL that receives signed POSTs of payment events.
@@ -76,8 +87,10 @@ type WebhookEndpoint struct {
 // ClaimToken; only the holder of the token may record the attempt, and an
 // instance that dies mid-attempt leaves a lease that simply runs out.
 type WebhookDelivery struct {
-	ID         int64     `gorm:"primaryKey;autoIncrement"`
-	EventID    int64     `gorm:"not null;index:idx_webhook_deliveries_event"`
+	ID int64 `gorm:"primaryKey;autoIncrement"`
+	// EventID is the event's public id, EventSeq its outbox row.
+	EventID    int64     `gorm:"not null"`
+	EventSeq   int64     `gorm:"not null;index:idx_webhook_deliveries_event"`
 	EndpointID string    `gorm:"not null;size:40"`
 	Status     string    `gorm:"not null;size:16"`
 	EventAt    time.Time `gorm:"not null"`

@@ -177,5 +177,5 @@ type SchemaVersion struct {
 // All lists every model, in migration order.
 func All() []any {
 	return []any{&Payment{}, &Refund{}, &IdempotencyKey{}, &IdempotencyAttempt{}, &Currency{}, &SchemaVersion{},
-		&PaymentEvent{}, &WebhookEndpoint{}, &WebhookDelivery{}, &WebhookAttempt{}}
+		&PaymentEvent{}, &EventCursor{}, &WebhookEndpoint{}, &WebhookDelivery{}, &WebhookAttempt{}}
 }

@@ -50,6 +50,7 @@ type BodyData struct {
 type claim struct {
 	ID         int64
 	EventID    int64
+	EventSeq   int64
 	EndpointID string
 	Retries    int
 	EventAt    time.Time
@@ -144,7 +145,7 @@ func (s *Service) start(batch []claim, slots, freed chan struct{}, inFlight *syn
 				default:
 				}
 			}()
-			body, ok := bodies[c.EventID]
+			body, ok := bodies[c.ID]
 			if err != nil || !ok {
 				// The event cannot be read (a database error, or swept):
 				// count it as a failed attempt, retried like any other.
@@ -160,17 +161,25 @@ func (s *Service) start(batch []claim, slots, freed chan struct{}, inFlight *syn
 	}
 }
 
-// bodies builds the JSON body of every event of a batch, once per event.
-// A refund event's payment lists the refunds made up to and including it,
-// as it was right after the event.
+// bodies builds the JSON body of every delivery of a batch, by delivery
+// id, once per event. A refund event's payment lists the refunds made up
+// to and including it, as it was right after the event.
 func (s *Service) bodies(ctx context.Context, batch []claim) (map[int64][]byte, error) {
-	ids := make([]int64, 0, len(batch))
+	seqs := make([]int64, 0, len(batch))
 	for _, c := range batch {
-		ids = append(ids, c.EventID)
+		seqs = append(seqs, c.EventSeq)
 	}
-	evs, err := s.events.Get(ctx, ids)
+	bySeq, err := s.events.BySeq(ctx, seqs)
 	if err != nil {
 		return nil, err
+	}
+	var evs []events.Event
+	for _, c := range batch {
+		if e, ok := bySeq[c.EventSeq]; ok && e.ID == 0 {
+			e.ID = c.EventID
+			bySeq[c.EventSeq] = e
+			evs = append(evs, e)
+		}
 	}
 	var refunded []string
 	for _, e := range evs {
@@ -188,7 +197,7 @@ func (s *Service) bodies(ctx context.Context, batch []claim) (map[int64][]byte, 
 			refunds[r.PaymentID] = append(refunds[r.PaymentID], r)
 		}
 	}
-	out := make(map[int64][]byte, len(evs))
+	byEvent := make(map[int64][]byte, len(evs))
 	for _, e := range evs {
 		var asOf []payments.Refund
 		for _, r := range refunds[e.Payment.ID] {
@@ -198,7 +207,13 @@ func (s *Service) bodies(ctx context.Context, batch []claim) (map[int64][]byte, 
 				asOf = append(asOf, payments.RefundFromRow(r, e.Payment.Amount.Currency))
 			}
 		}
-		out[e.ID] = EventBody(e, asOf)
+		byEvent[e.ID] = EventBody(e, asOf)
+	}
+	out := make(map[int64][]byte, len(batch))
+	for _, c := range batch {
+		if b, ok := byEvent[c.EventID]; ok {
+			out[c.ID] = b
+		}
 	}
 	return out, nil
 }
@@ -454,9 +469,9 @@ const claimPostgresSQL = `WITH due AS (
 ), claimed AS (
 	UPDATE webhook_deliveries d SET lease_until = $3, next_attempt_at = $3, claim_token = $4
 	FROM due WHERE d.id = due.id
-	RETURNING d.id, d.event_id, d.endpoint_id, d.retries, d.event_at, d.expires_at
+	RETURNING d.id, d.event_id, d.event_seq, d.endpoint_id, d.retries, d.event_at, d.expires_at
 )
-SELECT c.id, c.event_id, c.endpoint_id, c.retries, c.event_at, c.expires_at, w.url, w.secret
+SELECT c.id, c.event_id, c.event_seq, c.endpoint_id, c.retries, c.event_at, c.expires_at, w.url, w.secret
 FROM claimed c JOIN webhook_endpoints w ON w.id = c.endpoint_id`
 
 // claim takes up to n due deliveries for this instance.
@@ -467,13 +482,15 @@ func (s *Service) claim(ctx context.Context, n int) ([]claim, error) {
 	var out []claim
 	if s.dialect == "postgres" {
 		err := s.withPgx(ctx, func(c *pgx.Conn) error {
-			rows, err := c.Query(ctx, claimPostgresSQL, now, n, until, token)
+			// Planned for its arguments every time: a cached generic plan
+			// might scan every delivery ever made.
+			rows, err := c.Query(ctx, claimPostgresSQL, pgx.QueryExecModeExec, now, n, until, token)
 			if err != nil {
 				return err
 			}
 			out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (claim, error) {
 				var cl claim
-				err := row.Scan(&cl.ID, &cl.EventID, &cl.EndpointID, &cl.Retries, &cl.EventAt, &cl.ExpiresAt, &cl.URL, &cl.Secret)
+				err := row.Scan(&cl.ID, &cl.EventID, &cl.EventSeq, &cl.EndpointID, &cl.Retries, &cl.EventAt, &cl.ExpiresAt, &cl.URL, &cl.Secret)
 				cl.Token = token
 				return cl, err
 			})
@@ -488,7 +505,7 @@ func (s *Service) claim(ctx context.Context, n int) ([]claim, error) {
 		if res.Error != nil || res.RowsAffected == 0 {
 			return res.Error
 		}
-		return tx.Raw(`SELECT d.id, d.event_id, d.endpoint_id, d.retries, d.event_at, d.expires_at, w.url, w.secret
+		return tx.Raw(`SELECT d.id, d.event_id, d.event_seq, d.endpoint_id, d.retries, d.event_at, d.expires_at, w.url, w.secret
 			FROM webhook_deliveries d JOIN webhook_endpoints w ON w.id = d.endpoint_id
 			WHERE d.claim_token = ? AND d.status = 'PENDING'`, token).Scan(&out).Error
 	})

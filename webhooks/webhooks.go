@@ -327,7 +327,7 @@ func (s *Service) RecentDeliveries(ctx context.Context, limit int) ([]Delivery, 
 	var out []Delivery
 	err := s.db.WithContext(ctx).Raw(`SELECT d.*, e.type AS event_type, w.url
 		FROM webhook_deliveries d JOIN webhook_endpoints w ON w.id = d.endpoint_id
-		LEFT JOIN payment_events e ON e.id = d.event_id
+		LEFT JOIN payment_events e ON e.seq = d.event_seq
 		ORDER BY d.id DESC LIMIT ?`, limit).Scan(&out).Error
 	if err != nil || len(out) == 0 {
 		return out, err
