@@ -219,16 +219,17 @@ func (h *holdingReceiver) distinct() int {
 	return len(h.received)
 }
 
-// TestWebhooksSurviveAKilledInstance: two instances deliver a 1,000-payment
-// load to a receiver that checks signatures and fails its first 20
-// deliveries; one instance is killed (SIGKILL) with deliveries in flight;
-// the other delivers them once their leases run out, and the receiver sees
-// every event at least once.
+// TestWebhooksSurviveAKilledInstance: a 1,000-payment load is delivered to
+// a receiver that checks signatures and fails its first 20 deliveries.
+// Instance A delivers until it holds dozens of deliveries in flight; B
+// starts beside it, then A is killed (SIGKILL); B delivers A's once their
+// leases run out, besides its own, and the receiver sees every event at
+// least once.
 func TestWebhooksSurviveAKilledInstance(t *testing.T) {
 	t.Parallel()
 	db := dbtest.Postgres(t)
 	env := []string{"WEBHOOK_ALLOW_PRIVATE=true", "WEBHOOK_RETRY_MIN=200ms"}
-	a, b := startServer(t, db.URL, env...), startServer(t, db.URL, env...)
+	a := startServer(t, db.URL, env...)
 	rcv := &holdingReceiver{failFirst: 20, received: map[string]int{}}
 	hook := httptest.NewServer(rcv)
 	defer hook.Close()
@@ -243,22 +244,17 @@ func TestWebhooksSurviveAKilledInstance(t *testing.T) {
 
 	const n = 1000
 	var wg sync.WaitGroup
-	errs := make(chan error, n)
 	for w := range 16 {
 		wg.Go(func() {
 			for i := w; i < n; i += 16 {
-				url := a.url
-				if i%2 == 1 {
-					url = b.url
-				}
-				if _, err := createPayment(url, fmt.Sprintf("shop-%d", i%5), fmt.Sprintf("load-%d", i)); err != nil {
-					errs <- err
-					return
+				if _, err := createPayment(a.url, fmt.Sprintf("shop-%d", i%5), fmt.Sprintf("load-%d", i)); err != nil {
+					return // A was killed: B creates the rest below
 				}
 			}
 		})
 	}
-	// Kill instance A while both have deliveries held by the receiver.
+	// Kill instance A while it has deliveries held by the receiver, with
+	// B running beside it.
 	deadline := time.Now().Add(30 * time.Second)
 	for rcv.inFlight.Load() < 40 {
 		if time.Now().After(deadline) {
@@ -266,21 +262,14 @@ func TestWebhooksSurviveAKilledInstance(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+	b := startServer(t, db.URL, env...)
 	if err := a.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	killedAt := time.Now()
-	// The rest of the load goes to B alone.
 	wg.Wait()
-	close(errs)
-	failedCreates := 0
-	for range errs {
-		failedCreates++
-	}
-	if failedCreates > 16 {
-		t.Fatalf("%d writers failed", failedCreates)
-	}
-	// Writers whose instance died stopped: finish their share through B.
+	// Whatever A had not created yet, and retries of what it had (replays):
+	// through B.
 	for i := range n {
 		if _, err := createPayment(b.url, fmt.Sprintf("shop-%d", i%5), fmt.Sprintf("load-%d", i)); err != nil {
 			t.Fatal(err)
