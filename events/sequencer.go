@@ -363,8 +363,8 @@ func (q *sequencer) numberedText() string {
 	return strings.Join(parts, ",")
 }
 
-// runSQLiteSequencer gives events their deliveries on SQLite whenever a
-// write commits (Wake) and every poll interval besides.
+// runSQLiteSequencer gives events their deliveries on SQLite shortly after
+// a write commits (Wake), and every poll interval besides.
 func (s *Service) runSQLiteSequencer(ctx context.Context) {
 	s.leader.Store(true)
 	defer s.leader.Store(false)
@@ -378,6 +378,13 @@ func (s *Service) runSQLiteSequencer(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-s.wake:
+			// Let the writes of the next few milliseconds join this pass:
+			// under load one pass serves many of them.
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(pollBusy):
+			}
 		case <-tick.C:
 		}
 	}

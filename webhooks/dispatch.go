@@ -498,7 +498,15 @@ func (s *Service) claim(ctx context.Context, n int) ([]claim, error) {
 		})
 		return out, err
 	}
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	// SQLite: look before taking the write lock, which the one writer
+	// needs for payments.
+	var due []int64
+	err := s.db.WithContext(ctx).Raw(`SELECT id FROM webhook_deliveries WHERE status = 'PENDING' AND next_attempt_at <= ? LIMIT 1`, now).
+		Scan(&due).Error
+	if err != nil || len(due) == 0 {
+		return nil, err
+	}
+	err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		res := tx.Exec(`UPDATE webhook_deliveries SET lease_until = ?, next_attempt_at = ?, claim_token = ?
 			WHERE id IN (SELECT id FROM webhook_deliveries WHERE status = 'PENDING' AND next_attempt_at <= ?
 			             ORDER BY next_attempt_at LIMIT ?)`, until, until, token, now, n)
