@@ -1,9 +1,11 @@
 package webhooks_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -64,4 +66,67 @@ func deliveryRate(b *testing.B, n int) {
 	b.StopTimer()
 	stop()
 	b.ReportMetric(float64(n)/took.Seconds(), "events/s")
+}
+
+// BenchmarkDeliveryKeepsUp creates payments at 1,000 a second for five
+// seconds through the domain (16 writers), with the dispatcher running and
+// a local receiver, and reports the delivery lag (from the event to its
+// arrival at the receiver): steady when delivery keeps up, growing when it
+// does not.
+//
+//	go test -run '^$' -bench DeliveryKeepsUp -benchtime 1x ./webhooks/
+func BenchmarkDeliveryKeepsUp(b *testing.B) {
+	for range b.N {
+		keepUp(b, 1000, 5*time.Second)
+	}
+}
+
+func keepUp(b *testing.B, perSecond int, d time.Duration) {
+	db := dbtest.Postgres(b)
+	e := newEnv(b, db, webhooks.Config{AllowPrivate: true})
+	var mu sync.Mutex
+	var lags []time.Duration
+	seen := map[string]bool{}
+	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body webhooks.Body
+		if err := json.NewDecoder(r.Body).Decode(&body); err == nil {
+			at, _ := time.Parse(time.RFC3339Nano, body.CreatedAt)
+			mu.Lock()
+			if !seen[body.ID] {
+				seen[body.ID] = true
+				lags = append(lags, time.Since(at))
+			}
+			mu.Unlock()
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer rcv.Close()
+	if _, _, err := e.wh.CreateEndpoint(b.Context(), "", rcv.URL, nil); err != nil {
+		b.Fatal(err)
+	}
+	run(b, e.wh.Run)
+	n := perSecond * int(d/time.Second)
+	keys := make(chan int, n)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Go(func() {
+			for i := range keys {
+				e.create(b, "shop-1", fmt.Sprintf("keep-%d", i))
+			}
+		})
+	}
+	for i := range n {
+		time.Sleep(time.Until(start.Add(time.Duration(i) * time.Second / time.Duration(perSecond))))
+		keys <- i
+	}
+	close(keys)
+	wg.Wait()
+	sent := time.Since(start)
+	waitFor(b, time.Minute, "every event delivered", func() bool { mu.Lock(); defer mu.Unlock(); return len(lags) == n })
+	slices.Sort(lags)
+	b.ReportMetric(float64(n)/sent.Seconds(), "events/s")
+	b.ReportMetric(float64(lags[len(lags)/2].Milliseconds()), "p50-lag-ms")
+	b.ReportMetric(float64(lags[len(lags)*99/100].Milliseconds()), "p99-lag-ms")
+	b.ReportMetric(float64(lags[len(lags)-1].Milliseconds()), "max-lag-ms")
 }
