@@ -20,7 +20,7 @@
 //   - PostgreSQL. One instance at a time is the leader: it holds a
 //     session-level advisory lock on a connection of its own, so that a
 //     leader that dies or loses its connection hands over at once. Every
-//     25 ms while events come (100 ms when idle) it looks, in one snapshot,
+//     50 ms while events come (200 ms when idle) it looks, in one snapshot,
 //     at the committed events past its frontier, and numbers the new ones
 //     after all those numbered before: events that became visible between
 //     two looks come after those visible at the first, and within one look

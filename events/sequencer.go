@@ -153,8 +153,8 @@ const (
 	// events: while events come, and when none came for a second. They are
 	// about the longest an event waits for its number; a longer wait
 	// makes fewer, larger passes.
-	pollBusy = 25 * time.Millisecond
-	pollIdle = 100 * time.Millisecond
+	pollBusy = 50 * time.Millisecond
+	pollIdle = 200 * time.Millisecond
 	// saveEvery is how often the leader saves its state.
 	saveEvery = time.Second
 )

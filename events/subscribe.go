@@ -87,10 +87,6 @@ func (s *Service) Subscribe(ctx context.Context, f Filter, after *int64) *Subscr
 		}
 		for first := true; ; first = false {
 			if !first || after != nil {
-				if s.hub.lastID()-cursor > int64(s.maxLag) && !first {
-					sub.fail(ErrTooSlow)
-					return
-				}
 				// Most of a long backlog is read before taking a place in
 				// the hub, so that live events do not pile up meanwhile.
 				for {
@@ -98,7 +94,11 @@ func (s *Service) Subscribe(ctx context.Context, f Filter, after *int64) *Subscr
 					if last-cursor <= int64(s.buffer/2) {
 						break
 					}
-					if !backlog(&cursor, last) {
+					if !first && last-cursor > int64(s.maxLag) {
+						sub.fail(ErrTooSlow) // fell behind live, and stays behind
+						return
+					}
+					if !backlog(&cursor, min(last, cursor+window)) {
 						return
 					}
 				}
