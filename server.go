@@ -98,8 +98,18 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer, log 
 		return err
 	}
 	m := metrics.New(sqlDB)
+	ev, wh, err := newEvents(db, cfg, m, log)
+	if err != nil {
+		return err
+	}
 	svc, err := payments.NewService(db, payments.Config{
-		KeyTTL: cfg.KeyTTL, OnAttempt: m.OnAttempt, Reads: replica, Unavailable: database.IsUnavailable,
+		KeyTTL: cfg.KeyTTL, Reads: replica, Unavailable: database.IsUnavailable,
+		OnAttempt: func(op payments.Operation, o payments.Outcome, transport string) {
+			m.OnAttempt(op, o, transport)
+			if o == payments.OutcomeCreated || o == payments.OutcomeApplied {
+				ev.Wake() // an event was written
+			}
+		},
 	})
 	if err != nil {
 		return err
@@ -124,7 +134,9 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer, log 
 			MaxDepth:      cfg.MaxDepth,
 			MaxComplexity: cfg.MaxComplexity,
 		},
-		Logger: log,
+		Events:   ev,
+		Webhooks: wh,
+		Logger:   log,
 	}), log)
 
 	if cfg.DebugAddr != "" {
@@ -145,6 +157,8 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer, log 
 	sweepCtx, stopSweeping := context.WithCancel(context.Background())
 	defer stopSweeping()
 	go svc.RunSweeper(sweepCtx, cfg.SweepInterval, log)
+	stopEvents := runEvents(srv, ev, wh)
+	defer stopEvents()
 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()

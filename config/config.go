@@ -14,6 +14,7 @@ import (
 	"github.com/cmpay/cmpay/database"
 	"github.com/cmpay/cmpay/payments"
 	"github.com/cmpay/cmpay/staff"
+	"github.com/cmpay/cmpay/webhooks"
 )
 
 // Config is everything the server is told from outside.
@@ -68,6 +69,15 @@ type Config struct {
 	// ShutdownTimeout bounds how long in-flight requests may take to finish
 	// after SIGTERM or SIGINT.
 	ShutdownTimeout time.Duration
+
+	// WebhookRetryMin is the first wait before a failed webhook delivery is
+	// retried (WEBHOOK_RETRY_MIN); WebhookMaxAge how long after its event a
+	// delivery is retried before it is marked failed (WEBHOOK_MAX_AGE).
+	WebhookRetryMin time.Duration
+	WebhookMaxAge   time.Duration
+	// WebhookAllowPrivate lets webhook URLs reach loopback, private and
+	// link-local addresses (WEBHOOK_ALLOW_PRIVATE): development only.
+	WebhookAllowPrivate bool
 }
 
 // FromEnv reads the configuration through getenv (os.Getenv in main, a map
@@ -87,6 +97,8 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		Introspection:   true,
 		MaxDepth:        10,
 		MaxComplexity:   5000,
+		WebhookRetryMin: webhooks.DefaultRetryMin,
+		WebhookMaxAge:   webhooks.DefaultMaxAge,
 	}
 	c.AdminSessionIdle = staff.DefaultIdleTimeout
 	var problems []string
@@ -127,6 +139,15 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	if c.ReplicaURL != "" && !(isPostgres(c.ReplicaURL) && isPostgres(c.DatabaseURL)) {
 		problems = append(problems, "DATABASE_REPLICA_URL: want a postgres://… URL, beside a postgres://… DATABASE_URL (a streaming replica is PostgreSQL's)")
 	}
+	if v := getenv("WEBHOOK_ALLOW_PRIVATE"); v != "" {
+		on, err := strconv.ParseBool(v)
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("WEBHOOK_ALLOW_PRIVATE=%q: want true or false", v))
+		}
+		c.WebhookAllowPrivate = on
+	}
+	duration("WEBHOOK_RETRY_MIN", &c.WebhookRetryMin)
+	duration("WEBHOOK_MAX_AGE", &c.WebhookMaxAge)
 	c.CORSOrigins = list(getenv("CORS_ORIGINS"))
 	if proxies, err := clientaddr.ParsePrefixes(list(getenv("TRUSTED_PROXIES"))); err != nil {
 		problems = append(problems, fmt.Sprintf("TRUSTED_PROXIES: %v", err))

@@ -123,3 +123,25 @@ func TestTrustedProxies(t *testing.T) {
 		}
 	}
 }
+
+func TestWebhookSettings(t *testing.T) {
+	t.Parallel()
+	c, err := FromEnv(env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.WebhookRetryMin != 5*time.Second || c.WebhookMaxAge != 72*time.Hour || c.WebhookAllowPrivate {
+		t.Errorf("webhook defaults: %s, %s, %v", c.WebhookRetryMin, c.WebhookMaxAge, c.WebhookAllowPrivate)
+	}
+	c, err = FromEnv(env(map[string]string{"WEBHOOK_RETRY_MIN": "250ms", "WEBHOOK_MAX_AGE": "1h", "WEBHOOK_ALLOW_PRIVATE": "true"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.WebhookRetryMin != 250*time.Millisecond || c.WebhookMaxAge != time.Hour || !c.WebhookAllowPrivate {
+		t.Errorf("webhook settings: %s, %s, %v", c.WebhookRetryMin, c.WebhookMaxAge, c.WebhookAllowPrivate)
+	}
+	_, err = FromEnv(env(map[string]string{"WEBHOOK_RETRY_MIN": "soon", "WEBHOOK_ALLOW_PRIVATE": "maybe"}))
+	if err == nil || !strings.Contains(err.Error(), "WEBHOOK_RETRY_MIN") || !strings.Contains(err.Error(), "WEBHOOK_ALLOW_PRIVATE") {
+		t.Errorf("err = %v, want both variables named", err)
+	}
+}

@@ -225,6 +225,9 @@ func Migrate(db *gorm.DB) error {
 			return err
 		}
 		if tx.Dialector.Name() == "postgres" {
+			if err := migrateEvents(tx); err != nil {
+				return err
+			}
 			return setPaymentsFillfactor(tx)
 		}
 		return nil

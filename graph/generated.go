@@ -5,6 +5,7 @@ package graph
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -13,9 +14,11 @@ import (
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/introspection"
+	"github.com/cmpay/cmpay/events"
 	"github.com/cmpay/cmpay/graph/model"
 	"github.com/cmpay/cmpay/graph/scalar"
 	"github.com/cmpay/cmpay/payments"
+	"github.com/cmpay/cmpay/webhooks"
 	gqlparser "github.com/vektah/gqlparser/v2"
 	"github.com/vektah/gqlparser/v2/ast"
 )
@@ -33,8 +36,10 @@ type ResolverRoot interface {
 	IdempotencyAttempt() IdempotencyAttemptResolver
 	Mutation() MutationResolver
 	Payment() PaymentResolver
+	PaymentEvent() PaymentEventResolver
 	Query() QueryResolver
 	Refund() RefundResolver
+	Subscription() SubscriptionResolver
 }
 
 type DirectiveRoot struct {
@@ -56,6 +61,11 @@ type ComplexityRoot struct {
 		Replayed func(childComplexity int) int
 	}
 
+	CreateWebhookEndpointPayload struct {
+		Endpoint func(childComplexity int) int
+		Secret   func(childComplexity int) int
+	}
+
 	IdempotencyAttempt struct {
 		At              func(childComplexity int) int
 		DifferingFields func(childComplexity int) int
@@ -66,10 +76,12 @@ type ComplexityRoot struct {
 	}
 
 	Mutation struct {
-		CancelPayment  func(childComplexity int, paymentID string, idempotencyKey string) int
-		CapturePayment func(childComplexity int, paymentID string, amount *scalar.Decimal, idempotencyKey string) int
-		CreatePayment  func(childComplexity int, input model.CreatePaymentInput, idempotencyKey string) int
-		RefundPayment  func(childComplexity int, paymentID string, amount *scalar.Decimal, reason *string, idempotencyKey string) int
+		CancelPayment         func(childComplexity int, paymentID string, idempotencyKey string) int
+		CapturePayment        func(childComplexity int, paymentID string, amount *scalar.Decimal, idempotencyKey string) int
+		CreatePayment         func(childComplexity int, input model.CreatePaymentInput, idempotencyKey string) int
+		CreateWebhookEndpoint func(childComplexity int, url string, events []payments.EventType) int
+		DeleteWebhookEndpoint func(childComplexity int, id string) int
+		RefundPayment         func(childComplexity int, paymentID string, amount *scalar.Decimal, reason *string, idempotencyKey string) int
 	}
 
 	PageInfo struct {
@@ -106,9 +118,19 @@ type ComplexityRoot struct {
 		Node   func(childComplexity int) int
 	}
 
+	PaymentEvent struct {
+		At             func(childComplexity int) int
+		ID             func(childComplexity int) int
+		IdempotencyKey func(childComplexity int) int
+		Payment        func(childComplexity int) int
+		Refund         func(childComplexity int) int
+		Type           func(childComplexity int) int
+	}
+
 	Query struct {
-		Payment  func(childComplexity int, id string) int
-		Payments func(childComplexity int, filter *model.PaymentFilter, first *int, after *string) int
+		Payment          func(childComplexity int, id string) int
+		Payments         func(childComplexity int, filter *model.PaymentFilter, first *int, after *string) int
+		WebhookEndpoints func(childComplexity int) int
 	}
 
 	Refund struct {
@@ -125,6 +147,17 @@ type ComplexityRoot struct {
 		Refund   func(childComplexity int) int
 		Replayed func(childComplexity int) int
 	}
+
+	Subscription struct {
+		PaymentEvents func(childComplexity int, clientID *string, paymentID *string, after *string) int
+	}
+
+	WebhookEndpoint struct {
+		CreatedAt func(childComplexity int) int
+		Events    func(childComplexity int) int
+		ID        func(childComplexity int) int
+		URL       func(childComplexity int) int
+	}
 }
 
 // endregion ***************************** api!.gotpl *****************************
@@ -139,6 +172,8 @@ type MutationResolver interface {
 	CapturePayment(ctx context.Context, paymentID string, amount *scalar.Decimal, idempotencyKey string) (*model.CapturePaymentPayload, error)
 	CancelPayment(ctx context.Context, paymentID string, idempotencyKey string) (*model.CancelPaymentPayload, error)
 	RefundPayment(ctx context.Context, paymentID string, amount *scalar.Decimal, reason *string, idempotencyKey string) (*model.RefundPaymentPayload, error)
+	CreateWebhookEndpoint(ctx context.Context, url string, events []payments.EventType) (*model.CreateWebhookEndpointPayload, error)
+	DeleteWebhookEndpoint(ctx context.Context, id string) (*bool, error)
 }
 type PaymentResolver interface {
 	Amount(ctx context.Context, obj *payments.Payment) (scalar.Decimal, error)
@@ -152,12 +187,19 @@ type PaymentResolver interface {
 	CapturedAt(ctx context.Context, obj *payments.Payment) (*time.Time, error)
 	CanceledAt(ctx context.Context, obj *payments.Payment) (*time.Time, error)
 }
+type PaymentEventResolver interface {
+	ID(ctx context.Context, obj *events.Event) (string, error)
+}
 type QueryResolver interface {
 	Payment(ctx context.Context, id string) (*payments.Payment, error)
 	Payments(ctx context.Context, filter *model.PaymentFilter, first *int, after *string) (*model.PaymentConnection, error)
+	WebhookEndpoints(ctx context.Context) ([]webhooks.Endpoint, error)
 }
 type RefundResolver interface {
 	Amount(ctx context.Context, obj *payments.Refund) (scalar.Decimal, error)
+}
+type SubscriptionResolver interface {
+	PaymentEvents(ctx context.Context, clientID *string, paymentID *string, after *string) (<-chan *events.Event, error)
 }
 
 // endregion ************************** generated!.gotpl **************************
@@ -216,6 +258,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.CreatePaymentPayload.Replayed(childComplexity), true
+
+	case "CreateWebhookEndpointPayload.endpoint":
+		if e.ComplexityRoot.CreateWebhookEndpointPayload.Endpoint == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CreateWebhookEndpointPayload.Endpoint(childComplexity), true
+	case "CreateWebhookEndpointPayload.secret":
+		if e.ComplexityRoot.CreateWebhookEndpointPayload.Secret == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CreateWebhookEndpointPayload.Secret(childComplexity), true
 
 	case "IdempotencyAttempt.at":
 		if e.ComplexityRoot.IdempotencyAttempt.At == nil {
@@ -287,6 +342,28 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.CreatePayment(childComplexity, args["input"].(model.CreatePaymentInput), args["idempotencyKey"].(string)), true
+	case "Mutation.createWebhookEndpoint":
+		if e.ComplexityRoot.Mutation.CreateWebhookEndpoint == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_createWebhookEndpoint_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.CreateWebhookEndpoint(childComplexity, args["url"].(string), args["events"].([]payments.EventType)), true
+	case "Mutation.deleteWebhookEndpoint":
+		if e.ComplexityRoot.Mutation.DeleteWebhookEndpoint == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_deleteWebhookEndpoint_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.DeleteWebhookEndpoint(childComplexity, args["id"].(string)), true
 	case "Mutation.refundPayment":
 		if e.ComplexityRoot.Mutation.RefundPayment == nil {
 			break
@@ -435,6 +512,43 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.PaymentEdge.Node(childComplexity), true
 
+	case "PaymentEvent.at":
+		if e.ComplexityRoot.PaymentEvent.At == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PaymentEvent.At(childComplexity), true
+	case "PaymentEvent.id":
+		if e.ComplexityRoot.PaymentEvent.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PaymentEvent.ID(childComplexity), true
+	case "PaymentEvent.idempotencyKey":
+		if e.ComplexityRoot.PaymentEvent.IdempotencyKey == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PaymentEvent.IdempotencyKey(childComplexity), true
+	case "PaymentEvent.payment":
+		if e.ComplexityRoot.PaymentEvent.Payment == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PaymentEvent.Payment(childComplexity), true
+	case "PaymentEvent.refund":
+		if e.ComplexityRoot.PaymentEvent.Refund == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PaymentEvent.Refund(childComplexity), true
+	case "PaymentEvent.type":
+		if e.ComplexityRoot.PaymentEvent.Type == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PaymentEvent.Type(childComplexity), true
+
 	case "Query.payment":
 		if e.ComplexityRoot.Query.Payment == nil {
 			break
@@ -457,6 +571,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Payments(childComplexity, args["filter"].(*model.PaymentFilter), args["first"].(*int), args["after"].(*string)), true
+	case "Query.webhookEndpoints":
+		if e.ComplexityRoot.Query.WebhookEndpoints == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Query.WebhookEndpoints(childComplexity), true
 
 	case "Refund.amount":
 		if e.ComplexityRoot.Refund.Amount == nil {
@@ -514,6 +634,43 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.RefundPaymentPayload.Replayed(childComplexity), true
 
+	case "Subscription.paymentEvents":
+		if e.ComplexityRoot.Subscription.PaymentEvents == nil {
+			break
+		}
+
+		args, err := ec.field_Subscription_paymentEvents_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Subscription.PaymentEvents(childComplexity, args["clientId"].(*string), args["paymentId"].(*string), args["after"].(*string)), true
+
+	case "WebhookEndpoint.createdAt":
+		if e.ComplexityRoot.WebhookEndpoint.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookEndpoint.CreatedAt(childComplexity), true
+	case "WebhookEndpoint.events":
+		if e.ComplexityRoot.WebhookEndpoint.Events == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookEndpoint.Events(childComplexity), true
+	case "WebhookEndpoint.id":
+		if e.ComplexityRoot.WebhookEndpoint.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookEndpoint.ID(childComplexity), true
+	case "WebhookEndpoint.url":
+		if e.ComplexityRoot.WebhookEndpoint.URL == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookEndpoint.URL(childComplexity), true
+
 	}
 	return 0, false
 }
@@ -569,6 +726,23 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			ctx = graphql.WithLazyInputUnmarshalerIndex(ctx, inputUnmarshalers)
 			data := ec._Mutation(ctx, opCtx.Operation.SelectionSet)
 			var buf bytes.Buffer
+			data.MarshalGQL(&buf)
+
+			return &graphql.Response{
+				Data: buf.Bytes(),
+			}
+		}
+	case ast.Subscription:
+		next := ec._Subscription(ctx, opCtx.Operation.SelectionSet)
+
+		var buf bytes.Buffer
+		return func(ctx context.Context) *graphql.Response {
+			buf.Reset()
+			data := next(ctx)
+
+			if data == nil {
+				return nil
+			}
 			data.MarshalGQL(&buf)
 
 			return &graphql.Response{
@@ -906,6 +1080,104 @@ type PageInfo {
   "The cursor of the page's last payment; null when the page is empty."
   endCursor: String
 }
+
+"What happened to a payment."
+enum PaymentEventType {
+  "The payment was created (captured, or only authorized)."
+  PAYMENT_CREATED
+  "An authorized payment was captured."
+  PAYMENT_CAPTURED
+  "An authorized payment was canceled."
+  PAYMENT_CANCELED
+  "A captured payment was refunded, in part or in whole."
+  PAYMENT_REFUNDED
+}
+
+"""
+Something that happened to a payment, announced once it is committed: every create, capture, cancel and refund
+that took effect has exactly one event; replays, rejections and refusals have none.
+"""
+type PaymentEvent {
+  "The event's id: unique, and increasing in commit order. Pass it as ` + "`" + `after` + "`" + ` to resume after this event."
+  id: ID!
+  "What happened."
+  type: PaymentEventType!
+  "When it happened."
+  at: Time!
+  "The idempotency key of the request that caused it."
+  idempotencyKey: String!
+  "The payment right after the event: its status and amounts as the event left them."
+  payment: Payment!
+  "The refund a PAYMENT_REFUNDED event made; null for other events."
+  refund: Refund
+}
+
+"""
+Events as they happen. Over WebSocket (` + "`" + `graphql-transport-ws` + "`" + ` on /graphql, the token in ` + "`" + `connection_init` + "`" + `'s payload
+as ` + "`" + `{"Authorization": "Bearer <token>"}` + "`" + `) or Server-Sent Events (POST /graphql with ` + "`" + `Accept: text/event-stream` + "`" + `,
+the token in the ` + "`" + `Authorization` + "`" + ` header).
+"""
+type Subscription {
+  """
+  Events as they are committed, on any instance. ` + "`" + `after` + "`" + `: first the events since that id (resume after a drop), then
+  the live ones, with no gap and no event twice. Without it, the events committed from now on. Events stay available
+  to ` + "`" + `after` + "`" + ` for at least IDEMPOTENCY_KEY_TTL. A subscriber that falls too far behind is dropped with an error and
+  resumes with ` + "`" + `after` + "`" + `.
+  """
+  paymentEvents(
+    "Only this client's payments' events."
+    clientId: ID
+    "Only this payment's events."
+    paymentId: ID
+    "An event id: start with the events after it."
+    after: ID
+  ): PaymentEvent!
+}
+
+extend type Mutation {
+  """
+  Registers a URL that receives every event (or those of the types given) as a signed POST: body ` + "`" + `{"id", "type",
+  "createdAt", "data": {"payment", "refund", "idempotencyKey"}}` + "`" + `, headers ` + "`" + `CMPay-Event-Id` + "`" + ` and ` + "`" + `CMPay-Signature:
+  t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>` + "`" + `. Answer 2xx within 10 s; anything else is retried with
+  exponential backoff for WEBHOOK_MAX_AGE. Delivery is at least once: deduplicate by the event id. The URL must be
+  http(s) and reach a public address (BAD_USER_INPUT otherwise). With a client-bound token the endpoint receives only
+  that client's events.
+  """
+  createWebhookEndpoint(
+    "Where to POST events: http or https."
+    url: String!
+    "The event types to send; every type when omitted."
+    events: [PaymentEventType!]
+  ): CreateWebhookEndpointPayload
+
+  "Deletes a webhook endpoint and cancels its pending deliveries; true when it existed."
+  deleteWebhookEndpoint("The endpoint's id." id: ID!): Boolean
+}
+
+"The result of createWebhookEndpoint."
+type CreateWebhookEndpointPayload {
+  "The endpoint."
+  endpoint: WebhookEndpoint!
+  "The secret that signs its deliveries. It is shown only here: keep it."
+  secret: String!
+}
+
+"A URL that receives payment events."
+type WebhookEndpoint {
+  "The endpoint's id."
+  id: ID!
+  "Where events are POSTed."
+  url: String!
+  "The event types it receives."
+  events: [PaymentEventType!]!
+  "When it was created."
+  createdAt: Time!
+}
+
+extend type Query {
+  "The webhook endpoints (a client-bound token sees its client's only), oldest first."
+  webhookEndpoints: [WebhookEndpoint!]!
+}
 `, BuiltIn: false},
 }
 var parsedSchema = gqlparser.MustLoadSchema(sources...)
@@ -942,6 +1214,16 @@ func (ec *executionContext) childFields_CreatePaymentPayload(ctx context.Context
 		return ec.fieldContext_CreatePaymentPayload_replayed(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type CreatePaymentPayload", field.Name)
+}
+
+func (ec *executionContext) childFields_CreateWebhookEndpointPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "endpoint":
+		return ec.fieldContext_CreateWebhookEndpointPayload_endpoint(ctx, field)
+	case "secret":
+		return ec.fieldContext_CreateWebhookEndpointPayload_secret(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type CreateWebhookEndpointPayload", field.Name)
 }
 
 func (ec *executionContext) childFields_IdempotencyAttempt(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -1030,6 +1312,24 @@ func (ec *executionContext) childFields_PaymentEdge(ctx context.Context, field g
 	return nil, fmt.Errorf("no field named %q was found under type PaymentEdge", field.Name)
 }
 
+func (ec *executionContext) childFields_PaymentEvent(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_PaymentEvent_id(ctx, field)
+	case "type":
+		return ec.fieldContext_PaymentEvent_type(ctx, field)
+	case "at":
+		return ec.fieldContext_PaymentEvent_at(ctx, field)
+	case "idempotencyKey":
+		return ec.fieldContext_PaymentEvent_idempotencyKey(ctx, field)
+	case "payment":
+		return ec.fieldContext_PaymentEvent_payment(ctx, field)
+	case "refund":
+		return ec.fieldContext_PaymentEvent_refund(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type PaymentEvent", field.Name)
+}
+
 func (ec *executionContext) childFields_Refund(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "id":
@@ -1058,6 +1358,20 @@ func (ec *executionContext) childFields_RefundPaymentPayload(ctx context.Context
 		return ec.fieldContext_RefundPaymentPayload_replayed(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type RefundPaymentPayload", field.Name)
+}
+
+func (ec *executionContext) childFields_WebhookEndpoint(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_WebhookEndpoint_id(ctx, field)
+	case "url":
+		return ec.fieldContext_WebhookEndpoint_url(ctx, field)
+	case "events":
+		return ec.fieldContext_WebhookEndpoint_events(ctx, field)
+	case "createdAt":
+		return ec.fieldContext_WebhookEndpoint_createdAt(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type WebhookEndpoint", field.Name)
 }
 
 func (ec *executionContext) childFields___Directive(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -1250,6 +1564,42 @@ func (ec *executionContext) field_Mutation_createPayment_args(ctx context.Contex
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_createWebhookEndpoint_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "url",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["url"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "events",
+		func(ctx context.Context, v any) ([]payments.EventType, error) {
+			return ec.unmarshalOPaymentEventType2ᚕgithubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐEventTypeᚄ(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["events"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_deleteWebhookEndpoint_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_refundPayment_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -1338,6 +1688,36 @@ func (ec *executionContext) field_Query_payments_args(ctx context.Context, rawAr
 	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "after",
 		func(ctx context.Context, v any) (*string, error) {
 			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg2
+	return args, nil
+}
+
+func (ec *executionContext) field_Subscription_paymentEvents_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "clientId",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOID2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["clientId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "paymentId",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOID2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["paymentId"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOID2ᚖstring(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -1583,6 +1963,61 @@ func (ec *executionContext) _CreatePaymentPayload_replayed(ctx context.Context, 
 }
 func (ec *executionContext) fieldContext_CreatePaymentPayload_replayed(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("CreatePaymentPayload", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _CreateWebhookEndpointPayload_endpoint(ctx context.Context, field graphql.CollectedField, obj *model.CreateWebhookEndpointPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CreateWebhookEndpointPayload_endpoint(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Endpoint, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *webhooks.Endpoint) graphql.Marshaler {
+			return ec.marshalNWebhookEndpoint2ᚖgithubᚗcomᚋcmpayᚋcmpayᚋwebhooksᚐEndpoint(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CreateWebhookEndpointPayload_endpoint(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "CreateWebhookEndpointPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_WebhookEndpoint(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _CreateWebhookEndpointPayload_secret(ctx context.Context, field graphql.CollectedField, obj *model.CreateWebhookEndpointPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CreateWebhookEndpointPayload_secret(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Secret, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CreateWebhookEndpointPayload_secret(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CreateWebhookEndpointPayload", field, false, false, "String")
 }
 
 func (ec *executionContext) _IdempotencyAttempt_outcome(ctx context.Context, field graphql.CollectedField, obj *payments.Attempt) (ret graphql.Marshaler) {
@@ -1893,6 +2328,94 @@ func (ec *executionContext) fieldContext_Mutation_refundPayment(ctx context.Cont
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Mutation_refundPayment_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_createWebhookEndpoint(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_createWebhookEndpoint(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().CreateWebhookEndpoint(ctx, fc.Args["url"].(string), fc.Args["events"].([]payments.EventType))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.CreateWebhookEndpointPayload) graphql.Marshaler {
+			return ec.marshalOCreateWebhookEndpointPayload2ᚖgithubᚗcomᚋcmpayᚋcmpayᚋgraphᚋmodelᚐCreateWebhookEndpointPayload(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_createWebhookEndpoint(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_CreateWebhookEndpointPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_createWebhookEndpoint_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_deleteWebhookEndpoint(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_deleteWebhookEndpoint(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().DeleteWebhookEndpoint(ctx, fc.Args["id"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *bool) graphql.Marshaler {
+			return ec.marshalOBoolean2ᚖbool(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_deleteWebhookEndpoint(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("field of type Boolean does not have child fields")
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_deleteWebhookEndpoint_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -2450,6 +2973,162 @@ func (ec *executionContext) fieldContext_PaymentEdge_node(_ context.Context, fie
 	return fc, nil
 }
 
+func (ec *executionContext) _PaymentEvent_id(ctx context.Context, field graphql.CollectedField, obj *events.Event) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PaymentEvent_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.PaymentEvent().ID(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PaymentEvent_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PaymentEvent", field, true, true, "ID")
+}
+
+func (ec *executionContext) _PaymentEvent_type(ctx context.Context, field graphql.CollectedField, obj *events.Event) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PaymentEvent_type(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Type, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v payments.EventType) graphql.Marshaler {
+			return ec.marshalNPaymentEventType2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐEventType(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PaymentEvent_type(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PaymentEvent", field, false, false, "PaymentEventType")
+}
+
+func (ec *executionContext) _PaymentEvent_at(ctx context.Context, field graphql.CollectedField, obj *events.Event) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PaymentEvent_at(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.At, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PaymentEvent_at(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PaymentEvent", field, false, false, "Time")
+}
+
+func (ec *executionContext) _PaymentEvent_idempotencyKey(ctx context.Context, field graphql.CollectedField, obj *events.Event) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PaymentEvent_idempotencyKey(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.IdempotencyKey, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PaymentEvent_idempotencyKey(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PaymentEvent", field, false, false, "String")
+}
+
+func (ec *executionContext) _PaymentEvent_payment(ctx context.Context, field graphql.CollectedField, obj *events.Event) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PaymentEvent_payment(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Payment, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v payments.Payment) graphql.Marshaler {
+			return ec.marshalNPayment2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐPayment(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PaymentEvent_payment(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "PaymentEvent",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Payment(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _PaymentEvent_refund(ctx context.Context, field graphql.CollectedField, obj *events.Event) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PaymentEvent_refund(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Refund, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *payments.Refund) graphql.Marshaler {
+			return ec.marshalORefund2ᚖgithubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐRefund(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_PaymentEvent_refund(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "PaymentEvent",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Refund(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query_payment(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -2534,6 +3213,38 @@ func (ec *executionContext) fieldContext_Query_payments(ctx context.Context, fie
 	if fc.Args, err = ec.field_Query_payments_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_webhookEndpoints(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_webhookEndpoints(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Query().WebhookEndpoints(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []webhooks.Endpoint) graphql.Marshaler {
+			return ec.marshalNWebhookEndpoint2ᚕgithubᚗcomᚋcmpayᚋcmpayᚋwebhooksᚐEndpointᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_webhookEndpoints(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_WebhookEndpoint(ctx, field)
+		},
 	}
 	return fc, nil
 }
@@ -2837,6 +3548,142 @@ func (ec *executionContext) _RefundPaymentPayload_replayed(ctx context.Context, 
 }
 func (ec *executionContext) fieldContext_RefundPaymentPayload_replayed(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("RefundPaymentPayload", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _Subscription_paymentEvents(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
+	return graphql.ResolveFieldStream(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Subscription_paymentEvents(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Subscription().PaymentEvents(ctx, fc.Args["clientId"].(*string), fc.Args["paymentId"].(*string), fc.Args["after"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *events.Event) graphql.Marshaler {
+			return ec.marshalNPaymentEvent2ᚖgithubᚗcomᚋcmpayᚋcmpayᚋeventsᚐEvent(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Subscription_paymentEvents(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Subscription",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PaymentEvent(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Subscription_paymentEvents_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _WebhookEndpoint_id(ctx context.Context, field graphql.CollectedField, obj *webhooks.Endpoint) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookEndpoint_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookEndpoint_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookEndpoint", field, false, false, "ID")
+}
+
+func (ec *executionContext) _WebhookEndpoint_url(ctx context.Context, field graphql.CollectedField, obj *webhooks.Endpoint) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookEndpoint_url(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.URL, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookEndpoint_url(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookEndpoint", field, false, false, "String")
+}
+
+func (ec *executionContext) _WebhookEndpoint_events(ctx context.Context, field graphql.CollectedField, obj *webhooks.Endpoint) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookEndpoint_events(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Events, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []events.Type) graphql.Marshaler {
+			return ec.marshalNPaymentEventType2ᚕgithubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐEventTypeᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookEndpoint_events(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookEndpoint", field, false, false, "PaymentEventType")
+}
+
+func (ec *executionContext) _WebhookEndpoint_createdAt(ctx context.Context, field graphql.CollectedField, obj *webhooks.Endpoint) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookEndpoint_createdAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookEndpoint_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookEndpoint", field, false, false, "Time")
 }
 
 func (ec *executionContext) ___Directive_name(ctx context.Context, field graphql.CollectedField, obj *introspection.Directive) (ret graphql.Marshaler) {
@@ -4171,6 +5018,44 @@ func (ec *executionContext) _CreatePaymentPayload(ctx context.Context, sel ast.S
 	return out
 }
 
+var createWebhookEndpointPayloadImplementors = []string{"CreateWebhookEndpointPayload"}
+
+func (ec *executionContext) _CreateWebhookEndpointPayload(ctx context.Context, sel ast.SelectionSet, obj *model.CreateWebhookEndpointPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, createWebhookEndpointPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("CreateWebhookEndpointPayload")
+		case "endpoint":
+			out.Values[i] = ec._CreateWebhookEndpointPayload_endpoint(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "secret":
+			out.Values[i] = ec._CreateWebhookEndpointPayload_secret(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var idempotencyAttemptImplementors = []string{"IdempotencyAttempt"}
 
 func (ec *executionContext) _IdempotencyAttempt(ctx context.Context, sel ast.SelectionSet, obj *payments.Attempt) graphql.Marshaler {
@@ -4273,6 +5158,20 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 		case "refundPayment":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_refundPayment(ctx, field)
+			})
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "createWebhookEndpoint":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_createWebhookEndpoint(ctx, field)
+			})
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "deleteWebhookEndpoint":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_deleteWebhookEndpoint(ctx, field)
 			})
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
@@ -4524,6 +5423,65 @@ func (ec *executionContext) _PaymentEdge(ctx context.Context, sel ast.SelectionS
 	return out
 }
 
+var paymentEventImplementors = []string{"PaymentEvent"}
+
+func (ec *executionContext) _PaymentEvent(ctx context.Context, sel ast.SelectionSet, obj *events.Event) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, paymentEventImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("PaymentEvent")
+		case "id":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._PaymentEvent_id(ctx, field, obj)
+				})
+		case "type":
+			out.Values[i] = ec._PaymentEvent_type(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "at":
+			out.Values[i] = ec._PaymentEvent_at(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "idempotencyKey":
+			out.Values[i] = ec._PaymentEvent_idempotencyKey(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "payment":
+			out.Values[i] = ec._PaymentEvent_payment(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "refund":
+			out.Values[i] = ec._PaymentEvent_refund(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var queryImplementors = []string{"Query"}
 
 func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) graphql.Marshaler {
@@ -4554,6 +5512,12 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				true, true,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_payments(ctx, field)
+				})
+		case "webhookEndpoints":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_webhookEndpoints(ctx, field)
 				})
 		case "__type":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
@@ -4668,6 +5632,74 @@ func (ec *executionContext) _RefundPaymentPayload(ctx context.Context, sel ast.S
 			}
 		case "replayed":
 			out.Values[i] = ec._RefundPaymentPayload_replayed(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var subscriptionImplementors = []string{"Subscription"}
+
+func (ec *executionContext) _Subscription(ctx context.Context, sel ast.SelectionSet) func(ctx context.Context) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, subscriptionImplementors)
+	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{
+		Object: "Subscription",
+	})
+	if len(fields) != 1 {
+		graphql.AddErrorf(ctx, "must subscribe to exactly one stream")
+		return nil
+	}
+
+	switch fields[0].Name {
+	case "paymentEvents":
+		return ec._Subscription_paymentEvents(ctx, fields[0])
+	default:
+		panic("unknown field " + strconv.Quote(fields[0].Name))
+	}
+}
+
+var webhookEndpointImplementors = []string{"WebhookEndpoint"}
+
+func (ec *executionContext) _WebhookEndpoint(ctx context.Context, sel ast.SelectionSet, obj *webhooks.Endpoint) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, webhookEndpointImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("WebhookEndpoint")
+		case "id":
+			out.Values[i] = ec._WebhookEndpoint_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "url":
+			out.Values[i] = ec._WebhookEndpoint_url(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "events":
+			out.Values[i] = ec._WebhookEndpoint_events(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "createdAt":
+			out.Values[i] = ec._WebhookEndpoint_createdAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -5197,6 +6229,10 @@ func (ec *executionContext) marshalNPageInfo2ᚖgithubᚗcomᚋcmpayᚋcmpayᚋg
 	return ec._PageInfo(ctx, sel, v)
 }
 
+func (ec *executionContext) marshalNPayment2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐPayment(ctx context.Context, sel ast.SelectionSet, v payments.Payment) graphql.Marshaler {
+	return ec._Payment(ctx, sel, &v)
+}
+
 func (ec *executionContext) marshalNPayment2ᚖgithubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐPayment(ctx context.Context, sel ast.SelectionSet, v *payments.Payment) graphql.Marshaler {
 	if v == nil {
 		graphql.AddInvalidNullError(ctx, "Payment!")
@@ -5222,6 +6258,74 @@ func (ec *executionContext) marshalNPaymentEdge2ᚕgithubᚗcomᚋcmpayᚋcmpay�
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalNPaymentEdge2githubᚗcomᚋcmpayᚋcmpayᚋgraphᚋmodelᚐPaymentEdge(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNPaymentEvent2ᚖgithubᚗcomᚋcmpayᚋcmpayᚋeventsᚐEvent(ctx context.Context, sel ast.SelectionSet, v *events.Event) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "PaymentEvent!")
+		return graphql.Null
+	}
+	return ec._PaymentEvent(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNPaymentEventType2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐEventType(ctx context.Context, v any) (payments.EventType, error) {
+	tmp, err := scalar.UnmarshalString(v)
+	res := unmarshalNPaymentEventType2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐEventType[tmp]
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNPaymentEventType2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐEventType(ctx context.Context, sel ast.SelectionSet, v payments.EventType) graphql.Marshaler {
+	_ = sel
+	res := scalar.MarshalString(marshalNPaymentEventType2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐEventType[v])
+	if res == graphql.Null {
+		graphql.AddInvalidNullFromMarshaler(ctx, "PaymentEventType!")
+	}
+	return res
+}
+
+var (
+	unmarshalNPaymentEventType2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐEventType = map[string]payments.EventType{
+		"PAYMENT_CREATED":  payments.EventCreated,
+		"PAYMENT_CAPTURED": payments.EventCaptured,
+		"PAYMENT_CANCELED": payments.EventCanceled,
+		"PAYMENT_REFUNDED": payments.EventRefunded,
+	}
+	marshalNPaymentEventType2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐEventType = map[payments.EventType]string{
+		payments.EventCreated:  "PAYMENT_CREATED",
+		payments.EventCaptured: "PAYMENT_CAPTURED",
+		payments.EventCanceled: "PAYMENT_CANCELED",
+		payments.EventRefunded: "PAYMENT_REFUNDED",
+	}
+)
+
+func (ec *executionContext) unmarshalNPaymentEventType2ᚕgithubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐEventTypeᚄ(ctx context.Context, v any) ([]events.Type, error) {
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]events.Type, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNPaymentEventType2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐEventType(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalNPaymentEventType2ᚕgithubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐEventTypeᚄ(ctx context.Context, sel ast.SelectionSet, v []events.Type) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNPaymentEventType2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐEventType(ctx, sel, v[i])
 	})
 
 	for _, e := range ret {
@@ -5378,6 +6482,34 @@ func (ec *executionContext) marshalNTime2timeᚐTime(ctx context.Context, sel as
 		graphql.AddInvalidNullFromMarshaler(ctx, "Time!")
 	}
 	return res
+}
+
+func (ec *executionContext) marshalNWebhookEndpoint2githubᚗcomᚋcmpayᚋcmpayᚋwebhooksᚐEndpoint(ctx context.Context, sel ast.SelectionSet, v webhooks.Endpoint) graphql.Marshaler {
+	return ec._WebhookEndpoint(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNWebhookEndpoint2ᚕgithubᚗcomᚋcmpayᚋcmpayᚋwebhooksᚐEndpointᚄ(ctx context.Context, sel ast.SelectionSet, v []webhooks.Endpoint) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNWebhookEndpoint2githubᚗcomᚋcmpayᚋcmpayᚋwebhooksᚐEndpoint(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNWebhookEndpoint2ᚖgithubᚗcomᚋcmpayᚋcmpayᚋwebhooksᚐEndpoint(ctx context.Context, sel ast.SelectionSet, v *webhooks.Endpoint) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "WebhookEndpoint!")
+		return graphql.Null
+	}
+	return ec._WebhookEndpoint(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalN__Directive2githubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐDirective(ctx context.Context, sel ast.SelectionSet, v introspection.Directive) graphql.Marshaler {
@@ -5573,6 +6705,13 @@ func (ec *executionContext) marshalOCreatePaymentPayload2ᚖgithubᚗcomᚋcmpay
 	return ec._CreatePaymentPayload(ctx, sel, v)
 }
 
+func (ec *executionContext) marshalOCreateWebhookEndpointPayload2ᚖgithubᚗcomᚋcmpayᚋcmpayᚋgraphᚋmodelᚐCreateWebhookEndpointPayload(ctx context.Context, sel ast.SelectionSet, v *model.CreateWebhookEndpointPayload) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._CreateWebhookEndpointPayload(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalODecimal2ᚖgithubᚗcomᚋcmpayᚋcmpayᚋgraphᚋscalarᚐDecimal(ctx context.Context, v any) (*scalar.Decimal, error) {
 	if v == nil {
 		return nil, nil
@@ -5632,6 +6771,42 @@ func (ec *executionContext) marshalOPayment2ᚖgithubᚗcomᚋcmpayᚋcmpayᚋpa
 	return ec._Payment(ctx, sel, v)
 }
 
+func (ec *executionContext) unmarshalOPaymentEventType2ᚕgithubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐEventTypeᚄ(ctx context.Context, v any) ([]payments.EventType, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]payments.EventType, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNPaymentEventType2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐEventType(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalOPaymentEventType2ᚕgithubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐEventTypeᚄ(ctx context.Context, sel ast.SelectionSet, v []payments.EventType) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNPaymentEventType2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐEventType(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
 func (ec *executionContext) unmarshalOPaymentFilter2ᚖgithubᚗcomᚋcmpayᚋcmpayᚋgraphᚋmodelᚐPaymentFilter(ctx context.Context, v any) (*model.PaymentFilter, error) {
 	if v == nil {
 		return nil, nil
@@ -5675,6 +6850,13 @@ var (
 		payments.StatusCanceled:          "CANCELED",
 	}
 )
+
+func (ec *executionContext) marshalORefund2ᚖgithubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐRefund(ctx context.Context, sel ast.SelectionSet, v *payments.Refund) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._Refund(ctx, sel, v)
+}
 
 func (ec *executionContext) marshalORefundPaymentPayload2ᚖgithubᚗcomᚋcmpayᚋcmpayᚋgraphᚋmodelᚐRefundPaymentPayload(ctx context.Context, sel ast.SelectionSet, v *model.RefundPaymentPayload) graphql.Marshaler {
 	if v == nil {

@@ -3,6 +3,7 @@ package graph
 import (
 	"context"
 	"net/http"
+	"time"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/errcode"
@@ -14,7 +15,9 @@ import (
 	"github.com/vektah/gqlparser/v2/validator/rules"
 
 	"github.com/cmpay/cmpay/apierror"
+	"github.com/cmpay/cmpay/events"
 	"github.com/cmpay/cmpay/payments"
+	"github.com/cmpay/cmpay/webhooks"
 )
 
 // Options tunes the GraphQL handler. The zero value is not useful; start
@@ -34,6 +37,21 @@ type Options struct {
 	// OnOperation, if set, is told the operation's name for metrics: its
 	// root fields, such as "createPayment".
 	OnOperation func(ctx context.Context, name string)
+
+	// Events serves Subscription.paymentEvents and Webhooks the webhook
+	// endpoints; nil answers that they are not available.
+	Events   *events.Service
+	Webhooks *webhooks.Service
+	// Authenticate checks the credentials a WebSocket client presents in
+	// connection_init's payload (the Authorization value, "Bearer <token>")
+	// and returns the context the connection's operations run in; an error
+	// closes the socket with 4403. The HTTP layer passes it in, since it
+	// owns credentials; nil refuses every WebSocket connection.
+	Authenticate func(ctx context.Context, authorization string) (context.Context, error)
+	// ClientOf returns the client the request's credentials are bound to,
+	// "" for none: such a request sees and creates that client's events and
+	// webhook endpoints only. Nil means no request is bound.
+	ClientOf func(ctx context.Context) string
 }
 
 // DefaultOptions are the limits the server starts with.
@@ -54,12 +72,14 @@ func init() {
 // application/graphql-response+json.
 func NewHandler(svc *payments.Service, opts Options) http.Handler {
 	schema := NewExecutableSchema(Config{
-		Resolvers:  &Resolver{Service: svc},
+		Resolvers:  &Resolver{Service: svc, Events: opts.Events, Webhooks: opts.Webhooks, ClientOf: opts.ClientOf},
 		Complexity: complexity(),
 	})
 	srv := handler.New(schema)
+	srv.AddTransport(newWebsocketTransport(opts)) // first: an upgrade is a GET too
 	srv.AddTransport(transport.Options{})
 	srv.AddTransport(getTransport{})
+	srv.AddTransport(sseTransport{transport.SSE{KeepAlivePingInterval: 15 * time.Second}}) // before POST, which takes any JSON POST
 	srv.AddTransport(postTransport{})
 	srv.AddTransport(unsupportedTransport{})
 
@@ -95,9 +115,14 @@ func NewHandler(svc *payments.Service, opts Options) http.Handler {
 	srv.Use(scopeCheck{scopes: rootFieldScopes}) // first of what runs once the document is valid
 	srv.Use(strictVariables{schema: schema.Schema()})
 	srv.Use(extension.FixedComplexityLimit(opts.MaxComplexity))
+	srv.AroundOperations(streamsOnly)
 	if opts.OnOperation != nil {
 		srv.AroundOperations(func(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
-			opts.OnOperation(ctx, operationName(graphql.GetOperationContext(ctx)))
+			// A WebSocket carries many operations, run concurrently, for one
+			// HTTP request: they are not that request's operation.
+			if !overWebsocket(ctx) {
+				opts.OnOperation(ctx, operationName(graphql.GetOperationContext(ctx)))
+			}
 			return next(ctx)
 		})
 	}

@@ -8,13 +8,21 @@ import (
 	"time"
 
 	"github.com/cmpay/cmpay/auth"
+	"github.com/cmpay/cmpay/events"
 	"github.com/cmpay/cmpay/graph/scalar"
 	"github.com/cmpay/cmpay/payments"
+	"github.com/cmpay/cmpay/webhooks"
 )
 
 // Resolver is the root resolver; it holds what every resolver needs.
 type Resolver struct {
 	Service *payments.Service
+	// Events and Webhooks may be nil: their fields then answer that they
+	// are not available.
+	Events   *events.Service
+	Webhooks *webhooks.Service
+	// ClientOf: see Options.ClientOf.
+	ClientOf func(ctx context.Context) string
 }
 
 // origin is who sends a request through GraphQL, for its attempt: a token

@@ -8,12 +8,15 @@ package graph
 import (
 	"context"
 	"errors"
+	"strconv"
 	"time"
 
 	"github.com/cmpay/cmpay/auth"
+	"github.com/cmpay/cmpay/events"
 	"github.com/cmpay/cmpay/graph/model"
 	"github.com/cmpay/cmpay/graph/scalar"
 	"github.com/cmpay/cmpay/payments"
+	"github.com/cmpay/cmpay/webhooks"
 )
 
 // Refusal is the resolver for the refusal field.
@@ -69,6 +72,30 @@ func (r *mutationResolver) RefundPayment(ctx context.Context, paymentID string, 
 	return &model.RefundPaymentPayload{Refund: res.Refund, Payment: &res.Payment, Replayed: res.Replayed}, nil
 }
 
+// CreateWebhookEndpoint is the resolver for the createWebhookEndpoint field.
+func (r *mutationResolver) CreateWebhookEndpoint(ctx context.Context, url string, events []payments.EventType) (*model.CreateWebhookEndpointPayload, error) {
+	if r.Webhooks == nil {
+		return nil, errNoWebhooks
+	}
+	ep, secret, err := r.Webhooks.CreateEndpoint(ctx, r.clientOf(ctx), url, events)
+	if err != nil {
+		return nil, err
+	}
+	return &model.CreateWebhookEndpointPayload{Endpoint: &ep, Secret: secret}, nil
+}
+
+// DeleteWebhookEndpoint is the resolver for the deleteWebhookEndpoint field.
+func (r *mutationResolver) DeleteWebhookEndpoint(ctx context.Context, id string) (*bool, error) {
+	if r.Webhooks == nil {
+		return nil, errNoWebhooks
+	}
+	ok, err := r.Webhooks.DeleteEndpoint(ctx, r.clientOf(ctx), id)
+	if err != nil {
+		return nil, err
+	}
+	return &ok, nil
+}
+
 // Amount is the resolver for the amount field.
 func (r *paymentResolver) Amount(ctx context.Context, obj *payments.Payment) (scalar.Decimal, error) {
 	return scalar.Decimal(obj.Amount.String()), nil
@@ -107,6 +134,11 @@ func (r *paymentResolver) CapturedAt(ctx context.Context, obj *payments.Payment)
 // CanceledAt is the resolver for the canceledAt field.
 func (r *paymentResolver) CanceledAt(ctx context.Context, obj *payments.Payment) (*time.Time, error) {
 	return nonZero(obj.CanceledAt), nil
+}
+
+// ID is the resolver for the id field.
+func (r *paymentEventResolver) ID(ctx context.Context, obj *events.Event) (string, error) {
+	return strconv.FormatInt(obj.ID, 10), nil
 }
 
 // Payment is the resolver for the payment field.
@@ -164,9 +196,22 @@ func (r *queryResolver) Payments(ctx context.Context, filter *model.PaymentFilte
 	return conn, nil
 }
 
+// WebhookEndpoints is the resolver for the webhookEndpoints field.
+func (r *queryResolver) WebhookEndpoints(ctx context.Context) ([]webhooks.Endpoint, error) {
+	if r.Webhooks == nil {
+		return nil, errNoWebhooks
+	}
+	return r.Webhooks.Endpoints(ctx, r.clientOf(ctx))
+}
+
 // Amount is the resolver for the amount field.
 func (r *refundResolver) Amount(ctx context.Context, obj *payments.Refund) (scalar.Decimal, error) {
 	return scalar.Decimal(obj.Amount.String()), nil
+}
+
+// PaymentEvents is the resolver for the paymentEvents field.
+func (r *subscriptionResolver) PaymentEvents(ctx context.Context, clientID *string, paymentID *string, after *string) (<-chan *events.Event, error) {
+	return r.paymentEvents(ctx, deref(clientID), deref(paymentID), after)
 }
 
 // IdempotencyAttempt returns IdempotencyAttemptResolver implementation.
@@ -180,16 +225,24 @@ func (r *Resolver) Mutation() MutationResolver { return &mutationResolver{r} }
 // Payment returns PaymentResolver implementation.
 func (r *Resolver) Payment() PaymentResolver { return &paymentResolver{r} }
 
+// PaymentEvent returns PaymentEventResolver implementation.
+func (r *Resolver) PaymentEvent() PaymentEventResolver { return &paymentEventResolver{r} }
+
 // Query returns QueryResolver implementation.
 func (r *Resolver) Query() QueryResolver { return &queryResolver{r} }
 
 // Refund returns RefundResolver implementation.
 func (r *Resolver) Refund() RefundResolver { return &refundResolver{r} }
 
+// Subscription returns SubscriptionResolver implementation.
+func (r *Resolver) Subscription() SubscriptionResolver { return &subscriptionResolver{r} }
+
 type (
 	idempotencyAttemptResolver struct{ *Resolver }
 	mutationResolver           struct{ *Resolver }
 	paymentResolver            struct{ *Resolver }
+	paymentEventResolver       struct{ *Resolver }
 	queryResolver              struct{ *Resolver }
 	refundResolver             struct{ *Resolver }
+	subscriptionResolver       struct{ *Resolver }
 )

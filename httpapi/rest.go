@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/go-chi/chi/v5"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/cmpay/cmpay/auth"
 	"github.com/cmpay/cmpay/metrics"
 	"github.com/cmpay/cmpay/payments"
+	"github.com/cmpay/cmpay/restjson"
 )
 
 // The REST endpoints: the same domain calls as the GraphQL mutations, so a
@@ -23,32 +23,13 @@ import (
 // 200 with the same resource and Idempotent-Replayed: true; errors are
 // RFC 9457 problems (writeProblem).
 
-// restPayment is a payment as the REST endpoints show it.
-type restPayment struct {
-	ID             string       `json:"id"`
-	ClientID       string       `json:"clientId"`
-	Amount         string       `json:"amount"`
-	Currency       string       `json:"currency"`
-	Method         string       `json:"method"`
-	IdempotencyKey string       `json:"idempotencyKey"`
-	CreatedAt      string       `json:"createdAt"`
-	Status         string       `json:"status"`
-	CapturedAmount string       `json:"capturedAmount"`
-	RefundedAmount string       `json:"refundedAmount"`
-	CapturedAt     *string      `json:"capturedAt"`
-	CanceledAt     *string      `json:"canceledAt"`
-	Refunds        []restRefund `json:"refunds"`
-}
-
-// restRefund is a refund as the REST endpoints show it.
-type restRefund struct {
-	ID             string  `json:"id"`
-	PaymentID      string  `json:"paymentId"`
-	Amount         string  `json:"amount"`
-	Reason         *string `json:"reason"`
-	IdempotencyKey string  `json:"idempotencyKey"`
-	CreatedAt      string  `json:"createdAt"`
-}
+// restPayment is a payment as the REST endpoints show it, and restRefund a
+// refund: package restjson holds the one definition, which webhook
+// deliveries share.
+type (
+	restPayment = restjson.Payment
+	restRefund  = restjson.Refund
+)
 
 // restRefundAnswer is what POST …/refunds answers: the refund, and the
 // payment as it is after it.
@@ -57,41 +38,18 @@ type restRefundAnswer struct {
 	Payment restPayment `json:"payment"`
 }
 
-func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
-
-func optionalStamp(t time.Time) *string {
-	if t.IsZero() {
-		return nil
-	}
-	s := stamp(t)
-	return &s
-}
-
-func restRefundOf(r payments.Refund) restRefund {
-	return restRefund{ID: r.ID, PaymentID: r.PaymentID, Amount: r.Amount.String(), Reason: r.Reason,
-		IdempotencyKey: r.IdempotencyKey, CreatedAt: stamp(r.CreatedAt)}
-}
+func restRefundOf(r payments.Refund) restRefund { return restjson.RefundOf(r) }
 
 // restPaymentOf shows p with its refunds, read only when it has any.
 func restPaymentOf(ctx context.Context, svc *payments.Service, p payments.Payment) (restPayment, error) {
-	out := restPayment{
-		ID: p.ID, ClientID: p.ClientID, Amount: p.Amount.String(), Currency: p.Amount.Currency, Method: string(p.Method),
-		IdempotencyKey: p.IdempotencyKey, CreatedAt: stamp(p.CreatedAt),
-		Status: string(p.Status), CapturedAmount: p.Captured.String(), RefundedAmount: p.Refunded.String(),
-		CapturedAt: optionalStamp(p.CapturedAt), CanceledAt: optionalStamp(p.CanceledAt),
-		Refunds: []restRefund{},
+	var refunds []payments.Refund
+	if p.Refunded.Minor != 0 {
+		var err error
+		if refunds, err = svc.Refunds(ctx, p); err != nil {
+			return restPayment{}, err
+		}
 	}
-	if p.Refunded.Minor == 0 {
-		return out, nil
-	}
-	refunds, err := svc.Refunds(ctx, p)
-	if err != nil {
-		return restPayment{}, err
-	}
-	for _, r := range refunds {
-		out.Refunds = append(out.Refunds, restRefundOf(r))
-	}
-	return out, nil
+	return restjson.PaymentOf(p, refunds), nil
 }
 
 // restCreateBody is the JSON body of POST /api/payments. Amount is kept raw:

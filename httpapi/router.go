@@ -17,12 +17,14 @@ import (
 	"github.com/cmpay/cmpay/apitoken"
 	"github.com/cmpay/cmpay/auth"
 	"github.com/cmpay/cmpay/clientaddr"
+	"github.com/cmpay/cmpay/events"
 	"github.com/cmpay/cmpay/graph"
 	"github.com/cmpay/cmpay/metrics"
 	"github.com/cmpay/cmpay/payments"
 	"github.com/cmpay/cmpay/requestid"
 	"github.com/cmpay/cmpay/staff"
 	"github.com/cmpay/cmpay/web"
+	"github.com/cmpay/cmpay/webhooks"
 )
 
 // Deps is what the HTTP surface is built from.
@@ -55,6 +57,11 @@ type Deps struct {
 	// X-Forwarded-Proto are believed (see package clientaddr).
 	TrustedProxies []netip.Prefix
 
+	// Events serves subscriptions and Webhooks the webhook endpoints and
+	// the admin's Webhooks page; either may be nil.
+	Events   *events.Service
+	Webhooks *webhooks.Service
+
 	Logger *slog.Logger
 }
 
@@ -79,6 +86,9 @@ func NewHandler(d Deps) http.Handler {
 	apiToken := guard(creds.bearer, failures, styleGraphQL, bearerChallenge, log)
 	restToken := guard(creds.bearer, failures, styleProblem, bearerChallenge, log)
 	adminOrToken := guard(either(staffBasic(d.Staff), creds.bearer), failures, styleProblem, basicChallenge, log)
+	gqlOpts.Events, gqlOpts.Webhooks = d.Events, d.Webhooks
+	gqlOpts.Authenticate = websocketAuthenticator(creds, failures)
+	gqlOpts.ClientOf = auth.BoundClient
 
 	r := chi.NewRouter()
 	r.Use(requestid.Middleware, clientaddr.New(d.TrustedProxies).Middleware, hsts, recoverPanics(log), accessLog(log, d.Metrics))
@@ -109,7 +119,7 @@ func NewHandler(d Deps) http.Handler {
 	// read: a stranger's body, however slow or long, costs nothing.
 	body := limitBody(d.MaxBodyBytes)
 	// GraphQL checks scopes per root field (graph's rootFieldScopes).
-	r.With(apiToken, body).Handle("/graphql", graph.NewHandler(d.Service, gqlOpts))
+	r.With(websocketOrToken(apiToken, failures), body).Handle("/graphql", graph.NewHandler(d.Service, gqlOpts))
 	r.With(restToken, requireScope(auth.PaymentsWrite, styleProblem), body).Post("/api/payments", createPaymentREST(d.Service))
 	r.With(restToken, requireScope(auth.PaymentsWrite, styleProblem), body).Post("/api/payments/{id}/capture", capturePaymentREST(d.Service))
 	r.With(restToken, requireScope(auth.PaymentsWrite, styleProblem), body).Post("/api/payments/{id}/cancel", cancelPaymentREST(d.Service))
@@ -125,6 +135,7 @@ func NewHandler(d Deps) http.Handler {
 		Limiter:    adminSignInLimiter{failures},
 		ClientAddr: func(r *http.Request) string { return clientaddr.From(r.Context()) },
 		HTTPS:      func(r *http.Request) bool { return clientaddr.IsHTTPS(r.Context()) },
+		Webhooks:   d.Webhooks,
 		Logger:     log,
 	})
 	r.Handle("/admin", adminUI)

@@ -25,6 +25,7 @@ type Metrics struct {
 	rejected *prometheus.CounterVec
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
+	events   *eventMetrics
 }
 
 // New registers every collector, the database pool's among them.
@@ -60,6 +61,7 @@ func New(db *sql.DB) *Metrics {
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		collectors.NewDBStatsCollector(db, "cmpay"),
 	)
+	m.events = newEventMetrics(m.registry)
 	return m
 }
 
@@ -68,6 +70,7 @@ func New(db *sql.DB) *Metrics {
 // and rejections, of any operation, also to the counters version 1 had.
 func (m *Metrics) OnAttempt(op payments.Operation, outcome payments.Outcome, transport string) {
 	m.requests.WithLabelValues(string(op), string(outcome), transport).Inc()
+	m.events.countEvent(op, outcome)
 	switch outcome {
 	case payments.OutcomeCreated:
 		m.created.WithLabelValues(transport).Inc()

@@ -176,5 +176,6 @@ type SchemaVersion struct {
 
 // All lists every model, in migration order.
 func All() []any {
-	return []any{&Payment{}, &Refund{}, &IdempotencyKey{}, &IdempotencyAttempt{}, &Currency{}, &SchemaVersion{}, &APIToken{}, &StaffAccount{}, &StaffSession{}, &StaffAuditEntry{}}
+	return []any{&Payment{}, &Refund{}, &IdempotencyKey{}, &IdempotencyAttempt{}, &Currency{}, &SchemaVersion{}, &APIToken{}, &StaffAccount{}, &StaffSession{}, &StaffAuditEntry{},
+		&PaymentEvent{}, &EventCursor{}, &WebhookEndpoint{}, &WebhookDelivery{}, &WebhookAttempt{}}
 }

@@ -71,6 +71,9 @@ func (st *sqliteStore) create(tx *gorm.DB, cmd *command, now time.Time) (answer,
 			if err := insertAttempt(tx, attemptRow(cmd, OutcomeCreated, p.ID, now)); err != nil {
 				return answer{}, err
 			}
+			if err := insertEvent(tx, cmd, p, nil, now); err != nil {
+				return answer{}, err
+			}
 			return answer{kind: answerSettled, outcome: OutcomeCreated, payment: p}, nil
 		}
 		a, again, err := st.settleHeld(tx, cmd, cmd.clientID, now)
@@ -122,6 +125,9 @@ func (st *sqliteStore) change(tx *gorm.DB, cmd *command, now time.Time) (answer,
 			return answer{}, err
 		}
 		attempt.RefundID = &a.refund.ID
+	}
+	if err := insertEvent(tx, cmd, changed, a.refund, now); err != nil {
+		return answer{}, err
 	}
 	return a, insertAttempt(tx, attempt)
 }

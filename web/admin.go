@@ -15,6 +15,7 @@ import (
 	"github.com/cmpay/cmpay/apierror"
 	"github.com/cmpay/cmpay/payments"
 	"github.com/cmpay/cmpay/staff"
+	"github.com/cmpay/cmpay/webhooks"
 )
 
 // adminCSP allows this server's stylesheet and nothing else: the admin UI
@@ -32,7 +33,7 @@ const adminPageSize = 50
 // another site is refused (crossSite).
 func Admin(d AdminDeps) http.Handler {
 	a := &admin{svc: d.Payments, staff: d.Staff, stats: &statsCache{ttl: statsTTL}, limiter: d.Limiter,
-		clientAddr: d.ClientAddr, isHTTPS: d.HTTPS, log: d.Logger}
+		clientAddr: d.ClientAddr, isHTTPS: d.HTTPS, webhooks: d.Webhooks, log: d.Logger}
 	if a.limiter == nil {
 		a.limiter = noLimit{}
 	}
@@ -84,6 +85,10 @@ func (a *admin) routes() []Route {
 		{"POST /admin/staff/{username}/role", staff.Admin, staff.ActStaffRole, a.staffRole},
 		{"POST /admin/staff/{username}/disable", staff.Admin, staff.ActStaffDisable, a.staffDisable},
 		{"GET /admin/audit", staff.Admin, staff.ActAuditView, a.auditLog},
+		// Webhooks: anyone reads the page; a resend (safe to repeat) is
+		// an operator's.
+		{"GET /admin/webhooks", staff.Viewer, staff.ActWebhooksView, a.webhooksPage},
+		{"POST /admin/webhooks/deliveries/{id}/resend", staff.Operator, staff.ActWebhookResend, a.resendDelivery},
 	}
 }
 
@@ -100,7 +105,9 @@ type admin struct {
 	limiter    SignInLimiter
 	clientAddr func(*http.Request) string
 	isHTTPS    func(*http.Request) bool
-	log        *slog.Logger
+	// webhooks serves the Webhooks page; nil when not configured.
+	webhooks *webhooks.Service
+	log      *slog.Logger
 }
 
 // statsTTL is how long the last-24-hours overview is reused. Counting a

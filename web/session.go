@@ -12,6 +12,7 @@ import (
 
 	"github.com/cmpay/cmpay/payments"
 	"github.com/cmpay/cmpay/staff"
+	"github.com/cmpay/cmpay/webhooks"
 )
 
 // AdminDeps is what the admin UI is built from.
@@ -27,6 +28,8 @@ type AdminDeps struct {
 	// HTTPS reports whether the browser reached us over HTTPS, which makes
 	// the session cookie Secure; nil means r.TLS != nil.
 	HTTPS func(*http.Request) bool
+	// Webhooks serves the Webhooks page; nil when events are not running.
+	Webhooks *webhooks.Service
 	// Logger receives what goes wrong; nil means slog.Default.
 	Logger *slog.Logger
 }

@@ -5,6 +5,7 @@ package model
 import (
 	"github.com/cmpay/cmpay/graph/scalar"
 	"github.com/cmpay/cmpay/payments"
+	"github.com/cmpay/cmpay/webhooks"
 )
 
 // The result of cancelPayment.
@@ -43,6 +44,14 @@ type CreatePaymentPayload struct {
 	Payment *payments.Payment `json:"payment"`
 	// true when the key had already been used with the same payload and the existing payment is returned
 	Replayed bool `json:"replayed"`
+}
+
+// The result of createWebhookEndpoint.
+type CreateWebhookEndpointPayload struct {
+	// The endpoint.
+	Endpoint *webhooks.Endpoint `json:"endpoint"`
+	// The secret that signs its deliveries. It is shown only here: keep it.
+	Secret string `json:"secret"`
 }
 
 // Creating and changing payments. Every request needs `Authorization: Bearer <token>`. Every mutation takes an idempotency
@@ -99,4 +108,10 @@ type RefundPaymentPayload struct {
 	Payment *payments.Payment `json:"payment"`
 	// true when the key had already been used for this refund: nothing was refunded again.
 	Replayed bool `json:"replayed"`
+}
+
+// Events as they happen. Over WebSocket (`graphql-transport-ws` on /graphql, the token in `connection_init`'s payload
+// as `{"Authorization": "Bearer <token>"}`) or Server-Sent Events (POST /graphql with `Accept: text/event-stream`,
+// the token in the `Authorization` header).
+type Subscription struct {
 }

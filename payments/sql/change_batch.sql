@@ -85,6 +85,22 @@ refund AS (
 	WHERE s.operation = 'REFUND_PAYMENT'
 	RETURNING {{refund_columns}}
 ),
+-- applied_event: each applied change's event (PAYMENT_CAPTURED,
+-- PAYMENT_CANCELED, PAYMENT_REFUNDED with its refund), written by this
+-- statement and so committed with the change or not at all: the outbox
+-- (events.go). It records the payment as "applied" returns it, right after
+-- the change.
+applied_event AS (
+	INSERT INTO payment_events (type, at, idempotency_key, refund_id, payment_id, client_id, payment_key, amount_minor,
+	                            currency, method, payment_created_at, status, captured_minor, refunded_minor, captured_at,
+	                            canceled_at, replay_count, rejected_count)
+	SELECT CASE s.operation WHEN 'CAPTURE_PAYMENT' THEN 'PAYMENT_CAPTURED' WHEN 'CANCEL_PAYMENT' THEN 'PAYMENT_CANCELED'
+	         ELSE 'PAYMENT_REFUNDED' END,
+	       $16, s.idempotency_key, CASE WHEN s.operation = 'REFUND_PAYMENT' THEN s.refund_id END,
+	       a.id, a.client_id, a.idempotency_key, a.amount_minor, a.currency, a.method, a.created_at, a.status,
+	       a.captured_minor, a.refunded_minor, a.captured_at, a.canceled_at, a.replay_count, a.rejected_count
+	FROM applied a JOIN snap s ON s.payment_id = a.id
+),
 applied_attempt AS (
 	INSERT INTO idempotency_attempts (payment_id, operation, idempotency_key, outcome, at, params, refund_id,
 	                                  transport, actor, actor_address)

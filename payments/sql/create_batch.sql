@@ -51,6 +51,18 @@ created AS (
 	FROM claim c JOIN input i ON i.payment_id = c.payment_id
 	RETURNING {{payment_columns}}
 ),
+-- created_event: each created payment's PAYMENT_CREATED event, written by
+-- this statement and so committed with the payment or not at all: the
+-- outbox (events.go). It records the payment as "created" returns it.
+created_event AS (
+	INSERT INTO payment_events (type, at, idempotency_key, payment_id, client_id, payment_key, amount_minor, currency,
+	                            method, payment_created_at, status, captured_minor, refunded_minor, captured_at,
+	                            canceled_at, replay_count, rejected_count)
+	SELECT 'PAYMENT_CREATED', $14, c.idempotency_key, c.id, c.client_id, c.idempotency_key, c.amount_minor, c.currency,
+	       c.method, c.created_at, c.status, c.captured_minor, c.refunded_minor, c.captured_at,
+	       c.canceled_at, c.replay_count, c.rejected_count
+	FROM created c
+),
 created_attempt AS (
 	INSERT INTO idempotency_attempts (payment_id, operation, idempotency_key, outcome, at, params, transport, actor, actor_address)
 	SELECT i.payment_id, 'CREATE_PAYMENT', i.idempotency_key, 'CREATED', $14, i.params, i.transport, i.actor, i.actor_address

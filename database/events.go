@@ -1,0 +1,34 @@
+package database
+
+import (
+	"fmt"
+
+	"gorm.io/gorm"
+)
+
+// SequencedChannelPrefix names the PostgreSQL notification channel on
+// which the events sequencer (package events) tells every instance that it
+// numbered events, followed by the schema that holds payment_events
+// (channels are per database, and several schemas may hold a CMPay each:
+// the tests do). The payload is "<highest id>:<webhook deliveries
+// created>".
+const SequencedChannelPrefix = "cmpay_sequenced:"
+
+// migrateEvents creates, on PostgreSQL, the sequencer's record: one row per
+// pass, numbering the events whose seqs it lists first_id, first_id+1, …,
+// last_id, in that order. One row per pass rather than a write per event
+// keeps numbering off the events' own rows, which are never updated.
+// (SQLite needs none: an event's id is its seq.) It also drops the
+// notification trigger an earlier development version installed.
+func migrateEvents(tx *gorm.DB) error {
+	for _, s := range []string{
+		`CREATE TABLE IF NOT EXISTS event_batches (last_id bigint PRIMARY KEY, first_id bigint NOT NULL, seqs bigint[] NOT NULL)`,
+		`DROP TRIGGER IF EXISTS payment_events_notify ON payment_events`,
+		`DROP FUNCTION IF EXISTS cmpay_payment_events_notify()`,
+	} {
+		if err := tx.Exec(s).Error; err != nil {
+			return fmt.Errorf("migrate the events tables: %w", err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,197 @@
+package graph
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/99designs/gqlgen/graphql/errcode"
+	"github.com/99designs/gqlgen/graphql/handler/transport"
+	"github.com/coder/websocket"
+	"github.com/vektah/gqlparser/v2/ast"
+	"github.com/vektah/gqlparser/v2/gqlerror"
+
+	"github.com/cmpay/cmpay/apierror"
+	"github.com/cmpay/cmpay/events"
+	"github.com/cmpay/cmpay/payments"
+)
+
+// Subscriptions and webhook endpoints: the resolvers' helpers and the two
+// streaming transports, WebSocket (graphql-transport-ws, and the older
+// graphql-ws) and Server-Sent Events (graphql-sse's distinct connections
+// mode), both gqlgen's own.
+
+var (
+	errNoEvents   = errors.New("payment events are not available on this server")
+	errNoWebhooks = errors.New("webhooks are not available on this server")
+)
+
+// clientOf is the client the request's credentials are bound to ("" for
+// none).
+func (r *Resolver) clientOf(ctx context.Context) string {
+	if r.ClientOf == nil {
+		return ""
+	}
+	return r.ClientOf(ctx)
+}
+
+// paymentEvents streams events to one subscription. A client-bound token
+// sees its client's events only, and asking for another's is FORBIDDEN.
+func (r *Resolver) paymentEvents(ctx context.Context, clientID, paymentID string, after *string) (<-chan *events.Event, error) {
+	if r.Events == nil {
+		return nil, errNoEvents
+	}
+	f := events.Filter{ClientID: clientID, PaymentID: paymentID}
+	if bound := r.clientOf(ctx); bound != "" {
+		if f.ClientID != "" && f.ClientID != bound {
+			return nil, fmt.Errorf("subscribe to client %q's events: %w", f.ClientID, payments.ErrForbidden)
+		}
+		f.ClientID = bound
+	}
+	var from *int64
+	if after != nil {
+		id, err := events.ParseID(*after)
+		if err != nil {
+			return nil, err
+		}
+		from = &id
+	}
+	sub := r.Events.Subscribe(ctx, f, from)
+	out := make(chan *events.Event)
+	go func() {
+		defer close(out)
+		for e := range sub.C {
+			select {
+			case out <- &e:
+			case <-ctx.Done():
+				return
+			}
+		}
+		if err := sub.Err(); err != nil && ctx.Err() == nil && overWebsocket(ctx) {
+			// graphql-transport-ws ends the subscription with an error
+			// message rather than "complete"; over SSE the stream just
+			// completes. Either way the client resumes with `after`.
+			transport.AddSubscriptionError(ctx, subscriptionError(ctx, err))
+		}
+	}()
+	return out, nil
+}
+
+// Codes a subscription can end with.
+const (
+	codeTooSlow     = "SUBSCRIBER_TOO_SLOW"
+	codeUnavailable = "SERVICE_UNAVAILABLE"
+)
+
+func subscriptionError(ctx context.Context, err error) *gqlerror.Error {
+	e := &gqlerror.Error{Message: err.Error(), Path: graphql.GetPath(ctx)}
+	switch {
+	case errors.Is(err, events.ErrTooSlow):
+		e.Extensions = map[string]any{"code": codeTooSlow}
+	case errors.Is(err, events.ErrClosed):
+		e.Extensions = map[string]any{"code": codeUnavailable}
+	default:
+		ae := apierror.FromInternal(ctx, err)
+		e.Message, e.Extensions = ae.Message, map[string]any{"code": ae.Code, "requestId": ae.Details["requestId"]}
+	}
+	return e
+}
+
+type websocketKey struct{}
+
+// overWebsocket reports whether ctx belongs to a WebSocket connection.
+func overWebsocket(ctx context.Context) bool { return ctx.Value(websocketKey{}) != nil }
+
+// CloseForbidden is the WebSocket close code for a connection_init whose
+// credentials are refused (graphql-transport-ws's 4403 Forbidden).
+const CloseForbidden = 4403
+
+// upgradeAuthKey carries the upgrade request's own Authorization header, for
+// clients that can send one (browsers cannot).
+type upgradeAuthKey struct{}
+
+// websocketTransport is gqlgen's WebSocket transport. The token comes in
+// connection_init's payload, {"Authorization": "Bearer <token>"} (or, for
+// clients that can send one, the upgrade request's Authorization header);
+// opts.Authenticate checks it, and a refusal closes the socket with 4403.
+type websocketTransport struct {
+	transport.Websocket
+}
+
+func newWebsocketTransport(opts Options) websocketTransport {
+	return websocketTransport{transport.Websocket{
+		Implementation: transport.CoderWebsocketImplementation{AcceptOptions: websocket.AcceptOptions{
+			// Any origin may connect: credentials travel in the payload,
+			// never in a cookie a browser would add by itself, so a
+			// cross-site page gets nowhere without the token.
+			InsecureSkipVerify: true,
+		}},
+		InitTimeout:           10 * time.Second,
+		KeepAlivePingInterval: 15 * time.Second,
+		PingPongInterval:      15 * time.Second,
+		MissingPongOk:         true,
+		InitFunc: func(ctx context.Context, payload transport.InitPayload) (context.Context, *transport.InitPayload, error) {
+			auth := payload.Authorization()
+			if auth == "" {
+				auth, _ = ctx.Value(upgradeAuthKey{}).(string)
+			}
+			if opts.Authenticate == nil {
+				return refuse(ctx)
+			}
+			authed, err := opts.Authenticate(ctx, auth)
+			if err != nil {
+				return refuse(ctx)
+			}
+			return context.WithValue(authed, websocketKey{}, true), nil, nil
+		},
+	}}
+}
+
+func refuse(ctx context.Context) (context.Context, *transport.InitPayload, error) {
+	ctx = transport.WithWebsocketCloseCode(ctx, CloseForbidden)
+	ctx = transport.AppendCloseReason(ctx, "Forbidden")
+	return ctx, nil, errors.New("Forbidden")
+}
+
+func (t websocketTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor) {
+	// The server's read and write timeouts are for requests; a socket lives
+	// for as long as it is used (gqlgen pings it).
+	unlimited(w)
+	ctx := context.WithValue(r.Context(), upgradeAuthKey{}, r.Header.Get("Authorization"))
+	t.Websocket.Do(w, r.WithContext(ctx), exec)
+}
+
+// sseTransport is gqlgen's Server-Sent Events transport (graphql-sse,
+// distinct connections mode), with the connection's deadlines lifted.
+type sseTransport struct{ transport.SSE }
+
+func (t sseTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor) {
+	unlimited(w)
+	t.SSE.Do(w, r.WithContext(context.WithValue(r.Context(), streamKey{}, true)), exec)
+}
+
+type streamKey struct{}
+
+// streamsOnly refuses a subscription sent over plain HTTP (a POST that
+// does not accept text/event-stream): it would wait for one event and end.
+func streamsOnly(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
+	rc := graphql.GetOperationContext(ctx)
+	if rc.Operation != nil && rc.Operation.Operation == ast.Subscription && !overWebsocket(ctx) && ctx.Value(streamKey{}) == nil {
+		err := gqlerror.Errorf("a subscription needs a stream: a WebSocket (graphql-transport-ws) or a POST with Accept: text/event-stream")
+		errcode.Set(err, apierror.BadRequest)
+		return graphql.OneShot(&graphql.Response{Errors: gqlerror.List{err}})
+	}
+	return next(ctx)
+}
+
+// unlimited lifts the server's read and write deadlines from a streaming
+// connection: otherwise it would be cut after WriteTimeout, and the end of
+// the read deadline would cancel the request.
+func unlimited(w http.ResponseWriter) {
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Time{})
+	_ = rc.SetWriteDeadline(time.Time{})
+}

@@ -1,0 +1,99 @@
+package metrics
+
+import (
+	"context"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/cmpay/cmpay/payments"
+	"github.com/cmpay/cmpay/webhooks"
+)
+
+// eventMetrics are the outbox's and the webhooks' collectors.
+type eventMetrics struct {
+	written    *prometheus.CounterVec
+	deliveries *prometheus.CounterVec
+	attempt    *prometheus.HistogramVec
+	latency    prometheus.Histogram
+}
+
+func newEventMetrics(reg *prometheus.Registry) *eventMetrics {
+	m := &eventMetrics{
+		written: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cmpay_events_written_total",
+			Help: "Payment events written to the outbox by this instance, by type (PAYMENT_CREATED, PAYMENT_CAPTURED, PAYMENT_CANCELED, PAYMENT_REFUNDED).",
+		}, []string{"type"}),
+		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cmpay_webhook_deliveries_total",
+			Help: "Webhook delivery outcomes recorded by this instance: succeeded (a 2xx answer), retried (an attempt failed and will be retried), failed (retries ran out after WEBHOOK_MAX_AGE).",
+		}, []string{"outcome"}),
+		attempt: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "cmpay_webhook_attempt_duration_seconds",
+			Help:    "How long webhook endpoints took to answer an attempt, by result (2xx, or error for anything else).",
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}, []string{"result"}),
+		latency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "cmpay_webhook_delivery_latency_seconds",
+			Help:    "Time from an event to its successful delivery, retries included.",
+			Buckets: []float64{.01, .05, .1, .25, .5, 1, 2, 5, 15, 60, 300, 1800, 3600, 6 * 3600, 24 * 3600},
+		}),
+	}
+	for _, o := range []string{"succeeded", "retried", "failed"} {
+		m.deliveries.WithLabelValues(o)
+	}
+	reg.MustRegister(m.written, m.deliveries, m.attempt, m.latency)
+	return m
+}
+
+// eventTypes is the event each applied operation writes.
+var eventTypes = map[payments.Operation]payments.EventType{
+	payments.OpCreate: payments.EventCreated, payments.OpCapture: payments.EventCaptured,
+	payments.OpCancel: payments.EventCanceled, payments.OpRefund: payments.EventRefunded,
+}
+
+// countEvent counts the event a settled request wrote, if it wrote one:
+// a create or change that applied writes exactly one.
+func (m *eventMetrics) countEvent(op payments.Operation, outcome payments.Outcome) {
+	if outcome == payments.OutcomeCreated || outcome == payments.OutcomeApplied {
+		m.written.WithLabelValues(string(eventTypes[op])).Inc()
+	}
+}
+
+// WebhookHooks are the webhooks dispatcher's hooks into these metrics.
+func (m *Metrics) WebhookHooks() webhooks.Hooks {
+	e := m.events
+	return webhooks.Hooks{
+		Attempted: func(took time.Duration, ok bool) {
+			result := "error"
+			if ok {
+				result = "2xx"
+			}
+			e.attempt.WithLabelValues(result).Observe(took.Seconds())
+		},
+		Delivered: func(lag time.Duration) {
+			e.deliveries.WithLabelValues("succeeded").Inc()
+			e.latency.Observe(lag.Seconds())
+		},
+		Retried: func() { e.deliveries.WithLabelValues("retried").Inc() },
+		Failed:  func() { e.deliveries.WithLabelValues("failed").Inc() },
+	}
+}
+
+// WatchBacklog exports the outbox backlog, the webhook deliveries neither
+// delivered nor given up (count), as the gauge cmpay_webhook_backlog, read
+// from the database at each scrape.
+func (m *Metrics) WatchBacklog(count func(context.Context) (int64, error)) {
+	m.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "cmpay_webhook_backlog",
+		Help: "Webhook deliveries not yet delivered nor given up, across all instances.",
+	}, func() float64 {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		n, err := count(ctx)
+		if err != nil {
+			return -1
+		}
+		return float64(n)
+	}))
+}

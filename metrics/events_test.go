@@ -1,0 +1,54 @@
+package metrics_test
+
+import (
+	"context"
+	"database/sql"
+	"io"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cmpay/cmpay/metrics"
+	"github.com/cmpay/cmpay/payments"
+)
+
+// TestEventMetrics: events written, delivery outcomes, latencies and the
+// backlog are exported.
+func TestEventMetrics(t *testing.T) {
+	t.Parallel()
+	m := metrics.New(new(sql.DB))
+	m.OnAttempt(payments.OpCreate, payments.OutcomeCreated, "graphql")
+	m.OnAttempt(payments.OpRefund, payments.OutcomeApplied, "rest")
+	m.OnAttempt(payments.OpRefund, payments.OutcomeReplayed, "rest")
+	m.OnAttempt(payments.OpCapture, payments.OutcomeRefused, "rest")
+	h := m.WebhookHooks()
+	h.Attempted(20*time.Millisecond, true)
+	h.Delivered(300 * time.Millisecond)
+	h.Attempted(time.Second, false)
+	h.Retried()
+	h.Failed()
+	m.WatchBacklog(func(context.Context) (int64, error) { return 7, nil })
+
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	body, _ := io.ReadAll(rec.Body)
+	for _, want := range []string{
+		`cmpay_events_written_total{type="PAYMENT_CREATED"} 1`,
+		`cmpay_events_written_total{type="PAYMENT_REFUNDED"} 1`,
+		`cmpay_webhook_deliveries_total{outcome="succeeded"} 1`,
+		`cmpay_webhook_deliveries_total{outcome="retried"} 1`,
+		`cmpay_webhook_deliveries_total{outcome="failed"} 1`,
+		`cmpay_webhook_attempt_duration_seconds_count{result="2xx"} 1`,
+		`cmpay_webhook_attempt_duration_seconds_count{result="error"} 1`,
+		`cmpay_webhook_delivery_latency_seconds_count 1`,
+		`cmpay_webhook_backlog 7`,
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+	if strings.Contains(string(body), `type="PAYMENT_CAPTURED"} 1`) {
+		t.Error("a refused capture counted as an event")
+	}
+}

@@ -1,0 +1,107 @@
+package payments
+
+import (
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/cmpay/cmpay/models"
+)
+
+// The outbox. Every change of a payment writes one event row in the same
+// statement (PostgreSQL: the "*_event" CTEs of sql/create_batch.sql and
+// sql/change_batch.sql, fed by the rows the change itself returns) or the
+// same transaction (SQLite: insertEvent below, called from
+// store_sqlite.go's steps) as the change: a create, capture, cancel or
+// refund that applies writes exactly one; a replay, a rejection or a
+// refusal writes none, since it changes nothing. The event stores the
+// payment as the change left it. Package events numbers the rows and
+// delivers them.
+
+// EventType is what happened to a payment.
+type EventType string
+
+const (
+	EventCreated  EventType = "PAYMENT_CREATED"
+	EventCaptured EventType = "PAYMENT_CAPTURED"
+	EventCanceled EventType = "PAYMENT_CANCELED"
+	EventRefunded EventType = "PAYMENT_REFUNDED"
+)
+
+// EventTypes lists every event type.
+var EventTypes = []EventType{EventCreated, EventCaptured, EventCanceled, EventRefunded}
+
+// Valid reports whether t is one of EventTypes.
+func (t EventType) Valid() bool {
+	switch t {
+	case EventCreated, EventCaptured, EventCanceled, EventRefunded:
+		return true
+	}
+	return false
+}
+
+// eventTypeOf is the event an applied operation writes (the same mapping
+// change_batch.sql spells in SQL).
+func eventTypeOf(op Operation) EventType {
+	switch op {
+	case OpCreate:
+		return EventCreated
+	case OpCapture:
+		return EventCaptured
+	case OpCancel:
+		return EventCanceled
+	case OpRefund:
+		return EventRefunded
+	}
+	panic(fmt.Sprintf("no event for operation %q", op))
+}
+
+// insertEventSQL is the event row insertEvent writes; events.go's model
+// (models.PaymentEvent) names the columns.
+const insertEventSQL = `INSERT INTO payment_events (type, at, idempotency_key, refund_id, payment_id, client_id,
+	payment_key, amount_minor, currency, method, payment_created_at, status, captured_minor, refunded_minor,
+	captured_at, canceled_at, replay_count, rejected_count) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+
+// insertEvent writes the event of an applied cmd (SQLite): p is the payment
+// right after the change, refund a refund's refund. It goes straight to the
+// transaction's connection: it runs for every create, and GORM's model
+// machinery cost as much as the row.
+func insertEvent(tx *gorm.DB, cmd *command, p Payment, refund *Refund, now time.Time) error {
+	var refundID *string
+	if refund != nil {
+		refundID = &refund.ID
+	}
+	_, err := tx.Statement.ConnPool.ExecContext(tx.Statement.Context, insertEventSQL,
+		string(eventTypeOf(cmd.op)), now, cmd.key, refundID, p.ID, p.ClientID,
+		p.IdempotencyKey, p.Amount.Minor, p.Amount.Currency, string(p.Method), p.CreatedAt, string(p.Status),
+		p.Captured.Minor, p.Refunded.Minor, optionalTime(p.CapturedAt), optionalTime(p.CanceledAt),
+		p.ReplayCount, p.RejectedCount)
+	if err != nil {
+		return fmt.Errorf("write event: %w", err)
+	}
+	return nil
+}
+
+// optionalTime is nil for the zero time.
+func optionalTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+// EventPayment is the payment an event row recorded: the payment right
+// after the event.
+func EventPayment(row models.PaymentEvent) Payment {
+	return paymentFromRow(models.Payment{
+		ID: row.PaymentID, ClientID: row.ClientID, IdempotencyKey: row.PaymentKey,
+		AmountMinor: row.AmountMinor, Currency: row.Currency, Method: row.Method, CreatedAt: row.PaymentCreatedAt,
+		Status: row.Status, CapturedMinor: row.CapturedMinor, RefundedMinor: row.RefundedMinor,
+		CapturedAt: row.CapturedAt, CanceledAt: row.CanceledAt,
+		ReplayCount: row.ReplayCount, RejectedCount: row.RejectedCount,
+	})
+}
+
+// RefundFromRow reads a refund row of a payment in currency.
+func RefundFromRow(row models.Refund, currency string) Refund { return refundFromRow(row, currency) }

@@ -1,0 +1,287 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cmpay/cmpay/internal/dbtest"
+	"github.com/cmpay/cmpay/internal/streamtest"
+	"github.com/cmpay/cmpay/webhooks"
+)
+
+// gqlData sends a GraphQL request to a server process (gql) and decodes
+// its data into out; an error in the answer fails.
+func gqlData(url, query string, vars map[string]any, out any) error {
+	a, err := gql(url, query, vars)
+	if err != nil {
+		return err
+	}
+	if len(a.Errors) > 0 {
+		return fmt.Errorf("GraphQL error %s", a.code())
+	}
+	if out == nil {
+		return nil
+	}
+	raw, err := json.Marshal(a.Data)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(raw, out)
+}
+
+// createPayment creates a payment through a server process and returns
+// its id.
+func createPayment(url, client, key string) (string, error) {
+	var out struct {
+		CreatePayment struct{ Payment struct{ ID string } }
+	}
+	err := gqlData(url, `mutation($c: ID!, $k: String!) { createPayment(input: {clientId: $c, amount: "12.34", currency: "BRL", method: PIX}, idempotencyKey: $k) { payment { id } } }`,
+		map[string]any{"c": client, "k": key}, &out)
+	return out.CreatePayment.Payment.ID, err
+}
+
+// TestSubscriptionAcrossInstances: two server processes on one PostgreSQL
+// database; an event committed through one reaches a WebSocket subscriber
+// of the other, and an SSE subscriber of the first, within a second.
+func TestSubscriptionAcrossInstances(t *testing.T) {
+	t.Parallel()
+	db := dbtest.Postgres(t)
+	a, b := startServer(t, db.URL), startServer(t, db.URL)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+
+	ws, err := streamtest.DialWS(ctx, b.url, "Bearer "+testToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	if err := ws.Subscribe(ctx, "1", streamtest.EventsQuery, map[string]any{"client": "across"}); err != nil {
+		t.Fatal(err)
+	}
+	sse, err := streamtest.DialSSE(ctx, http.DefaultClient, a.url, "Bearer "+testToken, streamtest.EventsQuery, map[string]any{"client": "across"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sse.Close()
+	// Both subscriptions are live once a first event reaches them.
+	deadline := time.Now().Add(20 * time.Second)
+	for i := 0; ; i++ {
+		if _, err := createPayment(a.url, "across", fmt.Sprintf("warm-up-%d", i)); err != nil {
+			t.Fatal(err)
+		}
+		wctx, wcancel := context.WithTimeout(ctx, 2*time.Second)
+		_, err := ws.NextEvent(wctx)
+		wcancel()
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no event reached instance B's subscriber: %v", err)
+		}
+	}
+	// nextReal skips the warm-up events still on their way.
+	nextReal := func(next func() (streamtest.Event, error)) (streamtest.Event, error) {
+		for {
+			e, err := next()
+			if err != nil || !strings.HasPrefix(e.IdempotencyKey, "warm-up-") {
+				return e, err
+			}
+		}
+	}
+
+	var worst time.Duration
+	for i := range 10 {
+		start := time.Now()
+		id, err := createPayment(a.url, "across", fmt.Sprintf("across-%d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rctx, rcancel := context.WithTimeout(ctx, 5*time.Second)
+		e, err := nextReal(func() (streamtest.Event, error) { return ws.NextEvent(rctx) })
+		rcancel()
+		if err != nil || e.Payment.ID != id {
+			t.Fatalf("event %d on instance B: %+v, %v", i, e, err)
+		}
+		worst = max(worst, time.Since(start))
+		// The SSE subscriber on instance A sees it too.
+		if e2, err := nextReal(sse.NextEvent); err != nil || e2.ID != e.ID {
+			t.Fatalf("SSE on instance A: %+v, %v", e2, err)
+		}
+	}
+	if worst > time.Second {
+		t.Errorf("an event took %s to reach the other instance's subscriber", worst)
+	}
+	t.Logf("slowest of 10 events from commit on A to subscriber on B: %s", worst.Round(time.Millisecond))
+}
+
+// TestLongLivedSubscriptions: subscriptions outlive the server's 30-second
+// read and write timeouts, which are for requests.
+func TestLongLivedSubscriptions(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits 35 s")
+	}
+	t.Parallel()
+	srv := startServer(t, dbtest.SQLite(t).URL)
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	defer cancel()
+	ws, err := streamtest.DialWS(ctx, srv.url, "Bearer "+testToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	if err := ws.Subscribe(ctx, "1", streamtest.EventsQuery, nil); err != nil {
+		t.Fatal(err)
+	}
+	sse, err := streamtest.DialSSE(ctx, http.DefaultClient, srv.url, "Bearer "+testToken, streamtest.EventsQuery, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sse.Close()
+	time.Sleep(35 * time.Second)
+	id, err := createPayment(srv.url, "long", "long-lived")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e, err := ws.NextEvent(ctx); err != nil || e.Payment.ID != id {
+		t.Errorf("WebSocket after 35 s: %+v, %v", e, err)
+	}
+	if e, err := sse.NextEvent(); err != nil || e.Payment.ID != id {
+		t.Errorf("SSE after 35 s: %+v, %v", e, err)
+	}
+}
+
+// holdingReceiver is a webhook endpoint that verifies every signature,
+// answers 500 to its first failFirst deliveries, and while hold is set
+// keeps each request for a second before answering: a delivery whose
+// sender dies meanwhile is not counted as received.
+type holdingReceiver struct {
+	secret    atomic.Pointer[string]
+	failFirst int64
+	hold      atomic.Bool
+
+	calls, inFlight, orphaned, badSignatures atomic.Int64
+	mu                                       sync.Mutex
+	received                                 map[string]int
+}
+
+func (h *holdingReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	n := h.calls.Add(1)
+	secret := h.secret.Load()
+	if secret == nil || webhooks.Verify(*secret, r.Header.Get(webhooks.HeaderSignature), body, time.Now(), time.Minute) != nil {
+		h.badSignatures.Add(1)
+		w.WriteHeader(http.StatusUnauthorized)
+		return
+	}
+	if n <= h.failFirst {
+		w.WriteHeader(http.StatusInternalServerError)
+		return
+	}
+	if h.hold.Load() {
+		h.inFlight.Add(1)
+		select {
+		case <-time.After(time.Second):
+		case <-r.Context().Done():
+			h.inFlight.Add(-1)
+			h.orphaned.Add(1) // its sender died: not received
+			return
+		}
+		h.inFlight.Add(-1)
+	}
+	h.mu.Lock()
+	h.received[r.Header.Get(webhooks.HeaderEventID)]++
+	h.mu.Unlock()
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (h *holdingReceiver) distinct() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.received)
+}
+
+// TestWebhooksSurviveAKilledInstance: a 1,000-payment load is delivered to
+// a receiver that checks signatures and fails its first 20 deliveries.
+// Instance A delivers until it holds dozens of deliveries in flight; B
+// starts beside it, then A is killed (SIGKILL); B delivers A's once their
+// leases run out, besides its own, and the receiver sees every event at
+// least once.
+func TestWebhooksSurviveAKilledInstance(t *testing.T) {
+	t.Parallel()
+	db := dbtest.Postgres(t)
+	env := []string{"WEBHOOK_ALLOW_PRIVATE=true", "WEBHOOK_RETRY_MIN=200ms"}
+	a := startServer(t, db.URL, env...)
+	rcv := &holdingReceiver{failFirst: 20, received: map[string]int{}}
+	hook := httptest.NewServer(rcv)
+	defer hook.Close()
+	var created struct {
+		CreateWebhookEndpoint struct{ Secret string }
+	}
+	if err := gqlData(a.url, `mutation($u: String!) { createWebhookEndpoint(url: $u) { secret } }`, map[string]any{"u": hook.URL}, &created); err != nil {
+		t.Fatal(err)
+	}
+	rcv.secret.Store(&created.CreateWebhookEndpoint.Secret)
+	rcv.hold.Store(true)
+
+	const n = 1000
+	var wg sync.WaitGroup
+	for w := range 16 {
+		wg.Go(func() {
+			for i := w; i < n; i += 16 {
+				if _, err := createPayment(a.url, fmt.Sprintf("shop-%d", i%5), fmt.Sprintf("load-%d", i)); err != nil {
+					return // A was killed: B creates the rest below
+				}
+			}
+		})
+	}
+	// Kill instance A while it has deliveries held by the receiver, with
+	// B running beside it.
+	deadline := time.Now().Add(30 * time.Second)
+	for rcv.inFlight.Load() < 40 {
+		if time.Now().After(deadline) {
+			t.Fatalf("deliveries never piled up: %d in flight, %d calls", rcv.inFlight.Load(), rcv.calls.Load())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	b := startServer(t, db.URL, env...)
+	if err := a.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	killedAt := time.Now()
+	wg.Wait()
+	// Whatever A had not created yet, and retries of what it had (replays):
+	// through B.
+	for i := range n {
+		if _, err := createPayment(b.url, fmt.Sprintf("shop-%d", i%5), fmt.Sprintf("load-%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(500 * time.Millisecond)
+	orphaned := rcv.orphaned.Load()
+	rcv.hold.Store(false)
+
+	deadline = time.Now().Add(90 * time.Second)
+	for rcv.distinct() < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("the receiver got %d of %d events (%d calls)", rcv.distinct(), n, rcv.calls.Load())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if orphaned == 0 {
+		t.Error("the killed instance had no delivery in flight: the test proved nothing")
+	}
+	if bad := rcv.badSignatures.Load(); bad > 0 {
+		t.Errorf("%d deliveries with a bad signature", bad)
+	}
+	t.Logf("%d events received after the kill at +%s (%d deliveries were cut off by it), %d calls in all",
+		n, time.Since(killedAt).Round(time.Second), orphaned, rcv.calls.Load())
+}

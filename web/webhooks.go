@@ -1,0 +1,120 @@
+package web
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cmpay/cmpay/models"
+	"github.com/cmpay/cmpay/webhooks"
+)
+
+// recentDeliveries is how many deliveries the Webhooks page shows.
+const recentDeliveries = 100
+
+// webhooksView is what the Webhooks page shows.
+type webhooksView struct {
+	Available  bool
+	Notice     string
+	Endpoints  []models.WebhookEndpoint
+	Deliveries []webhooks.Delivery
+	Now        time.Time
+}
+
+func (a *admin) webhooksPage(w http.ResponseWriter, r *http.Request) {
+	view := webhooksView{Available: a.webhooks != nil, Now: time.Now()}
+	q := r.URL.Query()
+	if id := q.Get("resent"); id != "" {
+		view.Notice = "Delivery " + id + " was re-armed: it is attempted again now, with a fresh schedule of retries."
+	} else if id := q.Get("unchanged"); id != "" {
+		view.Notice = "Delivery " + id + " was not failed any more (already resent, or delivered): nothing was changed."
+	}
+	if a.webhooks != nil {
+		var err error
+		if view.Endpoints, err = a.webhooks.AllEndpoints(r.Context()); err != nil {
+			serverError(w, r, err)
+			return
+		}
+		if view.Deliveries, err = a.webhooks.RecentDeliveries(r.Context(), recentDeliveries); err != nil {
+			serverError(w, r, err)
+			return
+		}
+	}
+	render(w, r, http.StatusOK, webhooksPage(view))
+}
+
+// resendDelivery re-arms a failed delivery. It is safe to send twice: the
+// second request finds the delivery no longer failed, changes nothing, and
+// says so.
+func (a *admin) resendDelivery(w http.ResponseWriter, r *http.Request) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil {
+		http.NotFound(w, r)
+		return
+	}
+	if a.webhooks == nil { // events not running: the page says so
+		http.Redirect(w, r, "/admin/webhooks", http.StatusSeeOther)
+		return
+	}
+	to := "/admin/webhooks?resent=" + strconv.FormatInt(id, 10)
+	if err := a.webhooks.Resend(r.Context(), id); errors.Is(err, webhooks.ErrNotFailed) {
+		to = "/admin/webhooks?unchanged=" + strconv.FormatInt(id, 10)
+	} else if err != nil {
+		serverError(w, r, err)
+		return
+	}
+	http.Redirect(w, r, to, http.StatusSeeOther)
+}
+
+// endpointTypes shows an endpoint's event types.
+func endpointTypes(stored string) string {
+	if stored == "" {
+		return "every event"
+	}
+	return strings.ReplaceAll(strings.Trim(stored, ","), ",", ", ")
+}
+
+// deliveryClass is the badge class of a delivery's status.
+func deliveryClass(status string) string {
+	switch status {
+	case "DELIVERED":
+		return "replayed"
+	case "FAILED", "CANCELED":
+		return "rejected"
+	}
+	return "created"
+}
+
+// nextAttempt says when a pending delivery is attempted next.
+func nextAttempt(d webhooks.Delivery, now time.Time) string {
+	switch {
+	case d.Status != "PENDING":
+		return "none"
+	case d.LeaseUntil != nil && d.LeaseUntil.After(now):
+		return "in flight"
+	case !d.NextAttemptAt.After(now):
+		return "now"
+	}
+	return stamp(d.NextAttemptAt)
+}
+
+// lastAnswer is the last attempt's outcome.
+func lastAnswer(d webhooks.Delivery) string {
+	if d.LastAttemptAt == nil {
+		return "not attempted yet"
+	}
+	return answerText(d.LastStatus, d.LastError) + ", " + stamp(*d.LastAttemptAt)
+}
+
+func answerText(status int, problem string) string {
+	out := "no answer"
+	if status != 0 {
+		out = "HTTP " + strconv.Itoa(status)
+	}
+	if problem != "" {
+		out += ": " + problem
+	}
+	return out
+}

@@ -1,0 +1,565 @@
+package webhooks
+
+import (
+	"bytes"
+	"context"
+	"database/sql/driver"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+	"gorm.io/gorm"
+
+	"github.com/cmpay/cmpay/events"
+	"github.com/cmpay/cmpay/models"
+	"github.com/cmpay/cmpay/payments"
+	"github.com/cmpay/cmpay/restjson"
+)
+
+// Body is what a delivery POSTs, as JSON.
+type Body struct {
+	// ID is the event's id: receivers deduplicate by it.
+	ID        string   `json:"id"`
+	Type      string   `json:"type"`
+	CreatedAt string   `json:"createdAt"`
+	Data      BodyData `json:"data"`
+}
+
+// BodyData is the event's payload.
+type BodyData struct {
+	// Payment is the payment right after the event, as REST shows it.
+	Payment restjson.Payment `json:"payment"`
+	// Refund is a PAYMENT_REFUNDED event's refund, null otherwise.
+	Refund *restjson.Refund `json:"refund"`
+	// IdempotencyKey is the key of the request that caused the event.
+	IdempotencyKey string `json:"idempotencyKey"`
+}
+
+// claim is one delivery an instance holds, with what it takes to make the
+// attempt.
+type claim struct {
+	ID         int64
+	EventID    int64
+	EventSeq   int64
+	EndpointID string
+	Retries    int
+	EventAt    time.Time
+	ExpiresAt  *time.Time
+	URL        string
+	Secret     string
+	Token      int64
+}
+
+// result is the outcome of one attempt.
+type result struct {
+	claim
+	at      time.Time
+	took    time.Duration
+	status  int    // HTTP status; 0 without an answer
+	problem string // what went wrong, or the start of a non-2xx answer
+	ok      bool
+}
+
+// maxAnswerBytes caps how much of an answer is read; maxShown how much of
+// it is kept to show in the admin.
+const (
+	maxAnswerBytes = 64 << 10
+	maxShown       = 200
+)
+
+// claimBatch is the most deliveries one claim takes.
+const claimBatch = 100
+
+// Run delivers until ctx ends, then lets the attempts in flight finish
+// (they have their own timeout) and records them.
+func (s *Service) Run(ctx context.Context) {
+	if s.events != nil {
+		s.events.OnNew(s.Wake)
+	}
+	results := make(chan result, s.cfg.Concurrency)
+	var flushed sync.WaitGroup
+	flushed.Go(func() { s.recordResults(results) })
+
+	slots := make(chan struct{}, s.cfg.Concurrency)
+	freed := make(chan struct{}, 1)
+	var inFlight sync.WaitGroup
+	tick := time.NewTicker(s.cfg.Poll)
+	defer tick.Stop()
+	for ctx.Err() == nil {
+		free := s.cfg.Concurrency - len(slots)
+		// full: the last claim took all it asked for, so more may be due
+		// as soon as a slot is free.
+		full := false
+		if free > 0 {
+			batch, err := s.claim(ctx, min(free, claimBatch))
+			if err != nil && ctx.Err() == nil {
+				s.log.Warn("webhooks: claim deliveries", "err", err)
+			}
+			full = len(batch) > 0 && len(batch) == min(free, claimBatch)
+			s.start(batch, slots, freed, &inFlight, results)
+		} else {
+			full = true
+		}
+		if full && len(slots) < s.cfg.Concurrency {
+			continue
+		}
+		var slot <-chan struct{}
+		if full {
+			slot = freed
+		}
+		select {
+		case <-ctx.Done():
+		case <-s.wake:
+		case <-tick.C:
+		case <-slot:
+		}
+	}
+	inFlight.Wait()
+	close(results)
+	flushed.Wait()
+}
+
+// start makes the attempts of a claimed batch, each in its own goroutine.
+func (s *Service) start(batch []claim, slots, freed chan struct{}, inFlight *sync.WaitGroup, results chan<- result) {
+	if len(batch) == 0 {
+		return
+	}
+	bodies, err := s.bodies(context.Background(), batch)
+	for _, c := range batch {
+		slots <- struct{}{}
+		inFlight.Go(func() {
+			defer func() {
+				<-slots
+				select {
+				case freed <- struct{}{}:
+				default:
+				}
+			}()
+			body, ok := bodies[c.ID]
+			if err != nil || !ok {
+				// The event cannot be read (a database error, or swept):
+				// count it as a failed attempt, retried like any other.
+				problem := "the event could not be read"
+				if err != nil {
+					problem = "the event could not be read: database error"
+				}
+				results <- result{claim: c, at: s.now(), problem: problem}
+				return
+			}
+			results <- s.attempt(c, body)
+		})
+	}
+}
+
+// bodies builds the JSON body of every delivery of a batch, by delivery
+// id, once per event. A refund event's payment lists the refunds made up
+// to and including it, as it was right after the event.
+func (s *Service) bodies(ctx context.Context, batch []claim) (map[int64][]byte, error) {
+	seqs := make([]int64, 0, len(batch))
+	for _, c := range batch {
+		seqs = append(seqs, c.EventSeq)
+	}
+	bySeq, err := s.events.BySeq(ctx, seqs)
+	if err != nil {
+		return nil, err
+	}
+	var evs []events.Event
+	for _, c := range batch {
+		if e, ok := bySeq[c.EventSeq]; ok && e.ID == 0 {
+			e.ID = c.EventID
+			bySeq[c.EventSeq] = e
+			evs = append(evs, e)
+		}
+	}
+	var refunded []string
+	for _, e := range evs {
+		if e.Payment.Refunded.Minor > 0 {
+			refunded = append(refunded, e.Payment.ID)
+		}
+	}
+	refunds := map[string][]models.Refund{}
+	if len(refunded) > 0 {
+		var rows []models.Refund
+		if err := s.db.WithContext(ctx).Where("payment_id IN ?", refunded).Order("created_at, id").Find(&rows).Error; err != nil {
+			return nil, fmt.Errorf("read refunds: %w", err)
+		}
+		for _, r := range rows {
+			refunds[r.PaymentID] = append(refunds[r.PaymentID], r)
+		}
+	}
+	byEvent := make(map[int64][]byte, len(evs))
+	for _, e := range evs {
+		var asOf []payments.Refund
+		for _, r := range refunds[e.Payment.ID] {
+			// Refunds of one payment are serialised by its row lock, and
+			// each carries its statement's time, as its event does.
+			if !r.CreatedAt.After(e.At) {
+				asOf = append(asOf, payments.RefundFromRow(r, e.Payment.Amount.Currency))
+			}
+		}
+		byEvent[e.ID] = EventBody(e, asOf)
+	}
+	out := make(map[int64][]byte, len(batch))
+	for _, c := range batch {
+		if b, ok := byEvent[c.EventID]; ok {
+			out[c.ID] = b
+		}
+	}
+	return out, nil
+}
+
+// EventBody is the JSON body of a delivery of e, whose payment had the
+// refunds given right after e.
+func EventBody(e events.Event, refunds []payments.Refund) []byte {
+	b := Body{ID: strconv.FormatInt(e.ID, 10), Type: string(e.Type), CreatedAt: restjson.Stamp(e.At),
+		Data: BodyData{Payment: restjson.PaymentOf(e.Payment, refunds), IdempotencyKey: e.IdempotencyKey}}
+	if e.Refund != nil {
+		r := restjson.RefundOf(*e.Refund)
+		b.Data.Refund = &r
+	}
+	out, err := json.Marshal(b)
+	if err != nil {
+		panic(err) // plain strings and slices: cannot fail
+	}
+	return out
+}
+
+// attempt POSTs body to the claim's endpoint once.
+func (s *Service) attempt(c claim, body []byte) result {
+	r := result{claim: c, at: s.now()}
+	ctx, cancel := context.WithTimeout(context.Background(), AttemptTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.URL, bytes.NewReader(body))
+	if err != nil {
+		r.problem = "bad url"
+		return r
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "CMPay-Webhooks/1")
+	req.Header.Set(HeaderEventID, strconv.FormatInt(c.EventID, 10))
+	req.Header.Set(HeaderSignature, Sign(c.Secret, time.Now(), body))
+	start := time.Now()
+	res, err := s.client.Do(req)
+	if err != nil {
+		r.took = time.Since(start)
+		r.problem = describe(err)
+		return r
+	}
+	head, _ := io.ReadAll(io.LimitReader(res.Body, maxShown))
+	_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, maxAnswerBytes-maxShown))
+	res.Body.Close()
+	r.took = time.Since(start)
+	r.status = res.StatusCode
+	r.ok = res.StatusCode >= 200 && res.StatusCode < 300
+	switch {
+	case r.ok:
+	case res.StatusCode >= 300 && res.StatusCode < 400:
+		r.problem = "redirect not followed: " + clip(res.Header.Get("Location"))
+	default:
+		r.problem = clip(string(head))
+	}
+	return r
+}
+
+// describe says why an attempt got no answer, without the URL (which may
+// hold credentials) and briefly.
+func describe(err error) string {
+	switch {
+	case errors.Is(err, errBlockedAddress):
+		return errBlockedAddress.Error()
+	case errors.Is(err, context.DeadlineExceeded), strings.Contains(err.Error(), "Client.Timeout"):
+		return "no answer within " + AttemptTimeout.String()
+	}
+	var ue interface{ Unwrap() error }
+	if errors.As(err, &ue) && ue.Unwrap() != nil {
+		err = ue.Unwrap()
+	}
+	return clip(err.Error())
+}
+
+// clip keeps the start of s, valid UTF-8, for display.
+func clip(s string) string {
+	if len(s) > maxShown {
+		s = s[:maxShown]
+	}
+	return strings.ToValidUTF8(strings.TrimRightFunc(s, func(r rune) bool { return r == utf8.RuneError }), "")
+}
+
+// backoff is the wait after the nth failed attempt in a row: RetryMin,
+// then twice as long each time, at most MaxRetryInterval.
+func (s *Service) backoff(n int) time.Duration {
+	d := s.cfg.RetryMin
+	for i := 1; i < n && d < MaxRetryInterval; i++ {
+		d *= 2
+	}
+	return min(d, MaxRetryInterval)
+}
+
+// outcome is what a result makes of its delivery.
+type outcome struct {
+	status  string
+	next    time.Time
+	retries int
+}
+
+func (s *Service) outcome(r result) outcome {
+	if r.ok {
+		return outcome{status: "DELIVERED", next: r.at, retries: r.Retries}
+	}
+	retries := r.Retries + 1
+	next := r.at.Add(s.backoff(retries))
+	deadline := r.EventAt.Add(s.cfg.MaxAge)
+	if r.ExpiresAt != nil {
+		deadline = *r.ExpiresAt
+	}
+	if next.After(deadline) {
+		return outcome{status: "FAILED", next: r.at, retries: retries}
+	}
+	return outcome{status: "PENDING", next: next, retries: retries}
+}
+
+// recordResults writes outcomes in batches: whatever has arrived by the
+// time the previous batch is written.
+func (s *Service) recordResults(results <-chan result) {
+	for r := range results {
+		batch := []result{r}
+	more:
+		for len(batch) < 200 {
+			select {
+			case r, ok := <-results:
+				if !ok {
+					break more
+				}
+				batch = append(batch, r)
+			default:
+				break more
+			}
+		}
+		s.record(batch)
+	}
+}
+
+// record writes a batch of outcomes, each only where its claim still holds
+// (the token matches), with one attempt row each; and tells the hooks.
+func (s *Service) record(batch []result) {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	outs := make([]outcome, len(batch))
+	for i, r := range batch {
+		outs[i] = s.outcome(r)
+	}
+	var err error
+	if s.dialect == "postgres" {
+		err = s.recordPostgres(ctx, batch, outs)
+	} else {
+		err = s.recordSQLite(ctx, batch, outs)
+	}
+	if err != nil {
+		// The leases run out and the deliveries are attempted again: at
+		// least once, never lost.
+		s.log.Warn("webhooks: record attempts", "err", err, "count", len(batch))
+		return
+	}
+	for _, o := range outs {
+		if o.status == "PENDING" {
+			s.wakeAt(o.next)
+		}
+	}
+	h := s.cfg.Hooks
+	for i, r := range batch {
+		if h.Attempted != nil && (r.status != 0 || r.took > 0) {
+			h.Attempted(r.took, r.ok)
+		}
+		switch outs[i].status {
+		case "DELIVERED":
+			if h.Delivered != nil {
+				h.Delivered(r.at.Add(r.took).Sub(r.EventAt))
+			}
+		case "FAILED":
+			if h.Failed != nil {
+				h.Failed()
+			}
+		default:
+			if h.Retried != nil {
+				h.Retried()
+			}
+		}
+	}
+}
+
+const recordPostgresSQL = `WITH r AS (
+	SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::timestamptz[], $5::int[], $6::int[], $7::text[],
+	                     $8::timestamptz[], $9::bigint[], $10::bool[])
+		AS t(id, token, status, next, retries, code, problem, at, took_ms, ok)
+), done AS (
+	UPDATE webhook_deliveries d SET status = r.status, next_attempt_at = r.next, retries = r.retries,
+		attempts = d.attempts + 1, lease_until = NULL, last_attempt_at = r.at, last_status = r.code,
+		last_error = r.problem, delivered_at = CASE WHEN r.ok THEN r.at ELSE d.delivered_at END
+	FROM r WHERE d.id = r.id AND d.claim_token = r.token AND d.status = 'PENDING'
+	RETURNING d.id
+)
+INSERT INTO webhook_attempts (delivery_id, at, status, error, duration_ms)
+SELECT r.id, r.at, r.code, r.problem, r.took_ms FROM r JOIN done ON done.id = r.id`
+
+func (s *Service) recordPostgres(ctx context.Context, batch []result, outs []outcome) error {
+	n := len(batch)
+	ids, tokens, tooks := make([]int64, n), make([]int64, n), make([]int64, n)
+	statuses, problems := make([]string, n), make([]string, n)
+	nexts, ats := make([]time.Time, n), make([]time.Time, n)
+	retries, codes := make([]int32, n), make([]int32, n)
+	oks := make([]bool, n)
+	for i, r := range batch {
+		ids[i], tokens[i], tooks[i] = r.ID, r.Token, r.took.Milliseconds()
+		statuses[i], problems[i], nexts[i], ats[i] = outs[i].status, r.problem, outs[i].next, r.at
+		retries[i], codes[i], oks[i] = int32(outs[i].retries), int32(r.status), r.ok
+	}
+	return s.withPgx(ctx, func(c *pgx.Conn) error {
+		_, err := c.Exec(ctx, recordPostgresSQL, ids, tokens, statuses, nexts, retries, codes, problems, ats, tooks, oks)
+		return err
+	})
+}
+
+func (s *Service) recordSQLite(ctx context.Context, batch []result, outs []outcome) error {
+	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		for i, r := range batch {
+			o := outs[i]
+			var delivered *time.Time
+			if r.ok {
+				delivered = &r.at
+			}
+			res := tx.Exec(`UPDATE webhook_deliveries SET status = ?, next_attempt_at = ?, retries = ?,
+				attempts = attempts + 1, lease_until = NULL, last_attempt_at = ?, last_status = ?, last_error = ?,
+				delivered_at = COALESCE(?, delivered_at)
+				WHERE id = ? AND claim_token = ? AND status = 'PENDING'`,
+				o.status, o.next, o.retries, r.at, r.status, r.problem, delivered, r.ID, r.Token)
+			if res.Error != nil {
+				return res.Error
+			}
+			if res.RowsAffected == 0 {
+				continue // the claim was lost: another instance holds it now
+			}
+			if err := tx.Create(&models.WebhookAttempt{DeliveryID: r.ID, At: r.at, Status: r.status, Error: r.problem,
+				DurationMS: r.took.Milliseconds()}).Error; err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// claimPostgresSQL takes up to $2 due deliveries no other transaction
+// holds, leases them until $3 (when they fall due again if this instance
+// never records them) under the token $4, and returns them with their
+// endpoint.
+const claimPostgresSQL = `WITH due AS (
+	SELECT id FROM webhook_deliveries
+	WHERE status = 'PENDING' AND next_attempt_at <= $1
+	ORDER BY next_attempt_at LIMIT $2
+	FOR UPDATE SKIP LOCKED
+), claimed AS (
+	UPDATE webhook_deliveries d SET lease_until = $3, next_attempt_at = $3, claim_token = $4
+	FROM due WHERE d.id = due.id
+	RETURNING d.id, d.event_id, d.event_seq, d.endpoint_id, d.retries, d.event_at, d.expires_at
+)
+SELECT c.id, c.event_id, c.event_seq, c.endpoint_id, c.retries, c.event_at, c.expires_at, w.url, w.secret
+FROM claimed c JOIN webhook_endpoints w ON w.id = c.endpoint_id`
+
+// claim takes up to n due deliveries for this instance.
+func (s *Service) claim(ctx context.Context, n int) ([]claim, error) {
+	now := s.now()
+	until := now.Add(lease)
+	token := rand.Int64N(1<<62) + 1
+	var out []claim
+	if s.dialect == "postgres" {
+		err := s.withPgx(ctx, func(c *pgx.Conn) error {
+			// Planned for its arguments every time: a cached generic plan
+			// might scan every delivery ever made.
+			rows, err := c.Query(ctx, claimPostgresSQL, pgx.QueryExecModeExec, now, n, until, token)
+			if err != nil {
+				return err
+			}
+			out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (claim, error) {
+				var cl claim
+				err := row.Scan(&cl.ID, &cl.EventID, &cl.EventSeq, &cl.EndpointID, &cl.Retries, &cl.EventAt, &cl.ExpiresAt, &cl.URL, &cl.Secret)
+				cl.Token = token
+				return cl, err
+			})
+			return err
+		})
+		return out, err
+	}
+	// SQLite: look before taking the write lock, which the one writer
+	// needs for payments.
+	var due []int64
+	err := s.db.WithContext(ctx).Raw(`SELECT id FROM webhook_deliveries WHERE status = 'PENDING' AND next_attempt_at <= ? LIMIT 1`, now).
+		Scan(&due).Error
+	if err != nil || len(due) == 0 {
+		return nil, err
+	}
+	err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		res := tx.Exec(`UPDATE webhook_deliveries SET lease_until = ?, next_attempt_at = ?, claim_token = ?
+			WHERE id IN (SELECT id FROM webhook_deliveries WHERE status = 'PENDING' AND next_attempt_at <= ?
+			             ORDER BY next_attempt_at LIMIT ?)`, until, until, token, now, n)
+		if res.Error != nil || res.RowsAffected == 0 {
+			return res.Error
+		}
+		return tx.Raw(`SELECT d.id, d.event_id, d.event_seq, d.endpoint_id, d.retries, d.event_at, d.expires_at, w.url, w.secret
+			FROM webhook_deliveries d JOIN webhook_endpoints w ON w.id = d.endpoint_id
+			WHERE d.claim_token = ? AND d.status = 'PENDING'`, token).Scan(&out).Error
+	})
+	for i := range out {
+		out[i].Token = token
+		out[i].EventAt = out[i].EventAt.UTC()
+	}
+	return out, err
+}
+
+// withPgx runs f on a pooled connection as pgx, which takes Go slices as
+// PostgreSQL arrays.
+func (s *Service) withPgx(ctx context.Context, f func(*pgx.Conn) error) error {
+	conn, err := s.sqlDB.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	return conn.Raw(func(dc any) error {
+		c, ok := dc.(*stdlib.Conn)
+		if !ok {
+			return driver.ErrBadConn
+		}
+		return f(c.Conn())
+	})
+}
+
+// Backlog counts the deliveries not yet delivered nor given up.
+func (s *Service) Backlog(ctx context.Context) (int64, error) {
+	var n int64
+	err := s.db.WithContext(ctx).Model(&models.WebhookDelivery{}).Where("status = 'PENDING'").Count(&n).Error
+	return n, err
+}
+
+// wakeAt makes sure the dispatcher looks again at t, when a retry this
+// instance scheduled falls due (it polls besides, but a retry should not
+// wait for the poll). One timer, set to the earliest such time.
+func (s *Service) wakeAt(t time.Time) {
+	s.timer.Lock()
+	defer s.timer.Unlock()
+	if s.timer.t != nil && !s.timer.at.After(t) && s.timer.at.After(time.Now()) {
+		return
+	}
+	if s.timer.t != nil {
+		s.timer.t.Stop()
+	}
+	s.timer.at = t
+	s.timer.t = time.AfterFunc(time.Until(t), s.Wake)
+}

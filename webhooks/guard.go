@@ -1,0 +1,132 @@
+package webhooks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"net/url"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// The SSRF guard. A webhook URL is chosen by an API client but fetched by
+// the server, from inside the network: without a guard it could point the
+// server at its database, a metadata service (169.254.169.254) or an
+// admin port on localhost. So, unless WEBHOOK_ALLOW_PRIVATE=true:
+//
+//   - when an endpoint is created, its host must resolve only to public
+//     addresses (refused with BAD_USER_INPUT otherwise);
+//   - when a delivery connects, the address actually dialled is checked
+//     again (the dialer's Control hook), so a name that resolved to a public
+//     address then and to a private one now (DNS rebinding) reaches nothing;
+//   - redirects are not followed, and no proxy from the environment is used
+//     (it would be the address checked, not the endpoint's).
+
+// Resolver looks host names up; *net.Resolver is one. Tests give their own.
+type Resolver interface {
+	LookupIPAddr(ctx context.Context, host string) ([]net.IPAddr, error)
+}
+
+// blockedPrefixes are ranges no webhook may reach beyond what netip's
+// predicates name: the "this network" block, carrier-grade NAT, IETF
+// protocol assignments, the benchmarking range, and NAT64's well-known
+// prefix (which embeds IPv4 addresses).
+var blockedPrefixes = []netip.Prefix{
+	netip.MustParsePrefix("0.0.0.0/8"),
+	netip.MustParsePrefix("100.64.0.0/10"),
+	netip.MustParsePrefix("192.0.0.0/24"),
+	netip.MustParsePrefix("198.18.0.0/15"),
+	netip.MustParsePrefix("240.0.0.0/4"),
+	netip.MustParsePrefix("64:ff9b::/96"),
+	netip.MustParsePrefix("64:ff9b:1::/48"),
+}
+
+// Blocked reports whether a webhook may not reach ip: a loopback, private,
+// link-local, unspecified, multicast or otherwise non-public address.
+func Blocked(ip netip.Addr) bool {
+	ip = ip.Unmap()
+	if !ip.IsValid() || ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
+		ip.IsInterfaceLocalMulticast() || ip.IsMulticast() || ip.IsUnspecified() {
+		return true
+	}
+	for _, p := range blockedPrefixes {
+		if p.Contains(ip) {
+			return true
+		}
+	}
+	return false
+}
+
+// guard checks URLs and connections.
+type guard struct {
+	allowPrivate bool
+	resolver     Resolver
+}
+
+// maxURLLen bounds an endpoint's URL.
+const maxURLLen = 2048
+
+// checkURL parses and checks an endpoint's URL as it is created.
+func (g guard) checkURL(ctx context.Context, raw string) (*url.URL, error) {
+	if len(raw) > maxURLLen {
+		return nil, fmt.Errorf("url is longer than %d characters", maxURLLen)
+	}
+	u, err := url.Parse(raw)
+	if err != nil || !u.IsAbs() {
+		return nil, fmt.Errorf("url must be an absolute http or https URL, such as https://shop.example/webhooks")
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return nil, fmt.Errorf("url must use http or https, not %q", u.Scheme)
+	}
+	host := u.Hostname()
+	if host == "" {
+		return nil, errors.New("url has no host")
+	}
+	if u.Fragment != "" {
+		return nil, errors.New("url must not have a fragment (#…): it is never sent")
+	}
+	if g.allowPrivate {
+		return u, nil
+	}
+	if ip, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil {
+		if Blocked(ip) {
+			return nil, fmt.Errorf("url points at %s, a loopback, private or link-local address; webhooks must reach a public address", ip)
+		}
+		return u, nil
+	}
+	lookupCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	addrs, err := g.resolver.LookupIPAddr(lookupCtx, host)
+	if err != nil || len(addrs) == 0 {
+		return nil, fmt.Errorf("url's host %q does not resolve", host)
+	}
+	for _, a := range addrs {
+		ip, ok := netip.AddrFromSlice(a.IP)
+		if !ok || Blocked(ip) {
+			return nil, fmt.Errorf("url's host %q resolves to %s, a loopback, private or link-local address; webhooks must reach a public address", host, a.IP)
+		}
+	}
+	return u, nil
+}
+
+// errBlockedAddress is what a delivery to a blocked address fails with.
+var errBlockedAddress = errors.New("refused to connect to a loopback, private or link-local address")
+
+// control is the dialer's Control hook: it runs for the address about to
+// be connected to, after name resolution, and refuses blocked ones.
+func (g guard) control(_, address string, _ syscall.RawConn) error {
+	if g.allowPrivate {
+		return nil
+	}
+	ap, err := netip.ParseAddrPort(address)
+	if err != nil {
+		return fmt.Errorf("%w: %s", errBlockedAddress, address)
+	}
+	if Blocked(ap.Addr()) {
+		return fmt.Errorf("%w: %s", errBlockedAddress, ap.Addr())
+	}
+	return nil
+}

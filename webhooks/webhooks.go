@@ -1,0 +1,357 @@
+// Package webhooks delivers payment events to the URLs API clients
+// register: signed POSTs, retried with exponential backoff until they are
+// answered with a 2xx or WEBHOOK_MAX_AGE has passed.
+//
+// Deliveries are rows (models.WebhookDelivery), created by the events
+// sequencer in the transaction that numbers their event, so that no
+// numbered event misses an endpoint. Every instance runs a dispatcher that
+// claims due deliveries (FOR UPDATE SKIP LOCKED on PostgreSQL, so that two
+// instances never claim the same one) under a lease longer than an
+// attempt's timeout, makes the attempts concurrently, and records each
+// outcome only if it still holds the claim. An instance that dies
+// mid-attempt leaves its leases to run out; another instance then makes the
+// attempt again. Delivery is at least once: receivers deduplicate by the
+// event id.
+package webhooks
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+	"gorm.io/gorm"
+
+	"github.com/cmpay/cmpay/events"
+	"github.com/cmpay/cmpay/models"
+	"github.com/cmpay/cmpay/payments"
+)
+
+// Defaults of Config.
+const (
+	DefaultRetryMin = 5 * time.Second
+	DefaultMaxAge   = 72 * time.Hour
+	// MaxRetryInterval caps the backoff: attempts are at most an hour apart.
+	MaxRetryInterval = time.Hour
+	// AttemptTimeout is how long an endpoint has to answer.
+	AttemptTimeout = 10 * time.Second
+	// lease is how long a claim keeps other instances away: longer than an
+	// attempt may take, so that a live instance always records its attempt
+	// before anyone else may try.
+	lease = AttemptTimeout + 5*time.Second
+)
+
+// Config tunes a Service. The zero value is usable.
+type Config struct {
+	// RetryMin is the wait before the first retry; each retry waits twice as
+	// long as the one before, up to an hour (WEBHOOK_RETRY_MIN).
+	RetryMin time.Duration
+	// MaxAge is how long after its event a delivery is retried; then it is
+	// marked failed (WEBHOOK_MAX_AGE).
+	MaxAge time.Duration
+	// AllowPrivate lets endpoints reach loopback, private and link-local
+	// addresses (WEBHOOK_ALLOW_PRIVATE): for development and tests only.
+	AllowPrivate bool
+	// Resolver looks up endpoint hosts at creation; nil means the system's.
+	Resolver Resolver
+	// Concurrency is how many attempts one instance makes at once; zero
+	// means 64.
+	Concurrency int
+	// Poll is how often the dispatcher looks for due deliveries without
+	// being woken; zero means 500ms.
+	Poll time.Duration
+	// Now is the clock; nil means time.Now.
+	Now    func() time.Time
+	Logger *slog.Logger
+	// Hooks are told what happens (metrics).
+	Hooks Hooks
+}
+
+// Hooks are told of every attempt's outcome. Nil fields are skipped.
+type Hooks struct {
+	// Attempted: an attempt took took (the HTTP exchange), and ok says
+	// whether it was answered with a 2xx.
+	Attempted func(took time.Duration, ok bool)
+	// Delivered: a delivery succeeded, lag after its event.
+	Delivered func(lag time.Duration)
+	// Retried: an attempt failed and the delivery will be retried.
+	Retried func()
+	// Failed: a delivery ran out of retries.
+	Failed func()
+}
+
+// Service manages endpoints and delivers to them.
+type Service struct {
+	db      *gorm.DB
+	sqlDB   *sql.DB
+	dialect string
+	events  *events.Service
+	cfg     Config
+	log     *slog.Logger
+	guard   guard
+	client  *http.Client
+	wake    chan struct{}
+	timer   struct {
+		sync.Mutex
+		t  *time.Timer
+		at time.Time
+	}
+}
+
+// New returns a Service over db (migrated), reading events from ev.
+func New(db *gorm.DB, ev *events.Service, cfg Config) (*Service, error) {
+	sqlDB, err := db.DB()
+	if err != nil {
+		return nil, fmt.Errorf("webhooks: %w", err)
+	}
+	if cfg.RetryMin <= 0 {
+		cfg.RetryMin = DefaultRetryMin
+	}
+	if cfg.MaxAge <= 0 {
+		cfg.MaxAge = DefaultMaxAge
+	}
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = 64
+	}
+	if cfg.Poll <= 0 {
+		cfg.Poll = 500 * time.Millisecond
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Resolver == nil {
+		cfg.Resolver = net.DefaultResolver
+	}
+	s := &Service{db: db, sqlDB: sqlDB, dialect: db.Dialector.Name(), events: ev, cfg: cfg, log: cfg.Logger,
+		guard: guard{allowPrivate: cfg.AllowPrivate, resolver: cfg.Resolver}, wake: make(chan struct{}, 1)}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	s.client = newClient(s.guard, cfg.Concurrency)
+	return s, nil
+}
+
+// newClient is the HTTP client deliveries are made with: it dials only
+// addresses the guard allows, follows no redirect, uses no proxy.
+func newClient(g guard, conns int) *http.Client {
+	dialer := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second, Control: g.control}
+	return &http.Client{
+		Timeout: AttemptTimeout,
+		Transport: &http.Transport{
+			Proxy:                 nil,
+			DialContext:           dialer.DialContext,
+			ForceAttemptHTTP2:     true,
+			MaxIdleConns:          4 * conns,
+			MaxIdleConnsPerHost:   conns,
+			IdleConnTimeout:       90 * time.Second,
+			TLSHandshakeTimeout:   5 * time.Second,
+			ResponseHeaderTimeout: AttemptTimeout,
+		},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
+
+func (s *Service) now() time.Time { return s.cfg.Now().UTC().Truncate(time.Microsecond) }
+
+// Endpoint is a registered webhook URL.
+type Endpoint struct {
+	ID  string
+	URL string
+	// Events are the types it receives; every type when it asked for all.
+	Events []events.Type
+	// ClientID is the only client whose events it receives; "" for all.
+	ClientID  string
+	CreatedAt time.Time
+}
+
+func endpointFromRow(r models.WebhookEndpoint) Endpoint {
+	e := Endpoint{ID: r.ID, URL: r.URL, ClientID: r.ClientID, CreatedAt: r.CreatedAt.UTC()}
+	if r.EventTypes == "" {
+		e.Events = slices.Clone(payments.EventTypes)
+	} else {
+		for _, t := range strings.Split(strings.Trim(r.EventTypes, ","), ",") {
+			e.Events = append(e.Events, events.Type(t))
+		}
+	}
+	return e
+}
+
+func invalid(field, msg string) error {
+	return &payments.InvalidInputError{Problems: []payments.Problem{{Field: field, Message: msg}}}
+}
+
+// CreateEndpoint registers rawURL for the event types given (every type
+// when types is nil), for client's events only when client is not "". It
+// returns the endpoint and its signing secret, which is never shown again.
+// A bad URL, or one that resolves to a loopback, private or link-local
+// address, fails with a *payments.InvalidInputError.
+func (s *Service) CreateEndpoint(ctx context.Context, client, rawURL string, types []events.Type) (Endpoint, string, error) {
+	u, err := s.guard.checkURL(ctx, rawURL)
+	if err != nil {
+		return Endpoint{}, "", invalid("url", err.Error())
+	}
+	stored := ""
+	if types != nil {
+		if len(types) == 0 {
+			return Endpoint{}, "", invalid("events", "events must name at least one event type, or be left out for every type")
+		}
+		var list []string
+		for _, t := range payments.EventTypes { // the documented order, each once
+			if slices.Contains(types, t) {
+				list = append(list, string(t))
+			}
+		}
+		for _, t := range types {
+			if !t.Valid() {
+				return Endpoint{}, "", invalid("events", fmt.Sprintf("%q is not an event type", t))
+			}
+		}
+		if len(list) < len(payments.EventTypes) {
+			stored = "," + strings.Join(list, ",") + ","
+		}
+	}
+	secret := newSecret()
+	row := models.WebhookEndpoint{ID: "we_" + ulid.Make().String(), URL: u.String(), Secret: secret,
+		EventTypes: stored, ClientID: client, CreatedAt: s.now()}
+	if err := s.db.WithContext(ctx).Create(&row).Error; err != nil {
+		return Endpoint{}, "", fmt.Errorf("create webhook endpoint: %w", err)
+	}
+	return endpointFromRow(row), secret, nil
+}
+
+// newSecret is 256 random bits, URL-safe.
+func newSecret() string {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails
+	return "whsec_" + base64.RawURLEncoding.EncodeToString(b)
+}
+
+// Endpoints lists the endpoints client may see (all of them for ""),
+// oldest first.
+func (s *Service) Endpoints(ctx context.Context, client string) ([]Endpoint, error) {
+	q := s.db.WithContext(ctx).Where("deleted_at IS NULL")
+	if client != "" {
+		q = q.Where("client_id = ?", client)
+	}
+	var rows []models.WebhookEndpoint
+	if err := q.Order("created_at, id").Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("list webhook endpoints: %w", err)
+	}
+	out := make([]Endpoint, len(rows))
+	for i, r := range rows {
+		out[i] = endpointFromRow(r)
+	}
+	return out, nil
+}
+
+// DeleteEndpoint deletes an endpoint client may see, and cancels its
+// pending deliveries; it reports whether there was such an endpoint.
+func (s *Service) DeleteEndpoint(ctx context.Context, client, id string) (bool, error) {
+	var found bool
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		q := tx.Model(&models.WebhookEndpoint{}).Where("id = ? AND deleted_at IS NULL", id)
+		if client != "" {
+			q = q.Where("client_id = ?", client)
+		}
+		res := q.Update("deleted_at", s.now())
+		if res.Error != nil {
+			return res.Error
+		}
+		found = res.RowsAffected == 1
+		if !found {
+			return nil
+		}
+		return tx.Exec(`UPDATE webhook_deliveries SET status = 'CANCELED', lease_until = NULL
+			WHERE endpoint_id = ? AND status IN ('PENDING', 'FAILED')`, id).Error
+	})
+	if err != nil {
+		return false, fmt.Errorf("delete webhook endpoint: %w", err)
+	}
+	return found, nil
+}
+
+// ErrNotFailed: a resend found the delivery not failed (already resent,
+// delivered, or unknown).
+var ErrNotFailed = errors.New("the delivery is not failed")
+
+// Resend arms a failed delivery again, with a fresh schedule of retries.
+// It changes only a delivery that is still FAILED, in one conditional
+// update, so a second click (or a second instance) changes nothing and
+// gets ErrNotFailed.
+func (s *Service) Resend(ctx context.Context, id int64) error {
+	now := s.now()
+	res := s.db.WithContext(ctx).Exec(`UPDATE webhook_deliveries
+		SET status = 'PENDING', retries = 0, next_attempt_at = ?, expires_at = ?, lease_until = NULL
+		WHERE id = ? AND status = 'FAILED'`, now, now.Add(s.cfg.MaxAge), id)
+	if res.Error != nil {
+		return fmt.Errorf("resend delivery %d: %w", id, res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return ErrNotFailed
+	}
+	s.Wake()
+	return nil
+}
+
+// Wake asks the dispatcher to look for due deliveries now; it never
+// blocks.
+func (s *Service) Wake() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Delivery is a delivery as the admin shows it.
+type Delivery struct {
+	models.WebhookDelivery
+	EventType string
+	URL       string
+	// AttemptLog is the delivery's attempts, oldest first.
+	AttemptLog []models.WebhookAttempt `gorm:"-"`
+}
+
+// RecentDeliveries lists the newest deliveries, newest first, with their
+// endpoint's URL, their event's type and their attempts.
+func (s *Service) RecentDeliveries(ctx context.Context, limit int) ([]Delivery, error) {
+	var out []Delivery
+	err := s.db.WithContext(ctx).Raw(`SELECT d.*, e.type AS event_type, w.url
+		FROM webhook_deliveries d JOIN webhook_endpoints w ON w.id = d.endpoint_id
+		LEFT JOIN payment_events e ON e.seq = d.event_seq
+		ORDER BY d.id DESC LIMIT ?`, limit).Scan(&out).Error
+	if err != nil || len(out) == 0 {
+		return out, err
+	}
+	ids := make([]int64, len(out))
+	at := make(map[int64]int, len(out))
+	for i, d := range out {
+		ids[i], at[d.ID] = d.ID, i
+	}
+	var attempts []models.WebhookAttempt
+	if err := s.db.WithContext(ctx).Where("delivery_id IN ?", ids).Order("id").Find(&attempts).Error; err != nil {
+		return nil, err
+	}
+	for _, a := range attempts {
+		i := at[a.DeliveryID]
+		out[i].AttemptLog = append(out[i].AttemptLog, a)
+	}
+	return out, nil
+}
+
+// AllEndpoints lists every endpoint, deleted ones too, newest first: the
+// admin's view.
+func (s *Service) AllEndpoints(ctx context.Context) ([]models.WebhookEndpoint, error) {
+	var rows []models.WebhookEndpoint
+	err := s.db.WithContext(ctx).Omit("secret").Order("created_at DESC, id DESC").Limit(200).Find(&rows).Error
+	return rows, err
+}
