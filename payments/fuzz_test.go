@@ -89,3 +89,28 @@ func FuzzFingerprint(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseChangeAmount: a capture's or refund's amount, given without a
+// currency, is either refused, or read so that in any currency it yields
+// exactly what ParseAmount yields for that currency, or the same refusal.
+func FuzzParseChangeAmount(f *testing.F) {
+	for _, s := range []string{"10.50", "0.0001", "1e3", "1000", "1.5", "9223372036854775807", "0.00001", "1e30", "-1", "", "abc"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		a, err := parseChangeAmount(text)
+		if err != nil {
+			return
+		}
+		for _, code := range []string{"JPY", "BRL", "BHD", "CLF"} {
+			got, gotErr := a.in(code)
+			want, wantErr := ParseAmount(text, code)
+			if (gotErr == nil) != (wantErr == nil) || got != want {
+				t.Fatalf("%q in %s: %+v, %v; ParseAmount says %+v, %v", text, code, got, gotErr, want, wantErr)
+			}
+		}
+		if d, _, err := apd.NewFromString(a.canonical); err != nil || d.Sign() <= 0 {
+			t.Fatalf("%q: canonical %q is not a positive decimal", text, a.canonical)
+		}
+	})
+}

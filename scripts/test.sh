@@ -33,7 +33,7 @@ go test -race -count=1 -timeout 20m ./...
 # crash it finds is written to testdata/fuzz and fails the run, and then
 # stays as a regression input.
 log "fuzzing each target for ${CMPAY_FUZZTIME:=5s}"
-for target in payments:FuzzParseAmount payments:FuzzValidateKey payments:FuzzFingerprint httpapi:FuzzRequestDecoding; do
+for target in payments:FuzzParseAmount payments:FuzzParseChangeAmount payments:FuzzValidateKey payments:FuzzFingerprint httpapi:FuzzRequestDecoding; do
   go test -run '^$' -fuzz "^${target#*:}\$" -fuzztime "$CMPAY_FUZZTIME" "./${target%%:*}/"
 done
 
