@@ -38,6 +38,10 @@ var tokenLen = len(Prefix) + base64.RawURLEncoding.EncodedLen(32)
 // ErrNotFound: no token has that id.
 var ErrNotFound = errors.New("no such token")
 
+// ErrInvalid: what a token was asked to be is not allowed (its name,
+// client or scopes); the message says why.
+var ErrInvalid = errors.New("invalid token request")
+
 // Token is a managed token as listed; the secret is never kept.
 type Token struct {
 	ID         string
@@ -102,14 +106,14 @@ const maxName = 100
 // and never stored. clientID binds it to that client; empty, to none.
 func (s *Store) Create(ctx context.Context, name, clientID string, scopes []auth.Scope) (Token, string, error) {
 	if err := checkText("name", name, true); err != nil {
-		return Token{}, "", err
+		return Token{}, "", fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	if err := checkText("client", clientID, false); err != nil {
-		return Token{}, "", err
+		return Token{}, "", fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	scopes = auth.Sorted(scopes)
 	if len(scopes) == 0 {
-		return Token{}, "", fmt.Errorf("a token needs at least one scope: %s", auth.JoinScopes(auth.AllScopes))
+		return Token{}, "", fmt.Errorf("%w: a token needs at least one scope: %s", ErrInvalid, auth.JoinScopes(auth.AllScopes))
 	}
 	secret := newSecret()
 	row := models.APIToken{

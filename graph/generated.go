@@ -6277,13 +6277,13 @@ func (ec *executionContext) marshalNPaymentEvent2ᚖgithubᚗcomᚋcmpayᚋcmpay
 	return ec._PaymentEvent(ctx, sel, v)
 }
 
-func (ec *executionContext) unmarshalNPaymentEventType2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐEventType(ctx context.Context, v any) (payments.EventType, error) {
+func (ec *executionContext) unmarshalNPaymentEventType2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐEventType(ctx context.Context, v any) (events.Type, error) {
 	tmp, err := scalar.UnmarshalString(v)
 	res := unmarshalNPaymentEventType2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐEventType[tmp]
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
-func (ec *executionContext) marshalNPaymentEventType2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐEventType(ctx context.Context, sel ast.SelectionSet, v payments.EventType) graphql.Marshaler {
+func (ec *executionContext) marshalNPaymentEventType2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐEventType(ctx context.Context, sel ast.SelectionSet, v events.Type) graphql.Marshaler {
 	_ = sel
 	res := scalar.MarshalString(marshalNPaymentEventType2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐEventType[v])
 	if res == graphql.Null {
@@ -6293,13 +6293,13 @@ func (ec *executionContext) marshalNPaymentEventType2githubᚗcomᚋcmpayᚋcmpa
 }
 
 var (
-	unmarshalNPaymentEventType2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐEventType = map[string]payments.EventType{
+	unmarshalNPaymentEventType2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐEventType = map[string]events.Type{
 		"PAYMENT_CREATED":  payments.EventCreated,
 		"PAYMENT_CAPTURED": payments.EventCaptured,
 		"PAYMENT_CANCELED": payments.EventCanceled,
 		"PAYMENT_REFUNDED": payments.EventRefunded,
 	}
-	marshalNPaymentEventType2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐEventType = map[payments.EventType]string{
+	marshalNPaymentEventType2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐEventType = map[events.Type]string{
 		payments.EventCreated:  "PAYMENT_CREATED",
 		payments.EventCaptured: "PAYMENT_CAPTURED",
 		payments.EventCanceled: "PAYMENT_CANCELED",

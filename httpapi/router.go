@@ -136,6 +136,7 @@ func NewHandler(d Deps) http.Handler {
 		ClientAddr: func(r *http.Request) string { return clientaddr.From(r.Context()) },
 		HTTPS:      func(r *http.Request) bool { return clientaddr.IsHTTPS(r.Context()) },
 		Webhooks:   d.Webhooks,
+		Tokens:     d.Tokens,
 		Logger:     log,
 	})
 	r.Handle("/admin", adminUI)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/PuerkitoBio/goquery"
 
+	"github.com/cmpay/cmpay/auth"
 	"github.com/cmpay/cmpay/internal/dbtest"
 	"github.com/cmpay/cmpay/payments"
 	"github.com/cmpay/cmpay/staff"
@@ -75,12 +76,16 @@ func TestAdminRoles(t *testing.T) {
 		}
 		// Fresh payments per role, so each role's allowed actions succeed.
 		calls := func(role string) []call {
-			auth := b.newPayment(t, "shop", role+"-auth", "20", false)
+			authorized := b.newPayment(t, "shop", role+"-auth", "20", false)
 			auth2 := b.newPayment(t, "shop", role+"-auth2", "20", false)
 			captured := b.newPayment(t, "shop", role+"-captured", "20", true)
 			key := func(what string) []string { return []string{"admin-test-" + role + "-" + what} }
 			target := "target-" + role
 			if _, err := b.staff.Add(t.Context(), staff.CommandLine, target, staff.Viewer, ""); err != nil {
+				t.Fatal(err)
+			}
+			tok, _, err := b.tokens.Create(t.Context(), "revoke-"+role, "", auth.DefaultScopes)
+			if err != nil {
 				t.Fatal(err)
 			}
 			return []call{
@@ -92,7 +97,7 @@ func TestAdminRoles(t *testing.T) {
 				{"POST", "/admin/account", url.Values{"current_password": {"the-" + role + "-password"},
 					"new_password": {"the-" + role + "-password-2"}, "confirm_password": {"the-" + role + "-password-2"}}},
 				{"GET", "/admin/webhooks", nil},
-				{"POST", "/admin/payments/" + auth.ID + "/capture", url.Values{"amount": {"5"}, "idempotency_key": key("capture")}},
+				{"POST", "/admin/payments/" + authorized.ID + "/capture", url.Values{"amount": {"5"}, "idempotency_key": key("capture")}},
 				{"POST", "/admin/payments/" + auth2.ID + "/cancel", url.Values{"idempotency_key": key("cancel")}},
 				{"POST", "/admin/payments/" + captured.ID + "/refund", url.Values{"amount": {"1"}, "idempotency_key": key("refund")}},
 				{"POST", "/admin/webhooks/deliveries/1/resend", nil},
@@ -101,6 +106,9 @@ func TestAdminRoles(t *testing.T) {
 				{"POST", "/admin/staff/" + target + "/role", url.Values{"role": {"operator"}}},
 				{"POST", "/admin/staff/" + target + "/disable", nil},
 				{"GET", "/admin/audit", nil},
+				{"GET", "/admin/tokens", nil},
+				{"POST", "/admin/tokens", url.Values{"name": {"token-" + role}, "scope": {"payments:read"}}},
+				{"POST", "/admin/tokens/" + tok.ID + "/revoke", nil},
 			}
 		}
 		// Every route behind the sign-in is called (sign-out is, last, by
@@ -120,7 +128,7 @@ func TestAdminRoles(t *testing.T) {
 			}
 		}
 		// What each role may do: the first n calls.
-		allowed := map[staff.Role]int{staff.Viewer: 7, staff.Operator: 11, staff.Admin: 16}
+		allowed := map[staff.Role]int{staff.Viewer: 7, staff.Operator: 11, staff.Admin: 19}
 		for _, role := range staff.Roles {
 			c := b.addStaff(t, "the-"+string(role), role)
 			for i, call := range calls(string(role)) {
@@ -167,7 +175,7 @@ func TestAdminRoles(t *testing.T) {
 				got = append(got, f[0])
 			}
 		}
-		want := []string{"audit.view", "staff.disable", "staff.role", "staff.add", "staff.view", "webhook.resend", "refund", "cancel", "capture"}
+		want := []string{"token.revoke", "token.create", "tokens.view", "audit.view", "staff.disable", "staff.role", "staff.add", "staff.view", "webhook.resend", "refund", "cancel", "capture"}
 		if !slices.Equal(got, want) {
 			t.Errorf("a viewer's denied actions in the audit log: %q, want %q", got, want)
 		}
@@ -541,4 +549,46 @@ func TestAdminCSVStreams(t *testing.T) {
 	if len(rec.atFlush) < 3 || rec.atFlush[0] == 0 || rec.atFlush[0] >= rec.atFlush[len(rec.atFlush)-1] {
 		t.Errorf("flushes at body sizes %v: want the rows sent as they are read", rec.atFlush)
 	}
+}
+
+// An admin makes a token on /admin/tokens, sees its secret once, the API
+// takes it with its scopes and client; revoked, the API refuses it.
+func TestAdminTokensPage(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		b := setup(t, db)
+		admin := b.asAdmin(t)
+		res, doc := admin.post(t, "/admin/tokens", url.Values{"name": {"shop-7 checkout"}, "client": {"shop-7"},
+			"scope": {"payments:read", "payments:write"}})
+		secret := doc.Find("code.password").Text()
+		if res.StatusCode != http.StatusOK || secret == "" {
+			t.Fatalf("make a token: %d, secret %q", res.StatusCode, secret)
+		}
+		as := http.Header{"Authorization": {"Bearer " + secret}, "Content-Type": {"application/json"}, "Idempotency-Key": {"tok-1"}}
+		if res, body := b.raw(t, "POST", "/api/payments", as, `{"clientId":"shop-8","amount":"1","currency":"BRL","method":"PIX"}`); res.StatusCode != 403 {
+			t.Errorf("the bound token for another client: %d %s, want 403", res.StatusCode, body)
+		}
+		if res, body := b.raw(t, "POST", "/api/payments", as, `{"clientId":"shop-7","amount":"1","currency":"BRL","method":"PIX"}`); res.StatusCode != 201 {
+			t.Errorf("the token for its client: %d %s, want 201", res.StatusCode, body)
+		}
+		_, list := admin.get(t, "/admin/tokens")
+		row := list.Find("table.tokens tbody tr").FilterFunction(func(_ int, s *goquery.Selection) bool {
+			return strings.Contains(s.Text(), "shop-7 checkout")
+		})
+		if row.Length() != 1 || strings.Contains(list.Text(), secret) || !strings.Contains(row.Text(), "shop-7") {
+			t.Fatalf("the list shows %q (the secret must not be there again)", row.Text())
+		}
+		action := row.Find("form").AttrOr("action", "")
+		if res, _ := admin.post(t, action, nil); res.StatusCode != http.StatusOK && res.StatusCode != http.StatusSeeOther {
+			t.Fatalf("revoke: %d", res.StatusCode)
+		}
+		as.Set("Idempotency-Key", "tok-2")
+		if res, _ := b.raw(t, "POST", "/api/payments", as, `{"clientId":"shop-7","amount":"1","currency":"BRL","method":"PIX"}`); res.StatusCode != 401 {
+			t.Errorf("a revoked token: %d, want 401", res.StatusCode)
+		}
+		lines := strings.Join(b.auditLines(t, ""), "\n")
+		if !strings.Contains(lines, "token.create|admin") || !strings.Contains(lines, "token.revoke|admin") {
+			t.Errorf("the audit log lacks the token's creation and revocation:\n%s", lines)
+		}
+	})
 }

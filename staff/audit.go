@@ -36,6 +36,9 @@ const (
 	ActRefund        Action = "refund"
 	ActPaymentsView  Action = "payments.view"
 	ActWebhooksView  Action = "webhooks.view"
+	ActTokensView    Action = "tokens.view"
+	ActTokenCreate   Action = "token.create"
+	ActTokenRevoke   Action = "token.revoke"
 	ActWebhookResend Action = "webhook.resend"
 )
 

@@ -13,6 +13,7 @@ import (
 	"github.com/a-h/templ"
 
 	"github.com/cmpay/cmpay/apierror"
+	"github.com/cmpay/cmpay/apitoken"
 	"github.com/cmpay/cmpay/payments"
 	"github.com/cmpay/cmpay/staff"
 	"github.com/cmpay/cmpay/webhooks"
@@ -33,7 +34,7 @@ const adminPageSize = 50
 // another site is refused (crossSite).
 func Admin(d AdminDeps) http.Handler {
 	a := &admin{svc: d.Payments, staff: d.Staff, stats: &statsCache{ttl: statsTTL}, limiter: d.Limiter,
-		clientAddr: d.ClientAddr, isHTTPS: d.HTTPS, webhooks: d.Webhooks, log: d.Logger}
+		clientAddr: d.ClientAddr, isHTTPS: d.HTTPS, webhooks: d.Webhooks, tokens: d.Tokens, log: d.Logger}
 	if a.limiter == nil {
 		a.limiter = noLimit{}
 	}
@@ -85,6 +86,9 @@ func (a *admin) routes() []Route {
 		{"POST /admin/staff/{username}/role", staff.Admin, staff.ActStaffRole, a.staffRole},
 		{"POST /admin/staff/{username}/disable", staff.Admin, staff.ActStaffDisable, a.staffDisable},
 		{"GET /admin/audit", staff.Admin, staff.ActAuditView, a.auditLog},
+		{"GET /admin/tokens", staff.Admin, staff.ActTokensView, a.tokensList},
+		{"POST /admin/tokens", staff.Admin, staff.ActTokenCreate, a.tokenCreate},
+		{"POST /admin/tokens/{id}/revoke", staff.Admin, staff.ActTokenRevoke, a.tokenRevoke},
 		// Webhooks: anyone reads the page; a resend (safe to repeat) is
 		// an operator's.
 		{"GET /admin/webhooks", staff.Viewer, staff.ActWebhooksView, a.webhooksPage},
@@ -107,7 +111,9 @@ type admin struct {
 	isHTTPS    func(*http.Request) bool
 	// webhooks serves the Webhooks page; nil when not configured.
 	webhooks *webhooks.Service
-	log      *slog.Logger
+	// tokens serves the API tokens page; nil when not configured.
+	tokens *apitoken.Store
+	log    *slog.Logger
 }
 
 // statsTTL is how long the last-24-hours overview is reused. Counting a

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cmpay/cmpay/apitoken"
 	"github.com/cmpay/cmpay/payments"
 	"github.com/cmpay/cmpay/staff"
 	"github.com/cmpay/cmpay/webhooks"
@@ -30,6 +31,8 @@ type AdminDeps struct {
 	HTTPS func(*http.Request) bool
 	// Webhooks serves the Webhooks page; nil when events are not running.
 	Webhooks *webhooks.Service
+	// Tokens serves the API tokens page; nil without managed tokens.
+	Tokens *apitoken.Store
 	// Logger receives what goes wrong; nil means slog.Default.
 	Logger *slog.Logger
 }
