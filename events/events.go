@@ -69,14 +69,11 @@ import (
 	"github.com/cmpay/cmpay/payments"
 )
 
-// Type is what happened to a payment.
-type Type = payments.EventType
-
 // Event is one numbered event.
 type Event struct {
 	// ID is the event's public id: unique, increasing in commit order.
 	ID   int64
-	Type Type
+	Type payments.EventType
 	At   time.Time
 	// IdempotencyKey is the key of the request that caused the event.
 	IdempotencyKey string

@@ -132,7 +132,7 @@ func TestOutbox(t *testing.T) {
 
 		got := collect(t, e.ev, events.Filter{}, 0, 7)
 		type want struct {
-			typ                        events.Type
+			typ                        payments.EventType
 			key, payment               string
 			status                     payments.Status
 			amount, captured, refunded string

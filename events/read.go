@@ -85,7 +85,7 @@ func (s *Service) queryEvents(ctx context.Context, query string, args ...any) ([
 
 func (r eventRow) event() Event {
 	e := Event{
-		ID: r.ID, Type: Type(r.Type), At: r.At.UTC(), IdempotencyKey: r.IdempotencyKey,
+		ID: r.ID, Type: payments.EventType(r.Type), At: r.At.UTC(), IdempotencyKey: r.IdempotencyKey,
 		Payment: payments.EventPayment(r.PaymentEvent),
 	}
 	if r.RefundID != nil && r.RefundAmountMinor != nil {

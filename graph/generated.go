@@ -3652,7 +3652,7 @@ func (ec *executionContext) _WebhookEndpoint_events(ctx context.Context, field g
 			return obj.Events, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []events.Type) graphql.Marshaler {
+		func(ctx context.Context, selections ast.SelectionSet, v []payments.EventType) graphql.Marshaler {
 			return ec.marshalNPaymentEventType2ᚕgithubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐEventTypeᚄ(ctx, selections, v)
 		},
 		true,
@@ -6277,13 +6277,13 @@ func (ec *executionContext) marshalNPaymentEvent2ᚖgithubᚗcomᚋcmpayᚋcmpay
 	return ec._PaymentEvent(ctx, sel, v)
 }
 
-func (ec *executionContext) unmarshalNPaymentEventType2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐEventType(ctx context.Context, v any) (events.Type, error) {
+func (ec *executionContext) unmarshalNPaymentEventType2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐEventType(ctx context.Context, v any) (payments.EventType, error) {
 	tmp, err := scalar.UnmarshalString(v)
 	res := unmarshalNPaymentEventType2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐEventType[tmp]
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
-func (ec *executionContext) marshalNPaymentEventType2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐEventType(ctx context.Context, sel ast.SelectionSet, v events.Type) graphql.Marshaler {
+func (ec *executionContext) marshalNPaymentEventType2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐEventType(ctx context.Context, sel ast.SelectionSet, v payments.EventType) graphql.Marshaler {
 	_ = sel
 	res := scalar.MarshalString(marshalNPaymentEventType2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐEventType[v])
 	if res == graphql.Null {
@@ -6293,13 +6293,13 @@ func (ec *executionContext) marshalNPaymentEventType2githubᚗcomᚋcmpayᚋcmpa
 }
 
 var (
-	unmarshalNPaymentEventType2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐEventType = map[string]events.Type{
+	unmarshalNPaymentEventType2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐEventType = map[string]payments.EventType{
 		"PAYMENT_CREATED":  payments.EventCreated,
 		"PAYMENT_CAPTURED": payments.EventCaptured,
 		"PAYMENT_CANCELED": payments.EventCanceled,
 		"PAYMENT_REFUNDED": payments.EventRefunded,
 	}
-	marshalNPaymentEventType2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐEventType = map[events.Type]string{
+	marshalNPaymentEventType2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐEventType = map[payments.EventType]string{
 		payments.EventCreated:  "PAYMENT_CREATED",
 		payments.EventCaptured: "PAYMENT_CAPTURED",
 		payments.EventCanceled: "PAYMENT_CANCELED",
@@ -6307,10 +6307,10 @@ var (
 	}
 )
 
-func (ec *executionContext) unmarshalNPaymentEventType2ᚕgithubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐEventTypeᚄ(ctx context.Context, v any) ([]events.Type, error) {
+func (ec *executionContext) unmarshalNPaymentEventType2ᚕgithubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐEventTypeᚄ(ctx context.Context, v any) ([]payments.EventType, error) {
 	vSlice := graphql.CoerceList(v)
 	var err error
-	res := make([]events.Type, len(vSlice))
+	res := make([]payments.EventType, len(vSlice))
 	for i := range vSlice {
 		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
 		res[i], err = ec.unmarshalNPaymentEventType2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐEventType(ctx, vSlice[i])
@@ -6321,7 +6321,7 @@ func (ec *executionContext) unmarshalNPaymentEventType2ᚕgithubᚗcomᚋcmpay�
 	return res, nil
 }
 
-func (ec *executionContext) marshalNPaymentEventType2ᚕgithubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐEventTypeᚄ(ctx context.Context, sel ast.SelectionSet, v []events.Type) graphql.Marshaler {
+func (ec *executionContext) marshalNPaymentEventType2ᚕgithubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐEventTypeᚄ(ctx context.Context, sel ast.SelectionSet, v []payments.EventType) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]

@@ -168,7 +168,7 @@ type Endpoint struct {
 	ID  string
 	URL string
 	// Events are the types it receives; every type when it asked for all.
-	Events []events.Type
+	Events []payments.EventType
 	// ClientID is the only client whose events it receives; "" for all.
 	ClientID  string
 	CreatedAt time.Time
@@ -180,7 +180,7 @@ func endpointFromRow(r models.WebhookEndpoint) Endpoint {
 		e.Events = slices.Clone(payments.EventTypes)
 	} else {
 		for _, t := range strings.Split(strings.Trim(r.EventTypes, ","), ",") {
-			e.Events = append(e.Events, events.Type(t))
+			e.Events = append(e.Events, payments.EventType(t))
 		}
 	}
 	return e
@@ -195,7 +195,7 @@ func invalid(field, msg string) error {
 // returns the endpoint and its signing secret, which is never shown again.
 // A bad URL, or one that resolves to a loopback, private or link-local
 // address, fails with a *payments.InvalidInputError.
-func (s *Service) CreateEndpoint(ctx context.Context, client, rawURL string, types []events.Type) (Endpoint, string, error) {
+func (s *Service) CreateEndpoint(ctx context.Context, client, rawURL string, types []payments.EventType) (Endpoint, string, error) {
 	u, err := s.guard.checkURL(ctx, rawURL)
 	if err != nil {
 		return Endpoint{}, "", invalid("url", err.Error())

@@ -290,7 +290,7 @@ func TestEndpointFilters(t *testing.T) {
 	e := newEnv(t, dbtest.SQLite(t), webhooks.Config{AllowPrivate: true})
 	ctx := t.Context()
 	all, _, _ := e.wh.CreateEndpoint(ctx, "", "http://127.0.0.1:1/all", nil)
-	refunds, _, _ := e.wh.CreateEndpoint(ctx, "", "http://127.0.0.1:1/refunds", []events.Type{payments.EventRefunded, payments.EventRefunded})
+	refunds, _, _ := e.wh.CreateEndpoint(ctx, "", "http://127.0.0.1:1/refunds", []payments.EventType{payments.EventRefunded, payments.EventRefunded})
 	bound, _, _ := e.wh.CreateEndpoint(ctx, "shop-2", "http://127.0.0.1:1/bound", nil)
 	gone, _, _ := e.wh.CreateEndpoint(ctx, "", "http://127.0.0.1:1/gone", nil)
 	if ok, err := e.wh.DeleteEndpoint(ctx, "shop-2", gone.ID); ok || err != nil {
@@ -327,7 +327,7 @@ func TestEndpointFilters(t *testing.T) {
 	if n := count(); n[all.ID] != 3 || n[refunds.ID] != 1 || n[bound.ID] != 1 || n[gone.ID] != 0 {
 		t.Errorf("deliveries per endpoint: %v", n)
 	}
-	if _, _, err := e.wh.CreateEndpoint(ctx, "", "http://127.0.0.1:1/", []events.Type{}); !errors.Is(err, payments.ErrInvalidInput) {
+	if _, _, err := e.wh.CreateEndpoint(ctx, "", "http://127.0.0.1:1/", []payments.EventType{}); !errors.Is(err, payments.ErrInvalidInput) {
 		t.Errorf("an empty event list: %v", err)
 	}
 }
