@@ -41,6 +41,44 @@ func TestOpenPicksTheDriver(t *testing.T) {
 	}
 }
 
+// The embedded default's settings are what its promises rest on: a commit
+// the API acknowledged is on disk (synchronous FULL, 2), readers never wait
+// for the writer (WAL), writers queue (busy timeout). A URL's own pragma
+// wins over the default.
+func TestSQLiteSettings(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	tests := []struct {
+		url                    string
+		synchronous, busyMilli int
+	}{
+		{url: "sqlite:" + dir + "/a.db", synchronous: 2, busyMilli: 10000},
+		{url: "sqlite:" + dir + "/b.db?_pragma=synchronous(NORMAL)&_pragma=busy_timeout(5)", synchronous: 1, busyMilli: 5},
+	}
+	for _, tt := range tests {
+		db, err := database.Open(tt.url, database.Options{})
+		if err != nil {
+			t.Fatalf("Open(%q): %v", tt.url, err)
+		}
+		var synchronous, busy int
+		var journal string
+		if err := db.Raw("PRAGMA synchronous").Scan(&synchronous).Error; err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Raw("PRAGMA busy_timeout").Scan(&busy).Error; err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Raw("PRAGMA journal_mode").Scan(&journal).Error; err != nil {
+			t.Fatal(err)
+		}
+		if synchronous != tt.synchronous || busy != tt.busyMilli || journal != "wal" {
+			t.Errorf("%s: synchronous %d, busy_timeout %d, journal_mode %s; want %d, %d, wal",
+				tt.url, synchronous, busy, journal, tt.synchronous, tt.busyMilli)
+		}
+		database.Close(db)
+	}
+}
+
 // The composite unique index is what makes idempotency hold; it must exist,
 // be unique and cover (client_id, idempotency_key) on both databases.
 func TestMigrateCreatesTheUniqueIndex(t *testing.T) {

@@ -1,6 +1,8 @@
 package database
 
 import (
+	"github.com/ncruces/go-sqlite3"
+
 	"context"
 	"database/sql"
 	"database/sql/driver"
@@ -36,9 +38,8 @@ func IsUnavailable(err error) bool {
 	if errors.As(err, &pgErr) {
 		return unavailableSQLState(pgErr.Code)
 	}
-	var sqliteErr interface{ Code() int }
-	if errors.As(err, &sqliteErr) {
-		return unavailableSQLiteCode(sqliteErr.Code())
+	if code, ok := SQLiteCode(err); ok {
+		return unavailableSQLiteCode(code)
 	}
 	switch {
 	case errors.Is(err, driver.ErrBadConn), errors.Is(err, sql.ErrConnDone), errors.Is(err, pgconn.ErrConnClosed):
@@ -104,4 +105,22 @@ func unavailableSQLiteCode(code int) bool {
 		return true
 	}
 	return false
+}
+
+// SQLiteCode is the extended result code of a SQLite error, which the
+// driver returns as an *sqlite3.Error, or as a bare code when there is no
+// more to say.
+func SQLiteCode(err error) (int, bool) {
+	var withMessage *sqlite3.Error
+	var extended sqlite3.ExtendedErrorCode
+	var primary sqlite3.ErrorCode
+	switch {
+	case errors.As(err, &withMessage):
+		return int(withMessage.ExtendedCode()), true
+	case errors.As(err, &extended):
+		return int(extended), true
+	case errors.As(err, &primary):
+		return int(primary), true
+	}
+	return 0, false
 }

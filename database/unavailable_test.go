@@ -1,6 +1,8 @@
 package database_test
 
 import (
+	"github.com/ncruces/go-sqlite3"
+
 	"context"
 	"database/sql"
 	"database/sql/driver"
@@ -326,9 +328,8 @@ func TestIsUnavailableSQLite(t *testing.T) {
 	t.Run("read-only file is not transient", func(t *testing.T) {
 		ro := open(t, "sqlite:"+path+"?mode=ro", database.Options{})
 		err := ro.Exec(`INSERT INTO t VALUES (1)`).Error
-		var coded interface{ Code() int }
-		if !errors.As(err, &coded) || coded.Code()&0xff != 8 {
-			t.Fatalf("write to a read-only file: %v, want SQLITE_READONLY", err)
+		if code, ok := database.SQLiteCode(err); !ok || code&0xff != int(sqlite3.READONLY) {
+			t.Fatalf("write to a read-only file: %v (%T), want SQLITE_READONLY", err, err)
 		}
 		if database.IsUnavailable(err) {
 			t.Errorf("a read-only file is unavailable: %v; it needs an operator, not a retry", err)

@@ -72,7 +72,7 @@ func insertEvent(tx *gorm.DB, cmd *command, p Payment, refund *Refund, now time.
 	if refund != nil {
 		refundID = &refund.ID
 	}
-	_, err := tx.Statement.ConnPool.ExecContext(tx.Statement.Context, insertEventSQL,
+	_, err := connOf(tx).exec(insertEventSQL,
 		string(eventTypeOf(cmd.op)), now, cmd.key, refundID, p.ID, p.ClientID,
 		p.IdempotencyKey, p.Amount.Minor, p.Amount.Currency, string(p.Method), p.CreatedAt, string(p.Status),
 		p.Captured.Minor, p.Refunded.Minor, optionalTime(p.CapturedAt), optionalTime(p.CanceledAt),

@@ -92,7 +92,11 @@ func NewService(db *gorm.DB, cfg Config) (*Service, error) {
 		}
 		s.store = &postgresStore{db: db, sqlDB: sqlDB, keyTTL: s.keyTTL, now: s.now}
 	case "sqlite":
-		s.store = &sqliteStore{db: db, keyTTL: s.keyTTL, now: s.now}
+		sqlDB, err := db.DB()
+		if err != nil {
+			return nil, fmt.Errorf("new payments service: %w", err)
+		}
+		s.store = &sqliteStore{db: db, prepared: &preparedStatements{db: sqlDB}, keyTTL: s.keyTTL, now: s.now}
 	default:
 		return nil, fmt.Errorf("new payments service: unsupported database %q", name)
 	}

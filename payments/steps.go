@@ -1,15 +1,15 @@
 package payments
 
 import (
+	"context"
+	"database/sql"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 	"unicode/utf8"
 
 	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
-
-	"github.com/cmpay/cmpay/models"
 )
 
 // The steps of an operation as single statements that run alike on both
@@ -18,6 +18,126 @@ import (
 // batch (store_postgres.go) and only the rare ones here: recording a
 // verdict the engine reached after the statement, forgetting an expired
 // key.
+//
+// They go straight to the connection (the transaction's, on SQLite with
+// statements prepared once: NewService), past GORM's model machinery,
+// which cost as much as SQLite's own work for every row of the hot path.
+// Placeholders are $1, $2…: PostgreSQL's, and SQLite's too.
+
+// conn is what a step runs on: a transaction or the pool, with its context,
+// and where the store keeps them, its prepared statements.
+type conn struct {
+	ctx      context.Context
+	pool     gorm.ConnPool
+	prepared *preparedStatements
+}
+
+// preparedKey is the gorm setting under which a store hands a transaction
+// its prepared statements (sqliteStore.batch).
+const preparedKey = "cmpay:prepared"
+
+func connOf(db *gorm.DB) conn {
+	ctx := db.Statement.Context
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	c := conn{ctx: ctx, pool: db.Statement.ConnPool}
+	if v, ok := db.Get(preparedKey); ok {
+		c.prepared = v.(*preparedStatements)
+	}
+	return c
+}
+
+func (c conn) exec(query string, args ...any) (sql.Result, error) {
+	stmt := c.statement(query)
+	if stmt == nil {
+		return c.pool.ExecContext(c.ctx, query, args...)
+	}
+	return stmt.ExecContext(c.ctx, args...)
+}
+
+func (c conn) queryRow(query string, args ...any) *sql.Row {
+	stmt := c.statement(query)
+	if stmt == nil {
+		return c.pool.QueryRowContext(c.ctx, query, args...)
+	}
+	return stmt.QueryRowContext(c.ctx, args...)
+}
+
+// statement is query prepared for c's transaction, or nil when c has no
+// prepared statements, is not a transaction, or query is not prepared yet.
+func (c conn) statement(query string) *sql.Stmt {
+	tx, ok := c.pool.(*sql.Tx)
+	if c.prepared == nil || !ok {
+		return nil
+	}
+	stmt := c.prepared.get(query)
+	if stmt == nil {
+		return nil
+	}
+	// Prepared on the pool, the statement is prepared once per connection
+	// and reused by every transaction that runs on that connection.
+	return tx.StmtContext(c.ctx, stmt)
+}
+
+// preparedStatements are the statements of the steps, each prepared once:
+// SQLite spends as long parsing a small statement as running it. A
+// statement is prepared on the pool, which needs a free connection, and
+// SQLite's pool has one, which the transaction that first meets the
+// statement holds: so it runs unprepared then, and is prepared after
+// (prepareWanted), for every later transaction.
+type preparedStatements struct {
+	db     *sql.DB
+	mu     sync.Mutex
+	stmts  map[string]*sql.Stmt
+	wanted map[string]bool
+}
+
+// get is query's statement, or nil when it is not prepared yet.
+func (p *preparedStatements) get(query string) *sql.Stmt {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	stmt, ok := p.stmts[query]
+	if !ok {
+		if p.wanted == nil {
+			p.wanted = map[string]bool{}
+		}
+		p.wanted[query] = true
+	}
+	return stmt
+}
+
+// prepareWanted prepares the statements transactions asked for. It must
+// run outside a transaction, and holds no lock while it waits for the
+// connection: a transaction holding it may be asking for a statement. A
+// statement that fails to prepare stays unprepared and is not asked for
+// again: its error shows when it runs.
+func (p *preparedStatements) prepareWanted(ctx context.Context) {
+	p.mu.Lock()
+	var queries []string
+	for query := range p.wanted {
+		queries = append(queries, query)
+	}
+	clear(p.wanted)
+	p.mu.Unlock()
+
+	for _, query := range queries {
+		stmt, err := p.db.PrepareContext(ctx, query)
+		if err != nil {
+			stmt = nil
+		}
+		p.mu.Lock()
+		if p.stmts == nil {
+			p.stmts = map[string]*sql.Stmt{}
+		}
+		if _, ok := p.stmts[query]; ok && stmt != nil {
+			_ = stmt.Close() // prepared meanwhile by another batch
+		} else {
+			p.stmts[query] = stmt
+		}
+		p.mu.Unlock()
+	}
+}
 
 // plausibleID reports whether id could be one this API issued. Anything
 // else is NOT_FOUND without asking the database, which would refuse bytes
@@ -26,154 +146,176 @@ func plausibleID(id string) bool {
 	return id != "" && len(id) <= 40 && utf8.ValidString(id)
 }
 
+// scanPayment reads a row of paymentColumns.
+func scanPayment(scan func(...any) error) (Payment, error) {
+	var p Payment
+	var amount, captured, refunded int64
+	var capturedAt, canceledAt sql.NullTime
+	err := scan(&p.ID, &p.ClientID, &p.IdempotencyKey, &amount, &p.Amount.Currency, &p.Method, &p.CreatedAt,
+		&p.Status, &captured, &refunded, &capturedAt, &canceledAt, &p.ReplayCount, &p.RejectedCount)
+	if err != nil {
+		return Payment{}, err
+	}
+	cur := p.Amount.Currency
+	p.Amount.Minor = amount
+	p.Captured, p.Refunded = Money{Minor: captured, Currency: cur}, Money{Minor: refunded, Currency: cur}
+	p.CreatedAt = p.CreatedAt.UTC()
+	if capturedAt.Valid {
+		p.CapturedAt = capturedAt.Time.UTC()
+	}
+	if canceledAt.Valid {
+		p.CanceledAt = canceledAt.Time.UTC()
+	}
+	return p, nil
+}
+
 // readPayment reads one payment; ok is false when no payment has the id.
-func readPayment(tx *gorm.DB, id string) (p Payment, ok bool, err error) {
+func readPayment(db *gorm.DB, id string) (p Payment, ok bool, err error) {
 	if !plausibleID(id) {
 		return Payment{}, false, nil
 	}
-	var row models.Payment
-	res := tx.Raw(`SELECT `+paymentColumns+` FROM payments WHERE id = ?`, id).Scan(&row)
-	if res.Error != nil {
-		return Payment{}, false, fmt.Errorf("read payment: %w", res.Error)
-	}
-	if res.RowsAffected == 0 {
+	p, err = scanPayment(connOf(db).queryRow(`SELECT `+paymentColumns+` FROM payments WHERE id = $1`, id).Scan)
+	if errors.Is(err, sql.ErrNoRows) {
 		return Payment{}, false, nil
 	}
-	return paymentFromRow(row), true, nil
+	if err != nil {
+		return Payment{}, false, fmt.Errorf("read payment: %w", err)
+	}
+	return p, true, nil
 }
 
 // readRefund reads one refund of payment p.
-func readRefund(tx *gorm.DB, id string, p Payment) (*Refund, error) {
-	var row models.Refund
-	res := tx.Raw(`SELECT `+refundColumns+` FROM refunds WHERE id = ?`, id).Scan(&row)
-	if res.Error != nil {
-		return nil, fmt.Errorf("read refund: %w", res.Error)
-	}
-	if res.RowsAffected == 0 {
+func readRefund(db *gorm.DB, id string, p Payment) (*Refund, error) {
+	r := Refund{Amount: Money{Currency: p.Amount.Currency}}
+	var reason sql.NullString
+	err := connOf(db).queryRow(`SELECT `+refundColumns+` FROM refunds WHERE id = $1`, id).
+		Scan(&r.ID, &r.PaymentID, &r.Amount.Minor, &reason, &r.IdempotencyKey, &r.CreatedAt)
+	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("refund %s of the key's payment %s is missing", id, p.ID)
 	}
-	r := refundFromRow(row, p.Amount.Currency)
+	if err != nil {
+		return nil, fmt.Errorf("read refund: %w", err)
+	}
+	if reason.Valid {
+		r.Reason = &reason.String
+	}
+	r.CreatedAt = r.CreatedAt.UTC()
 	return &r, nil
 }
 
 // readHeld reads the key a client holds, if any, and the payment it
-// belongs to.
-func readHeld(tx *gorm.DB, clientID, key string) (*heldKey, Payment, error) {
-	var row models.IdempotencyKey
-	res := tx.Raw(`SELECT * FROM idempotency_keys WHERE client_id = ? AND idempotency_key = ?`, clientID, key).Scan(&row)
-	if res.Error != nil {
-		return nil, Payment{}, fmt.Errorf("read key: %w", res.Error)
-	}
-	if res.RowsAffected == 0 {
+// belongs to. A version 1 key's parameters are rebuilt from the payment it
+// created.
+func readHeld(db *gorm.DB, clientID, key string) (*heldKey, Payment, error) {
+	c := connOf(db)
+	var h heldKey
+	var params, refundID sql.NullString
+	err := c.queryRow(`SELECT id, operation, params, fingerprint, fingerprint_version, created_at, payment_id, refund_id
+		FROM idempotency_keys WHERE client_id = $1 AND idempotency_key = $2`, clientID, key).
+		Scan(&h.id, &h.operation, &params, &h.fp, &h.version, &h.createdAt, &h.paymentID, &refundID)
+	if errors.Is(err, sql.ErrNoRows) {
 		return nil, Payment{}, nil
 	}
-	p, ok, err := readPayment(tx, row.PaymentID)
+	if err != nil {
+		return nil, Payment{}, fmt.Errorf("read key: %w", err)
+	}
+	p, ok, err := readPayment(db, h.paymentID)
 	if err != nil {
 		return nil, Payment{}, err
 	}
 	if !ok {
-		return nil, Payment{}, fmt.Errorf("key %d names payment %s, which does not exist", row.ID, row.PaymentID)
+		return nil, Payment{}, fmt.Errorf("key %d names payment %s, which does not exist", h.id, h.paymentID)
 	}
-	held, err := heldFromRow(row, p)
-	return held, p, err
+	if params.Valid {
+		if h.params, err = decodeParams(&params.String); err != nil {
+			return nil, Payment{}, err
+		}
+	} else {
+		h.params = createParams(p.Amount, p.Method, true)
+	}
+	h.refundID = refundID.String
+	return &h, p, nil
 }
 
-// heldFromRow reads a key row; a version 1 key's parameters are rebuilt
-// from the payment it created.
-func heldFromRow(row models.IdempotencyKey, p Payment) (*heldKey, error) {
-	params, err := decodeParams(row.Params)
-	if err != nil {
-		return nil, err
-	}
-	if params == nil {
-		params = createParams(p.Amount, p.Method, true)
-	}
-	h := &heldKey{
-		id: row.ID, operation: Operation(row.Operation), params: params,
-		fp: row.Fingerprint, version: row.FingerprintVersion, createdAt: row.CreatedAt,
-		paymentID: row.PaymentID,
-	}
-	if row.RefundID != nil {
-		h.refundID = *row.RefundID
-	}
-	return h, nil
-}
-
-// keyRow is the key row a request claims.
-func keyRow(cmd *command, clientID, paymentID string, now time.Time) models.IdempotencyKey {
-	params := cmd.params.encode()
-	k := models.IdempotencyKey{
-		ClientID: clientID, Key: cmd.key, Operation: string(cmd.op),
-		Fingerprint: cmd.fp, FingerprintVersion: fingerprintVersion, Params: &params,
-		PaymentID: paymentID, CreatedAt: now,
-	}
+// claimKey inserts cmd's key for the client unless the client holds it
+// already, and reports whether it did.
+func claimKey(db *gorm.DB, cmd *command, clientID, paymentID string, now time.Time) (bool, error) {
+	var refundID *string
 	if cmd.op == OpRefund {
-		k.RefundID = &cmd.newID
+		refundID = &cmd.newID
 	}
-	return k
-}
-
-// claimKey inserts a key unless the client holds it already, and reports
-// whether it did.
-func claimKey(tx *gorm.DB, k models.IdempotencyKey) (bool, error) {
-	res := tx.Clauses(clause.OnConflict{
-		Columns:   []clause.Column{{Name: "client_id"}, {Name: "idempotency_key"}},
-		DoNothing: true,
-	}).Create(&k)
-	if res.Error != nil {
-		return false, fmt.Errorf("claim key: %w", res.Error)
+	res, err := connOf(db).exec(`INSERT INTO idempotency_keys (client_id, idempotency_key, operation, fingerprint,
+		fingerprint_version, params, payment_id, refund_id, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+		ON CONFLICT (client_id, idempotency_key) DO NOTHING`,
+		clientID, cmd.key, string(cmd.op), cmd.fp, fingerprintVersion, cmd.params.encode(), paymentID, refundID, now)
+	if err != nil {
+		return false, fmt.Errorf("claim key: %w", err)
 	}
-	return res.RowsAffected == 1, nil
+	n, err := res.RowsAffected()
+	return n == 1, err
 }
 
 // forgetKey deletes a key found past its TTL, checking its age again, so
 // that a key renewed meanwhile by another request survives. The request
 // that found it then goes round again and claims it as new.
 func forgetKey(db *gorm.DB, id int64, expiredBefore time.Time) error {
-	if err := db.Exec(`DELETE FROM idempotency_keys WHERE id = ? AND created_at < ?`, id, expiredBefore).Error; err != nil {
+	if _, err := connOf(db).exec(`DELETE FROM idempotency_keys WHERE id = $1 AND created_at < $2`, id, expiredBefore); err != nil {
 		return fmt.Errorf("forget expired key: %w", err)
 	}
 	return nil
 }
 
 // insertPayment creates the payment a create claimed the key for.
-func insertPayment(tx *gorm.DB, cmd *command, now time.Time) (Payment, error) {
-	row := models.Payment{
-		ID: cmd.newID, ClientID: cmd.clientID, IdempotencyKey: cmd.key,
-		AmountMinor: cmd.amount.Minor, Currency: cmd.amount.Currency, Method: string(cmd.method),
-		CreatedAt: now, Status: string(StatusAuthorized),
+func insertPayment(db *gorm.DB, cmd *command, now time.Time) (Payment, error) {
+	p := Payment{
+		ID: cmd.newID, ClientID: cmd.clientID, IdempotencyKey: cmd.key, Amount: cmd.amount, Method: cmd.method,
+		CreatedAt: now, Status: StatusAuthorized,
+		Captured: Money{Currency: cmd.amount.Currency}, Refunded: Money{Currency: cmd.amount.Currency},
 	}
+	var capturedAt *time.Time
 	if cmd.capture {
-		row.Status, row.CapturedMinor, row.CapturedAt = string(StatusCaptured), cmd.amount.Minor, &now
+		p.Status, p.Captured, p.CapturedAt, capturedAt = StatusCaptured, cmd.amount, now, &now
 	}
-	if err := tx.Create(&row).Error; err != nil {
+	_, err := connOf(db).exec(`INSERT INTO payments (id, client_id, idempotency_key, amount_minor, currency, method,
+		created_at, status, captured_minor, refunded_minor, captured_at, replay_count, rejected_count)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 0, $10, 0, 0)`,
+		p.ID, p.ClientID, p.IdempotencyKey, p.Amount.Minor, p.Amount.Currency, string(p.Method),
+		now, string(p.Status), p.Captured.Minor, capturedAt)
+	if err != nil {
 		return Payment{}, fmt.Errorf("insert payment: %w", err)
 	}
-	return paymentFromRow(row), nil
+	return p, nil
 }
 
 // insertRefund creates the refund an applied refund request made.
-func insertRefund(tx *gorm.DB, cmd *command, p Payment, amount int64, now time.Time) (*Refund, error) {
-	row := models.Refund{ID: cmd.newID, PaymentID: p.ID, AmountMinor: amount, Reason: cmd.reason,
-		IdempotencyKey: cmd.key, CreatedAt: now}
-	if err := tx.Create(&row).Error; err != nil {
+func insertRefund(db *gorm.DB, cmd *command, p Payment, amount int64, now time.Time) (*Refund, error) {
+	r := Refund{ID: cmd.newID, PaymentID: p.ID, Amount: Money{Minor: amount, Currency: p.Amount.Currency},
+		Reason: cmd.reason, IdempotencyKey: cmd.key, CreatedAt: now}
+	_, err := connOf(db).exec(`INSERT INTO refunds (id, payment_id, amount_minor, reason, idempotency_key, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6)`, r.ID, r.PaymentID, amount, r.Reason, r.IdempotencyKey, now)
+	if err != nil {
 		return nil, fmt.Errorf("insert refund: %w", err)
 	}
-	r := refundFromRow(row, p.Amount.Currency)
 	return &r, nil
 }
 
-// attemptRow is the attempt a request records on a payment.
-func attemptRow(cmd *command, outcome Outcome, paymentID string, now time.Time) models.IdempotencyAttempt {
-	params := cmd.params.encode()
-	return models.IdempotencyAttempt{
-		PaymentID: paymentID, Operation: string(cmd.op), IdempotencyKey: cmd.key, Outcome: string(outcome),
-		At: now, Params: &params, Transport: cmd.Transport, Actor: cmd.Actor, ActorAddress: cmd.Address,
-	}
+// attempt is the row a request records on a payment.
+type attempt struct {
+	paymentID  string
+	outcome    Outcome
+	heldParams *string
+	refusal    string
+	refundID   *string
 }
 
-func insertAttempt(tx *gorm.DB, row models.IdempotencyAttempt) error {
-	if err := tx.Create(&row).Error; err != nil {
+// insertAttempt records cmd's attempt.
+func insertAttempt(db *gorm.DB, cmd *command, a attempt, now time.Time) error {
+	_, err := connOf(db).exec(`INSERT INTO idempotency_attempts (payment_id, operation, idempotency_key, outcome, at,
+		params, held_params, refusal, refund_id, transport, actor, actor_address, differing_fields)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, '')`,
+		a.paymentID, string(cmd.op), cmd.key, string(a.outcome), now, cmd.params.encode(), a.heldParams, a.refusal,
+		a.refundID, cmd.Transport, cmd.Actor, cmd.Address)
+	if err != nil {
 		return fmt.Errorf("record attempt: %w", err)
 	}
 	return nil
@@ -182,32 +324,32 @@ func insertAttempt(tx *gorm.DB, row models.IdempotencyAttempt) error {
 // The counter updates: the first replay and the first rejection of a
 // payment's keys also stamp it (see models.Payment.ReplayedAt).
 const (
-	countReplaySQL    = `UPDATE payments SET replay_count = replay_count + 1, replayed_at = COALESCE(replayed_at, ?) WHERE id = ? RETURNING ` + paymentColumns
-	countRejectionSQL = `UPDATE payments SET rejected_count = rejected_count + 1, rejected_at = COALESCE(rejected_at, ?) WHERE id = ? RETURNING ` + paymentColumns
+	countReplaySQL    = `UPDATE payments SET replay_count = replay_count + 1, replayed_at = COALESCE(replayed_at, $1) WHERE id = $2 RETURNING ` + paymentColumns
+	countRejectionSQL = `UPDATE payments SET rejected_count = rejected_count + 1, rejected_at = COALESCE(rejected_at, $1) WHERE id = $2 RETURNING ` + paymentColumns
 )
 
 // recordAttempt records a replay, rejection or refusal of cmd on payment
 // paymentID, counts it, and answers with the payment as it is now (and,
 // for a replayed refund, its refund).
-func recordAttempt(tx *gorm.DB, cmd *command, outcome Outcome, paymentID string, held *heldKey, refused error, now time.Time) (answer, error) {
-	row := attemptRow(cmd, outcome, paymentID, now)
+func recordAttempt(db *gorm.DB, cmd *command, outcome Outcome, paymentID string, held *heldKey, refused error, now time.Time) (answer, error) {
+	row := attempt{paymentID: paymentID, outcome: outcome}
 	count := ""
 	switch outcome {
 	case OutcomeReplayed:
 		if held.refundID != "" {
-			row.RefundID = &held.refundID
+			row.refundID = &held.refundID
 		}
 		count = countReplaySQL
 	case OutcomeRejected:
 		heldParams := held.params.encode()
-		row.HeldParams = &heldParams
+		row.heldParams = &heldParams
 		count = countRejectionSQL
 	case OutcomeRefused:
-		row.Refusal = refusalCode(refused)
+		row.refusal = refusalCode(refused)
 	default:
 		return answer{}, fmt.Errorf("record attempt: unexpected outcome %s", outcome)
 	}
-	if err := insertAttempt(tx, row); err != nil {
+	if err := insertAttempt(db, cmd, row, now); err != nil {
 		return answer{}, err
 	}
 
@@ -215,12 +357,13 @@ func recordAttempt(tx *gorm.DB, cmd *command, outcome Outcome, paymentID string,
 	var ok bool
 	var err error
 	if count != "" {
-		var p models.Payment
-		res := tx.Raw(count, now, paymentID).Scan(&p)
-		err, ok = res.Error, res.RowsAffected == 1
-		a.payment = paymentFromRow(p)
+		a.payment, err = scanPayment(connOf(db).queryRow(count, now, paymentID).Scan)
+		ok = err == nil
+		if errors.Is(err, sql.ErrNoRows) {
+			err = nil
+		}
 	} else {
-		a.payment, ok, err = readPayment(tx, paymentID)
+		a.payment, ok, err = readPayment(db, paymentID)
 	}
 	if err != nil {
 		return answer{}, fmt.Errorf("count attempt: %w", err)
@@ -229,7 +372,7 @@ func recordAttempt(tx *gorm.DB, cmd *command, outcome Outcome, paymentID string,
 		return answer{}, errors.New("count attempt: the payment is missing")
 	}
 	if outcome == OutcomeReplayed && held.refundID != "" {
-		if a.refund, err = readRefund(tx, held.refundID, a.payment); err != nil {
+		if a.refund, err = readRefund(db, held.refundID, a.payment); err != nil {
 			return answer{}, err
 		}
 	}

@@ -2,12 +2,12 @@ package payments
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"time"
 
 	"gorm.io/gorm"
-
-	"github.com/cmpay/cmpay/models"
 )
 
 // sqliteStore runs each batch as one write transaction (BEGIN IMMEDIATE:
@@ -18,9 +18,10 @@ import (
 // verdicts (decide.go) are taken in the same transaction, and no answer
 // needs a second look.
 type sqliteStore struct {
-	db     *gorm.DB
-	keyTTL time.Duration
-	now    func() time.Time
+	db       *gorm.DB
+	prepared *preparedStatements
+	keyTTL   time.Duration
+	now      func() time.Time
 }
 
 func (st *sqliteStore) createBatch(ctx context.Context, jobs []*job) error {
@@ -36,6 +37,7 @@ func (st *sqliteStore) changeBatch(ctx context.Context, jobs []*job) error {
 func (st *sqliteStore) batch(ctx context.Context, jobs []*job, run func(*gorm.DB, *command, time.Time) (answer, error)) error {
 	answers := make([]answer, len(jobs))
 	err := st.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		tx = tx.Set(preparedKey, st.prepared)
 		now := st.now()
 		for i, j := range jobs {
 			a, err := run(tx, j.cmd, now)
@@ -52,6 +54,7 @@ func (st *sqliteStore) batch(ctx context.Context, jobs []*job, run func(*gorm.DB
 	for i, j := range jobs {
 		j.answer <- answers[i]
 	}
+	st.prepared.prepareWanted(ctx)
 	return nil
 }
 
@@ -59,7 +62,7 @@ func (st *sqliteStore) batch(ctx context.Context, jobs []*job, run func(*gorm.DB
 // with the key it finds.
 func (st *sqliteStore) create(tx *gorm.DB, cmd *command, now time.Time) (answer, error) {
 	for range maxRounds {
-		claimed, err := claimKey(tx, keyRow(cmd, cmd.clientID, cmd.newID, now))
+		claimed, err := claimKey(tx, cmd, cmd.clientID, cmd.newID, now)
 		if err != nil {
 			return answer{}, err
 		}
@@ -68,7 +71,7 @@ func (st *sqliteStore) create(tx *gorm.DB, cmd *command, now time.Time) (answer,
 			if err != nil {
 				return answer{}, err
 			}
-			if err := insertAttempt(tx, attemptRow(cmd, OutcomeCreated, p.ID, now)); err != nil {
+			if err := insertAttempt(tx, cmd, attempt{paymentID: p.ID, outcome: OutcomeCreated}, now); err != nil {
 				return answer{}, err
 			}
 			if err := insertEvent(tx, cmd, p, nil, now); err != nil {
@@ -115,21 +118,21 @@ func (st *sqliteStore) change(tx *gorm.DB, cmd *command, now time.Time) (answer,
 		}
 		return recordAttempt(tx, cmd, OutcomeRefused, p.ID, nil, refused, now)
 	}
-	if _, err := claimKey(tx, keyRow(cmd, p.ClientID, p.ID, now)); err != nil {
+	if _, err := claimKey(tx, cmd, p.ClientID, p.ID, now); err != nil {
 		return answer{}, err
 	}
 	a = answer{kind: answerSettled, outcome: OutcomeApplied, payment: changed}
-	attempt := attemptRow(cmd, OutcomeApplied, p.ID, now)
+	row := attempt{paymentID: p.ID, outcome: OutcomeApplied}
 	if cmd.op == OpRefund {
 		if a.refund, err = insertRefund(tx, cmd, p, amount, now); err != nil {
 			return answer{}, err
 		}
-		attempt.RefundID = &a.refund.ID
+		row.refundID = &a.refund.ID
 	}
 	if err := insertEvent(tx, cmd, changed, a.refund, now); err != nil {
 		return answer{}, err
 	}
-	return a, insertAttempt(tx, attempt)
+	return a, insertAttempt(tx, cmd, row, now)
 }
 
 // settleHeld settles a request whose key the client holds: a replay or a
@@ -157,18 +160,20 @@ func (st *sqliteStore) settleHeld(tx *gorm.DB, cmd *command, clientID string, no
 }
 
 // applyChangeSQL runs sql/apply_change.sql for one request.
-var applyChangeSQL = `WITH target AS (SELECT ? AS req_operation, ? AS req_payment_id, ? AS req_amount, ? AS req_all,
-	1 AS req_ready, ? AS req_now) ` + statement("apply_change")
+var applyChangeSQL = `WITH target AS (SELECT $1 AS req_operation, $2 AS req_payment_id, $3 AS req_amount, $4 AS req_all,
+	1 AS req_ready, $5 AS req_now) ` + statement("apply_change")
 
 // applyChange runs the conditional update; applied is false when the rules
 // refused it.
 func (st *sqliteStore) applyChange(tx *gorm.DB, cmd *command, amount int64, now time.Time) (Payment, bool, error) {
-	var row models.Payment
-	res := tx.Raw(applyChangeSQL, string(cmd.op), cmd.paymentID, amount, cmd.change == nil, now).Scan(&row)
-	if res.Error != nil {
-		return Payment{}, false, fmt.Errorf("apply %s: %w", cmd.op, res.Error)
+	p, err := scanPayment(connOf(tx).queryRow(applyChangeSQL, string(cmd.op), cmd.paymentID, amount, cmd.change == nil, now).Scan)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Payment{}, false, nil
 	}
-	return paymentFromRow(row), res.RowsAffected == 1, nil
+	if err != nil {
+		return Payment{}, false, fmt.Errorf("apply %s: %w", cmd.op, err)
+	}
+	return p, true, nil
 }
 
 func (st *sqliteStore) attemptCounts(db *gorm.DB, from time.Time) ([]hourCount, error) {

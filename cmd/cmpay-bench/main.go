@@ -238,7 +238,7 @@ func capturedAll(db *gorm.DB, prefix string, run pgbenchRun) {
 func sqliteRun(binary, work string) string {
 	dbURL := "sqlite:" + filepath.Join(work, "bench.db")
 	var b strings.Builder
-	b.WriteString("### SQLite (embedded default: WAL, synchronous=NORMAL, busy_timeout 10 s, BEGIN IMMEDIATE)\n\n")
+	b.WriteString("### SQLite (embedded default: WAL, synchronous=FULL, busy_timeout 10 s, BEGIN IMMEDIATE)\n\n")
 	b.WriteString("| mode | requests/s | p50 ms | p99 ms | errors | peak RSS MB |\n|---|---|---|---|---|---|\n")
 	row := func(mode load.Mode, r modeResult) {
 		fmt.Fprintf(&b, "| %s | %.0f | %.2f | %.2f | %d | %.1f |\n", mode, r.RPS(), ms(r.P50), ms(r.P99), r.ErrorCount(), float64(r.peakRSS)/1024)
