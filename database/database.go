@@ -175,8 +175,8 @@ func sqliteDSN(rest string) (string, error) {
 	}
 	// In this order: the busy timeout first, so that the others wait for a
 	// lock too (switching a new file to WAL takes one).
-	pragmas := strings.Join(q["_pragma"], " ")
 	given := q["_pragma"]
+	pragmas := strings.Join(given, " ")
 	q.Del("_pragma")
 	for _, p := range [][2]string{
 		{"busy_timeout", "busy_timeout(10000)"},

@@ -1,8 +1,6 @@
 package database
 
 import (
-	"github.com/ncruces/go-sqlite3"
-
 	"context"
 	"database/sql"
 	"database/sql/driver"
@@ -12,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/ncruces/go-sqlite3"
 )
 
 // IsUnavailable reports whether err means that the database could not serve

@@ -1,8 +1,6 @@
 package database_test
 
 import (
-	"github.com/ncruces/go-sqlite3"
-
 	"context"
 	"database/sql"
 	"database/sql/driver"
@@ -16,6 +14,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/ncruces/go-sqlite3"
 	"gorm.io/gorm"
 
 	"github.com/cmpay/cmpay/database"

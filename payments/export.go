@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"gorm.io/gorm"
-
-	"github.com/cmpay/cmpay/models"
 )
 
 // exportPageSize is how many payments one statement of Export reads: ten
@@ -81,13 +79,11 @@ func (s *Service) exportPage(ctx context.Context, db *gorm.DB, conds []string, a
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var r models.Payment
-		// paymentColumns' order.
-		if err := rows.Scan(&r.ID, &r.ClientID, &r.IdempotencyKey, &r.AmountMinor, &r.Currency, &r.Method, &r.CreatedAt,
-			&r.Status, &r.CapturedMinor, &r.RefundedMinor, &r.CapturedAt, &r.CanceledAt, &r.ReplayCount, &r.RejectedCount); err != nil {
+		p, err := scanPayment(rows.Scan)
+		if err != nil {
 			return nil, fmt.Errorf("export payments: %w", err)
 		}
-		into = append(into, paymentFromRow(r))
+		into = append(into, p)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("export payments: %w", err)

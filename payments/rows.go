@@ -15,6 +15,17 @@ const paymentColumns = "id, client_id, idempotency_key, amount_minor, currency, 
 // refundColumns are a refund's, in models.Refund's order.
 const refundColumns = "id, payment_id, amount_minor, reason, idempotency_key, created_at"
 
+// scanPayment reads a row of paymentColumns with scan (a *sql.Row's or
+// *sql.Rows' Scan).
+func scanPayment(scan func(...any) error) (Payment, error) {
+	var r models.Payment
+	if err := scan(&r.ID, &r.ClientID, &r.IdempotencyKey, &r.AmountMinor, &r.Currency, &r.Method, &r.CreatedAt,
+		&r.Status, &r.CapturedMinor, &r.RefundedMinor, &r.CapturedAt, &r.CanceledAt, &r.ReplayCount, &r.RejectedCount); err != nil {
+		return Payment{}, err
+	}
+	return paymentFromRow(r), nil
+}
+
 func paymentFromRow(row models.Payment) Payment {
 	money := func(minor int64) Money { return Money{Minor: minor, Currency: row.Currency} }
 	return Payment{

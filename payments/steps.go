@@ -10,6 +10,8 @@ import (
 	"unicode/utf8"
 
 	"gorm.io/gorm"
+
+	"github.com/cmpay/cmpay/models"
 )
 
 // The steps of an operation as single statements that run alike on both
@@ -19,9 +21,10 @@ import (
 // verdict the engine reached after the statement, forgetting an expired
 // key.
 //
-// They go straight to the connection (the transaction's, on SQLite with
-// statements prepared once: NewService), past GORM's model machinery,
-// which cost as much as SQLite's own work for every row of the hot path.
+// They go straight to the connection (on SQLite the transaction's, with
+// statements prepared once: preparedStatements), past GORM's model
+// machinery, which cost as much as SQLite's own work for every row of the
+// hot path.
 // Placeholders are $1, $2…: PostgreSQL's, and SQLite's too.
 
 // conn is what a step runs on: a transaction or the pool, with its context,
@@ -97,8 +100,8 @@ type preparedStatements struct {
 func (p *preparedStatements) get(query string) *sql.Stmt {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	stmt, ok := p.stmts[query]
-	if !ok {
+	stmt := p.stmts[query]
+	if stmt == nil {
 		if p.wanted == nil {
 			p.wanted = map[string]bool{}
 		}
@@ -110,31 +113,31 @@ func (p *preparedStatements) get(query string) *sql.Stmt {
 // prepareWanted prepares the statements transactions asked for. It must
 // run outside a transaction, and holds no lock while it waits for the
 // connection: a transaction holding it may be asking for a statement. A
-// statement that fails to prepare stays unprepared and is not asked for
-// again: its error shows when it runs.
+// statement that fails to prepare stays wanted, and runs unprepared, where
+// its error shows.
 func (p *preparedStatements) prepareWanted(ctx context.Context) {
 	p.mu.Lock()
 	var queries []string
 	for query := range p.wanted {
 		queries = append(queries, query)
 	}
-	clear(p.wanted)
 	p.mu.Unlock()
 
 	for _, query := range queries {
 		stmt, err := p.db.PrepareContext(ctx, query)
 		if err != nil {
-			stmt = nil
+			continue
 		}
 		p.mu.Lock()
 		if p.stmts == nil {
 			p.stmts = map[string]*sql.Stmt{}
 		}
-		if _, ok := p.stmts[query]; ok && stmt != nil {
-			_ = stmt.Close() // prepared meanwhile by another batch
+		if _, ok := p.stmts[query]; ok {
+			_ = stmt.Close() // prepared meanwhile, after another batch
 		} else {
 			p.stmts[query] = stmt
 		}
+		delete(p.wanted, query)
 		p.mu.Unlock()
 	}
 }
@@ -144,29 +147,6 @@ func (p *preparedStatements) prepareWanted(ctx context.Context) {
 // that are not UTF-8 with an error rather than find nothing.
 func plausibleID(id string) bool {
 	return id != "" && len(id) <= 40 && utf8.ValidString(id)
-}
-
-// scanPayment reads a row of paymentColumns.
-func scanPayment(scan func(...any) error) (Payment, error) {
-	var p Payment
-	var amount, captured, refunded int64
-	var capturedAt, canceledAt sql.NullTime
-	err := scan(&p.ID, &p.ClientID, &p.IdempotencyKey, &amount, &p.Amount.Currency, &p.Method, &p.CreatedAt,
-		&p.Status, &captured, &refunded, &capturedAt, &canceledAt, &p.ReplayCount, &p.RejectedCount)
-	if err != nil {
-		return Payment{}, err
-	}
-	cur := p.Amount.Currency
-	p.Amount.Minor = amount
-	p.Captured, p.Refunded = Money{Minor: captured, Currency: cur}, Money{Minor: refunded, Currency: cur}
-	p.CreatedAt = p.CreatedAt.UTC()
-	if capturedAt.Valid {
-		p.CapturedAt = capturedAt.Time.UTC()
-	}
-	if canceledAt.Valid {
-		p.CanceledAt = canceledAt.Time.UTC()
-	}
-	return p, nil
 }
 
 // readPayment reads one payment; ok is false when no payment has the id.
@@ -186,20 +166,17 @@ func readPayment(db *gorm.DB, id string) (p Payment, ok bool, err error) {
 
 // readRefund reads one refund of payment p.
 func readRefund(db *gorm.DB, id string, p Payment) (*Refund, error) {
-	r := Refund{Amount: Money{Currency: p.Amount.Currency}}
-	var reason sql.NullString
+	var row models.Refund
+	// refundColumns' order.
 	err := connOf(db).queryRow(`SELECT `+refundColumns+` FROM refunds WHERE id = $1`, id).
-		Scan(&r.ID, &r.PaymentID, &r.Amount.Minor, &reason, &r.IdempotencyKey, &r.CreatedAt)
+		Scan(&row.ID, &row.PaymentID, &row.AmountMinor, &row.Reason, &row.IdempotencyKey, &row.CreatedAt)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("refund %s of the key's payment %s is missing", id, p.ID)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read refund: %w", err)
 	}
-	if reason.Valid {
-		r.Reason = &reason.String
-	}
-	r.CreatedAt = r.CreatedAt.UTC()
+	r := refundFromRow(row, p.Amount.Currency)
 	return &r, nil
 }
 
