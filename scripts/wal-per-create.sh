@@ -16,7 +16,9 @@ cd "$(dirname "$0")/.."
 . scripts/lib.sh
 ensure_postgres
 work=$(mktemp -d)
-trap 'kill "${pid:-}" 2>/dev/null || true; rm -rf "$work"' EXIT
+# One EXIT trap for all: it replaces ensure_postgres's, so it stops that
+# PostgreSQL too.
+trap 'kill "${pid:-}" 2>/dev/null || true; rm -rf "$work"; stop_postgres' EXIT
 (cd "$checkout" && go build -o "$work/cmpay" .)
 
 psql() { "$CMPAY_PG_BIN/psql" -X -q -t -A "$@"; }
