@@ -25,10 +25,11 @@ psql() { "$CMPAY_PG_BIN/psql" -X -q -t -A "$@"; }
 db=wal_$$
 PGOPTIONS="-c client_min_messages=warning" psql -d "$CMPAY_TEST_DATABASE_URL" -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db"
 url=$(echo "$CMPAY_TEST_DATABASE_URL" | sed -E "s|^([^/]*//[^/]*)/[^?]*|\\1/$db|") # the same server, database $db
-port=$((20000 + $$ % 10000))
+port=$(free_port 18080)
 DATABASE_URL=$url ADDR=127.0.0.1:$port API_TOKENS=wal-token ADMIN_PASSWORD=wal-password-1234 "$work/cmpay" >"$work/server.log" 2>&1 &
 pid=$!
 for _ in $(seq 100); do curl -sf -o /dev/null "http://127.0.0.1:$port/healthz" && break; sleep 0.2; done
+curl -sf -o /dev/null "http://127.0.0.1:$port/healthz" || { echo "the server did not start:" >&2; cat "$work/server.log" >&2; exit 1; }
 
 # send PREFIX N: N createPayments with keys PREFIX-1 … PREFIX-N, 8 at a time.
 send() {
@@ -43,6 +44,11 @@ send warm 200; sleep 2
 a=$(lsn); send key 2000; sleep 2
 b=$(lsn); send key 2000; sleep 2
 c=$(lsn)
+# Every new key made one payment and every replay was counted as one (curl
+# -f sees only HTTP failures, not GraphQL errors): else the bytes are not
+# per request.
+counts=$(psql -d "$url" -F ' ' -c "SELECT count(*), sum(replay_count) FROM payments")
+[ "$counts" = "2200 2000" ] || { echo "expected 2200 payments and 2000 replays, found $counts" >&2; exit 1; }
 echo "$(cd "$checkout" && git rev-parse --short HEAD): WAL bytes per new key $(per "$a" "$b"), per replay $(per "$b" "$c")"
 
 if $dump; then
