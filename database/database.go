@@ -64,24 +64,19 @@ func Open(rawURL string, opts Options) (*gorm.DB, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	// A fresh gorm.Config per connection: sharing one between two Opens
-	// mixes their dialects up.
-	db, err := gorm.Open(dialector, &gorm.Config{
-		// Each write that needs a transaction opens one itself.
-		SkipDefaultTransaction: true,
-		TranslateError:         true,
-		Logger:                 newGormLogger(log),
-		NowFunc:                func() time.Time { return time.Now().UTC() },
-	})
-	if err != nil {
-		// gorm.Open has made the pool before its ping failed: close it, or
-		// every failed attempt (a replica that is down, retried each
-		// second) leaves a pool and its goroutine behind.
-		if db != nil {
-			if sqlDB, dbErr := db.DB(); dbErr == nil {
-				_ = sqlDB.Close()
-			}
+	db, err := openGorm(dialector, log)
+	// Processes opening one new SQLite file at once race to switch it to
+	// WAL, and SQLite answers the losers "busy" at once, without its busy
+	// timeout: open again, for as long as that timeout would have waited.
+	for wait := time.Now().Add(sqliteBusyTimeout); err != nil && kind == "sqlite" && time.Now().Before(wait); {
+		code, ok := SQLiteCode(err)
+		if !ok || !unavailableSQLiteCode(code) {
+			break
 		}
+		time.Sleep(20 * time.Millisecond)
+		db, err = openGorm(dialector, log)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("open %s database: %w", kind, err)
 	}
 	sqlDB, err := db.DB()
@@ -100,6 +95,33 @@ func Open(rawURL string, opts Options) (*gorm.DB, error) {
 	sqlDB.SetConnMaxIdleTime(5 * time.Minute)
 	return db, nil
 }
+
+// openGorm opens a pool on dialector and pings it. A fresh gorm.Config
+// per connection: sharing one between two Opens mixes their dialects up.
+func openGorm(dialector gorm.Dialector, log *slog.Logger) (*gorm.DB, error) {
+	db, err := gorm.Open(dialector, &gorm.Config{
+		// Each write that needs a transaction opens one itself.
+		SkipDefaultTransaction: true,
+		TranslateError:         true,
+		Logger:                 newGormLogger(log),
+		NowFunc:                func() time.Time { return time.Now().UTC() },
+	})
+	if err != nil {
+		// gorm.Open has made the pool before its ping failed: close it, or
+		// every failed attempt (a replica that is down, retried each
+		// second) leaves a pool and its goroutine behind.
+		if db != nil {
+			if sqlDB, dbErr := db.DB(); dbErr == nil {
+				_ = sqlDB.Close()
+			}
+		}
+		return nil, err
+	}
+	return db, nil
+}
+
+// sqliteBusyTimeout is how long a SQLite connection waits for a lock.
+const sqliteBusyTimeout = 10 * time.Second
 
 // dialectorFor picks the driver for a DATABASE_URL.
 func dialectorFor(rawURL string, tracer pgx.QueryTracer) (gorm.Dialector, string, error) {
@@ -179,7 +201,7 @@ func sqliteDSN(rest string) (string, error) {
 	pragmas := strings.Join(given, " ")
 	q.Del("_pragma")
 	for _, p := range [][2]string{
-		{"busy_timeout", "busy_timeout(10000)"},
+		{"busy_timeout", fmt.Sprintf("busy_timeout(%d)", sqliteBusyTimeout.Milliseconds())},
 		{"journal_mode", "journal_mode(WAL)"},
 		{"synchronous", "synchronous(FULL)"},
 		{"foreign_keys", "foreign_keys(1)"},
