@@ -3,6 +3,7 @@ package graph
 import (
 	"context"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/99designs/gqlgen/graphql"
@@ -45,10 +46,24 @@ func batched[T any](read func(context.Context, []payments.Payment) ([]T, error))
 	}
 }
 
+// requestLoaders are one request's loaders, made when a resolver first
+// asks: most requests (a create, a capture) never do, and making them
+// costs a dozen allocations.
+type requestLoaders struct {
+	once sync.Once
+	svc  *payments.Service
+	l    *loaders
+}
+
+func (rl *requestLoaders) get() *loaders {
+	rl.once.Do(func() { rl.l = newLoaders(rl.svc) })
+	return rl.l
+}
+
 // withLoaders gives each request loaders of its own.
 func withLoaders(svc *payments.Service, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx := context.WithValue(r.Context(), loadersKey{}, newLoaders(svc))
+		ctx := context.WithValue(r.Context(), loadersKey{}, &requestLoaders{svc: svc})
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
@@ -56,8 +71,8 @@ func withLoaders(svc *payments.Service, next http.Handler) http.Handler {
 // loadersFrom returns the request's loaders, or fresh ones for a context
 // that has none (a resolver called outside an HTTP request).
 func loadersFrom(ctx context.Context, svc *payments.Service) *loaders {
-	if l, ok := ctx.Value(loadersKey{}).(*loaders); ok {
-		return l
+	if rl, ok := ctx.Value(loadersKey{}).(*requestLoaders); ok {
+		return rl.get()
 	}
 	return newLoaders(svc)
 }

@@ -2,6 +2,7 @@ package payments
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -75,7 +76,10 @@ type command struct {
 	op     Operation
 	key    string
 	params Params
-	fp     []byte
+	// encoded is params' canonical text, which the key and its attempts
+	// store, and fp its fingerprint: both made once, by seal.
+	encoded string
+	fp      []byte
 	Origin
 
 	// A create's client and payload, and the id its payment gets if it is
@@ -142,8 +146,15 @@ func (r CreateRequest) command() (*command, error) {
 		params: createParams(amount, r.Method, capture),
 		newID:  newPaymentID(),
 	}
-	cmd.fp = fingerprint(cmd.params)
+	cmd.seal()
 	return cmd, nil
+}
+
+// seal encodes the command's params and fingerprints them, once they are
+// complete.
+func (cmd *command) seal() {
+	cmd.encoded = cmd.params.encode()
+	cmd.fp = fingerprintOf(cmd.encoded)
 }
 
 // createParams are the parameters a create's key is bound to. The same
@@ -155,7 +166,7 @@ func createParams(amount Money, method Method, capture bool) Params {
 		FieldAmount:    amount.canonical(),
 		FieldCurrency:  amount.Currency,
 		FieldMethod:    string(method),
-		FieldCapture:   fmt.Sprint(capture),
+		FieldCapture:   strconv.FormatBool(capture),
 	}
 }
 
@@ -195,7 +206,7 @@ func changeCommand(op Operation, paymentID string, amount, reason *string, key s
 	if op == OpRefund {
 		cmd.newID = newRefundID()
 	}
-	cmd.fp = fingerprint(cmd.params)
+	cmd.seal()
 	return cmd, nil
 }
 

@@ -224,7 +224,7 @@ func claimKey(db *gorm.DB, cmd *command, clientID, paymentID string, now time.Ti
 	res, err := connOf(db).exec(`INSERT INTO idempotency_keys (client_id, idempotency_key, operation, fingerprint,
 		fingerprint_version, params, payment_id, refund_id, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
 		ON CONFLICT (client_id, idempotency_key) DO NOTHING`,
-		clientID, cmd.key, string(cmd.op), cmd.fp, fingerprintVersion, cmd.params.encode(), paymentID, refundID, now)
+		clientID, cmd.key, string(cmd.op), cmd.fp, fingerprintVersion, cmd.encoded, paymentID, refundID, now)
 	if err != nil {
 		return false, fmt.Errorf("claim key: %w", err)
 	}
@@ -290,7 +290,7 @@ func insertAttempt(db *gorm.DB, cmd *command, a attempt, now time.Time) error {
 	_, err := connOf(db).exec(`INSERT INTO idempotency_attempts (payment_id, operation, idempotency_key, outcome, at,
 		params, held_params, refusal, refund_id, transport, actor, actor_address, differing_fields)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, '')`,
-		a.paymentID, string(cmd.op), cmd.key, string(a.outcome), now, cmd.params.encode(), a.heldParams, a.refusal,
+		a.paymentID, string(cmd.op), cmd.key, string(a.outcome), now, cmd.encoded, a.heldParams, a.refusal,
 		a.refundID, cmd.Transport, cmd.Actor, cmd.Address)
 	if err != nil {
 		return fmt.Errorf("record attempt: %w", err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/stdlib"
 	"gorm.io/gorm"
 )
@@ -46,7 +47,7 @@ func (st *postgresStore) createBatch(ctx context.Context, jobs []*job) error {
 	fps, amounts, captures := make([][]byte, n), make([]int64, n), make([]bool, n)
 	for i, j := range jobs {
 		c := j.cmd
-		clientIDs[i], keys[i], fps[i], params[i], ids[i] = c.clientID, c.key, c.fp, c.params.encode(), c.newID
+		clientIDs[i], keys[i], fps[i], params[i], ids[i] = c.clientID, c.key, c.fp, c.encoded, c.newID
 		amounts[i], currencies[i], methods[i], captures[i] = c.amount.Minor, c.amount.Currency, string(c.method), c.capture
 		transports[i], actors[i], addresses[i] = c.Transport, c.Actor, c.Address
 	}
@@ -64,7 +65,7 @@ func (st *postgresStore) changeBatch(ctx context.Context, jobs []*job) error {
 	fps, given, minors := make([][]byte, n), make([]bool, n), make([]*int64, n*width)
 	for i, j := range jobs {
 		c := j.cmd
-		ops[i], paymentIDs[i], keys[i], fps[i], params[i] = string(c.op), c.paymentID, c.key, c.fp, c.params.encode()
+		ops[i], paymentIDs[i], keys[i], fps[i], params[i] = string(c.op), c.paymentID, c.key, c.fp, c.encoded
 		reasons[i], refundIDs[i] = c.reason, c.newID
 		transports[i], actors[i], addresses[i], scopes[i] = c.Transport, c.Actor, c.Address, c.Client
 		if c.change != nil {
@@ -150,23 +151,25 @@ func (st *postgresStore) queryRows(ctx context.Context, each func(pgx.Rows) erro
 
 // resultRow is one row a batch statement returns: the request's position,
 // what happened to it, and the payment, refund and held key it concerns,
-// any of them NULL where the answer has none.
+// any of them NULL where the answer has none. Its fields are pgtype's
+// nullable values, which pgx scans into without reflection: every request
+// is answered with one of these rows.
 type resultRow struct {
 	n       int64
 	outcome string
 
-	id, clientID, key, currency, method, status     *string
-	amount, captured, refunded, replays, rejections *int64
-	createdAt, capturedAt, canceledAt               *time.Time
+	id, clientID, key, currency, method, status     pgtype.Text
+	amount, captured, refunded, replays, rejections pgtype.Int8
+	createdAt, capturedAt, canceledAt               pgtype.Timestamptz
 
-	refundID, refundPaymentID, refundReason, refundKey *string
-	refundAmount                                       *int64
-	refundCreatedAt                                    *time.Time
+	refundID, refundPaymentID, refundReason, refundKey pgtype.Text
+	refundAmount                                       pgtype.Int8
+	refundCreatedAt                                    pgtype.Timestamptz
 
-	keyID, heldVersion                          *int64
-	heldOp, heldParams, heldPayment, heldRefund *string
+	keyID, heldVersion                          pgtype.Int8
+	heldOp, heldParams, heldPayment, heldRefund pgtype.Text
 	heldFP                                      []byte
-	heldCreatedAt                               *time.Time
+	heldCreatedAt                               pgtype.Timestamptz
 }
 
 // targets are the fields in the order of the statements' columns:
@@ -194,6 +197,9 @@ func (r *resultRow) answer() (answer, error) {
 	case rowRetry:
 		return answer{kind: answerRetry}, nil
 	}
+	if !r.id.Valid {
+		return answer{}, fmt.Errorf("row %d (%s) names no payment", r.n, r.outcome)
+	}
 	a := answer{kind: answerSettled, outcome: Outcome(r.outcome), payment: r.payment()}
 	switch r.outcome {
 	case rowHeld:
@@ -201,37 +207,53 @@ func (r *resultRow) answer() (answer, error) {
 	case rowNotApplied:
 		a.kind = answerNotApplied
 	}
-	if r.refundID != nil {
-		a.refund = &Refund{ID: *r.refundID, PaymentID: *r.refundPaymentID,
-			Amount: Money{Minor: *r.refundAmount, Currency: a.payment.Amount.Currency},
-			Reason: r.refundReason, IdempotencyKey: *r.refundKey, CreatedAt: r.refundCreatedAt.UTC()}
+	if r.refundID.Valid {
+		a.refund = &Refund{ID: r.refundID.String, PaymentID: r.refundPaymentID.String,
+			Amount: Money{Minor: r.refundAmount.Int64, Currency: a.payment.Amount.Currency},
+			Reason: textPtr(r.refundReason), IdempotencyKey: r.refundKey.String, CreatedAt: r.refundCreatedAt.Time.UTC()}
 	}
-	if r.keyID != nil {
-		params, err := decodeParams(r.heldParams)
+	if r.keyID.Valid {
+		params, err := decodeParams(textPtr(r.heldParams))
 		if err != nil {
 			return answer{}, err
 		}
 		if params == nil {
 			params = createParams(a.payment.Amount, a.payment.Method, true)
 		}
-		a.held = &heldKey{id: *r.keyID, operation: Operation(*r.heldOp), params: params, fp: r.heldFP,
-			version: int(*r.heldVersion), createdAt: *r.heldCreatedAt, paymentID: *r.heldPayment}
-		if r.heldRefund != nil {
-			a.held.refundID = *r.heldRefund
+		a.held = &heldKey{id: r.keyID.Int64, operation: Operation(r.heldOp.String), params: params, fp: r.heldFP,
+			version: int(r.heldVersion.Int64), createdAt: r.heldCreatedAt.Time, paymentID: r.heldPayment.String}
+		if r.heldRefund.Valid {
+			a.held.refundID = r.heldRefund.String
 		}
 	}
 	return a, nil
 }
 
 func (r *resultRow) payment() Payment {
-	money := func(minor *int64) Money { return Money{Minor: *minor, Currency: *r.currency} }
+	money := func(minor pgtype.Int8) Money { return Money{Minor: minor.Int64, Currency: r.currency.String} }
 	return Payment{
-		ID: *r.id, ClientID: *r.clientID, IdempotencyKey: *r.key, Amount: money(r.amount),
-		Method: Method(*r.method), CreatedAt: r.createdAt.UTC(),
-		Status: Status(*r.status), Captured: money(r.captured), Refunded: money(r.refunded),
-		CapturedAt: utc(r.capturedAt), CanceledAt: utc(r.canceledAt),
-		ReplayCount: int(*r.replays), RejectedCount: int(*r.rejections),
+		ID: r.id.String, ClientID: r.clientID.String, IdempotencyKey: r.key.String, Amount: money(r.amount),
+		Method: Method(r.method.String), CreatedAt: r.createdAt.Time.UTC(),
+		Status: Status(r.status.String), Captured: money(r.captured), Refunded: money(r.refunded),
+		CapturedAt: timeOrZero(r.capturedAt), CanceledAt: timeOrZero(r.canceledAt),
+		ReplayCount: int(r.replays.Int64), RejectedCount: int(r.rejections.Int64),
 	}
+}
+
+// textPtr is a nullable text as a pointer, nil for NULL.
+func textPtr(t pgtype.Text) *string {
+	if !t.Valid {
+		return nil
+	}
+	return &t.String
+}
+
+// timeOrZero is a nullable time in UTC, the zero time for NULL.
+func timeOrZero(t pgtype.Timestamptz) time.Time {
+	if !t.Valid {
+		return time.Time{}
+	}
+	return t.Time.UTC()
 }
 
 func (st *postgresStore) attemptCounts(db *gorm.DB, from time.Time) ([]hourCount, error) {
