@@ -212,7 +212,10 @@ func (r *resultRow) answer() (answer, error) {
 			Amount: Money{Minor: r.refundAmount.Int64, Currency: a.payment.Amount.Currency},
 			Reason: textPtr(r.refundReason), IdempotencyKey: r.refundKey.String, CreatedAt: r.refundCreatedAt.Time.UTC()}
 	}
-	if r.keyID.Valid {
+	// A replay needs nothing of its key: only a rejection (whose
+	// differingFields come from the key's params) and a held key (which the
+	// engine judges) do. Most rows with a key are replays: skip decoding.
+	if r.keyID.Valid && a.outcome != OutcomeReplayed {
 		params, err := decodeParams(textPtr(r.heldParams))
 		if err != nil {
 			return answer{}, err
