@@ -45,6 +45,9 @@ var (
 	sizes   = flag.String("sizes", "10000,1000000", "payments stored before each run")
 	sqlite  = flag.Bool("sqlite", true, "also measure the embedded SQLite mode")
 	write   = flag.String("write", "", "a Markdown file whose section between the bench markers is replaced by the results")
+	against = flag.String("against", "", "instead of the benchmark, alternate this build's server with this other server binary "+
+		"under the createPayment modes (scripts/bench-against.sh)")
+	rounds  = flag.Int("rounds", 5, "with -against: how many times each build runs each mode")
 	soakFor = flag.Duration("soak", 0, "instead of the benchmark, soak the server with mixed traffic at 32 clients for this long")
 	maxRate = flag.Int("capture-rate", 15000, "the most captures per second any capture run can make: "+
 		"each authorization is captured once, so that many per second of the run are stored beforehand")
@@ -65,6 +68,10 @@ func main() {
 	defer os.RemoveAll(work)
 	binary := filepath.Join(work, "cmpay")
 	run("go", "build", "-o", binary, ".")
+	if *against != "" {
+		fmt.Print(compare(serverURL, binary, *against, *rounds))
+		return
+	}
 	if *soakFor > 0 {
 		if !soak(serverURL, binary, *soakFor) {
 			os.Exit(1)

@@ -1,0 +1,54 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cmpay/cmpay/internal/load"
+)
+
+func TestMedian(t *testing.T) {
+	for _, tc := range []struct {
+		in   []float64
+		want float64
+	}{
+		{nil, 0},
+		{[]float64{3}, 3},
+		{[]float64{5, 1, 3}, 3},
+		{[]float64{4, 1, 3, 2}, 2.5},
+	} {
+		if got := median(tc.in); got != tc.want {
+			t.Errorf("median(%v) = %v, want %v", tc.in, got, tc.want)
+		}
+	}
+}
+
+// TestCompareReport: the summary puts each build's median side by side and
+// divides after by before, for rates and for the CPU cost alike.
+func TestCompareReport(t *testing.T) {
+	run := func(round int, build string, mode load.Mode, requests int, server, postgres, bench time.Duration) compareRun {
+		r := modeResult{Result: load.Result{Mode: mode, Requests: requests, Elapsed: time.Second}}
+		r.cpu = cpuUse{elapsed: time.Second, server: server, postgres: postgres, bench: bench}
+		return compareRun{round: round, build: build, mode: mode, r: r}
+	}
+	ms := time.Millisecond
+	var runs []compareRun
+	for round, before := range []int{4000, 5000, 6000} {
+		runs = append(runs,
+			run(round+1, "before", load.New, before, 400*ms, 200*ms, 100*ms),     // cost 6
+			run(round+1, "after", load.New, before*9/10, 450*ms, 210*ms, 100*ms), // cost 6.6
+			run(round+1, "before", load.Replay, before, 300*ms, 100*ms, 100*ms),
+			run(round+1, "after", load.Replay, before/2, 300*ms, 100*ms, 50*ms))
+	}
+	report := compareReport(runs, "/tmp/before")
+	for _, want := range []string{
+		"| new | 5000 | 4500 | 0.90 | 6.00 | 6.60 | 1.10 |",
+		"| replay | 5000 | 2500 | 0.50 | 4.00 | 8.00 | 2.00 |",
+		"| 2 | after | new | 4500 |",
+	} {
+		if !strings.Contains(report, want) {
+			t.Errorf("the report lacks %q:\n%s", want, report)
+		}
+	}
+}

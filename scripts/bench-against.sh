@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# createPayment before and after a change, measured the only way this kind
+# of shared machine allows: this checkout's server alternated with another
+# commit's, round by round, under the same load (cmd/cmpay-bench -against).
+# Starts PostgreSQL as the tests do. Five rounds take about eight minutes.
+#   ./scripts/bench-against.sh COMMIT            e.g. 82f9e9d, the first version
+#   ./scripts/bench-against.sh COMMIT -rounds 9 -duration 10s
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/lib.sh
+[ $# -ge 1 ] || { echo "usage: $0 COMMIT [cmpay-bench flags]" >&2; exit 2; }
+rev=$1
+shift
+work=$(mktemp -d)
+# One EXIT trap for all, set again after ensure_postgres (which sets its
+# own): stop_postgres does nothing when it started none.
+cleanup() {
+  git worktree remove --force "$work/src" >/dev/null 2>&1 || true
+  rm -rf "$work"
+  stop_postgres
+}
+trap cleanup EXIT
+log "building $rev"
+git worktree add --detach "$work/src" "$rev" >/dev/null
+(cd "$work/src" && go build -o "$work/before" .)
+ensure_postgres
+trap cleanup EXIT
+go run ./cmd/cmpay-bench -against "$work/before" "$@"
