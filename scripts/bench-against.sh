@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
 [ $# -ge 1 ] || { echo "usage: $0 COMMIT [cmpay-bench flags]" >&2; exit 2; }
-rev=$1
+rev=$(git rev-parse --short "$1^{commit}")
 shift
 work=$(mktemp -d)
 # One EXIT trap for all, set again after ensure_postgres (which sets its
@@ -22,7 +22,7 @@ cleanup() {
 trap cleanup EXIT
 log "building $rev"
 git worktree add --detach "$work/src" "$rev" >/dev/null
-(cd "$work/src" && go build -o "$work/before" .)
+(cd "$work/src" && go build -o "$work/cmpay-$rev" .)
 ensure_postgres
 trap cleanup EXIT
-go run ./cmd/cmpay-bench -against "$work/before" "$@"
+go run ./cmd/cmpay-bench -against "$work/cmpay-$rev" "$@"

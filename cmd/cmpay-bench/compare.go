@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"log"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -69,7 +70,7 @@ func compareReport(runs []compareRun, against string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Before: `%s`; after: this checkout (%s). Each build on an empty schema it migrated itself, "+
 		"alternated round by round; %d clients, %s per mode after %s of warm-up. CPU in µs per request; "+
-		"cost = (server + PostgreSQL) ÷ load generator.\n\n", against, commit(), *clients, *measure, *warmup)
+		"cost = (server + PostgreSQL) ÷ load generator.\n\n", filepath.Base(against), commit(), *clients, *measure, *warmup)
 	b.WriteString("| round | build | mode | requests/s | p99 ms | server | PostgreSQL | load generator | cost |\n" +
 		"|---|---|---|---|---|---|---|---|---|\n")
 	for _, c := range runs {

@@ -41,11 +41,12 @@ func TestCompareReport(t *testing.T) {
 			run(round+1, "before", load.Replay, before, 300*ms, 100*ms, 100*ms),
 			run(round+1, "after", load.Replay, before/2, 300*ms, 100*ms, 50*ms))
 	}
-	report := compareReport(runs, "/tmp/before")
+	report := compareReport(runs, "/tmp/x/cmpay-82f9e9d")
 	for _, want := range []string{
 		"| new | 5000 | 4500 | 0.90 | 6.00 | 6.60 | 1.10 |",
 		"| replay | 5000 | 2500 | 0.50 | 4.00 | 8.00 | 2.00 |",
 		"| 2 | after | new | 4500 |",
+		"Before: `cmpay-82f9e9d`",
 	} {
 		if !strings.Contains(report, want) {
 			t.Errorf("the report lacks %q:\n%s", want, report)
