@@ -128,6 +128,10 @@ func FuzzEncodeParams(f *testing.F) {
 			{FieldOperation: string(OpRefund), FieldPaymentID: id, FieldAmount: "10.5", FieldReason: reason},
 			{FieldOperation: string(OpCapture), FieldPaymentID: id},
 			{Field(id): reason},
+			{Field(id): reason, Field(reason): id, FieldReason: id, FieldAmount: reason},
+			// More keys than a request has: encode hands them to encoding/json.
+			{"a": id, "b": reason, "c": id, "d": reason, "e": id, "f": reason, "g": id, "h": reason, "i": id},
+			nil,
 		} {
 			if got, want := p.encode(), p.encodeJSON(); got != want {
 				t.Fatalf("encode(%q) = %s, encoding/json says %s", p, got, want)

@@ -42,8 +42,11 @@ type Params map[Field]string
 // It is what the key row stores and what the fingerprint hashes. Every
 // request encodes its params, so the common case (field names and values
 // of plain ASCII, none that JSON escapes) is written here directly;
-// anything else goes through encoding/json itself (TestEncodeMatchesJSON).
+// anything else goes through encoding/json itself (FuzzEncodeParams).
 func (p Params) encode() string {
+	if p == nil {
+		return p.encodeJSON() // "null"
+	}
 	var fields [8]Field // more than a request has: fieldOrder lists 7
 	keys := fields[:0]
 	size := 2
@@ -132,15 +135,13 @@ func differingFields(held, p Params) []string {
 //	2: any operation: the operation and its canonical Params.
 const fingerprintVersion = 2
 
-// fingerprint is the SHA-256 of the request's canonical encoding under the
-// current version: a tag and the canonical params (the operation among
-// them), each length-prefixed so that no two requests share an encoding however their
-// strings are chosen. It depends on normalised values only, so JSON
-// formatting, field order, "10.5" versus "10.50" versus 10.5 and "brl"
-// versus "BRL" cannot change it, while any real difference does.
-func fingerprint(p Params) []byte { return fingerprintOf(p.encode()) }
-
-// fingerprintOf is the fingerprint of params already encoded.
+// fingerprintOf is the SHA-256 of a request's canonical encoding under the
+// current version, given its params already encoded: a tag and the
+// canonical params (the operation among them), each length-prefixed so that
+// no two requests share an encoding however their strings are chosen. It
+// depends on normalised values only, so JSON formatting, field order, "10.5"
+// versus "10.50" versus 10.5 and "brl" versus "BRL" cannot change it, while
+// any real difference does.
 func fingerprintOf(encoded string) []byte {
 	h := sha256.New()
 	writeField(h, "cmpay/idempotency/v2")
