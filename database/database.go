@@ -68,7 +68,7 @@ func Open(rawURL string, opts Options) (*gorm.DB, error) {
 	// Processes opening one new SQLite file at once race to switch it to
 	// WAL, and SQLite answers the losers "busy" at once, without its busy
 	// timeout: open again, for as long as that timeout would have waited.
-	for wait := time.Now().Add(sqliteBusyTimeout); err != nil && kind == "sqlite" && time.Now().Before(wait); {
+	for deadline := time.Now().Add(sqliteBusyTimeout); err != nil && kind == "sqlite" && time.Now().Before(deadline); {
 		code, ok := SQLiteCode(err)
 		if !ok || !unavailableSQLiteCode(code) {
 			break

@@ -2,7 +2,8 @@
 # createPayment before and after a change, measured the only way this kind
 # of shared machine allows: this checkout's server alternated with another
 # commit's, round by round, under the same load (cmd/cmpay-bench -against).
-# Starts PostgreSQL as the tests do. Five rounds take about eight minutes.
+# Starts PostgreSQL as the tests do. Five rounds of 10 s per mode
+# (-duration 10s) took six minutes, the build included.
 #   ./scripts/bench-against.sh COMMIT            e.g. 82f9e9d, the first version
 #   ./scripts/bench-against.sh COMMIT -rounds 9 -duration 10s
 set -euo pipefail
