@@ -13,9 +13,13 @@ import (
 // Before and after. On a shared machine a run's figures move by a third
 // with the neighbours, so two builds measured one after the other can seem
 // a third apart when they are equal, or equal when they are not. -against
-// alternates this build's server with another build's (before, after,
-// before, after, …) under the same load, each on a fresh schema it
-// migrates itself, and reports both, round by round and as medians.
+// alternates this build's server with another build's under the same
+// load, each on a fresh schema it migrates itself, and reports both, round
+// by round and as medians. The order changes every round (before, after;
+// after, before; …), so that whatever favours the first or the second
+// server of a round, it favours each build as often; and each round's
+// after ÷ before is reported too, whose median follows the machine's slow
+// drift less than the ratio of the two medians does.
 //
 // Beside requests per second it reports the CPU each request cost the
 // server and PostgreSQL, divided by what it cost the load generator: the
@@ -44,33 +48,47 @@ func (c compareRun) cost() float64 {
 	return float64(c.r.cpu.server+c.r.cpu.postgres) / float64(c.r.cpu.bench)
 }
 
-// compare alternates the servers of binary (this build) and against for
-// rounds rounds, and returns the report.
+// compare alternates the servers of binary (this build, or -after's) and
+// against for rounds rounds, and returns the report.
 func compare(serverURL, binary, against string, rounds int) string {
-	builds := []struct{ name, path string }{{"before", against}, {"after", binary}}
+	path := map[string]string{"before": against, "after": binary}
 	var runs []compareRun
 	for round := 1; round <= rounds; round++ {
-		for _, b := range builds {
-			schema := fmt.Sprintf("compare_%s_%d", b.name, round)
+		for _, build := range roundOrder(round) {
+			schema := fmt.Sprintf("compare_%s_%d", build, round)
 			_, appURL, drop := freshSchema(serverURL, schema)
-			srv := startServer(b.path, appURL)
+			srv := startServer(path[build], appURL)
 			for _, mode := range compareModes {
 				r := drive(srv, mode, nil)
-				log.Printf("round %d, %s, %s: %.0f requests/s", round, b.name, mode, r.RPS())
-				runs = append(runs, compareRun{round: round, build: b.name, mode: mode, r: r})
+				log.Printf("round %d, %s, %s: %.0f requests/s", round, build, mode, r.RPS())
+				runs = append(runs, compareRun{round: round, build: build, mode: mode, r: r})
 			}
 			srv.stop()
 			drop()
 		}
 	}
-	return compareReport(runs, against)
+	return compareReport(runs, against, binary)
 }
 
-func compareReport(runs []compareRun, against string) string {
+// roundOrder is which build runs first in a round: before in odd rounds,
+// after in even ones.
+func roundOrder(round int) []string {
+	if round%2 == 0 {
+		return []string{"after", "before"}
+	}
+	return []string{"before", "after"}
+}
+
+func compareReport(runs []compareRun, against, after string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Before: `%s`; after: this checkout (%s). Each build on an empty schema it migrated itself, "+
-		"alternated round by round; %d clients, %s per mode after %s of warm-up. CPU in µs per request; "+
-		"cost = (server + PostgreSQL) ÷ load generator.\n\n", filepath.Base(against), commit(), *clients, *measure, *warmup)
+	afterName := "this checkout (" + commit() + ")"
+	if *afterBinary != "" {
+		afterName = "`" + filepath.Base(after) + "`"
+	}
+	fmt.Fprintf(&b, "Before: `%s`; after: %s. Each build on an empty schema it migrated itself, "+
+		"alternated round by round, the first of each round in turn; %d clients, %s per mode after %s of warm-up. "+
+		"CPU in µs per request; cost = (server + PostgreSQL) ÷ load generator.\n\n",
+		filepath.Base(against), afterName, *clients, *measure, *warmup)
 	b.WriteString("| round | build | mode | requests/s | p99 ms | server | PostgreSQL | load generator | cost |\n" +
 		"|---|---|---|---|---|---|---|---|---|\n")
 	for _, c := range runs {
@@ -78,20 +96,38 @@ func compareReport(runs []compareRun, against string) string {
 			c.r.RPS(), ms(c.r.P99), perRequest(c.r.cpu.server, c.r.Requests), perRequest(c.r.cpu.postgres, c.r.Requests),
 			perRequest(c.r.cpu.bench, c.r.Requests), c.cost())
 	}
-	b.WriteString("\n| mode | median requests/s, before | after | after ÷ before | median cost, before | after | after ÷ before |\n" +
-		"|---|---|---|---|---|---|---|\n")
+	b.WriteString("\n| mode | median requests/s, before | after | after ÷ before | median of each round's after ÷ before | " +
+		"median cost, before | after | after ÷ before | median of each round's after ÷ before |\n" +
+		"|---|---|---|---|---|---|---|---|---|\n")
 	for _, mode := range compareModes {
 		rps := map[string][]float64{}
 		cost := map[string][]float64{}
+		// byRound pairs each round's before with its after.
+		byRound := map[int]map[string]compareRun{}
 		for _, c := range runs {
 			if c.mode == mode {
 				rps[c.build] = append(rps[c.build], c.r.RPS())
 				cost[c.build] = append(cost[c.build], c.cost())
+				if byRound[c.round] == nil {
+					byRound[c.round] = map[string]compareRun{}
+				}
+				byRound[c.round][c.build] = c
 			}
+		}
+		var rpsRatios, costRatios []float64
+		for _, pair := range byRound {
+			before, okB := pair["before"]
+			after, okA := pair["after"]
+			if !okB || !okA || before.r.RPS() == 0 || before.cost() == 0 {
+				continue
+			}
+			rpsRatios = append(rpsRatios, after.r.RPS()/before.r.RPS())
+			costRatios = append(costRatios, after.cost()/before.cost())
 		}
 		rb, ra := median(rps["before"]), median(rps["after"])
 		cb, ca := median(cost["before"]), median(cost["after"])
-		fmt.Fprintf(&b, "| %s | %.0f | %.0f | %.2f | %.2f | %.2f | %.2f |\n", mode, rb, ra, ra/rb, cb, ca, ca/cb)
+		fmt.Fprintf(&b, "| %s | %.0f | %.0f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |\n",
+			mode, rb, ra, ra/rb, median(rpsRatios), cb, ca, ca/cb, median(costRatios))
 	}
 	b.WriteString("\n")
 	return b.String()

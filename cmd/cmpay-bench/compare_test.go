@@ -41,15 +41,43 @@ func TestCompareReport(t *testing.T) {
 			run(round+1, "before", load.Replay, before, 300*ms, 100*ms, 100*ms),
 			run(round+1, "after", load.Replay, before/2, 300*ms, 100*ms, 50*ms))
 	}
-	report := compareReport(runs, "/tmp/x/cmpay-82f9e9d")
+	report := compareReport(runs, "/tmp/x/cmpay-82f9e9d", "/tmp/x/cmpay")
 	for _, want := range []string{
-		"| new | 5000 | 4500 | 0.90 | 6.00 | 6.60 | 1.10 |",
-		"| replay | 5000 | 2500 | 0.50 | 4.00 | 8.00 | 2.00 |",
+		"| new | 5000 | 4500 | 0.90 | 0.90 | 6.00 | 6.60 | 1.10 | 1.10 |",
+		"| replay | 5000 | 2500 | 0.50 | 0.50 | 4.00 | 8.00 | 2.00 | 2.00 |",
 		"| 2 | after | new | 4500 |",
 		"Before: `cmpay-82f9e9d`",
 	} {
 		if !strings.Contains(report, want) {
 			t.Errorf("the report lacks %q:\n%s", want, report)
+		}
+	}
+}
+
+// TestCompareReportPairsRounds: the median of each round's after ÷ before
+// is its own column, apart from the ratio of the medians. Here the machine
+// sped up in round 3, for the after build's run only.
+func TestCompareReportPairsRounds(t *testing.T) {
+	run := func(round int, build string, requests int) compareRun {
+		r := modeResult{Result: load.Result{Mode: load.New, Requests: requests, Elapsed: time.Second}}
+		r.cpu = cpuUse{elapsed: time.Second, server: time.Second, bench: time.Second}
+		return compareRun{round: round, build: build, mode: load.New, r: r}
+	}
+	runs := []compareRun{
+		run(1, "before", 4000), run(1, "after", 3600), // 0.9
+		run(2, "after", 4000), run(2, "before", 5000), // 0.8
+		run(3, "before", 6000), run(3, "after", 7800), // 1.3
+	}
+	report := compareReport(runs, "/tmp/x/cmpay-82f9e9d", "/tmp/x/cmpay")
+	if want := "| new | 5000 | 4000 | 0.80 | 0.90 |"; !strings.Contains(report, want) {
+		t.Errorf("the report lacks %q:\n%s", want, report)
+	}
+}
+
+func TestRoundOrder(t *testing.T) {
+	for round, want := range map[int]string{1: "before after", 2: "after before", 3: "before after"} {
+		if got := strings.Join(roundOrder(round), " "); got != want {
+			t.Errorf("roundOrder(%d) = %q, want %q", round, got, want)
 		}
 	}
 }

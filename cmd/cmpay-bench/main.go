@@ -47,9 +47,12 @@ var (
 	write   = flag.String("write", "", "a Markdown file whose section between the bench markers is replaced by the results")
 	against = flag.String("against", "", "instead of the benchmark, alternate this build's server with this other server binary "+
 		"under the createPayment modes (scripts/bench-against.sh)")
-	rounds  = flag.Int("rounds", 5, "with -against: how many times each build runs each mode")
-	soakFor = flag.Duration("soak", 0, "instead of the benchmark, soak the server with mixed traffic at 32 clients for this long")
-	maxRate = flag.Int("capture-rate", 15000, "the most captures per second any capture run can make: "+
+	rounds = flag.Int("rounds", 5, "with -against: how many times each build runs each mode")
+	// afterBinary measures two other builds against each other, e.g. a
+	// change as it was merged against the commit before it.
+	afterBinary = flag.String("after", "", "with -against: this server binary instead of this checkout's build")
+	soakFor     = flag.Duration("soak", 0, "instead of the benchmark, soak the server with mixed traffic at 32 clients for this long")
+	maxRate     = flag.Int("capture-rate", 15000, "the most captures per second any capture run can make: "+
 		"each authorization is captured once, so that many per second of the run are stored beforehand")
 )
 
@@ -69,6 +72,9 @@ func main() {
 	binary := filepath.Join(work, "cmpay")
 	run("go", "build", "-o", binary, ".")
 	if *against != "" {
+		if *afterBinary != "" {
+			binary = *afterBinary
+		}
 		fmt.Print(compare(serverURL, binary, *against, *rounds))
 		return
 	}
