@@ -17,6 +17,7 @@ import (
 	"github.com/cmpay/cmpay/apitoken"
 	"github.com/cmpay/cmpay/auth"
 	"github.com/cmpay/cmpay/database"
+	"github.com/cmpay/cmpay/staff"
 )
 
 // A command is a subcommand of the binary: `cmpay NAME ARGS…`. Without
@@ -96,7 +97,7 @@ func openDatabase(env cmdEnv) (*gorm.DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := database.Migrate(db); err != nil {
+	if err := migrateAll(db); err != nil {
 		_ = database.Close(db)
 		return nil, err
 	}
@@ -121,7 +122,9 @@ func tokensCommand(ctx context.Context, env cmdEnv, args []string) error {
 	if len(args) == 0 {
 		return usage()
 	}
-	var run func(*apitoken.Store) error
+	// run gets the token store, and the staff store whose audit log
+	// records each change a command makes, in the change's transaction.
+	var run func(*apitoken.Store, *staff.Store) error
 	switch args[0] {
 	case "create":
 		flags := flag.NewFlagSet("tokens create", flag.ContinueOnError)
@@ -139,17 +142,21 @@ func tokensCommand(ctx context.Context, env cmdEnv, args []string) error {
 		if err != nil {
 			return err
 		}
-		run = func(s *apitoken.Store) error { return createToken(ctx, env.stdout, s, *name, *client, scopes) }
+		run = func(s *apitoken.Store, st *staff.Store) error {
+			return createToken(ctx, env.stdout, s, *name, *client, scopes, st.TokenAudit(staff.CommandLine, staff.ActTokenCreate))
+		}
 	case "list":
 		if len(args) != 1 {
 			return usage()
 		}
-		run = func(s *apitoken.Store) error { return listTokens(ctx, env.stdout, s) }
+		run = func(s *apitoken.Store, _ *staff.Store) error { return listTokens(ctx, env.stdout, s) }
 	case "revoke":
 		if len(args) != 2 {
 			return usage()
 		}
-		run = func(s *apitoken.Store) error { return revokeToken(ctx, env.stdout, s, args[1]) }
+		run = func(s *apitoken.Store, st *staff.Store) error {
+			return revokeToken(ctx, env.stdout, s, args[1], st.TokenAudit(staff.CommandLine, staff.ActTokenRevoke))
+		}
 	default:
 		return usage()
 	}
@@ -158,11 +165,11 @@ func tokensCommand(ctx context.Context, env cmdEnv, args []string) error {
 		return err
 	}
 	defer func() { _ = database.Close(db) }()
-	return run(apitoken.NewStore(db, apitoken.Options{}))
+	return run(apitoken.NewStore(db, apitoken.Options{}), staff.New(db, staff.Config{}))
 }
 
-func createToken(ctx context.Context, out io.Writer, s *apitoken.Store, name, client string, scopes []auth.Scope) error {
-	tok, secret, err := s.Create(ctx, name, client, scopes)
+func createToken(ctx context.Context, out io.Writer, s *apitoken.Store, name, client string, scopes []auth.Scope, audit apitoken.Audit) error {
+	tok, secret, err := s.Create(ctx, name, client, scopes, audit)
 	if err != nil {
 		return err
 	}
@@ -190,8 +197,8 @@ func listTokens(ctx context.Context, out io.Writer, s *apitoken.Store) error {
 	return w.Flush()
 }
 
-func revokeToken(ctx context.Context, out io.Writer, s *apitoken.Store, id string) error {
-	tok, err := s.Revoke(ctx, id)
+func revokeToken(ctx context.Context, out io.Writer, s *apitoken.Store, id string, audit apitoken.Audit) error {
+	tok, err := s.Revoke(ctx, id, audit)
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,8 @@ import (
 	"github.com/cmpay/cmpay/apitoken"
 	"github.com/cmpay/cmpay/auth"
 	"github.com/cmpay/cmpay/internal/dbtest"
+	"github.com/cmpay/cmpay/models"
+	"github.com/cmpay/cmpay/staff"
 )
 
 // cmd runs the binary's command line in this process against databaseURL.
@@ -85,6 +87,22 @@ func TestTokensCommand(t *testing.T) {
 			if strings.HasPrefix(line, p.ID) && strings.HasSuffix(strings.TrimSpace(line), " -") {
 				t.Errorf("the revoked token is not shown revoked: %s", line)
 			}
+		}
+
+		// Each change is in the audit log, by the command line, written
+		// in the change's own transaction (apitoken.Audit).
+		var entries []models.StaffAuditEntry
+		if err := db.Gorm.Where("actor = ?", staff.CommandLine.Username).Order("id").Find(&entries).Error; err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, e := range entries {
+			got = append(got, e.Action+" "+e.Target+" "+e.Outcome)
+		}
+		first, _, _ := store.Authenticate(ctx, secret)
+		want := []string{"token.create " + first.ID + " ok", "token.create " + p.ID + " ok", "token.revoke " + p.ID + " ok"}
+		if strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Errorf("the audit log has\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 		}
 	})
 }

@@ -104,7 +104,8 @@ const maxName = 100
 
 // Create makes a token and returns it with its secret, which is shown once
 // and never stored. clientID binds it to that client; empty, to none.
-func (s *Store) Create(ctx context.Context, name, clientID string, scopes []auth.Scope) (Token, string, error) {
+// audit writes the change's audit entry in the same transaction.
+func (s *Store) Create(ctx context.Context, name, clientID string, scopes []auth.Scope, audit Audit) (Token, string, error) {
 	if err := checkText("name", name, true); err != nil {
 		return Token{}, "", fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
@@ -124,10 +125,29 @@ func (s *Store) Create(ctx context.Context, name, clientID string, scopes []auth
 		TokenHash: hash(secret),
 		CreatedAt: s.now(),
 	}
-	if err := s.db.WithContext(ctx).Create(&row).Error; err != nil {
-		return Token{}, "", fmt.Errorf("create token: %w", err)
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := tx.Create(&row).Error; err != nil {
+			return fmt.Errorf("create token: %w", err)
+		}
+		return audit.write(tx, tokenOf(row))
+	})
+	if err != nil {
+		return Token{}, "", err
 	}
 	return tokenOf(row), secret, nil
+}
+
+// Audit writes the audit log's entry for a token created or revoked, in the
+// change's own transaction: the token and its entry commit together, or
+// neither does (package staff makes them: staff.Store.TokenAudit). A nil
+// Audit records nothing.
+type Audit func(tx *gorm.DB, t Token) error
+
+func (a Audit) write(tx *gorm.DB, t Token) error {
+	if a == nil {
+		return nil
+	}
+	return a(tx, t)
 }
 
 // checkText refuses names and client ids that would not show plainly in
@@ -163,20 +183,27 @@ func (s *Store) List(ctx context.Context) ([]Token, error) {
 
 // Revoke ends the token id at once in the database, and on running servers
 // within their CacheTTL. Revoking a revoked token changes nothing; the
-// token is returned as it is now.
-func (s *Store) Revoke(ctx context.Context, id string) (Token, error) {
+// token is returned as it is now. audit writes the revocation's audit
+// entry in the same transaction; an id that names no token writes none.
+func (s *Store) Revoke(ctx context.Context, id string, audit Audit) (Token, error) {
 	now := s.now()
-	if err := s.db.WithContext(ctx).Model(&models.APIToken{}).
-		Where("id = ? AND revoked_at IS NULL", id).Update("revoked_at", now).Error; err != nil {
-		return Token{}, fmt.Errorf("revoke token: %w", err)
-	}
 	var row models.APIToken
-	err := s.db.WithContext(ctx).Where("id = ?", id).Take(&row).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return Token{}, fmt.Errorf("%w: %s", ErrNotFound, id)
-	}
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := tx.Model(&models.APIToken{}).
+			Where("id = ? AND revoked_at IS NULL", id).Update("revoked_at", now).Error; err != nil {
+			return fmt.Errorf("revoke token: %w", err)
+		}
+		err := tx.Where("id = ?", id).Take(&row).Error
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			return fmt.Errorf("%w: %s", ErrNotFound, id)
+		}
+		if err != nil {
+			return fmt.Errorf("revoke token: %w", err)
+		}
+		return audit.write(tx, tokenOf(row))
+	})
 	if err != nil {
-		return Token{}, fmt.Errorf("revoke token: %w", err)
+		return Token{}, err
 	}
 	return tokenOf(row), nil
 }

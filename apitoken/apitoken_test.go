@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"gorm.io/gorm"
+
 	"github.com/cmpay/cmpay/auth"
 	"github.com/cmpay/cmpay/internal/dbtest"
 	"github.com/cmpay/cmpay/models"
@@ -18,7 +20,7 @@ func TestCreateAndAuthenticate(t *testing.T) {
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
 		ctx := context.Background()
 		s := NewStore(db.Gorm, Options{CacheTTL: -1})
-		tok, secret, err := s.Create(ctx, "shop-7 checkout", "shop-7", []auth.Scope{auth.PaymentsWrite, auth.PaymentsRead})
+		tok, secret, err := s.Create(ctx, "shop-7 checkout", "shop-7", []auth.Scope{auth.PaymentsWrite, auth.PaymentsRead}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -40,7 +42,7 @@ func TestCreateAndAuthenticate(t *testing.T) {
 			!slices.Equal(p.Scopes, []auth.Scope{auth.PaymentsRead, auth.PaymentsWrite}) {
 			t.Errorf("principal %+v", p)
 		}
-		other, _, err := s.Create(ctx, "metrics", "", []auth.Scope{auth.MetricsRead})
+		other, _, err := s.Create(ctx, "metrics", "", []auth.Scope{auth.MetricsRead}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -72,7 +74,7 @@ func TestCreateRefusesBadInput(t *testing.T) {
 		if args[2] == "none" {
 			scopes = nil
 		}
-		if _, _, err := s.Create(context.Background(), args[0], args[1], scopes); err == nil {
+		if _, _, err := s.Create(context.Background(), args[0], args[1], scopes, nil); err == nil {
 			t.Errorf("%s: created", name)
 		}
 	}
@@ -83,25 +85,25 @@ func TestRevoke(t *testing.T) {
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
 		ctx := context.Background()
 		s := NewStore(db.Gorm, Options{CacheTTL: -1})
-		tok, secret, err := s.Create(ctx, "ci", "", auth.DefaultScopes)
+		tok, secret, err := s.Create(ctx, "ci", "", auth.DefaultScopes, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if _, ok, _ := s.Authenticate(ctx, secret); !ok {
 			t.Fatal("a new token was refused")
 		}
-		revoked, err := s.Revoke(ctx, tok.ID)
+		revoked, err := s.Revoke(ctx, tok.ID, nil)
 		if err != nil || revoked.RevokedAt == nil {
 			t.Fatalf("revoke: %+v, %v", revoked, err)
 		}
 		if _, ok, _ := s.Authenticate(ctx, secret); ok {
 			t.Error("a revoked token was accepted")
 		}
-		again, err := s.Revoke(ctx, tok.ID)
+		again, err := s.Revoke(ctx, tok.ID, nil)
 		if err != nil || !again.RevokedAt.Equal(*revoked.RevokedAt) {
 			t.Errorf("revoking again: %+v, %v; want the first revocation kept", again, err)
 		}
-		if _, err := s.Revoke(ctx, "tok_nope"); !errors.Is(err, ErrNotFound) {
+		if _, err := s.Revoke(ctx, "tok_nope", nil); !errors.Is(err, ErrNotFound) {
 			t.Errorf("revoking an unknown id: %v", err)
 		}
 		list, err := s.List(ctx)
@@ -110,6 +112,57 @@ func TestRevoke(t *testing.T) {
 		}
 	})
 }
+
+// TestAuditInTheSameTransaction: the audit entry is written in the
+// change's own transaction. An audit that fails undoes the token's creation
+// or revocation; one that succeeds sees the change, and commits with it.
+func TestAuditInTheSameTransaction(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		ctx := context.Background()
+		s := NewStore(db.Gorm, Options{CacheTTL: -1})
+		failing := func(*gorm.DB, Token) error { return errAuditDown }
+		var seen []Token
+		recording := func(tx *gorm.DB, tok Token) error {
+			var n int64
+			if err := tx.Model(&models.APIToken{}).Where("id = ? AND (revoked_at IS NULL) = ?", tok.ID, tok.RevokedAt == nil).
+				Count(&n).Error; err != nil || n != 1 {
+				t.Errorf("the audit does not see the change to %s in its transaction: %d rows, %v", tok.ID, n, err)
+			}
+			seen = append(seen, tok)
+			return nil
+		}
+
+		if _, _, err := s.Create(ctx, "lost", "", auth.DefaultScopes, failing); !errors.Is(err, errAuditDown) {
+			t.Fatalf("create with a failing audit: %v, want its error", err)
+		}
+		if list, err := s.List(ctx); err != nil || len(list) != 0 {
+			t.Fatalf("a token whose audit failed was kept: %+v, %v", list, err)
+		}
+
+		tok, secret, err := s.Create(ctx, "kept", "", auth.DefaultScopes, recording)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Revoke(ctx, tok.ID, failing); !errors.Is(err, errAuditDown) {
+			t.Fatalf("revoke with a failing audit: %v, want its error", err)
+		}
+		if _, ok, _ := s.Authenticate(ctx, secret); !ok {
+			t.Fatal("a revocation whose audit failed took effect")
+		}
+		if _, err := s.Revoke(ctx, tok.ID, recording); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Revoke(ctx, "tok_nope", recording); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("revoking an unknown id: %v", err)
+		}
+		if len(seen) != 2 || seen[0].ID != tok.ID || seen[0].RevokedAt != nil || seen[1].RevokedAt == nil {
+			t.Errorf("audited %+v; want the creation, then the revocation, of %s, and nothing for an unknown id", seen, tok.ID)
+		}
+	})
+}
+
+var errAuditDown = errors.New("audit log unavailable")
 
 // A running server believes a token for CacheTTL: a revocation reaches it
 // that late, and not before.
@@ -120,14 +173,14 @@ func TestRevocationReachesACachingServer(t *testing.T) {
 	const ttl = 300 * time.Millisecond
 	server := NewStore(db.Gorm, Options{CacheTTL: ttl})
 	cli := NewStore(db.Gorm, Options{})
-	tok, secret, err := cli.Create(ctx, "ci", "", auth.DefaultScopes)
+	tok, secret, err := cli.Create(ctx, "ci", "", auth.DefaultScopes, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, ok, _ := server.Authenticate(ctx, secret); !ok {
 		t.Fatal("refused")
 	}
-	if _, err := cli.Revoke(ctx, tok.ID); err != nil {
+	if _, err := cli.Revoke(ctx, tok.ID, nil); err != nil {
 		t.Fatal(err)
 	}
 	revokedAt := time.Now()
@@ -155,7 +208,7 @@ func TestLastUsedAt(t *testing.T) {
 		s := NewStore(db.Gorm, Options{CacheTTL: -1})
 		clock := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
 		s.now = func() time.Time { return clock }
-		tok, secret, err := s.Create(ctx, "ci", "", auth.DefaultScopes)
+		tok, secret, err := s.Create(ctx, "ci", "", auth.DefaultScopes, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

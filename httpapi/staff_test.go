@@ -84,7 +84,7 @@ func TestAdminRoles(t *testing.T) {
 			if _, err := b.staff.Add(t.Context(), staff.CommandLine, target, staff.Viewer, ""); err != nil {
 				t.Fatal(err)
 			}
-			tok, _, err := b.tokens.Create(t.Context(), "revoke-"+role, "", auth.DefaultScopes)
+			tok, _, err := b.tokens.Create(t.Context(), "revoke-"+role, "", auth.DefaultScopes, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

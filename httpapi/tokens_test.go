@@ -14,7 +14,7 @@ import (
 // newToken creates a managed token and returns its secret.
 func (b *bundle) newToken(t *testing.T, client string, scopes ...auth.Scope) string {
 	t.Helper()
-	_, secret, err := b.tokens.Create(context.Background(), "test "+auth.JoinScopes(scopes), client, scopes)
+	_, secret, err := b.tokens.Create(context.Background(), "test "+auth.JoinScopes(scopes), client, scopes, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +98,7 @@ func TestManagedTokenLifecycle(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
 		b := setup(t, db)
-		tok, secret, err := b.tokens.Create(context.Background(), "ci", "", auth.DefaultScopes)
+		tok, secret, err := b.tokens.Create(context.Background(), "ci", "", auth.DefaultScopes, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -110,7 +110,7 @@ func TestManagedTokenLifecycle(t *testing.T) {
 		if len(list) != 1 || list[0].LastUsedAt == nil {
 			t.Errorf("after a use: %+v, want lastUsedAt set", list)
 		}
-		if _, err := b.tokens.Revoke(context.Background(), tok.ID); err != nil {
+		if _, err := b.tokens.Revoke(context.Background(), tok.ID, nil); err != nil {
 			t.Fatal(err)
 		}
 		if res := b.do(t, "POST", "/graphql", secret, "application/json", q); res.Status != 401 || res.code() != "UNAUTHENTICATED" {

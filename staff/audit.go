@@ -12,6 +12,8 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/cmpay/cmpay/apitoken"
+	"github.com/cmpay/cmpay/auth"
 	"github.com/cmpay/cmpay/models"
 	"github.com/cmpay/cmpay/payments"
 )
@@ -107,6 +109,22 @@ func appendEntry(tx *gorm.DB, at time.Time, who Actor, action Action, target, ou
 // is recorded elsewhere in its own transaction.
 func (s *Store) Record(ctx context.Context, who Actor, action Action, target, outcome, detail string) error {
 	return appendEntry(s.db.WithContext(ctx), s.now(), who, action, target, outcome, detail)
+}
+
+// TokenAudit is the audit entry of an API token created or revoked by who
+// (action ActTokenCreate or ActTokenRevoke), written by package apitoken in
+// the transaction that makes the change.
+func (s *Store) TokenAudit(who Actor, action Action) apitoken.Audit {
+	return func(tx *gorm.DB, t apitoken.Token) error {
+		detail := ""
+		if action == ActTokenCreate {
+			detail = "scopes " + auth.JoinScopes(t.Scopes)
+			if t.ClientID != "" {
+				detail += ", client " + t.ClientID
+			}
+		}
+		return appendEntry(tx, s.now(), who, action, t.ID, OutcomeOK, detail)
+	}
 }
 
 // clip cuts s to at most n bytes on a character boundary: what was typed

@@ -64,10 +64,11 @@ func (a *admin) tokenCreate(w http.ResponseWriter, r *http.Request) {
 	view.Form.Scopes = scopes
 	var token apitoken.Token
 	var secret string
-	if err == nil {
-		token, secret, err = a.tokens.Create(r.Context(), view.Form.Name, view.Form.Client, scopes)
-	}
 	who := sess.Actor(a.addr(r))
+	if err == nil {
+		token, secret, err = a.tokens.Create(r.Context(), view.Form.Name, view.Form.Client, scopes,
+			a.staff.TokenAudit(who, staff.ActTokenCreate))
+	}
 	if err != nil {
 		if !errors.Is(err, apitoken.ErrInvalid) && !strings.Contains(err.Error(), "scope") {
 			serverError(w, r, err)
@@ -81,14 +82,6 @@ func (a *admin) tokenCreate(w http.ResponseWriter, r *http.Request) {
 		a.tokensPage(w, r, http.StatusBadRequest, view)
 		return
 	}
-	detail := "scopes " + auth.JoinScopes(token.Scopes)
-	if token.ClientID != "" {
-		detail += ", client " + token.ClientID
-	}
-	if err := a.staff.Record(r.Context(), who, staff.ActTokenCreate, token.ID, staff.OutcomeOK, detail); err != nil {
-		serverError(w, r, err)
-		return
-	}
 	a.tokensPage(w, r, http.StatusOK, tokensView{Created: &token, Secret: secret})
 }
 
@@ -100,21 +93,19 @@ func (a *admin) tokenRevoke(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/admin/tokens", http.StatusSeeOther)
 		return
 	}
-	_, err := a.tokens.Revoke(r.Context(), id)
-	outcome := staff.OutcomeOK
+	who := sess.Actor(a.addr(r))
+	_, err := a.tokens.Revoke(r.Context(), id, a.staff.TokenAudit(who, staff.ActTokenRevoke))
 	switch {
 	case errors.Is(err, apitoken.ErrNotFound):
-		outcome = staff.OutcomeFailed
+		// Nothing changed: the refusal is recorded on its own.
+		if err := a.staff.Record(r.Context(), who, staff.ActTokenRevoke, id, staff.OutcomeFailed, ""); err != nil {
+			serverError(w, r, err)
+			return
+		}
+		a.tokensPage(w, r, http.StatusNotFound, tokensView{Error: "There is no token " + id + "."})
+		return
 	case err != nil:
 		serverError(w, r, err)
-		return
-	}
-	if err := a.staff.Record(r.Context(), sess.Actor(a.addr(r)), staff.ActTokenRevoke, id, outcome, ""); err != nil {
-		serverError(w, r, err)
-		return
-	}
-	if outcome != staff.OutcomeOK {
-		a.tokensPage(w, r, http.StatusNotFound, tokensView{Error: "There is no token " + id + "."})
 		return
 	}
 	http.Redirect(w, r, "/admin/tokens?revoked="+url.QueryEscape(id), http.StatusSeeOther)
