@@ -97,7 +97,7 @@ func openDatabase(env cmdEnv) (*gorm.DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := migrateAll(db); err != nil {
+	if err := database.Migrate(db); err != nil {
 		_ = database.Close(db)
 		return nil, err
 	}
@@ -154,9 +154,7 @@ func tokensCommand(ctx context.Context, env cmdEnv, args []string) error {
 		if len(args) != 2 {
 			return usage()
 		}
-		run = func(s *apitoken.Store, st *staff.Store) error {
-			return revokeToken(ctx, env.stdout, s, args[1], st.TokenAudit(staff.CommandLine, staff.ActTokenRevoke))
-		}
+		run = func(s *apitoken.Store, st *staff.Store) error { return revokeToken(ctx, env.stdout, s, st, args[1]) }
 	default:
 		return usage()
 	}
@@ -197,8 +195,16 @@ func listTokens(ctx context.Context, out io.Writer, s *apitoken.Store) error {
 	return w.Flush()
 }
 
-func revokeToken(ctx context.Context, out io.Writer, s *apitoken.Store, id string, audit apitoken.Audit) error {
-	tok, err := s.Revoke(ctx, id, audit)
+func revokeToken(ctx context.Context, out io.Writer, s *apitoken.Store, st *staff.Store, id string) error {
+	tok, err := s.Revoke(ctx, id, st.TokenAudit(staff.CommandLine, staff.ActTokenRevoke))
+	if errors.Is(err, apitoken.ErrNotFound) {
+		// Nothing changed: the refusal is recorded on its own, as the
+		// admin UI records it.
+		if recErr := st.Record(ctx, staff.CommandLine, staff.ActTokenRevoke, id, staff.OutcomeFailed, "no such token"); recErr != nil {
+			return recErr
+		}
+		return err
+	}
 	if err != nil {
 		return err
 	}

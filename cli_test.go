@@ -89,6 +89,15 @@ func TestTokensCommand(t *testing.T) {
 			}
 		}
 
+		// Revoking again changes nothing, and an unknown id nothing either:
+		// both are recorded as failed.
+		if code, _, errOut := cmd(t, db.URL, "tokens", "revoke", p.ID); code != 0 {
+			t.Errorf("revoke again: exit %d, %s", code, errOut)
+		}
+		if code, _, _ := cmd(t, db.URL, "tokens", "revoke", "tok_nope"); code != 1 {
+			t.Errorf("revoke an unknown id: exit %d, want 1", code)
+		}
+
 		// Each change is in the audit log, by the command line, written
 		// in the change's own transaction (apitoken.Audit).
 		var entries []models.StaffAuditEntry
@@ -100,7 +109,8 @@ func TestTokensCommand(t *testing.T) {
 			got = append(got, e.Action+" "+e.Target+" "+e.Outcome)
 		}
 		first, _, _ := store.Authenticate(ctx, secret)
-		want := []string{"token.create " + first.ID + " ok", "token.create " + p.ID + " ok", "token.revoke " + p.ID + " ok"}
+		want := []string{"token.create " + first.ID + " ok", "token.create " + p.ID + " ok", "token.revoke " + p.ID + " ok",
+			"token.revoke " + p.ID + " failed", "token.revoke tok_nope failed"}
 		if strings.Join(got, "\n") != strings.Join(want, "\n") {
 			t.Errorf("the audit log has\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 		}

@@ -129,7 +129,7 @@ func (s *Store) Create(ctx context.Context, name, clientID string, scopes []auth
 		if err := tx.Create(&row).Error; err != nil {
 			return fmt.Errorf("create token: %w", err)
 		}
-		return audit.write(tx, tokenOf(row))
+		return audit.write(tx, tokenOf(row), false)
 	})
 	if err != nil {
 		return Token{}, "", err
@@ -139,15 +139,17 @@ func (s *Store) Create(ctx context.Context, name, clientID string, scopes []auth
 
 // Audit writes the audit log's entry for a token created or revoked, in the
 // change's own transaction: the token and its entry commit together, or
-// neither does (package staff makes them: staff.Store.TokenAudit). A nil
-// Audit records nothing.
-type Audit func(tx *gorm.DB, t Token) error
+// neither does (package staff makes them: staff.Store.TokenAudit). It must
+// write through tx alone: on SQLite the server has one connection, which
+// tx holds. unchanged is true for a revocation of a token that was revoked
+// already, which changes nothing. A nil Audit records nothing.
+type Audit func(tx *gorm.DB, t Token, unchanged bool) error
 
-func (a Audit) write(tx *gorm.DB, t Token) error {
+func (a Audit) write(tx *gorm.DB, t Token, unchanged bool) error {
 	if a == nil {
 		return nil
 	}
-	return a(tx, t)
+	return a(tx, t, unchanged)
 }
 
 // checkText refuses names and client ids that would not show plainly in
@@ -184,14 +186,15 @@ func (s *Store) List(ctx context.Context) ([]Token, error) {
 // Revoke ends the token id at once in the database, and on running servers
 // within their CacheTTL. Revoking a revoked token changes nothing; the
 // token is returned as it is now. audit writes the revocation's audit
-// entry in the same transaction; an id that names no token writes none.
+// entry in the same transaction (told when nothing changed); an id that
+// names no token writes none.
 func (s *Store) Revoke(ctx context.Context, id string, audit Audit) (Token, error) {
 	now := s.now()
 	var row models.APIToken
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if err := tx.Model(&models.APIToken{}).
-			Where("id = ? AND revoked_at IS NULL", id).Update("revoked_at", now).Error; err != nil {
-			return fmt.Errorf("revoke token: %w", err)
+		res := tx.Model(&models.APIToken{}).Where("id = ? AND revoked_at IS NULL", id).Update("revoked_at", now)
+		if res.Error != nil {
+			return fmt.Errorf("revoke token: %w", res.Error)
 		}
 		err := tx.Where("id = ?", id).Take(&row).Error
 		if errors.Is(err, gorm.ErrRecordNotFound) {
@@ -200,7 +203,7 @@ func (s *Store) Revoke(ctx context.Context, id string, audit Audit) (Token, erro
 		if err != nil {
 			return fmt.Errorf("revoke token: %w", err)
 		}
-		return audit.write(tx, tokenOf(row))
+		return audit.write(tx, tokenOf(row), res.RowsAffected == 0)
 	})
 	if err != nil {
 		return Token{}, err

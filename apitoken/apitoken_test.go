@@ -119,17 +119,21 @@ func TestRevoke(t *testing.T) {
 func TestAuditInTheSameTransaction(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
-		ctx := context.Background()
+		// An audit that wrote past tx would wait forever for SQLite's one
+		// connection: fail in seconds instead.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
 		s := NewStore(db.Gorm, Options{CacheTTL: -1})
-		failing := func(*gorm.DB, Token) error { return errAuditDown }
+		failing := func(*gorm.DB, Token, bool) error { return errAuditDown }
 		var seen []Token
-		recording := func(tx *gorm.DB, tok Token) error {
+		var unchanged []bool
+		recording := func(tx *gorm.DB, tok Token, same bool) error {
 			var n int64
 			if err := tx.Model(&models.APIToken{}).Where("id = ? AND (revoked_at IS NULL) = ?", tok.ID, tok.RevokedAt == nil).
 				Count(&n).Error; err != nil || n != 1 {
 				t.Errorf("the audit does not see the change to %s in its transaction: %d rows, %v", tok.ID, n, err)
 			}
-			seen = append(seen, tok)
+			seen, unchanged = append(seen, tok), append(unchanged, same)
 			return nil
 		}
 
@@ -153,11 +157,16 @@ func TestAuditInTheSameTransaction(t *testing.T) {
 		if _, err := s.Revoke(ctx, tok.ID, recording); err != nil {
 			t.Fatal(err)
 		}
+		if _, err := s.Revoke(ctx, tok.ID, recording); err != nil {
+			t.Fatal(err)
+		}
 		if _, err := s.Revoke(ctx, "tok_nope", recording); !errors.Is(err, ErrNotFound) {
 			t.Fatalf("revoking an unknown id: %v", err)
 		}
-		if len(seen) != 2 || seen[0].ID != tok.ID || seen[0].RevokedAt != nil || seen[1].RevokedAt == nil {
-			t.Errorf("audited %+v; want the creation, then the revocation, of %s, and nothing for an unknown id", seen, tok.ID)
+		if len(seen) != 3 || seen[0].ID != tok.ID || seen[0].RevokedAt != nil || seen[1].RevokedAt == nil ||
+			!slices.Equal(unchanged, []bool{false, false, true}) {
+			t.Errorf("audited %+v (unchanged %v); want the creation, the revocation, then a revocation that changed "+
+				"nothing, of %s, and nothing for an unknown id", seen, unchanged, tok.ID)
 		}
 	})
 }

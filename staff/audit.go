@@ -113,17 +113,21 @@ func (s *Store) Record(ctx context.Context, who Actor, action Action, target, ou
 
 // TokenAudit is the audit entry of an API token created or revoked by who
 // (action ActTokenCreate or ActTokenRevoke), written by package apitoken in
-// the transaction that makes the change.
+// the transaction that makes the change. Revoking a token revoked already
+// is recorded as failed: it changed nothing.
 func (s *Store) TokenAudit(who Actor, action Action) apitoken.Audit {
-	return func(tx *gorm.DB, t apitoken.Token) error {
-		detail := ""
-		if action == ActTokenCreate {
+	return func(tx *gorm.DB, t apitoken.Token, unchanged bool) error {
+		outcome, detail := OutcomeOK, ""
+		switch {
+		case unchanged:
+			outcome, detail = OutcomeFailed, "already revoked"
+		case action == ActTokenCreate:
 			detail = "scopes " + auth.JoinScopes(t.Scopes)
 			if t.ClientID != "" {
 				detail += ", client " + t.ClientID
 			}
 		}
-		return appendEntry(tx, s.now(), who, action, t.ID, OutcomeOK, detail)
+		return appendEntry(tx, s.now(), who, action, t.ID, outcome, detail)
 	}
 }
 
