@@ -48,9 +48,15 @@ func (c compareRun) cost() float64 {
 	return float64(c.r.cpu.server+c.r.cpu.postgres) / float64(c.r.cpu.bench)
 }
 
-// compare alternates the servers of binary (this build, or -after's) and
-// against for rounds rounds, and returns the report.
-func compare(serverURL, binary, against string, rounds int) string {
+// compare alternates the servers of binary (this build, or -after's, named
+// afterName in the report) and against for rounds rounds, and returns the
+// report. An odd number of rounds is raised by one: roundOrder puts each
+// build first in every other round.
+func compare(serverURL, binary, afterName, against string, rounds int) string {
+	if rounds%2 == 1 {
+		rounds++
+		log.Printf("running %d rounds, so that each build runs first as often", rounds)
+	}
 	path := map[string]string{"before": against, "after": binary}
 	var runs []compareRun
 	for round := 1; round <= rounds; round++ {
@@ -67,7 +73,7 @@ func compare(serverURL, binary, against string, rounds int) string {
 			drop()
 		}
 	}
-	return compareReport(runs, against, binary)
+	return compareReport(runs, "`"+filepath.Base(against)+"`", afterName)
 }
 
 // roundOrder is which build runs first in a round: before in odd rounds,
@@ -79,16 +85,14 @@ func roundOrder(round int) []string {
 	return []string{"before", "after"}
 }
 
-func compareReport(runs []compareRun, against, after string) string {
+// compareReport is the report of runs; beforeName and afterName say what
+// the two builds were.
+func compareReport(runs []compareRun, beforeName, afterName string) string {
 	var b strings.Builder
-	afterName := "this checkout (" + commit() + ")"
-	if *afterBinary != "" {
-		afterName = "`" + filepath.Base(after) + "`"
-	}
-	fmt.Fprintf(&b, "Before: `%s`; after: %s. Each build on an empty schema it migrated itself, "+
+	fmt.Fprintf(&b, "Before: %s; after: %s. Each build on an empty schema it migrated itself, "+
 		"alternated round by round, the first of each round in turn; %d clients, %s per mode after %s of warm-up. "+
 		"CPU in µs per request; cost = (server + PostgreSQL) ÷ load generator.\n\n",
-		filepath.Base(against), afterName, *clients, *measure, *warmup)
+		beforeName, afterName, *clients, *measure, *warmup)
 	b.WriteString("| round | build | mode | requests/s | p99 ms | server | PostgreSQL | load generator | cost |\n" +
 		"|---|---|---|---|---|---|---|---|---|\n")
 	for _, c := range runs {

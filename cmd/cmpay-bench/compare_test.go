@@ -41,7 +41,7 @@ func TestCompareReport(t *testing.T) {
 			run(round+1, "before", load.Replay, before, 300*ms, 100*ms, 100*ms),
 			run(round+1, "after", load.Replay, before/2, 300*ms, 100*ms, 50*ms))
 	}
-	report := compareReport(runs, "/tmp/x/cmpay-82f9e9d", "/tmp/x/cmpay")
+	report := compareReport(runs, "`cmpay-82f9e9d`", "this checkout")
 	for _, want := range []string{
 		"| new | 5000 | 4500 | 0.90 | 0.90 | 6.00 | 6.60 | 1.10 | 1.10 |",
 		"| replay | 5000 | 2500 | 0.50 | 0.50 | 4.00 | 8.00 | 2.00 | 2.00 |",
@@ -58,18 +58,26 @@ func TestCompareReport(t *testing.T) {
 // is its own column, apart from the ratio of the medians. Here the machine
 // sped up in round 3, for the after build's run only.
 func TestCompareReportPairsRounds(t *testing.T) {
-	run := func(round int, build string, requests int) compareRun {
+	// server is the server's CPU in the round; the load generator's is a
+	// second, so that it is the cost.
+	run := func(round int, build string, requests int, server time.Duration) compareRun {
 		r := modeResult{Result: load.Result{Mode: load.New, Requests: requests, Elapsed: time.Second}}
-		r.cpu = cpuUse{elapsed: time.Second, server: time.Second, bench: time.Second}
+		r.cpu = cpuUse{elapsed: time.Second, server: server, bench: time.Second}
 		return compareRun{round: round, build: build, mode: load.New, r: r}
 	}
+	s := time.Second
 	runs := []compareRun{
-		run(1, "before", 4000), run(1, "after", 3600), // 0.9
-		run(2, "after", 4000), run(2, "before", 5000), // 0.8
-		run(3, "before", 6000), run(3, "after", 7800), // 1.3
+		run(1, "before", 4000, 4*s), run(1, "after", 3600, 7*s), // rate 0.9, cost 1.75
+		run(2, "after", 4000, 5*s), run(2, "before", 5000, 5*s), // rate 0.8, cost 1.0
+		run(3, "before", 6000, 6*s), run(3, "after", 7800, 6600*time.Millisecond), // rate 1.3, cost 1.1
 	}
-	report := compareReport(runs, "/tmp/x/cmpay-82f9e9d", "/tmp/x/cmpay")
-	if want := "| new | 5000 | 4000 | 0.80 | 0.90 |"; !strings.Contains(report, want) {
+	report := compareReport(runs, "`cmpay-82f9e9d`", "`cmpay-7e8705c`")
+	// Medians: rates 5000 and 4000 (0.80), per round 0.90; costs 5 and 6.6
+	// (1.32), per round 1.10.
+	if want := "| new | 5000 | 4000 | 0.80 | 0.90 | 5.00 | 6.60 | 1.32 | 1.10 |"; !strings.Contains(report, want) {
+		t.Errorf("the report lacks %q:\n%s", want, report)
+	}
+	if want := "Before: `cmpay-82f9e9d`; after: `cmpay-7e8705c`."; !strings.Contains(report, want) {
 		t.Errorf("the report lacks %q:\n%s", want, report)
 	}
 }

@@ -69,13 +69,16 @@ func main() {
 	work, err := os.MkdirTemp("", "cmpay-bench-")
 	check(err)
 	defer os.RemoveAll(work)
-	binary := filepath.Join(work, "cmpay")
-	run("go", "build", "-o", binary, ".")
+	if *afterBinary != "" && *against == "" {
+		log.Fatal("-after measures a build against -against's: give both")
+	}
+	binary, afterName := *afterBinary, "`"+filepath.Base(*afterBinary)+"`"
+	if binary == "" {
+		binary, afterName = filepath.Join(work, "cmpay"), "this checkout ("+commit()+")"
+		run("go", "build", "-o", binary, ".")
+	}
 	if *against != "" {
-		if *afterBinary != "" {
-			binary = *afterBinary
-		}
-		fmt.Print(compare(serverURL, binary, *against, *rounds))
+		fmt.Print(compare(serverURL, binary, afterName, *against, *rounds))
 		return
 	}
 	if *soakFor > 0 {
