@@ -586,9 +586,19 @@ func TestAdminTokensPage(t *testing.T) {
 		if res, _ := b.raw(t, "POST", "/api/payments", as, `{"clientId":"shop-7","amount":"1","currency":"BRL","method":"PIX"}`); res.StatusCode != 401 {
 			t.Errorf("a revoked token: %d, want 401", res.StatusCode)
 		}
+		// Revoking it again, and an id that names no token, change nothing:
+		// both are audited as failed.
+		if res, _ := admin.post(t, action, nil); res.StatusCode != http.StatusOK && res.StatusCode != http.StatusSeeOther {
+			t.Fatalf("revoke again: %d", res.StatusCode)
+		}
+		if res, _ := admin.post(t, "/admin/tokens/tok_nope/revoke", nil); res.StatusCode != http.StatusNotFound {
+			t.Errorf("revoke an unknown id: %d, want 404", res.StatusCode)
+		}
 		lines := strings.Join(b.auditLines(t, ""), "\n")
-		if !strings.Contains(lines, "token.create|admin") || !strings.Contains(lines, "token.revoke|admin") {
-			t.Errorf("the audit log lacks the token's creation and revocation:\n%s", lines)
+		for _, want := range []string{"token.create|admin", "token.revoke|admin", "|ok|", "|failed|already revoked", "tok_nope|failed|no such token"} {
+			if !strings.Contains(lines, want) {
+				t.Errorf("the audit log lacks %q:\n%s", want, lines)
+			}
 		}
 	})
 }

@@ -98,7 +98,7 @@ func (a *admin) tokenRevoke(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case errors.Is(err, apitoken.ErrNotFound):
 		// Nothing changed: the refusal is recorded on its own.
-		if err := a.staff.Record(r.Context(), who, staff.ActTokenRevoke, id, staff.OutcomeFailed, ""); err != nil {
+		if err := a.staff.Record(r.Context(), who, staff.ActTokenRevoke, id, staff.OutcomeFailed, "no such token"); err != nil {
 			serverError(w, r, err)
 			return
 		}
