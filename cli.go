@@ -143,7 +143,7 @@ func tokensCommand(ctx context.Context, env cmdEnv, args []string) error {
 			return err
 		}
 		run = func(s *apitoken.Store, st *staff.Store) error {
-			return createToken(ctx, env.stdout, s, *name, *client, scopes, st.TokenAudit(staff.CommandLine, staff.ActTokenCreate))
+			return createToken(ctx, env.stdout, s, st, *name, *client, scopes)
 		}
 	case "list":
 		if len(args) != 1 {
@@ -166,8 +166,8 @@ func tokensCommand(ctx context.Context, env cmdEnv, args []string) error {
 	return run(apitoken.NewStore(db, apitoken.Options{}), staff.New(db, staff.Config{}))
 }
 
-func createToken(ctx context.Context, out io.Writer, s *apitoken.Store, name, client string, scopes []auth.Scope, audit apitoken.Audit) error {
-	tok, secret, err := s.Create(ctx, name, client, scopes, audit)
+func createToken(ctx context.Context, out io.Writer, s *apitoken.Store, st *staff.Store, name, client string, scopes []auth.Scope) error {
+	tok, secret, err := s.Create(ctx, name, client, scopes, st.TokenAudit(staff.CommandLine, staff.ActTokenCreate))
 	if err != nil {
 		return err
 	}

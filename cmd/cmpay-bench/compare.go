@@ -73,8 +73,11 @@ func compare(serverURL, binary, afterName, against string, rounds int) string {
 			drop()
 		}
 	}
-	return compareReport(runs, "`"+filepath.Base(against)+"`", afterName)
+	return compareReport(runs, binaryName(against), afterName)
 }
+
+// binaryName is how the report names a server binary given by its path.
+func binaryName(path string) string { return "`" + filepath.Base(path) + "`" }
 
 // roundOrder is which build runs first in a round: before in odd rounds,
 // after in even ones.

@@ -47,7 +47,7 @@ var (
 	write   = flag.String("write", "", "a Markdown file whose section between the bench markers is replaced by the results")
 	against = flag.String("against", "", "instead of the benchmark, alternate this build's server with this other server binary "+
 		"under the createPayment modes (scripts/bench-against.sh)")
-	rounds = flag.Int("rounds", 5, "with -against: how many times each build runs each mode")
+	rounds = flag.Int("rounds", 6, "with -against: how many times each build runs each mode (even: an odd number is raised by one)")
 	// afterBinary measures two other builds against each other, e.g. a
 	// change as it was merged against the commit before it.
 	afterBinary = flag.String("after", "", "with -against: this server binary instead of this checkout's build")
@@ -72,7 +72,7 @@ func main() {
 	if *afterBinary != "" && *against == "" {
 		log.Fatal("-after measures a build against -against's: give both")
 	}
-	binary, afterName := *afterBinary, "`"+filepath.Base(*afterBinary)+"`"
+	binary, afterName := *afterBinary, binaryName(*afterBinary)
 	if binary == "" {
 		binary, afterName = filepath.Join(work, "cmpay"), "this checkout ("+commit()+")"
 		run("go", "build", "-o", binary, ".")
