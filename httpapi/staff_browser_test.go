@@ -35,10 +35,13 @@ func TestStaffInBrowser(t *testing.T) {
 	// A refund takes a moment to answer, as it may on a busy day: long
 	// enough for a double click to send its second submission before the
 	// first one's page arrives.
-	var refundPosts atomic.Int32
+	// refundsDone counts the refund submissions the server has finished:
+	// one whose page the browser dropped is still answered.
+	var refundPosts, refundsDone atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == "POST" && strings.HasSuffix(r.URL.Path, "/refund") {
 			refundPosts.Add(1)
+			defer refundsDone.Add(1)
 			time.Sleep(300 * time.Millisecond)
 		}
 		b.handler.ServeHTTP(w, r)
@@ -161,7 +164,7 @@ func TestStaffInBrowser(t *testing.T) {
 	run("open the second payment", chromedp.Navigate(base+"/admin/payments/"+second.ID),
 		chromedp.WaitVisible(chromedp.CSS(`form.refund`)),
 		chromedp.SendKeys(chromedp.CSS(`#refund-amount`), "20"))
-	before := refundPosts.Load()
+	before, doneBefore := refundPosts.Load(), refundsDone.Load()
 	x := evalString(t, ctx, `(() => { const r = document.querySelector("form.refund button").getBoundingClientRect(); return (r.x + r.width/2) + "," + (r.y + r.height/2) })()`)
 	var cx, cy float64
 	fmt.Sscanf(x, "%f,%f", &cx, &cy)
@@ -190,6 +193,13 @@ func TestStaffInBrowser(t *testing.T) {
 	}
 	if n := refundPosts.Load() - before; n < 2 {
 		t.Fatalf("the double click sent %d refund request(s), want 2: the test proves nothing", n)
+	}
+	// The page shown may be the first-answered submission's; the reload
+	// must come after both are answered, or it may miss the replay.
+	for deadline := time.Now().Add(15 * time.Second); refundsDone.Load()-doneBefore < 2; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the double click's submissions were not both answered")
+		}
 	}
 	if p := b.payment(t, second.ID); p.Refunded.Minor != 2000 {
 		t.Fatalf("after a double click: %s refunded, want 20.00", p.Refunded)
