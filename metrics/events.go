@@ -52,12 +52,13 @@ var eventTypes = map[payments.Operation]payments.EventType{
 	payments.OpCancel: payments.EventCanceled, payments.OpRefund: payments.EventRefunded,
 }
 
-// countEvent counts the event a settled request wrote, if it wrote one:
-// a create or change that applied writes exactly one.
-func (m *eventMetrics) countEvent(op payments.Operation, outcome payments.Outcome) {
-	if outcome == payments.OutcomeCreated || outcome == payments.OutcomeApplied {
-		m.written.WithLabelValues(string(eventTypes[op])).Inc()
+// eventCounter is the counter of the event a settled request wrote, nil if
+// it wrote none: a create or change that applied writes exactly one.
+func (m *eventMetrics) eventCounter(op payments.Operation, outcome payments.Outcome) prometheus.Counter {
+	if outcome != payments.OutcomeCreated && outcome != payments.OutcomeApplied {
+		return nil
 	}
+	return m.written.WithLabelValues(string(eventTypes[op]))
 }
 
 // WebhookHooks are the webhooks dispatcher's hooks into these metrics.
