@@ -26,6 +26,16 @@ var fragments = map[string]func(alias string) string{
 	"payment_columns": func(a string) string { return qualify(a, paymentColumns) },
 	"refund_columns":  func(a string) string { return qualify(a, refundColumns) },
 	"held_columns":    func(a string) string { return qualify(a, strings.Join(heldColumns, ", ")) },
+	// rejected_held:h is h's held columns where h.same is false, NULL where
+	// it is true: an answered replay needs nothing of its key (only a
+	// rejection's differingFields do), and most settled rows are replays.
+	"rejected_held": func(a string) string {
+		cols := make([]string, len(heldColumns))
+		for i, c := range heldColumns {
+			cols[i] = "CASE WHEN NOT " + a + ".same THEN " + a + "." + c + " END"
+		}
+		return strings.Join(cols, ", ")
+	},
 	// held_of:k reads a key row k as the held columns.
 	"held_of": func(k string) string {
 		return qualify(k, "id AS key_id, operation AS held_operation, params AS held_params, "+

@@ -212,10 +212,10 @@ func (r *resultRow) answer() (answer, error) {
 			Amount: Money{Minor: r.refundAmount.Int64, Currency: a.payment.Amount.Currency},
 			Reason: textPtr(r.refundReason), IdempotencyKey: r.refundKey.String, CreatedAt: r.refundCreatedAt.Time.UTC()}
 	}
-	// A replay needs nothing of its key: only a rejection (whose
-	// differingFields come from the key's params) and a held key (which the
-	// engine judges) do. Most rows with a key are replays: skip decoding.
-	if r.keyID.Valid && a.outcome != OutcomeReplayed {
+	// A replay needs nothing of its key, and the statements send none
+	// ({{rejected_held}}): only a rejection (whose differingFields come
+	// from the key's params) and a held key (which the engine judges) do.
+	if r.keyID.Valid {
 		params, err := decodeParams(textPtr(r.heldParams))
 		if err != nil {
 			return answer{}, err

@@ -26,7 +26,7 @@
 -- in minor units, $14 per request: element (n-1)*$14 + d + 1 is the amount
 -- for a currency of d digits, NULL when it is no whole number of its minor
 -- units. Then $15 the fingerprint version, $16 now, $17 expired-before.
--- Result rows: see answerColumns in store_postgres.go.
+-- Result rows: see resultRow in store_postgres.go.
 WITH input AS (
 	SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bytea[], $5::text[], $6::bool[], $7::text[],
 	                     $8::text[], $9::text[], $10::text[], $11::text[], $12::text[])
@@ -132,7 +132,7 @@ decided_attempt AS (
 SELECT s.n, 'APPLIED', {{payment_columns:a}}, {{refund_columns:r}}, {{no_held}}
 FROM applied a JOIN snap s ON s.payment_id = a.id LEFT JOIN refund r ON r.payment_id = a.id
 UNION ALL
-SELECT h.n, CASE WHEN h.same THEN 'REPLAYED' ELSE 'REJECTED' END, {{payment_columns:c}}, {{refund_columns:r}}, {{held_columns:h}}
+SELECT h.n, CASE WHEN h.same THEN 'REPLAYED' ELSE 'REJECTED' END, {{payment_columns:c}}, {{refund_columns:r}}, {{rejected_held:h}}
 FROM held h JOIN counted c ON c.id = h.held_payment_id LEFT JOIN refunds r ON r.id = h.held_refund_id AND h.same
 WHERE h.decided AND NOT h.busy
 UNION ALL

@@ -20,7 +20,7 @@
 -- in minor units, $7 currencies, $8 methods, $9 capture (false: authorize
 -- only), $10 transports, $11 actors, $12 actor addresses. Then $13 the
 -- fingerprint version, $14 now, $15 expired-before (now less the TTL).
--- Result rows: see answerColumns in store_postgres.go.
+-- Result rows: see resultRow in store_postgres.go.
 WITH input AS (
 	SELECT * FROM unnest($1::text[], $2::text[], $3::bytea[], $4::text[], $5::text[], $6::bigint[], $7::text[],
 	                     $8::text[], $9::bool[], $10::text[], $11::text[], $12::text[])
@@ -104,7 +104,7 @@ decided_attempt AS (
 SELECT i.n, 'CREATED', {{payment_columns:c}}, {{no_refund}}, {{no_held}}
 FROM created c JOIN input i ON i.payment_id = c.id
 UNION ALL
-SELECT h.n, CASE WHEN h.same THEN 'REPLAYED' ELSE 'REJECTED' END, {{payment_columns:c}}, {{no_refund}}, {{held_columns:h}}
+SELECT h.n, CASE WHEN h.same THEN 'REPLAYED' ELSE 'REJECTED' END, {{payment_columns:c}}, {{no_refund}}, {{rejected_held:h}}
 FROM held h JOIN counted c ON c.id = h.held_payment_id
 WHERE h.decided
 UNION ALL
