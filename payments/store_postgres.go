@@ -85,9 +85,13 @@ func (st *postgresStore) changeBatch(ctx context.Context, jobs []*job) error {
 func (st *postgresStore) run(ctx context.Context, jobs []*job, query string, args ...any) error {
 	answers := make([]answer, len(jobs))
 	answered := make([]bool, len(jobs))
+	// One row value and its scan targets serve every row: a scan sets every
+	// field (NULL included) and copies what it keeps (strings, bytes), so
+	// nothing of one row's answer is overwritten by the next.
+	var r resultRow
+	targets := r.targets()
 	err := st.queryRows(ctx, func(rows pgx.Rows) error {
-		var r resultRow
-		if err := rows.Scan(r.targets()...); err != nil {
+		if err := rows.Scan(targets...); err != nil {
 			return err
 		}
 		i := int(r.n) - 1
