@@ -460,3 +460,51 @@ func TestDebugEndpointsAreNotPublic(t *testing.T) {
 		}
 	}
 }
+
+// TestAccessLine: each request gets one access line with what an operator
+// needs to find it, timed when the request ended, and no source location.
+func TestAccessLine(t *testing.T) {
+	t.Parallel()
+	var logs syncBuffer
+	b := setup(t, dbtest.SQLite(t), func(d *httpapi.Deps) {
+		d.Logger = slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{AddSource: true}))
+	})
+	before := time.Now()
+	res, raw := b.raw(t, "POST", "/graphql", http.Header{"Authorization": {"Bearer " + token}, "Content-Type": {"application/json"}},
+		`{"query":"{ payments { edges { cursor } } }"}`)
+	after := time.Now()
+	var line map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		if strings.Contains(l, `"msg":"request"`) {
+			if line != nil {
+				t.Fatalf("two access lines for one request:\n%s", logs.String())
+			}
+			if err := json.Unmarshal([]byte(l), &line); err != nil {
+				t.Fatalf("access line %q: %v", l, err)
+			}
+		}
+	}
+	if line == nil {
+		t.Fatalf("no access line:\n%s", logs.String())
+	}
+	want := map[string]any{"level": "INFO", "request_id": res.Header.Get("X-Request-Id"), "method": "POST", "path": "/graphql",
+		"status": float64(200), "bytes": float64(len(raw))}
+	for k, v := range want {
+		if line[k] != v {
+			t.Errorf("access line %s = %v, want %v", k, line[k], v)
+		}
+	}
+	if line["client"] == "" || line["client"] == nil {
+		t.Errorf("access line without the client: %v", line)
+	}
+	if d, ok := line["duration_ms"].(float64); !ok || d < 0 || d > float64(after.Sub(before).Milliseconds()+1) {
+		t.Errorf("access line duration_ms = %v", line["duration_ms"])
+	}
+	at, err := time.Parse(time.RFC3339Nano, fmt.Sprint(line["time"]))
+	if err != nil || at.Before(before) || at.After(after) {
+		t.Errorf("access line time %v (%v), want within the request [%v, %v]", line["time"], err, before, after)
+	}
+	if _, ok := line["source"]; ok {
+		t.Errorf("access line with a source: %v", line)
+	}
+}
