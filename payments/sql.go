@@ -26,13 +26,16 @@ var fragments = map[string]func(alias string) string{
 	"payment_columns": func(a string) string { return qualify(a, paymentColumns) },
 	"refund_columns":  func(a string) string { return qualify(a, refundColumns) },
 	"held_columns":    func(a string) string { return qualify(a, strings.Join(heldColumns, ", ")) },
-	// rejected_held:h is h's held columns where h.same is false, NULL where
-	// it is true: an answered replay needs nothing of its key (only a
-	// rejection's differingFields do), and most settled rows are replays.
+	// rejected_held:h is h's held columns for a rejection, NULL for a
+	// replay: an answered replay needs nothing of its key (a rejection's
+	// error does: its operation, payment and params), and most settled
+	// rows are replays. The condition is the outcome's own ("CASE WHEN
+	// h.same THEN 'REPLAYED' ELSE 'REJECTED'"), so that a row said to be
+	// a rejection always carries its key.
 	"rejected_held": func(a string) string {
 		cols := make([]string, len(heldColumns))
 		for i, c := range heldColumns {
-			cols[i] = "CASE WHEN NOT " + a + ".same THEN " + a + "." + c + " END"
+			cols[i] = "CASE WHEN " + a + ".same THEN NULL ELSE " + a + "." + c + " END"
 		}
 		return strings.Join(cols, ", ")
 	},

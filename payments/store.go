@@ -88,8 +88,8 @@ type answer struct {
 	// refund is an applied or replayed refund's refund.
 	refund *Refund
 	// held is the key a rejected request found, or the held key the engine
-	// must judge. A replay's may be nil (PostgreSQL does not decode it):
-	// nothing reads it.
+	// must judge. A replay's may be nil (PostgreSQL's statements do not
+	// send it): nothing reads it.
 	held *heldKey
 	// refused is a refused request's refusal.
 	refused error

@@ -217,8 +217,12 @@ func (r *resultRow) answer() (answer, error) {
 			Reason: textPtr(r.refundReason), IdempotencyKey: r.refundKey.String, CreatedAt: r.refundCreatedAt.Time.UTC()}
 	}
 	// A replay needs nothing of its key, and the statements send none
-	// ({{rejected_held}}): only a rejection (whose differingFields come
-	// from the key's params) and a held key (which the engine judges) do.
+	// ({{rejected_held}}): only a rejection (whose error names the key's
+	// operation, payment and differing fields) and a held key (which the
+	// engine judges) do, and for them it must be there.
+	if !r.keyID.Valid && (a.outcome == OutcomeRejected || r.outcome == rowHeld) {
+		return answer{}, fmt.Errorf("row %d (%s) names no key", r.n, r.outcome)
+	}
 	if r.keyID.Valid {
 		params, err := decodeParams(textPtr(r.heldParams))
 		if err != nil {
