@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -34,12 +35,38 @@ func newEvents(db *gorm.DB, cfg config.Config, m *metrics.Metrics, log *slog.Log
 		AllowPrivate: cfg.WebhookAllowPrivate,
 		Logger:       log,
 		Hooks:        m.WebhookHooks(),
+		// Checked by config.Load: either empty or webhooks.KeySize bytes.
+		SecretKey:         cfg.WebhookSecretKey,
+		PreviousSecretKey: cfg.WebhookSecretKeyPrevious,
 	})
 	if err != nil {
 		return nil, nil, err
 	}
 	m.WatchBacklog(wh.Backlog)
+	if err := sealWebhookSecrets(wh, log); err != nil {
+		return nil, nil, err
+	}
 	return ev, wh, nil
+}
+
+// sealWebhookSecrets seals the signing secrets stored before
+// WEBHOOK_SECRET_KEY was set, or under the previous key. Secrets no key
+// opens do not stop the server: the API does not need them, and their
+// deliveries fail, and are retried, until the right key is given; the log
+// says so now rather than at the first delivery.
+func sealWebhookSecrets(wh *webhooks.Service, log *slog.Logger) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	n, err := wh.SealSecrets(ctx)
+	if n > 0 {
+		log.Info("webhook signing secrets sealed under WEBHOOK_SECRET_KEY", "endpoints", n)
+	}
+	if errors.Is(err, webhooks.ErrSecretKey) {
+		log.Error("webhook signing secrets that no key opens: their deliveries fail until the key they were sealed with "+
+			"is given (as WEBHOOK_SECRET_KEY, or as WEBHOOK_SECRET_KEY_PREVIOUS beside a new key)", "error", err)
+		return nil
+	}
+	return err
 }
 
 // runEvents runs the events service and the webhook dispatcher. Both stop

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -284,4 +285,64 @@ func TestWebhooksSurviveAKilledInstance(t *testing.T) {
 	}
 	t.Logf("%d events received after the kill at +%s (%d deliveries were cut off by it), %d calls in all",
 		n, time.Since(killedAt).Round(time.Second), orphaned, rcv.calls.Load())
+}
+
+// TestWebhookSecretSealedAtStart: a server started with WEBHOOK_SECRET_KEY
+// seals the signing secrets stored before it, and signs deliveries with
+// the secret each endpoint was given; the database then holds it nowhere.
+func TestWebhookSecretSealedAtStart(t *testing.T) {
+	t.Parallel()
+	db := dbtest.SQLite(t)
+	env := []string{"WEBHOOK_ALLOW_PRIVATE=true", "WEBHOOK_RETRY_MIN=200ms"}
+	stored := func() string {
+		t.Helper()
+		var secret string
+		if err := db.Gorm.Table("webhook_endpoints").Select("secret").Row().Scan(&secret); err != nil {
+			t.Fatal(err)
+		}
+		return secret
+	}
+
+	before := startServer(t, db.URL, env...)
+	rcv := &holdingReceiver{received: map[string]int{}}
+	hook := httptest.NewServer(rcv)
+	defer hook.Close()
+	var created struct {
+		CreateWebhookEndpoint struct{ Secret string }
+	}
+	if err := gqlData(before.url, `mutation($u: String!) { createWebhookEndpoint(url: $u) { secret } }`, map[string]any{"u": hook.URL}, &created); err != nil {
+		t.Fatal(err)
+	}
+	secret := created.CreateWebhookEndpoint.Secret
+	rcv.secret.Store(&secret)
+	if stored() != secret {
+		t.Fatalf("without a key the secret is stored as %q, want it as given", stored())
+	}
+	if err := before.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-before.exited:
+		before.exited <- err // for the cleanup
+	case <-time.After(20 * time.Second):
+		t.Fatal("the first server still runs 20s after SIGTERM")
+	}
+
+	after := startServer(t, db.URL, append(env, "WEBHOOK_SECRET_KEY="+strings.Repeat("5a", 32))...)
+	if got := stored(); !strings.HasPrefix(got, "e1:") || strings.Contains(got, secret) {
+		t.Fatalf("after a start with a key the secret is stored as %q", got)
+	}
+	if _, err := createPayment(after.url, "shop-1", "sealed-1"); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for rcv.distinct() < 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no delivery in 20s (%d calls, %d with a bad signature)", rcv.calls.Load(), rcv.badSignatures.Load())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if bad := rcv.badSignatures.Load(); bad > 0 {
+		t.Errorf("%d deliveries with a bad signature", bad)
+	}
 }

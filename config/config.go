@@ -4,6 +4,7 @@ package config
 import (
 	"crypto/rand"
 	"encoding/base64"
+	"encoding/hex"
 	"fmt"
 	"net/netip"
 	"strconv"
@@ -78,6 +79,11 @@ type Config struct {
 	// WebhookAllowPrivate lets webhook URLs reach loopback, private and
 	// link-local addresses (WEBHOOK_ALLOW_PRIVATE): development only.
 	WebhookAllowPrivate bool
+	// WebhookSecretKey, if set, seals webhook signing secrets at rest
+	// (WEBHOOK_SECRET_KEY: 32 bytes, as 64 hex digits or base64);
+	// WebhookSecretKeyPrevious opens secrets sealed under the key before
+	// it, while a key is rotated (WEBHOOK_SECRET_KEY_PREVIOUS).
+	WebhookSecretKey, WebhookSecretKeyPrevious []byte
 }
 
 // FromEnv reads the configuration through getenv (os.Getenv in main, a map
@@ -146,6 +152,24 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		}
 		c.WebhookAllowPrivate = on
 	}
+	secretKey := func(name string, into *[]byte) {
+		v := strings.TrimSpace(getenv(name))
+		if v == "" {
+			return
+		}
+		key, ok := decodeKey(v)
+		if !ok {
+			problems = append(problems, fmt.Sprintf("%s: want %d random bytes as %d hex digits or as base64 "+
+				"(openssl rand -base64 %d)", name, webhooks.KeySize, 2*webhooks.KeySize, webhooks.KeySize))
+			return
+		}
+		*into = key
+	}
+	secretKey("WEBHOOK_SECRET_KEY", &c.WebhookSecretKey)
+	secretKey("WEBHOOK_SECRET_KEY_PREVIOUS", &c.WebhookSecretKeyPrevious)
+	if len(c.WebhookSecretKeyPrevious) > 0 && len(c.WebhookSecretKey) == 0 {
+		problems = append(problems, "WEBHOOK_SECRET_KEY_PREVIOUS without WEBHOOK_SECRET_KEY: give the new key beside the old one")
+	}
 	duration("WEBHOOK_RETRY_MIN", &c.WebhookRetryMin)
 	duration("WEBHOOK_MAX_AGE", &c.WebhookMaxAge)
 	c.CORSOrigins = list(getenv("CORS_ORIGINS"))
@@ -169,6 +193,20 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		return Config{}, fmt.Errorf("configuration: %s", strings.Join(problems, "; "))
 	}
 	return c, nil
+}
+
+// decodeKey reads a secret key of webhooks.KeySize bytes written as hex or
+// as base64 (standard or URL-safe, padded or not).
+func decodeKey(v string) ([]byte, bool) {
+	if b, err := hex.DecodeString(v); err == nil && len(b) == webhooks.KeySize {
+		return b, true
+	}
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+		if b, err := enc.DecodeString(v); err == nil && len(b) == webhooks.KeySize {
+			return b, true
+		}
+	}
+	return nil, false
 }
 
 // isPostgres says whether a database URL selects PostgreSQL.

@@ -1,6 +1,9 @@
 package config
 
 import (
+	"bytes"
+	"encoding/base64"
+	"encoding/hex"
 	"slices"
 	"strings"
 	"testing"
@@ -143,5 +146,48 @@ func TestWebhookSettings(t *testing.T) {
 	_, err = FromEnv(env(map[string]string{"WEBHOOK_RETRY_MIN": "soon", "WEBHOOK_ALLOW_PRIVATE": "maybe"}))
 	if err == nil || !strings.Contains(err.Error(), "WEBHOOK_RETRY_MIN") || !strings.Contains(err.Error(), "WEBHOOK_ALLOW_PRIVATE") {
 		t.Errorf("err = %v, want both variables named", err)
+	}
+}
+
+// TestWebhookSecretKeys: the key that seals webhook secrets is 32 bytes,
+// given as hex or base64; anything else, or a previous key alone, is
+// refused with the variable named.
+func TestWebhookSecretKeys(t *testing.T) {
+	t.Parallel()
+	key := bytes.Repeat([]byte{0xab}, 32)
+	for _, tc := range []struct {
+		name, value string
+		want        []byte
+		wantErr     bool
+	}{
+		{"unset", "", nil, false},
+		{"hex", hex.EncodeToString(key), key, false},
+		{"base64", base64.StdEncoding.EncodeToString(key), key, false},
+		{"base64 without padding", base64.RawStdEncoding.EncodeToString(key), key, false},
+		{"URL-safe base64", base64.URLEncoding.EncodeToString(key), key, false},
+		{"too short", hex.EncodeToString(key[:16]), nil, true},
+		{"a password", "correct horse battery staple", nil, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := FromEnv(env(map[string]string{"WEBHOOK_SECRET_KEY": tc.value}))
+			if tc.wantErr {
+				if err == nil || !strings.Contains(err.Error(), "WEBHOOK_SECRET_KEY") {
+					t.Errorf("err = %v, want WEBHOOK_SECRET_KEY named", err)
+				}
+				return
+			}
+			if err != nil || !bytes.Equal(c.WebhookSecretKey, tc.want) {
+				t.Errorf("key %x, %v; want %x", c.WebhookSecretKey, err, tc.want)
+			}
+		})
+	}
+	c, err := FromEnv(env(map[string]string{"WEBHOOK_SECRET_KEY": hex.EncodeToString(key),
+		"WEBHOOK_SECRET_KEY_PREVIOUS": base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{1}, 32))}))
+	if err != nil || !bytes.Equal(c.WebhookSecretKeyPrevious, bytes.Repeat([]byte{1}, 32)) {
+		t.Errorf("previous key %x, %v", c.WebhookSecretKeyPrevious, err)
+	}
+	_, err = FromEnv(env(map[string]string{"WEBHOOK_SECRET_KEY_PREVIOUS": hex.EncodeToString(key)}))
+	if err == nil || !strings.Contains(err.Error(), "WEBHOOK_SECRET_KEY_PREVIOUS without WEBHOOK_SECRET_KEY") {
+		t.Errorf("a previous key alone: err = %v", err)
 	}
 }

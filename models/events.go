@@ -66,8 +66,9 @@ type WebhookEndpoint struct {
 	ID  string `gorm:"primaryKey;size:40"`
 	URL string `gorm:"not null;size:2048"`
 	// Secret signs every delivery (HMAC-SHA256). It is shown once, when the
-	// endpoint is created, and kept here to sign with.
-	Secret string `gorm:"not null;size:100"`
+	// endpoint is created, and kept here to sign with: sealed when the
+	// server has a WEBHOOK_SECRET_KEY (webhooks/secret.go), as given if not.
+	Secret string `gorm:"not null;size:200"`
 	// EventTypes is ",PAYMENT_CREATED,PAYMENT_REFUNDED," or "" for every
 	// type: a form both dialects can match with LIKE.
 	EventTypes string `gorm:"not null;size:200;default:''"`

@@ -247,7 +247,14 @@ func (s *Service) attempt(c claim, body []byte) result {
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "CMPay-Webhooks/1")
 	req.Header.Set(HeaderEventID, strconv.FormatInt(c.EventID, 10))
-	req.Header.Set(HeaderSignature, Sign(c.Secret, time.Now(), body))
+	secret, err := s.secrets.open(c.EndpointID, c.Secret)
+	if err != nil {
+		// Retried as any failed attempt: the operator may yet give the key.
+		r.problem = clip("not sent: " + err.Error())
+		s.log.Error("webhook delivery not signed", "endpoint", c.EndpointID, "delivery", c.ID, "error", err)
+		return r
+	}
+	req.Header.Set(HeaderSignature, Sign(secret, time.Now(), body))
 	start := time.Now()
 	res, err := s.client.Do(req)
 	if err != nil {

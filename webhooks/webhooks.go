@@ -75,6 +75,11 @@ type Config struct {
 	Logger *slog.Logger
 	// Hooks are told what happens (metrics).
 	Hooks Hooks
+	// SecretKey, if set, seals the endpoints' signing secrets at rest
+	// (WEBHOOK_SECRET_KEY, KeySize bytes); PreviousSecretKey only opens
+	// them, while a key is rotated (WEBHOOK_SECRET_KEY_PREVIOUS). See
+	// secret.go.
+	SecretKey, PreviousSecretKey []byte
 }
 
 // Hooks are told of every attempt's outcome. Nil fields are skipped.
@@ -99,6 +104,7 @@ type Service struct {
 	cfg     Config
 	log     *slog.Logger
 	guard   guard
+	secrets secretBox
 	client  *http.Client
 	wake    chan struct{}
 	timer   struct {
@@ -132,8 +138,12 @@ func New(db *gorm.DB, ev *events.Service, cfg Config) (*Service, error) {
 	if cfg.Resolver == nil {
 		cfg.Resolver = net.DefaultResolver
 	}
+	secrets, err := newSecretBox(cfg.SecretKey, cfg.PreviousSecretKey)
+	if err != nil {
+		return nil, err
+	}
 	s := &Service{db: db, sqlDB: sqlDB, dialect: db.Dialector.Name(), events: ev, cfg: cfg, log: cfg.Logger,
-		guard: guard{allowPrivate: cfg.AllowPrivate, resolver: cfg.Resolver}, wake: make(chan struct{}, 1)}
+		guard: guard{allowPrivate: cfg.AllowPrivate, resolver: cfg.Resolver}, secrets: secrets, wake: make(chan struct{}, 1)}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -220,8 +230,8 @@ func (s *Service) CreateEndpoint(ctx context.Context, client, rawURL string, typ
 			stored = "," + strings.Join(list, ",") + ","
 		}
 	}
-	secret := newSecret()
-	row := models.WebhookEndpoint{ID: "we_" + ulid.Make().String(), URL: u.String(), Secret: secret,
+	secret, id := newSecret(), "we_"+ulid.Make().String()
+	row := models.WebhookEndpoint{ID: id, URL: u.String(), Secret: s.secrets.seal(id, secret),
 		EventTypes: stored, ClientID: client, CreatedAt: s.now()}
 	if err := s.db.WithContext(ctx).Create(&row).Error; err != nil {
 		return Endpoint{}, "", fmt.Errorf("create webhook endpoint: %w", err)
