@@ -2,7 +2,7 @@ package main
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -43,30 +43,39 @@ func newEvents(db *gorm.DB, cfg config.Config, m *metrics.Metrics, log *slog.Log
 		return nil, nil, err
 	}
 	m.WatchBacklog(wh.Backlog)
-	if err := sealWebhookSecrets(wh, log); err != nil {
+	if err := sealWebhookSecrets(wh, len(cfg.WebhookSecretKey) > 0, log); err != nil {
 		return nil, nil, err
 	}
 	return ev, wh, nil
 }
 
 // sealWebhookSecrets seals the signing secrets stored before
-// WEBHOOK_SECRET_KEY was set, or under the previous key. Secrets no key
-// opens do not stop the server: the API does not need them, and their
-// deliveries fail, and are retried, until the right key is given; the log
-// says so now rather than at the first delivery.
-func sealWebhookSecrets(wh *webhooks.Service, log *slog.Logger) error {
+// WEBHOOK_SECRET_KEY was set, or under the previous key, and says where
+// they stand. Sealed secrets without any key stop the start: it is most
+// likely a key that did not reach the server, every delivery would fail,
+// and new secrets would be stored unsealed. Anything else does not: the
+// API does not need the secrets, and the next start carries on sealing.
+func sealWebhookSecrets(wh *webhooks.Service, keyGiven bool, log *slog.Logger) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	n, err := wh.SealSecrets(ctx)
-	if n > 0 {
-		log.Info("webhook signing secrets sealed under WEBHOOK_SECRET_KEY", "endpoints", n)
-	}
-	if errors.Is(err, webhooks.ErrSecretKey) {
-		log.Error("webhook signing secrets that no key opens: their deliveries fail until the key they were sealed with "+
-			"is given (as WEBHOOK_SECRET_KEY, or as WEBHOOK_SECRET_KEY_PREVIOUS beside a new key)", "error", err)
+	r, err := wh.SealSecrets(ctx)
+	if err != nil {
+		log.Warn("webhook signing secrets: sealing stopped, the next start carries on", "error", err, "sealed_now", r.Sealed)
 		return nil
 	}
-	return err
+	if r.Unopened > 0 && !keyGiven {
+		return fmt.Errorf("%d webhook signing secrets are sealed and WEBHOOK_SECRET_KEY is not set: "+
+			"give the key they were sealed with (without it no delivery can be signed)", r.Unopened)
+	}
+	if keyGiven {
+		log.Info("webhook signing secrets", "sealed_now", r.Sealed, "sealed_before", r.Kept, "as_given", r.AsGiven,
+			"unopened", r.Unopened)
+	}
+	if r.Unopened > 0 {
+		log.Error("webhook signing secrets that no key given opens: their deliveries fail until the key they were sealed "+
+			"with is given (as WEBHOOK_SECRET_KEY, or as WEBHOOK_SECRET_KEY_PREVIOUS beside a new key)", "unopened", r.Unopened)
+	}
+	return nil
 }
 
 // runEvents runs the events service and the webhook dispatcher. Both stop

@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -303,6 +305,19 @@ func TestWebhookSecretSealedAtStart(t *testing.T) {
 		return secret
 	}
 
+	stop := func(p *process) {
+		t.Helper()
+		if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-p.exited:
+			p.exited <- err // for the cleanup
+		case <-time.After(20 * time.Second):
+			t.Fatal("a server still runs 20s after SIGTERM")
+		}
+	}
+
 	before := startServer(t, db.URL, env...)
 	rcv := &holdingReceiver{received: map[string]int{}}
 	hook := httptest.NewServer(rcv)
@@ -318,15 +333,7 @@ func TestWebhookSecretSealedAtStart(t *testing.T) {
 	if stored() != secret {
 		t.Fatalf("without a key the secret is stored as %q, want it as given", stored())
 	}
-	if err := before.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-before.exited:
-		before.exited <- err // for the cleanup
-	case <-time.After(20 * time.Second):
-		t.Fatal("the first server still runs 20s after SIGTERM")
-	}
+	stop(before)
 
 	after := startServer(t, db.URL, append(env, "WEBHOOK_SECRET_KEY="+strings.Repeat("5a", 32))...)
 	if got := stored(); !strings.HasPrefix(got, "e1:") || strings.Contains(got, secret) {
@@ -339,6 +346,38 @@ func TestWebhookSecretSealedAtStart(t *testing.T) {
 	for rcv.distinct() < 1 {
 		if time.Now().After(deadline) {
 			t.Fatalf("no delivery in 20s (%d calls, %d with a bad signature)", rcv.calls.Load(), rcv.badSignatures.Load())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if bad := rcv.badSignatures.Load(); bad > 0 {
+		t.Errorf("%d deliveries with a bad signature", bad)
+	}
+	stop(after)
+
+	// Without any key the server does not start: no delivery could be
+	// signed, and new secrets would be stored unsealed.
+	cmd := exec.Command(binary)
+	cmd.Env = append(os.Environ(), "DATABASE_URL="+db.URL, "ADDR=127.0.0.1:0", "API_TOKENS="+testToken, "ADMIN_PASSWORD=unused")
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "WEBHOOK_SECRET_KEY is not set") {
+		t.Fatalf("a start without the key: %v\n%s", err, out)
+	}
+
+	// A new key with the old one beside it: sealed again under the new key,
+	// and deliveries still carry the endpoint's own secret.
+	sealedBefore := stored()
+	rotated := startServer(t, db.URL, append(env, "WEBHOOK_SECRET_KEY="+strings.Repeat("6b", 32),
+		"WEBHOOK_SECRET_KEY_PREVIOUS="+strings.Repeat("5a", 32))...)
+	if got := stored(); got == sealedBefore || !strings.HasPrefix(got, "e1:") {
+		t.Fatalf("after a start with a new key the secret is stored as %q (before: %q)", got, sealedBefore)
+	}
+	if _, err := createPayment(rotated.url, "shop-1", "sealed-2"); err != nil {
+		t.Fatal(err)
+	}
+	deadline = time.Now().Add(20 * time.Second)
+	for rcv.distinct() < 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no delivery after the rotation in 20s (%d calls, %d with a bad signature)", rcv.calls.Load(), rcv.badSignatures.Load())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

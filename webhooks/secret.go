@@ -18,22 +18,31 @@ import (
 // tokens are. With a key (WEBHOOK_SECRET_KEY) it is stored sealed:
 // AES-256-GCM, with the endpoint's id as additional data, so that a sealed
 // secret copied onto another endpoint's row does not open there. A copy of
-// the database then holds no secret anyone can sign with. Without a key,
-// secrets are stored as given, as they always were; with one, the secrets
-// stored before it are sealed when the server starts (SealSecrets).
+// the database then holds no secret anyone can sign with. (Someone who can
+// write to the database can store a secret in the clear, which is still
+// accepted, as before the key; they could as well write events to sign.)
+// Without a key, secrets are stored as given, as they always were; with
+// one, the secrets stored before it are sealed when the server starts
+// (SealSecrets).
 //
-// Rotation: start with the new key as WEBHOOK_SECRET_KEY and the old one as
-// WEBHOOK_SECRET_KEY_PREVIOUS. Secrets open under either; SealSecrets seals
-// those under the old key again under the new one, after which the old key
-// can go.
+// Rotation: the previous key (WEBHOOK_SECRET_KEY_PREVIOUS) only opens;
+// SealSecrets seals what it opens again under the current key. README,
+// "Webhooks", says how to roll a new key out over several instances.
 
 // KeySize is the length of a secret key: AES-256.
 const KeySize = 32
 
-// sealedPrefix marks a sealed secret: "e1:" and the URL-safe base64 of the
-// nonce, then the ciphertext and its tag. A generated secret (49
-// characters) seals to 106, within the column's 200.
-const sealedPrefix = "e1:"
+// A sealed secret is "e1:" and the URL-safe base64 of a nonce, then the
+// sealed 32 random bytes of the secret ("whsec_" and their base64, as
+// newSecret makes it) and the tag: 83 characters, within the column's 100,
+// which older versions of this server would cut a longer value to when
+// they migrate. A secret of any other form was not made by this server and
+// is stored as given.
+const (
+	sealedPrefix = "e1:"
+	secretPrefix = "whsec_"
+	secretBytes  = 32
+)
 
 // ErrSecretKey: a sealed secret that no configured key opens: the key is
 // missing or is not the one it was sealed with.
@@ -75,14 +84,35 @@ func newAEAD(key []byte) (cipher.AEAD, error) {
 	return cipher.NewGCM(block)
 }
 
+// randomPart is the 32 random bytes of a secret newSecret made; ok is
+// false for a secret of any other form.
+func randomPart(secret string) (raw []byte, ok bool) {
+	text, ok := strings.CutPrefix(secret, secretPrefix)
+	if !ok {
+		return nil, false
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(text)
+	if err != nil || len(raw) != secretBytes || base64.RawURLEncoding.EncodeToString(raw) != text {
+		return nil, false
+	}
+	return raw, true
+}
+
+// sealable says whether seal stores secret sealed.
+func (b secretBox) sealable(secret string) bool {
+	_, ok := randomPart(secret)
+	return b.current != nil && ok
+}
+
 // seal is what is stored for endpointID's secret.
 func (b secretBox) seal(endpointID, secret string) string {
-	if b.current == nil {
+	raw, ok := randomPart(secret)
+	if b.current == nil || !ok {
 		return secret
 	}
 	nonce := make([]byte, b.current.NonceSize())
 	_, _ = rand.Read(nonce) // crypto/rand.Read never fails (Go 1.24)
-	sealed := b.current.Seal(nonce, nonce, []byte(secret), []byte(endpointID))
+	sealed := b.current.Seal(nonce, nonce, raw, []byte(endpointID))
 	return sealedPrefix + base64.RawURLEncoding.EncodeToString(sealed)
 }
 
@@ -97,7 +127,7 @@ func (b secretBox) open(endpointID, stored string) (string, error) {
 func (b secretBox) openWith(endpointID, stored string) (secret string, reseal bool, err error) {
 	body, sealed := strings.CutPrefix(stored, sealedPrefix)
 	if !sealed {
-		return stored, b.current != nil, nil
+		return stored, b.sealable(stored), nil
 	}
 	raw, err := base64.RawURLEncoding.DecodeString(body)
 	if err != nil {
@@ -112,43 +142,56 @@ func (b secretBox) openWith(endpointID, stored string) (secret string, reseal bo
 		}
 		nonce, ciphertext := raw[:k.aead.NonceSize()], raw[k.aead.NonceSize():]
 		if plain, err := k.aead.Open(nil, nonce, ciphertext, []byte(endpointID)); err == nil {
-			return string(plain), k.reseal, nil
+			return secretPrefix + base64.RawURLEncoding.EncodeToString(plain), k.reseal, nil
 		}
 	}
 	return "", false, ErrSecretKey
 }
 
+// SealReport is what SealSecrets did.
+type SealReport struct {
+	// Sealed counts the secrets it sealed (or sealed again under the
+	// current key); Kept those already sealed under it.
+	Sealed, Kept int
+	// Unopened counts sealed secrets no key given opens; AsGiven those
+	// stored as given that stay so (no key, or not made by this server).
+	Unopened, AsGiven int
+}
+
 // SealSecrets seals, under the current key, every stored secret that is
-// not sealed or is sealed under the previous key, and returns how many it
-// sealed; without a key it seals none. The server calls it at start. Each
-// row is written only if it still holds what was read, so that instances
-// starting together do not undo each other's work (either's result opens).
-// A secret no key opens (a key missing or wrong) is left as it is, and
-// counted in an error that wraps ErrSecretKey.
-func (s *Service) SealSecrets(ctx context.Context) (int, error) {
+// not sealed or is sealed under the previous key; without a key it seals
+// none, and only counts. The server calls it at start. Each row is written
+// only if it still holds what was read, so that instances starting
+// together do not undo each other's work (either's result opens).
+func (s *Service) SealSecrets(ctx context.Context) (SealReport, error) {
+	var report SealReport
 	var rows []models.WebhookEndpoint
-	if err := s.db.WithContext(ctx).Select("id", "secret").Find(&rows).Error; err != nil {
-		return 0, fmt.Errorf("seal webhook secrets: %w", err)
+	if err := s.db.WithContext(ctx).Select("id", "secret").Order("id").Find(&rows).Error; err != nil {
+		return report, fmt.Errorf("seal webhook secrets: %w", err)
 	}
-	sealed, unopened := 0, 0
 	for _, r := range rows {
 		secret, reseal, err := s.secrets.openWith(r.ID, r.Secret)
-		if err != nil {
-			unopened++
+		switch {
+		case err != nil:
+			report.Unopened++
 			continue
-		}
-		if !reseal {
+		case !reseal && strings.HasPrefix(r.Secret, sealedPrefix):
+			report.Kept++
+			continue
+		case !reseal:
+			report.AsGiven++
 			continue
 		}
 		res := s.db.WithContext(ctx).Model(&models.WebhookEndpoint{}).Where("id = ? AND secret = ?", r.ID, r.Secret).
 			Update("secret", s.secrets.seal(r.ID, secret))
 		if res.Error != nil {
-			return sealed, fmt.Errorf("seal webhook secrets: %w", res.Error)
+			return report, fmt.Errorf("seal webhook secrets: %w", res.Error)
 		}
-		sealed += int(res.RowsAffected)
+		if res.RowsAffected == 1 {
+			report.Sealed++
+		} else {
+			report.Kept++ // another instance sealed it meanwhile
+		}
 	}
-	if unopened > 0 {
-		return sealed, fmt.Errorf("seal webhook secrets: %d endpoints: %w", unopened, ErrSecretKey)
-	}
-	return sealed, nil
+	return report, nil
 }

@@ -2,8 +2,9 @@ package webhooks_test
 
 import (
 	"bytes"
-	"errors"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -39,11 +40,11 @@ func TestSealedSecrets(t *testing.T) {
 			}
 			return row.Secret
 		}
-		seal := func(wh *webhooks.Service, want int, wantErr error) {
+		seal := func(wh *webhooks.Service, want webhooks.SealReport) {
 			t.Helper()
-			n, err := wh.SealSecrets(t.Context())
-			if n != want || !errors.Is(err, wantErr) {
-				t.Fatalf("SealSecrets() = %d, %v; want %d, %v", n, err, want, wantErr)
+			got, err := wh.SealSecrets(t.Context())
+			if got != want || err != nil {
+				t.Fatalf("SealSecrets() = %+v, %v; want %+v", got, err, want)
 			}
 		}
 
@@ -57,31 +58,31 @@ func TestSealedSecrets(t *testing.T) {
 		if got := stored(a.ID); got != secretA {
 			t.Fatalf("without a key, stored %q for %q", got, secretA)
 		}
-		seal(e.wh, 0, nil)
+		seal(e.wh, webhooks.SealReport{AsGiven: 1})
 
 		// With a key: the old secret is sealed at start, once; new ones are
 		// sealed when made.
 		withKey1 := service(key1, nil)
-		seal(withKey1, 1, nil)
-		seal(withKey1, 0, nil)
+		seal(withKey1, webhooks.SealReport{Sealed: 1})
+		seal(withKey1, webhooks.SealReport{Kept: 1})
 		b, secretB, err := withKey1.CreateEndpoint(t.Context(), "", rcvB.srv.URL, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		rcvB.secret.Store(&secretB)
 		for id, secret := range map[string]string{a.ID: secretA, b.ID: secretB} {
-			if got := stored(id); !strings.HasPrefix(got, "e1:") || strings.Contains(got, secret) || len(got) > 200 {
+			if got := stored(id); !strings.HasPrefix(got, "e1:") || strings.Contains(got, secret) || len(got) > 100 {
 				t.Errorf("endpoint %s: stored %q for %q", id, got, secret)
 			}
 		}
 
 		// Rotation: the previous key opens, the new one seals.
-		seal(service(key2, key1), 2, nil)
+		seal(service(key2, key1), webhooks.SealReport{Sealed: 2})
 		withKey2 := service(key2, nil)
-		seal(withKey2, 0, nil)
+		seal(withKey2, webhooks.SealReport{Kept: 2})
 		// Without the key, or with another, nothing opens.
-		seal(service(nil, nil), 0, webhooks.ErrSecretKey)
-		seal(service(wrong, nil), 0, webhooks.ErrSecretKey)
+		seal(service(nil, nil), webhooks.SealReport{Unopened: 2})
+		seal(service(wrong, nil), webhooks.SealReport{Unopened: 2})
 
 		// A dispatcher with the wrong key sends nothing and records why.
 		stop := run(t, service(wrong, nil).Run)
@@ -115,6 +116,51 @@ func TestSealedSecrets(t *testing.T) {
 				t.Errorf("bad deliveries: %v", r.bad)
 			}
 			r.mu.Unlock()
+		}
+	})
+}
+
+// TestSealSecretsAtOnce: instances that start together seal each secret
+// once between them, and every secret opens afterwards.
+func TestSealSecretsAtOnce(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		e := newEnv(t, db, webhooks.Config{AllowPrivate: true})
+		const endpoints, instances = 40, 3
+		for i := range endpoints {
+			if _, _, err := e.wh.CreateEndpoint(t.Context(), "", fmt.Sprintf("http://127.0.0.1:1/%d", i), nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		key := bytes.Repeat([]byte{9}, 32)
+		var mu sync.Mutex
+		var total webhooks.SealReport
+		var wg sync.WaitGroup
+		for range instances {
+			wh, err := webhooks.New(db.Gorm, e.ev, webhooks.Config{AllowPrivate: true, SecretKey: key, Logger: quiet})
+			if err != nil {
+				t.Fatal(err)
+			}
+			wg.Go(func() {
+				r, err := wh.SealSecrets(t.Context())
+				if err != nil {
+					t.Error(err)
+				}
+				mu.Lock()
+				total.Sealed, total.Kept = total.Sealed+r.Sealed, total.Kept+r.Kept
+				mu.Unlock()
+			})
+		}
+		wg.Wait()
+		if total.Sealed != endpoints || total.Sealed+total.Kept != endpoints*instances {
+			t.Errorf("%d instances sealed %d and kept %d of %d secrets; want each sealed once", instances, total.Sealed, total.Kept, endpoints)
+		}
+		wh, err := webhooks.New(db.Gorm, e.ev, webhooks.Config{AllowPrivate: true, SecretKey: key, Logger: quiet})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r, err := wh.SealSecrets(t.Context()); err != nil || r != (webhooks.SealReport{Kept: endpoints}) {
+			t.Errorf("after: %+v, %v; want every secret sealed and opening", r, err)
 		}
 	})
 }
