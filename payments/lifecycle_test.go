@@ -522,3 +522,40 @@ func TestLifecycleRaces(t *testing.T) {
 		})
 	})
 }
+
+// TestKeyOfAPaymentChangedInTheSameStatement: a refund that reuses the key
+// of a payment another request of the same statement changes is left to
+// the engine (held), never sent back to be tried again: under steady load
+// it would meet the same neighbour round after round and end in an
+// internal error. Through the engine it is IDEMPOTENCY_KEY_REUSED, and
+// counted once.
+func TestKeyOfAPaymentChangedInTheSameStatement(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		b := setup(t, db)
+		p1, p2 := b.captured(t, "same-stmt-1", "100"), b.captured(t, "same-stmt-2", "100")
+		must(t)(b.refund(t, p1.ID, "kA", ptr("1")))
+		reuse := payments.RefundRequest{PaymentID: p2.ID, Amount: ptr("1"), IdempotencyKey: "kA", Origin: payments.Origin{Transport: "test"}}
+		neighbour := payments.RefundRequest{PaymentID: p1.ID, Amount: ptr("1"), IdempotencyKey: "kB", Origin: payments.Origin{Transport: "test"}}
+		got, err := payments.ChangeStatementAnswers(t.Context(), b.svc, reuse, neighbour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got[0] == "retry" || got[1] != "settled APPLIED" {
+			t.Fatalf("one statement answered %q; want the reused key held or rejected, never retried, and the neighbour applied", got)
+		}
+
+		_, err = b.refund(t, p2.ID, "kA", ptr("1"))
+		var reused *payments.KeyReusedError
+		if !errors.As(err, &reused) {
+			t.Fatalf("the reused key through the engine: %v, want IDEMPOTENCY_KEY_REUSED", err)
+		}
+		p, err := b.svc.Get(t.Context(), p1.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Refunded.Minor != 200 {
+			t.Errorf("p1 refunded %d minor units, want 200 (kA and kB once each)", p.Refunded.Minor)
+		}
+	})
+}

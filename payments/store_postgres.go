@@ -29,8 +29,19 @@ type postgresStore struct {
 	now    func() time.Time
 }
 
-// uniqueViolation is PostgreSQL's SQLSTATE for a duplicate key.
-const uniqueViolation = "23505"
+// PostgreSQL's SQLSTATEs for a duplicate key, and for a statement chosen
+// to end a deadlock.
+const (
+	uniqueViolation  = "23505"
+	deadlockDetected = "40P01"
+)
+
+// isDeadlock says whether err is PostgreSQL ending a transaction to break
+// a deadlock: the transaction wrote nothing, and may be run again.
+func isDeadlock(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == deadlockDetected
+}
 
 // The batch statements, filled in. They are exported for the benchmark,
 // which runs them under pgbench beside the least SQL that does their work.
@@ -106,12 +117,14 @@ func (st *postgresStore) run(ctx context.Context, jobs []*job, query string, arg
 		return nil
 	}, query, args...)
 	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == uniqueViolation && len(jobs) == 1 {
+	if (errors.As(err, &pgErr) && pgErr.Code == uniqueViolation || isDeadlock(err)) && len(jobs) == 1 {
 		// A request with the same key committed after the statement's
-		// snapshot was taken (change_batch.sql, "claim"), and the whole
-		// statement rolled back: look again, and find the key. In a batch
-		// of several, the batcher first runs each job alone, so that one
-		// request's race is never another's.
+		// snapshot was taken (change_batch.sql, "claim"), or the statement
+		// was chosen to end a deadlock with another instance's (their rows
+		// are locked in no common order when one counts a replay on a
+		// payment the other changes), and the whole statement rolled back:
+		// look again. In a batch of several, the batcher first runs each
+		// job alone, so that one request's race is never another's.
 		answers[0], answered[0] = answer{kind: answerRetry}, true
 		err = nil
 	}
@@ -189,7 +202,6 @@ func (r *resultRow) targets() []any {
 // outcomes the statements return beside the attempt outcomes.
 const (
 	rowHeld       = "HELD"
-	rowRetry      = "RETRY"
 	rowNotApplied = "NOT_APPLIED"
 	rowNotFound   = "NOT_FOUND"
 )
@@ -198,8 +210,6 @@ func (r *resultRow) answer() (answer, error) {
 	switch r.outcome {
 	case rowNotFound:
 		return answer{kind: answerNotFound}, nil
-	case rowRetry:
-		return answer{kind: answerRetry}, nil
 	}
 	if !r.id.Valid {
 		return answer{}, fmt.Errorf("row %d (%s) names no payment", r.n, r.outcome)

@@ -44,10 +44,12 @@ snap AS (
 	FROM input i JOIN payments p ON p.id = i.payment_id JOIN currencies c ON c.code = p.currency
 ),
 -- held: the keys the snapshot shows held in the payment's client's
--- namespace; "decided" and "same" as in create_batch.sql. A rejection whose
--- key belongs to a payment another request of this statement changes is
--- left for the next statement ("busy"): one statement may update a row only
--- once.
+-- namespace; "decided" and "same" as in create_batch.sql. A key that
+-- belongs to a payment another request of this statement changes ("busy":
+-- a rejection, since the key is another payment's) is left to the engine,
+-- HELD, which records it in a transaction of its own after this one: one
+-- statement may update a row only once. Sending it again instead would
+-- meet the same neighbour under steady load, round after round.
 held AS (
 	SELECT s.*, {{held_of:k}},
 	       k.fingerprint_version = $15 AND k.created_at >= $17 AS decided,
@@ -136,7 +138,7 @@ SELECT h.n, CASE WHEN h.same THEN 'REPLAYED' ELSE 'REJECTED' END, {{payment_colu
 FROM held h JOIN counted c ON c.id = h.held_payment_id LEFT JOIN refunds r ON r.id = h.held_refund_id AND h.same
 WHERE h.decided AND NOT h.busy
 UNION ALL
-SELECT h.n, CASE WHEN h.busy THEN 'RETRY' ELSE 'HELD' END, {{payment_columns:p}}, {{no_refund}}, {{held_columns:h}}
+SELECT h.n, 'HELD', {{payment_columns:p}}, {{no_refund}}, {{held_columns:h}}
 FROM held h JOIN payments p ON p.id = h.held_payment_id
 WHERE NOT h.decided OR h.busy
 UNION ALL
