@@ -209,7 +209,9 @@ func (s *Service) settleHeld(ctx context.Context, cmd *command, a answer) (answe
 }
 
 // record writes an attempt the engine decided after a statement, in a
-// short transaction of its own.
+// short transaction of its own. A transaction PostgreSQL ended to break a
+// deadlock (with a batch statement counting on the same payment) wrote
+// nothing: the request is sent again.
 func (s *Service) record(ctx context.Context, cmd *command, outcome Outcome, p Payment, held *heldKey, refused error) (answer, error) {
 	var a answer
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
@@ -217,6 +219,9 @@ func (s *Service) record(ctx context.Context, cmd *command, outcome Outcome, p P
 		a, err = recordAttempt(tx, cmd, outcome, p.ID, held, refused, s.now())
 		return err
 	})
+	if isDeadlock(err) {
+		return answer{kind: answerRetry}, nil
+	}
 	if err != nil {
 		return answer{}, fmt.Errorf("record %s attempt: %w", outcome, err)
 	}

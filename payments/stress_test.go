@@ -1,0 +1,195 @@
+package payments_test
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+
+	"gorm.io/gorm"
+
+	"github.com/cmpay/cmpay/database"
+	"github.com/cmpay/cmpay/internal/dbtest"
+	"github.com/cmpay/cmpay/payments"
+)
+
+// instances opens n Services on the test's database, each with a pool of
+// its own, as n server instances would.
+func instances(t *testing.T, db dbtest.DB, n int) []*payments.Service {
+	t.Helper()
+	out := []*payments.Service{mustService(t, db.Gorm, payments.Config{})}
+	for range n - 1 {
+		g, err := database.Open(db.URL, database.Options{MaxOpenConns: 8})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = database.Close(g) })
+		out = append(out, mustService(t, g, payments.Config{}))
+	}
+	return out
+}
+
+// sent is what one request got.
+type sent struct {
+	op, key, refundID string
+	replayed          bool
+	err               error
+}
+
+// TestMixedOperationsOnThreeInstances: twelve clients send creates,
+// captures, cancels and refunds (in currencies of 3 and 0 digits, amounts
+// written several ways) with keys drawn from one pool of 60, each request
+// three times at once to three instances. Whatever the interleaving: no
+// error but the business ones, each key applied at most once, every
+// success of a refund key the same refund, refunds adding up to the
+// refunded amount and never past the captured one, no payment both
+// captured and canceled. (An adversarial review's test: it found
+// deadlocks between statements reaching clients as internal errors.)
+func TestMixedOperationsOnThreeInstances(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		svcs := instances(t, db, 3)
+		ctx := t.Context()
+		var captured, authorized []string
+		for i := range 6 {
+			res, err := svcs[0].Create(ctx, request("mix", fmt.Sprintf("seed-c-%d", i), "1.000", "BHD", payments.MethodPix))
+			if err != nil {
+				t.Fatal(err)
+			}
+			captured = append(captured, res.Payment.ID)
+			req := request("mix", fmt.Sprintf("seed-a-%d", i), "1000", "JPY", payments.MethodPix)
+			req.Capture = ptr(false)
+			if res, err = svcs[0].Create(ctx, req); err != nil {
+				t.Fatal(err)
+			}
+			authorized = append(authorized, res.Payment.ID)
+		}
+		amountsBHD := []string{"0.1", "0.100", "0.25", "0.333", "0.5"}
+		amountsJPY := []string{"100", "100.0", "1e2", "1000", "500"}
+		pick := func(r *rand.Rand, from []string) *string {
+			if r.IntN(4) == 0 {
+				return nil // all that is left
+			}
+			return ptr(from[r.IntN(len(from))])
+		}
+
+		var mu sync.Mutex
+		var results []sent
+		var clients sync.WaitGroup
+		for w := range 12 {
+			clients.Go(func() {
+				r := rand.New(rand.NewPCG(uint64(w), 7))
+				for i := range 40 {
+					key := fmt.Sprintf("k%d", r.IntN(60))
+					var send func(s *payments.Service) sent
+					switch r.IntN(5) {
+					case 0, 1:
+						id, amount := captured[r.IntN(len(captured))], pick(r, amountsBHD)
+						send = func(s *payments.Service) sent {
+							res, err := s.Refund(ctx, payments.RefundRequest{PaymentID: id, Amount: amount, IdempotencyKey: key})
+							out := sent{op: "refund", key: key, err: err, replayed: res.Replayed}
+							if res.Refund != nil {
+								out.refundID = res.Refund.ID
+							}
+							return out
+						}
+					case 2:
+						id, amount := authorized[r.IntN(len(authorized))], pick(r, amountsJPY)
+						send = func(s *payments.Service) sent {
+							res, err := s.Capture(ctx, payments.CaptureRequest{PaymentID: id, Amount: amount, IdempotencyKey: key})
+							return sent{op: "capture", key: key, err: err, replayed: res.Replayed}
+						}
+					case 3:
+						id := authorized[r.IntN(len(authorized))]
+						send = func(s *payments.Service) sent {
+							res, err := s.Cancel(ctx, payments.CancelRequest{PaymentID: id, IdempotencyKey: key})
+							return sent{op: "cancel", key: key, err: err, replayed: res.Replayed}
+						}
+					default:
+						send = func(s *payments.Service) sent {
+							res, err := s.Create(ctx, request("mix", key, "0.5", "BHD", payments.MethodPix))
+							return sent{op: "create", key: key, err: err, replayed: res.Replayed}
+						}
+					}
+					var copies sync.WaitGroup
+					for c := range 3 {
+						copies.Go(func() {
+							res := send(svcs[(w+c+i)%len(svcs)])
+							mu.Lock()
+							results = append(results, res)
+							mu.Unlock()
+						})
+					}
+					copies.Wait()
+				}
+			})
+		}
+		clients.Wait()
+
+		applied, refundOf := map[string]int{}, map[string]string{}
+		for _, r := range results {
+			var reused *payments.KeyReusedError
+			switch {
+			case r.err == nil:
+			case errors.As(r.err, &reused), errors.Is(r.err, payments.ErrStateConflict), errors.Is(r.err, payments.ErrAmountExceeds):
+				continue
+			default:
+				t.Errorf("%s with key %s: %v", r.op, r.key, r.err)
+				continue
+			}
+			if !r.replayed {
+				applied[r.key]++
+			}
+			if r.op == "refund" {
+				if first, ok := refundOf[r.key]; ok && first != r.refundID {
+					t.Errorf("key %s got refunds %s and %s", r.key, first, r.refundID)
+				}
+				refundOf[r.key] = r.refundID
+			}
+		}
+		for key, n := range applied {
+			if n > 1 {
+				t.Errorf("key %s applied %d times", key, n)
+			}
+		}
+		checkLedger(t, db.Gorm)
+	})
+}
+
+// checkLedger checks, in the database, what no interleaving may break.
+func checkLedger(t *testing.T, g *gorm.DB) {
+	t.Helper()
+	var unbalanced []struct {
+		ID                           string
+		CapturedMinor, RefundedMinor int64
+		Refunds                      int64
+	}
+	mustQuery(t, g.Raw(`SELECT p.id, p.captured_minor, p.refunded_minor, COALESCE(SUM(r.amount_minor), 0) AS refunds
+		FROM payments p LEFT JOIN refunds r ON r.payment_id = p.id GROUP BY p.id, p.captured_minor, p.refunded_minor
+		HAVING COALESCE(SUM(r.amount_minor), 0) <> p.refunded_minor OR p.refunded_minor > p.captured_minor`).Scan(&unbalanced))
+	for _, p := range unbalanced {
+		t.Errorf("payment %+v: its refunds do not add up", p)
+	}
+	var twice []struct {
+		IdempotencyKey string
+		N              int64
+	}
+	mustQuery(t, g.Raw(`SELECT idempotency_key, COUNT(*) AS n FROM idempotency_attempts WHERE outcome IN ('APPLIED', 'CREATED')
+		GROUP BY idempotency_key HAVING COUNT(*) > 1`).Scan(&twice))
+	for _, k := range twice {
+		t.Errorf("key %s applied %d times in the attempts", k.IdempotencyKey, k.N)
+	}
+	var both int64
+	mustQuery(t, g.Raw(`SELECT COUNT(*) FROM payments WHERE captured_at IS NOT NULL AND canceled_at IS NOT NULL`).Scan(&both))
+	if both > 0 {
+		t.Errorf("%d payments both captured and canceled", both)
+	}
+}
+
+func mustQuery(t *testing.T, q *gorm.DB) {
+	t.Helper()
+	if q.Error != nil {
+		t.Fatal(q.Error)
+	}
+}
