@@ -69,6 +69,13 @@ func filterConditions(f Filter) ([]string, []any, error) {
 	if !f.From.IsZero() && !f.To.IsZero() && !f.From.Before(f.To) {
 		return nil, nil, invalid("to", "the end of the date range must come after its start")
 	}
+	for _, v := range []struct{ field, value string }{
+		{"clientId", f.ClientID}, {"idempotencyKey", f.IdempotencyKey}, {"q", f.Search},
+	} {
+		if !storable(v.value) {
+			return nil, nil, invalid(v.field, "%s holds a NUL character or bytes that are not UTF-8, which nothing stored can hold", v.field)
+		}
+	}
 	var conds []string
 	var args []any
 	where := func(cond string, a ...any) {

@@ -248,3 +248,33 @@ func TestStaleReadsGoThroughReads(t *testing.T) {
 		}
 	})
 }
+
+// TestUnstorableIDs: an id or filter holding a NUL byte or bytes that are
+// not UTF-8 (PostgreSQL cannot store either, and refuses them with an
+// error where SQLite finds nothing) is NOT_FOUND for a payment and a bad
+// input for a listing, alike on both databases, never an internal error.
+func TestUnstorableIDs(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		b := setup(t, db)
+		p := b.mustCreate(t, request("client-1", "nul-1", "10", "BRL", payments.MethodPix)).Payment
+		for _, id := range []string{"\x00", p.ID + "\x00", "pay_\xff"} {
+			if _, err := b.svc.Get(t.Context(), id); !errors.Is(err, payments.ErrNotFound) {
+				t.Errorf("Get(%q) = %v, want NOT_FOUND", id, err)
+			}
+			if _, err := b.refund(t, id, "nul-r", ptr("1")); !errors.Is(err, payments.ErrNotFound) {
+				t.Errorf("Refund(%q) = %v, want NOT_FOUND", id, err)
+			}
+		}
+		for _, f := range []payments.Filter{{ClientID: "client-1\x00"}, {IdempotencyKey: "nul-1\x00"}, {Search: "\x00"}, {Search: "\xff"}} {
+			_, err := b.svc.List(t.Context(), f, 10, "")
+			var invalid *payments.InvalidInputError
+			if !errors.As(err, &invalid) {
+				t.Errorf("List(%+v) = %v, want a bad input", f, err)
+			}
+		}
+		if _, err := b.refund(t, p.ID, "nul-r", ptr("1")); err != nil {
+			t.Errorf("a refund after the refused ones: %v", err)
+		}
+	})
+}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -144,9 +145,16 @@ func (p *preparedStatements) prepareWanted(ctx context.Context) {
 
 // plausibleID reports whether id could be one this API issued. Anything
 // else is NOT_FOUND without asking the database, which would refuse bytes
-// that are not UTF-8 with an error rather than find nothing.
+// it cannot store (see storable) with an error rather than find nothing.
 func plausibleID(id string) bool {
-	return id != "" && len(id) <= 40 && utf8.ValidString(id)
+	return id != "" && len(id) <= 40 && storable(id)
+}
+
+// storable says whether PostgreSQL can hold s as text: valid UTF-8
+// without a NUL byte. It refuses anything else with an error, where SQLite
+// would find nothing; this API stores neither.
+func storable(s string) bool {
+	return utf8.ValidString(s) && !strings.ContainsRune(s, 0)
 }
 
 // readPayment reads one payment; ok is false when no payment has the id.
