@@ -187,6 +187,13 @@ func TestOutbox(t *testing.T) {
 		if other, _ := e.ev.Since(ctx, 0, events.Filter{ClientID: "client-2"}, 100); len(other) != 0 {
 			t.Errorf("%d events of client-2, want 0", len(other))
 		}
+		// An id no event can have (PostgreSQL refuses a NUL byte or bytes
+		// that are not UTF-8 with an error): nothing, on both databases.
+		for _, f := range []events.Filter{{PaymentID: p1.ID + "\x00"}, {ClientID: "client-1\xff"}} {
+			if none, err := e.ev.Since(ctx, 0, f, 100); err != nil || len(none) != 0 {
+				t.Errorf("Since(%q) = %d events, %v; want none", f, len(none), err)
+			}
+		}
 	})
 }
 

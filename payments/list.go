@@ -73,7 +73,7 @@ func filterConditions(f Filter) ([]string, []any, error) {
 		{"clientId", f.ClientID}, {"idempotencyKey", f.IdempotencyKey}, {"q", f.Search},
 	} {
 		if !storable(v.value) {
-			return nil, nil, invalid(v.field, "%s holds a NUL character or bytes that are not UTF-8, which nothing stored can hold", v.field)
+			return nil, nil, invalid(v.field, "a NUL character or bytes that are not UTF-8 are in a filter, and no payment can have them")
 		}
 	}
 	var conds []string
@@ -316,7 +316,7 @@ func decodeCursor(cursor string) (time.Time, string, error) {
 		return time.Time{}, "", bad
 	}
 	parts := strings.SplitN(string(raw), ":", 3)
-	if len(parts) != 3 || parts[0] != cursorVersion || parts[2] == "" {
+	if len(parts) != 3 || parts[0] != cursorVersion || parts[2] == "" || !storable(parts[2]) {
 		return time.Time{}, "", bad
 	}
 	micros, err := strconv.ParseInt(parts[1], 10, 64)

@@ -1,6 +1,7 @@
 package payments_test
 
 import (
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"testing"
@@ -264,6 +265,13 @@ func TestUnstorableIDs(t *testing.T) {
 			}
 			if _, err := b.refund(t, id, "nul-r", ptr("1")); !errors.Is(err, payments.ErrNotFound) {
 				t.Errorf("Refund(%q) = %v, want NOT_FOUND", id, err)
+			}
+		}
+		for _, after := range []string{"v1:1700000000000000:pay_\x00", "v1:1700000000000000:pay_\xff"} {
+			_, err := b.svc.List(t.Context(), payments.Filter{}, 10, base64.RawURLEncoding.EncodeToString([]byte(after)))
+			var invalid *payments.InvalidInputError
+			if !errors.As(err, &invalid) {
+				t.Errorf("List(after %q) = %v, want a bad input", after, err)
 			}
 		}
 		for _, f := range []payments.Filter{{ClientID: "client-1\x00"}, {IdempotencyKey: "nul-1\x00"}, {Search: "\x00"}, {Search: "\xff"}} {
