@@ -38,8 +38,9 @@ import (
 // version is a replay, an unequal one a rejection (the fields that differ
 // are computed here afterwards, from the parameters both requests stored).
 // That is decide's own rule for a key of the current version, evaluated in
-// SQL; every other held key (an older version, an expired key) comes back
-// to decide.
+// SQL; every other held key (an older version, an expired key, a key of a
+// payment another request of the same statement changes) comes back to
+// decide.
 
 // heldKey is a key a request found already used.
 type heldKey struct {

@@ -109,7 +109,8 @@ const requestTimeout = 15 * time.Second
 // maxRounds bounds how often a request is sent again after an answer that
 // needs another look: a race lost to a request that committed while the
 // statement ran, an expired key forgotten, a payment changed under a
-// change's snapshot. One or two are the most a request needs in practice.
+// change's snapshot, a deadlock PostgreSQL broke by rolling this request's
+// transaction back. One or two are the most a request needs in practice.
 const maxRounds = 5
 
 // errRoundsExhausted: the request could not be settled in maxRounds.
@@ -136,7 +137,8 @@ func (s *Service) run(ctx context.Context, cmd *command) (answer, error) {
 			continue
 		case answerHeld:
 			// The statement left the key's verdict to Go: a key stored
-			// under an older fingerprint version, or one past its TTL.
+			// under an older fingerprint version, one past its TTL, or one
+			// of a payment another request of the statement changes.
 			if a, err = s.settleHeld(ctx, cmd, a); err != nil {
 				return answer{}, err
 			}

@@ -69,7 +69,8 @@ const (
 	// which rule refused, or to look again.
 	answerNotApplied
 	// answerRetry: the statement could not settle the request (it lost a
-	// race to a request committed while it ran); send it again.
+	// race to a request committed while it ran, or PostgreSQL rolled it
+	// back to break a deadlock); send it again.
 	answerRetry
 	// answerNotFound: no payment has the id the request names.
 	answerNotFound

@@ -45,11 +45,12 @@ snap AS (
 ),
 -- held: the keys the snapshot shows held in the payment's client's
 -- namespace; "decided" and "same" as in create_batch.sql. A key that
--- belongs to a payment another request of this statement changes ("busy":
--- a rejection, since the key is another payment's) is left to the engine,
--- HELD, which records it in a transaction of its own after this one: one
--- statement may update a row only once. Sending it again instead would
--- meet the same neighbour under steady load, round after round.
+-- belongs to a payment another request of this statement is for ("busy":
+-- a rejection, since the key is another payment's, unless it has expired)
+-- is left to the engine, HELD, which records it in a transaction of its
+-- own after this one: one statement may update a row only once. Sending it
+-- again instead would meet the same neighbour under steady load, round
+-- after round.
 held AS (
 	SELECT s.*, {{held_of:k}},
 	       k.fingerprint_version = $15 AND k.created_at >= $17 AS decided,
