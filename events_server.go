@@ -59,6 +59,11 @@ func sealWebhookSecrets(wh *webhooks.Service, keyGiven bool, log *slog.Logger) e
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	r, err := wh.SealSecrets(ctx)
+	if err != nil && !keyGiven {
+		// Whether sealed secrets wait for a key is exactly what could not
+		// be read.
+		return fmt.Errorf("webhook signing secrets: %w", err)
+	}
 	if err != nil {
 		log.Warn("webhook signing secrets: sealing stopped, the next start carries on", "error", err, "sealed_now", r.Sealed)
 		return nil

@@ -356,8 +356,15 @@ func TestWebhookSecretSealedAtStart(t *testing.T) {
 
 	// Without any key the server does not start: no delivery could be
 	// signed, and new secrets would be stored unsealed.
-	cmd := exec.Command(binary)
-	cmd.Env = append(os.Environ(), "DATABASE_URL="+db.URL, "ADDR=127.0.0.1:0", "API_TOKENS="+testToken, "ADMIN_PASSWORD=unused")
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary)
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "WEBHOOK_SECRET_KEY") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, "DATABASE_URL="+db.URL, "ADDR=127.0.0.1:0", "API_TOKENS="+testToken, "ADMIN_PASSWORD=unused")
 	out, err := cmd.CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "WEBHOOK_SECRET_KEY is not set") {
 		t.Fatalf("a start without the key: %v\n%s", err, out)

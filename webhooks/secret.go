@@ -35,9 +35,8 @@ const KeySize = 32
 // A sealed secret is "e1:" and the URL-safe base64 of a nonce, then the
 // sealed 32 random bytes of the secret ("whsec_" and their base64, as
 // newSecret makes it) and the tag: 83 characters, within the column's 100,
-// which older versions of this server would cut a longer value to when
-// they migrate. A secret of any other form was not made by this server and
-// is stored as given.
+// which older versions of this server migrate the column to. A secret of
+// any other form was not made by this server and is stored as given.
 const (
 	sealedPrefix = "e1:"
 	secretPrefix = "whsec_"
@@ -141,7 +140,7 @@ func (b secretBox) openWith(endpointID, stored string) (secret string, reseal bo
 			continue
 		}
 		nonce, ciphertext := raw[:k.aead.NonceSize()], raw[k.aead.NonceSize():]
-		if plain, err := k.aead.Open(nil, nonce, ciphertext, []byte(endpointID)); err == nil {
+		if plain, err := k.aead.Open(nil, nonce, ciphertext, []byte(endpointID)); err == nil && len(plain) == secretBytes {
 			return secretPrefix + base64.RawURLEncoding.EncodeToString(plain), k.reseal, nil
 		}
 	}

@@ -2,6 +2,7 @@ package webhooks
 
 import (
 	"bytes"
+	"encoding/base64"
 	"errors"
 	"strings"
 	"testing"
@@ -31,6 +32,13 @@ func TestSecretBox(t *testing.T) {
 	if again := box(key, nil).seal("we_1", secret); again == sealed {
 		t.Error("two seals of one secret are equal: the nonce is not fresh")
 	}
+	// A build of one day sealed the secret's whole text; such a value must
+	// not open as a secret of other bytes.
+	whole := func() string {
+		b := box(key, nil)
+		nonce := make([]byte, b.current.NonceSize())
+		return sealedPrefix + base64.RawURLEncoding.EncodeToString(b.current.Seal(nonce, nonce, []byte(secret), []byte("we_1")))
+	}()
 	for _, tc := range []struct {
 		name       string
 		box        secretBox
@@ -43,6 +51,7 @@ func TestSecretBox(t *testing.T) {
 		{"its key", box(key, nil), "we_1", sealed, secret, false, false},
 		{"the previous key", box(other, key), "we_1", sealed, secret, true, false},
 		{"another endpoint's row", box(key, nil), "we_2", sealed, "", false, true},
+		{"the whole text sealed", box(key, nil), "we_1", whole, "", false, true},
 		{"another key", box(other, nil), "we_1", sealed, "", false, true},
 		{"no key", box(nil, nil), "we_1", sealed, "", false, true},
 		{"not base64", box(key, nil), "we_1", sealedPrefix + "***", "", false, true},
