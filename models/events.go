@@ -69,7 +69,9 @@ type WebhookEndpoint struct {
 	// endpoint is created, and kept here to sign with: sealed when the
 	// server has a WEBHOOK_SECRET_KEY (webhooks/secret.go), as given if not.
 	// A sealed secret is 83 characters. Keep the size: a version whose
-	// model said less would fail to migrate a database with longer values.
+	// model said less would cut longer values when it migrates (GORM alters
+	// a column's type with "USING secret::varchar(n)", a cast PostgreSQL
+	// truncates with, silently).
 	Secret string `gorm:"not null;size:100"`
 	// EventTypes is ",PAYMENT_CREATED,PAYMENT_REFUNDED," or "" for every
 	// type: a form both dialects can match with LIKE.

@@ -34,9 +34,10 @@ const KeySize = 32
 
 // A sealed secret is "e1:" and the URL-safe base64 of a nonce, then the
 // sealed 32 random bytes of the secret ("whsec_" and their base64, as
-// newSecret makes it) and the tag: 83 characters, within the column's 100,
-// which older versions of this server migrate the column to. A secret of
-// any other form was not made by this server and is stored as given.
+// newSecret makes it) and the tag: 83 characters, within the column's 100:
+// older versions of this server migrate the column to 100 and would cut a
+// longer value (models.WebhookEndpoint). A secret of any other form was
+// not made by this server and is stored as given.
 const (
 	sealedPrefix = "e1:"
 	secretPrefix = "whsec_"
