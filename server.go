@@ -103,7 +103,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer, log 
 		return err
 	}
 	svc, err := payments.NewService(db, payments.Config{
-		KeyTTL: cfg.KeyTTL, Reads: replica, Unavailable: database.IsUnavailable,
+		KeyTTL: cfg.KeyTTL, Reads: replica, Unavailable: database.IsUnavailable, ClockOffset: database.ClockOffset(db),
 		OnAttempt: func(op payments.Operation, o payments.Outcome, transport string) {
 			m.OnAttempt(op, o, transport)
 			if o == payments.OutcomeCreated || o == payments.OutcomeApplied {
@@ -114,6 +114,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer, log 
 	if err != nil {
 		return err
 	}
+	syncClock(ctx, svc, log)
 	staffStore := staff.New(db, staff.Config{IdleTimeout: cfg.AdminSessionIdle})
 	admin, err := staffStore.Bootstrap(ctx, cfg.AdminUser, cfg.AdminPassword)
 	if err != nil {
@@ -242,5 +243,20 @@ func printStartup(w io.Writer, cfg config.Config, admin staff.Bootstrapped, addr
 	if admin.Generated != "" {
 		fmt.Fprintf(w, "Admin password for %q (generated; set ADMIN_PASSWORD to choose; change it at first sign-in on /admin): %s\n",
 			staff.NormalizeUsername(cfg.AdminUser), admin.Generated)
+	}
+}
+
+// syncClock measures the database's clock before the first request, so that
+// keys' ages are judged by it from the start (payments/clock.go). A failure
+// is not fatal: the sweeper measures again every SWEEP_INTERVAL.
+func syncClock(ctx context.Context, svc *payments.Service, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	d, err := svc.SyncClock(ctx)
+	switch {
+	case err != nil:
+		log.Warn("measure the database's clock", "err", err)
+	case d > time.Second || d < -time.Second:
+		log.Warn("this instance's clock is off the database's; keys' ages are judged by the database's", "offset", d.String())
 	}
 }

@@ -11,6 +11,7 @@ package payments
 
 import (
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"gorm.io/gorm"
@@ -37,6 +38,10 @@ type Config struct {
 	// be reached, retry" (database.IsUnavailable): a batch that fails so is
 	// not re-run request by request.
 	Unavailable func(error) bool
+	// ClockOffset, if set, keeps the service's clock in step with the
+	// database's (clock.go; database.ClockOffset): call SyncClock once
+	// before serving; RunSweeper calls it again every sweep.
+	ClockOffset ClockOffset
 }
 
 // Reads is where reads that tolerate a few seconds of lag go.
@@ -61,16 +66,20 @@ type Service struct {
 	reads Reads
 	store store
 	// creates and changes gather requests into batch statements (batch.go).
-	creates   batcher[*job]
-	changes   batcher[*job]
-	keyTTL    time.Duration
-	clock     func() time.Time
-	onAttempt func(Operation, Outcome, string)
+	creates batcher[*job]
+	changes batcher[*job]
+	keyTTL  time.Duration
+	clock   func() time.Time
+	// offset is how far the database's clock was ahead of clock when last
+	// measured (clock.go), in nanoseconds; zero without a ClockOffset.
+	offset      atomic.Int64
+	clockOffset ClockOffset
+	onAttempt   func(Operation, Outcome, string)
 }
 
 // NewService returns a Service over db, whose schema must be migrated.
 func NewService(db *gorm.DB, cfg Config) (*Service, error) {
-	s := &Service{db: db, reads: cfg.Reads, keyTTL: cfg.KeyTTL, clock: cfg.Now, onAttempt: cfg.OnAttempt}
+	s := &Service{db: db, reads: cfg.Reads, keyTTL: cfg.KeyTTL, clock: cfg.Now, clockOffset: cfg.ClockOffset, onAttempt: cfg.OnAttempt}
 	if s.reads == nil {
 		s.reads = primaryReads{db}
 	}
@@ -105,9 +114,10 @@ func NewService(db *gorm.DB, cfg Config) (*Service, error) {
 	return s, nil
 }
 
-// now is the current time as stored: UTC, truncated to the microsecond
-// PostgreSQL keeps, so that what a request returns equals what a later
-// read finds.
+// now is the current time as stored: by the database's clock when the
+// service keeps in step with it (clock.go), UTC, truncated to the
+// microsecond PostgreSQL keeps, so that what a request returns equals what
+// a later read finds.
 func (s *Service) now() time.Time {
-	return s.clock().UTC().Truncate(time.Microsecond)
+	return s.clock().Add(time.Duration(s.offset.Load())).UTC().Truncate(time.Microsecond)
 }
