@@ -164,6 +164,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer, log 
 	sweepCtx, stopSweeping := context.WithCancel(context.Background())
 	defer stopSweeping()
 	go svc.RunSweeper(sweepCtx, cfg.SweepInterval, log)
+	go svc.RunClockSync(sweepCtx, log)
 	stopEvents := runEvents(srv, ev, wh)
 	defer stopEvents()
 
@@ -248,7 +249,7 @@ func printStartup(w io.Writer, cfg config.Config, admin staff.Bootstrapped, addr
 
 // syncClock measures the database's clock before the first request, so that
 // keys' ages are judged by it from the start (payments/clock.go). A failure
-// is not fatal: the sweeper measures again every SWEEP_INTERVAL.
+// is not fatal: RunClockSync measures again within seconds.
 func syncClock(ctx context.Context, svc *payments.Service, log *slog.Logger) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()

@@ -3,8 +3,13 @@ package payments
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"time"
 )
+
+// ClockSyncInterval is how often RunClockSync measures the database's
+// clock again: one short query.
+const ClockSyncInterval = 10 * time.Second
 
 // A key's age decides whether a retry replays or pays again, and instances
 // write and judge it with their own clocks. Two instances whose clocks
@@ -12,10 +17,12 @@ import (
 // has expired, and a retry that reaches the fast one would be handled as
 // new. So a Service given Config.ClockOffset keeps its clock in step with
 // the database's, the one clock every instance shares: it measures how far
-// the database's clock is ahead of its own (SyncClock, at start and then
-// every sweep) and adds that to every time it writes or compares. Then the
-// error between instances is the measurement's, within half a round trip
-// to the database, whatever their own clocks say.
+// the database's clock is ahead of its own (SyncClock: once before serving,
+// then every ClockSyncInterval in RunClockSync) and adds that to every time
+// the payments package writes or compares. Then the error between
+// instances is the measurement's, within half a round trip to the database,
+// whatever their own clocks say; a clock stepped between two measurements
+// is off until the next one.
 
 // ClockOffset measures how far the database's clock is ahead of now.
 type ClockOffset func(ctx context.Context, now func() time.Time) (time.Duration, error)
@@ -33,4 +40,31 @@ func (s *Service) SyncClock(ctx context.Context) (time.Duration, error) {
 	}
 	s.offset.Store(int64(d))
 	return d, nil
+}
+
+// RunClockSync measures the database's clock every ClockSyncInterval until
+// ctx ends, and says so when this instance's clock is more than a second
+// off it. Without Config.ClockOffset it returns at once.
+func (s *Service) RunClockSync(ctx context.Context, log *slog.Logger) {
+	if s.clockOffset == nil {
+		return
+	}
+	tick := time.NewTicker(ClockSyncInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		d, err := s.SyncClock(ctx)
+		switch {
+		case err != nil:
+			if ctx.Err() == nil {
+				log.Warn("measure the database's clock", "err", err)
+			}
+		case d > time.Second || d < -time.Second:
+			log.Warn("this instance's clock is off the database's; keys' ages are judged by the database's", "offset", d.String())
+		}
+	}
 }

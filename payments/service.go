@@ -40,7 +40,7 @@ type Config struct {
 	Unavailable func(error) bool
 	// ClockOffset, if set, keeps the service's clock in step with the
 	// database's (clock.go; database.ClockOffset): call SyncClock once
-	// before serving; RunSweeper calls it again every sweep.
+	// before serving, and run RunClockSync.
 	ClockOffset ClockOffset
 }
 

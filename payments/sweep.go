@@ -46,9 +46,7 @@ func (s *Service) SweepExpiredKeys(ctx context.Context, batchSize int) (int64, e
 }
 
 // RunSweeper sweeps expired keys every interval (with jitter, so instances
-// started together spread out) until ctx ends. Before each sweep it
-// measures the database's clock again (SyncClock), and says so when this
-// instance's clock is more than a second off it.
+// started together spread out) until ctx ends.
 func (s *Service) RunSweeper(ctx context.Context, interval time.Duration, log *slog.Logger) {
 	for {
 		wait := interval/2 + rand.N(interval)
@@ -56,11 +54,6 @@ func (s *Service) RunSweeper(ctx context.Context, interval time.Duration, log *s
 		case <-ctx.Done():
 			return
 		case <-time.After(wait):
-		}
-		if d, err := s.SyncClock(ctx); err != nil && ctx.Err() == nil {
-			log.Warn("measure the database's clock", "err", err)
-		} else if d > time.Second || d < -time.Second {
-			log.Warn("this instance's clock is off the database's; keys' ages are judged by the database's", "offset", d.String())
 		}
 		n, err := s.SweepExpiredKeys(ctx, SweepBatchSize)
 		if err != nil && ctx.Err() == nil {

@@ -390,7 +390,9 @@ func (s *Service) record(batch []result) {
 		switch outs[i].status {
 		case "DELIVERED":
 			if h.Delivered != nil {
-				h.Delivered(r.at.Add(r.took).Sub(r.EventAt))
+				// The event's time is the payments package's, by the
+				// database's clock; this instance's may differ a little.
+				h.Delivered(max(0, r.at.Add(r.took).Sub(r.EventAt)))
 			}
 		case "FAILED":
 			if h.Failed != nil {
