@@ -43,14 +43,16 @@ func (s *Service) SyncClock(ctx context.Context) (time.Duration, error) {
 }
 
 // RunClockSync measures the database's clock every ClockSyncInterval until
-// ctx ends, and says so when this instance's clock is more than a second
-// off it. Without Config.ClockOffset it returns at once.
+// ctx ends. It says when a measurement first fails, and when this
+// instance's clock is more than a second off the database's, once for each
+// second the offset moves: not every 10 s.
 func (s *Service) RunClockSync(ctx context.Context, log *slog.Logger) {
 	if s.clockOffset == nil {
 		return
 	}
 	tick := time.NewTicker(ClockSyncInterval)
 	defer tick.Stop()
+	failing, told := false, time.Duration(0)
 	for {
 		select {
 		case <-ctx.Done():
@@ -58,13 +60,17 @@ func (s *Service) RunClockSync(ctx context.Context, log *slog.Logger) {
 		case <-tick.C:
 		}
 		d, err := s.SyncClock(ctx)
-		switch {
-		case err != nil:
-			if ctx.Err() == nil {
-				log.Warn("measure the database's clock", "err", err)
+		if err != nil {
+			if !failing && ctx.Err() == nil {
+				log.Warn("measure the database's clock; the last offset is kept", "err", err)
 			}
-		case d > time.Second || d < -time.Second:
+			failing = true
+			continue
+		}
+		failing = false
+		if (d > time.Second || d < -time.Second) && (d-told > time.Second || told-d > time.Second) {
 			log.Warn("this instance's clock is off the database's; keys' ages are judged by the database's", "offset", d.String())
+			told = d
 		}
 	}
 }
