@@ -114,7 +114,10 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer, log 
 	if err != nil {
 		return err
 	}
-	syncClock(ctx, svc, log)
+	// Background work on the payments (clock, sweep) until shutdown.
+	background, stopBackground := context.WithCancel(context.Background())
+	defer stopBackground()
+	svc.StartClockSync(background, log)
 	staffStore := staff.New(db, staff.Config{IdleTimeout: cfg.AdminSessionIdle})
 	admin, err := staffStore.Bootstrap(ctx, cfg.AdminUser, cfg.AdminPassword)
 	if err != nil {
@@ -161,10 +164,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer, log 
 	printStartup(stdout, cfg, admin, ln.Addr())
 	log.Info("listening", "addr", ln.Addr().String(), "database", db.Dialector.Name(), "key_ttl", cfg.KeyTTL.String())
 
-	sweepCtx, stopSweeping := context.WithCancel(context.Background())
-	defer stopSweeping()
-	go svc.RunSweeper(sweepCtx, cfg.SweepInterval, log)
-	go svc.RunClockSync(sweepCtx, log)
+	go svc.RunSweeper(background, cfg.SweepInterval, log)
 	stopEvents := runEvents(srv, ev, wh)
 	defer stopEvents()
 
@@ -244,20 +244,5 @@ func printStartup(w io.Writer, cfg config.Config, admin staff.Bootstrapped, addr
 	if admin.Generated != "" {
 		fmt.Fprintf(w, "Admin password for %q (generated; set ADMIN_PASSWORD to choose; change it at first sign-in on /admin): %s\n",
 			staff.NormalizeUsername(cfg.AdminUser), admin.Generated)
-	}
-}
-
-// syncClock measures the database's clock before the first request, so that
-// keys' ages are judged by it from the start (payments/clock.go). A failure
-// is not fatal: RunClockSync measures again within seconds.
-func syncClock(ctx context.Context, svc *payments.Service, log *slog.Logger) {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	d, err := svc.SyncClock(ctx)
-	switch {
-	case err != nil:
-		log.Warn("measure the database's clock", "err", err)
-	case d > time.Second || d < -time.Second:
-		log.Warn("this instance's clock is off the database's; keys' ages are judged by the database's", "offset", d.String())
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// ClockSyncInterval is how often RunClockSync measures the database's
+// ClockSyncInterval is how often StartClockSync measures the database's
 // clock again: one short query.
 const ClockSyncInterval = 10 * time.Second
 
@@ -18,7 +18,7 @@ const ClockSyncInterval = 10 * time.Second
 // new. So a Service given Config.ClockOffset keeps its clock in step with
 // the database's, the one clock every instance shares: it measures how far
 // the database's clock is ahead of its own (SyncClock: once before serving,
-// then every ClockSyncInterval in RunClockSync) and adds that to every time
+// then every ClockSyncInterval: StartClockSync) and adds that to every time
 // the payments package writes or compares. Then the error between
 // instances is the measurement's, within half a round trip to the database,
 // whatever their own clocks say; a clock stepped between two measurements
@@ -42,35 +42,54 @@ func (s *Service) SyncClock(ctx context.Context) (time.Duration, error) {
 	return d, nil
 }
 
-// RunClockSync measures the database's clock every ClockSyncInterval until
-// ctx ends. It says when a measurement first fails, and when this
-// instance's clock is more than a second off the database's, once for each
-// second the offset moves: not every 10 s.
-func (s *Service) RunClockSync(ctx context.Context, log *slog.Logger) {
+// StartClockSync measures the database's clock now, so that keys' ages
+// are judged by it from the first request, then every ClockSyncInterval
+// in a goroutine until ctx ends. A failure is not fatal: the last offset
+// (none at first) is kept until a measurement succeeds. Without
+// Config.ClockOffset it does nothing.
+func (s *Service) StartClockSync(ctx context.Context, log *slog.Logger) {
 	if s.clockOffset == nil {
 		return
 	}
-	tick := time.NewTicker(ClockSyncInterval)
-	defer tick.Stop()
-	failing, told := false, time.Duration(0)
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
+	var r clockReport
+	first, cancel := context.WithTimeout(ctx, 5*time.Second)
+	r.tell(ctx, log)(s.SyncClock(first))
+	cancel()
+	go func() {
+		tick := time.NewTicker(ClockSyncInterval)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			r.tell(ctx, log)(s.SyncClock(ctx))
 		}
-		d, err := s.SyncClock(ctx)
+	}()
+}
+
+// clockReport says when a measurement first fails, and when this
+// instance's clock is more than a second off the database's, once for
+// each second the offset moves: not every ClockSyncInterval.
+type clockReport struct {
+	failing bool
+	told    time.Duration
+}
+
+func (r *clockReport) tell(ctx context.Context, log *slog.Logger) func(time.Duration, error) {
+	return func(d time.Duration, err error) {
 		if err != nil {
-			if !failing && ctx.Err() == nil {
+			if !r.failing && ctx.Err() == nil {
 				log.Warn("measure the database's clock; the last offset is kept", "err", err)
 			}
-			failing = true
-			continue
+			r.failing = true
+			return
 		}
-		failing = false
-		if (d > time.Second || d < -time.Second) && (d-told > time.Second || told-d > time.Second) {
+		r.failing = false
+		if (d > time.Second || d < -time.Second) && (d-r.told > time.Second || r.told-d > time.Second) {
 			log.Warn("this instance's clock is off the database's; keys' ages are judged by the database's", "offset", d.String())
-			told = d
+			r.told = d
 		}
 	}
 }

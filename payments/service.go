@@ -39,8 +39,8 @@ type Config struct {
 	// not re-run request by request.
 	Unavailable func(error) bool
 	// ClockOffset, if set, keeps the service's clock in step with the
-	// database's (clock.go; database.ClockOffset): call SyncClock once
-	// before serving, and run RunClockSync.
+	// database's (clock.go; database.ClockOffset): call StartClockSync
+	// before serving.
 	ClockOffset ClockOffset
 }
 
