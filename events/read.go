@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 
@@ -116,7 +115,7 @@ func (s *Service) page(ctx context.Context, after, upTo int64, f Filter) ([]Even
 	if end <= after {
 		return nil, after, nil
 	}
-	if !matchable(f.ClientID) || !matchable(f.PaymentID) {
+	if !payments.StorableText(f.ClientID) || !payments.StorableText(f.PaymentID) {
 		// No event has such an id, and PostgreSQL would refuse it in a
 		// query with an error rather than find nothing.
 		return nil, end, nil
@@ -204,10 +203,4 @@ func (s *Service) maxID(ctx context.Context) (int64, error) {
 		return 0, fmt.Errorf("read the last event id: %w", err)
 	}
 	return n, nil
-}
-
-// matchable says whether an id can be compared with stored text: valid
-// UTF-8 without a NUL byte, as every id this API gives is.
-func matchable(id string) bool {
-	return utf8.ValidString(id) && !strings.ContainsRune(id, 0)
 }

@@ -72,7 +72,7 @@ func filterConditions(f Filter) ([]string, []any, error) {
 	for _, v := range []struct{ field, value string }{
 		{"clientId", f.ClientID}, {"idempotencyKey", f.IdempotencyKey}, {"q", f.Search},
 	} {
-		if !storable(v.value) {
+		if !StorableText(v.value) {
 			return nil, nil, invalid(v.field, "a NUL character or bytes that are not UTF-8 are in a filter, and no payment can have them")
 		}
 	}
@@ -316,7 +316,7 @@ func decodeCursor(cursor string) (time.Time, string, error) {
 		return time.Time{}, "", bad
 	}
 	parts := strings.SplitN(string(raw), ":", 3)
-	if len(parts) != 3 || parts[0] != cursorVersion || parts[2] == "" || !storable(parts[2]) {
+	if len(parts) != 3 || parts[0] != cursorVersion || parts[2] == "" || !StorableText(parts[2]) {
 		return time.Time{}, "", bad
 	}
 	micros, err := strconv.ParseInt(parts[1], 10, 64)

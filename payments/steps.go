@@ -145,15 +145,16 @@ func (p *preparedStatements) prepareWanted(ctx context.Context) {
 
 // plausibleID reports whether id could be one this API issued. Anything
 // else is NOT_FOUND without asking the database, which would refuse bytes
-// it cannot store (see storable) with an error rather than find nothing.
+// it cannot store (see StorableText) with an error rather than find nothing.
 func plausibleID(id string) bool {
-	return id != "" && len(id) <= 40 && storable(id)
+	return id != "" && len(id) <= 40 && StorableText(id)
 }
 
-// storable says whether PostgreSQL can hold s as text: valid UTF-8
+// StorableText says whether PostgreSQL can hold s as text: valid UTF-8
 // without a NUL byte. It refuses anything else with an error, where SQLite
-// would find nothing; this API stores neither.
-func storable(s string) bool {
+// would find nothing; this API stores neither, so a lookup by such a value
+// finds nothing without asking.
+func StorableText(s string) bool {
 	return utf8.ValidString(s) && !strings.ContainsRune(s, 0)
 }
 
