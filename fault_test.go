@@ -297,7 +297,8 @@ func TestPostgresRestart(t *testing.T) {
 // database does not answer at all. It is a batched statement's own
 // deadline (payments.statementTimeout, 5 s) and a margin: a create sent on
 // a connection that went silent waits for it, and is not run again alone
-// once the error says the database is unavailable.
+// once the error says the database is unavailable; a create queued behind
+// that statement is refused with it, not sent to wait once more.
 const blackholeBound = 7 * time.Second
 
 // TestDatabaseBlackholed: the database stops answering without closing

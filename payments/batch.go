@@ -34,7 +34,9 @@ import (
 // deadlock on them. If a statement fails, each of its requests is run again
 // alone, so that one request's failure is never another's. That is safe
 // whatever the failed statement did: a request whose row it had committed
-// finds its key claimed, and is answered with that payment.
+// finds its key claimed, and is answered with that payment. If it failed
+// because the database is unavailable, its requests, and those queued
+// behind it, are answered so at once instead (see lead).
 
 const (
 	// maxInFlight caps the statements running at once.
@@ -64,9 +66,10 @@ type batcher[J batchJob] struct {
 	order func(a, b J) int
 	// stallAfter: see defaultStallAfter.
 	stallAfter time.Duration
-	// final, if set, says an error is not worth running each job again
-	// alone: the database is down, and each re-run would only wait for it
-	// once more.
+	// final, if set, says an error means the database is unavailable. Then
+	// the statement's jobs are not run again alone, and the jobs queued
+	// behind it are not sent (see lead): each would only wait for the
+	// database once more.
 	final func(error) bool
 
 	mu        sync.Mutex
@@ -94,15 +97,28 @@ func (b *batcher[J]) submit(job J) {
 // lead runs one statement with what is queued, then hands its slot to a
 // new goroutine if more is queued, so the request that led is answered
 // without waiting for later batches.
+//
+// If the statement found the database unavailable, what queued behind it
+// is answered with that error instead of being sent: each of those
+// requests has already waited for one statement's deadline, and the next
+// statement would most likely wait for another before failing the same
+// way. A request is so refused within one statementTimeout (and the time
+// to take a connection), not two. The client retries with its key.
 func (b *batcher[J]) lead() {
-	b.run(b.take())
+	unavailable := b.run(b.take())
 	b.mu.Lock()
-	defer b.mu.Unlock()
+	var behind []J
+	if unavailable != nil {
+		behind = b.queue
+		b.queue = nil
+	}
 	if len(b.queue) > 0 {
 		go b.lead()
-		return
+	} else {
+		b.inFlight--
 	}
-	b.inFlight--
+	b.mu.Unlock()
+	refuse(behind, unavailable)
 }
 
 // take removes up to maxBatch queued jobs, oldest first, no two sharing a
@@ -134,24 +150,48 @@ func (b *batcher[J]) take() []J {
 }
 
 // run executes one statement for batch and sees that every job in it is
-// answered.
-func (b *batcher[J]) run(batch []J) {
+// answered. It returns the statement's error if final says the database is
+// unavailable, and nil otherwise.
+func (b *batcher[J]) run(batch []J) (unavailable error) {
 	err := b.safeExec(batch)
 	if err == nil {
-		return
+		return nil
 	}
-	if len(batch) == 1 || b.final != nil && b.final(err) {
+	if b.isFinal(err) {
+		unavailable = err
+	}
+	if len(batch) == 1 || unavailable != nil {
 		for _, j := range batch {
 			j.fail(err)
 		}
-		return
+		return unavailable
 	}
 	// The statement failed as a whole (a deadlock with another batch, say):
 	// run each job alone, so that each gets its own answer.
-	for _, j := range batch {
-		if err := b.safeExec([]J{j}); err != nil {
-			j.fail(err)
+	for i, j := range batch {
+		err := b.safeExec([]J{j})
+		if err == nil {
+			continue
 		}
+		j.fail(err)
+		if b.isFinal(err) {
+			refuse(batch[i+1:], err)
+			return err
+		}
+	}
+	return nil
+}
+
+// isFinal reports whether err says the database is unavailable.
+func (b *batcher[J]) isFinal(err error) bool {
+	return b.final != nil && b.final(err)
+}
+
+// refuse answers jobs that are not sent because a statement before them
+// found the database unavailable; err is that statement's error.
+func refuse[J batchJob](jobs []J, err error) {
+	for _, j := range jobs {
+		j.fail(fmt.Errorf("not sent, the statement before it failed: %w", err))
 	}
 }
 

@@ -288,3 +288,69 @@ func TestBatcherStartsAnotherStatementBesideAStalledOne(t *testing.T) {
 		t.Errorf("batches %v, want [[first] [late queued]]", got)
 	}
 }
+
+// errDown stands for an error that says the database is unavailable.
+var errDown = errors.New("database unavailable")
+
+func isDown(err error) bool { return errors.Is(err, errDown) }
+
+func TestBatcherRefusesWhatQueuedBehindAnUnavailableStatement(t *testing.T) {
+	t.Parallel()
+	b, f, first := busyBatcher(t)
+	b.final = isDown // read by the running statement once its hold is closed
+	f.fail = func(batch []*testJob) error {
+		if batch[0].name == "first" {
+			return errDown
+		}
+		return nil
+	}
+	queued1, queued2 := newTestJob("k1", "queued1"), newTestJob("k2", "queued2")
+	wg := submitAll(b, queued1, queued2)
+	close(f.hold)
+	wg.Wait()
+	for _, j := range []*testJob{first, queued1, queued2} {
+		if err := mustAnswer(t, j); !isDown(err) {
+			t.Errorf("%s: %v, want the unavailable statement's error", j.name, err)
+		}
+	}
+	if got := f.ran(); !slices.EqualFunc(got, [][]string{{"first"}}, slices.Equal) {
+		t.Errorf("batches %v, want [[first]]: what queued behind it is not sent", got)
+	}
+	// The queue is not closed for good: the next job is sent.
+	next := newTestJob("k3", "next")
+	b.submit(next)
+	if err := mustAnswer(t, next); err != nil {
+		t.Errorf("next: %v, want it sent and answered", err)
+	}
+}
+
+func TestBatcherStopsRunningJobByJobWhenTheDatabaseIsDown(t *testing.T) {
+	t.Parallel()
+	b, f, first := busyBatcher(t)
+	b.final = isDown
+	// The batch fails for its bad job; run alone, the first job ("a")
+	// finds the database gone.
+	f.fail = func(batch []*testJob) error {
+		switch {
+		case len(batch) > 1:
+			return errors.New("bad row")
+		case batch[0].name == "a":
+			return errDown
+		}
+		return nil
+	}
+	a, bad, c := newTestJob("k1", "a"), newTestJob("k2", "bad"), newTestJob("k3", "c")
+	wg := submitAll(b, a, bad, c)
+	close(f.hold)
+	wg.Wait()
+	mustAnswer(t, first)
+	for _, j := range []*testJob{a, bad, c} {
+		if err := mustAnswer(t, j); !isDown(err) {
+			t.Errorf("%s: %v, want the unavailable statement's error", j.name, err)
+		}
+	}
+	want := [][]string{{"first"}, {"a", "bad", "c"}, {"a"}}
+	if got := f.ran(); !slices.EqualFunc(got, want, slices.Equal) {
+		t.Errorf("batches %v, want %v", got, want)
+	}
+}
