@@ -164,6 +164,18 @@ func TestBadInputOverHTTP(t *testing.T) {
 				t.Errorf("%s: message %q does not name %s", tt.name, res.Errors[0].Message, tt.wantField)
 			}
 		}
+		// A clientId that is not valid UTF-8 reaches the server as raw
+		// bytes or a lone surrogate escape, in a variable or a literal; the
+		// decoders turn each into U+FFFD, which is refused.
+		for _, body := range []string{
+			"{\"query\":\"mutation($c: ID!) { createPayment(input:{clientId:$c, amount:\\\"1\\\", currency:\\\"BRL\\\", method:PIX}, idempotencyKey:\\\"k\\\") { replayed } }\",\"variables\":{\"c\":\"a\xffb\"}}",
+			`{"query":"mutation($c: ID!) { createPayment(input:{clientId:$c, amount:\"1\", currency:\"BRL\", method:PIX}, idempotencyKey:\"k\") { replayed } }","variables":{"c":"a\ud800b"}}`,
+			"{\"query\":\"mutation { createPayment(input:{clientId:\\\"a\xffb\\\", amount:\\\"1\\\", currency:\\\"BRL\\\", method:PIX}, idempotencyKey:\\\"k\\\") { replayed } }\"}",
+		} {
+			if res := b.post(t, body); res.code() != "BAD_USER_INPUT" || res.Errors[0].Extensions["field"] != "clientId" {
+				t.Errorf("clientId not UTF-8, body %q: %+v, want BAD_USER_INPUT on clientId", body, res)
+			}
+		}
 		for _, amount := range []string{`true`, `{"a":1}`, `[1]`, `null`} {
 			body := `{"query":"mutation($a: Decimal!) { createPayment(input:{clientId:\"c\", amount:$a, currency:\"BRL\", method:PIX}, idempotencyKey:\"k\") { replayed } }","variables":{"a":` + amount + `}}`
 			if res := b.post(t, body); len(res.Errors) == 0 || res.code() == "INTERNAL_SERVER_ERROR" || res.code() == "" {
@@ -289,6 +301,10 @@ func TestErrorMessagesAreFixed(t *testing.T) {
 		"a REST body that is an array":      post("/api/payments", `[1,2,"`+marker+`"]`),
 		"a REST body with a wrong type":     post("/api/payments", `{"clientId":{"a":"`+marker+`"},"amount":"1","currency":"BRL","method":"PIX"}`),
 		"a REST body with an unknown field": post("/api/payments", `{"`+marker+`":1}`),
+		"a REST currency":                   post("/api/payments", `{"clientId":"c","amount":"1","currency":"`+marker+`","method":"PIX"}`),
+		"a REST method":                     post("/api/payments", `{"clientId":"c","amount":"1","currency":"BRL","method":"`+marker+`"}`),
+		"a REST amount":                     post("/api/payments", `{"clientId":"c","amount":"`+marker+`","currency":"BRL","method":"PIX"}`),
+		"a GraphQL currency":                post("/graphql", `{"query":"mutation { createPayment(input: {clientId: \"c\", amount: \"1\", currency: \"`+marker+`\", method: PIX}, idempotencyKey: \"k\") { replayed } }"}`),
 	}
 	for name, a := range answers {
 		if a.status < 400 && !strings.Contains(a.body, `"errors"`) {

@@ -102,7 +102,7 @@ func filterConditions(f Filter) ([]string, []any, error) {
 	}
 	if f.Status != "" {
 		if !f.Status.Valid() {
-			return nil, nil, invalid("status", "status %q is not a payment status", f.Status)
+			return nil, nil, invalid("status", "status is not a payment status")
 		}
 		where("status = ?", string(f.Status))
 	}

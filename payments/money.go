@@ -32,11 +32,11 @@ const maxMinorDigits = 19
 // currencies.
 func NormalizeCurrency(code string) (string, error) {
 	if len(code) != 3 {
-		return "", fmt.Errorf("currency must be a three-letter ISO 4217 code such as \"BRL\", got %q", code)
+		return "", fmt.Errorf("currency must be a three-letter ISO 4217 code such as \"BRL\"")
 	}
 	upper := strings.ToUpper(code)
 	if !currency.IsValid(upper) {
-		return "", fmt.Errorf("currency %q is not an active ISO 4217 currency code", code)
+		return "", fmt.Errorf("currency is not an active ISO 4217 currency code")
 	}
 	return upper, nil
 }
@@ -57,7 +57,7 @@ func ParseAmount(text, currencyCode string) (Money, error) {
 	if err != nil {
 		return Money{}, err
 	}
-	minor, err := toMinor(text, d, currencyDigits(currencyCode), currencyCode)
+	minor, err := toMinor(d, currencyDigits(currencyCode), currencyCode)
 	if err != nil {
 		return Money{}, err
 	}
@@ -66,10 +66,11 @@ func ParseAmount(text, currencyCode string) (Money, error) {
 
 // toMinor converts a reduced decimal to minor units of a currency with the
 // given digits, refusing what is not a whole number of them or does not
-// fit in an int64. text and code are for the messages.
-func toMinor(text string, d *apd.Decimal, digits int32, code string) (int64, error) {
+// fit in an int64. code is for the messages, which do not repeat the
+// amount sent: no message echoes a request's values.
+func toMinor(d *apd.Decimal, digits int32, code string) (int64, error) {
 	if -d.Exponent > digits {
-		return 0, fmt.Errorf("amount %s has %d fraction digits; %s allows %d", text, -d.Exponent, code, digits)
+		return 0, fmt.Errorf("amount has %d fraction digits; %s allows %d", -d.Exponent, code, digits)
 	}
 	// d is reduced, so its digit count plus exponent is the number of
 	// integer digits; refusing more than int64 holds before converting keeps
@@ -78,11 +79,11 @@ func toMinor(text string, d *apd.Decimal, digits int32, code string) (int64, err
 	minor.Set(d)
 	minor.Exponent += digits
 	if minor.NumDigits()+int64(minor.Exponent) > maxMinorDigits {
-		return 0, fmt.Errorf("amount %s is larger than can be stored exactly", text)
+		return 0, fmt.Errorf("amount is larger than can be stored exactly")
 	}
 	n, err := minor.Int64()
 	if err != nil {
-		return 0, fmt.Errorf("amount %s is larger than can be stored exactly", text)
+		return 0, fmt.Errorf("amount is larger than can be stored exactly")
 	}
 	return n, nil
 }
@@ -113,7 +114,6 @@ func CurrencyDigits() map[string]int {
 // for every number of currency digits, so that the statement that reads the
 // payment picks the right one without a second round trip.
 type changeAmount struct {
-	sent      string       // as the client wrote it, for messages
 	canonical string       // reduced decimal: "10.5" for "10.50"
 	value     *apd.Decimal // reduced
 	// byDigits[d] is the amount in minor units of a currency with d
@@ -128,10 +128,10 @@ func parseChangeAmount(text string) (changeAmount, error) {
 	if err != nil {
 		return changeAmount{}, err
 	}
-	a := changeAmount{sent: text, canonical: d.Text('f'), value: d, byDigits: make([]*int64, maxCurrencyDigits+1)}
+	a := changeAmount{canonical: d.Text('f'), value: d, byDigits: make([]*int64, maxCurrencyDigits+1)}
 	var last error
 	for digits := range maxCurrencyDigits + 1 {
-		n, err := toMinor(text, d, digits, fmt.Sprintf("a currency with %d digits", digits))
+		n, err := toMinor(d, digits, fmt.Sprintf("a currency with %d digits", digits))
 		if err != nil {
 			last = err
 			continue
@@ -152,7 +152,7 @@ func (a changeAmount) in(code string) (Money, error) {
 	if n := a.byDigits[digits]; n != nil {
 		return Money{Minor: *n, Currency: code}, nil
 	}
-	_, err := toMinor(a.sent, a.value, digits, code)
+	_, err := toMinor(a.value, digits, code)
 	return Money{}, err
 }
 
@@ -176,10 +176,10 @@ func parseDecimal(text string) (*apd.Decimal, error) {
 	}
 	d, _, err := apd.NewFromString(text)
 	if err != nil || d.Form != apd.Finite {
-		return nil, fmt.Errorf("amount %q is not a decimal number; send it like \"10.50\"", text)
+		return nil, fmt.Errorf("amount is not a decimal number; send it like \"10.50\"")
 	}
 	if d.Sign() <= 0 {
-		return nil, fmt.Errorf("amount %s must be greater than zero", text)
+		return nil, fmt.Errorf("amount must be greater than zero")
 	}
 	var reduced apd.Decimal
 	reduced.Reduce(d)

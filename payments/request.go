@@ -242,8 +242,11 @@ func validateClientID(id string) error {
 	if strings.TrimSpace(id) == "" {
 		return fmt.Errorf("clientId must not be empty")
 	}
-	if !utf8.ValidString(id) {
-		return fmt.Errorf("clientId is not valid UTF-8")
+	// U+FFFD is what JSON decoders (Go's, and gqlparser's for literals) put
+	// in place of invalid UTF-8 bytes and lone surrogate escapes, so a
+	// clientId sent invalid reaches this check holding it.
+	if !utf8.ValidString(id) || strings.ContainsRune(id, utf8.RuneError) {
+		return fmt.Errorf("clientId is not valid UTF-8 (or holds U+FFFD, the character a decoder puts in place of invalid bytes)")
 	}
 	if n := utf8.RuneCountInString(id); n > MaxClientIDLen {
 		return fmt.Errorf("clientId is %d characters long; the limit is %d", n, MaxClientIDLen)
@@ -278,7 +281,7 @@ func validateMethod(m Method) error {
 		for i, known := range Methods {
 			names[i] = string(known)
 		}
-		return fmt.Errorf("method %q is not one of %s", string(m), strings.Join(names, ", "))
+		return fmt.Errorf("method must be one of %s", strings.Join(names, ", "))
 	}
 	return nil
 }

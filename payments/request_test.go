@@ -53,9 +53,11 @@ func TestValidateBadInput(t *testing.T) {
 		{"client with a bidi override", func(r *CreateRequest) { r.ClientID = "shop\u202e7" }, "clientId", "U+202E"},
 		{"client with a zero-width space", func(r *CreateRequest) { r.ClientID = "shop\u200b7" }, "clientId", "U+200B"},
 		{"client not UTF-8", func(r *CreateRequest) { r.ClientID = "shop\xff" }, "clientId", "not valid UTF-8"},
+		// What a JSON decoder leaves of invalid bytes or a lone surrogate.
+		{"client with U+FFFD", func(r *CreateRequest) { r.ClientID = "shop\ufffd" }, "clientId", "not valid UTF-8"},
 		{"key with a leading space", func(r *CreateRequest) { r.IdempotencyKey = " k" }, "idempotencyKey", "start or end with a space"},
 		{"key with a trailing space", func(r *CreateRequest) { r.IdempotencyKey = "k " }, "idempotencyKey", "start or end with a space"},
-		{"method unknown", func(r *CreateRequest) { r.Method = "CASH" }, "method", "not one of"},
+		{"method unknown", func(r *CreateRequest) { r.Method = "CASH" }, "method", "must be one of CREDIT_CARD"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -72,6 +74,12 @@ func TestValidateBadInput(t *testing.T) {
 			p := invalid.Problems[0]
 			if p.Field != tt.wantField || !strings.Contains(p.Message, tt.wantInMessage) {
 				t.Errorf("problem = %+v, want field %s and a message saying %q", p, tt.wantField, tt.wantInMessage)
+			}
+			// The contract: error messages never echo the request.
+			sent := map[string]string{"idempotencyKey": req.IdempotencyKey, "amount": req.Amount,
+				"currency": req.Currency, "clientId": req.ClientID, "method": string(req.Method)}[tt.wantField]
+			if len(strings.TrimSpace(sent)) >= 3 && strings.Contains(p.Message, sent) {
+				t.Errorf("message %q repeats the value sent, %q", p.Message, sent)
 			}
 		})
 	}
