@@ -52,8 +52,10 @@ func (t postTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.G
 //     or variables that fail to coerce, get 200 (gqlgen says 422), since
 //     legacy clients read errors only from 200 responses;
 //   - under application/graphql-response+json such failures keep gqlgen's
-//     4xx, and lose the "data" entry (gqlgen writes "data": null), because
-//     the request never executed.
+//     4xx;
+//   - under either, the answer loses the "data" entry (gqlgen writes
+//     "data": null): the request never executed, and the GraphQL spec says
+//     that an error raised before execution leaves data out.
 //
 // Only error answers (status 400 and up) are held back and rewritten.
 type specStatus struct {
@@ -108,9 +110,7 @@ func (w *specStatus) flush() {
 	case status == http.StatusUnprocessableEntity && strings.HasPrefix(contentType, "application/json"):
 		status = http.StatusOK
 	}
-	if strings.HasPrefix(contentType, "application/graphql-response+json") {
-		delete(raw, "data")
-	}
+	delete(raw, "data")
 	w.ResponseWriter.WriteHeader(status)
 	_ = json.NewEncoder(w.ResponseWriter).Encode(raw)
 }

@@ -209,6 +209,18 @@ func TestMalformedRequests(t *testing.T) {
 			t.Errorf("body %.40q: code %q, want a client error code", body, res.code())
 		}
 	}
+	// Nothing executed, so the answer has no "data" entry (the GraphQL
+	// spec), under either response type.
+	for _, accept := range []string{"application/json", "application/graphql-response+json"} {
+		for _, body := range []string{`{"query":"{ payments { edges"}`, `{"query":"{ nope }"}`, `{"query":`,
+			`{"query":"query($n: Int) { payments(first: $n) { edges { cursor } } }","variables":{"n":"x"}}`} {
+			h := restHeaders("")
+			h.Set("Accept", accept)
+			if _, raw := b.raw(t, "POST", "/graphql", h, body); !strings.Contains(string(raw), `"errors"`) || strings.Contains(string(raw), `"data"`) {
+				t.Errorf("accept %s, body %q: %s, want errors and no data entry", accept, body, raw)
+			}
+		}
+	}
 	// Still up and answering.
 	if res := b.post(t, `{"query":"{ payments { edges { cursor } } }"}`); res.Status != http.StatusOK || len(res.Errors) > 0 {
 		t.Errorf("after malformed requests: %+v", res)
