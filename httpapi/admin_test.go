@@ -224,7 +224,7 @@ func TestAdminSignIn(t *testing.T) {
 		t.Errorf("sign-in page when signed in: %d to %q", res.StatusCode, res.Header.Get("Location"))
 	}
 
-	// next: paths of the admin on this site only.
+	// next: paths on this site only.
 	for next, want := range map[string]string{
 		"/admin/payments/pay_1?x=1":  "/admin/payments/pay_1?x=1",
 		"/admin/audit":               "/admin/audit",
@@ -232,8 +232,10 @@ func TestAdminSignIn(t *testing.T) {
 		"https://evil.example/admin": "/admin",
 		"/\\evil.example":            "/admin",
 		"/admin/../graphql":          "/admin",
-		"/playground":                "/admin",
+		"/playground":                "/playground",
+		"/admin/./logout":            "/admin",
 		"/admin/logout":              "/admin",
+		"/admin/login?next=/x":       "/admin",
 		"javascript:alert(1)":        "/admin",
 	} {
 		res, _ := b.newClient(t).post(t, "/admin/login", url.Values{"username": {"admin"}, "password": {adminPassword}, "next": {next}})

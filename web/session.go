@@ -207,17 +207,16 @@ func (a *admin) https(r *http.Request) bool {
 	return r.TLS != nil
 }
 
-// safeNext is where a sign-in goes on to: a path of the admin on this
-// site, never another site ("//evil.example", "https://…", "/\evil"), nor
-// the sign-in and sign-out themselves.
+// safeNext is where a sign-in goes on to: a path on this site (the
+// contract: "same-site paths only"), never another site ("//evil.example",
+// "https://…", "/\evil"), nor the sign-in and sign-out themselves.
 func safeNext(next string) string {
-	if next == "" || !strings.HasPrefix(next, "/admin") || strings.HasPrefix(next, "//") || strings.ContainsAny(next, "\\\r\n\t") {
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.ContainsAny(next, "\\\r\n\t") {
 		return "/admin"
 	}
 	u, err := url.Parse(next)
-	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil ||
-		!(u.Path == "/admin" || strings.HasPrefix(u.Path, "/admin/")) || u.Path == loginPath || u.Path == logoutPath ||
-		strings.Contains(u.Path, "/../") || strings.HasSuffix(u.Path, "/..") {
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Path == loginPath || u.Path == logoutPath ||
+		strings.Contains(u.Path, "/../") || strings.HasSuffix(u.Path, "/..") || strings.Contains(u.Path, "/./") {
 		return "/admin"
 	}
 	return u.RequestURI()
