@@ -42,6 +42,17 @@ func newEnv(t *testing.T, db dbtest.DB, opts events.Options) *env {
 	return &env{db: db, svc: svc, ev: ev}
 }
 
+// waitLive waits until n subscriptions have their place on the hub: a
+// subscription made without a cursor gets only the events after that.
+func (e *env) waitLive(t *testing.T, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); e.ev.LiveSubscribers() < n; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d subscriptions live after 10 s, want %d", e.ev.LiveSubscribers(), n)
+		}
+	}
+}
+
 // run runs ev until the test ends.
 func run(t *testing.T, ev *events.Service) {
 	ctx, cancel := context.WithCancel(context.Background())
@@ -252,7 +263,7 @@ func TestSlowSubscriberIsDropped(t *testing.T) {
 	slow := e.ev.Subscribe(t.Context(), events.Filter{}, nil)
 	zero := int64(0)
 	fast := e.ev.Subscribe(t.Context(), events.Filter{}, &zero)
-	time.Sleep(100 * time.Millisecond) // both registered
+	e.waitLive(t, 2)
 	fastDone := make(chan error, 1)
 	var fastGot atomic.Int64
 	go func() {
@@ -300,7 +311,7 @@ func TestBurstDoesNotDropAReader(t *testing.T) {
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
 		e := newEnv(t, db, events.Options{Buffer: 4})
 		sub := e.ev.Subscribe(t.Context(), events.Filter{}, nil)
-		time.Sleep(200 * time.Millisecond) // registered
+		e.waitLive(t, 1)
 		var wg sync.WaitGroup
 		for w := range 8 {
 			wg.Go(func() {

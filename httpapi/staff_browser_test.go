@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -38,10 +39,34 @@ func TestStaffInBrowser(t *testing.T) {
 	// refundsDone counts the refund submissions the server has finished:
 	// one whose page the browser dropped is still answered.
 	var refundPosts, refundsDone atomic.Int32
+	// pair, once armed, holds the first refund submission until a second
+	// one arrives (at most 5 s): a double click's second press then always
+	// finds the first unanswered, however slow the browser's round trips.
+	var pair struct {
+		sync.Mutex
+		armed   bool
+		waiting chan struct{}
+	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == "POST" && strings.HasSuffix(r.URL.Path, "/refund") {
 			refundPosts.Add(1)
 			defer refundsDone.Add(1)
+			pair.Lock()
+			if pair.armed && pair.waiting == nil {
+				ch := make(chan struct{})
+				pair.waiting = ch
+				pair.Unlock()
+				select {
+				case <-ch:
+				case <-time.After(5 * time.Second):
+				}
+			} else {
+				if pair.armed {
+					close(pair.waiting)
+					pair.armed, pair.waiting = false, nil
+				}
+				pair.Unlock()
+			}
 			time.Sleep(300 * time.Millisecond)
 		}
 		b.handler.ServeHTTP(w, r)
@@ -165,6 +190,9 @@ func TestStaffInBrowser(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`form.refund`)),
 		chromedp.SendKeys(chromedp.CSS(`#refund-amount`), "20"))
 	before, doneBefore := refundPosts.Load(), refundsDone.Load()
+	pair.Lock()
+	pair.armed = true
+	pair.Unlock()
 	x := evalString(t, ctx, `(() => { const r = document.querySelector("form.refund button").getBoundingClientRect(); return (r.x + r.width/2) + "," + (r.y + r.height/2) })()`)
 	var cx, cy float64
 	fmt.Sscanf(x, "%f,%f", &cx, &cy)

@@ -255,15 +255,15 @@ func TestBatcherStartsAnotherStatementBesideAStalledOne(t *testing.T) {
 	queued := newTestJob("k2", "queued")
 	wg := submitAll(b, queued)
 	b.mu.Lock()
-	young := time.Since(b.lastStart) < b.stallAfter
+	inQueue := len(b.queue) == 1
 	b.mu.Unlock()
-	select {
-	case <-f.started:
-		if young {
-			t.Fatal("a second statement started while the first was young")
-		}
+	if !inQueue {
+		// It started a statement of its own: it reached submit more than
+		// stallAfter after the first statement began, which only a
+		// loaded machine does (or a batcher that ignores stallAfter,
+		// which the other tests, with an hour's stallAfter, would catch).
+		close(f.hold) // let the statements end
 		t.Skip("the machine was too slow to queue a job within stallAfter")
-	default:
 	}
 	// ...after it, the next job starts a statement of its own, which
 	// takes the queued job along.
