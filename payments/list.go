@@ -36,8 +36,8 @@ type Filter struct {
 	Rejected bool
 	// From and To bound the creation time: From <= created_at < To.
 	From, To time.Time
-	// Search keeps payments whose client id or idempotency key is exactly
-	// this (support staff paste whichever the customer gave them).
+	// Search keeps payments whose id, client id or idempotency key is
+	// exactly this (support staff paste whichever the customer gave them).
 	Search string
 	// Amount, if set, keeps payments of exactly this amount and currency.
 	Amount *Money
@@ -116,9 +116,10 @@ func filterConditions(f Filter) ([]string, []any, error) {
 }
 
 // pageQuery is one newest-first read of at most limit payments matching
-// conds. A search for a client id or key ("client = q OR key = q" would
-// make the database sort every payment of a large client) is two reads,
-// each in index order and limited, merged: about 2 × limit rows.
+// conds. A search for an id, client id or key ("id = q OR client = q OR
+// key = q" would make the database sort every payment of a large client)
+// is three reads, each in index order and limited, merged: about 2 × limit
+// rows, since an id matches one payment at most.
 func pageQuery(conds []string, args []any, search string, limit int) (string, []any) {
 	read := func(extra string, extraArg any) (string, []any) {
 		cs, as := conds, args
@@ -135,10 +136,12 @@ func pageQuery(conds []string, args []any, search string, limit int) (string, []
 	if search == "" {
 		return read("", nil)
 	}
+	byID, idArgs := read("id = ?", search)
 	byClient, clientArgs := read("client_id = ?", search)
 	byKey, keyArgs := read("idempotency_key = ?", search)
-	return "SELECT * FROM (" + byClient + ") AS by_client UNION SELECT * FROM (" + byKey + ") AS by_key" +
-		" ORDER BY created_at DESC, id DESC LIMIT ?", append(append(clientArgs, keyArgs...), limit)
+	return "SELECT * FROM (" + byID + ") AS by_id UNION SELECT * FROM (" + byClient + ") AS by_client" +
+			" UNION SELECT * FROM (" + byKey + ") AS by_key ORDER BY created_at DESC, id DESC LIMIT ?",
+		append(append(append(idArgs, clientArgs...), keyArgs...), limit)
 }
 
 // Get returns the payment with the given id, or an error wrapping

@@ -164,6 +164,8 @@ func TestListAdminFilters(t *testing.T) {
 			// each payment once.
 			{"search client or key", payments.Filter{Search: "acme"}, []payments.Payment{both, replayed, plain}},
 			{"search key", payments.Filter{Search: "k3"}, []payments.Payment{rejected}},
+			{"search id", payments.Filter{Search: replayed.ID}, []payments.Payment{replayed}},
+			{"search id with a filter it fails", payments.Filter{Search: plain.ID, Flagged: true}, nil},
 			{"search with a filter", payments.Filter{Search: "acme", Flagged: true}, []payments.Payment{both, replayed}},
 			{"search nothing", payments.Filter{Search: "nobody"}, nil},
 		}
