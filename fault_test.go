@@ -17,6 +17,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -367,6 +368,80 @@ func TestDatabaseBlackholed(t *testing.T) {
 		t.Errorf("the slowest request took %s with the database silent, want at most %s", slowest, blackholeBound)
 	}
 	t.Logf("database silent: %d requests refused with SERVICE_UNAVAILABLE, the slowest answer after %s", refused, slowest.Round(time.Millisecond))
+}
+
+// TestAdminWithTheDatabaseSilent: while the database does not answer at
+// all, what checks credentials in it (the admin's pages and sign-in,
+// /metrics read with a staff account, a managed API token) answers 503
+// within its deadline instead of waiting for the database.
+func TestAdminWithTheDatabaseSilent(t *testing.T) {
+	t.Parallel()
+	db := dbtest.Postgres(t)
+	proxy, dbURL := dbtest.ProxyURL(t, db.URL)
+	srv := startServer(t, dbURL)
+	code, out, _ := cmd(t, db.URL, "tokens", "create", "--name", "silent")
+	if code != 0 {
+		t.Fatalf("tokens create: exit %d", code)
+	}
+	managed := lastLine(out) // not yet in the server's cache
+	noRedirect := func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	signIn := func() (*http.Response, error) {
+		return (&http.Client{CheckRedirect: noRedirect}).PostForm(srv.url+"/admin/login",
+			url.Values{"username": {"admin"}, "password": {"unused"}})
+	}
+	res, err := signIn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	cookies := res.Cookies()
+	if res.StatusCode != http.StatusSeeOther || len(cookies) != 1 {
+		t.Fatalf("sign-in with the database up: %d, cookies %v", res.StatusCode, cookies)
+	}
+	proxy.Freeze()
+
+	checks := []struct {
+		name  string
+		send  func() (*http.Response, error)
+		bound time.Duration // the deadline that answers it, and a margin
+	}{
+		{"a page, signed in", func() (*http.Response, error) {
+			req, _ := http.NewRequest("GET", srv.url+"/admin", nil)
+			req.AddCookie(cookies[0])
+			return (&http.Client{CheckRedirect: noRedirect}).Do(req)
+		}, 8 * time.Second},
+		{"the sign-in", signIn, 13 * time.Second},
+		{"GraphQL with a managed token", func() (*http.Response, error) {
+			req, _ := http.NewRequest("POST", srv.url+"/graphql", strings.NewReader(`{"query":"{ __typename }"}`))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Authorization", "Bearer "+managed)
+			return http.DefaultClient.Do(req)
+		}, 8 * time.Second},
+		{"/metrics with a staff account", func() (*http.Response, error) {
+			req, _ := http.NewRequest("GET", srv.url+"/metrics", nil)
+			req.SetBasicAuth("admin", "unused")
+			return http.DefaultClient.Do(req)
+		}, 8 * time.Second},
+	}
+	var wg sync.WaitGroup
+	for _, c := range checks {
+		wg.Go(func() {
+			start := time.Now()
+			res, err := c.send()
+			took := time.Since(start)
+			if err != nil {
+				t.Errorf("%s: %v after %s", c.name, err, took)
+				return
+			}
+			res.Body.Close()
+			if res.StatusCode != http.StatusServiceUnavailable || res.Header.Get("Retry-After") == "" || took > c.bound {
+				t.Errorf("%s with the database silent: %d (Retry-After %q) after %s, want 503 with Retry-After within %s",
+					c.name, res.StatusCode, res.Header.Get("Retry-After"), took.Round(time.Millisecond), c.bound)
+			}
+			t.Logf("%s: %d after %s", c.name, res.StatusCode, took.Round(time.Millisecond))
+		})
+	}
+	wg.Wait()
 }
 
 // postREST sends POST /api/payments with an idempotency key; the body is

@@ -1,6 +1,9 @@
 package httpapi
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -34,9 +37,16 @@ func staffBasic(st *staff.Store) check {
 		if !found || st == nil {
 			return signIn{}, nil
 		}
-		acct, err := st.Verify(r.Context(), user, pass)
+		ctx, cancel := context.WithTimeout(r.Context(), credentialCheckTimeout)
+		defer cancel()
+		acct, err := st.Verify(ctx, user, pass)
 		if err == nil && acct.Role == staff.Admin {
 			return signIn{ok: true, principal: auth.FullAccess(auth.KindAdmin, acct.Username)}, nil
+		}
+		if err != nil && !errors.Is(err, staff.ErrBadCredentials) {
+			// The database did not answer (SERVICE_UNAVAILABLE): not a
+			// failed sign-in, and not to be spent from the address's budget.
+			return signIn{}, fmt.Errorf("check staff credentials: %w", err)
 		}
 		if user != "" {
 			who := staff.Actor{Username: staff.NormalizeUsername(user), Address: clientaddr.From(r.Context())}

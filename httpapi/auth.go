@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
@@ -8,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/cmpay/cmpay/apierror"
 	"github.com/cmpay/cmpay/apitoken"
@@ -71,7 +73,9 @@ func (c *credentials) bearer(r *http.Request) (signIn, error) {
 		return signIn{ok: true, principal: c.envPrincipal}, nil
 	}
 	if c.managed != nil {
-		p, ok, err := c.managed.Authenticate(r.Context(), token)
+		ctx, cancel := context.WithTimeout(r.Context(), credentialCheckTimeout)
+		defer cancel()
+		p, ok, err := c.managed.Authenticate(ctx, token)
 		if ok || err != nil {
 			return signIn{ok: ok, principal: p}, err
 		}
@@ -104,6 +108,13 @@ func either(a, b check) check {
 		return resA, nil
 	}
 }
+
+// credentialCheckTimeout bounds a credential check that asks the database
+// (a managed token not in the cache, a staff account's password), over
+// HTTP or in a WebSocket's connection_init: while the database does not
+// answer, the request fails with SERVICE_UNAVAILABLE instead of waiting
+// for it.
+const credentialCheckTimeout = 5 * time.Second
 
 // style is how a kind of route answers errors.
 type style int
@@ -252,6 +263,9 @@ func writeError(w http.ResponseWriter, r *http.Request, st style, e apierror.Err
 	if st == styleProblem {
 		writeProblem(w, r, e)
 		return
+	}
+	if e.Status == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", retryAfterSeconds)
 	}
 	writeJSON(w, e.Status, map[string]any{
 		"errors": []map[string]any{{"message": e.Message, "extensions": map[string]any{"code": e.Code}}},

@@ -73,6 +73,10 @@ func (s *Service) exportPage(ctx context.Context, db *gorm.DB, conds []string, a
 		args = append(args[:len(args):len(args)], afterAt.UTC(), afterID)
 	}
 	query, queryArgs := pageQuery(conds, args, search, exportPageSize)
+	// Each page is bounded like any read: the export as a whole is not
+	// (it streams every payment), but it stops when the database does.
+	ctx, cancel := context.WithTimeout(ctx, readTimeout)
+	defer cancel()
 	rows, err := db.WithContext(ctx).Raw(query, queryArgs...).Rows()
 	if err != nil {
 		return nil, fmt.Errorf("export payments: %w", err)

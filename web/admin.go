@@ -14,7 +14,9 @@ import (
 
 	"github.com/cmpay/cmpay/apierror"
 	"github.com/cmpay/cmpay/apitoken"
+	"github.com/cmpay/cmpay/database"
 	"github.com/cmpay/cmpay/payments"
+	"github.com/cmpay/cmpay/requestid"
 	"github.com/cmpay/cmpay/staff"
 	"github.com/cmpay/cmpay/webhooks"
 )
@@ -53,7 +55,26 @@ func Admin(d AdminDeps) http.Handler {
 	a.handle(mux, "/admin/", route{need: staff.Viewer, action: staff.ActPaymentsView}, func(w http.ResponseWriter, r *http.Request) {
 		render(w, r, http.StatusNotFound, pageNotFound(r.URL.Path))
 	})
-	return secureHeaders(adminCSP, a.crossSite(a.withSession(mux)))
+	return secureHeaders(adminCSP, a.crossSite(withDeadline(a.withSession(mux))))
+}
+
+// adminRequestTimeout bounds an admin request's work with the database, so
+// that while the database does not answer, pages and actions fail (503)
+// instead of waiting for it. A page takes milliseconds; the CSV export,
+// which streams every payment, is the exception: it bounds each page it
+// reads instead (payments.readTimeout).
+const adminRequestTimeout = 10 * time.Second
+
+func withDeadline(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == exportPath {
+			next.ServeHTTP(w, r)
+			return
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), adminRequestTimeout)
+		defer cancel()
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
 }
 
 // Route is one route behind the sign-in: its pattern, the least role it
@@ -75,7 +96,7 @@ func (a *admin) routes() []Route {
 		// Viewers: the payments.
 		{"GET /admin", staff.Viewer, staff.ActPaymentsView, a.list},
 		{"GET /admin/payments/{id}", staff.Viewer, staff.ActPaymentsView, a.payment},
-		{"GET /admin/payments.csv", staff.Viewer, staff.ActExport, a.export},
+		{"GET " + exportPath, staff.Viewer, staff.ActExport, a.export},
 		// Operators: the payment page's actions.
 		{"POST /admin/payments/{id}/capture", staff.Operator, staff.ActCapture, a.capture},
 		{"POST /admin/payments/{id}/cancel", staff.Operator, staff.ActCancel, a.cancel},
@@ -239,7 +260,7 @@ func (f filterForm) url(after string) string {
 // one page.
 func (f filterForm) csvURL() string {
 	f.After = ""
-	return "/admin/payments.csv" + strings.TrimPrefix(f.url(""), "/admin")
+	return exportPath + strings.TrimPrefix(f.url(""), "/admin")
 }
 
 // filtered reports whether any filter is set.
@@ -428,6 +449,14 @@ func orNone(v string) string {
 
 // serverError logs what went wrong and shows only the request id.
 func serverError(w http.ResponseWriter, r *http.Request, err error) {
+	if database.IsUnavailable(err) {
+		// Not a bug: the database is down, failing over or read-only.
+		// 503 and Retry-After, as the API answers (apierror.FromDomain).
+		slog.WarnContext(r.Context(), "database unavailable", "request_id", requestid.From(r.Context()), "err", err)
+		w.Header().Set("Retry-After", "1")
+		render(w, r, http.StatusServiceUnavailable, unavailablePage())
+		return
+	}
 	e := apierror.FromInternal(r.Context(), err)
 	id, _ := e.Details["requestId"].(string)
 	render(w, r, e.Status, errorPage(id))

@@ -18,6 +18,9 @@ import (
 var csvHeader = []string{"id", "created_at", "client_id", "amount", "currency", "method", "status",
 	"captured_amount", "refunded_amount", "idempotency_key", "replay_count", "rejected_count"}
 
+// exportPath is the CSV export's route.
+const exportPath = "/admin/payments.csv"
+
 // exportFlushRows is how many rows go out per flush: about 100 KB.
 const exportFlushRows = 1000
 

@@ -150,8 +150,16 @@ func (a *admin) session(r *http.Request) (staff.Session, error) {
 	if err != nil {
 		return staff.Session{}, staff.ErrNoSession
 	}
-	return a.staff.Session(r.Context(), c.Value)
+	ctx, cancel := context.WithTimeout(r.Context(), sessionLookupTimeout)
+	defer cancel()
+	return a.staff.Session(ctx, c.Value)
 }
+
+// sessionLookupTimeout bounds reading a session, which every admin request
+// does, the CSV export's too: a database that stops answering without
+// closing the connection would otherwise hold the request for as long as
+// the kernel keeps the connection (minutes). A lookup takes a millisecond.
+const sessionLookupTimeout = 5 * time.Second
 
 // setCookie hands the browser its session token: HttpOnly (no script ever
 // reads it; the admin runs none anyway), SameSite=Lax (not sent with
