@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"path"
 	"strings"
 	"time"
 
@@ -217,15 +218,30 @@ func (a *admin) https(r *http.Request) bool {
 
 // safeNext is where a sign-in goes on to: a path on this site (the
 // contract: "same-site paths only"), never another site ("//evil.example",
-// "https://…", "/\evil"), nor the sign-in and sign-out themselves.
+// "https://…", "/\evil", "/%2Fevil.example", which decodes to
+// "//evil.example"), nor the sign-in and sign-out themselves. Anything else
+// goes to /admin.
 func safeNext(next string) string {
+	const home = "/admin"
 	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.ContainsAny(next, "\\\r\n\t") {
-		return "/admin"
+		return home
 	}
 	u, err := url.Parse(next)
-	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Path == loginPath || u.Path == logoutPath ||
-		strings.Contains(u.Path, "/../") || strings.HasSuffix(u.Path, "/..") || strings.Contains(u.Path, "/./") {
-		return "/admin"
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" {
+		return home
 	}
-	return u.RequestURI()
+	// The decoded path must be clean: no "//" (what a browser reads as
+	// another host once RequestURI re-escapes it), no backslash, no dot
+	// segments. A trailing slash is kept.
+	clean := path.Clean(u.Path)
+	if clean != strings.TrimSuffix(u.Path, "/") && clean != u.Path || strings.Contains(u.Path, "\\") ||
+		clean == loginPath || clean == logoutPath {
+		return home
+	}
+	// And what is sent is judged again, as the browser will read it.
+	out := u.RequestURI()
+	if sent, err := url.Parse(out); err != nil || sent.Host != "" || !strings.HasPrefix(out, "/") || strings.HasPrefix(out, "//") {
+		return home
+	}
+	return out
 }
