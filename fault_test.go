@@ -295,11 +295,12 @@ func TestPostgresRestart(t *testing.T) {
 }
 
 // blackholeBound is how long a create may take to be refused while the
-// database does not answer at all. It is a batched statement's own
-// deadline (payments.statementTimeout, 5 s) and a margin: a create sent on
-// a connection that went silent waits for it, and is not run again alone
-// once the error says the database is unavailable; a create queued behind
-// that statement is refused with it, not sent to wait once more.
+// database does not answer at all. It is a request's time with the
+// database (payments.statementTimeout, 5 s, from when it queues for a
+// statement) and a margin: a create sent on a connection that went silent
+// waits for it, and is not run again alone once the error says the
+// database is unavailable; a create queued behind that statement has what
+// is left of its 5 s, not 5 s more.
 const blackholeBound = 7 * time.Second
 
 // TestDatabaseBlackholed: the database stops answering without closing

@@ -35,8 +35,15 @@ import (
 // alone, so that one request's failure is never another's. That is safe
 // whatever the failed statement did: a request whose row it had committed
 // finds its key claimed, and is answered with that payment. If it failed
-// because the database is unavailable, its requests, and those queued
-// behind it, are answered so at once instead (see lead).
+// because the database is unavailable, its requests are answered so at
+// once instead.
+//
+// Each request has one statementTimeout in all, from the moment it queues:
+// a statement's deadline is its oldest request's, and a request that has
+// waited that long without being sent is answered SERVICE_UNAVAILABLE. So
+// while the database does not answer, a request is refused within about
+// 5 s, however many stalled statements it queued behind; the client
+// retries with its key.
 
 const (
 	// maxInFlight caps the statements running at once.
@@ -67,23 +74,31 @@ type batcher[J batchJob] struct {
 	// stallAfter: see defaultStallAfter.
 	stallAfter time.Duration
 	// final, if set, says an error means the database is unavailable. Then
-	// the statement's jobs are not run again alone, and the jobs queued
-	// behind it are not sent (see lead): each would only wait for the
-	// database once more.
+	// the statement's jobs are not run again alone: each would only wait
+	// for the database once more.
 	final func(error) bool
 
 	mu        sync.Mutex
-	queue     []J
+	queue     []queued[J]
 	inFlight  int
 	lastStart time.Time // when the newest statement in flight started
 }
+
+// queued is a job and when it was queued, which its deadline counts from.
+type queued[J batchJob] struct {
+	job   J
+	since time.Time
+}
+
+// deadline is when the job's time with the database is up.
+func (q queued[J]) deadline() time.Time { return q.since.Add(statementTimeout) }
 
 // submit queues job for the next statement, and runs that statement in the
 // caller's goroutine if it is the caller's turn. The job is answered
 // through its own channel.
 func (b *batcher[J]) submit(job J) {
 	b.mu.Lock()
-	b.queue = append(b.queue, job)
+	b.queue = append(b.queue, queued[J]{job: job, since: time.Now()})
 	lead := b.inFlight == 0 || b.inFlight < maxInFlight && time.Since(b.lastStart) > b.stallAfter
 	if lead {
 		b.inFlight++
@@ -97,89 +112,95 @@ func (b *batcher[J]) submit(job J) {
 // lead runs one statement with what is queued, then hands its slot to a
 // new goroutine if more is queued, so the request that led is answered
 // without waiting for later batches.
-//
-// If the statement found the database unavailable, what queued behind it
-// is answered with that error instead of being sent: each of those
-// requests has already waited for one statement's deadline, and the next
-// statement would most likely wait for another before failing the same
-// way. A request is so refused within one statementTimeout (and the time
-// to take a connection), not two. The client retries with its key.
 func (b *batcher[J]) lead() {
-	unavailable := b.run(b.take())
-	b.mu.Lock()
-	var behind []J
-	if unavailable != nil {
-		behind = b.queue
-		b.queue = nil
+	batch, expired := b.take()
+	for _, j := range expired {
+		j.fail(fmt.Errorf("not sent: no statement was free within %s: %w", statementTimeout, context.DeadlineExceeded))
 	}
+	if len(batch) > 0 {
+		b.run(batch)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	if len(b.queue) > 0 {
 		go b.lead()
-	} else {
-		b.inFlight--
+		return
 	}
-	b.mu.Unlock()
-	refuse(behind, unavailable)
+	b.inFlight--
 }
 
 // take removes up to maxBatch queued jobs, oldest first, no two sharing a
-// batch key, and sorts them. A job whose key is already taken stays queued
-// for the next statement.
-func (b *batcher[J]) take() []J {
+// batch key, and sorts them; and removes the jobs whose deadline has
+// passed, which it returns apart, unsent. A job whose key is already taken
+// stays queued for the next statement.
+func (b *batcher[J]) take() (batch []queued[J], expired []J) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.lastStart = time.Now()
-	batch := make([]J, 0, min(len(b.queue), maxBatch))
+	now := time.Now()
+	b.lastStart = now
+	batch = make([]queued[J], 0, min(len(b.queue), maxBatch))
 	seen := make(map[string]struct{}, cap(batch))
 	rest := b.queue[:0]
-	for _, j := range b.queue {
-		keys := j.batchKeys()
+	for _, q := range b.queue {
+		if !now.Before(q.deadline()) {
+			expired = append(expired, q.job)
+			continue
+		}
+		keys := q.job.batchKeys()
 		taken := slices.ContainsFunc(keys, func(k string) bool { _, dup := seen[k]; return dup })
 		if taken || len(batch) == maxBatch {
-			rest = append(rest, j)
+			rest = append(rest, q)
 			continue
 		}
 		for _, k := range keys {
 			seen[k] = struct{}{}
 		}
-		batch = append(batch, j)
+		batch = append(batch, q)
 	}
 	clear(b.queue[len(rest):])
 	b.queue = rest
-	slices.SortFunc(batch, b.order)
-	return batch
+	slices.SortFunc(batch, func(x, y queued[J]) int { return b.order(x.job, y.job) })
+	return batch, expired
 }
 
 // run executes one statement for batch and sees that every job in it is
-// answered. It returns the statement's error if final says the database is
-// unavailable, and nil otherwise.
-func (b *batcher[J]) run(batch []J) (unavailable error) {
-	err := b.safeExec(batch)
+// answered. The statement's deadline is its oldest job's.
+func (b *batcher[J]) run(batch []queued[J]) {
+	deadline := batch[0].deadline()
+	jobs := make([]J, len(batch))
+	for i, q := range batch {
+		jobs[i] = q.job
+		if q.deadline().Before(deadline) {
+			deadline = q.deadline()
+		}
+	}
+	err := b.safeExec(deadline, jobs)
 	if err == nil {
-		return nil
+		return
 	}
-	if b.isFinal(err) {
-		unavailable = err
-	}
-	if len(batch) == 1 || unavailable != nil {
-		for _, j := range batch {
+	if len(batch) == 1 || b.isFinal(err) {
+		for _, j := range jobs {
 			j.fail(err)
 		}
-		return unavailable
+		return
 	}
 	// The statement failed as a whole (a deadlock with another batch, say):
-	// run each job alone, so that each gets its own answer.
-	for i, j := range batch {
-		err := b.safeExec([]J{j})
+	// run each job alone, within its own deadline, so that each gets its
+	// own answer; once the database is found unavailable, the rest are
+	// answered so without being sent.
+	for i, q := range batch {
+		err := b.safeExec(q.deadline(), jobs[i:i+1])
 		if err == nil {
 			continue
 		}
-		j.fail(err)
+		q.job.fail(err)
 		if b.isFinal(err) {
-			refuse(batch[i+1:], err)
-			return err
+			for _, rest := range jobs[i+1:] {
+				rest.fail(fmt.Errorf("not sent, the statement before it failed: %w", err))
+			}
+			return
 		}
 	}
-	return nil
 }
 
 // isFinal reports whether err says the database is unavailable.
@@ -187,24 +208,17 @@ func (b *batcher[J]) isFinal(err error) bool {
 	return b.final != nil && b.final(err)
 }
 
-// refuse answers jobs that are not sent because a statement before them
-// found the database unavailable; err is that statement's error.
-func refuse[J batchJob](jobs []J, err error) {
-	for _, j := range jobs {
-		j.fail(fmt.Errorf("not sent, the statement before it failed: %w", err))
-	}
-}
-
-// statementTimeout bounds one batched statement. A statement takes a
-// millisecond or two; one on a connection to a database that went silent
-// would otherwise hold its requests for their whole requestTimeout, and
-// their re-runs after it.
+// statementTimeout bounds a request's time with the database, from the
+// moment it queues for a statement. A statement takes a millisecond or two;
+// one on a connection to a database that went silent would otherwise hold
+// its requests for their whole requestTimeout, and the requests queued
+// behind it for longer still.
 const statementTimeout = 5 * time.Second
 
-// safeExec is exec, with a panic turned into an error: a waiting request
-// must always get an answer.
-func (b *batcher[J]) safeExec(jobs []J) (err error) {
-	ctx, cancel := context.WithTimeout(context.Background(), statementTimeout)
+// safeExec is exec until deadline, with a panic turned into an error: a
+// waiting request must always get an answer.
+func (b *batcher[J]) safeExec(deadline time.Time, jobs []J) (err error) {
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	defer func() {
 		if r := recover(); r != nil {

@@ -294,33 +294,50 @@ var errDown = errors.New("database unavailable")
 
 func isDown(err error) bool { return errors.Is(err, errDown) }
 
-func TestBatcherRefusesWhatQueuedBehindAnUnavailableStatement(t *testing.T) {
+// A job that has waited a whole statementTimeout in the queue (behind
+// statements stalled on a silent database) is answered, unavailable, and
+// not sent; a statement's deadline is its oldest job's.
+func TestBatcherKeepsEachJobWithinItsDeadline(t *testing.T) {
 	t.Parallel()
 	b, f, first := busyBatcher(t)
-	b.final = isDown // read by the running statement once its hold is closed
-	f.fail = func(batch []*testJob) error {
-		if batch[0].name == "first" {
-			return errDown
-		}
-		return nil
+	var deadlines []time.Time
+	exec := f.exec
+	// The statements after the first, which is running already; b.exec is
+	// read once the hold is closed.
+	b.exec = func(ctx context.Context, jobs []*testJob) error {
+		d, _ := ctx.Deadline()
+		deadlines = append(deadlines, d)
+		return exec(ctx, jobs)
 	}
-	queued1, queued2 := newTestJob("k1", "queued1"), newTestJob("k2", "queued2")
-	wg := submitAll(b, queued1, queued2)
+	old, aging, fresh := newTestJob("k1", "old"), newTestJob("k2", "aging"), newTestJob("k3", "fresh")
+	wg := submitAll(b, old, aging, fresh)
+	// As if old had queued a statementTimeout ago, and aging a little less.
+	b.mu.Lock()
+	since := map[string]time.Time{"old": time.Now().Add(-statementTimeout), "aging": time.Now().Add(-statementTimeout + time.Second)}
+	for i, q := range b.queue {
+		if t, ok := since[q.job.name]; ok {
+			b.queue[i].since = t
+		}
+	}
+	b.mu.Unlock()
 	close(f.hold)
 	wg.Wait()
-	for _, j := range []*testJob{first, queued1, queued2} {
-		if err := mustAnswer(t, j); !isDown(err) {
-			t.Errorf("%s: %v, want the unavailable statement's error", j.name, err)
+	mustAnswer(t, first)
+	if err := mustAnswer(t, old); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("old: %v, want an answer that it was not sent in time (context.DeadlineExceeded)", err)
+	}
+	for _, j := range []*testJob{aging, fresh} {
+		if err := mustAnswer(t, j); err != nil {
+			t.Errorf("%s: %v, want it sent and answered", j.name, err)
 		}
 	}
-	if got := f.ran(); !slices.EqualFunc(got, [][]string{{"first"}}, slices.Equal) {
-		t.Errorf("batches %v, want [[first]]: what queued behind it is not sent", got)
+	if got := f.ran(); !slices.EqualFunc(got, [][]string{{"first"}, {"aging", "fresh"}}, slices.Equal) {
+		t.Errorf("batches %v, want [[first] [aging fresh]]: the old job is not sent", got)
 	}
-	// The queue is not closed for good: the next job is sent.
-	next := newTestJob("k3", "next")
-	b.submit(next)
-	if err := mustAnswer(t, next); err != nil {
-		t.Errorf("next: %v, want it sent and answered", err)
+	// The second statement had what was left of aging's time: about a
+	// second, not a fresh statementTimeout.
+	if len(deadlines) != 1 || time.Until(deadlines[0]) > 2*time.Second {
+		t.Errorf("deadlines %v, want one statement after the first, within aging's remaining second", deadlines)
 	}
 }
 
