@@ -106,10 +106,18 @@ func appendEntry(tx *gorm.DB, at time.Time, who Actor, action Action, target, ou
 
 // Record writes one audit entry on its own: for what changes nothing in the
 // database (a failed sign-in, a refused request, an export), or whose change
-// is recorded elsewhere in its own transaction.
+// is recorded elsewhere in its own transaction. The write outlives ctx (a
+// client that went away, a request whose deadline passed: what happened is
+// recorded all the same) but not auditWriteTimeout, so that a database that
+// stops answering does not hold the request with it.
 func (s *Store) Record(ctx context.Context, who Actor, action Action, target, outcome, detail string) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), auditWriteTimeout)
+	defer cancel()
 	return appendEntry(s.db.WithContext(ctx), s.now(), who, action, target, outcome, detail)
 }
+
+// auditWriteTimeout bounds Record's write. It takes a millisecond.
+const auditWriteTimeout = 5 * time.Second
 
 // TokenAudit is the audit entry of an API token created or revoked by who
 // (action ActTokenCreate or ActTokenRevoke), written by package apitoken in

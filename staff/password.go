@@ -108,7 +108,8 @@ func (s *Store) hash(ctx context.Context, f func()) error {
 	select {
 	case s.hashSlots <- struct{}{}:
 	case <-ctx.Done():
-		return ctx.Err()
+		// Still a 503 (the deadline), but the log says what was busy.
+		return fmt.Errorf("wait for a password-hashing slot, all busy: %w", ctx.Err())
 	}
 	defer func() { <-s.hashSlots }()
 	f()

@@ -79,7 +79,7 @@ func (g guard) checkURL(ctx context.Context, raw string) (*url.URL, error) {
 		return nil, fmt.Errorf("url must be an absolute http or https URL, such as https://shop.example/webhooks")
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
-		return nil, fmt.Errorf("url must use http or https, not %q", u.Scheme)
+		return nil, errors.New("url must use http or https")
 	}
 	host := u.Hostname()
 	if host == "" {
@@ -93,7 +93,7 @@ func (g guard) checkURL(ctx context.Context, raw string) (*url.URL, error) {
 	}
 	if ip, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil {
 		if Blocked(ip) {
-			return nil, fmt.Errorf("url points at %s, a loopback, private or link-local address; webhooks must reach a public address", ip)
+			return nil, errors.New("url points at a loopback, private or link-local address; webhooks must reach a public address")
 		}
 		return u, nil
 	}
@@ -101,12 +101,12 @@ func (g guard) checkURL(ctx context.Context, raw string) (*url.URL, error) {
 	defer cancel()
 	addrs, err := g.resolver.LookupIPAddr(lookupCtx, host)
 	if err != nil || len(addrs) == 0 {
-		return nil, fmt.Errorf("url's host %q does not resolve", host)
+		return nil, errors.New("url's host does not resolve")
 	}
 	for _, a := range addrs {
 		ip, ok := netip.AddrFromSlice(a.IP)
 		if !ok || Blocked(ip) {
-			return nil, fmt.Errorf("url's host %q resolves to %s, a loopback, private or link-local address; webhooks must reach a public address", host, a.IP)
+			return nil, fmt.Errorf("url's host resolves to %s, a loopback, private or link-local address; webhooks must reach a public address", a.IP)
 		}
 	}
 	return u, nil

@@ -37,6 +37,12 @@ import (
 	"github.com/cmpay/cmpay/payments"
 )
 
+// requestTimeout bounds what a request asks of the webhooks' tables (an
+// endpoint created, listed or deleted, a resend, the admin's page): while
+// the database does not answer, the request fails (SERVICE_UNAVAILABLE)
+// instead of waiting for it.
+const requestTimeout = 10 * time.Second
+
 // Defaults of Config.
 const (
 	DefaultRetryMin = 5 * time.Second
@@ -206,6 +212,8 @@ func invalid(field, msg string) error {
 // A bad URL, or one that resolves to a loopback, private or link-local
 // address, fails with a *payments.InvalidInputError.
 func (s *Service) CreateEndpoint(ctx context.Context, client, rawURL string, types []payments.EventType) (Endpoint, string, error) {
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
 	u, err := s.guard.checkURL(ctx, rawURL)
 	if err != nil {
 		return Endpoint{}, "", invalid("url", err.Error())
@@ -223,7 +231,7 @@ func (s *Service) CreateEndpoint(ctx context.Context, client, rawURL string, typ
 		}
 		for _, t := range types {
 			if !t.Valid() {
-				return Endpoint{}, "", invalid("events", fmt.Sprintf("%q is not an event type", t))
+				return Endpoint{}, "", invalid("events", "events holds a value that is not an event type")
 			}
 		}
 		if len(list) < len(payments.EventTypes) {
@@ -249,6 +257,8 @@ func newSecret() string {
 // Endpoints lists the endpoints client may see (all of them for ""),
 // oldest first.
 func (s *Service) Endpoints(ctx context.Context, client string) ([]Endpoint, error) {
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
 	q := s.db.WithContext(ctx).Where("deleted_at IS NULL")
 	if client != "" {
 		q = q.Where("client_id = ?", client)
@@ -267,6 +277,8 @@ func (s *Service) Endpoints(ctx context.Context, client string) ([]Endpoint, err
 // DeleteEndpoint deletes an endpoint client may see, and cancels its
 // pending deliveries; it reports whether there was such an endpoint.
 func (s *Service) DeleteEndpoint(ctx context.Context, client, id string) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
 	var found bool
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		q := tx.Model(&models.WebhookEndpoint{}).Where("id = ? AND deleted_at IS NULL", id)
@@ -299,6 +311,8 @@ var ErrNotFailed = errors.New("the delivery is not failed")
 // update, so a second click (or a second instance) changes nothing and
 // gets ErrNotFailed.
 func (s *Service) Resend(ctx context.Context, id int64) error {
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
 	now := s.now()
 	res := s.db.WithContext(ctx).Exec(`UPDATE webhook_deliveries
 		SET status = 'PENDING', retries = 0, next_attempt_at = ?, expires_at = ?, lease_until = NULL
@@ -334,6 +348,8 @@ type Delivery struct {
 // RecentDeliveries lists the newest deliveries, newest first, with their
 // endpoint's URL, their event's type and their attempts.
 func (s *Service) RecentDeliveries(ctx context.Context, limit int) ([]Delivery, error) {
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
 	var out []Delivery
 	err := s.db.WithContext(ctx).Raw(`SELECT d.*, e.type AS event_type, w.url
 		FROM webhook_deliveries d JOIN webhook_endpoints w ON w.id = d.endpoint_id
@@ -361,6 +377,8 @@ func (s *Service) RecentDeliveries(ctx context.Context, limit int) ([]Delivery, 
 // AllEndpoints lists every endpoint, deleted ones too, newest first: the
 // admin's view.
 func (s *Service) AllEndpoints(ctx context.Context) ([]models.WebhookEndpoint, error) {
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
 	var rows []models.WebhookEndpoint
 	err := s.db.WithContext(ctx).Omit("secret").Order("created_at DESC, id DESC").Limit(200).Find(&rows).Error
 	return rows, err
