@@ -82,6 +82,7 @@ const (
 	sqliteBusy              = 5
 	sqliteLocked            = 6
 	sqliteReadonly          = 8
+	sqliteInterrupt         = 9
 	sqliteReadonlyRecovery  = sqliteReadonly | 1<<8 // another connection is recovering the WAL
 	sqliteReadonlyCantlock  = sqliteReadonly | 2<<8 // the WAL's shared memory cannot be locked yet
 	sqliteReadonlyRollback  = sqliteReadonly | 3<<8 // a hot journal awaits rollback by another connection
@@ -90,8 +91,8 @@ const (
 )
 
 // unavailableSQLiteCode says which SQLite errors mean "try again": another
-// writer holds the lock past the busy timeout, or the file is being
-// recovered. A file that is read-only for good (permissions, a moved file)
+// writer holds the lock past the busy timeout, the file is being
+// recovered, or a statement was interrupted at its deadline. A file that is read-only for good (permissions, a moved file)
 // is not among them: that needs an operator, and its error is logged in
 // full as an internal one.
 func unavailableSQLiteCode(code int) bool {
@@ -101,6 +102,11 @@ func unavailableSQLiteCode(code int) bool {
 	}
 	switch code & sqlitePrimaryResultMask {
 	case sqliteBusy, sqliteLocked:
+		return true
+	case sqliteInterrupt:
+		// The driver interrupts a statement when its context ends: a
+		// deadline passed (the database too slow to answer in time), or
+		// the client went away, who reads no answer.
 		return true
 	}
 	return false

@@ -324,6 +324,21 @@ func TestIsUnavailableSQLite(t *testing.T) {
 		}
 	})
 
+	t.Run("interrupted at its deadline", func(t *testing.T) {
+		// A statement still running when its context's deadline passes
+		// is interrupted by the driver (SQLITE_INTERRUPT), which says
+		// nothing of a timeout.
+		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
+		defer cancel()
+		err := db.WithContext(ctx).Exec(`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT count(*) FROM n`).Error
+		if code, ok := database.SQLiteCode(err); !ok || code&0xff != int(sqlite3.INTERRUPT) {
+			t.Fatalf("a statement past its deadline: %v (%T), want SQLITE_INTERRUPT", err, err)
+		}
+		if !database.IsUnavailable(err) {
+			t.Errorf("a statement interrupted at its deadline: %v, want unavailable", err)
+		}
+	})
+
 	t.Run("read-only file is not transient", func(t *testing.T) {
 		ro := open(t, "sqlite:"+path+"?mode=ro", database.Options{})
 		err := ro.Exec(`INSERT INTO t VALUES (1)`).Error

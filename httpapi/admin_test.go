@@ -243,11 +243,12 @@ func TestAdminSignIn(t *testing.T) {
 		"/admin/logout/":             "/admin",
 		// Decoded, these start "//" or hold a backslash: what
 		// RequestURI would re-escape into a link to another host.
-		"/%2Fevil.example/%C3%A9":      "/admin",
-		"/%2Fevil.example/a b":         "/admin",
-		"/%2Fuser@evil.example:443/x{": "/admin",
-		"/%5Cevil.example":             "/admin",
-		"/admin/payments/pay_%C3%A9":   "/admin/payments/pay_%C3%A9",
+		"/%2Fevil.example/%C3%A9":               "/admin",
+		"/%2Fevil.example/a b":                  "/admin",
+		"/%2Fuser@evil.example:443/x{":          "/admin",
+		"/%5Cevil.example":                      "/admin",
+		"/admin/payments/pay_%C3%A9":            "/admin/payments/pay_%C3%A9",
+		"/admin?q=" + strings.Repeat("x", 3000): "/admin",
 	} {
 		res, _ := b.newClient(t).post(t, "/admin/login", url.Values{"username": {"admin"}, "password": {adminPassword}, "next": {next}})
 		if got := res.Header.Get("Location"); got != want {

@@ -2,6 +2,7 @@ package payments
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -115,7 +116,7 @@ func (b *batcher[J]) submit(job J) {
 func (b *batcher[J]) lead() {
 	batch, expired := b.take()
 	for _, j := range expired {
-		j.fail(fmt.Errorf("not sent: no statement was free within %s: %w", statementTimeout, context.DeadlineExceeded))
+		j.fail(notSentInTime())
 	}
 	if len(batch) > 0 {
 		b.run(batch)
@@ -129,6 +130,12 @@ func (b *batcher[J]) lead() {
 	b.inFlight--
 }
 
+// notSentInTime answers a job whose time with the database ran out before
+// a statement took it: SERVICE_UNAVAILABLE, as a deadline is.
+func notSentInTime() error {
+	return fmt.Errorf("not sent: waited %s for a statement: %w", statementTimeout, context.DeadlineExceeded)
+}
+
 // take removes up to maxBatch queued jobs, oldest first, no two sharing a
 // batch key, and sorts them; and removes the jobs whose deadline has
 // passed, which it returns apart, unsent. A job whose key is already taken
@@ -137,7 +144,6 @@ func (b *batcher[J]) take() (batch []queued[J], expired []J) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	now := time.Now()
-	b.lastStart = now
 	batch = make([]queued[J], 0, min(len(b.queue), maxBatch))
 	seen := make(map[string]struct{}, cap(batch))
 	rest := b.queue[:0]
@@ -159,6 +165,9 @@ func (b *batcher[J]) take() (batch []queued[J], expired []J) {
 	}
 	clear(b.queue[len(rest):])
 	b.queue = rest
+	if len(batch) > 0 {
+		b.lastStart = now // a statement starts only if it has jobs
+	}
 	slices.SortFunc(batch, func(x, y queued[J]) int { return b.order(x.job, y.job) })
 	return batch, expired
 }
@@ -175,10 +184,27 @@ func (b *batcher[J]) run(batch []queued[J]) {
 		}
 	}
 	err := b.safeExec(deadline, jobs)
-	if err == nil {
+	switch {
+	case err == nil:
 		return
-	}
-	if len(batch) == 1 || b.isFinal(err) {
+	case len(batch) > 1 && errors.Is(err, context.DeadlineExceeded) && !time.Now().Before(deadline):
+		// The statement ran out of its oldest job's time, which says
+		// nothing of the others': the jobs whose time is up are answered,
+		// the others queue again, first, with the time they have left.
+		now := time.Now()
+		var again []queued[J]
+		for _, q := range batch {
+			if now.Before(q.deadline()) {
+				again = append(again, q)
+			} else {
+				q.job.fail(err)
+			}
+		}
+		b.mu.Lock()
+		b.queue = append(again, b.queue...)
+		b.mu.Unlock()
+		return
+	case len(batch) == 1 || b.isFinal(err):
 		for _, j := range jobs {
 			j.fail(err)
 		}
@@ -186,15 +212,20 @@ func (b *batcher[J]) run(batch []queued[J]) {
 	}
 	// The statement failed as a whole (a deadlock with another batch, say):
 	// run each job alone, within its own deadline, so that each gets its
-	// own answer; once the database is found unavailable, the rest are
-	// answered so without being sent.
+	// own answer. A job whose time ran out meanwhile is answered so,
+	// unsent; once the database is found unavailable (not merely a job's
+	// time up), the rest are answered so without being sent.
 	for i, q := range batch {
+		if !time.Now().Before(q.deadline()) {
+			q.job.fail(notSentInTime())
+			continue
+		}
 		err := b.safeExec(q.deadline(), jobs[i:i+1])
 		if err == nil {
 			continue
 		}
 		q.job.fail(err)
-		if b.isFinal(err) {
+		if b.isFinal(err) && !errors.Is(err, context.DeadlineExceeded) {
 			for _, rest := range jobs[i+1:] {
 				rest.fail(fmt.Errorf("not sent, the statement before it failed: %w", err))
 			}
@@ -216,10 +247,17 @@ func (b *batcher[J]) isFinal(err error) bool {
 const statementTimeout = 5 * time.Second
 
 // safeExec is exec until deadline, with a panic turned into an error: a
-// waiting request must always get an answer.
+// waiting request must always get an answer. A statement cut by its
+// deadline fails with context.DeadlineExceeded, whatever the driver made
+// of it (SQLite reports an interrupted statement, not a timeout).
 func (b *batcher[J]) safeExec(deadline time.Time, jobs []J) (err error) {
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
+	defer func() {
+		if err != nil && ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
+			err = fmt.Errorf("%w (%v)", ctx.Err(), err)
+		}
+	}()
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("batched statement panicked: %v", r)

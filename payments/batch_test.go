@@ -294,6 +294,10 @@ var errDown = errors.New("database unavailable")
 
 func isDown(err error) bool { return errors.Is(err, errDown) }
 
+// isDownOrLate is final as database.IsUnavailable is: a deadline counts as
+// the database not answering.
+func isDownOrLate(err error) bool { return isDown(err) || errors.Is(err, context.DeadlineExceeded) }
+
 // A job that has waited a whole statementTimeout in the queue (behind
 // statements stalled on a silent database) is answered, unavailable, and
 // not sent; a statement's deadline is its oldest job's.
@@ -312,14 +316,7 @@ func TestBatcherKeepsEachJobWithinItsDeadline(t *testing.T) {
 	old, aging, fresh := newTestJob("k1", "old"), newTestJob("k2", "aging"), newTestJob("k3", "fresh")
 	wg := submitAll(b, old, aging, fresh)
 	// As if old had queued a statementTimeout ago, and aging a little less.
-	b.mu.Lock()
-	since := map[string]time.Time{"old": time.Now().Add(-statementTimeout), "aging": time.Now().Add(-statementTimeout + time.Second)}
-	for i, q := range b.queue {
-		if t, ok := since[q.job.name]; ok {
-			b.queue[i].since = t
-		}
-	}
-	b.mu.Unlock()
+	ageJobs(b, map[string]time.Duration{"old": 0, "aging": time.Second})
 	close(f.hold)
 	wg.Wait()
 	mustAnswer(t, first)
@@ -338,6 +335,92 @@ func TestBatcherKeepsEachJobWithinItsDeadline(t *testing.T) {
 	// second, not a fresh statementTimeout.
 	if len(deadlines) != 1 || time.Until(deadlines[0]) > 2*time.Second {
 		t.Errorf("deadlines %v, want one statement after the first, within aging's remaining second", deadlines)
+	}
+}
+
+// ageJobs makes the queued jobs named in left look as if they had queued
+// long ago, with that much of their time left.
+func ageJobs(b *batcher[*testJob], left map[string]time.Duration) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for i, q := range b.queue {
+		if d, ok := left[q.job.name]; ok {
+			b.queue[i].since = time.Now().Add(d - statementTimeout)
+		}
+	}
+}
+
+// A statement cut by its oldest job's deadline answers that job, and only
+// that job: a fresh job in it is sent again with the time it has left.
+func TestBatcherAFreshJobOutlivesItsOldNeighboursDeadline(t *testing.T) {
+	t.Parallel()
+	b, f, first := busyBatcher(t)
+	b.final = isDownOrLate
+	exec := f.exec
+	// With the old job, a statement waits for its deadline (a lock held
+	// that long); without it, it is answered at once.
+	b.exec = func(ctx context.Context, jobs []*testJob) error {
+		if slices.ContainsFunc(jobs, func(j *testJob) bool { return j.name == "old" }) {
+			names := make([]string, len(jobs))
+			for i, j := range jobs {
+				names[i] = j.name
+			}
+			f.mu.Lock()
+			f.batches = append(f.batches, names)
+			f.mu.Unlock()
+			<-ctx.Done()
+			return fmt.Errorf("statement: %w", ctx.Err())
+		}
+		return exec(ctx, jobs)
+	}
+	old, fresh := newTestJob("k1", "old"), newTestJob("k2", "fresh")
+	wg := submitAll(b, old, fresh)
+	ageJobs(b, map[string]time.Duration{"old": 50 * time.Millisecond})
+	close(f.hold)
+	wg.Wait()
+	mustAnswer(t, first)
+	if err := mustAnswer(t, old); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("old: %v, want its deadline", err)
+	}
+	if err := mustAnswer(t, fresh); err != nil {
+		t.Errorf("fresh: %v, want it sent again and answered: its own time was not up", err)
+	}
+	if got := f.ran(); !slices.EqualFunc(got, [][]string{{"first"}, {"fresh", "old"}, {"fresh"}}, slices.Equal) {
+		t.Errorf("batches %v, want [[first] [fresh old] [fresh]]", got)
+	}
+}
+
+// Run alone after a failed statement, a job whose time ran out meanwhile
+// is answered unsent, and the jobs after it are still sent.
+func TestBatcherRunsJobByJobWithinEachJobsDeadline(t *testing.T) {
+	t.Parallel()
+	b, f, first := busyBatcher(t)
+	b.final = isDownOrLate
+	f.fail = func(batch []*testJob) error {
+		switch {
+		case len(batch) > 1:
+			return errors.New("deadlock detected")
+		case batch[0].name == "x":
+			time.Sleep(100 * time.Millisecond) // y's time runs out meanwhile
+		}
+		return nil
+	}
+	x, y, z := newTestJob("k1", "x"), newTestJob("k2", "y"), newTestJob("k3", "z")
+	wg := submitAll(b, x, y, z)
+	ageJobs(b, map[string]time.Duration{"y": 50 * time.Millisecond})
+	close(f.hold)
+	wg.Wait()
+	mustAnswer(t, first)
+	for _, j := range []*testJob{x, z} {
+		if err := mustAnswer(t, j); err != nil {
+			t.Errorf("%s: %v, want it run alone and answered", j.name, err)
+		}
+	}
+	if err := mustAnswer(t, y); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("y: %v, want it answered unsent, its time up", err)
+	}
+	if got := f.ran(); !slices.EqualFunc(got, [][]string{{"first"}, {"x", "y", "z"}, {"x"}, {"z"}}, slices.Equal) {
+		t.Errorf("batches %v, want [[first] [x y z] [x] [z]]", got)
 	}
 }
 

@@ -216,6 +216,9 @@ func (a *admin) https(r *http.Request) bool {
 	return r.TLS != nil
 }
 
+// maxNext caps next: a page's address, not a place to carry data.
+const maxNext = 2048
+
 // safeNext is where a sign-in goes on to: a path on this site (the
 // contract: "same-site paths only"), never another site ("//evil.example",
 // "https://…", "/\evil", "/%2Fevil.example", which decodes to
@@ -223,7 +226,7 @@ func (a *admin) https(r *http.Request) bool {
 // goes to /admin.
 func safeNext(next string) string {
 	const home = "/admin"
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.ContainsAny(next, "\\\r\n\t") {
+	if len(next) > maxNext || !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.ContainsAny(next, "\\\r\n\t") {
 		return home
 	}
 	u, err := url.Parse(next)

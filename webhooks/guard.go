@@ -106,7 +106,7 @@ func (g guard) checkURL(ctx context.Context, raw string) (*url.URL, error) {
 	for _, a := range addrs {
 		ip, ok := netip.AddrFromSlice(a.IP)
 		if !ok || Blocked(ip) {
-			return nil, fmt.Errorf("url's host resolves to %s, a loopback, private or link-local address; webhooks must reach a public address", a.IP)
+			return nil, errors.New("url's host resolves to a loopback, private or link-local address; webhooks must reach a public address")
 		}
 	}
 	return u, nil
