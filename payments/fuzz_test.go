@@ -2,6 +2,7 @@ package payments
 
 import (
 	"bytes"
+	"math/big"
 	"strings"
 	"testing"
 
@@ -12,7 +13,7 @@ import (
 // to the same value with the currency's digits, or is refused; never a
 // panic, never a value that does not round-trip.
 func FuzzParseAmount(f *testing.F) {
-	for _, s := range []string{"10.50", "0.01", "1e3", ".5", "+7", "-1", "0", "1e999999", "NaN", "9223372036854775807", "92233720368547758.08", "00012.3400", "1_0", ""} {
+	for _, s := range []string{"10.50", "0.01", "1e3", ".5", "+7", "-1", "0", "1e999999", "NaN", "9223372036854775807", "92233720368547758.08", "00012.3400", "1_0", "", ".+5", ".-10"} {
 		f.Add(s, "BRL")
 	}
 	f.Add("1000", "JPY")
@@ -35,11 +36,13 @@ func FuzzParseAmount(f *testing.F) {
 		if err != nil || again != m {
 			t.Fatalf("%q -> %s -> %+v, %v: does not round-trip", text, printed, again, err)
 		}
-		// The value is the one written: compare as exact decimals.
-		want, _, _ := apd.NewFromString(text)
-		got, _, _ := apd.NewFromString(printed)
-		if want.Cmp(got) != 0 {
-			t.Fatalf("%q parsed as %s", text, printed)
+		// The value is the one written, by another parser than the one
+		// the code uses (apd's takes ".+5" for 0.05): compare as exact
+		// fractions.
+		want, ok := new(big.Rat).SetString(text)
+		got, _ := new(big.Rat).SetString(printed)
+		if !ok || want.Cmp(got) != 0 {
+			t.Fatalf("%q parsed as %s (math/big reads it: %v, as %v)", text, printed, ok, want)
 		}
 	})
 }
@@ -94,7 +97,7 @@ func FuzzFingerprint(f *testing.F) {
 // currency, is either refused, or read so that in any currency it yields
 // exactly what ParseAmount yields for that currency, or the same refusal.
 func FuzzParseChangeAmount(f *testing.F) {
-	for _, s := range []string{"10.50", "0.0001", "1e3", "1000", "1.5", "9223372036854775807", "0.00001", "1e30", "-1", "", "abc"} {
+	for _, s := range []string{"10.50", "0.0001", "1e3", "1000", "1.5", "9223372036854775807", "0.00001", "1e30", "-1", "", "abc", ".+5", ".-10"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, text string) {
@@ -111,6 +114,12 @@ func FuzzParseChangeAmount(f *testing.F) {
 		}
 		if d, _, err := apd.NewFromString(a.canonical); err != nil || d.Sign() <= 0 {
 			t.Fatalf("%q: canonical %q is not a positive decimal", text, a.canonical)
+		}
+		// The same value by another parser (apd's takes ".+5" for 0.05).
+		want, okText := new(big.Rat).SetString(text)
+		got, okCanonical := new(big.Rat).SetString(a.canonical)
+		if !okText || !okCanonical || want.Cmp(got) != 0 {
+			t.Fatalf("%q: canonical %q; math/big reads them as %v (%v) and %v (%v)", text, a.canonical, want, okText, got, okCanonical)
 		}
 	})
 }

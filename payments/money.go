@@ -174,6 +174,9 @@ func parseDecimal(text string) (*apd.Decimal, error) {
 	if len(text) > maxAmountTextLen {
 		return nil, fmt.Errorf("amount is %d characters long; the limit is %d", len(text), maxAmountTextLen)
 	}
+	if !decimalSyntax(text) {
+		return nil, fmt.Errorf("amount is not a decimal number; send it like \"10.50\"")
+	}
 	d, _, err := apd.NewFromString(text)
 	if err != nil || d.Form != apd.Finite {
 		return nil, fmt.Errorf("amount is not a decimal number; send it like \"10.50\"")
@@ -184,6 +187,50 @@ func parseDecimal(text string) (*apd.Decimal, error) {
 	var reduced apd.Decimal
 	reduced.Reduce(d)
 	return &reduced, nil
+}
+
+// decimalSyntax reports whether text is a decimal number as people write
+// one: an optional sign, digits with at most one decimal point (at least
+// one digit), and an optional exponent (e or E, an optional sign, digits).
+// apd's parser takes more, and gets some of it wrong: ".+5" is 0.05 to it,
+// and ".-10" a number with a negative coefficient (found by fuzzing).
+func decimalSyntax(text string) bool {
+	i := 0
+	if i < len(text) && (text[i] == '+' || text[i] == '-') {
+		i++
+	}
+	digits, point := 0, false
+	for ; i < len(text); i++ {
+		if c := text[i]; c >= '0' && c <= '9' {
+			digits++
+		} else if c == '.' && !point {
+			point = true
+		} else {
+			break
+		}
+	}
+	if digits == 0 {
+		return false
+	}
+	if i == len(text) {
+		return true
+	}
+	if text[i] != 'e' && text[i] != 'E' {
+		return false
+	}
+	i++
+	if i < len(text) && (text[i] == '+' || text[i] == '-') {
+		i++
+	}
+	if i == len(text) {
+		return false
+	}
+	for ; i < len(text); i++ {
+		if text[i] < '0' || text[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // String prints the amount with exactly the currency's minor-unit digits:
