@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -88,11 +89,17 @@ func (s strictVariables) check(v any, t *ast.Type) *badValue {
 	}
 	switch def.Kind {
 	case ast.Scalar:
-		if def.Name != "String" {
-			return nil
-		}
-		if _, ok := v.(string); !ok {
-			return &badValue{message: "a String must be a JSON string, not " + jsonKind(v)}
+		switch def.Name {
+		case "String":
+			if _, ok := v.(string); !ok {
+				return &badValue{message: "a String must be a JSON string, not " + jsonKind(v)}
+			}
+		case "Int":
+			// The spec's Int is 32 bits; gqlparser took any int64, and a
+			// huge first: reached the complexity limit as the error.
+			if !int32Value(v) {
+				return &badValue{message: intRange}
+			}
 		}
 	case ast.Enum:
 		name, _ := v.(string)
@@ -115,6 +122,25 @@ func (s strictVariables) check(v any, t *ast.Type) *badValue {
 	}
 	return nil
 }
+
+// int32Value reports whether v, a variable's value as the transports
+// decoded it and gqlparser coerced it, is a 32-bit Int. Other kinds are
+// gqlparser's to refuse.
+func int32Value(v any) bool {
+	switch n := v.(type) {
+	case json.Number:
+		_, err := strconv.ParseInt(string(n), 10, 32)
+		return err == nil
+	case int64:
+		return n >= math.MinInt32 && n <= math.MaxInt32
+	case int:
+		return n >= math.MinInt32 && n <= math.MaxInt32
+	}
+	return true
+}
+
+// intRange is what an Int variable must be.
+const intRange = "an Int must be a whole number from -2147483648 to 2147483647"
 
 func enumNames(def *ast.Definition) string {
 	names := make([]string, len(def.EnumValues))

@@ -58,6 +58,7 @@ var (
 	unknownOperation = regexp.MustCompile(`^operation (.*) not found$`)
 	notAnObject      = regexp.MustCompile(`^must be a (\w+), not an? (\w+)$`)
 	wrongKind        = regexp.MustCompile(`^cannot use (\w+) as (\w+)$`)
+	notAnInt         = regexp.MustCompile(`^cannot use value .* as Int$`)
 	notAnEnumValue   = regexp.MustCompile(`(?s)^(.*) is not a valid (\w+)$`)
 	quoted           = regexp.MustCompile(`"[^"]*"`)
 )
@@ -85,6 +86,9 @@ func tidy(e *gqlerror.Error) {
 	case notAnObject.MatchString(m):
 		parts := notAnObject.FindStringSubmatch(m)
 		m = fmt.Sprintf("must be a %s object, not %s", parts[1], kindWords(parts[2]))
+	case notAnInt.MatchString(m):
+		// gqlparser's words for 1.5 or 1e2 ("cannot use value 0 as Int").
+		m = intRange
 	case wrongKind.MatchString(m):
 		parts := wrongKind.FindStringSubmatch(m)
 		m = fmt.Sprintf("cannot use %s as %s", kindWords(parts[1]), parts[2])

@@ -268,6 +268,13 @@ func TestVariablesAreCoercedStrictly(t *testing.T) {
 				t.Errorf("%s: the operation ran: %s", tt.name, res.Data["createPayment"])
 			}
 		}
+		// An Int is a whole number of 32 bits.
+		for v, ok := range map[string]bool{`5`: true, `1.5`: false, `1e2`: false, `3000000000`: false, `-2147483649`: false} {
+			res := b.post(t, `{"query":"query($n: Int) { payments(first: $n) { edges { cursor } } }","variables":{"n":`+v+`}}`)
+			if got := len(res.Errors) == 0; got != ok || !ok && (res.code() != "GRAPHQL_VALIDATION_FAILED" || !strings.Contains(res.Errors[0].Message, "whole number")) {
+				t.Errorf("Int variable %s: %+v, want accepted %v (a variable error saying what an Int is)", v, res.Errors, ok)
+			}
+		}
 		var keys []string
 		if err := db.Gorm.Table("payments").Pluck("idempotency_key", &keys).Error; err != nil {
 			t.Fatal(err)

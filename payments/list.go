@@ -171,7 +171,7 @@ func (s *Service) List(ctx context.Context, f Filter, first int, after string) (
 	ctx, cancel := context.WithTimeout(ctx, readTimeout)
 	defer cancel()
 	if first < 0 || first > MaxPageSize {
-		return Page{}, invalid("first", "first must be between 0 and %d, got %d", MaxPageSize, first)
+		return Page{}, invalid("first", "first must be between 0 and %d", MaxPageSize)
 	}
 	conds, args, err := filterConditions(f)
 	if err != nil {
