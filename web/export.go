@@ -1,7 +1,6 @@
 package web
 
 import (
-	"context"
 	"encoding/csv"
 	"errors"
 	"net/http"
@@ -47,9 +46,8 @@ func (a *admin) export(w http.ResponseWriter, r *http.Request) {
 		a.exportRefused(w, r, who, target, err)
 		return
 	}
-	// Audit writes outlive a client that went away mid-export.
-	auditCtx := context.WithoutCancel(ctx)
-	if err := a.staff.Record(auditCtx, who, staff.ActExport, target, staff.OutcomeStarted, ""); err != nil {
+	// Audit writes outlive a client that went away mid-export (staff.Record).
+	if err := a.staff.Record(ctx, who, staff.ActExport, target, staff.OutcomeStarted, ""); err != nil {
 		serverError(w, r, err)
 		return
 	}
@@ -83,7 +81,7 @@ func (a *admin) export(w http.ResponseWriter, r *http.Request) {
 				detail += "internal error; request id " + requestid.From(ctx)
 				a.log.ErrorContext(ctx, "export failed", "request_id", requestid.From(ctx), "err", err)
 			}
-			_ = a.staff.Record(auditCtx, who, staff.ActExport, target, staff.OutcomeFailed, detail)
+			_ = a.staff.Record(ctx, who, staff.ActExport, target, staff.OutcomeFailed, detail)
 			panic(http.ErrAbortHandler)
 		}
 		if !started {
@@ -104,7 +102,7 @@ func (a *admin) export(w http.ResponseWriter, r *http.Request) {
 	if err := cw.Error(); err != nil {
 		outcome, detail = staff.OutcomeFailed, "stopped after about "+strconv.Itoa(rows)+" rows: the client went away"
 	}
-	_ = a.staff.Record(auditCtx, who, staff.ActExport, target, outcome, detail)
+	_ = a.staff.Record(ctx, who, staff.ActExport, target, outcome, detail)
 }
 
 // exportRefused answers an export that could not start (a bad filter) and
@@ -112,7 +110,7 @@ func (a *admin) export(w http.ResponseWriter, r *http.Request) {
 func (a *admin) exportRefused(w http.ResponseWriter, r *http.Request, who staff.Actor, target string, err error) {
 	var bad badFilter
 	if !errors.As(err, &bad) && !errors.Is(err, payments.ErrInvalidInput) {
-		_ = a.staff.Record(context.WithoutCancel(r.Context()), who, staff.ActExport, target, staff.OutcomeError, "internal error; request id "+requestid.From(r.Context()))
+		_ = a.staff.Record(r.Context(), who, staff.ActExport, target, staff.OutcomeError, "internal error; request id "+requestid.From(r.Context()))
 		serverError(w, r, err)
 		return
 	}
