@@ -94,6 +94,9 @@ type queued[J batchJob] struct {
 // deadline is when the job's time with the database is up.
 func (q queued[J]) deadline() time.Time { return q.since.Add(statementTimeout) }
 
+// expired reports whether the job's time is up at now.
+func (q queued[J]) expired(now time.Time) bool { return !now.Before(q.deadline()) }
+
 // submit queues job for the next statement, and runs that statement in the
 // caller's goroutine if it is the caller's turn. The job is answered
 // through its own channel.
@@ -148,7 +151,7 @@ func (b *batcher[J]) take() (batch []queued[J], expired []J) {
 	seen := make(map[string]struct{}, cap(batch))
 	rest := b.queue[:0]
 	for _, q := range b.queue {
-		if !now.Before(q.deadline()) {
+		if q.expired(now) {
 			expired = append(expired, q.job)
 			continue
 		}
@@ -194,10 +197,10 @@ func (b *batcher[J]) run(batch []queued[J]) {
 		now := time.Now()
 		var again []queued[J]
 		for _, q := range batch {
-			if now.Before(q.deadline()) {
-				again = append(again, q)
-			} else {
+			if q.expired(now) {
 				q.job.fail(err)
+			} else {
+				again = append(again, q)
 			}
 		}
 		b.mu.Lock()
@@ -216,7 +219,7 @@ func (b *batcher[J]) run(batch []queued[J]) {
 	// unsent; once the database is found unavailable (not merely a job's
 	// time up), the rest are answered so without being sent.
 	for i, q := range batch {
-		if !time.Now().Before(q.deadline()) {
+		if q.expired(time.Now()) {
 			q.job.fail(notSentInTime())
 			continue
 		}
