@@ -51,9 +51,9 @@ func (s *Service) StartClockSync(ctx context.Context, log *slog.Logger) {
 	if s.clockOffset == nil {
 		return
 	}
-	var r clockReport
+	r := clockReport{ctx: ctx, log: log}
 	first, cancel := context.WithTimeout(ctx, 5*time.Second)
-	r.tell(ctx, log)(s.SyncClock(first))
+	r.tell(s.SyncClock(first))
 	cancel()
 	go func() {
 		tick := time.NewTicker(ClockSyncInterval)
@@ -64,7 +64,7 @@ func (s *Service) StartClockSync(ctx context.Context, log *slog.Logger) {
 				return
 			case <-tick.C:
 			}
-			r.tell(ctx, log)(s.SyncClock(ctx))
+			r.tell(s.SyncClock(ctx))
 		}
 	}()
 }
@@ -73,23 +73,24 @@ func (s *Service) StartClockSync(ctx context.Context, log *slog.Logger) {
 // instance's clock is more than a second off the database's, once for
 // each second the offset moves: not every ClockSyncInterval.
 type clockReport struct {
+	ctx     context.Context // a measurement failing once it ends is not told
+	log     *slog.Logger
 	failing bool
 	told    time.Duration
 }
 
-func (r *clockReport) tell(ctx context.Context, log *slog.Logger) func(time.Duration, error) {
-	return func(d time.Duration, err error) {
-		if err != nil {
-			if !r.failing && ctx.Err() == nil {
-				log.Warn("measure the database's clock; the last offset is kept", "err", err)
-			}
-			r.failing = true
-			return
+// tell takes what SyncClock returned.
+func (r *clockReport) tell(d time.Duration, err error) {
+	if err != nil {
+		if !r.failing && r.ctx.Err() == nil {
+			r.log.Warn("measure the database's clock; the last offset is kept", "err", err)
 		}
-		r.failing = false
-		if (d > time.Second || d < -time.Second) && (d-r.told > time.Second || r.told-d > time.Second) {
-			log.Warn("this instance's clock is off the database's; keys' ages are judged by the database's", "offset", d.String())
-			r.told = d
-		}
+		r.failing = true
+		return
+	}
+	r.failing = false
+	if d.Abs() > time.Second && (d-r.told).Abs() > time.Second {
+		r.log.Warn("this instance's clock is off the database's; keys' ages are judged by the database's", "offset", d.String())
+		r.told = d
 	}
 }
