@@ -43,14 +43,14 @@ type fakeStatement struct {
 	batches [][]string
 	started chan struct{} // one value per statement started
 	hold    chan struct{}
-	fail    func(batch []*testJob) error
+	fail    func(ctx context.Context, batch []*testJob) error
 }
 
 func newFakeStatement() *fakeStatement {
 	return &fakeStatement{started: make(chan struct{}, 100)}
 }
 
-func (f *fakeStatement) exec(_ context.Context, jobs []*testJob) error {
+func (f *fakeStatement) exec(ctx context.Context, jobs []*testJob) error {
 	names := make([]string, len(jobs))
 	for i, j := range jobs {
 		names[i] = j.name
@@ -64,7 +64,7 @@ func (f *fakeStatement) exec(_ context.Context, jobs []*testJob) error {
 		<-hold
 	}
 	if f.fail != nil {
-		if err := f.fail(jobs); err != nil {
+		if err := f.fail(ctx, jobs); err != nil {
 			return err
 		}
 	}
@@ -72,6 +72,14 @@ func (f *fakeStatement) exec(_ context.Context, jobs []*testJob) error {
 		j.answer <- nil
 	}
 	return nil
+}
+
+// wantBatches checks the statements run, each its jobs' names.
+func (f *fakeStatement) wantBatches(t *testing.T, want ...[]string) {
+	t.Helper()
+	if got := f.ran(); !slices.EqualFunc(got, want, slices.Equal) {
+		t.Errorf("batches %v, want %v", got, want)
+	}
 }
 
 func (f *fakeStatement) ran() [][]string {
@@ -201,7 +209,7 @@ func TestBatcherRunsAFailedBatchJobByJob(t *testing.T) {
 	poisoned := errors.New("bad row")
 	// A statement fails as a whole if any of its jobs is "bad". (The
 	// running statement reads this once its hold is closed, below.)
-	f.fail = func(batch []*testJob) error {
+	f.fail = func(_ context.Context, batch []*testJob) error {
 		for _, j := range batch {
 			if j.name == "bad" {
 				return poisoned
@@ -328,9 +336,7 @@ func TestBatcherKeepsEachJobWithinItsDeadline(t *testing.T) {
 			t.Errorf("%s: %v, want it sent and answered", j.name, err)
 		}
 	}
-	if got := f.ran(); !slices.EqualFunc(got, [][]string{{"first"}, {"aging", "fresh"}}, slices.Equal) {
-		t.Errorf("batches %v, want [[first] [aging fresh]]: the old job is not sent", got)
-	}
+	f.wantBatches(t, []string{"first"}, []string{"aging", "fresh"})
 	// The second statement had what was left of aging's time: about a
 	// second, not a fresh statementTimeout.
 	if len(deadlines) != 1 || time.Until(deadlines[0]) > 2*time.Second {
@@ -356,22 +362,15 @@ func TestBatcherAFreshJobOutlivesItsOldNeighboursDeadline(t *testing.T) {
 	t.Parallel()
 	b, f, first := busyBatcher(t)
 	b.final = isDownOrLate
-	exec := f.exec
 	// With the old job, a statement waits for its deadline (a lock held
-	// that long); without it, it is answered at once.
-	b.exec = func(ctx context.Context, jobs []*testJob) error {
-		if slices.ContainsFunc(jobs, func(j *testJob) bool { return j.name == "old" }) {
-			names := make([]string, len(jobs))
-			for i, j := range jobs {
-				names[i] = j.name
-			}
-			f.mu.Lock()
-			f.batches = append(f.batches, names)
-			f.mu.Unlock()
+	// that long); without it, it is answered at once. (The running
+	// statement reads this once its hold is closed.)
+	f.fail = func(ctx context.Context, batch []*testJob) error {
+		if slices.ContainsFunc(batch, func(j *testJob) bool { return j.name == "old" }) {
 			<-ctx.Done()
 			return fmt.Errorf("statement: %w", ctx.Err())
 		}
-		return exec(ctx, jobs)
+		return nil
 	}
 	old, fresh := newTestJob("k1", "old"), newTestJob("k2", "fresh")
 	wg := submitAll(b, old, fresh)
@@ -385,9 +384,7 @@ func TestBatcherAFreshJobOutlivesItsOldNeighboursDeadline(t *testing.T) {
 	if err := mustAnswer(t, fresh); err != nil {
 		t.Errorf("fresh: %v, want it sent again and answered: its own time was not up", err)
 	}
-	if got := f.ran(); !slices.EqualFunc(got, [][]string{{"first"}, {"fresh", "old"}, {"fresh"}}, slices.Equal) {
-		t.Errorf("batches %v, want [[first] [fresh old] [fresh]]", got)
-	}
+	f.wantBatches(t, []string{"first"}, []string{"fresh", "old"}, []string{"fresh"})
 }
 
 // Run alone after a failed statement, a job whose time ran out meanwhile
@@ -396,7 +393,7 @@ func TestBatcherRunsJobByJobWithinEachJobsDeadline(t *testing.T) {
 	t.Parallel()
 	b, f, first := busyBatcher(t)
 	b.final = isDownOrLate
-	f.fail = func(batch []*testJob) error {
+	f.fail = func(_ context.Context, batch []*testJob) error {
 		switch {
 		case len(batch) > 1:
 			return errors.New("deadlock detected")
@@ -419,9 +416,7 @@ func TestBatcherRunsJobByJobWithinEachJobsDeadline(t *testing.T) {
 	if err := mustAnswer(t, y); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("y: %v, want it answered unsent, its time up", err)
 	}
-	if got := f.ran(); !slices.EqualFunc(got, [][]string{{"first"}, {"x", "y", "z"}, {"x"}, {"z"}}, slices.Equal) {
-		t.Errorf("batches %v, want [[first] [x y z] [x] [z]]", got)
-	}
+	f.wantBatches(t, []string{"first"}, []string{"x", "y", "z"}, []string{"x"}, []string{"z"})
 }
 
 func TestBatcherStopsRunningJobByJobWhenTheDatabaseIsDown(t *testing.T) {
@@ -430,7 +425,7 @@ func TestBatcherStopsRunningJobByJobWhenTheDatabaseIsDown(t *testing.T) {
 	b.final = isDown
 	// The batch fails for its bad job; run alone, the first job ("a")
 	// finds the database gone.
-	f.fail = func(batch []*testJob) error {
+	f.fail = func(_ context.Context, batch []*testJob) error {
 		switch {
 		case len(batch) > 1:
 			return errors.New("bad row")
