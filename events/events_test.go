@@ -173,6 +173,12 @@ func TestOutbox(t *testing.T) {
 					g.Payment.Refunded, refund, i+1, w)
 			}
 		}
+		// A created event holds the payment exactly as its create returned it.
+		for i, p := range []payments.Payment{p1, p2, p3} {
+			if got[i].Payment != p {
+				t.Errorf("event %d's payment = %+v,\nthe create returned %+v", i, got[i].Payment, p)
+			}
+		}
 		if r := got[5].Refund; r == nil || r.Amount.String() != "4.00" || r.Reason == nil || *r.Reason != "broken" || r.IdempotencyKey != "k-refund-1" {
 			t.Errorf("refund of event 6: %+v", r)
 		}

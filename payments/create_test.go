@@ -34,6 +34,20 @@ func TestCreateNewKey(t *testing.T) {
 		if got := b.outcomes(t, p.ID); !slices.Equal(got, []payments.Outcome{payments.OutcomeCreated}) {
 			t.Errorf("attempts = %v, want [CREATED]", got)
 		}
+
+		// An authorization: what the create returns is what is stored.
+		authorize := request("client-1", "k2", "7", "usd", payments.MethodCreditCard)
+		authorize.Capture = new(false)
+		p = b.mustCreate(t, authorize).Payment
+		if p.Status != payments.StatusAuthorized || p.Captured != (payments.Money{Currency: "USD"}) || !p.CapturedAt.IsZero() {
+			t.Errorf("authorization = %+v", p)
+		}
+		if stored, err = b.svc.Get(t.Context(), p.ID); err != nil {
+			t.Fatal(err)
+		}
+		if stored != p {
+			t.Errorf("stored authorization %+v differs from the one returned %+v", stored, p)
+		}
 	})
 }
 

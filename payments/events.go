@@ -11,7 +11,7 @@ import (
 
 // The outbox. Every change of a payment writes one event row in the same
 // statement (PostgreSQL: the "*_event" CTEs of sql/create_batch.sql and
-// sql/change_batch.sql, fed by the rows the change itself returns) or the
+// sql/change_batch.sql, fed by what the change itself writes) or the
 // same transaction (SQLite: insertEvent below, called from
 // store_sqlite.go's steps) as the change: a create, capture, cancel or
 // refund that applies writes exactly one; a replay, a rejection or a

@@ -3,6 +3,7 @@ package payments
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgtype"
 )
@@ -37,7 +38,7 @@ func TestResultRowKey(t *testing.T) {
 		{"held without its key", row(rowHeld), false, "names no key"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			a, err := tc.row.answer()
+			a, err := tc.row.answer(&command{op: OpCreate}, time.Now())
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("answer() = %+v, %v; want an error with %q", a, err, tc.wantErr)
@@ -54,5 +55,44 @@ func TestResultRowKey(t *testing.T) {
 				t.Errorf("answer().held = %+v", a.held)
 			}
 		})
+	}
+}
+
+// TestResultRowCreated: a CREATED row carries nothing of its payment; the
+// answer is the payment the request makes at the statement's time, and a
+// CREATED row for anything but a create is an error.
+func TestResultRowCreated(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 12, 3, 16, 0, 0, 123456000, time.UTC)
+	create := &command{op: OpCreate, key: "k1", clientID: "c1", newID: "pay_1",
+		amount: Money{Minor: 1050, Currency: "BRL"}, method: "PIX", capture: true}
+	authorize := *create
+	authorize.capture = false
+	for _, tc := range []struct {
+		name string
+		cmd  *command
+		want Payment
+	}{
+		{"captured", create, Payment{ID: "pay_1", ClientID: "c1", IdempotencyKey: "k1", Amount: create.amount,
+			Method: "PIX", CreatedAt: now, Status: StatusCaptured, Captured: create.amount,
+			Refunded: Money{Currency: "BRL"}, CapturedAt: now}},
+		{"authorized", &authorize, Payment{ID: "pay_1", ClientID: "c1", IdempotencyKey: "k1", Amount: create.amount,
+			Method: "PIX", CreatedAt: now, Status: StatusAuthorized, Captured: Money{Currency: "BRL"},
+			Refunded: Money{Currency: "BRL"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := resultRow{n: 1, outcome: string(OutcomeCreated)}
+			a, err := r.answer(tc.cmd, now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a.kind != answerSettled || a.outcome != OutcomeCreated || a.payment != tc.want {
+				t.Errorf("answer() = %+v, want CREATED with %+v", a, tc.want)
+			}
+		})
+	}
+	r := resultRow{n: 1, outcome: string(OutcomeCreated)}
+	if a, err := r.answer(&command{op: OpRefund}, now); err == nil {
+		t.Errorf("answer() of a CREATED row for a refund = %+v, want an error", a)
 	}
 }

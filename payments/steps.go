@@ -251,16 +251,27 @@ func forgetKey(db *gorm.DB, id int64, expiredBefore time.Time) error {
 	return nil
 }
 
-// insertPayment creates the payment a create claimed the key for.
-func insertPayment(db *gorm.DB, cmd *command, now time.Time) (Payment, error) {
+// createdPayment is the payment a create makes at now: captured, or only
+// authorized when the request asked so. Both stores write exactly this,
+// so the answer is built here rather than read back from the database.
+func createdPayment(cmd *command, now time.Time) Payment {
 	p := Payment{
 		ID: cmd.newID, ClientID: cmd.clientID, IdempotencyKey: cmd.key, Amount: cmd.amount, Method: cmd.method,
 		CreatedAt: now, Status: StatusAuthorized,
 		Captured: Money{Currency: cmd.amount.Currency}, Refunded: Money{Currency: cmd.amount.Currency},
 	}
+	if cmd.capture {
+		p.Status, p.Captured, p.CapturedAt = StatusCaptured, cmd.amount, now
+	}
+	return p
+}
+
+// insertPayment creates the payment a create claimed the key for.
+func insertPayment(db *gorm.DB, cmd *command, now time.Time) (Payment, error) {
+	p := createdPayment(cmd, now)
 	var capturedAt *time.Time
 	if cmd.capture {
-		p.Status, p.Captured, p.CapturedAt, capturedAt = StatusCaptured, cmd.amount, now, &now
+		capturedAt = &now
 	}
 	_, err := connOf(db).exec(`INSERT INTO payments (id, client_id, idempotency_key, amount_minor, currency, method,
 		created_at, status, captured_minor, refunded_minor, captured_at, replay_count, rejected_count)

@@ -63,7 +63,7 @@ func (st *postgresStore) createBatch(ctx context.Context, jobs []*job) error {
 		transports[i], actors[i], addresses[i] = c.Transport, c.Actor, c.Address
 	}
 	now := st.now()
-	return st.run(ctx, jobs, CreateBatchSQL, clientIDs, keys, fps, params, ids, amounts, currencies, methods, captures,
+	return st.run(ctx, jobs, now, CreateBatchSQL, clientIDs, keys, fps, params, ids, amounts, currencies, methods, captures,
 		transports, actors, addresses, fingerprintVersion, now, now.Add(-st.keyTTL))
 }
 
@@ -85,15 +85,15 @@ func (st *postgresStore) changeBatch(ctx context.Context, jobs []*job) error {
 		}
 	}
 	now := st.now()
-	return st.run(ctx, jobs, ChangeBatchSQL, ops, paymentIDs, keys, fps, params, given, reasons, refundIDs,
+	return st.run(ctx, jobs, now, ChangeBatchSQL, ops, paymentIDs, keys, fps, params, given, reasons, refundIDs,
 		transports, actors, addresses, scopes, minors, width, fingerprintVersion, now, now.Add(-st.keyTTL))
 }
 
-// run executes a batch statement and answers every job once it has
-// committed. A job the statement returns no row for lost a race (its key
-// was taken by a transaction newer than the statement's snapshot): it is
-// answered RETRY. On error no job is answered.
-func (st *postgresStore) run(ctx context.Context, jobs []*job, query string, args ...any) error {
+// run executes a batch statement, whose time is now, and answers every job
+// once it has committed. A job the statement returns no row for lost a race
+// (its key was taken by a transaction newer than the statement's snapshot):
+// it is answered RETRY. On error no job is answered.
+func (st *postgresStore) run(ctx context.Context, jobs []*job, now time.Time, query string, args ...any) error {
 	answers := make([]answer, len(jobs))
 	answered := make([]bool, len(jobs))
 	// One row value and its scan targets serve every row: a scan sets every
@@ -109,7 +109,7 @@ func (st *postgresStore) run(ctx context.Context, jobs []*job, query string, arg
 		if i < 0 || i >= len(jobs) || answered[i] {
 			return fmt.Errorf("unexpected row for request %d of %d", r.n, len(jobs))
 		}
-		a, err := r.answer()
+		a, err := r.answer(jobs[i].cmd, now)
 		if err != nil {
 			return err
 		}
@@ -206,10 +206,18 @@ const (
 	rowNotFound   = "NOT_FOUND"
 )
 
-func (r *resultRow) answer() (answer, error) {
+// answer reads the row of cmd's request, in a statement whose time was now.
+func (r *resultRow) answer(cmd *command, now time.Time) (answer, error) {
 	switch r.outcome {
 	case rowNotFound:
 		return answer{kind: answerNotFound}, nil
+	case string(OutcomeCreated):
+		// The statement wrote the payment createdPayment makes, and sends
+		// nothing of it back.
+		if cmd.op != OpCreate {
+			return answer{}, fmt.Errorf("row %d: %s for a %s", r.n, r.outcome, cmd.op)
+		}
+		return answer{kind: answerSettled, outcome: OutcomeCreated, payment: createdPayment(cmd, now)}, nil
 	}
 	if !r.id.Valid {
 		return answer{}, fmt.Errorf("row %d (%s) names no payment", r.n, r.outcome)
