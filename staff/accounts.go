@@ -52,9 +52,13 @@ type Bootstrapped struct {
 //   - missing: it is created with the role admin, with password if one is
 //     given, else with a generated temporary one (returned, to be printed
 //     once, and changed at first sign-in);
-//   - present, password given: its password is set to password (recovery),
-//     not to be changed; its role and whether it is disabled stay as the
-//     admins left them;
+//   - present, password given and not already its password: its password
+//     is set to password (recovery), not to be changed, and its sessions
+//     end, as after any password change: whoever signed in with the old
+//     one is signed out. Its role and whether it is disabled stay as the
+//     admins left them. A start with the password it already has changes
+//     nothing, so that restarting with ADMIN_PASSWORD in the environment
+//     signs nobody out;
 //   - present, no password: nothing changes.
 //
 // Each change is audited as made by "(server start)".
@@ -66,6 +70,10 @@ func (s *Store) Bootstrap(ctx context.Context, username, password string) (Boots
 	var out Bootstrapped
 	var hash string
 	if password != "" {
+		current, err := s.hasPassword(ctx, username, password)
+		if err != nil || current {
+			return out, err
+		}
 		if err := s.hash(ctx, func() { hash = hashPassword(password, s.params) }); err != nil {
 			return out, err
 		}
@@ -86,7 +94,12 @@ func (s *Store) Bootstrap(ctx context.Context, username, password string) (Boots
 			if err != nil {
 				return fmt.Errorf("set the admin password: %w", err)
 			}
-			return appendEntry(tx, now, ServerStart, ActPasswordSet, username, OutcomeOK, "ADMIN_PASSWORD set this account's password")
+			ended := tx.Where("account_id = ?", row.ID).Delete(&models.StaffSession{})
+			if ended.Error != nil {
+				return fmt.Errorf("end sessions: %w", ended.Error)
+			}
+			return appendEntry(tx, now, ServerStart, ActPasswordSet, username, OutcomeOK,
+				fmt.Sprintf("ADMIN_PASSWORD set this account's password; %d session(s) ended", ended.RowsAffected))
 		}
 		must := password == ""
 		if must {
@@ -123,6 +136,22 @@ func (s *Store) Bootstrap(ctx context.Context, username, password string) (Boots
 		return Bootstrapped{}, fmt.Errorf("bootstrap admin account: %w", err)
 	}
 	return out, nil
+}
+
+// hasPassword reports whether username's account exists, already has
+// password, and is not asked to change it: a start with ADMIN_PASSWORD
+// then has nothing to do. A hash made with older parameters counts as not
+// having it, so that the start rewrites it.
+func (s *Store) hasPassword(ctx context.Context, username, password string) (bool, error) {
+	row, ok, err := findAccount(s.db.WithContext(ctx), username)
+	if err != nil || !ok || row.MustChangePassword {
+		return false, err
+	}
+	var good, stale bool
+	if err := s.hash(ctx, func() { good, stale = checkPassword(row.PasswordHash, password, s.params) }); err != nil {
+		return false, err
+	}
+	return good && !stale, nil
 }
 
 func createAccount(tx *gorm.DB, now time.Time, username string, role Role, hash string, mustChange bool) error {

@@ -102,9 +102,10 @@ func TestBootstrap(t *testing.T) {
 		if b2, err := s.Bootstrap(ctx, "admin", ""); err != nil || b2.Created || b2.Generated != "" {
 			t.Fatalf("second start: %+v %v", b2, err)
 		}
-		signIn(t, s, "admin", b.Generated)
+		before := signIn(t, s, "admin", b.Generated)
 
-		// With ADMIN_PASSWORD: set at every start (recovery), not to be changed.
+		// With ADMIN_PASSWORD: set (recovery), not to be changed, and
+		// whoever signed in with the old password is signed out.
 		if _, err := s.Bootstrap(ctx, "admin", "recovered-secret"); err != nil {
 			t.Fatal(err)
 		}
@@ -114,7 +115,19 @@ func TestBootstrap(t *testing.T) {
 		if _, _, err := s.SignIn(ctx, staff.SignInRequest{Username: "admin", Password: b.Generated}); !errors.Is(err, staff.ErrBadCredentials) {
 			t.Errorf("the old password still works: %v", err)
 		}
-		signIn(t, s, "admin", "recovered-secret")
+		if _, err := s.Session(ctx, before); !errors.Is(err, staff.ErrNoSession) {
+			t.Errorf("a session made with the old password survived the recovery: %v", err)
+		}
+		after := signIn(t, s, "admin", "recovered-secret")
+
+		// Started again with the same ADMIN_PASSWORD: nothing changes, and
+		// nobody is signed out.
+		if _, err := s.Bootstrap(ctx, "admin", "recovered-secret"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Session(ctx, after); err != nil {
+			t.Errorf("a restart with the same ADMIN_PASSWORD ended a session: %v", err)
+		}
 
 		// A first start with ADMIN_PASSWORD creates it with that password.
 		s2 := newStore(t, dbtest.Open(t, db.Dialect), nil)
