@@ -40,7 +40,9 @@ func staffBasic(st *staff.Store) check {
 		ctx, cancel := context.WithTimeout(r.Context(), credentialCheckTimeout)
 		defer cancel()
 		acct, err := st.Verify(ctx, user, pass)
-		if err == nil && acct.Role == staff.Admin {
+		// An admin with a temporary password has it changed at first
+		// sign-in, in the browser, before it serves anything else.
+		if err == nil && acct.Role == staff.Admin && !acct.MustChangePassword {
 			return signIn{ok: true, principal: auth.FullAccess(auth.KindAdmin, acct.Username)}, nil
 		}
 		if err != nil && !errors.Is(err, staff.ErrBadCredentials) {
@@ -51,7 +53,7 @@ func staffBasic(st *staff.Store) check {
 		if user != "" {
 			who := staff.Actor{Username: staff.NormalizeUsername(user), Address: clientaddr.From(r.Context())}
 			_ = st.Record(r.Context(), who, staff.ActSignIn, who.Username, staff.OutcomeFailed,
-				"HTTP Basic on "+r.URL.Path+": wrong username or password, disabled, or not an admin")
+				"HTTP Basic on "+r.URL.Path+": wrong username or password, disabled, not an admin, or a temporary password")
 		}
 		return signIn{identity: "staff:" + staff.NormalizeUsername(user)}, nil
 	}

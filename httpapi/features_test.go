@@ -223,6 +223,14 @@ func TestMetrics(t *testing.T) {
 	if res, _ := b.raw(t, "GET", "/metrics", http.Header{"Authorization": {"Basic " + basic("watcher", "watcher-password")}}, ""); res.StatusCode != http.StatusUnauthorized {
 		t.Errorf("/metrics as an operator: %d, want 401", res.StatusCode)
 	}
+	// An admin whose temporary password is not yet changed: not until it is.
+	temporary, err := b.staff.Add(t.Context(), staff.CommandLine, "newcomer", staff.Admin, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, _ := b.raw(t, "GET", "/metrics", http.Header{"Authorization": {"Basic " + basic("newcomer", temporary)}}, ""); res.StatusCode != http.StatusUnauthorized {
+		t.Errorf("/metrics as an admin with a temporary password: %d, want 401", res.StatusCode)
+	}
 	res, text := b.raw(t, "GET", "/metrics", http.Header{"Authorization": {"Basic " + basic("admin", adminPassword)}}, "")
 	if res.StatusCode != http.StatusOK {
 		t.Fatalf("/metrics as admin: %d", res.StatusCode)
