@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -32,16 +33,29 @@ type Resolver interface {
 
 // blockedPrefixes are ranges no webhook may reach beyond what netip's
 // predicates name: the "this network" block, carrier-grade NAT, IETF
-// protocol assignments, the benchmarking range, and NAT64's well-known
-// prefix (which embeds IPv4 addresses).
+// protocol assignments, the documentation and benchmarking ranges, the
+// reserved block; and in IPv6 every form that embeds an IPv4 address
+// (NAT64, IPv4-compatible, SIIT's IPv4-translated, 6to4, Teredo), which a
+// host may route to that IPv4 address, loopback and private ones
+// included, as well as the discard, site-local and documentation ranges.
 var blockedPrefixes = []netip.Prefix{
 	netip.MustParsePrefix("0.0.0.0/8"),
 	netip.MustParsePrefix("100.64.0.0/10"),
 	netip.MustParsePrefix("192.0.0.0/24"),
+	netip.MustParsePrefix("192.0.2.0/24"),
 	netip.MustParsePrefix("198.18.0.0/15"),
+	netip.MustParsePrefix("198.51.100.0/24"),
+	netip.MustParsePrefix("203.0.113.0/24"),
 	netip.MustParsePrefix("240.0.0.0/4"),
+	netip.MustParsePrefix("::/96"),
+	netip.MustParsePrefix("::ffff:0:0:0/96"),
 	netip.MustParsePrefix("64:ff9b::/96"),
 	netip.MustParsePrefix("64:ff9b:1::/48"),
+	netip.MustParsePrefix("100::/64"),
+	netip.MustParsePrefix("2001::/32"),
+	netip.MustParsePrefix("2001:db8::/32"),
+	netip.MustParsePrefix("2002::/16"),
+	netip.MustParsePrefix("fec0::/10"),
 }
 
 // Blocked reports whether a webhook may not reach ip: a loopback, private,
@@ -87,6 +101,11 @@ func (g guard) checkURL(ctx context.Context, raw string) (*url.URL, error) {
 	}
 	if u.Fragment != "" {
 		return nil, errors.New("url must not have a fragment (#…): it is never sent")
+	}
+	if port := u.Port(); port != "" {
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			return nil, errors.New("url's port must be a number from 1 to 65535")
+		}
 	}
 	if g.allowPrivate {
 		return u, nil

@@ -364,6 +364,13 @@ func TestSSRFGuard(t *testing.T) {
 		"http://[fe80::1]/", "http://[fc00::1]/", "http://0.0.0.0/", "http://100.64.0.1/",
 		"http://internal.test/", "http://metadata.test/", "https://six.test/", "http://nowhere.test/",
 		"ftp://public.test/", "file:///etc/passwd", "/relative", "not a url", "https:///nohost", "http://public.test/#frag",
+		// IPv6 forms that embed an IPv4 address, and ranges that are not
+		// public: documentation, 6to4, Teredo.
+		"http://[::127.0.0.1]/", "http://[::7f00:1]/", "http://[::ffff:0:7f00:1]/", "http://[2002:7f00:1::]/",
+		"http://[2001::1]/", "http://[2001:db8::1]/", "http://[64:ff9b::7f00:1]/", "http://192.0.2.2:18090/",
+		"http://198.51.100.1/", "http://203.0.113.9/",
+		// Ports that cannot be dialled.
+		"http://public.test:99999/", "http://public.test:0/", "http://public.test:-1/",
 	} {
 		if _, _, err := e.wh.CreateEndpoint(ctx, "", bad, nil); !errors.Is(err, payments.ErrInvalidInput) {
 			t.Errorf("CreateEndpoint(%q) = %v, want BAD_USER_INPUT", bad, err)
