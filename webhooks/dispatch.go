@@ -319,12 +319,16 @@ type outcome struct {
 	retries int
 }
 
+// outcome counts the wait before a retry from when the attempt ended, not
+// when it started: a receiver that never answers is not called again the
+// moment its attempt times out, and no retry is planned past the
+// delivery's deadline, however long the attempt took.
 func (s *Service) outcome(r result) outcome {
 	if r.ok {
 		return outcome{status: "DELIVERED", next: r.at, retries: r.Retries}
 	}
 	retries := r.Retries + 1
-	next := r.at.Add(s.backoff(retries))
+	next := r.at.Add(r.took).Add(s.backoff(retries))
 	deadline := r.EventAt.Add(s.cfg.MaxAge)
 	if r.ExpiresAt != nil {
 		deadline = *r.ExpiresAt
