@@ -323,6 +323,13 @@ func TestAdminWebhooksPage(t *testing.T) {
 	if status != "PENDING" {
 		t.Errorf("after resend: %s", status)
 	}
+	// Both clicks are in the audit log, newest first.
+	target := fmt.Sprintf("delivery %d", id)
+	if got := b.auditLines(t, "?action=webhook.resend"); len(got) != 2 ||
+		!strings.HasPrefix(got[0], "webhook.resend|admin|") || !strings.HasSuffix(got[0], "|"+target+"|failed|not a failed delivery: nothing changed") ||
+		!strings.HasSuffix(got[1], "|"+target+"|ok|sent again") {
+		t.Errorf("audit of the resends: %q", got)
+	}
 	_, body = admin.do(t, "GET", fmt.Sprintf("/admin/webhooks?unchanged=%d", id), nil, "")
 	if !strings.Contains(string(body), "nothing was changed") {
 		t.Error("the second click does not say it changed nothing")

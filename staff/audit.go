@@ -46,7 +46,8 @@ const (
 
 // Actions lists every action, for the audit page's filter.
 var Actions = []Action{ActSignIn, ActSignOut, ActCapture, ActCancel, ActRefund, ActExport,
-	ActStaffAdd, ActStaffRole, ActStaffDisable, ActPasswordChange, ActPasswordSet, ActStaffView, ActAuditView, ActPaymentsView}
+	ActStaffAdd, ActStaffRole, ActStaffDisable, ActPasswordChange, ActPasswordSet, ActStaffView, ActAuditView, ActPaymentsView,
+	ActWebhooksView, ActWebhookResend, ActTokensView, ActTokenCreate, ActTokenRevoke}
 
 // Outcomes of the audit log's own entries. Entries read from payment
 // attempts carry the attempt's outcome instead (applied, replayed, refused,

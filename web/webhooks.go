@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cmpay/cmpay/models"
+	"github.com/cmpay/cmpay/staff"
 	"github.com/cmpay/cmpay/webhooks"
 )
 
@@ -58,10 +59,18 @@ func (a *admin) resendDelivery(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/admin/webhooks", http.StatusSeeOther)
 		return
 	}
-	to := "/admin/webhooks?resent=" + strconv.FormatInt(id, 10)
+	sess, _ := sessionFrom(r.Context())
+	who, target := sess.Actor(a.addr(r)), "delivery "+strconv.FormatInt(id, 10)
+	to, outcome, detail := "/admin/webhooks?resent="+strconv.FormatInt(id, 10), staff.OutcomeOK, "sent again"
 	if err := a.webhooks.Resend(r.Context(), id); errors.Is(err, webhooks.ErrNotFailed) {
-		to = "/admin/webhooks?unchanged=" + strconv.FormatInt(id, 10)
+		to, outcome, detail = "/admin/webhooks?unchanged="+strconv.FormatInt(id, 10), staff.OutcomeFailed, "not a failed delivery: nothing changed"
 	} else if err != nil {
+		serverError(w, r, err)
+		return
+	}
+	// A resend is a staff action like any other: recorded, after the
+	// fact (it moves no money, and a second click changes nothing).
+	if err := a.staff.Record(r.Context(), who, staff.ActWebhookResend, target, outcome, detail); err != nil {
 		serverError(w, r, err)
 		return
 	}
