@@ -51,8 +51,7 @@ func staffBasic(st *staff.Store) check {
 			return signIn{}, fmt.Errorf("check staff credentials: %w", err)
 		}
 		if user != "" {
-			who := staff.Actor{Username: staff.NormalizeUsername(user), Address: clientaddr.From(r.Context())}
-			_ = st.Record(r.Context(), who, staff.ActSignIn, who.Username, staff.OutcomeFailed,
+			_ = st.RecordFailedSignIn(r.Context(), user, clientaddr.From(r.Context()),
 				"HTTP Basic on "+r.URL.Path+": wrong username or password, disabled, not an admin, or a temporary password")
 		}
 		return signIn{identity: "staff:" + staff.NormalizeUsername(user)}, nil

@@ -381,7 +381,7 @@ func (s *Store) verify(ctx context.Context, username, password string) (Account,
 	}
 	switch {
 	case !ok:
-		return Account{}, "unknown username", ErrBadCredentials
+		return Account{}, whyUnknown, ErrBadCredentials
 	case !good:
 		return Account{}, "wrong password", ErrBadCredentials
 	case row.Disabled:

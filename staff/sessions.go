@@ -56,6 +56,30 @@ type SignInRequest struct {
 	Limited bool
 }
 
+// whyUnknown is verify's reason for a username that is no account's.
+const whyUnknown = "unknown username"
+
+// unknownUsername is the staff member of a failed sign-in whose username
+// is no account's. What was typed is the entry's target, never its staff
+// member: nobody can write a name of their choosing (or "(command line)")
+// into that column by failing to sign in.
+const unknownUsername = "(unknown username)"
+
+// RecordFailedSignIn audits a failed sign-in made otherwise than with the
+// form (HTTP Basic), as SignIn audits the form's.
+func (s *Store) RecordFailedSignIn(ctx context.Context, username, address, detail string) error {
+	typed := NormalizeUsername(username)
+	who := Actor{Username: typed, Address: address}
+	_, known, err := findAccount(s.db.WithContext(ctx), typed)
+	if err != nil {
+		return err
+	}
+	if !known {
+		who.Username = unknownUsername
+	}
+	return s.Record(ctx, who, ActSignIn, typed, OutcomeFailed, detail)
+}
+
 // SignIn checks a username and password and, when they are right, starts a
 // session and returns its token (for the cookie) and the account. The
 // session, the account's last sign-in and the audit entry are written in one
@@ -67,6 +91,9 @@ func (s *Store) SignIn(ctx context.Context, req SignInRequest) (token string, ac
 	who := Actor{Username: typed, Address: req.Address}
 	acct, why, err := s.verify(ctx, typed, req.Password)
 	if errors.Is(err, ErrBadCredentials) {
+		if why == whyUnknown {
+			who.Username = unknownUsername
+		}
 		if req.Limited {
 			why += "; too many failed sign-ins from this address (429)"
 		}

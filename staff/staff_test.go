@@ -160,6 +160,7 @@ func TestSignInFailures(t *testing.T) {
 			{"alice", "wrong-password"},
 			{"nobody", "alice-password-1"},
 			{"bob", "bob-password-12"}, // right password, disabled account
+			{"(command line)", "x"},    // no account's name: not written as the staff member
 			{"", ""},
 		} {
 			_, _, err := s.SignIn(ctx, staff.SignInRequest{Username: tt.user, Password: tt.pass, Address: "203.0.113.9", Limited: tt.user == ""})
@@ -172,14 +173,15 @@ func TestSignInFailures(t *testing.T) {
 
 		var got []string
 		for _, e := range entries(t, s, staff.AuditFilter{Action: staff.ActSignIn}) {
-			got = append(got, e.Actor+"|"+e.Address+"|"+e.Outcome+"|"+e.Detail)
+			got = append(got, e.Actor+"|"+e.Address+"|"+e.Target+"|"+e.Outcome+"|"+e.Detail)
 		}
 		want := []string{
-			"alice|198.51.100.7|ok|",
-			"|203.0.113.9|failed|unknown username; too many failed sign-ins from this address (429)",
-			"bob|203.0.113.9|failed|account disabled",
-			"nobody|203.0.113.9|failed|unknown username",
-			"alice|203.0.113.9|failed|wrong password",
+			"alice|198.51.100.7|alice|ok|",
+			"(unknown username)|203.0.113.9||failed|unknown username; too many failed sign-ins from this address (429)",
+			"(unknown username)|203.0.113.9|(command line)|failed|unknown username",
+			"bob|203.0.113.9|bob|failed|account disabled",
+			"(unknown username)|203.0.113.9|nobody|failed|unknown username",
+			"alice|203.0.113.9|alice|failed|wrong password",
 		}
 		if strings.Join(got, "\n") != strings.Join(want, "\n") {
 			t.Errorf("sign-in entries:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
