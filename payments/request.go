@@ -221,8 +221,12 @@ func ValidateKey(key string) error {
 	}
 	for i := 0; i < len(key); i++ {
 		if c := key[i]; c < 0x20 || c > 0x7e {
-			r, _ := utf8.DecodeRuneInString(key[i:])
-			return fmt.Errorf("idempotencyKey may contain only printable ASCII characters (0x20-0x7E); found %U at byte %d", r, i)
+			r, size := utf8.DecodeRuneInString(key[i:])
+			found := fmt.Sprintf("%U", r)
+			if r == utf8.RuneError && size == 1 { // not UTF-8: U+FFFD would name a character not sent
+				found = fmt.Sprintf("the byte 0x%02X, which is not UTF-8,", c)
+			}
+			return fmt.Errorf("idempotencyKey may contain only printable ASCII characters (0x20-0x7E); found %s at byte %d", found, i)
 		}
 	}
 	if len(key) > MaxKeyLen {

@@ -35,6 +35,7 @@ func TestValidateBadInput(t *testing.T) {
 		{"key with DEL", func(r *CreateRequest) { r.IdempotencyKey = "a\x7f" }, "idempotencyKey", "printable ASCII"},
 		{"key with é", func(r *CreateRequest) { r.IdempotencyKey = "café" }, "idempotencyKey", "U+00E9"},
 		{"key with an emoji", func(r *CreateRequest) { r.IdempotencyKey = "k🙂" }, "idempotencyKey", "printable ASCII"},
+		{"key with a byte that is not UTF-8", func(r *CreateRequest) { r.IdempotencyKey = "k\xff" }, "idempotencyKey", "the byte 0xFF, which is not UTF-8, at byte 1"},
 		{"amount not a number", func(r *CreateRequest) { r.Amount = "ten" }, "amount", "not a decimal number"},
 		{"amount empty", func(r *CreateRequest) { r.Amount = "" }, "amount", "must not be empty"},
 		{"amount zero", func(r *CreateRequest) { r.Amount = "0" }, "amount", "greater than zero"},
