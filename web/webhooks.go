@@ -3,6 +3,7 @@ package web
 import (
 	"errors"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -75,6 +76,17 @@ func (a *admin) resendDelivery(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.Redirect(w, r, to, http.StatusSeeOther)
+}
+
+// shownURL is an endpoint's URL as the admin shows it: a password in it
+// (sent to the receiver as HTTP Basic) is the client's secret, not for
+// every staff member's eyes.
+func shownURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return raw // stored only after it parsed
+	}
+	return u.Redacted()
 }
 
 // endpointTypes shows an endpoint's event types.
