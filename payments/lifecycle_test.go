@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/cmpay/cmpay/internal/dbtest"
 	"github.com/cmpay/cmpay/payments"
@@ -577,6 +578,69 @@ func TestKeyOfAPaymentChangedInTheSameStatement(t *testing.T) {
 		}
 		if p.Refunded.Minor != 200 || p.RejectedCount != 2 {
 			t.Errorf("p1 refunded %d minor units with %d rejections, want 200 (kA and kB once each) and 2", p.Refunded.Minor, p.RejectedCount)
+		}
+	})
+}
+
+// TestReplayIsRecordedAfterTheUseItReplays: a request's time is read
+// before it reaches the database, so a replay that waited while another
+// instance used its key (and committed) carries a time from before that
+// use. It is recorded just after the use instead, for creates and
+// changes, on both paths that record replays (the batch statement, and Go
+// for a key of the older fingerprint version): a history never shows a
+// replay before what it replays.
+func TestReplayIsRecordedAfterTheUseItReplays(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		b := setup(t, db)
+		// Another instance on the same database whose request times were
+		// read a minute before the first instance's uses.
+		late := &fakeClock{now: b.clock.Now().Add(-time.Minute)}
+		other := mustService(t, db.Gorm, payments.Config{KeyTTL: testTTL, Now: late.Now})
+		ctx := t.Context()
+
+		p := b.mustCreate(t, pix("created-first")).Payment
+		refund, err := b.svc.Refund(ctx, payments.RefundRequest{PaymentID: p.ID, Amount: ptr("1"), IdempotencyKey: "refunded-first"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res, err := other.Create(ctx, pix("created-first")); err != nil || !res.Replayed {
+			t.Fatalf("replayed create: %+v %v", res, err)
+		}
+		if res, err := other.Refund(ctx, payments.RefundRequest{PaymentID: p.ID, Amount: ptr("1"), IdempotencyKey: "refunded-first"}); err != nil ||
+			!res.Replayed || res.Refund.ID != refund.Refund.ID {
+			t.Fatalf("replayed refund: %+v %v", res, err)
+		}
+		// A key of the older version (as TestVersion1KeyStillReplays stores
+		// it) is replayed by Go, not by the statement.
+		v1 := b.mustCreate(t, pix("old-key")).Payment
+		fp := make([]byte, 32)
+		fmt.Sscanf("81d1409805f0a008ce558c3441029c7d9100fc6c0a8e1f7c05d509b2dac9824d", "%x", &fp)
+		if err := db.Gorm.Exec(`UPDATE idempotency_keys SET fingerprint = ?, fingerprint_version = 1, params = NULL
+			WHERE idempotency_key = 'old-key'`, fp).Error; err != nil {
+			t.Fatal(err)
+		}
+		if res, err := other.Create(ctx, pix("old-key")); err != nil || !res.Replayed {
+			t.Fatalf("replay of a version 1 key: %+v %v", res, err)
+		}
+
+		for _, id := range []string{p.ID, v1.ID} {
+			attempts := b.attempts(t, id)
+			used := map[string]time.Time{}
+			for _, a := range attempts {
+				switch a.Outcome {
+				case payments.OutcomeCreated, payments.OutcomeApplied:
+					used[a.IdempotencyKey] = a.At
+				}
+			}
+			for _, a := range attempts {
+				if a.Outcome != payments.OutcomeReplayed && a.Outcome != payments.OutcomeRejected {
+					continue
+				}
+				if first, ok := used[a.IdempotencyKey]; !ok || !a.At.After(first) {
+					t.Errorf("%s of %s at %v; its key was first used at %v", a.Outcome, a.IdempotencyKey, a.At, first)
+				}
+			}
 		}
 	})
 }

@@ -325,10 +325,26 @@ const (
 	countRejectionSQL = `UPDATE payments SET rejected_count = rejected_count + 1, rejected_at = COALESCE(rejected_at, $1) WHERE id = $2 RETURNING ` + paymentColumns
 )
 
+// notBefore is when a replay or rejection of the held key happened: now,
+// or just after the key's first use if that is later. now is read before
+// the request reaches the database; one that waited while another request
+// used the key and committed would otherwise be recorded before the use it
+// replays ("decided_attempt" in the SQL statements does the same).
+func notBefore(now time.Time, held *heldKey) time.Time {
+	if held == nil {
+		return now
+	}
+	if after := held.createdAt.Add(time.Microsecond); after.After(now) {
+		return after.UTC()
+	}
+	return now
+}
+
 // recordAttempt records a replay, rejection or refusal of cmd on payment
 // paymentID, counts it, and answers with the payment as it is now (and,
 // for a replayed refund, its refund).
 func recordAttempt(db *gorm.DB, cmd *command, outcome Outcome, paymentID string, held *heldKey, refused error, now time.Time) (answer, error) {
+	now = notBefore(now, held)
 	row := attempt{paymentID: paymentID, outcome: outcome}
 	count := ""
 	switch outcome {

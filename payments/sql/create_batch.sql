@@ -99,10 +99,16 @@ counted AS (
 	WHERE p.id = c.held_payment_id
 	RETURNING {{payment_columns:p}}
 ),
+-- decided_attempt: each replay and rejection, at the statement's time or,
+-- if that is earlier, just after the key's first use. The statement's time
+-- is read before it is sent: a request that waited for its turn while
+-- another one used the key and committed would otherwise be recorded before
+-- the very use it replays (notBefore in steps.go does the same in Go).
 decided_attempt AS (
 	INSERT INTO idempotency_attempts (payment_id, operation, idempotency_key, outcome, at, params, held_params,
 	                                  transport, actor, actor_address)
-	SELECT h.held_payment_id, 'CREATE_PAYMENT', h.idempotency_key, CASE WHEN h.same THEN 'REPLAYED' ELSE 'REJECTED' END, $14,
+	SELECT h.held_payment_id, 'CREATE_PAYMENT', h.idempotency_key, CASE WHEN h.same THEN 'REPLAYED' ELSE 'REJECTED' END,
+	       GREATEST($14::timestamptz, h.held_created_at + interval '1 microsecond'),
 	       h.params, CASE WHEN NOT h.same THEN h.held_params END, h.transport, h.actor, h.actor_address
 	-- only where the payment was counted: a key whose payment is missing
 	-- (a damaged database) records nothing, and the request fails.
