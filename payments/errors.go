@@ -65,8 +65,14 @@ func (e *KeyReusedError) Error() string {
 	if e.Operation != OpCreate {
 		what = "for " + operationName(e.Operation) + " of payment " + e.PaymentID
 	}
-	return fmt.Sprintf("idempotency key already used %s with a different %s; use a new key for a new request",
-		what, strings.Join(e.DifferingFields, ", "))
+	differs := strings.Join(e.DifferingFields, ", ")
+	if differs == "" {
+		// Only a key whose stored fingerprint no longer matches its
+		// parameters (damaged, or written by hand) differs in nothing
+		// nameable.
+		differs = "request"
+	}
+	return fmt.Sprintf("idempotency key already used %s with a different %s; use a new key for a new request", what, differs)
 }
 
 func (e *KeyReusedError) Unwrap() error { return ErrKeyReused }
