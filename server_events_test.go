@@ -206,6 +206,29 @@ func (h *holdingReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
+// undelivered describes, for a failure message, what the database holds
+// about the events the receiver has not seen: whether the outbox numbered
+// them, and their deliveries' state.
+func undelivered(t *testing.T, db dbtest.DB, h *holdingReceiver) string {
+	t.Helper()
+	h.mu.Lock()
+	seen := make([]string, 0, len(h.received))
+	for id := range h.received {
+		seen = append(seen, id)
+	}
+	h.mu.Unlock()
+	var counts []map[string]any
+	db.Gorm.Raw(`SELECT (SELECT count(*) FROM payment_events) AS outbox_rows,
+		(SELECT COALESCE(sum(cardinality(seqs)), 0) FROM event_batches) AS numbered,
+		(SELECT max(last_id) FROM event_batches) AS last_id,
+		(SELECT count(*) FROM webhook_deliveries) AS deliveries`).Scan(&counts)
+	var missing []map[string]any
+	db.Gorm.Raw(`SELECT id, event_id, event_seq, status, attempts, retries, lease_until, next_attempt_at, last_status,
+		last_error, now() AS now FROM webhook_deliveries WHERE status <> 'DELIVERED' OR event_id::text NOT IN ? LIMIT 20`,
+		append(seen, "")).Scan(&missing)
+	return fmt.Sprintf("counts %v\ndeliveries not delivered or not received: %v", counts, missing)
+}
+
 func (h *holdingReceiver) distinct() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -275,7 +298,8 @@ func TestWebhooksSurviveAKilledInstance(t *testing.T) {
 	deadline = time.Now().Add(90 * time.Second)
 	for rcv.distinct() < n {
 		if time.Now().After(deadline) {
-			t.Fatalf("the receiver got %d of %d events (%d calls)", rcv.distinct(), n, rcv.calls.Load())
+			t.Fatalf("the receiver got %d of %d events (%d calls); the database then held:\n%s",
+				rcv.distinct(), n, rcv.calls.Load(), undelivered(t, db, rcv))
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
