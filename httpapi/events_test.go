@@ -296,15 +296,20 @@ func TestAdminWebhooksPage(t *testing.T) {
 	if err := b.db.Gorm.Exec(`UPDATE webhook_deliveries SET status = 'FAILED', attempts = 3, last_status = 503, last_error = 'down', last_attempt_at = ? WHERE id = ?`, time.Now().UTC(), id).Error; err != nil {
 		t.Fatal(err)
 	}
-	// A password in an endpoint's URL is not shown.
-	if _, _, err := b.wh.CreateEndpoint(t.Context(), "", "https://shop:s3cret-in-url@shop.example/other", nil); err != nil {
-		t.Fatal(err)
+	// Secrets in an endpoint's URL are not shown: its user information
+	// (a password, or a token as the user name) and its query.
+	for _, u := range []string{"https://shop:s3cret-in-url@shop.example/other", "https://s3cret-in-url@shop.example/user",
+		"https://shop.example/query?token=s3cret-in-url"} {
+		if _, _, err := b.wh.CreateEndpoint(t.Context(), "", u, nil); err != nil {
+			t.Fatal(err)
+		}
 	}
 	admin := b.asAdmin(t)
 	res, body := admin.do(t, "GET", "/admin/webhooks", nil, "")
 	page := string(body)
-	if strings.Contains(page, "s3cret-in-url") || !strings.Contains(page, "https://shop:xxxxx@shop.example/other") {
-		t.Error("the webhooks page shows a password held in an endpoint's URL")
+	if strings.Contains(page, "s3cret-in-url") || !strings.Contains(page, "https://xxxxx@shop.example/other") ||
+		!strings.Contains(page, "https://xxxxx@shop.example/user") || !strings.Contains(page, "https://shop.example/query?xxxxx") {
+		t.Error("the webhooks page shows a secret held in an endpoint's URL")
 	}
 	if res.StatusCode != 200 || !strings.Contains(page, ep.ID) || !strings.Contains(page, "FAILED") ||
 		!strings.Contains(page, "HTTP 503: down") || !strings.Contains(page, fmt.Sprintf("/admin/webhooks/deliveries/%d/resend", id)) {

@@ -78,15 +78,22 @@ func (a *admin) resendDelivery(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, to, http.StatusSeeOther)
 }
 
-// shownURL is an endpoint's URL as the admin shows it: a password in it
-// (sent to the receiver as HTTP Basic) is the client's secret, not for
-// every staff member's eyes.
+// shownURL is an endpoint's URL as the admin shows it. Its user
+// information (sent to the receiver as HTTP Basic) and its query (where a
+// receiver's token often is) may be the client's secrets, not for every
+// staff member's eyes: both are masked.
 func shownURL(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
-		return raw // stored only after it parsed
+		return "(unreadable URL)" // stored only after it parsed
 	}
-	return u.Redacted()
+	if u.User != nil {
+		u.User = url.User("xxxxx")
+	}
+	if u.RawQuery != "" {
+		u.RawQuery = "xxxxx"
+	}
+	return u.String()
 }
 
 // endpointTypes shows an endpoint's event types.
