@@ -34,10 +34,13 @@ type Resolver interface {
 // blockedPrefixes are ranges no webhook may reach beyond what netip's
 // predicates name: the "this network" block, carrier-grade NAT, IETF
 // protocol assignments, the documentation and benchmarking ranges, the
-// reserved block; and in IPv6 every form that embeds an IPv4 address
-// (NAT64, IPv4-compatible, SIIT's IPv4-translated, 6to4, Teredo), which a
-// host may route to that IPv4 address, loopback and private ones
-// included, as well as the discard, site-local and documentation ranges.
+// reserved block; and in IPv6 the well-known forms that embed an IPv4
+// address (NAT64's well-known prefixes, IPv4-compatible, SIIT's
+// IPv4-translated, 6to4, Teredo), which a host may route to that IPv4
+// address, loopback and private ones included, as well as the discard,
+// site-local and documentation ranges. (ISATAP and network-specific NAT64
+// prefixes can sit under any prefix: a host that routes them is the
+// operator's to fence in.)
 var blockedPrefixes = []netip.Prefix{
 	netip.MustParsePrefix("0.0.0.0/8"),
 	netip.MustParsePrefix("100.64.0.0/10"),
@@ -55,6 +58,7 @@ var blockedPrefixes = []netip.Prefix{
 	netip.MustParsePrefix("2001::/32"),
 	netip.MustParsePrefix("2001:db8::/32"),
 	netip.MustParsePrefix("2002::/16"),
+	netip.MustParsePrefix("3fff::/20"),
 	netip.MustParsePrefix("fec0::/10"),
 }
 

@@ -368,7 +368,7 @@ func TestSSRFGuard(t *testing.T) {
 		// public: documentation, 6to4, Teredo.
 		"http://[::127.0.0.1]/", "http://[::7f00:1]/", "http://[::ffff:0:7f00:1]/", "http://[2002:7f00:1::]/",
 		"http://[2001::1]/", "http://[2001:db8::1]/", "http://[64:ff9b::7f00:1]/", "http://192.0.2.2:18090/",
-		"http://198.51.100.1/", "http://203.0.113.9/",
+		"http://198.51.100.1/", "http://203.0.113.9/", "http://[3fff::1]/",
 		// Ports that cannot be dialled.
 		"http://public.test:99999/", "http://public.test:0/", "http://public.test:-1/",
 	} {
