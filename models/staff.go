@@ -55,9 +55,10 @@ type StaffSession struct {
 type StaffAuditEntry struct {
 	ID int64     `gorm:"primaryKey;autoIncrement;index:idx_staff_audit_at,priority:2;index:idx_staff_audit_actor_at,priority:3;index:idx_staff_audit_action_at,priority:3"`
 	At time.Time `gorm:"not null;index:idx_staff_audit_at,priority:1;index:idx_staff_audit_actor_at,priority:2;index:idx_staff_audit_action_at,priority:2"`
-	// Actor is the staff member's username; for a failed sign-in, the name
-	// that was typed; "(command line)" or "(server start)" for changes made
-	// outside the UI.
+	// Actor is the staff member's username; for a failed sign-in, the
+	// account's name, or "(unknown username)" when it is no account's (what
+	// was typed is the Target); "(command line)" or "(server start)" for
+	// changes made outside the UI.
 	Actor   string `gorm:"not null;size:100;index:idx_staff_audit_actor_at,priority:1"`
 	Address string `gorm:"not null;size:64;default:''"`
 	// Action is what was done or tried: sign-in, sign-out, export,

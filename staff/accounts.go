@@ -58,7 +58,8 @@ type Bootstrapped struct {
 //     one is signed out. Its role and whether it is disabled stay as the
 //     admins left them. A start with the password it already has changes
 //     nothing, so that restarting with ADMIN_PASSWORD in the environment
-//     signs nobody out;
+//     signs nobody out (once only, when the password's hash was made with
+//     older parameters, it is rewritten and the sessions end as above);
 //   - present, no password: nothing changes.
 //
 // Each change is audited as made by "(server start)".
