@@ -226,7 +226,17 @@ func undelivered(t *testing.T, db dbtest.DB, h *holdingReceiver) string {
 	db.Gorm.Raw(`SELECT id, event_id, event_seq, status, attempts, retries, lease_until, next_attempt_at, last_status,
 		last_error, now() AS now FROM webhook_deliveries WHERE status <> 'DELIVERED' OR event_id::text NOT IN ? LIMIT 20`,
 		append(seen, "")).Scan(&missing)
-	return fmt.Sprintf("counts %v\ndeliveries not delivered or not received: %v", counts, missing)
+	var unnumbered []map[string]any
+	db.Gorm.Raw(`SELECT e.seq, e.type, e.at, e.payment_id, e.idempotency_key FROM payment_events e
+		WHERE NOT EXISTS (SELECT 1 FROM event_batches b WHERE e.seq = ANY(b.seqs)) ORDER BY e.seq LIMIT 20`).Scan(&unnumbered)
+	var cursors []map[string]any
+	db.Gorm.Raw(`SELECT name, frontier, last_id, numbered FROM event_cursors`).Scan(&cursors)
+	var near []map[string]any
+	db.Gorm.Raw(`SELECT b.last_id, b.first_id, b.seqs FROM event_batches b WHERE EXISTS (SELECT 1 FROM payment_events e
+		WHERE NOT EXISTS (SELECT 1 FROM event_batches x WHERE e.seq = ANY(x.seqs))
+		AND EXISTS (SELECT 1 FROM unnest(b.seqs) u(s) WHERE abs(u.s - e.seq) <= 20)) ORDER BY b.last_id`).Scan(&near)
+	return fmt.Sprintf("counts %v\ndeliveries not delivered or not received: %v\noutbox rows in no batch: %v\ncursors: %v\nbatches near them: %v",
+		counts, missing, unnumbered, cursors, near)
 }
 
 func (h *holdingReceiver) distinct() int {
