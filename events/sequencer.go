@@ -42,12 +42,23 @@ const (
 )
 
 // pollPostgresSQL is one look at the outbox, in one snapshot: the oldest
-// transaction still running (xmin), the first xid not yet assigned (xmax),
-// and the committed events past the frontier $1, in seq order. The upper
-// bound is never reached (5000 rows come first); it makes the cached
-// generic plan an index range scan (a bounded range is estimated narrow),
-// where "seq > $1" alone would be estimated a third of the table.
-const pollPostgresSQL = `SELECT pg_snapshot_xmin(s)::text::bigint, pg_snapshot_xmax(s)::text::bigint,
+// transaction still running (xmin); an xid above every xid assigned before
+// the snapshot was taken (the poll's own, assigned while the statement
+// runs, after its snapshot); and the committed events past the frontier
+// $1, in seq order.
+//
+// Not the snapshot's xmax: that is one past the highest *completed* xid,
+// and a transaction that had its xid (and then its event's seq) before the
+// snapshot, but after the last one to complete, is at or above it. Moving
+// the frontier by that xmax let such an event, committed later with a seq
+// below the frontier, go unnumbered: TestWebhooksSurviveAKilledInstance
+// lost one of 1,000 under load.
+//
+// The upper bound on seq is never reached (5000 rows come first); it makes
+// the cached generic plan an index range scan (a bounded range is
+// estimated narrow), where "seq > $1" alone would be estimated a third of
+// the table.
+const pollPostgresSQL = `SELECT pg_snapshot_xmin(s)::text::bigint, pg_current_xact_id()::text::bigint,
 	ARRAY(SELECT seq FROM payment_events WHERE seq > $1 AND seq <= $1 + 1000000000 ORDER BY seq LIMIT 5000)
 FROM pg_current_snapshot() AS s`
 
@@ -224,11 +235,12 @@ func (s *Service) serve(ctx context.Context, c *pgx.Conn) error {
 // writes the change first (the event is fed by the change's own rows), so
 // it has its xid before the event gets its seq. So every event with a seq
 // up to the highest seq visible in snapshot S belongs to a transaction
-// whose xid is below S's xmax; once a later snapshot's xmin has passed
-// that xmax, all those transactions have ended, and the events with such
-// seqs that are not visible yet never will be. Each poll records (its
-// xmax, its highest visible seq) and moves the frontier to the highest
-// seq of the records an xmin has passed.
+// that had its xid before S was taken, and so below any xid assigned after
+// it (the poll's own, pollPostgresSQL); once a later snapshot's xmin has
+// passed that xid, all those transactions have ended, and the events with
+// such seqs that are not visible yet never will be. Each poll records
+// (that xid, its highest visible seq) and moves the frontier to the
+// highest seq of the records an xmin has passed.
 type sequencer struct {
 	s        *Service
 	c        *pgx.Conn
@@ -242,7 +254,7 @@ type sequencer struct {
 	savedAt  time.Time
 }
 
-type mark struct{ xmax, visible int64 }
+type mark struct{ above, visible int64 } // above: an xid above every xid assigned before the poll's snapshot
 
 // newSequencer takes up the state the previous leader saved, and the
 // passes it made after saving it, so that this one carries on exactly
@@ -291,9 +303,9 @@ func (q *sequencer) interval() time.Duration {
 // frontier. The order is the order in which events became visible to the
 // polls; within one poll (10 ms under load), the order of their inserts.
 func (q *sequencer) poll(ctx context.Context) error {
-	var xmin, xmax int64
+	var xmin, above int64
 	var visible []int64
-	if err := q.c.QueryRow(ctx, pollPostgresSQL, q.frontier).Scan(&xmin, &xmax, &visible); err != nil {
+	if err := q.c.QueryRow(ctx, pollPostgresSQL, q.frontier).Scan(&xmin, &above, &visible); err != nil {
 		return fmt.Errorf("look for events: %w", err)
 	}
 	var fresh []int64
@@ -305,10 +317,10 @@ func (q *sequencer) poll(ctx context.Context) error {
 		}
 	}
 	if n := len(q.marks); n == 0 || q.marks[n-1].visible < highest {
-		q.marks = append(q.marks, mark{xmax: xmax, visible: highest})
+		q.marks = append(q.marks, mark{above: above, visible: highest})
 	}
 	frontier := q.frontier
-	for len(q.marks) > 0 && q.marks[0].xmax <= xmin {
+	for len(q.marks) > 0 && q.marks[0].above <= xmin {
 		frontier = max(frontier, q.marks[0].visible)
 		q.marks = q.marks[1:]
 	}
