@@ -40,21 +40,24 @@ claim AS (
 	ON CONFLICT (client_id, idempotency_key) DO NOTHING
 	RETURNING payment_id
 ),
--- claimed: the requests whose key this statement claimed.
+-- claimed: the requests whose key this statement claimed, with the state
+-- their payment starts in: captured, unless the request asked to
+-- authorize only (createdPayment in steps.go says the same in Go).
 claimed AS (
-	SELECT i.* FROM claim c JOIN input i ON i.payment_id = c.payment_id
+	SELECT i.*, CASE WHEN i.capture THEN 'CAPTURED' ELSE 'AUTHORIZED' END AS status,
+	       CASE WHEN i.capture THEN i.amount_minor ELSE 0 END AS captured_minor,
+	       CASE WHEN i.capture THEN $14::timestamptz END AS captured_at
+	FROM claim c JOIN input i ON i.payment_id = c.payment_id
 ),
--- created: the payment of each claimed key, captured unless the request
--- asked to authorize only. Nothing is returned: the payment is exactly
--- what the request and $14 say, and Go builds the answer from them
--- (createdPayment), which spares reading 14 columns back per create.
+-- created: the payment of each claimed key. Nothing is returned: the
+-- payment is exactly what the request and $14 say, and Go builds the
+-- answer from them (createdPayment), which spares reading 14 columns back
+-- per create.
 created AS (
 	INSERT INTO payments (id, client_id, idempotency_key, amount_minor, currency, method, created_at,
 	                      status, captured_minor, captured_at, refunded_minor, replay_count, rejected_count)
 	SELECT payment_id, client_id, idempotency_key, amount_minor, currency, method, $14,
-	       CASE WHEN capture THEN 'CAPTURED' ELSE 'AUTHORIZED' END,
-	       CASE WHEN capture THEN amount_minor ELSE 0 END,
-	       CASE WHEN capture THEN $14::timestamptz END, 0, 0, 0
+	       status, captured_minor, captured_at, 0, 0, 0
 	FROM claimed
 ),
 -- created_event: each created payment's PAYMENT_CREATED event, written by
@@ -65,9 +68,7 @@ created_event AS (
 	                            method, payment_created_at, status, captured_minor, refunded_minor, captured_at,
 	                            canceled_at, replay_count, rejected_count)
 	SELECT 'PAYMENT_CREATED', $14, idempotency_key, payment_id, client_id, idempotency_key, amount_minor, currency,
-	       method, $14, CASE WHEN capture THEN 'CAPTURED' ELSE 'AUTHORIZED' END,
-	       CASE WHEN capture THEN amount_minor ELSE 0 END, 0, CASE WHEN capture THEN $14::timestamptz END,
-	       NULL, 0, 0
+	       method, $14, status, captured_minor, 0, captured_at, NULL, 0, 0
 	FROM claimed
 ),
 created_attempt AS (
