@@ -159,7 +159,7 @@ func (s *Service) run(ctx context.Context, cmd *command) (answer, error) {
 			if refused == nil {
 				continue
 			}
-			if a, err = s.record(ctx, cmd, OutcomeRefused, a.payment, nil, refused); err != nil {
+			if a, err = s.record(ctx, cmd, OutcomeRefused, a.payment.ID, nil, refused); err != nil {
 				return answer{}, err
 			}
 		}
@@ -190,35 +190,47 @@ func (s *Service) submit(ctx context.Context, cmd *command) (answer, error) {
 }
 
 // settleHeld judges a held key the statement did not (decide.go) and
-// records the verdict.
+// records the verdict on the key's payment.
 func (s *Service) settleHeld(ctx context.Context, cmd *command, a answer) (answer, error) {
+	held := a.held
 	expiredBefore := s.now().Add(-s.keyTTL)
-	v, err := decide(*a.held, cmd, expiredBefore)
+	v, err := decide(*held, cmd, expiredBefore)
 	if err != nil {
 		return answer{}, err
 	}
 	switch v {
 	case verdictForget:
-		if err := forgetKey(s.db.WithContext(ctx), a.held.id, expiredBefore); err != nil {
+		if err := forgetKey(s.db.WithContext(ctx), held.id, expiredBefore); err != nil {
 			return answer{}, err
 		}
 		return answer{kind: answerRetry}, nil
 	case verdictReplay:
-		return s.record(ctx, cmd, OutcomeReplayed, a.payment, a.held, nil)
-	default:
-		return s.record(ctx, cmd, OutcomeRejected, a.payment, a.held, nil)
+		return s.record(ctx, cmd, OutcomeReplayed, held.paymentID, held, nil)
 	}
+	if held.params == nil {
+		// A version 1 key stored no params: they are those of the
+		// payment it created, which a rejection is compared with.
+		p, ok, err := readPayment(s.db.WithContext(ctx), held.paymentID)
+		if err != nil {
+			return answer{}, err
+		}
+		if !ok {
+			return answer{}, fmt.Errorf("key %d names payment %s, which does not exist", held.id, held.paymentID)
+		}
+		held.params = createParams(p.Amount, p.Method, true)
+	}
+	return s.record(ctx, cmd, OutcomeRejected, held.paymentID, held, nil)
 }
 
 // record writes an attempt the engine decided after a statement, in a
 // short transaction of its own. A transaction PostgreSQL ended to break a
 // deadlock (with a batch statement counting on the same payment) wrote
 // nothing: the request is sent again.
-func (s *Service) record(ctx context.Context, cmd *command, outcome Outcome, p Payment, held *heldKey, refused error) (answer, error) {
+func (s *Service) record(ctx context.Context, cmd *command, outcome Outcome, paymentID string, held *heldKey, refused error) (answer, error) {
 	var a answer
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		var err error
-		a, err = recordAttempt(tx, cmd, outcome, p.ID, held, refused, s.now())
+		a, err = recordAttempt(tx, cmd, outcome, paymentID, held, refused, s.now())
 		return err
 	})
 	if isDeadlock(err) {

@@ -1,6 +1,7 @@
 package payments
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -14,11 +15,11 @@ import (
 // the engine to dereference.
 func TestResultRowKey(t *testing.T) {
 	t.Parallel()
+	// The held key as PostgreSQL's json_build_object writes it.
 	withKey := func(r resultRow) resultRow {
-		r.keyID, r.heldVersion = pgtype.Int8{Int64: 7, Valid: true}, pgtype.Int8{Int64: int64(fingerprintVersion), Valid: true}
-		r.heldOp = pgtype.Text{String: string(OpCreate), Valid: true}
-		r.heldPayment = pgtype.Text{String: "pay_1", Valid: true}
-		r.heldFP = []byte{1, 2, 3}
+		r.held = pgtype.Text{Valid: true, String: `{"id" : 7, "operation" : "CREATE_PAYMENT", ` +
+			`"params" : "{\"amount\":\"10\",\"operation\":\"CREATE_PAYMENT\"}", "fingerprint" : "0102ff", ` +
+			`"version" : 2, "created_at" : "2026-12-03T16:00:00.123456+00:00", "payment_id" : "pay_1", "refund_id" : null}`}
 		return r
 	}
 	row := func(outcome string) resultRow {
@@ -34,6 +35,7 @@ func TestResultRowKey(t *testing.T) {
 		{"replay without its key", row(string(OutcomeReplayed)), false, ""},
 		{"rejection with its key", withKey(row(string(OutcomeRejected))), true, ""},
 		{"held key", withKey(row(rowHeld)), true, ""},
+		{"held key without its payment", withKey(resultRow{n: 1, outcome: rowHeld}), true, ""},
 		{"rejection without its key", row(string(OutcomeRejected)), false, "names no key"},
 		{"held without its key", row(rowHeld), false, "names no key"},
 	} {
@@ -51,8 +53,19 @@ func TestResultRowKey(t *testing.T) {
 			if (a.held != nil) != tc.wantKey {
 				t.Errorf("answer().held = %+v, want a key: %v", a.held, tc.wantKey)
 			}
-			if tc.wantKey && (a.held.id != 7 || a.held.paymentID != "pay_1" || a.held.operation != OpCreate) {
-				t.Errorf("answer().held = %+v", a.held)
+			want := heldKey{id: 7, operation: OpCreate, params: Params{FieldAmount: "10", FieldOperation: string(OpCreate)},
+				fp: []byte{1, 2, 0xff}, version: 2, createdAt: time.Date(2026, 12, 3, 16, 0, 0, 123456000, time.UTC),
+				paymentID: "pay_1"}
+			if !tc.wantKey {
+				return
+			}
+			got := *a.held
+			if !got.createdAt.Equal(want.createdAt) {
+				t.Errorf("held key created at %v, want %v", got.createdAt, want.createdAt)
+			}
+			got.createdAt = want.createdAt
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("answer().held = %+v, want %+v", got, want)
 			}
 		})
 	}

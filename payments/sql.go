@@ -15,29 +15,32 @@ import (
 //go:embed sql/*.sql
 var sqlFiles embed.FS
 
-// heldColumns are a held key's columns in a result row, named as the
-// statements' "held" CTEs name them.
-var heldColumns = []string{"key_id", "held_operation", "held_params", "held_fingerprint", "held_version",
-	"held_created_at", "held_payment_id", "held_refund_id"}
+// heldKeyJSON is a held key in a result row: one text column, a JSON
+// object (heldRow in store_postgres.go), NULL where the row has none. The
+// key is rare in an answer (a rejection, or a key the engine judges), and
+// one column instead of eight is less for PostgreSQL to set up in every
+// execution of a statement, whatever its rows: each column of a result row
+// costs a type lookup and a projection step in every branch it passes.
+func heldKeyJSON(h string) string {
+	return "json_build_object('id', " + h + ".key_id, 'operation', " + h + ".held_operation, 'params', " + h + ".held_params, " +
+		"'fingerprint', encode(" + h + ".held_fingerprint, 'hex'), 'version', " + h + ".held_version, " +
+		"'created_at', " + h + ".held_created_at, 'payment_id', " + h + ".held_payment_id, 'refund_id', " + h + ".held_refund_id)::text"
+}
 
 // fragments are the texts a {{name}} stands for; {{name:alias}} prefixes
 // each column of a list with alias.
 var fragments = map[string]func(alias string) string{
 	"payment_columns": func(a string) string { return qualify(a, paymentColumns) },
 	"refund_columns":  func(a string) string { return qualify(a, refundColumns) },
-	"held_columns":    func(a string) string { return qualify(a, strings.Join(heldColumns, ", ")) },
-	// rejected_held:h is h's held columns for a rejection, NULL for a
-	// replay: an answered replay needs nothing of its key (a rejection's
-	// error does: its operation, payment and params), and most settled
-	// rows are replays. The condition is the outcome's own ("CASE WHEN
-	// h.same THEN 'REPLAYED' ELSE 'REJECTED'"), so that a row said to be
-	// a rejection always carries its key.
-	"rejected_held": func(a string) string {
-		cols := make([]string, len(heldColumns))
-		for i, c := range heldColumns {
-			cols[i] = "CASE WHEN " + a + ".same THEN NULL ELSE " + a + "." + c + " END"
-		}
-		return strings.Join(cols, ", ")
+	"held_key":        heldKeyJSON,
+	// rejected_held:h is h's held key for a rejection, NULL for a replay:
+	// an answered replay needs nothing of its key (a rejection's error
+	// does: its operation, payment and params), and most settled rows are
+	// replays. The condition is the outcome's own ("CASE WHEN h.same THEN
+	// 'REPLAYED' ELSE 'REJECTED'"), so that a row said to be a rejection
+	// always carries its key.
+	"rejected_held": func(h string) string {
+		return "CASE WHEN " + h + ".same THEN NULL ELSE " + heldKeyJSON(h) + " END"
 	},
 	// held_of:k reads a key row k as the held columns.
 	"held_of": func(k string) string {
@@ -53,9 +56,7 @@ var fragments = map[string]func(alias string) string{
 	"no_refund": func(string) string {
 		return "NULL::text, NULL::text, NULL::bigint, NULL::text, NULL::text, NULL::timestamptz"
 	},
-	"no_held": func(string) string {
-		return "NULL::bigint, NULL::text, NULL::text, NULL::bytea, NULL::bigint, NULL::timestamptz, NULL::text, NULL::text"
-	},
+	"no_held": func(string) string { return "NULL::text" },
 }
 
 var fragmentRef = regexp.MustCompile(`\{\{(\w+)(?::(\w+))?\}\}`)

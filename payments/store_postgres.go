@@ -3,6 +3,8 @@ package payments
 import (
 	"context"
 	"database/sql"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -63,7 +65,7 @@ func (st *postgresStore) createBatch(ctx context.Context, jobs []*job) error {
 		transports[i], actors[i], addresses[i] = c.Transport, c.Actor, c.Address
 	}
 	now := st.now()
-	return st.run(ctx, jobs, now, CreateBatchSQL, clientIDs, keys, fps, params, ids, amounts, currencies, methods, captures,
+	return st.run(ctx, jobs, now, CreateBatchSQL, false, clientIDs, keys, fps, params, ids, amounts, currencies, methods, captures,
 		transports, actors, addresses, fingerprintVersion, now, now.Add(-st.keyTTL))
 }
 
@@ -85,22 +87,23 @@ func (st *postgresStore) changeBatch(ctx context.Context, jobs []*job) error {
 		}
 	}
 	now := st.now()
-	return st.run(ctx, jobs, now, ChangeBatchSQL, ops, paymentIDs, keys, fps, params, given, reasons, refundIDs,
+	return st.run(ctx, jobs, now, ChangeBatchSQL, true, ops, paymentIDs, keys, fps, params, given, reasons, refundIDs,
 		transports, actors, addresses, scopes, minors, width, fingerprintVersion, now, now.Add(-st.keyTTL))
 }
 
-// run executes a batch statement, whose time is now, and answers every job
-// once it has committed. A job the statement returns no row for lost a race
-// (its key was taken by a transaction newer than the statement's snapshot):
-// it is answered RETRY. On error no job is answered.
-func (st *postgresStore) run(ctx context.Context, jobs []*job, now time.Time, query string, args ...any) error {
+// run executes a batch statement, whose time is now and whose rows carry
+// refund columns if refunds, and answers every job once it has committed.
+// A job the statement returns no row for lost a race (its key was taken by
+// a transaction newer than the statement's snapshot): it is answered
+// RETRY. On error no job is answered.
+func (st *postgresStore) run(ctx context.Context, jobs []*job, now time.Time, query string, refunds bool, args ...any) error {
 	answers := make([]answer, len(jobs))
 	answered := make([]bool, len(jobs))
 	// One row value and its scan targets serve every row: a scan sets every
 	// field (NULL included) and copies what it keeps (strings, bytes), so
 	// nothing of one row's answer is overwritten by the next.
 	var r resultRow
-	targets := r.targets()
+	targets := r.targets(refunds)
 	err := st.queryRows(ctx, func(rows pgx.Rows) error {
 		if err := rows.Scan(targets...); err != nil {
 			return err
@@ -168,9 +171,11 @@ func (st *postgresStore) queryRows(ctx context.Context, each func(pgx.Rows) erro
 
 // resultRow is one row a batch statement returns: the request's position,
 // what happened to it, and the payment, refund and held key it concerns,
-// any of them NULL where the answer has none. Its fields are pgtype's
-// nullable values, which pgx scans into without reflection: every request
-// is answered with one of these rows.
+// any of them NULL where the answer has none (create_batch.sql has no
+// refund columns). Its fields are pgtype's nullable values, which pgx scans
+// into without reflection: every request is answered with one of these
+// rows. The held key is one JSON column (heldKeyJSON in sql.go), decoded
+// only for the few rows that carry one.
 type resultRow struct {
 	n       int64
 	outcome string
@@ -183,20 +188,57 @@ type resultRow struct {
 	refundAmount                                       pgtype.Int8
 	refundCreatedAt                                    pgtype.Timestamptz
 
-	keyID, heldVersion                          pgtype.Int8
-	heldOp, heldParams, heldPayment, heldRefund pgtype.Text
-	heldFP                                      []byte
-	heldCreatedAt                               pgtype.Timestamptz
+	held pgtype.Text
 }
 
 // targets are the fields in the order of the statements' columns:
-// paymentColumns, refundColumns, heldColumns.
-func (r *resultRow) targets() []any {
-	return []any{&r.n, &r.outcome,
+// paymentColumns, refundColumns if refunds, the held key.
+func (r *resultRow) targets(refunds bool) []any {
+	t := []any{&r.n, &r.outcome,
 		&r.id, &r.clientID, &r.key, &r.amount, &r.currency, &r.method, &r.createdAt,
-		&r.status, &r.captured, &r.refunded, &r.capturedAt, &r.canceledAt, &r.replays, &r.rejections,
-		&r.refundID, &r.refundPaymentID, &r.refundAmount, &r.refundReason, &r.refundKey, &r.refundCreatedAt,
-		&r.keyID, &r.heldOp, &r.heldParams, &r.heldFP, &r.heldVersion, &r.heldCreatedAt, &r.heldPayment, &r.heldRefund}
+		&r.status, &r.captured, &r.refunded, &r.capturedAt, &r.canceledAt, &r.replays, &r.rejections}
+	if refunds {
+		t = append(t, &r.refundID, &r.refundPaymentID, &r.refundAmount, &r.refundReason, &r.refundKey, &r.refundCreatedAt)
+	}
+	return append(t, &r.held)
+}
+
+// heldRow is the JSON of a held key in a result row (heldKeyJSON).
+type heldRow struct {
+	ID          int64     `json:"id"`
+	Operation   string    `json:"operation"`
+	Params      *string   `json:"params"`
+	Fingerprint string    `json:"fingerprint"` // hex
+	Version     int       `json:"version"`
+	CreatedAt   time.Time `json:"created_at"`
+	PaymentID   string    `json:"payment_id"`
+	RefundID    *string   `json:"refund_id"`
+}
+
+// heldKey decodes the row's held key, nil if it has none. A version 1
+// key's params are nil: they are rebuilt from its payment (createParams).
+func (r *resultRow) heldKey() (*heldKey, error) {
+	if !r.held.Valid {
+		return nil, nil
+	}
+	var h heldRow
+	if err := json.Unmarshal([]byte(r.held.String), &h); err != nil {
+		return nil, fmt.Errorf("row %d: held key: %w", r.n, err)
+	}
+	fp, err := hex.DecodeString(h.Fingerprint)
+	if err != nil {
+		return nil, fmt.Errorf("row %d: held key's fingerprint: %w", r.n, err)
+	}
+	params, err := decodeParams(h.Params)
+	if err != nil {
+		return nil, err
+	}
+	k := &heldKey{id: h.ID, operation: Operation(h.Operation), params: params, fp: fp, version: h.Version,
+		createdAt: h.CreatedAt, paymentID: h.PaymentID}
+	if h.RefundID != nil {
+		k.refundID = *h.RefundID
+	}
+	return k, nil
 }
 
 // outcomes the statements return beside the attempt outcomes.
@@ -219,41 +261,35 @@ func (r *resultRow) answer(cmd *command, now time.Time) (answer, error) {
 		}
 		return answer{kind: answerSettled, outcome: OutcomeCreated, payment: createdPayment(cmd, now)}, nil
 	}
-	if !r.id.Valid {
-		return answer{}, fmt.Errorf("row %d (%s) names no payment", r.n, r.outcome)
-	}
-	a := answer{kind: answerSettled, outcome: Outcome(r.outcome), payment: r.payment()}
-	switch r.outcome {
-	case rowHeld:
-		a.kind = answerHeld
-	case rowNotApplied:
-		a.kind = answerNotApplied
-	}
-	if r.refundID.Valid {
-		a.refund = &Refund{ID: r.refundID.String, PaymentID: r.refundPaymentID.String,
-			Amount: Money{Minor: r.refundAmount.Int64, Currency: a.payment.Amount.Currency},
-			Reason: textPtr(r.refundReason), IdempotencyKey: r.refundKey.String, CreatedAt: r.refundCreatedAt.Time.UTC()}
+	held, err := r.heldKey()
+	if err != nil {
+		return answer{}, err
 	}
 	// A replay needs nothing of its key, and the statements send none
 	// ({{rejected_held}}): only a rejection (whose error names the key's
 	// operation, payment and differing fields) and a held key (which the
 	// engine judges) do, and for them it must be there.
-	if !r.keyID.Valid && (a.outcome == OutcomeRejected || r.outcome == rowHeld) {
+	if held == nil && (r.outcome == string(OutcomeRejected) || r.outcome == rowHeld) {
 		return answer{}, fmt.Errorf("row %d (%s) names no key", r.n, r.outcome)
 	}
-	if r.keyID.Valid {
-		params, err := decodeParams(textPtr(r.heldParams))
-		if err != nil {
-			return answer{}, err
-		}
-		if params == nil {
-			params = createParams(a.payment.Amount, a.payment.Method, true)
-		}
-		a.held = &heldKey{id: r.keyID.Int64, operation: Operation(r.heldOp.String), params: params, fp: r.heldFP,
-			version: int(r.heldVersion.Int64), createdAt: r.heldCreatedAt.Time, paymentID: r.heldPayment.String}
-		if r.heldRefund.Valid {
-			a.held.refundID = r.heldRefund.String
-		}
+	if r.outcome == rowHeld {
+		// The engine reads the key's payment itself, if it needs it.
+		return answer{kind: answerHeld, held: held}, nil
+	}
+	if !r.id.Valid {
+		return answer{}, fmt.Errorf("row %d (%s) names no payment", r.n, r.outcome)
+	}
+	a := answer{kind: answerSettled, outcome: Outcome(r.outcome), payment: r.payment(), held: held}
+	if r.outcome == rowNotApplied {
+		a.kind = answerNotApplied
+	}
+	if held != nil && held.params == nil {
+		held.params = createParams(a.payment.Amount, a.payment.Method, true)
+	}
+	if r.refundID.Valid {
+		a.refund = &Refund{ID: r.refundID.String, PaymentID: r.refundPaymentID.String,
+			Amount: Money{Minor: r.refundAmount.Int64, Currency: a.payment.Amount.Currency},
+			Reason: textPtr(r.refundReason), IdempotencyKey: r.refundKey.String, CreatedAt: r.refundCreatedAt.Time.UTC()}
 	}
 	return a, nil
 }

@@ -26,7 +26,8 @@
 -- in minor units, $14 per request: element (n-1)*$14 + d + 1 is the amount
 -- for a currency of d digits, NULL when it is no whole number of its minor
 -- units. Then $15 the fingerprint version, $16 now, $17 expired-before.
--- Result rows: see resultRow in store_postgres.go.
+-- Result rows: see resultRow in store_postgres.go; a HELD row names its key
+-- and no payment (the engine reads what it needs of that).
 WITH input AS (
 	SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bytea[], $5::text[], $6::bool[], $7::text[],
 	                     $8::text[], $9::text[], $10::text[], $11::text[], $12::text[])
@@ -145,8 +146,8 @@ SELECT h.n, CASE WHEN h.same THEN 'REPLAYED' ELSE 'REJECTED' END, {{payment_colu
 FROM held h JOIN counted c ON c.id = h.held_payment_id LEFT JOIN refunds r ON r.id = h.held_refund_id AND h.same
 WHERE h.decided AND NOT h.busy
 UNION ALL
-SELECT h.n, 'HELD', {{payment_columns:p}}, {{no_refund}}, {{held_columns:h}}
-FROM held h JOIN payments p ON p.id = h.held_payment_id
+SELECT h.n, 'HELD', {{no_payment}}, {{no_refund}}, {{held_key:h}}
+FROM held h
 WHERE NOT h.decided OR h.busy
 UNION ALL
 SELECT s.n, 'NOT_APPLIED', {{payment_columns:p}}, {{no_refund}}, {{no_held}}

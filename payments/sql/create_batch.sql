@@ -20,8 +20,12 @@
 -- in minor units, $7 currencies, $8 methods, $9 capture (false: authorize
 -- only), $10 transports, $11 actors, $12 actor addresses. Then $13 the
 -- fingerprint version, $14 now, $15 expired-before (now less the TTL).
--- Result rows: see resultRow in store_postgres.go; a CREATED row names its
--- request and nothing else.
+-- Result rows: see resultRow in store_postgres.go, without its refund
+-- columns (a create has no refund); a CREATED row names its request and
+-- nothing else, a HELD row its key and no payment (the engine reads what it
+-- needs of that). Every column of the result, and of a CTE, costs
+-- PostgreSQL some work in each execution, however few rows pass: the
+-- statement keeps them to what is read.
 WITH input AS (
 	SELECT * FROM unnest($1::text[], $2::text[], $3::bytea[], $4::text[], $5::text[], $6::bigint[], $7::text[],
 	                     $8::text[], $9::bool[], $10::text[], $11::text[], $12::text[])
@@ -76,11 +80,12 @@ created_attempt AS (
 	SELECT payment_id, 'CREATE_PAYMENT', idempotency_key, 'CREATED', $14, params, transport, actor, actor_address
 	FROM claimed
 ),
--- held: the keys the snapshot shows already held; "decided" marks those
--- this statement settles itself (current version, not expired), "same"
--- the replays among them.
+-- held: the keys the snapshot shows already held, with what of each
+-- request the later steps read; "decided" marks those this statement
+-- settles itself (current version, not expired), "same" the replays
+-- among them.
 held AS (
-	SELECT i.*, {{held_of:k}},
+	SELECT i.n, i.idempotency_key, i.params, i.transport, i.actor, i.actor_address, {{held_of:k}},
 	       k.fingerprint_version = $13 AND k.created_at >= $15 AS decided,
 	       k.fingerprint_version = $13 AND k.fingerprint = i.fingerprint AS same
 	FROM input i JOIN idempotency_keys k ON k.client_id = i.client_id AND k.idempotency_key = i.idempotency_key
@@ -115,13 +120,13 @@ decided_attempt AS (
 	-- (a damaged database) records nothing, and the request fails.
 	FROM held h JOIN counted c ON c.id = h.held_payment_id WHERE h.decided
 )
-SELECT n, 'CREATED', {{no_payment}}, {{no_refund}}, {{no_held}}
+SELECT n, 'CREATED', {{no_payment}}, {{no_held}}
 FROM claimed
 UNION ALL
-SELECT h.n, CASE WHEN h.same THEN 'REPLAYED' ELSE 'REJECTED' END, {{payment_columns:c}}, {{no_refund}}, {{rejected_held:h}}
+SELECT h.n, CASE WHEN h.same THEN 'REPLAYED' ELSE 'REJECTED' END, {{payment_columns:c}}, {{rejected_held:h}}
 FROM held h JOIN counted c ON c.id = h.held_payment_id
 WHERE h.decided
 UNION ALL
-SELECT h.n, 'HELD', {{payment_columns:p}}, {{no_refund}}, {{held_columns:h}}
-FROM held h JOIN payments p ON p.id = h.held_payment_id
+SELECT h.n, 'HELD', {{no_payment}}, {{held_key:h}}
+FROM held h
 WHERE NOT h.decided
