@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/cmpay/cmpay/internal/dbtest"
 	"github.com/cmpay/cmpay/payments"
@@ -334,28 +335,48 @@ func TestCreateManyKeysConcurrently(t *testing.T) {
 
 // A key whose payment cannot be read is an error, never a replay and never
 // a second payment: only a winner's row that is really there is returned.
+// That holds for a key the statement settles itself and for the keys it
+// leaves to the engine (a key past its TTL, a version 1 key), on both
+// databases.
 func TestCreateNeverMistakesAnErrorForAReplay(t *testing.T) {
 	t.Parallel()
-	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
-		b := setup(t, db)
-		first := b.mustCreate(t, pix("k1"))
-		// Break the database under the service: the key stays, its payment
-		// row is gone.
-		if err := db.Gorm.Exec(`DELETE FROM idempotency_attempts`).Error; err != nil {
-			t.Fatal(err)
-		}
-		if err := db.Gorm.Exec(`DELETE FROM payments WHERE id = ?`, first.Payment.ID).Error; err != nil {
-			t.Fatal(err)
-		}
-		res, err := b.svc.Create(t.Context(), pix("k1"))
-		if err == nil {
-			t.Fatalf("Create = %+v, want an error", res)
-		}
-		if errors.Is(err, payments.ErrKeyReused) || errors.Is(err, payments.ErrInvalidInput) {
-			t.Errorf("error %v is dressed as a client error", err)
-		}
-		if got := b.rowCounts(t); got != [3]int64{0, 1, 0} {
-			t.Errorf("payments, keys, attempts = %v, want [0 1 0]: nothing written", got)
-		}
-	})
+	for _, tc := range []struct {
+		name   string
+		damage func(t *testing.T, b *bundle)
+	}{
+		{"current key", func(*testing.T, *bundle) {}},
+		{"key past its TTL", func(_ *testing.T, b *bundle) { b.clock.Advance(testTTL + time.Minute) }},
+		{"version 1 key", func(t *testing.T, b *bundle) {
+			if err := b.db.Gorm.Exec(`UPDATE idempotency_keys SET fingerprint_version = 1, params = NULL`).Error; err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+				b := setup(t, db)
+				first := b.mustCreate(t, pix("k1"))
+				// Break the database under the service: the key stays, its
+				// payment row is gone.
+				if err := db.Gorm.Exec(`DELETE FROM idempotency_attempts`).Error; err != nil {
+					t.Fatal(err)
+				}
+				if err := db.Gorm.Exec(`DELETE FROM payments WHERE id = ?`, first.Payment.ID).Error; err != nil {
+					t.Fatal(err)
+				}
+				tc.damage(t, b)
+				res, err := b.svc.Create(t.Context(), pix("k1"))
+				if err == nil {
+					t.Fatalf("Create = %+v, want an error", res)
+				}
+				if errors.Is(err, payments.ErrKeyReused) || errors.Is(err, payments.ErrInvalidInput) {
+					t.Errorf("error %v is dressed as a client error", err)
+				}
+				if got := b.rowCounts(t); got != [3]int64{0, 1, 0} {
+					t.Errorf("payments, keys, attempts = %v, want [0 1 0]: nothing written", got)
+				}
+			})
+		})
+	}
 }

@@ -190,9 +190,25 @@ func (s *Service) submit(ctx context.Context, cmd *command) (answer, error) {
 }
 
 // settleHeld judges a held key the statement did not (decide.go) and
-// records the verdict on the key's payment.
+// records the verdict on the key's payment. It reads that payment first,
+// whatever the verdict: a key whose payment is missing is a damaged
+// database, which fails the request rather than creating a payment
+// (TestCreateNeverMistakesAnErrorForAReplay), as SQLite's readHeld does;
+// and a version 1 key's params, which it did not store, are its payment's.
+// The statements leave few keys to this path (an older version, an
+// expired key, a key of a payment another request of the batch changes).
 func (s *Service) settleHeld(ctx context.Context, cmd *command, a answer) (answer, error) {
 	held := a.held
+	p, ok, err := readPayment(s.db.WithContext(ctx), held.paymentID)
+	if err != nil {
+		return answer{}, err
+	}
+	if !ok {
+		return answer{}, fmt.Errorf("key %d names payment %s, which does not exist", held.id, held.paymentID)
+	}
+	if held.params == nil {
+		held.params = createParams(p.Amount, p.Method, true)
+	}
 	expiredBefore := s.now().Add(-s.keyTTL)
 	v, err := decide(*held, cmd, expiredBefore)
 	if err != nil {
@@ -206,20 +222,9 @@ func (s *Service) settleHeld(ctx context.Context, cmd *command, a answer) (answe
 		return answer{kind: answerRetry}, nil
 	case verdictReplay:
 		return s.record(ctx, cmd, OutcomeReplayed, held.paymentID, held, nil)
+	default:
+		return s.record(ctx, cmd, OutcomeRejected, held.paymentID, held, nil)
 	}
-	if held.params == nil {
-		// A version 1 key stored no params: they are those of the
-		// payment it created, which a rejection is compared with.
-		p, ok, err := readPayment(s.db.WithContext(ctx), held.paymentID)
-		if err != nil {
-			return answer{}, err
-		}
-		if !ok {
-			return answer{}, fmt.Errorf("key %d names payment %s, which does not exist", held.id, held.paymentID)
-		}
-		held.params = createParams(p.Amount, p.Method, true)
-	}
-	return s.record(ctx, cmd, OutcomeRejected, held.paymentID, held, nil)
 }
 
 // record writes an attempt the engine decided after a statement, in a

@@ -27,8 +27,9 @@ func heldKeyJSON(h string) string {
 		"'created_at', " + h + ".held_created_at, 'payment_id', " + h + ".held_payment_id, 'refund_id', " + h + ".held_refund_id)::text"
 }
 
-// fragments are the texts a {{name}} stands for; {{name:alias}} prefixes
-// each column of a list with alias.
+// fragments are the texts a {{name}} stands for; {{name:alias}} gives
+// them the alias of the row they read (a column list prefixes each column
+// with it).
 var fragments = map[string]func(alias string) string{
 	"payment_columns": func(a string) string { return qualify(a, paymentColumns) },
 	"refund_columns":  func(a string) string { return qualify(a, refundColumns) },

@@ -62,7 +62,7 @@ const (
 	// answerSettled: the request is settled; outcome says how.
 	answerSettled answerKind = iota + 1
 	// answerHeld: the key is held and the engine must judge it (decide.go);
-	// held is the key, payment the payment it belongs to.
+	// held is the key (naming its payment, which the engine reads).
 	answerHeld
 	// answerNotApplied: the key is new but the change did not apply;
 	// payment is the payment as the statement saw it, for the engine to say
@@ -84,7 +84,7 @@ type answer struct {
 	kind    answerKind
 	outcome Outcome
 	// payment is the payment as it is after the request: created, changed,
-	// or the one the held key belongs to.
+	// replayed or refused; none for a held key.
 	payment Payment
 	// refund is an applied or replayed refund's refund.
 	refund *Refund
