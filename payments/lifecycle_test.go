@@ -255,6 +255,44 @@ func TestChangeKeyReuse(t *testing.T) {
 	})
 }
 
+// A rejection's differing fields compare the key's stored parameters,
+// which PostgreSQL's statement sends back inside a JSON text (heldKeyJSON),
+// with the request's: a free-text reason with quotes, a backslash, HTML
+// characters and non-ASCII letters must come back byte for byte, or it
+// would be named as differing when only the amount does.
+func TestRejectionComparesFreeTextExactly(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		b := setup(t, db)
+		p := b.captured(t, "text-pay", "100")
+		reason := `He said "no" \ <b>&amp;</b> — café, ünïcödé, and 𝄞`
+		refund := func(amount string) (payments.ChangeResult, error) {
+			return b.svc.Refund(t.Context(), payments.RefundRequest{PaymentID: p.ID, Amount: ptr(amount), Reason: ptr(reason),
+				IdempotencyKey: "text-ref"})
+		}
+		first, err := refund("5")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := first.Refund.Reason; got == nil || *got != reason {
+			t.Fatalf("stored reason %q, want %q", ptrString(got), reason)
+		}
+		again, err := refund("5")
+		if err != nil || !again.Replayed || again.Refund.ID != first.Refund.ID {
+			t.Fatalf("retry = %+v, %v; want a replay of %s", again, err, first.Refund.ID)
+		}
+		_, err = refund("6")
+		wantReused(t, err, p.ID, "amount")
+	})
+}
+
+func ptrString(s *string) string {
+	if s == nil {
+		return "<nil>"
+	}
+	return *s
+}
+
 func TestChangeNotFoundAndBadInput(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {

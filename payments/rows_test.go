@@ -15,13 +15,15 @@ import (
 // the engine to dereference.
 func TestResultRowKey(t *testing.T) {
 	t.Parallel()
-	// The held key as PostgreSQL's json_build_object writes it.
-	withKey := func(r resultRow) resultRow {
+	// The held key as PostgreSQL's json_build_object writes it, its time
+	// in the session's time zone: UTC, or any other.
+	withKeyAt := func(r resultRow, createdAt string) resultRow {
 		r.held = pgtype.Text{Valid: true, String: `{"id" : 7, "operation" : "CREATE_PAYMENT", ` +
 			`"params" : "{\"amount\":\"10\",\"operation\":\"CREATE_PAYMENT\"}", "fingerprint" : "0102ff", ` +
-			`"version" : 2, "created_at" : "2026-12-03T16:00:00.123456+00:00", "payment_id" : "pay_1", "refund_id" : null}`}
+			`"version" : 2, "created_at" : "` + createdAt + `", "payment_id" : "pay_1", "refund_id" : null}`}
 		return r
 	}
+	withKey := func(r resultRow) resultRow { return withKeyAt(r, "2026-12-03T16:00:00.123456+00:00") }
 	row := func(outcome string) resultRow {
 		return resultRow{n: 1, outcome: outcome, id: pgtype.Text{String: "pay_1", Valid: true},
 			currency: pgtype.Text{String: "BRL", Valid: true}, amount: pgtype.Int8{Int64: 1000, Valid: true}}
@@ -36,6 +38,7 @@ func TestResultRowKey(t *testing.T) {
 		{"rejection with its key", withKey(row(string(OutcomeRejected))), true, ""},
 		{"held key", withKey(row(rowHeld)), true, ""},
 		{"held key without its payment", withKey(resultRow{n: 1, outcome: rowHeld}), true, ""},
+		{"held key's time in another zone", withKeyAt(row(rowHeld), "2026-12-03T21:30:00.123456+05:30"), true, ""},
 		{"rejection without its key", row(string(OutcomeRejected)), false, "names no key"},
 		{"held without its key", row(rowHeld), false, "names no key"},
 	} {
