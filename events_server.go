@@ -43,6 +43,7 @@ func newEvents(db *gorm.DB, cfg config.Config, m *metrics.Metrics, log *slog.Log
 		return nil, nil, err
 	}
 	m.WatchBacklog(wh.Backlog)
+	m.WatchSubscriptions(ev.Subscribers)
 	if err := sealWebhookSecrets(wh, len(cfg.WebhookSecretKey) > 0, log); err != nil {
 		return nil, nil, err
 	}

@@ -251,3 +251,7 @@ func (s *Service) Leader() bool { return s.leader.Load() }
 
 // Last is the highest event id this instance's hub has seen.
 func (s *Service) Last() int64 { return s.hub.lastID() }
+
+// Subscribers is how many subscriptions follow live events on this
+// instance now: registered with its hub, not catching up from the outbox.
+func (s *Service) Subscribers() int { return s.hub.size() }

@@ -46,9 +46,9 @@ func newEnv(t *testing.T, db dbtest.DB, opts events.Options) *env {
 // subscription made without a cursor gets only the events after that.
 func (e *env) waitLive(t *testing.T, n int) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); e.ev.LiveSubscribers() < n; time.Sleep(time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); e.ev.Subscribers() < n; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d subscriptions live after 10 s, want %d", e.ev.LiveSubscribers(), n)
+			t.Fatalf("%d subscriptions live after 10 s, want %d", e.ev.Subscribers(), n)
 		}
 	}
 }

@@ -168,6 +168,13 @@ func (h *hub) add(sub *subscriber) (int64, bool) {
 	return h.last, true
 }
 
+// size is how many subscribers are registered.
+func (h *hub) size() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.subs)
+}
+
 // remove unregisters sub (a subscription that ended on its own).
 func (h *hub) remove(sub *subscriber) {
 	h.mu.Lock()

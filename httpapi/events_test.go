@@ -95,7 +95,13 @@ func TestSubscriptionOverWebSocket(t *testing.T) {
 		if err := ws.Subscribe(ctx, "1", streamtest.EventsQuery, nil); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(200 * time.Millisecond) // the subscription is registered
+		// Without `after`, the subscription gets the events numbered once
+		// it follows live ones: wait until it does.
+		for deadline := time.Now().Add(10 * time.Second); b.ev.Subscribers() != 1; time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the subscription follows no live events after 10 s (%d subscribers)", b.ev.Subscribers())
+			}
+		}
 
 		in := input("shop-ws", "30.00", "BRL", "CREDIT_CARD")
 		in["capture"] = false

@@ -81,6 +81,15 @@ func (m *Metrics) WebhookHooks() webhooks.Hooks {
 	}
 }
 
+// WatchSubscriptions exports how many subscriptions follow live events on
+// this instance (count), as the gauge cmpay_event_subscriptions.
+func (m *Metrics) WatchSubscriptions(count func() int) {
+	m.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "cmpay_event_subscriptions",
+		Help: "Subscriptions (WebSocket or SSE) following live payment events on this instance.",
+	}, func() float64 { return float64(count()) }))
+}
+
 // WatchBacklog exports the outbox backlog, the webhook deliveries neither
 // delivered nor given up (count), as the gauge cmpay_webhook_backlog, read
 // from the database at each scrape.

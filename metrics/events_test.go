@@ -13,8 +13,8 @@ import (
 	"github.com/cmpay/cmpay/payments"
 )
 
-// TestEventMetrics: events written, delivery outcomes, latencies and the
-// backlog are exported.
+// TestEventMetrics: events written, delivery outcomes, latencies, the
+// backlog and the live subscriptions are exported.
 func TestEventMetrics(t *testing.T) {
 	t.Parallel()
 	m := metrics.New(new(sql.DB))
@@ -29,6 +29,7 @@ func TestEventMetrics(t *testing.T) {
 	h.Retried()
 	h.Failed()
 	m.WatchBacklog(func(context.Context) (int64, error) { return 7, nil })
+	m.WatchSubscriptions(func() int { return 3 })
 
 	rec := httptest.NewRecorder()
 	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
@@ -43,6 +44,7 @@ func TestEventMetrics(t *testing.T) {
 		`cmpay_webhook_attempt_duration_seconds_count{result="error"} 1`,
 		`cmpay_webhook_delivery_latency_seconds_count 1`,
 		`cmpay_webhook_backlog 7`,
+		`cmpay_event_subscriptions 3`,
 	} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("metrics lack %s", want)
