@@ -58,6 +58,8 @@ type Payment struct {
 	// "replayed" and "rejected" are defined on them, not on the counters,
 	// so that later replays change no indexed column: PostgreSQL then
 	// updates the row in place (a HOT update) without touching any index.
+	// Only whether they are set is read (the listing's filters); when a
+	// replay or rejection happened is its attempt's time.
 	ReplayedAt *time.Time
 	RejectedAt *time.Time
 }
