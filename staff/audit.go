@@ -16,6 +16,7 @@ import (
 	"github.com/cmpay/cmpay/auth"
 	"github.com/cmpay/cmpay/models"
 	"github.com/cmpay/cmpay/payments"
+	"github.com/cmpay/cmpay/webhooks"
 )
 
 // Action names what an audit entry records.
@@ -119,6 +120,20 @@ func (s *Store) Record(ctx context.Context, who Actor, action Action, target, ou
 
 // auditWriteTimeout bounds Record's write. It takes a millisecond.
 const auditWriteTimeout = 5 * time.Second
+
+// ResendAudit is the audit entry of a webhook delivery resent by who,
+// written by package webhooks in the transaction that re-arms it. A
+// resend that found the delivery not failed is recorded as failed: it
+// changed nothing.
+func (s *Store) ResendAudit(who Actor, deliveryID int64) webhooks.Audit {
+	return func(tx *gorm.DB, changed bool) error {
+		outcome, detail := OutcomeOK, "sent again"
+		if !changed {
+			outcome, detail = OutcomeFailed, "not a failed delivery: nothing changed"
+		}
+		return appendEntry(tx, s.now(), who, ActWebhookResend, "delivery "+strconv.FormatInt(deliveryID, 10), outcome, detail)
+	}
+}
 
 // TokenAudit is the audit entry of an API token created or revoked by who
 // (action ActTokenCreate or ActTokenRevoke), written by package apitoken in

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/cmpay/cmpay/models"
-	"github.com/cmpay/cmpay/staff"
 	"github.com/cmpay/cmpay/webhooks"
 )
 
@@ -61,21 +60,18 @@ func (a *admin) resendDelivery(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sess, _ := sessionFrom(r.Context())
-	who, target := sess.Actor(a.addr(r)), "delivery "+strconv.FormatInt(id, 10)
-	to, outcome, detail := "/admin/webhooks?resent="+strconv.FormatInt(id, 10), staff.OutcomeOK, "sent again"
-	if err := a.webhooks.Resend(r.Context(), id); errors.Is(err, webhooks.ErrNotFailed) {
-		to, outcome, detail = "/admin/webhooks?unchanged="+strconv.FormatInt(id, 10), staff.OutcomeFailed, "not a failed delivery: nothing changed"
-	} else if err != nil {
+	// A resend is a staff action like any other: recorded in the same
+	// transaction, so an entry that cannot be written leaves the delivery
+	// as it was, and the error page tells the truth.
+	err = a.webhooks.Resend(r.Context(), id, a.staff.ResendAudit(sess.Actor(a.addr(r)), id))
+	switch {
+	case errors.Is(err, webhooks.ErrNotFailed):
+		http.Redirect(w, r, "/admin/webhooks?unchanged="+strconv.FormatInt(id, 10), http.StatusSeeOther)
+	case err != nil:
 		serverError(w, r, err)
-		return
+	default:
+		http.Redirect(w, r, "/admin/webhooks?resent="+strconv.FormatInt(id, 10), http.StatusSeeOther)
 	}
-	// A resend is a staff action like any other: recorded, after the
-	// fact (it moves no money, and a second click changes nothing).
-	if err := a.staff.Record(r.Context(), who, staff.ActWebhookResend, target, outcome, detail); err != nil {
-		serverError(w, r, err)
-		return
-	}
-	http.Redirect(w, r, to, http.StatusSeeOther)
 }
 
 // shownURL is an endpoint's URL as the admin shows it. Its user

@@ -306,21 +306,40 @@ func (s *Service) DeleteEndpoint(ctx context.Context, client, id string) (bool, 
 // delivered, or unknown).
 var ErrNotFailed = errors.New("the delivery is not failed")
 
+// Audit writes the audit log's entry for a staff member's resend, in the
+// resend's own transaction: the change and its entry commit together, or
+// neither does (package staff makes them: staff.Store.ResendAudit). It
+// must write through tx alone: on SQLite the server has one connection,
+// which tx holds. changed is false when the resend changed nothing. A nil
+// Audit records nothing.
+type Audit func(tx *gorm.DB, changed bool) error
+
 // Resend arms a failed delivery again, with a fresh schedule of retries.
 // It changes only a delivery that is still FAILED, in one conditional
 // update, so a second click (or a second instance) changes nothing and
-// gets ErrNotFailed.
-func (s *Service) Resend(ctx context.Context, id int64) error {
+// gets ErrNotFailed. audit records it, changed or not.
+func (s *Service) Resend(ctx context.Context, id int64, audit Audit) error {
 	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
 	now := s.now()
-	res := s.db.WithContext(ctx).Exec(`UPDATE webhook_deliveries
-		SET status = 'PENDING', retries = 0, next_attempt_at = ?, expires_at = ?, lease_until = NULL
-		WHERE id = ? AND status = 'FAILED'`, now, now.Add(s.cfg.MaxAge), id)
-	if res.Error != nil {
-		return fmt.Errorf("resend delivery %d: %w", id, res.Error)
+	changed := false
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		res := tx.Exec(`UPDATE webhook_deliveries
+			SET status = 'PENDING', retries = 0, next_attempt_at = ?, expires_at = ?, lease_until = NULL
+			WHERE id = ? AND status = 'FAILED'`, now, now.Add(s.cfg.MaxAge), id)
+		if res.Error != nil {
+			return fmt.Errorf("resend delivery %d: %w", id, res.Error)
+		}
+		changed = res.RowsAffected > 0
+		if audit == nil {
+			return nil
+		}
+		return audit(tx, changed)
+	})
+	if err != nil {
+		return err
 	}
-	if res.RowsAffected == 0 {
+	if !changed {
 		return ErrNotFailed
 	}
 	s.Wake()

@@ -11,11 +11,14 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"gorm.io/gorm"
 
 	"github.com/cmpay/cmpay/events"
 	"github.com/cmpay/cmpay/internal/dbtest"
@@ -261,15 +264,29 @@ func TestRetriesEndInFailureAndResend(t *testing.T) {
 		if d.Attempts < 2 || d.Attempts > 7 || d.LastStatus != 500 || d.LastError != "try again later" {
 			t.Errorf("failed after %d attempts, last %d %q: %+v", d.Attempts, d.LastStatus, d.LastError, d)
 		}
-		if err := e.wh.Resend(t.Context(), 999); !errors.Is(err, webhooks.ErrNotFailed) {
+		if err := e.wh.Resend(t.Context(), 999, nil); !errors.Is(err, webhooks.ErrNotFailed) {
 			t.Errorf("resend of an unknown delivery: %v", err)
+		}
+		// The resend and its audit entry commit together: an entry that
+		// cannot be written leaves the delivery failed.
+		unwritable := errors.New("audit log unavailable")
+		var told []bool
+		err = e.wh.Resend(t.Context(), d.ID, func(_ *gorm.DB, changed bool) error {
+			told = append(told, changed)
+			return unwritable
+		})
+		if !errors.Is(err, unwritable) || !slices.Equal(told, []bool{true}) {
+			t.Errorf("resend whose audit fails: %v, audit told %v; want the audit's error, told [true]", err, told)
+		}
+		if got := e.deliveries(t)[0].Status; got != "FAILED" {
+			t.Errorf("after a resend whose audit failed the delivery is %s, want FAILED", got)
 		}
 		rcv.mu.Lock()
 		rcv.failFirst = 0
 		rcv.mu.Unlock()
 		errs := make(chan error, 2)
 		for range 2 {
-			go func() { errs <- e.wh.Resend(t.Context(), d.ID) }()
+			go func() { errs <- e.wh.Resend(t.Context(), d.ID, nil) }()
 		}
 		e1, e2 := <-errs, <-errs
 		if (e1 == nil) == (e2 == nil) || (!errors.Is(e1, webhooks.ErrNotFailed) && !errors.Is(e2, webhooks.ErrNotFailed)) {
@@ -277,7 +294,7 @@ func TestRetriesEndInFailureAndResend(t *testing.T) {
 		}
 		waitFor(t, 10*time.Second, "the resent delivery", func() bool { return rcv.distinct() == 1 })
 		waitFor(t, 5*time.Second, "DELIVERED", func() bool { return e.deliveries(t)[0].Status == "DELIVERED" })
-		if err := e.wh.Resend(t.Context(), d.ID); !errors.Is(err, webhooks.ErrNotFailed) {
+		if err := e.wh.Resend(t.Context(), d.ID, nil); !errors.Is(err, webhooks.ErrNotFailed) {
 			t.Errorf("resend of a delivered delivery: %v", err)
 		}
 	})
