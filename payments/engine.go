@@ -190,41 +190,42 @@ func (s *Service) submit(ctx context.Context, cmd *command) (answer, error) {
 }
 
 // settleHeld judges a held key the statement did not (decide.go) and
-// records the verdict on the key's payment. It reads that payment first,
-// whatever the verdict: a key whose payment is missing is a damaged
-// database, which fails the request rather than creating a payment
-// (TestCreateNeverMistakesAnErrorForAReplay), as SQLite's readHeld does;
-// and a version 1 key's params, which it did not store, are its payment's.
-// The statements leave few keys to this path (an older version, an
-// expired key, a key of a payment another request of the batch changes).
+// records the verdict on the key's payment. A replay or rejection is
+// recorded by a statement that fails if the payment is missing; forgetting
+// an expired key, and rejecting a version 1 key (whose params, which it
+// did not store, are its payment's), read the payment first. A key whose
+// payment is missing is a damaged database: the request fails rather than
+// create a payment (TestCreateNeverMistakesAnErrorForAReplay), as SQLite's
+// readHeld makes it.
 func (s *Service) settleHeld(ctx context.Context, cmd *command, a answer) (answer, error) {
 	held := a.held
-	p, ok, err := readPayment(s.db.WithContext(ctx), held.paymentID)
-	if err != nil {
-		return answer{}, err
-	}
-	if !ok {
-		return answer{}, fmt.Errorf("key %d names payment %s, which does not exist", held.id, held.paymentID)
-	}
-	if held.params == nil {
-		held.params = createParams(p.Amount, p.Method, true)
-	}
 	expiredBefore := s.now().Add(-s.keyTTL)
 	v, err := decide(*held, cmd, expiredBefore)
 	if err != nil {
 		return answer{}, err
 	}
-	switch v {
-	case verdictForget:
+	if v == verdictReplay {
+		return s.record(ctx, cmd, OutcomeReplayed, held.paymentID, held, nil)
+	}
+	if v == verdictForget || held.params == nil {
+		p, ok, err := readPayment(s.db.WithContext(ctx), held.paymentID)
+		if err != nil {
+			return answer{}, err
+		}
+		if !ok {
+			return answer{}, fmt.Errorf("key %d names payment %s, which does not exist", held.id, held.paymentID)
+		}
+		if held.params == nil {
+			held.params = createParams(p.Amount, p.Method, true)
+		}
+	}
+	if v == verdictForget {
 		if err := forgetKey(s.db.WithContext(ctx), held.id, expiredBefore); err != nil {
 			return answer{}, err
 		}
 		return answer{kind: answerRetry}, nil
-	case verdictReplay:
-		return s.record(ctx, cmd, OutcomeReplayed, held.paymentID, held, nil)
-	default:
-		return s.record(ctx, cmd, OutcomeRejected, held.paymentID, held, nil)
 	}
+	return s.record(ctx, cmd, OutcomeRejected, held.paymentID, held, nil)
 }
 
 // record writes an attempt the engine decided after a statement, in a

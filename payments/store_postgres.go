@@ -283,9 +283,6 @@ func (r *resultRow) answer(cmd *command, now time.Time) (answer, error) {
 	if r.outcome == rowNotApplied {
 		a.kind = answerNotApplied
 	}
-	if held != nil && held.params == nil {
-		held.params = createParams(a.payment.Amount, a.payment.Method, true)
-	}
 	if r.refundID.Valid {
 		a.refund = &Refund{ID: r.refundID.String, PaymentID: r.refundPaymentID.String,
 			Amount: Money{Minor: r.refundAmount.Int64, Currency: a.payment.Amount.Currency},

@@ -123,11 +123,9 @@ counted AS (
 	WHERE p.id = c.held_payment_id
 	RETURNING {{payment_columns:p}}
 ),
--- decided_attempt: each replay and rejection, at the statement's time or,
--- if that is earlier, just after the key's first use. The statement's time
--- is read before it is sent: a request that waited for its turn while
--- another one used the key and committed would otherwise be recorded before
--- the very use it replays (notBefore in steps.go does the same in Go).
+-- decided_attempt: each replay and rejection, at the statement's time or
+-- just after the key's first use, whichever is later (as in
+-- create_batch.sql).
 decided_attempt AS (
 	INSERT INTO idempotency_attempts (payment_id, operation, idempotency_key, outcome, at, params, held_params, refund_id,
 	                                  transport, actor, actor_address)
