@@ -52,12 +52,16 @@ func main() {
 }
 
 // tuneGC trades a little memory for less collector work, unless GOGC or
-// GOMEMLIMIT say otherwise: the heap may grow to three times the live data
-// (GOGC=200) between collections, and the collector works harder as the
+// GOMEMLIMIT say otherwise. The live heap is small (1-2 MB under load), so
+// the collector's goal is its floor, 4 MB times GOGC/100: with GOGC=200 an
+// 8 MB goal meant about 16 collections a second at 5,000 requests a second,
+// and 3-5% of a request's CPU (BENCHMARKS.md, "The collector's floor").
+// GOGC=400 doubles the floor to 16 MB and halves the collections; the
+// process stays near 50 MB. Past that, the collector works harder as the
 // heap nears 64 MiB, which keeps the process well under 80 MB.
 func tuneGC() {
 	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(200)
+		debug.SetGCPercent(400)
 	}
 	if os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(64 << 20)
@@ -156,9 +160,10 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer, log 
 		return err
 	}
 	// Start-up (migrations, the schema, SQLite's WebAssembly module) leaves
-	// tens of MB of garbage, and the collector's first goal after it three
-	// times what was live then (GOGC=200): under the first traffic the heap
-	// grew to 45 MB before a collection, and the process to its peak RSS.
+	// tens of MB of garbage, and the collector's first goal after it a
+	// multiple of what was live then (GOGC): under the first traffic the
+	// heap grew to 45 MB before a collection (at GOGC=200), and the process
+	// to its peak RSS.
 	// Collecting once here starts the first cycle from the steady live heap.
 	debug.FreeOSMemory()
 	printStartup(stdout, cfg, admin, ln.Addr())
