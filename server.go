@@ -51,14 +51,14 @@ func main() {
 	}
 }
 
-// tuneGC trades a little memory for less collector work, unless GOGC or
-// GOMEMLIMIT say otherwise. The live heap is small (1-2 MB under load), so
-// the collector's goal is its floor, 4 MB times GOGC/100: with GOGC=200 an
-// 8 MB goal meant about 16 collections a second at 5,000 requests a second,
-// and 3-5% of a request's CPU (BENCHMARKS.md, "The collector's floor").
-// GOGC=400 doubles the floor to 16 MB and halves the collections; the
-// process stays near 50 MB. Past that, the collector works harder as the
-// heap nears 64 MiB, which keeps the process well under 80 MB.
+// tuneGC trades a little memory for less collector work: GOGC=400 unless
+// GOGC is set, and a 64 MiB soft limit on Go's memory unless GOMEMLIMIT
+// is. The live heap is small (1-2 MB under load), so the collector's goal
+// is its floor, 4 MB times GOGC/100: at GOGC=200 an 8 MB goal meant about
+// four collections per 1,000 requests, and GOGC=400's 16 MB floor cut the
+// CPU per request by 3-5% (BENCHMARKS.md, "The collector's floor"), with
+// the process near 50 MB. The limit makes the collector work harder as
+// Go's heap nears 64 MiB, should the live heap ever grow that far.
 func tuneGC() {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(400)
