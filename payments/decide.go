@@ -47,8 +47,8 @@ type heldKey struct {
 	id        int64
 	operation Operation
 	// params are what the key's first request asked for. Version 1 keys
-	// stored none: they are rebuilt from the payment the key created (by
-	// SQLite's readHeld, and on PostgreSQL by the engine's settleHeld).
+	// stored none: version1Params rebuilds them from the payment the key
+	// created (SQLite's readHeld, and on PostgreSQL the engine's settleHeld).
 	params    Params
 	fp        []byte
 	version   int

@@ -216,7 +216,7 @@ func (s *Service) settleHeld(ctx context.Context, cmd *command, a answer) (answe
 			return answer{}, fmt.Errorf("key %d names payment %s, which does not exist", held.id, held.paymentID)
 		}
 		if held.params == nil {
-			held.params = createParams(p.Amount, p.Method, true)
+			held.params = version1Params(p)
 		}
 	}
 	if v == verdictForget {

@@ -157,9 +157,7 @@ func (cmd *command) seal() {
 	cmd.fp = fingerprintOf(cmd.encoded)
 }
 
-// createParams are the parameters a create's key is bound to. The same
-// function rebuilds them from a payment for keys stored before parameters
-// were (version 1), which were all captured.
+// createParams are the parameters a create's key is bound to.
 func createParams(amount Money, method Method, capture bool) Params {
 	return Params{
 		FieldOperation: string(OpCreate),
@@ -168,6 +166,13 @@ func createParams(amount Money, method Method, capture bool) Params {
 		FieldMethod:    string(method),
 		FieldCapture:   strconv.FormatBool(capture),
 	}
+}
+
+// version1Params rebuilds the parameters of a key stored before keys kept
+// them (fingerprint version 1): such a key was a create, captured, and
+// its payment holds what it asked for.
+func version1Params(p Payment) Params {
+	return createParams(p.Amount, p.Method, true)
 }
 
 func (r CaptureRequest) command() (*command, error) {

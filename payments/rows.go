@@ -88,7 +88,7 @@ func attemptFromRow(row models.IdempotencyAttempt, p Payment) (Attempt, error) {
 		if row.AttemptedAmountMinor != nil && row.AttemptedCurrency != nil && row.AttemptedMethod != nil {
 			attempted := Money{Minor: *row.AttemptedAmountMinor, Currency: *row.AttemptedCurrency}
 			a.Params = createParams(attempted, Method(*row.AttemptedMethod), true)
-			a.Held = createParams(p.Amount, p.Method, true)
+			a.Held = version1Params(p)
 		}
 	case a.Outcome == OutcomeRejected && a.Held != nil:
 		a.DifferingFields = differingFields(a.Held, a.Params)

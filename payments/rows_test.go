@@ -56,12 +56,12 @@ func TestResultRowKey(t *testing.T) {
 			if (a.held != nil) != tc.wantKey {
 				t.Errorf("answer().held = %+v, want a key: %v", a.held, tc.wantKey)
 			}
-			want := heldKey{id: 7, operation: OpCreate, params: Params{FieldAmount: "10", FieldOperation: string(OpCreate)},
-				fp: []byte{1, 2, 0xff}, version: 2, createdAt: time.Date(2026, 12, 3, 16, 0, 0, 123456000, time.UTC),
-				paymentID: "pay_1"}
 			if !tc.wantKey {
 				return
 			}
+			want := heldKey{id: 7, operation: OpCreate, params: Params{FieldAmount: "10", FieldOperation: string(OpCreate)},
+				fp: []byte{1, 2, 0xff}, version: 2, createdAt: time.Date(2026, 12, 3, 16, 0, 0, 123456000, time.UTC),
+				paymentID: "pay_1"}
 			got := *a.held
 			if !got.createdAt.Equal(want.createdAt) {
 				t.Errorf("held key created at %v, want %v", got.createdAt, want.createdAt)

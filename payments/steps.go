@@ -217,7 +217,7 @@ func readHeld(db *gorm.DB, clientID, key string) (*heldKey, Payment, error) {
 			return nil, Payment{}, err
 		}
 	} else {
-		h.params = createParams(p.Amount, p.Method, true)
+		h.params = version1Params(p)
 	}
 	h.refundID = refundID.String
 	return &h, p, nil

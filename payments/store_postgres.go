@@ -216,7 +216,7 @@ type heldRow struct {
 }
 
 // heldKey decodes the row's held key, nil if it has none. A version 1
-// key's params are nil: they are rebuilt from its payment (createParams).
+// key's params are nil: they are rebuilt from its payment (version1Params).
 func (r *resultRow) heldKey() (*heldKey, error) {
 	if !r.held.Valid {
 		return nil, nil
