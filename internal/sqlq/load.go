@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -26,18 +27,24 @@ type Statements struct {
 
 var nameLine = regexp.MustCompile(`^--\s*name:\s*([a-z][a-z0-9_]*)\s*$`)
 
-// Load reads every file of fsys that matches pattern (fs.Glob). It fails
-// on a statement without a comment, an empty one, a duplicate name, or
-// text before the first name.
-func Load(fsys fs.FS, pattern string) (Statements, error) {
-	files, err := fs.Glob(fsys, pattern)
-	if err != nil {
-		return Statements{}, err
-	}
-	if len(files) == 0 {
-		return Statements{}, fmt.Errorf("sqlq: no file matches %q", pattern)
+// Load reads every file of fsys that matches one of patterns (fs.Glob):
+// typically a dialect's own file and the statements both dialects share.
+// It fails on a pattern that matches nothing, a statement without a
+// comment, an empty one, a duplicate name, or text before the first name.
+func Load(fsys fs.FS, patterns ...string) (Statements, error) {
+	var files []string
+	for _, p := range patterns {
+		matched, err := fs.Glob(fsys, p)
+		if err != nil {
+			return Statements{}, err
+		}
+		if len(matched) == 0 {
+			return Statements{}, fmt.Errorf("sqlq: no file matches %q", p)
+		}
+		files = append(files, matched...)
 	}
 	sort.Strings(files)
+	files = slices.Compact(files)
 	s := Statements{byName: map[string]string{}}
 	for _, f := range files {
 		b, err := fs.ReadFile(fsys, f)
@@ -54,8 +61,8 @@ func Load(fsys fs.FS, pattern string) (Statements, error) {
 // MustLoad is Load for statements embedded in the binary, which are known
 // when it is built: it panics on an error, and a package's tests load its
 // statements, so that no broken file gets that far.
-func MustLoad(fsys fs.FS, pattern string) Statements {
-	s, err := Load(fsys, pattern)
+func MustLoad(fsys fs.FS, patterns ...string) Statements {
+	s, err := Load(fsys, patterns...)
 	if err != nil {
 		panic(err)
 	}
