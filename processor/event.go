@@ -1,0 +1,36 @@
+package processor
+
+import "time"
+
+// The event types a processor posts that CMPay acts on (Stripe's names).
+const (
+	EventPaymentSucceeded = "payment_intent.succeeded"
+	EventPaymentFailed    = "payment_intent.payment_failed"
+	EventPaymentCanceled  = "payment_intent.canceled"
+	EventChargeRefunded   = "charge.refunded"
+	EventRefundUpdated    = "refund.updated"
+)
+
+// Event is a verified event a processor posted, decoded into the seam's
+// types. Events come repeated, late and out of order: ID identifies one
+// (store it once), Created orders them, and when in doubt the payment is
+// read from the processor.
+type Event struct {
+	ID      string
+	Type    string
+	Created time.Time
+	// PaymentReference is the payment the event is about, whatever its
+	// type (for a refund: the refunded payment).
+	PaymentReference string
+	// Payment is the payment as the event carries it (payment_intent.*).
+	Payment *Payment
+	// Refund is the refund as the event carries it (refund.*).
+	Refund *Refund
+	// Refunds are the refunds a charge.refunded event carries, when it
+	// carries them (Stripe leaves them out in recent API versions: list
+	// them with ListRefunds).
+	Refunds []Refund
+	// RefundedMinor is how much of the payment is refunded in all
+	// (charge.refunded).
+	RefundedMinor int64
+}
