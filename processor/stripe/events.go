@@ -1,0 +1,136 @@
+package stripe
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cmpay/cmpay/processor"
+	stripeapi "github.com/stripe/stripe-go/v82"
+	"github.com/stripe/stripe-go/v82/webhook"
+)
+
+// The ways an event posted to CMPay is refused (each answers 400 and
+// changes nothing). Errors from VerifyEvent wrap one of them.
+var (
+	ErrEventSignature = errors.New("stripe event: signature does not verify")
+	ErrEventTimestamp = errors.New("stripe event: timestamp outside the tolerance")
+	ErrEventMalformed = errors.New("stripe event: malformed")
+)
+
+// EventTolerance is how far an event's signed timestamp may be from now,
+// either way.
+const EventTolerance = 300 * time.Second
+
+// VerifyEvent checks the Stripe-Signature header of a posted event
+// against the whsec_ secret (stripe-go's webhook package: HMAC-SHA256 over
+// "<t>.<body>", any of the header's v1 signatures) and that its timestamp
+// is within EventTolerance of now, either way (the package only refuses
+// old ones, and reads the system clock), then decodes it.
+//
+// The event's api_version is not checked against stripe-go's: only fields
+// that every recent version shares are read (ids, status, amounts,
+// metadata, next_action), and an account's webhook endpoint may be pinned
+// to another version.
+func VerifyEvent(payload []byte, header, secret string, now time.Time) (processor.Event, error) {
+	if err := webhook.ValidatePayloadIgnoringTolerance(payload, header, secret); err != nil {
+		return processor.Event{}, fmt.Errorf("%w: %w", ErrEventSignature, err)
+	}
+	t, err := signedAt(header)
+	if err != nil {
+		return processor.Event{}, fmt.Errorf("%w: %w", ErrEventSignature, err)
+	}
+	if d := now.Sub(t); d > EventTolerance || d < -EventTolerance {
+		return processor.Event{}, fmt.Errorf("%w: signed at %s, %s from now", ErrEventTimestamp, t.UTC().Format(time.RFC3339), d.Round(time.Second))
+	}
+	return DecodeEvent(payload)
+}
+
+// signedAt reads the t= element of a Stripe-Signature header.
+func signedAt(header string) (time.Time, error) {
+	for part := range strings.SplitSeq(header, ",") {
+		if v, ok := strings.CutPrefix(part, "t="); ok {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return time.Time{}, fmt.Errorf("bad timestamp %q", v)
+			}
+			return time.Unix(n, 0), nil
+		}
+	}
+	return time.Time{}, errors.New("no timestamp")
+}
+
+// DecodeEvent decodes a verified event's body. The payment_intent.*,
+// charge.* and refund.* events carry their object, mapped to the seam's
+// types; other types decode with only their ID, Type and Created.
+func DecodeEvent(payload []byte) (processor.Event, error) {
+	var raw stripeapi.Event
+	if err := json.Unmarshal(payload, &raw); err != nil {
+		return processor.Event{}, fmt.Errorf("%w: %w", ErrEventMalformed, err)
+	}
+	if raw.ID == "" || raw.Type == "" || raw.Created <= 0 || raw.Data == nil || len(raw.Data.Raw) == 0 {
+		return processor.Event{}, fmt.Errorf("%w: id, type, created and data.object are required", ErrEventMalformed)
+	}
+	ev := processor.Event{ID: raw.ID, Type: string(raw.Type), Created: unix(raw.Created)}
+	kind, _, _ := strings.Cut(ev.Type, ".")
+	var err error
+	switch kind {
+	case "payment_intent":
+		var pi stripeapi.PaymentIntent
+		if err = decodeObject(raw.Data.Raw, "payment_intent", &pi); err == nil {
+			p := paymentFrom(&pi)
+			ev.Payment, ev.PaymentReference = &p, pi.ID
+		}
+	case "refund":
+		var re stripeapi.Refund
+		if err = decodeObject(raw.Data.Raw, "refund", &re); err == nil {
+			r := refundFrom(&re)
+			ev.Refund, ev.PaymentReference = &r, r.PaymentReference
+		}
+	case "charge":
+		var ch stripeapi.Charge
+		if err = decodeObject(raw.Data.Raw, "charge", &ch); err == nil {
+			decodeCharge(&ev, &ch)
+		}
+	}
+	if err != nil {
+		return processor.Event{}, err
+	}
+	return ev, nil
+}
+
+// decodeObject decodes data.object, which must be of the named object type
+// and have an id.
+func decodeObject(raw json.RawMessage, object string, v any) error {
+	var head struct{ ID, Object string }
+	if err := json.Unmarshal(raw, &head); err != nil {
+		return fmt.Errorf("%w: data.object: %w", ErrEventMalformed, err)
+	}
+	if head.ID == "" || head.Object != object {
+		return fmt.Errorf("%w: data.object must be a %s with an id", ErrEventMalformed, object)
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return fmt.Errorf("%w: data.object: %w", ErrEventMalformed, err)
+	}
+	return nil
+}
+
+func decodeCharge(ev *processor.Event, ch *stripeapi.Charge) {
+	cur := strings.ToUpper(string(ch.Currency))
+	ev.RefundedMinor = fromStripeAmount(ch.AmountRefunded, cur)
+	if ch.PaymentIntent != nil {
+		ev.PaymentReference = ch.PaymentIntent.ID
+	}
+	if ch.Refunds != nil {
+		for _, re := range ch.Refunds.Data {
+			r := refundFrom(re)
+			if r.PaymentReference == "" {
+				r.PaymentReference = ev.PaymentReference
+			}
+			ev.Refunds = append(ev.Refunds, r)
+		}
+	}
+}

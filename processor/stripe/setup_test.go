@@ -1,0 +1,64 @@
+package stripe
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cmpay/cmpay/internal/stripedouble"
+	"github.com/cmpay/cmpay/processor"
+)
+
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *fakeClock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// setup starts a double and a connector (the real stripe-go client) on it.
+func setup(t *testing.T, opts stripedouble.Options) (*Connector, *stripedouble.Double, *fakeClock) {
+	t.Helper()
+	c := &fakeClock{now: time.Now().UTC().Truncate(time.Second)}
+	opts.Clock = c.Now
+	d := stripedouble.New(opts)
+	t.Cleanup(d.Close)
+	cfg := processor.DefaultConfig()
+	cfg.Processor, cfg.StripeAPIKey, cfg.StripeAPIBase, cfg.Timeout = "stripe", "sk_test_double", d.URL(), 5*time.Second
+	transport := &http.Transport{}
+	t.Cleanup(transport.CloseIdleConnections)
+	conn, err := New(cfg, WithHTTPClient(&http.Client{Transport: transport}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return conn, d, c
+}
+
+// short is the deadline for calls that are meant to time out.
+func short(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func cardReq(key, paymentID, token string, capture bool) processor.CreatePaymentRequest {
+	return processor.CreatePaymentRequest{IdempotencyKey: key, PaymentID: paymentID, AmountMinor: 1050,
+		Currency: "BRL", Method: processor.MethodCreditCard, PaymentMethodToken: token, Capture: capture}
+}
+
+func asError(t *testing.T, err error) *processor.Error {
+	t.Helper()
+	var pe *processor.Error
+	if !errors.As(err, &pe) {
+		t.Fatalf("not a *processor.Error: %v", err)
+	}
+	return pe
+}

@@ -1,0 +1,304 @@
+// Package stripe is CMPay's Stripe connector: the processor seam over
+// Stripe's API through the official stripe-go client, pointed at
+// STRIPE_API_BASE.
+//
+// A payment is one PaymentIntent, created and confirmed in one request
+// (payment_method = the token, confirm=true, capture_method=manual when
+// not capturing, metadata[cmpay_payment_id]); captures and cancels are
+// its endpoints; a refund is one Refund (metadata[cmpay_refund_id]). Every
+// POST carries the operation's idempotency key, so asking again is the
+// same request to Stripe.
+//
+// stripe-go's own network retries are off (MaxNetworkRetries 0). They
+// would reuse the key, so they are safe, but they sleep between tries
+// without watching the context (time.Sleep, 0.5 s to 5 s), so a call could
+// outlive PROCESSOR_TIMEOUT; and they would turn a first answer worth
+// classifying (a 409, a 500 that Stripe will replay) into a later one.
+// CMPay retries through its own recovery, with the same key, after
+// PROCESSOR_RECOVERY_AFTER, which also keeps one request per operation in
+// flight at a time.
+package stripe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/cmpay/cmpay/processor"
+	stripeapi "github.com/stripe/stripe-go/v82"
+)
+
+// Connector is the Stripe processor. It is safe for concurrent use.
+type Connector struct {
+	client  *stripeapi.Client
+	timeout time.Duration
+}
+
+var _ processor.Processor = (*Connector)(nil)
+
+// Option changes a Connector made by New.
+type Option func(*stripeapi.BackendConfig)
+
+// WithHTTPClient sends the requests through hc (tests, proxies).
+func WithHTTPClient(hc *http.Client) Option {
+	return func(c *stripeapi.BackendConfig) { c.HTTPClient = hc }
+}
+
+// New makes a connector from the configuration's STRIPE_API_KEY,
+// STRIPE_API_BASE and PROCESSOR_TIMEOUT.
+func New(cfg processor.Config, opts ...Option) (*Connector, error) {
+	if cfg.StripeAPIKey == "" {
+		return nil, errors.New("stripe connector: STRIPE_API_KEY is required")
+	}
+	if cfg.Timeout <= 0 {
+		return nil, errors.New("stripe connector: PROCESSOR_TIMEOUT must be positive")
+	}
+	bc := &stripeapi.BackendConfig{
+		URL:               stripeapi.String(cfg.StripeAPIBase),
+		MaxNetworkRetries: stripeapi.Int64(0),
+		EnableTelemetry:   stripeapi.Bool(false),
+		LeveledLogger:     &stripeapi.LeveledLogger{Level: stripeapi.LevelNull},
+		HTTPClient:        &http.Client{},
+	}
+	for _, o := range opts {
+		o(bc)
+	}
+	backend := stripeapi.GetBackendWithConfig(stripeapi.APIBackend, bc)
+	backends := &stripeapi.Backends{API: backend, Connect: backend, Uploads: backend, MeterEvents: backend}
+	return &Connector{
+		client:  stripeapi.NewClient(cfg.StripeAPIKey.Reveal(), stripeapi.WithBackends(backends)),
+		timeout: cfg.Timeout,
+	}, nil
+}
+
+// Name is "stripe".
+func (c *Connector) Name() string { return processor.NameStripe }
+
+// call bounds one request by PROCESSOR_TIMEOUT (or ctx's earlier
+// deadline) and classifies its error.
+func call[T any](ctx context.Context, c *Connector, op string, do func(context.Context) (T, error)) (T, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	v, err := do(ctx)
+	if err != nil {
+		return v, classify(ctx, op, err)
+	}
+	return v, nil
+}
+
+func invalid(op, msg string) error {
+	return &processor.Error{Kind: processor.KindInvalidRequest, Op: op, Code: "parameter_invalid", Message: msg}
+}
+
+// CreatePayment creates and confirms a PaymentIntent.
+func (c *Connector) CreatePayment(ctx context.Context, req processor.CreatePaymentRequest) (processor.Payment, error) {
+	params, err := createParams(req)
+	if err != nil {
+		return processor.Payment{}, err
+	}
+	pi, err := call(ctx, c, "create", func(ctx context.Context) (*stripeapi.PaymentIntent, error) {
+		return c.client.V1PaymentIntents.Create(ctx, params)
+	})
+	if err != nil {
+		return processor.Payment{}, err
+	}
+	return paymentFrom(pi), nil
+}
+
+func createParams(req processor.CreatePaymentRequest) (*stripeapi.PaymentIntentCreateParams, error) {
+	if err := processor.ValidateKey(req.IdempotencyKey); err != nil {
+		return nil, invalid("create", err.Error())
+	}
+	if !req.Method.Valid() {
+		return nil, invalid("create", "unknown payment method "+string(req.Method))
+	}
+	amount, err := toStripeAmount(req.AmountMinor, req.Currency)
+	if err != nil {
+		return nil, invalid("create", err.Error())
+	}
+	p := &stripeapi.PaymentIntentCreateParams{
+		Amount:   stripeapi.Int64(amount),
+		Currency: stripeapi.String(strings.ToLower(req.Currency)),
+		Confirm:  stripeapi.Bool(true),
+	}
+	p.AddMetadata("cmpay_payment_id", req.PaymentID)
+	p.SetIdempotencyKey(processor.RequestKey(req.IdempotencyKey, ""))
+	if req.PaymentMethodToken != "" {
+		p.PaymentMethod = stripeapi.String(req.PaymentMethodToken)
+	}
+	switch {
+	case req.Method.Async() && !req.Capture:
+		return nil, invalid("create", "Pix and boleto are captured when paid: capture must be true")
+	case req.Method.Async():
+		typ := map[processor.Method]string{processor.MethodPix: "pix", processor.MethodBoleto: "boleto"}[req.Method]
+		p.PaymentMethodTypes = []*string{stripeapi.String(typ)}
+		if req.PaymentMethodToken == "" {
+			// Boleto at Stripe also needs the payer's name, e-mail, address
+			// and tax id: a client-side PaymentMethod token carries them.
+			p.PaymentMethodData = &stripeapi.PaymentIntentCreatePaymentMethodDataParams{Type: stripeapi.String(typ)}
+		}
+	case req.PaymentMethodToken == "":
+		return nil, invalid("create", "a card payment needs a payment method token (pm_…)")
+	default:
+		p.PaymentMethodTypes = []*string{stripeapi.String("card")}
+		if !req.Capture {
+			p.CaptureMethod = stripeapi.String(string(stripeapi.PaymentIntentCaptureMethodManual))
+		}
+	}
+	return p, nil
+}
+
+// CapturePayment captures an authorized PaymentIntent. When Stripe says
+// the intent is not capturable because it is already captured (this
+// key's earlier try, past Stripe's 24 hours), the answer is its state.
+func (c *Connector) CapturePayment(ctx context.Context, req processor.CaptureRequest) (processor.Payment, error) {
+	if err := processor.ValidateKey(req.IdempotencyKey); err != nil {
+		return processor.Payment{}, invalid("capture", err.Error())
+	}
+	if req.Reference == "" {
+		return processor.Payment{}, invalid("capture", "no payment reference")
+	}
+	p := &stripeapi.PaymentIntentCaptureParams{}
+	p.SetIdempotencyKey(processor.RequestKey(req.IdempotencyKey, ""))
+	if req.AmountMinor > 0 {
+		p.AmountToCapture = stripeapi.Int64(req.AmountMinor)
+	}
+	pi, err := call(ctx, c, "capture", func(ctx context.Context) (*stripeapi.PaymentIntent, error) {
+		return c.client.V1PaymentIntents.Capture(ctx, req.Reference, p)
+	})
+	if err != nil {
+		return alreadyIn(err, stripeapi.PaymentIntentStatusSucceeded)
+	}
+	return paymentFrom(pi), nil
+}
+
+// CancelPayment cancels a PaymentIntent; one already canceled answers its
+// state, as for CapturePayment.
+func (c *Connector) CancelPayment(ctx context.Context, req processor.CancelRequest) (processor.Payment, error) {
+	if err := processor.ValidateKey(req.IdempotencyKey); err != nil {
+		return processor.Payment{}, invalid("cancel", err.Error())
+	}
+	if req.Reference == "" {
+		return processor.Payment{}, invalid("cancel", "no payment reference")
+	}
+	p := &stripeapi.PaymentIntentCancelParams{}
+	p.SetIdempotencyKey(processor.RequestKey(req.IdempotencyKey, ""))
+	pi, err := call(ctx, c, "cancel", func(ctx context.Context) (*stripeapi.PaymentIntent, error) {
+		return c.client.V1PaymentIntents.Cancel(ctx, req.Reference, p)
+	})
+	if err != nil {
+		return alreadyIn(err, stripeapi.PaymentIntentStatusCanceled)
+	}
+	return paymentFrom(pi), nil
+}
+
+// alreadyIn turns a payment_intent_unexpected_state refusal whose intent
+// is already in the wanted status into that state; other errors stay.
+func alreadyIn(err error, want stripeapi.PaymentIntentStatus) (processor.Payment, error) {
+	var se *stripeapi.Error
+	var pe *processor.Error
+	if errors.As(err, &pe) && pe.Code == string(stripeapi.ErrorCodePaymentIntentUnexpectedState) &&
+		errors.As(err, &se) && se.PaymentIntent != nil && se.PaymentIntent.Status == want {
+		return paymentFrom(se.PaymentIntent), nil
+	}
+	return processor.Payment{}, err
+}
+
+// RefundPayment creates a Refund of the PaymentIntent.
+func (c *Connector) RefundPayment(ctx context.Context, req processor.RefundRequest) (processor.Refund, error) {
+	if err := processor.ValidateKey(req.IdempotencyKey); err != nil {
+		return processor.Refund{}, invalid("refund", err.Error())
+	}
+	if req.PaymentReference == "" || req.AmountMinor <= 0 {
+		return processor.Refund{}, invalid("refund", "a refund needs a payment reference and a positive amount")
+	}
+	p := &stripeapi.RefundCreateParams{PaymentIntent: stripeapi.String(req.PaymentReference),
+		Amount: stripeapi.Int64(req.AmountMinor)}
+	p.AddMetadata("cmpay_refund_id", req.RefundID)
+	p.SetIdempotencyKey(processor.RequestKey(req.IdempotencyKey, ""))
+	re, err := call(ctx, c, "refund", func(ctx context.Context) (*stripeapi.Refund, error) {
+		return c.client.V1Refunds.Create(ctx, p)
+	})
+	if err != nil {
+		return processor.Refund{}, err
+	}
+	return refundFrom(re), nil
+}
+
+// GetPayment reads a PaymentIntent.
+func (c *Connector) GetPayment(ctx context.Context, reference string) (processor.Payment, error) {
+	if reference == "" {
+		return processor.Payment{}, &processor.Error{Kind: processor.KindNotFound, Op: "get_payment", Message: "no reference"}
+	}
+	pi, err := call(ctx, c, "get_payment", func(ctx context.Context) (*stripeapi.PaymentIntent, error) {
+		return c.client.V1PaymentIntents.Retrieve(ctx, reference, nil)
+	})
+	if err != nil {
+		return processor.Payment{}, err
+	}
+	return paymentFrom(pi), nil
+}
+
+// FindPayments searches PaymentIntents by metadata['cmpay_payment_id'].
+// Stripe's search is eventually consistent: a new intent can be missing
+// for a minute or more.
+func (c *Connector) FindPayments(ctx context.Context, paymentID string) ([]processor.Payment, error) {
+	p := &stripeapi.PaymentIntentSearchParams{}
+	p.Query = fmt.Sprintf("metadata['cmpay_payment_id']:'%s'", searchEscape(paymentID))
+	return call(ctx, c, "find_payments", func(ctx context.Context) ([]processor.Payment, error) {
+		out := []processor.Payment{}
+		for pi, err := range c.client.V1PaymentIntents.Search(ctx, p) {
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, paymentFrom(pi))
+		}
+		return out, nil
+	})
+}
+
+// searchEscape escapes a value for a quoted string in Stripe's search
+// query language.
+func searchEscape(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s)
+}
+
+// GetRefund reads a Refund.
+func (c *Connector) GetRefund(ctx context.Context, reference string) (processor.Refund, error) {
+	if reference == "" {
+		return processor.Refund{}, &processor.Error{Kind: processor.KindNotFound, Op: "get_refund", Message: "no reference"}
+	}
+	re, err := call(ctx, c, "get_refund", func(ctx context.Context) (*stripeapi.Refund, error) {
+		return c.client.V1Refunds.Retrieve(ctx, reference, nil)
+	})
+	if err != nil {
+		return processor.Refund{}, err
+	}
+	return refundFrom(re), nil
+}
+
+// ListRefunds lists a PaymentIntent's refunds (every page).
+func (c *Connector) ListRefunds(ctx context.Context, paymentReference string) ([]processor.Refund, error) {
+	if paymentReference == "" {
+		return nil, &processor.Error{Kind: processor.KindNotFound, Op: "list_refunds", Message: "no reference"}
+	}
+	p := &stripeapi.RefundListParams{PaymentIntent: stripeapi.String(paymentReference)}
+	return call(ctx, c, "list_refunds", func(ctx context.Context) ([]processor.Refund, error) {
+		out := []processor.Refund{}
+		for re, err := range c.client.V1Refunds.List(ctx, p) {
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, refundFrom(re))
+		}
+		return out, nil
+	})
+}
+
+func isAsync(pi *stripeapi.PaymentIntent) bool {
+	return slices.ContainsFunc(pi.PaymentMethodTypes, func(t string) bool { return t == "pix" || t == "boleto" })
+}
