@@ -38,7 +38,7 @@ go test -race -count=1 -timeout 20m ./...
 # CMPAY_FUZZTIME (30s, 100000x) replaces every budget.
 log "fuzzing each target (${CMPAY_FUZZTIME:-about 5 s each, counted in executions})"
 for target in payments:FuzzParseAmount:10000x payments:FuzzParseChangeAmount:20000x payments:FuzzValidateKey:40000x \
-  payments:FuzzFingerprint:8000x httpapi:FuzzRequestDecoding:2000x; do
+  payments:FuzzFingerprint:8000x httpapi:FuzzRequestDecoding:2000x processor/stripe:FuzzDecodeEvent:20000x; do
   IFS=: read -r pkg name budget <<<"$target"
   go test -run '^$' -fuzz "^${name}\$" -fuzztime "${CMPAY_FUZZTIME:-$budget}" "./${pkg}/"
 done

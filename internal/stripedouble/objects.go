@@ -405,7 +405,11 @@ func maps(m map[string]string) map[string]string {
 	return c
 }
 
-var searchQuery = regexp.MustCompile(`^metadata\['cmpay_payment_id'\]:'([^']*)'$`)
+// searchQuery is the one query the double understands, with the search
+// language's backslash escapes in the quoted value.
+var searchQuery = regexp.MustCompile(`^metadata\['cmpay_payment_id'\]:'((?:[^'\\]|\\.)*)'$`)
+
+var unescape = regexp.MustCompile(`\\(.)`)
 
 // read answers a GET; it takes d.mu itself.
 func (d *Double) read(ep Endpoint, id string, f url.Values) answer {
@@ -426,7 +430,7 @@ func (d *Double) read(ep Endpoint, id string, f url.Values) answer {
 		cutoff := d.clock().Add(-d.searchLag)
 		for i := len(d.order) - 1; i >= 0; i-- {
 			in := d.intents[d.order[i]]
-			if in.Metadata["cmpay_payment_id"] == m[1] && !in.created.After(cutoff) {
+			if in.Metadata["cmpay_payment_id"] == unescape.ReplaceAllString(m[1], "$1") && !in.created.After(cutoff) {
 				data = append(data, in)
 			}
 		}

@@ -25,7 +25,7 @@ func (c *fakeClock) Add(d time.Duration) {
 }
 
 // setup starts a double and a connector (the real stripe-go client) on it.
-func setup(t *testing.T, opts stripedouble.Options) (*Connector, *stripedouble.Double, *fakeClock) {
+func setup(t testing.TB, opts stripedouble.Options) (*Connector, *stripedouble.Double, *fakeClock) {
 	t.Helper()
 	c := &fakeClock{now: time.Now().UTC().Truncate(time.Second)}
 	opts.Clock = c.Now
