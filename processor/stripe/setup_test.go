@@ -3,7 +3,6 @@ package stripe
 import (
 	"context"
 	"errors"
-	"net/http"
 	"sync"
 	"testing"
 	"time"
@@ -33,12 +32,11 @@ func setup(t testing.TB, opts stripedouble.Options) (*Connector, *stripedouble.D
 	t.Cleanup(d.Close)
 	cfg := processor.DefaultConfig()
 	cfg.Processor, cfg.StripeAPIKey, cfg.StripeAPIBase, cfg.Timeout = "stripe", "sk_test_double", d.URL(), 5*time.Second
-	transport := &http.Transport{}
-	t.Cleanup(transport.CloseIdleConnections)
-	conn, err := New(cfg, WithHTTPClient(&http.Client{Transport: transport}))
+	conn, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(conn.CloseIdleConnections)
 	return conn, d, c
 }
 

@@ -35,6 +35,7 @@ import (
 // Connector is the Stripe processor. It is safe for concurrent use.
 type Connector struct {
 	client  *stripeapi.Client
+	http    *http.Client
 	timeout time.Duration
 }
 
@@ -57,12 +58,17 @@ func New(cfg processor.Config, opts ...Option) (*Connector, error) {
 	if cfg.Timeout <= 0 {
 		return nil, errors.New("stripe connector: PROCESSOR_TIMEOUT must be positive")
 	}
+	// Its own transport, keeping enough idle connections for concurrent
+	// calls (net/http keeps 2 per host by default, and every call over
+	// that would open, and soon close, a connection of its own).
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	transport.MaxIdleConnsPerHost = 64
 	bc := &stripeapi.BackendConfig{
 		URL:               stripeapi.String(cfg.StripeAPIBase),
 		MaxNetworkRetries: stripeapi.Int64(0),
 		EnableTelemetry:   stripeapi.Bool(false),
 		LeveledLogger:     &stripeapi.LeveledLogger{Level: stripeapi.LevelNull},
-		HTTPClient:        &http.Client{},
+		HTTPClient:        &http.Client{Transport: transport},
 	}
 	for _, o := range opts {
 		o(bc)
@@ -71,9 +77,14 @@ func New(cfg processor.Config, opts ...Option) (*Connector, error) {
 	backends := &stripeapi.Backends{API: backend, Connect: backend, Uploads: backend, MeterEvents: backend}
 	return &Connector{
 		client:  stripeapi.NewClient(cfg.StripeAPIKey.Reveal(), stripeapi.WithBackends(backends)),
+		http:    bc.HTTPClient,
 		timeout: cfg.Timeout,
 	}, nil
 }
+
+// CloseIdleConnections closes the connections kept alive to Stripe (at
+// shutdown, and in tests).
+func (c *Connector) CloseIdleConnections() { c.http.CloseIdleConnections() }
 
 // Name is "stripe".
 func (c *Connector) Name() string { return processor.NameStripe }
