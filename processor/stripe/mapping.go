@@ -32,7 +32,7 @@ func toStripeAmount(minor int64, currency string) (int64, error) {
 		}
 		return minor * 100, nil
 	case threeDecimal[cur] && minor%10 != 0:
-		return 0, fmt.Errorf("Stripe takes %s amounts in multiples of 0.010", cur)
+		return 0, fmt.Errorf("%s amounts must be multiples of 0.010 at Stripe", cur)
 	}
 	return minor, nil
 }
