@@ -15,21 +15,9 @@ import (
 // These tests speak plain HTTP to the double, not through stripe-go, so
 // they check its semantics independently of the connector it tests.
 
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *fakeClock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
-
-func start(t *testing.T, opts Options) (*Double, *fakeClock) {
+func start(t *testing.T, opts Options) (*Double, *ManualClock) {
 	t.Helper()
-	c := &fakeClock{now: time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)}
+	c := NewManualClock(time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC))
 	if opts.Clock == nil {
 		opts.Clock = c.Now
 	}

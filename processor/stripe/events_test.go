@@ -15,7 +15,7 @@ import (
 const secret = "whsec_test_secret"
 
 // eventsOf runs a life through the double and returns its events by type.
-func eventsOf(t testing.TB) (map[string][]stripedouble.Event, *stripedouble.Double, *fakeClock) {
+func eventsOf(t testing.TB) (map[string][]stripedouble.Event, *stripedouble.Double, *stripedouble.ManualClock) {
 	conn, d, clock := setup(t, stripedouble.Options{RefundsPending: true})
 	ctx := context.Background()
 	p, _ := conn.CreatePayment(ctx, cardReq("cmpay_1", "pay_1", "pm_card_visa", true))

@@ -3,7 +3,6 @@ package stripe
 import (
 	"context"
 	"errors"
-	"sync"
 	"testing"
 	"time"
 
@@ -11,22 +10,10 @@ import (
 	"github.com/cmpay/cmpay/processor"
 )
 
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *fakeClock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
-
 // setup starts a double and a connector (the real stripe-go client) on it.
-func setup(t testing.TB, opts stripedouble.Options) (*Connector, *stripedouble.Double, *fakeClock) {
+func setup(t testing.TB, opts stripedouble.Options) (*Connector, *stripedouble.Double, *stripedouble.ManualClock) {
 	t.Helper()
-	c := &fakeClock{now: time.Now().UTC().Truncate(time.Second)}
+	c := stripedouble.NewManualClock(time.Now().UTC().Truncate(time.Second))
 	opts.Clock = c.Now
 	d := stripedouble.New(opts)
 	t.Cleanup(d.Close)
