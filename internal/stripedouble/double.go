@@ -341,9 +341,11 @@ func (d *Double) write(w http.ResponseWriter, r *http.Request, fault Fault, ep E
 	if fault.Kind == Delay {
 		wait(r, fault.Delay)
 	}
-	d.mu.Lock()
-	e.answer, e.executing = a, false
-	d.mu.Unlock()
+	if e != nil { // nil: a request without a key stores nothing
+		d.mu.Lock()
+		e.answer, e.executing = a, false
+		d.mu.Unlock()
+	}
 	d.finish(w, r, fault, a)
 }
 

@@ -107,6 +107,19 @@ func TestKeyMismatch(t *testing.T) {
 	}
 }
 
+// Without a key every request executes.
+func TestNoKeyNoReplay(t *testing.T) {
+	d, _ := start(t, Options{})
+	for range 2 {
+		if r := do(context.Background(), d, "POST", "/v1/payment_intents", "", createForm("1050")); r.status != 200 || r.replayed {
+			t.Fatalf("%d %s", r.status, r.raw)
+		}
+	}
+	if n := len(d.IntentsFor("pay_1")); n != 2 {
+		t.Errorf("%d intents", n)
+	}
+}
+
 // A request that fails validation stores nothing: the key is still free.
 func TestValidationFailureIsNotStored(t *testing.T) {
 	d, _ := start(t, Options{})
