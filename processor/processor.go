@@ -122,6 +122,8 @@ type CaptureRequest struct {
 	Reference string
 	// AmountMinor is how much to capture, at most what is authorized.
 	AmountMinor int64
+	// Currency is the payment's ISO 4217 code, for the processor's unit.
+	Currency string
 }
 
 // CancelRequest is what CancelPayment asks for.
@@ -139,6 +141,8 @@ type RefundRequest struct {
 	// record (Stripe: metadata[cmpay_refund_id]).
 	RefundID    string
 	AmountMinor int64
+	// Currency is the payment's ISO 4217 code, for the processor's unit.
+	Currency string
 }
 
 // RequestKind names one kind of request within an operation, for the

@@ -195,7 +195,7 @@ func TestCaptureCancelRefundAlwaysSucceed(t *testing.T) {
 	ctx := context.Background()
 	p, _ := s.CreatePayment(ctx, card("cmpay_1", TokenVisa, false))
 	for _, ref := range []string{p.Reference, ""} { // "" : a payment from before references
-		c, err := s.CapturePayment(ctx, processor.CaptureRequest{IdempotencyKey: "cmpay_2", Reference: ref, AmountMinor: 500})
+		c, err := s.CapturePayment(ctx, processor.CaptureRequest{IdempotencyKey: "cmpay_2", Reference: ref, AmountMinor: 500, Currency: "BRL"})
 		if err != nil || c.State != processor.PaymentCaptured || c.CapturedMinor != 500 {
 			t.Errorf("capture %q: %+v %v", ref, c, err)
 		}
@@ -203,7 +203,7 @@ func TestCaptureCancelRefundAlwaysSucceed(t *testing.T) {
 		if err != nil || x.State != processor.PaymentCanceled {
 			t.Errorf("cancel %q: %+v %v", ref, x, err)
 		}
-		r, err := s.RefundPayment(ctx, processor.RefundRequest{IdempotencyKey: "cmpay_4", PaymentReference: ref, RefundID: "ref_1", AmountMinor: 300})
+		r, err := s.RefundPayment(ctx, processor.RefundRequest{IdempotencyKey: "cmpay_4", PaymentReference: ref, RefundID: "ref_1", AmountMinor: 300, Currency: "BRL"})
 		if err != nil || r.State != processor.RefundSucceeded || r.AmountMinor != 300 || r.RefundID != "ref_1" {
 			t.Errorf("refund %q: %+v %v", ref, r, err)
 		}

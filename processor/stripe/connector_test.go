@@ -17,11 +17,11 @@ func TestCardLifecycle(t *testing.T) {
 	if err != nil || p.State != processor.PaymentAuthorized || p.PaymentID != "pay_1" || p.AmountMinor != 1050 || p.Currency != "BRL" {
 		t.Fatalf("create: %+v %v", p, err)
 	}
-	c, err := conn.CapturePayment(ctx, processor.CaptureRequest{IdempotencyKey: "cmpay_op2", Reference: p.Reference, AmountMinor: 1000})
+	c, err := conn.CapturePayment(ctx, processor.CaptureRequest{IdempotencyKey: "cmpay_op2", Reference: p.Reference, AmountMinor: 1000, Currency: "BRL"})
 	if err != nil || c.State != processor.PaymentCaptured || c.CapturedMinor != 1000 {
 		t.Fatalf("capture: %+v %v", c, err)
 	}
-	r, err := conn.RefundPayment(ctx, processor.RefundRequest{IdempotencyKey: "cmpay_op3", PaymentReference: p.Reference, RefundID: "ref_1", AmountMinor: 400})
+	r, err := conn.RefundPayment(ctx, processor.RefundRequest{IdempotencyKey: "cmpay_op3", PaymentReference: p.Reference, RefundID: "ref_1", AmountMinor: 400, Currency: "BRL"})
 	if err != nil || r.State != processor.RefundSucceeded || r.AmountMinor != 400 || r.RefundID != "ref_1" || r.PaymentReference != p.Reference {
 		t.Fatalf("refund: %+v %v", r, err)
 	}
@@ -57,7 +57,7 @@ func TestCaptureAtOnceAndCancel(t *testing.T) {
 		t.Fatalf("cancel: %+v %v", x, err)
 	}
 	// Capturing a canceled intent is refused, with Stripe's code.
-	_, err = conn.CapturePayment(ctx, processor.CaptureRequest{IdempotencyKey: "cmpay_d", Reference: p.Reference, AmountMinor: 1050})
+	_, err = conn.CapturePayment(ctx, processor.CaptureRequest{IdempotencyKey: "cmpay_d", Reference: p.Reference, AmountMinor: 1050, Currency: "BRL"})
 	if pe := asError(t, err); !pe.Refused() || pe.Code != "payment_intent_unexpected_state" {
 		t.Errorf("capture after cancel: %v", err)
 	}
@@ -162,8 +162,8 @@ func TestPendingRefunds(t *testing.T) {
 	conn, d, _ := setup(t, stripedouble.Options{RefundsPending: true})
 	ctx := context.Background()
 	p, _ := conn.CreatePayment(ctx, cardReq("cmpay_1", "pay_1", "pm_card_visa", true))
-	ok, _ := conn.RefundPayment(ctx, processor.RefundRequest{IdempotencyKey: "cmpay_2", PaymentReference: p.Reference, RefundID: "r1", AmountMinor: 500})
-	bad, _ := conn.RefundPayment(ctx, processor.RefundRequest{IdempotencyKey: "cmpay_3", PaymentReference: p.Reference, RefundID: "r2", AmountMinor: 500})
+	ok, _ := conn.RefundPayment(ctx, processor.RefundRequest{IdempotencyKey: "cmpay_2", PaymentReference: p.Reference, RefundID: "r1", AmountMinor: 500, Currency: "BRL"})
+	bad, _ := conn.RefundPayment(ctx, processor.RefundRequest{IdempotencyKey: "cmpay_3", PaymentReference: p.Reference, RefundID: "r2", AmountMinor: 500, Currency: "BRL"})
 	if ok.State != processor.RefundPending || bad.State != processor.RefundPending {
 		t.Fatalf("not pending: %+v %+v", ok, bad)
 	}
@@ -177,14 +177,27 @@ func TestPendingRefunds(t *testing.T) {
 	}
 }
 
-// ISK is counted in hundredths at Stripe.
+// ISK is counted in hundredths at Stripe: creates, captures and refunds
+// convert, and answers convert back.
 func TestAmountUnits(t *testing.T) {
 	conn, d, _ := setup(t, stripedouble.Options{})
-	req := cardReq("cmpay_isk", "pay_isk", "pm_card_visa", true)
+	ctx := context.Background()
+	req := cardReq("cmpay_isk", "pay_isk", "pm_card_visa", false)
 	req.Currency, req.AmountMinor = "ISK", 500
-	p, err := conn.CreatePayment(context.Background(), req)
-	if err != nil || p.AmountMinor != 500 || p.CapturedMinor != 500 || d.Ledger(p.Reference).Amount != 50000 {
-		t.Errorf("%+v %v ledger %+v", p, err, d.Ledger(p.Reference))
+	p, err := conn.CreatePayment(ctx, req)
+	if err != nil || p.AmountMinor != 500 || d.Ledger(p.Reference).Amount != 50000 {
+		t.Fatalf("%+v %v ledger %+v", p, err, d.Ledger(p.Reference))
+	}
+	c, err := conn.CapturePayment(ctx, processor.CaptureRequest{IdempotencyKey: "cmpay_c", Reference: p.Reference, AmountMinor: 400, Currency: "ISK"})
+	if err != nil || c.CapturedMinor != 400 || d.Ledger(p.Reference).Captured != 40000 {
+		t.Fatalf("capture %+v %v ledger %+v", c, err, d.Ledger(p.Reference))
+	}
+	r, err := conn.RefundPayment(ctx, processor.RefundRequest{IdempotencyKey: "cmpay_r", PaymentReference: p.Reference, AmountMinor: 100, Currency: "ISK"})
+	if err != nil || r.AmountMinor != 100 || d.Ledger(p.Reference).Refunded != 10000 {
+		t.Fatalf("refund %+v %v ledger %+v", r, err, d.Ledger(p.Reference))
+	}
+	if _, err := conn.RefundPayment(ctx, processor.RefundRequest{IdempotencyKey: "cmpay_r2", PaymentReference: p.Reference, AmountMinor: 100}); !asError(t, err).Refused() {
+		t.Errorf("a refund without its currency was sent: %v", err)
 	}
 }
 

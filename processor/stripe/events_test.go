@@ -19,7 +19,7 @@ func eventsOf(t testing.TB) (map[string][]stripedouble.Event, *stripedouble.Doub
 	conn, d, clock := setup(t, stripedouble.Options{RefundsPending: true})
 	ctx := context.Background()
 	p, _ := conn.CreatePayment(ctx, cardReq("cmpay_1", "pay_1", "pm_card_visa", true))
-	r, _ := conn.RefundPayment(ctx, processor.RefundRequest{IdempotencyKey: "cmpay_2", PaymentReference: p.Reference, RefundID: "ref_1", AmountMinor: 300})
+	r, _ := conn.RefundPayment(ctx, processor.RefundRequest{IdempotencyKey: "cmpay_2", PaymentReference: p.Reference, RefundID: "ref_1", AmountMinor: 300, Currency: "BRL"})
 	if err := d.SettleRefund(r.Reference, true, ""); err != nil {
 		t.Fatal(err)
 	}

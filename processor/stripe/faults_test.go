@@ -77,7 +77,7 @@ var writeCases = map[string]writeCase{
 		endpoint: stripedouble.CapturePaymentIntent,
 		prepare:  authorized,
 		send: func(ctx context.Context, conn *Connector, ref string) (string, error) {
-			p, err := conn.CapturePayment(ctx, processor.CaptureRequest{IdempotencyKey: "cmpay_op", Reference: ref, AmountMinor: 1000})
+			p, err := conn.CapturePayment(ctx, processor.CaptureRequest{IdempotencyKey: "cmpay_op", Reference: ref, AmountMinor: 1000, Currency: "BRL"})
 			return string(p.State), err
 		},
 		read: readPayment,
@@ -105,7 +105,7 @@ var writeCases = map[string]writeCase{
 		endpoint: stripedouble.CreateRefund,
 		prepare:  captured,
 		send: func(ctx context.Context, conn *Connector, ref string) (string, error) {
-			r, err := conn.RefundPayment(ctx, processor.RefundRequest{IdempotencyKey: "cmpay_op", PaymentReference: ref, RefundID: "ref_op", AmountMinor: 700})
+			r, err := conn.RefundPayment(ctx, processor.RefundRequest{IdempotencyKey: "cmpay_op", PaymentReference: ref, RefundID: "ref_op", AmountMinor: 700, Currency: "BRL"})
 			return string(r.State), err
 		},
 		read: func(ctx context.Context, conn *Connector, ref string) (string, error) {
@@ -219,7 +219,7 @@ func TestReadFaults(t *testing.T) {
 			t.Run(string(ep)+"/"+fault.String(), func(t *testing.T) {
 				conn, d, _ := setup(t, stripedouble.Options{})
 				pi := captured(t, conn)
-				re, err := conn.RefundPayment(context.Background(), processor.RefundRequest{IdempotencyKey: "cmpay_r", PaymentReference: pi, AmountMinor: 1})
+				re, err := conn.RefundPayment(context.Background(), processor.RefundRequest{IdempotencyKey: "cmpay_r", PaymentReference: pi, AmountMinor: 1, Currency: "BRL"})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -247,7 +247,7 @@ func TestTransportResends(t *testing.T) {
 	conn, d, _ := setup(t, stripedouble.Options{})
 	ref := authorized(t, conn) // warms a kept-alive connection
 	d.FailNext(stripedouble.CapturePaymentIntent, stripedouble.Fault{Kind: stripedouble.DropResponse})
-	p, err := conn.CapturePayment(context.Background(), processor.CaptureRequest{IdempotencyKey: "cmpay_c", Reference: ref, AmountMinor: 1050})
+	p, err := conn.CapturePayment(context.Background(), processor.CaptureRequest{IdempotencyKey: "cmpay_c", Reference: ref, AmountMinor: 1050, Currency: "BRL"})
 	if err != nil || p.State != processor.PaymentCaptured {
 		t.Fatalf("%+v %v", p, err)
 	}

@@ -173,11 +173,12 @@ func (c *Connector) CapturePayment(ctx context.Context, req processor.CaptureReq
 	if req.Reference == "" {
 		return processor.Payment{}, invalid("capture", "no payment reference")
 	}
-	p := &stripeapi.PaymentIntentCaptureParams{}
-	p.SetIdempotencyKey(processor.RequestKey(req.IdempotencyKey, ""))
-	if req.AmountMinor > 0 {
-		p.AmountToCapture = stripeapi.Int64(req.AmountMinor)
+	amount, err := toStripeAmount(req.AmountMinor, req.Currency)
+	if err != nil {
+		return processor.Payment{}, invalid("capture", err.Error())
 	}
+	p := &stripeapi.PaymentIntentCaptureParams{AmountToCapture: stripeapi.Int64(amount)}
+	p.SetIdempotencyKey(processor.RequestKey(req.IdempotencyKey, ""))
 	pi, err := call(ctx, c, "capture", func(ctx context.Context) (*stripeapi.PaymentIntent, error) {
 		return c.client.V1PaymentIntents.Capture(ctx, req.Reference, p)
 	})
@@ -224,11 +225,15 @@ func (c *Connector) RefundPayment(ctx context.Context, req processor.RefundReque
 	if err := processor.ValidateKey(req.IdempotencyKey); err != nil {
 		return processor.Refund{}, invalid("refund", err.Error())
 	}
-	if req.PaymentReference == "" || req.AmountMinor <= 0 {
-		return processor.Refund{}, invalid("refund", "a refund needs a payment reference and a positive amount")
+	if req.PaymentReference == "" {
+		return processor.Refund{}, invalid("refund", "a refund needs a payment reference")
+	}
+	amount, err := toStripeAmount(req.AmountMinor, req.Currency)
+	if err != nil {
+		return processor.Refund{}, invalid("refund", err.Error())
 	}
 	p := &stripeapi.RefundCreateParams{PaymentIntent: stripeapi.String(req.PaymentReference),
-		Amount: stripeapi.Int64(req.AmountMinor)}
+		Amount: stripeapi.Int64(amount)}
 	p.AddMetadata("cmpay_refund_id", req.RefundID)
 	p.SetIdempotencyKey(processor.RequestKey(req.IdempotencyKey, ""))
 	re, err := call(ctx, c, "refund", func(ctx context.Context) (*stripeapi.Refund, error) {

@@ -46,13 +46,13 @@ func TestRequestShapesAgainstStripeMock(t *testing.T) {
 				AmountMinor: 1050, Currency: "BRL", Method: processor.MethodBoleto, PaymentMethodToken: "pm_123", Capture: true}))
 		},
 		"capture": func() error {
-			return second(conn.CapturePayment(ctx, processor.CaptureRequest{IdempotencyKey: "cmpay_5", Reference: "pi_123", AmountMinor: 100}))
+			return second(conn.CapturePayment(ctx, processor.CaptureRequest{IdempotencyKey: "cmpay_5", Reference: "pi_123", AmountMinor: 100, Currency: "BRL"}))
 		},
 		"cancel": func() error {
 			return second(conn.CancelPayment(ctx, processor.CancelRequest{IdempotencyKey: "cmpay_6", Reference: "pi_123"}))
 		},
 		"refund": func() error {
-			return second(conn.RefundPayment(ctx, processor.RefundRequest{IdempotencyKey: "cmpay_7", PaymentReference: "pi_123", RefundID: "ref_7", AmountMinor: 100}))
+			return second(conn.RefundPayment(ctx, processor.RefundRequest{IdempotencyKey: "cmpay_7", PaymentReference: "pi_123", RefundID: "ref_7", AmountMinor: 100, Currency: "BRL"}))
 		},
 		"get":          func() error { return second(conn.GetPayment(ctx, "pi_123")) },
 		"search":       func() error { return second(conn.FindPayments(ctx, "pay_1")) },
