@@ -63,7 +63,7 @@ export interface CMPayClientOptions {
   retry?: RetryOptions;
   /** The fetch to use; default globalThis.fetch. */
   fetch?: typeof fetch;
-  /** A WebSocket class for subscriptions (Node.js 20 has none: pass the `ws` package's); without one, SSE is used. */
+  /** A WebSocket class for subscriptions (Node.js 20 has none: pass the `ws` package's); without one, or with false, SSE is used. */
   webSocketImpl?: unknown;
   /** How often waitForSettled reads the payment when no event comes; default 5 s. */
   pollIntervalMs?: number;

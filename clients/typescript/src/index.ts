@@ -3,7 +3,7 @@
 export { CMPayClient } from './client.js';
 export type { CMPayClientOptions, ResumedOperation, WaitOptions } from './client.js';
 export { memoryStorage, fileStorage, indexedDBStorage, defaultStorage } from './storage.js';
-export type { PendingStorage, IndexedDBStorageOptions } from './storage.js';
+export type { PendingStorage, SyncPendingStorage, IndexedDBStorageOptions } from './storage.js';
 export {
   CMPayError,
   KeyReusedError,

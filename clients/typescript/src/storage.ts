@@ -23,8 +23,13 @@ export interface PendingStorage {
   remove(idempotencyKey: string): void | Promise<void>;
 }
 
+/** A PendingStorage whose load answers at once (memory, file): pending() then works right after the client is made. */
+export interface SyncPendingStorage extends PendingStorage {
+  load(): PendingOperation[];
+}
+
 /** memoryStorage keeps operations in memory: for tests, and for callers that keep them elsewhere. Share one between clients to stand for a reload. */
-export function memoryStorage(): PendingStorage {
+export function memoryStorage(): SyncPendingStorage {
   const ops = new Map<string, PendingOperation>();
   return {
     load: () => [...ops.values()].map((op) => structuredClone(op)),
@@ -91,7 +96,7 @@ function parseFile(text: string, path: string): PendingOperation[] {
  * the new one. Changes are read-modify-write, serialized within the process;
  * give each process its own file.
  */
-export function fileStorage(path: string): PendingStorage {
+export function fileStorage(path: string): SyncPendingStorage {
   const fs = nodeModule<NodeFS>('node:fs');
   const { dirname } = nodeModule<NodePath>('node:path');
   let queue: Promise<unknown> = Promise.resolve();
