@@ -146,6 +146,10 @@ export class CMPayClient {
   // One request loop per key at a time: a resume and a call for the same
   // operation share it.
   #inflight = new Map<string, Promise<PaymentResult>>();
+  // Operations whose put has not resolved yet, and that put: a second call
+  // with the same parameters waits for it instead of minting another key.
+  #starting = new Map<string, PendingOperation>();
+  #storing = new Map<string, Promise<void>>();
   #resuming?: Promise<ResumedOperation[]>;
 
   constructor(opts: CMPayClientOptions) {
@@ -270,24 +274,13 @@ export class CMPayClient {
 
   // #begin picks the operation's key and stores it: the caller's key; else
   // the key of a stored operation with the same parameters (the same payment
-  // entered again after a reload); else a new one.
+  // entered again after a reload, or a second click while the first is being
+  // stored); else a new one. It resolves once the key is durable.
   async #begin(wanted: Omit<PendingOperation, 'startedAt' | 'idempotencyKey'> & { idempotencyKey?: string }) {
-    const sameAs = (op: PendingOperation) => differingFields(op, wanted).length === 0;
-    if (wanted.idempotencyKey !== undefined) {
-      const held = this.#known.get(wanted.idempotencyKey);
-      if (held) {
-        const differ = differingFields(held, wanted);
-        if (differ.length > 0) {
-          throw new KeyReusedError(
-            `idempotency key ${JSON.stringify(wanted.idempotencyKey)} is stored for another ${differ.join(', ')}; nothing was sent`,
-            { code: 'IDEMPOTENCY_KEY_REUSED', differingFields: differ, local: true, idempotencyKey: wanted.idempotencyKey },
-          );
-        }
-        return held;
-      }
-    } else {
-      const held = [...this.#known.values()].find(sameAs);
-      if (held) return held;
+    const held = this.#held(wanted);
+    if (held) {
+      await this.#storing.get(held.idempotencyKey);
+      return held;
     }
     const op = {
       operation: wanted.operation,
@@ -295,18 +288,47 @@ export class CMPayClient {
       idempotencyKey: wanted.idempotencyKey ?? this.#newKey(),
       startedAt: new Date(this.#clock.now()).toISOString(),
     } as PendingOperation;
-    try {
-      await this.#storage.put(op);
-    } catch (err) {
-      throw new StorageError('could not store the idempotency key; nothing was sent', {
-        code: 'STORAGE_FAILED',
-        idempotencyKey: op.idempotencyKey,
-        cause: err,
+    const key = op.idempotencyKey;
+    const stored = Promise.resolve()
+      .then(() => this.#storage.put(op))
+      .then(
+        () => {
+          this.#known.set(key, op);
+          this.#onStored?.(structuredClone(op));
+        },
+        (err: unknown) => {
+          throw new StorageError('could not store the idempotency key; nothing was sent', {
+            code: 'STORAGE_FAILED',
+            idempotencyKey: key,
+            cause: err,
+          });
+        },
+      )
+      .finally(() => {
+        this.#starting.delete(key);
+        this.#storing.delete(key);
       });
-    }
-    this.#known.set(op.idempotencyKey, op);
-    this.#onStored?.(structuredClone(op));
+    this.#starting.set(key, op);
+    this.#storing.set(key, stored);
+    await stored;
     return op;
+  }
+
+  // #held finds the operation a call must join: the one stored, or being
+  // stored, under the caller's key (refusing other parameters under it), or
+  // without a caller's key one with the same parameters.
+  #held(wanted: Omit<PendingOperation, 'startedAt' | 'idempotencyKey'> & { idempotencyKey?: string }) {
+    const all = [...this.#known.values(), ...this.#starting.values()];
+    if (wanted.idempotencyKey === undefined) return all.find((op) => differingFields(op, wanted).length === 0);
+    const held = all.find((op) => op.idempotencyKey === wanted.idempotencyKey);
+    const differ = held ? differingFields(held, wanted) : [];
+    if (differ.length > 0) {
+      throw new KeyReusedError(
+        `idempotency key ${JSON.stringify(wanted.idempotencyKey)} is stored for another ${differ.join(', ')}; nothing was sent`,
+        { code: 'IDEMPOTENCY_KEY_REUSED', differingFields: differ, local: true, idempotencyKey: wanted.idempotencyKey },
+      );
+    }
+    return held;
   }
 
   #execute(op: PendingOperation, signal?: AbortSignal): Promise<PaymentResult> {

@@ -15,7 +15,7 @@ import type { PendingOperation } from '../../dist/index.js';
 import { checkExactlyOnce, paymentsOf } from './check.js';
 
 const rounds = Number(process.env.CMPAY_TS_BROWSER_ROUNDS ?? process.env.CMPAY_TS_ROUNDS ?? 160);
-const batch = 40;
+const batch = 20;
 
 function findChromium(): string | undefined {
   return [process.env.CHROMIUM_PATH, '/usr/bin/chromium', '/usr/bin/chromium-browser'].find((p) => p && existsSync(p));

@@ -13,7 +13,7 @@ import type { PendingOperation } from '../../dist/index.js';
 import { checkExactlyOnce } from './check.js';
 
 const rounds = Number(process.env.CMPAY_TS_NODE_ROUNDS ?? process.env.CMPAY_TS_ROUNDS ?? 40);
-const batch = 10;
+const batch = 5;
 const payer = fileURLToPath(new URL('./payer.mjs', import.meta.url));
 
 interface Outcome {
@@ -76,14 +76,20 @@ describe(`payer processes killed mid-request (${rounds} rounds)`, () => {
     PAYER_JOURNAL: join(dir, 'journal.ndjson'),
   };
   let spanMs = 0;
+  let kills = 0;
 
   test('a payer left alone pays and refunds once', async () => {
-    // Also measures how long a payer's work takes: the kills fall in it.
-    const clientId = `${run}-calibration`;
-    const o = await runPayer({ ...env, PAYER_INTENT: JSON.stringify({ clientId }) });
-    expect(o.out).toContain('done []');
-    spanMs = o.ranMs;
-    expect(await checkExactlyOnce([clientId], journalOps(env.PAYER_JOURNAL).stored)).toEqual([]);
+    // Also measures how long a payer's work takes (the median of three):
+    // the kills fall in it.
+    const clientIds = [0, 1, 2].map((i) => `${run}-calibration-${i}`);
+    const spans: number[] = [];
+    for (const clientId of clientIds) {
+      const o = await runPayer({ ...env, PAYER_INTENT: JSON.stringify({ clientId }) });
+      expect(o.out).toContain('done []');
+      spans.push(o.ranMs);
+    }
+    spanMs = spans.sort((a, b) => a - b)[1];
+    expect(await checkExactlyOnce(clientIds, journalOps(env.PAYER_JOURNAL).stored)).toEqual([]);
   });
 
   for (let from = 0; from < rounds; from += batch) {
@@ -91,11 +97,10 @@ describe(`payer processes killed mid-request (${rounds} rounds)`, () => {
     test(`rounds ${from + 1}-${to}: killed at a random moment, resumed by the next payer`, async () => {
       const clientIds: string[] = [];
       const foundAfterKill: PendingOperation[] = [];
-      let kills = 0;
       for (let r = from; r < to; r++) {
         const clientId = `${run}-${r}`;
         clientIds.push(clientId);
-        const o = await runPayer({ ...env, PAYER_INTENT: JSON.stringify({ clientId }) }, Math.random() * spanMs * 1.2);
+        const o = await runPayer({ ...env, PAYER_INTENT: JSON.stringify({ clientId }) }, Math.random() * spanMs);
         if (o.killed) {
           kills++;
           // A key stored just before the kill may not have reached the
@@ -111,9 +116,11 @@ describe(`payer processes killed mid-request (${rounds} rounds)`, () => {
       const { stored, errors } = journalOps(env.PAYER_JOURNAL);
       expect(errors).toEqual([]);
       expect(await checkExactlyOnce(clientIds, [...stored, ...foundAfterKill])).toEqual([]);
-      // The rounds must have tested something: most payers were killed mid-work.
-      expect(kills).toBeGreaterThan((to - from) / 2);
-      console.log(`rounds ${from + 1}-${to}: ${kills} payers killed; a payer's work takes ${spanMs.toFixed(0)} ms`);
     });
   }
+
+  test('the rounds tested something: most payers were killed before they finished', () => {
+    console.log(`${kills} of ${rounds} payers killed; a payer's work takes ${spanMs.toFixed(0)} ms`);
+    expect(kills).toBeGreaterThan(rounds / 2);
+  });
 });

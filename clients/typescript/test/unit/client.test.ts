@@ -195,3 +195,17 @@ describe('answers still in flight at the processor (contract v3)', () => {
     expect((await c.waitForSettled('p10')).status).toBe('CAPTURED');
   });
 });
+
+describe('a double click', () => {
+  test('two calls with the same parameters at once make one request with one key', async () => {
+    const storage = memoryStorage();
+    // A storage that takes a while to write, as IndexedDB does.
+    const slow = { ...storage, put: async (op: Parameters<typeof storage.put>[0]) => { await new Promise((r) => setTimeout(r, 20)); storage.put(op); } };
+    const transport = scriptedTransport([(req) => created(String(req.variables.idempotencyKey))]);
+    const c = client(slow, transport);
+    const [a, b] = await Promise.all([c.createPayment(input), c.createPayment({ ...input, amount: '10.5' })]);
+    expect(transport.requests).toHaveLength(1);
+    expect(a.payment.id).toBe(b.payment.id);
+    expect(a.idempotencyKey).toBe(b.idempotencyKey);
+  });
+});
