@@ -5,8 +5,9 @@
 //
 // Both libraries are imported when the first subscription opens, not when
 // the client loads: graphql-sse's entry point pulls in graphql-js (for its
-// server half): loading the client cost a Node process 0.26 s of CPU with
-// them and 0.04 s without, and most processes that pay never subscribe.
+// server half): loading the client cost a Node process about 0.26 s of CPU
+// with them and 0.06 s without (docs/benchmarks/2026-12-04-ts-client-load.md),
+// and most processes that pay never subscribe.
 import type { Client as WsClient } from 'graphql-ws/client';
 import type { Client as SseClient } from 'graphql-sse';
 import type { GraphQLErrorBody } from './errors.js';
