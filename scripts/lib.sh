@@ -83,10 +83,17 @@ ensure_chromium() {
 }
 
 # ensure_node installs Node.js where missing, then the pinned npm packages
-# of the GraphQL over HTTP audit (scripts/graphql-http-audit).
+# of the GraphQL over HTTP audit (scripts/graphql-http-audit). The
+# TypeScript client (clients/typescript) needs Node.js 20.19 or newer, as
+# vite 8 under its tests does: an older one (Debian 12's package is 18) is
+# refused here with that reason rather than failing somewhere in npm.
 ensure_node() {
   if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
     apt_install nodejs npm
+  fi
+  if ! node -e 'const [a, b] = process.versions.node.split(".").map(Number); process.exit(a > 20 || (a === 20 && b >= 19) ? 0 : 1)'; then
+    echo "Node.js $(node --version) is too old: clients/typescript needs 20.19 or newer" >&2
+    return 1
   fi
   if [ ! -d scripts/graphql-http-audit/node_modules/graphql-http ]; then
     log "installing the graphql-http audit (npm ci)"

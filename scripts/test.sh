@@ -2,8 +2,8 @@
 # Runs every check and test of CMPay, exactly as CI does (.ci/run calls it).
 # It starts and installs what the tests need by itself: a throwaway
 # PostgreSQL server unless CMPAY_TEST_DATABASE_URL names one, Chromium for
-# the real-browser tests, Node.js and the graphql-http audit package
-# (apt-get and npm where missing).
+# the real-browser tests, Node.js and the npm packages of the graphql-http
+# audit and of the TypeScript client (apt-get and npm where missing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
@@ -12,6 +12,11 @@ start=$(date +%s)
 ensure_postgres
 ensure_chromium
 ensure_node
+
+# The client's packages come from its lock file, fresh: the freshness check
+# below runs its codegen, and its tests run after Go's.
+log "installing the TypeScript client's packages (npm ci in clients/typescript)"
+npm ci --silent --no-audit --no-fund --prefix clients/typescript
 
 log "generated code is fresh"
 scripts/check-generated.sh
@@ -28,6 +33,12 @@ go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 
 log "go test -race"
 go test -race -count=1 -timeout 20m ./...
+
+# Its tests build the server (go build, into a temporary folder) and run it
+# on SQLite: unit tests, processes killed mid-request, and Chromium pages
+# reloaded or cut off mid-request (clients/typescript/README.md, "Tests").
+log "TypeScript client: npm run build && npm test (clients/typescript)"
+(cd clients/typescript && npm run build && npm test)
 
 # Each fuzz target explores beyond its seed corpus for about five seconds
 # of this machine's work, budgeted in executions (-fuzztime Nx), not time:
