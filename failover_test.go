@@ -41,7 +41,8 @@ const failoverDeadline = 15 * time.Second
 // The standby is promoted right after the kill, as a failover manager
 // would once it has decided; the window measured is what CMPay and
 // PostgreSQL add to the manager's own detection time (Patroni: up to its
-// ttl, 30 s by default). It is logged and recorded in BENCHMARKS.md. Both
+// ttl, 30 s by default). It is logged and recorded in
+// docs/benchmarks/2026-12-02-failover.md. Both
 // servers run PostgreSQL's defaults otherwise, so the promotion takes
 // either a few hundred milliseconds or about five seconds: a standby that
 // has just lost its stream waits wal_retrieve_retry_interval (5 s) before

@@ -1,6 +1,7 @@
 // Command cmpay is the CMPay payment API server: an idempotent
 // createPayment over GraphQL (and REST), on PostgreSQL or an embedded
-// SQLite file. Configuration comes from the environment; see README.md.
+// SQLite file. Configuration comes from the environment; see
+// docs/operations/configuration.md.
 // With arguments it runs a command instead (cli.go): `cmpay tokens …`.
 package main
 
@@ -56,9 +57,9 @@ func main() {
 // is. The live heap is small (1-2 MB under load), so the collector's goal
 // is its floor, 4 MB times GOGC/100: at GOGC=200 an 8 MB goal meant about
 // four collections per 1,000 requests, and GOGC=400's 16 MB floor cut the
-// CPU per request by 3-5% (BENCHMARKS.md, "The collector's floor"), with
-// the process near 50 MB. The limit makes the collector work harder as
-// Go's heap nears 64 MiB, should the live heap ever grow that far.
+// CPU per request by 3-5% (docs/benchmarks/2026-12-03-collector-floor.md),
+// with the process near 50 MB. The limit makes the collector work harder
+// as Go's heap nears 64 MiB, should the live heap ever grow that far.
 func tuneGC() {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(400)

@@ -307,7 +307,8 @@ func writeProblem(w http.ResponseWriter, r *http.Request, e apierror.Error) {
 	w.Header().Set("Content-Type", "application/problem+json")
 	if e.Status == http.StatusServiceUnavailable {
 		// The database is down or failing over; a failover takes seconds
-		// (README, "High availability"), so a second is a fair first wait.
+		// (docs/operations/high-availability.md), so a second is a fair
+		// first wait.
 		w.Header().Set("Retry-After", retryAfterSeconds)
 	}
 	w.WriteHeader(e.Status)

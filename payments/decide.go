@@ -31,7 +31,7 @@ import (
 // is the rules below written in SQL (sql/apply_change.sql, one file that
 // both dialects run) and by a check constraint on the amounts. The rules
 // here explain a refusal and are tested against that SQL for every status,
-// operation and amount (rules_test.go).
+// operation and amount (TestLifecycleRules, in lifecycle_test.go).
 //
 // The PostgreSQL statements settle the two common verdicts themselves, in
 // the same round trip as the claim: an equal fingerprint of the current

@@ -11,8 +11,8 @@ import (
 // store is the seam between the engine and a database: everything that
 // differs between PostgreSQL (store_postgres.go) and SQLite
 // (store_sqlite.go). What both dialects run alike lives in steps.go and
-// list.go. One test suite runs against both implementations
-// (store_test.go).
+// list.go. The package's tests run against both implementations
+// (internal/dbtest's ForEach).
 type store interface {
 	// createBatch runs the creates of one batch and answers every job;
 	// if it returns an error it has answered none (the batcher then runs

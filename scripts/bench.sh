@@ -3,10 +3,10 @@
 # refundPayment over HTTP beside what PostgreSQL itself can do (pgbench), at
 # 10,000 and 1,000,000 stored payments, and the SQLite mode. Starts
 # PostgreSQL as the tests do. Takes about fifteen minutes; the results
-# replace the section of BENCHMARKS.md.
+# replace the section of docs/benchmarks/README.md.
 #   ./scripts/bench.sh                 (flags go to cmd/cmpay-bench: -duration 15s -clients 16 -capture-rate 15000 …)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
 ensure_postgres
-go run ./cmd/cmpay-bench -write BENCHMARKS.md "$@"
+go run ./cmd/cmpay-bench -write docs/benchmarks/README.md "$@"

@@ -4,8 +4,8 @@
 # creates of warm-up, then 2,000 with new keys and 2,000 replays of them,
 # 8 at a time, and prints the WAL between pg_current_wal_lsn() before and
 # after each, per request. Unlike time, WAL does not move with the
-# machine's neighbours: compare two commits with it (BENCHMARKS.md,
-# "createPayment before and after v2"). With -dump, also sums pg_waldump's
+# machine's neighbours: compare two commits with it
+# (docs/benchmarks/2026-12-03-createpayment-before-and-after-v2.md). With -dump, also sums pg_waldump's
 # records of the new keys by relation.
 #   ./scripts/wal-per-create.sh [-dump] [checkout]
 set -euo pipefail

@@ -26,8 +26,9 @@ import (
 // (SealSecrets).
 //
 // Rotation: the previous key (WEBHOOK_SECRET_KEY_PREVIOUS) only opens;
-// SealSecrets seals what it opens again under the current key. README,
-// "Webhooks", says how to roll a new key out over several instances.
+// SealSecrets seals what it opens again under the current key.
+// docs/operations/configuration.md says how to roll a new key out over
+// several instances.
 
 // KeySize is the length of a secret key: AES-256.
 const KeySize = 32

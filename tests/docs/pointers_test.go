@@ -1,0 +1,153 @@
+package docs_test
+
+import (
+	"fmt"
+	"path"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// allowed names what a comment or a document may name although the tree
+// does not hold it, each with the reason.
+var allowed = map[string]string{
+	"patroni.yml": "the name of Patroni's own configuration file, shown as an example in docs/operations/high-availability.md",
+	"docs/operations/subscriptions.md": "written on another branch at the same time as the rest of docs/; " +
+		"remove this entry once it is merged",
+}
+
+var (
+	// A repository file: a word of path characters ending in one of the
+	// extensions this repository's files have. The character before it
+	// must not make it a pattern (*.sql, %s.sql, {name}.go) or a URL path
+	// (/api/openapi.json).
+	fileRef = regexp.MustCompile(`(^|[^\w./*%{<$-])((?:\.{1,2}/)*[\w-][\w.-]*(?:/[\w.-]+)*\.(?:go|sql|sh|templ|graphqls|yml|yaml|jsx|mjs|md))\b`)
+	// A test, benchmark or fuzz target: Test, Benchmark or Fuzz and a word
+	// that starts with a capital letter.
+	testRef = regexp.MustCompile(`\b((?:Test|Benchmark|Fuzz)[A-Z]\w*)`)
+	// A Markdown link to something relative: [text](target) or
+	// [text](target#anchor), not a URL and not an anchor alone.
+	linkRef = regexp.MustCompile(`\]\(([^)#\s:]+)(?:#[^)\s]*)?\)`)
+)
+
+// TestPointersNameWhatExists fails when a Go comment or a Markdown file
+// names a repository file or a test that the tree does not hold, or when
+// a Markdown link does not lead to a file or folder.
+func TestPointersNameWhatExists(t *testing.T) {
+	t.Parallel()
+	tr := readTree(t)
+	var broken []string
+	report := func(x text, format string, args ...any) {
+		broken = append(broken, fmt.Sprintf("%s:%d: %s", x.file, x.line, fmt.Sprintf(format, args...)))
+	}
+	check := func(x text) {
+		for _, m := range fileRef.FindAllStringSubmatch(x.body, -1) {
+			if ref := m[2]; !isModulePath(ref) && !tr.hasFile(x.file, ref) {
+				report(x, "names the file %s, which the repository does not hold", ref)
+			}
+		}
+		for _, m := range testRef.FindAllStringSubmatch(x.body, -1) {
+			if name := m[1]; !tr.declared[name] && allowed[name] == "" {
+				report(x, "names the test %s, which no Go file declares", name)
+			}
+		}
+	}
+	for _, c := range tr.comments {
+		check(c)
+	}
+	for _, md := range tr.markdown {
+		for i, line := range strings.Split(md.body, "\n") {
+			x := text{file: md.file, line: i + 1, body: line}
+			check(x)
+			for _, m := range linkRef.FindAllStringSubmatch(line, -1) {
+				target := path.Clean(path.Join(path.Dir(md.file), m[1]))
+				if !tr.files[target] && !tr.dirs[target] && allowed[target] == "" {
+					report(x, "links to %s, which is not %s", m[1], target+" in the repository")
+				}
+			}
+		}
+	}
+	sort.Strings(broken)
+	for _, b := range broken {
+		t.Error(b)
+	}
+}
+
+// isModulePath reports a path whose first folder is a host name
+// (github.com/owner/repo/file.go): another repository's file.
+func isModulePath(ref string) bool {
+	first, _, ok := strings.Cut(ref, "/")
+	return ok && first != "." && first != ".." && strings.Contains(first, ".")
+}
+
+// hasFile reports whether a reference made in file from names a file of the
+// repository: as a path from the root or from from's folder, as the end of
+// a path (sql/create_batch.sql), or, written without a folder, as any
+// file's name. A reference may be loose; a name that is nowhere is wrong.
+func (tr *tree) hasFile(from, ref string) bool {
+	if allowed[ref] != "" {
+		return true
+	}
+	clean := path.Clean(ref)
+	if allowed[path.Join(path.Dir(from), clean)] != "" {
+		return true
+	}
+	if tr.files[clean] || tr.files[path.Join(path.Dir(from), clean)] {
+		return true
+	}
+	if !strings.Contains(clean, "/") {
+		return tr.basename[clean]
+	}
+	for f := range tr.files {
+		if strings.HasSuffix(f, "/"+clean) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestPointerMatcher pins what the matcher takes for a pointer and what it
+// leaves alone, so that a change to it cannot silently check nothing.
+func TestPointerMatcher(t *testing.T) {
+	t.Parallel()
+	files := func(s string) []string {
+		var out []string
+		for _, m := range fileRef.FindAllStringSubmatch(s, -1) {
+			out = append(out, m[2])
+		}
+		return out
+	}
+	cases := []struct {
+		in   string
+		want []string
+	}{
+		{"the path every request takes is payments/engine.go.", []string{"payments/engine.go"}},
+		{"(store_test.go) and `sql/create_batch.sql`", []string{"store_test.go", "sql/create_batch.sql"}},
+		{"[the engine](../../payments/engine.go)", []string{"../../payments/engine.go"}},
+		{"every sql/*.sql file, %s.sql, GET /api/openapi.json", nil},
+		{"https://github.com/owner/repo/blob/main/x.go and the *_templ.go files", nil},
+		{"cmpay.db, 10.5, v1.2.3 and example.com", nil},
+		{"github.com/ncruces/go-sqlite3/driver/driver.go", []string{"github.com/ncruces/go-sqlite3/driver/driver.go"}},
+	}
+	for _, c := range cases {
+		if got := files(c.in); strings.Join(got, " ") != strings.Join(c.want, " ") {
+			t.Errorf("files in %q: got %q, want %q", c.in, got, c.want)
+		}
+	}
+	if got := testRef.FindAllString("TestFailover (failover_test.go), BenchmarkCreate/sqlite; Testing, testify", -1); strings.Join(got, " ") != "TestFailover BenchmarkCreate" {
+		t.Errorf("tests: got %q", got)
+	}
+	if !isModulePath("github.com/ncruces/go-sqlite3/driver/driver.go") || isModulePath("../payments/engine.go") {
+		t.Error("isModulePath")
+	}
+	tr := readTree(t)
+	for ref, want := range map[string]bool{
+		"payments/engine.go": true, "sql/create_batch.sql": true, "engine.go": true,
+		"store_test.go": false, "payments/nothing.go": false, "sql/engine.go": false,
+	} {
+		if got := tr.hasFile("payments/decide.go", ref); got != want {
+			t.Errorf("hasFile(%q) = %v, want %v", ref, got, want)
+		}
+	}
+}
