@@ -6,14 +6,6 @@ import (
 	"gorm.io/gorm"
 )
 
-// SequencedChannelPrefix names the PostgreSQL notification channel on
-// which the events sequencer (package events) tells every instance that it
-// numbered events, followed by the schema that holds payment_events
-// (channels are per database, and several schemas may hold a CMPay each:
-// the tests do). The payload is "<highest id>:<webhook deliveries
-// created>".
-const SequencedChannelPrefix = "cmpay_sequenced:"
-
 // migrateEvents creates, on PostgreSQL, the sequencer's record: one row per
 // pass, numbering the events whose seqs it lists first_id, first_id+1, …,
 // last_id, in that order. One row per pass rather than a write per event

@@ -55,7 +55,6 @@ package events
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -136,11 +135,9 @@ type Options struct {
 
 // Service numbers events and fans them out, on one instance.
 type Service struct {
-	db      *gorm.DB
-	sqlDB   *sql.DB
-	dialect string
-	log     *slog.Logger
-	clock   func() time.Time
+	store store
+	log   *slog.Logger
+	clock func() time.Time
 
 	retention, sweepEvery, poll time.Duration
 	buffer, maxLag              int
@@ -158,17 +155,14 @@ type Service struct {
 
 // New returns a Service over db, whose schema must be migrated.
 func New(db *gorm.DB, opts Options) (*Service, error) {
-	sqlDB, err := db.DB()
+	st, err := newStore(db)
 	if err != nil {
 		return nil, fmt.Errorf("events: %w", err)
 	}
 	s := &Service{
-		db: db, sqlDB: sqlDB, dialect: db.Dialector.Name(), log: opts.Logger, clock: opts.Now,
+		store: st, log: opts.Logger, clock: opts.Now,
 		retention: opts.Retention, sweepEvery: opts.SweepInterval, poll: opts.Poll, buffer: opts.Buffer, maxLag: opts.MaxLag,
 		wake: make(chan struct{}, 1),
-	}
-	if s.dialect != "postgres" && s.dialect != "sqlite" {
-		return nil, fmt.Errorf("events: unsupported database %q", s.dialect)
 	}
 	if s.log == nil {
 		s.log = slog.Default()
@@ -208,11 +202,10 @@ func (s *Service) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	wg.Go(func() { s.hub.run(ctx) })
 	wg.Go(func() { s.runSweeper(ctx) })
-	if s.dialect == "postgres" {
-		wg.Go(func() { s.listen(ctx) })
-	} else {
-		wg.Go(func() { s.runSQLiteSequencer(ctx) })
-	}
+	wg.Go(func() {
+		s.store.sequence(ctx, sequencing{numbered: s.hub.announce, missed: s.hub.wakeUp, leading: s.leader.Store,
+			wake: s.wake, poll: s.poll, now: s.now, log: s.log})
+	})
 	wg.Wait()
 	s.hub.closeAll(ErrClosed)
 }

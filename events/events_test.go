@@ -413,7 +413,7 @@ func TestLeaderHandOver(t *testing.T) {
 	collect(t, other, events.Filter{}, 0, 1)
 
 	// Kill the session holding the leader's lock (the key is the
-	// sequencer's, events/sequencer.go, for this test's schema).
+	// sequencer's, events/sequencer_postgres.go, for this test's schema).
 	var schema string
 	db.Gorm.Raw(`SELECT current_schema()`).Scan(&schema)
 	h := fnv.New64a()

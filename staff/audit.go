@@ -2,6 +2,7 @@ package staff
 
 import (
 	"context"
+	"embed"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/cmpay/cmpay/apitoken"
 	"github.com/cmpay/cmpay/auth"
+	"github.com/cmpay/cmpay/internal/sqlq"
 	"github.com/cmpay/cmpay/models"
 	"github.com/cmpay/cmpay/payments"
 	"github.com/cmpay/cmpay/webhooks"
@@ -88,10 +90,19 @@ type Entry struct {
 	Payment bool
 }
 
-// appendEntry writes e in tx: the caller's transaction, so that the entry
-// commits or rolls back with what it records. at is the entry's time.
+// appendEntry writes an entry in tx: the caller's transaction, so that the
+// entry commits or rolls back with what it records. at is the entry's time.
 func appendEntry(tx *gorm.DB, at time.Time, who Actor, action Action, target, outcome, detail string) error {
-	row := models.StaffAuditEntry{
+	row := storedEntry(at, who, action, target, outcome, detail)
+	if err := tx.Create(&row).Error; err != nil {
+		return fmt.Errorf("write audit entry: %w", err)
+	}
+	return nil
+}
+
+// storedEntry is an entry as stored, its fields cut to their columns' sizes.
+func storedEntry(at time.Time, who Actor, action Action, target, outcome, detail string) models.StaffAuditEntry {
+	return models.StaffAuditEntry{
 		At:      at,
 		Actor:   clip(who.Username, 100),
 		Address: clip(who.Address, 64),
@@ -100,7 +111,21 @@ func appendEntry(tx *gorm.DB, at time.Time, who Actor, action Action, target, ou
 		Outcome: outcome,
 		Detail:  clip(detail, 1000),
 	}
-	if err := tx.Create(&row).Error; err != nil {
+}
+
+//go:embed sql/common.sql
+var sqlFiles embed.FS
+
+// statements are the staff package's SQL (sql/common.sql), for what is
+// written in another package's transaction, which hands over a
+// sqlq.Runner.
+var statements = sqlq.MustLoad(sqlFiles, "sql/common.sql")
+
+// appendEntryIn writes an entry in tx, another package's transaction.
+func appendEntryIn(ctx context.Context, tx sqlq.Runner, at time.Time, who Actor, action Action, target, outcome, detail string) error {
+	r := storedEntry(at, who, action, target, outcome, detail)
+	_, err := tx.Exec(ctx, statements.SQL("insert_audit_entry"), r.At, r.Actor, r.Address, r.Action, r.Target, r.Outcome, r.Detail)
+	if err != nil {
 		return fmt.Errorf("write audit entry: %w", err)
 	}
 	return nil
@@ -126,12 +151,12 @@ const auditWriteTimeout = 5 * time.Second
 // resend that found the delivery not failed is recorded as failed: it
 // changed nothing.
 func (s *Store) ResendAudit(who Actor, deliveryID int64) webhooks.Audit {
-	return func(tx *gorm.DB, changed bool) error {
+	return func(ctx context.Context, tx sqlq.Runner, changed bool) error {
 		outcome, detail := OutcomeOK, "sent again"
 		if !changed {
 			outcome, detail = OutcomeFailed, "not a failed delivery: nothing changed"
 		}
-		return appendEntry(tx, s.now(), who, ActWebhookResend, "delivery "+strconv.FormatInt(deliveryID, 10), outcome, detail)
+		return appendEntryIn(ctx, tx, s.now(), who, ActWebhookResend, "delivery "+strconv.FormatInt(deliveryID, 10), outcome, detail)
 	}
 }
 

@@ -3,7 +3,6 @@ package webhooks
 import (
 	"bytes"
 	"context"
-	"database/sql/driver"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,10 +14,6 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
-
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/stdlib"
-	"gorm.io/gorm"
 
 	"github.com/cmpay/cmpay/events"
 	"github.com/cmpay/cmpay/models"
@@ -189,8 +184,8 @@ func (s *Service) bodies(ctx context.Context, batch []claim) (map[int64][]byte, 
 	}
 	refunds := map[string][]models.Refund{}
 	if len(refunded) > 0 {
-		var rows []models.Refund
-		if err := s.db.WithContext(ctx).Where("payment_id IN ?", refunded).Order("created_at, id").Find(&rows).Error; err != nil {
+		rows, err := s.store.refundsOf(ctx, refunded)
+		if err != nil {
 			return nil, fmt.Errorf("read refunds: %w", err)
 		}
 		for _, r := range rows {
@@ -369,13 +364,7 @@ func (s *Service) record(batch []result) {
 	for i, r := range batch {
 		outs[i] = s.outcome(r)
 	}
-	var err error
-	if s.dialect == "postgres" {
-		err = s.recordPostgres(ctx, batch, outs)
-	} else {
-		err = s.recordSQLite(ctx, batch, outs)
-	}
-	if err != nil {
+	if err := s.store.record(ctx, batch, outs); err != nil {
 		// The leases run out and the deliveries are attempted again: at
 		// least once, never lost.
 		s.log.Warn("webhooks: record attempts", "err", err, "count", len(batch))
@@ -410,155 +399,16 @@ func (s *Service) record(batch []result) {
 	}
 }
 
-const recordPostgresSQL = `WITH r AS (
-	SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::timestamptz[], $5::int[], $6::int[], $7::text[],
-	                     $8::timestamptz[], $9::bigint[], $10::bool[])
-		AS t(id, token, status, next, retries, code, problem, at, took_ms, ok)
-), done AS (
-	UPDATE webhook_deliveries d SET status = r.status, next_attempt_at = r.next, retries = r.retries,
-		attempts = d.attempts + 1, lease_until = NULL, last_attempt_at = r.at, last_status = r.code,
-		last_error = r.problem, delivered_at = CASE WHEN r.ok THEN r.at ELSE d.delivered_at END
-	FROM r WHERE d.id = r.id AND d.claim_token = r.token AND d.status = 'PENDING'
-	RETURNING d.id
-)
-INSERT INTO webhook_attempts (delivery_id, at, status, error, duration_ms)
-SELECT r.id, r.at, r.code, r.problem, r.took_ms FROM r JOIN done ON done.id = r.id`
-
-func (s *Service) recordPostgres(ctx context.Context, batch []result, outs []outcome) error {
-	n := len(batch)
-	ids, tokens, tooks := make([]int64, n), make([]int64, n), make([]int64, n)
-	statuses, problems := make([]string, n), make([]string, n)
-	nexts, ats := make([]time.Time, n), make([]time.Time, n)
-	retries, codes := make([]int32, n), make([]int32, n)
-	oks := make([]bool, n)
-	for i, r := range batch {
-		ids[i], tokens[i], tooks[i] = r.ID, r.Token, r.took.Milliseconds()
-		statuses[i], problems[i], nexts[i], ats[i] = outs[i].status, r.problem, outs[i].next, r.at
-		retries[i], codes[i], oks[i] = int32(outs[i].retries), int32(r.status), r.ok
-	}
-	return s.withPgx(ctx, func(c *pgx.Conn) error {
-		_, err := c.Exec(ctx, recordPostgresSQL, ids, tokens, statuses, nexts, retries, codes, problems, ats, tooks, oks)
-		return err
-	})
-}
-
-func (s *Service) recordSQLite(ctx context.Context, batch []result, outs []outcome) error {
-	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		for i, r := range batch {
-			o := outs[i]
-			var delivered *time.Time
-			if r.ok {
-				delivered = &r.at
-			}
-			res := tx.Exec(`UPDATE webhook_deliveries SET status = ?, next_attempt_at = ?, retries = ?,
-				attempts = attempts + 1, lease_until = NULL, last_attempt_at = ?, last_status = ?, last_error = ?,
-				delivered_at = COALESCE(?, delivered_at)
-				WHERE id = ? AND claim_token = ? AND status = 'PENDING'`,
-				o.status, o.next, o.retries, r.at, r.status, r.problem, delivered, r.ID, r.Token)
-			if res.Error != nil {
-				return res.Error
-			}
-			if res.RowsAffected == 0 {
-				continue // the claim was lost: another instance holds it now
-			}
-			if err := tx.Create(&models.WebhookAttempt{DeliveryID: r.ID, At: r.at, Status: r.status, Error: r.problem,
-				DurationMS: r.took.Milliseconds()}).Error; err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-}
-
-// claimPostgresSQL takes up to $2 due deliveries no other transaction
-// holds, leases them until $3 (when they fall due again if this instance
-// never records them) under the token $4, and returns them with their
-// endpoint.
-const claimPostgresSQL = `WITH due AS (
-	SELECT id FROM webhook_deliveries
-	WHERE status = 'PENDING' AND next_attempt_at <= $1
-	ORDER BY next_attempt_at LIMIT $2
-	FOR UPDATE SKIP LOCKED
-), claimed AS (
-	UPDATE webhook_deliveries d SET lease_until = $3, next_attempt_at = $3, claim_token = $4
-	FROM due WHERE d.id = due.id
-	RETURNING d.id, d.event_id, d.event_seq, d.endpoint_id, d.retries, d.event_at, d.expires_at
-)
-SELECT c.id, c.event_id, c.event_seq, c.endpoint_id, c.retries, c.event_at, c.expires_at, w.url, w.secret
-FROM claimed c JOIN webhook_endpoints w ON w.id = c.endpoint_id`
-
-// claim takes up to n due deliveries for this instance.
+// claim takes up to n due deliveries for this instance, under a lease
+// longer than an attempt may take and a fresh token.
 func (s *Service) claim(ctx context.Context, n int) ([]claim, error) {
 	now := s.now()
-	until := now.Add(lease)
-	token := rand.Int64N(1<<62) + 1
-	var out []claim
-	if s.dialect == "postgres" {
-		err := s.withPgx(ctx, func(c *pgx.Conn) error {
-			// Planned for its arguments every time: a cached generic plan
-			// might scan every delivery ever made.
-			rows, err := c.Query(ctx, claimPostgresSQL, pgx.QueryExecModeExec, now, n, until, token)
-			if err != nil {
-				return err
-			}
-			out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (claim, error) {
-				var cl claim
-				err := row.Scan(&cl.ID, &cl.EventID, &cl.EventSeq, &cl.EndpointID, &cl.Retries, &cl.EventAt, &cl.ExpiresAt, &cl.URL, &cl.Secret)
-				cl.Token = token
-				return cl, err
-			})
-			return err
-		})
-		return out, err
-	}
-	// SQLite: look before taking the write lock, which the one writer
-	// needs for payments.
-	var due []int64
-	err := s.db.WithContext(ctx).Raw(`SELECT id FROM webhook_deliveries WHERE status = 'PENDING' AND next_attempt_at <= ? LIMIT 1`, now).
-		Scan(&due).Error
-	if err != nil || len(due) == 0 {
-		return nil, err
-	}
-	err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		res := tx.Exec(`UPDATE webhook_deliveries SET lease_until = ?, next_attempt_at = ?, claim_token = ?
-			WHERE id IN (SELECT id FROM webhook_deliveries WHERE status = 'PENDING' AND next_attempt_at <= ?
-			             ORDER BY next_attempt_at LIMIT ?)`, until, until, token, now, n)
-		if res.Error != nil || res.RowsAffected == 0 {
-			return res.Error
-		}
-		return tx.Raw(`SELECT d.id, d.event_id, d.event_seq, d.endpoint_id, d.retries, d.event_at, d.expires_at, w.url, w.secret
-			FROM webhook_deliveries d JOIN webhook_endpoints w ON w.id = d.endpoint_id
-			WHERE d.claim_token = ? AND d.status = 'PENDING'`, token).Scan(&out).Error
-	})
-	for i := range out {
-		out[i].Token = token
-		out[i].EventAt = out[i].EventAt.UTC()
-	}
-	return out, err
-}
-
-// withPgx runs f on a pooled connection as pgx, which takes Go slices as
-// PostgreSQL arrays.
-func (s *Service) withPgx(ctx context.Context, f func(*pgx.Conn) error) error {
-	conn, err := s.sqlDB.Conn(ctx)
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	return conn.Raw(func(dc any) error {
-		c, ok := dc.(*stdlib.Conn)
-		if !ok {
-			return driver.ErrBadConn
-		}
-		return f(c.Conn())
-	})
+	return s.store.claim(ctx, now, now.Add(lease), rand.Int64N(1<<62)+1, n)
 }
 
 // Backlog counts the deliveries not yet delivered nor given up.
 func (s *Service) Backlog(ctx context.Context) (int64, error) {
-	var n int64
-	err := s.db.WithContext(ctx).Model(&models.WebhookDelivery{}).Where("status = 'PENDING'").Count(&n).Error
-	return n, err
+	return s.store.backlog(ctx)
 }
 
 // wakeAt makes sure the dispatcher looks again at t, when a retry this

@@ -9,8 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-
-	"github.com/cmpay/cmpay/models"
 )
 
 // Signing secrets at rest. Every delivery is signed with its endpoint's
@@ -166,8 +164,8 @@ type SealReport struct {
 // together do not undo each other's work (either's result opens).
 func (s *Service) SealSecrets(ctx context.Context) (SealReport, error) {
 	var report SealReport
-	var rows []models.WebhookEndpoint
-	if err := s.db.WithContext(ctx).Select("id", "secret").Order("id").Find(&rows).Error; err != nil {
+	rows, err := s.store.secrets(ctx)
+	if err != nil {
 		return report, fmt.Errorf("seal webhook secrets: %w", err)
 	}
 	for _, r := range rows {
@@ -183,12 +181,11 @@ func (s *Service) SealSecrets(ctx context.Context) (SealReport, error) {
 			report.AsGiven++
 			continue
 		}
-		res := s.db.WithContext(ctx).Model(&models.WebhookEndpoint{}).Where("id = ? AND secret = ?", r.ID, r.Secret).
-			Update("secret", s.secrets.seal(r.ID, secret))
-		if res.Error != nil {
-			return report, fmt.Errorf("seal webhook secrets: %w", res.Error)
+		replaced, err := s.store.replaceSecret(ctx, r.ID, r.Secret, s.secrets.seal(r.ID, secret))
+		if err != nil {
+			return report, fmt.Errorf("seal webhook secrets: %w", err)
 		}
-		if res.RowsAffected == 1 {
+		if replaced {
 			report.Sealed++
 		} else {
 			report.Kept++ // another instance sealed it meanwhile

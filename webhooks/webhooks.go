@@ -17,7 +17,6 @@ package webhooks
 import (
 	"context"
 	"crypto/rand"
-	"database/sql"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -33,6 +32,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/cmpay/cmpay/events"
+	"github.com/cmpay/cmpay/internal/sqlq"
 	"github.com/cmpay/cmpay/models"
 	"github.com/cmpay/cmpay/payments"
 )
@@ -103,9 +103,7 @@ type Hooks struct {
 
 // Service manages endpoints and delivers to them.
 type Service struct {
-	db      *gorm.DB
-	sqlDB   *sql.DB
-	dialect string
+	store   store
 	events  *events.Service
 	cfg     Config
 	log     *slog.Logger
@@ -122,7 +120,7 @@ type Service struct {
 
 // New returns a Service over db (migrated), reading events from ev.
 func New(db *gorm.DB, ev *events.Service, cfg Config) (*Service, error) {
-	sqlDB, err := db.DB()
+	st, err := newStore(db)
 	if err != nil {
 		return nil, fmt.Errorf("webhooks: %w", err)
 	}
@@ -148,7 +146,7 @@ func New(db *gorm.DB, ev *events.Service, cfg Config) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Service{db: db, sqlDB: sqlDB, dialect: db.Dialector.Name(), events: ev, cfg: cfg, log: cfg.Logger,
+	s := &Service{store: st, events: ev, cfg: cfg, log: cfg.Logger,
 		guard: guard{allowPrivate: cfg.AllowPrivate, resolver: cfg.Resolver}, secrets: secrets, wake: make(chan struct{}, 1)}
 	if s.log == nil {
 		s.log = slog.Default()
@@ -241,7 +239,7 @@ func (s *Service) CreateEndpoint(ctx context.Context, client, rawURL string, typ
 	secret, id := newSecret(), "we_"+ulid.Make().String()
 	row := models.WebhookEndpoint{ID: id, URL: u.String(), Secret: s.secrets.seal(id, secret),
 		EventTypes: stored, ClientID: client, CreatedAt: s.now()}
-	if err := s.db.WithContext(ctx).Create(&row).Error; err != nil {
+	if err := s.store.addEndpoint(ctx, row); err != nil {
 		return Endpoint{}, "", fmt.Errorf("create webhook endpoint: %w", err)
 	}
 	return endpointFromRow(row), secret, nil
@@ -259,12 +257,8 @@ func newSecret() string {
 func (s *Service) Endpoints(ctx context.Context, client string) ([]Endpoint, error) {
 	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
-	q := s.db.WithContext(ctx).Where("deleted_at IS NULL")
-	if client != "" {
-		q = q.Where("client_id = ?", client)
-	}
-	var rows []models.WebhookEndpoint
-	if err := q.Order("created_at, id").Find(&rows).Error; err != nil {
+	rows, err := s.store.endpoints(ctx, client)
+	if err != nil {
 		return nil, fmt.Errorf("list webhook endpoints: %w", err)
 	}
 	out := make([]Endpoint, len(rows))
@@ -279,23 +273,7 @@ func (s *Service) Endpoints(ctx context.Context, client string) ([]Endpoint, err
 func (s *Service) DeleteEndpoint(ctx context.Context, client, id string) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
-	var found bool
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		q := tx.Model(&models.WebhookEndpoint{}).Where("id = ? AND deleted_at IS NULL", id)
-		if client != "" {
-			q = q.Where("client_id = ?", client)
-		}
-		res := q.Update("deleted_at", s.now())
-		if res.Error != nil {
-			return res.Error
-		}
-		found = res.RowsAffected == 1
-		if !found {
-			return nil
-		}
-		return tx.Exec(`UPDATE webhook_deliveries SET status = 'CANCELED', lease_until = NULL
-			WHERE endpoint_id = ? AND status IN ('PENDING', 'FAILED')`, id).Error
-	})
+	found, err := s.store.deleteEndpoint(ctx, client, id, s.now())
 	if err != nil {
 		return false, fmt.Errorf("delete webhook endpoint: %w", err)
 	}
@@ -312,7 +290,7 @@ var ErrNotFailed = errors.New("the delivery is not failed")
 // must write through tx alone: on SQLite the server has one connection,
 // which tx holds. changed is false when the resend changed nothing. A nil
 // Audit records nothing.
-type Audit func(tx *gorm.DB, changed bool) error
+type Audit func(ctx context.Context, tx sqlq.Runner, changed bool) error
 
 // Resend arms a failed delivery again, with a fresh schedule of retries.
 // It changes only a delivery that is still FAILED, in one conditional
@@ -322,22 +300,9 @@ func (s *Service) Resend(ctx context.Context, id int64, audit Audit) error {
 	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
 	now := s.now()
-	changed := false
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		res := tx.Exec(`UPDATE webhook_deliveries
-			SET status = 'PENDING', retries = 0, next_attempt_at = ?, expires_at = ?, lease_until = NULL
-			WHERE id = ? AND status = 'FAILED'`, now, now.Add(s.cfg.MaxAge), id)
-		if res.Error != nil {
-			return fmt.Errorf("resend delivery %d: %w", id, res.Error)
-		}
-		changed = res.RowsAffected > 0
-		if audit == nil {
-			return nil
-		}
-		return audit(tx, changed)
-	})
+	changed, err := s.store.rearm(ctx, id, now, now.Add(s.cfg.MaxAge), audit)
 	if err != nil {
-		return err
+		return fmt.Errorf("resend delivery %d: %w", id, err)
 	}
 	if !changed {
 		return ErrNotFailed
@@ -361,7 +326,7 @@ type Delivery struct {
 	EventType string
 	URL       string
 	// AttemptLog is the delivery's attempts, oldest first.
-	AttemptLog []models.WebhookAttempt `gorm:"-"`
+	AttemptLog []models.WebhookAttempt
 }
 
 // RecentDeliveries lists the newest deliveries, newest first, with their
@@ -369,28 +334,7 @@ type Delivery struct {
 func (s *Service) RecentDeliveries(ctx context.Context, limit int) ([]Delivery, error) {
 	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
-	var out []Delivery
-	err := s.db.WithContext(ctx).Raw(`SELECT d.*, e.type AS event_type, w.url
-		FROM webhook_deliveries d JOIN webhook_endpoints w ON w.id = d.endpoint_id
-		LEFT JOIN payment_events e ON e.seq = d.event_seq
-		ORDER BY d.id DESC LIMIT ?`, limit).Scan(&out).Error
-	if err != nil || len(out) == 0 {
-		return out, err
-	}
-	ids := make([]int64, len(out))
-	at := make(map[int64]int, len(out))
-	for i, d := range out {
-		ids[i], at[d.ID] = d.ID, i
-	}
-	var attempts []models.WebhookAttempt
-	if err := s.db.WithContext(ctx).Where("delivery_id IN ?", ids).Order("id").Find(&attempts).Error; err != nil {
-		return nil, err
-	}
-	for _, a := range attempts {
-		i := at[a.DeliveryID]
-		out[i].AttemptLog = append(out[i].AttemptLog, a)
-	}
-	return out, nil
+	return s.store.recentDeliveries(ctx, limit)
 }
 
 // AllEndpoints lists every endpoint, deleted ones too, newest first: the
@@ -398,7 +342,5 @@ func (s *Service) RecentDeliveries(ctx context.Context, limit int) ([]Delivery, 
 func (s *Service) AllEndpoints(ctx context.Context) ([]models.WebhookEndpoint, error) {
 	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
-	var rows []models.WebhookEndpoint
-	err := s.db.WithContext(ctx).Omit("secret").Order("created_at DESC, id DESC").Limit(200).Find(&rows).Error
-	return rows, err
+	return s.store.allEndpoints(ctx, 200)
 }

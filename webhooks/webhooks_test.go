@@ -18,10 +18,9 @@ import (
 	"testing"
 	"time"
 
-	"gorm.io/gorm"
-
 	"github.com/cmpay/cmpay/events"
 	"github.com/cmpay/cmpay/internal/dbtest"
+	"github.com/cmpay/cmpay/internal/sqlq"
 	"github.com/cmpay/cmpay/models"
 	"github.com/cmpay/cmpay/payments"
 	"github.com/cmpay/cmpay/webhooks"
@@ -271,7 +270,7 @@ func TestRetriesEndInFailureAndResend(t *testing.T) {
 		// cannot be written leaves the delivery failed.
 		unwritable := errors.New("audit log unavailable")
 		var told []bool
-		err = e.wh.Resend(t.Context(), d.ID, func(_ *gorm.DB, changed bool) error {
+		err = e.wh.Resend(t.Context(), d.ID, func(_ context.Context, _ sqlq.Runner, changed bool) error {
 			told = append(told, changed)
 			return unwritable
 		})

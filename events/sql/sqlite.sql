@@ -1,0 +1,73 @@
+-- Statements of package events that only SQLite runs. SQLite has one writer
+-- at a time, so insertion order is commit order and an event's id is its
+-- seq, final at commit (store_sqlite.go).
+
+-- name: last_id
+-- The highest event id given so far, 0 when none: the newest event's seq.
+SELECT COALESCE(MAX(seq), 0) FROM payment_events
+
+-- name: numbered_events
+-- The events with $1 < id <= $2, of the client $3 and the payment $4 when
+-- they are not empty, oldest first.
+SELECT e.seq AS id, e.seq, e.type, e.at, e.idempotency_key, e.refund_id, e.payment_id, e.client_id,
+	e.payment_key, e.amount_minor, e.currency, e.method, e.payment_created_at, e.status, e.captured_minor,
+	e.refunded_minor, e.captured_at, e.canceled_at, e.replay_count, e.rejected_count,
+	r.amount_minor, r.reason, r.idempotency_key, r.created_at
+FROM payment_events e LEFT JOIN refunds r ON r.id = e.refund_id
+WHERE e.seq > $1 AND e.seq <= $2 AND ($3 = '' OR e.client_id = $3) AND ($4 = '' OR e.payment_id = $4)
+ORDER BY 1
+
+-- name: events_by_seq
+-- The events whose seqs the JSON array $1 lists, with no id (0): the
+-- webhook dispatcher knows each one's id from its delivery. SQLite binds no
+-- arrays; json_each reads one.
+SELECT 0 AS id, e.seq, e.type, e.at, e.idempotency_key, e.refund_id, e.payment_id, e.client_id,
+	e.payment_key, e.amount_minor, e.currency, e.method, e.payment_created_at, e.status, e.captured_minor,
+	e.refunded_minor, e.captured_at, e.canceled_at, e.replay_count, e.rejected_count,
+	r.amount_minor, r.reason, r.idempotency_key, r.created_at
+FROM payment_events e LEFT JOIN refunds r ON r.id = e.refund_id
+WHERE e.seq IN (SELECT value FROM json_each($1))
+
+-- name: deliveries_cursor
+-- The last event given its deliveries (0 before the first pass).
+SELECT COALESCE((SELECT frontier FROM event_cursors WHERE name = 'deliveries'), 0)
+
+-- name: unnumbered
+-- How many events past the cursor $1 one pass takes (at most 5000, the
+-- oldest), and the last of them.
+SELECT count(*), COALESCE(max(seq), 0)
+FROM (SELECT seq FROM payment_events WHERE seq > $1 ORDER BY seq LIMIT 5000)
+
+-- name: create_deliveries
+-- Creates, at $3, the deliveries of the events with $1 < seq <= $2 for
+-- every endpoint that receives them: not deleted, bound to no client or to
+-- the event's, subscribed to every type or to the event's.
+INSERT INTO webhook_deliveries (event_id, event_seq, endpoint_id, status, event_at, created_at, attempts, retries,
+	next_attempt_at, claim_token, last_status, last_error)
+SELECT e.seq, e.seq, w.id, 'PENDING', e.at, $3, 0, 0, $3, 0, 0, ''
+FROM payment_events e
+JOIN webhook_endpoints w ON w.deleted_at IS NULL AND (w.client_id = '' OR w.client_id = e.client_id)
+	AND (w.event_types = '' OR w.event_types LIKE '%,' || e.type || ',%')
+WHERE e.seq > $1 AND e.seq <= $2
+
+-- name: save_deliveries_cursor
+-- Moves the cursor to $1, in the transaction that created the deliveries
+-- up to it.
+INSERT INTO event_cursors (name, frontier, numbered, last_id) VALUES ('deliveries', $1, '', 0)
+ON CONFLICT (name) DO UPDATE SET frontier = excluded.frontier, numbered = excluded.numbered, last_id = excluded.last_id
+
+-- name: event_ages
+-- The events after the seq $1, oldest first, at most $2: the sweep reads
+-- them by seq, which follows time, so that it can stop at the first one
+-- young enough to keep.
+SELECT seq, at FROM payment_events WHERE seq > $1 ORDER BY seq LIMIT $2
+
+-- name: delete_old_events
+-- Deletes the events with $1 < seq <= $2 (the sweep found them old) but
+-- the newest, so that the highest id given (last_id) never falls; those not
+-- yet given their deliveries; and those a delivery is still pending for.
+DELETE FROM payment_events
+WHERE seq > $1 AND seq <= $2
+	AND seq < (SELECT MAX(seq) FROM payment_events)
+	AND seq <= (SELECT frontier FROM event_cursors WHERE name = 'deliveries')
+	AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_seq = payment_events.seq AND d.status = 'PENDING')

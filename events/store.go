@@ -1,0 +1,193 @@
+package events
+
+import (
+	"context"
+	"embed"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/cmpay/cmpay/internal/sqlq"
+	"github.com/cmpay/cmpay/models"
+	"github.com/cmpay/cmpay/payments"
+)
+
+// store is the seam between the Service and a database: everything that
+// differs between PostgreSQL (store_postgres.go, sequencer_postgres.go)
+// and SQLite (store_sqlite.go). The Service decides what is read, numbered
+// and swept; a store how, on its dialect. One test suite runs against both
+// implementations (store_test.go).
+type store interface {
+	// lastID is the highest id given so far (0 when none).
+	lastID(ctx context.Context) (int64, error)
+	// numbered reads the numbered events with after < id <= upTo that f
+	// matches, oldest first. f's ids must be storable text.
+	numbered(ctx context.Context, after, upTo int64, f Filter) ([]Event, error)
+	// bySeq reads events by their outbox seq, keyed by it; they carry no
+	// id. Missing ones (swept) are left out.
+	bySeq(ctx context.Context, seqs []int64) (map[int64]Event, error)
+	// sequence numbers committed events, creates their webhook deliveries
+	// and tells to of them, until ctx ends (see the package comment).
+	sequence(ctx context.Context, to sequencing)
+	// sweepDeliveries deletes, oldest first, the finished deliveries (and
+	// their attempts) created before cutoff, stopping at the first one
+	// young enough to keep.
+	sweepDeliveries(ctx context.Context, cutoff time.Time) error
+	// sweepEvents deletes the events older than cutoff but those Sweep
+	// keeps, and says how many it deleted.
+	sweepEvents(ctx context.Context, cutoff time.Time) (int64, error)
+}
+
+// newStore is the store for db's dialect.
+func newStore(db *gorm.DB) (store, error) {
+	return sqlq.Pick[store](db, newPostgresStore, newSQLiteStore)
+}
+
+// The statements, in sql/*.sql: common.sql holds those both dialects run
+// as written.
+//
+//go:embed sql/*.sql
+var sqlFiles embed.FS
+
+// shared runs what both dialects run alike, with their own statements
+// (the files common.sql and the dialect's).
+type shared struct {
+	db sqlq.DB
+	q  sqlq.Statements
+}
+
+// sweepBatch is how many rows one sweep statement deletes at most.
+const sweepBatch = 1000
+
+// sweepDeliveries reads the deliveries oldest first by id, which follows
+// their creation, and deletes the finished ones in each batch up to the
+// first one young enough to keep.
+func (st shared) sweepDeliveries(ctx context.Context, cutoff time.Time) error {
+	var from int64
+	for ctx.Err() == nil {
+		type age struct {
+			id       int64
+			finished bool
+			created  time.Time
+		}
+		batch, err := sqlq.Collect(ctx, st.db, st.q.SQL("delivery_ages"), []any{from, sweepBatch}, func(r sqlq.Row) (age, error) {
+			var a age
+			var status string
+			err := r.Scan(&a.id, &status, &a.created)
+			a.finished = status != "PENDING"
+			return a, err
+		})
+		if err != nil {
+			return fmt.Errorf("sweep deliveries: %w", err)
+		}
+		to, finished := from, false
+		done := len(batch) < sweepBatch
+		for _, a := range batch {
+			if !a.created.Before(cutoff) {
+				done = true
+				break
+			}
+			to, finished = a.id, finished || a.finished
+		}
+		if finished {
+			err := st.db.Tx(ctx, func(tx sqlq.Runner) error {
+				if _, err := tx.Exec(ctx, st.q.SQL("delete_finished_attempts"), from, to, cutoff); err != nil {
+					return fmt.Errorf("sweep delivery attempts: %w", err)
+				}
+				_, err := tx.Exec(ctx, st.q.SQL("delete_finished_deliveries"), from, to, cutoff)
+				return err
+			})
+			if err != nil {
+				return fmt.Errorf("sweep deliveries: %w", err)
+			}
+		}
+		if done {
+			return nil
+		}
+		from = to
+	}
+	return nil
+}
+
+// lastID runs the dialect's last_id.
+func (st shared) lastID(ctx context.Context) (int64, error) {
+	var n int64
+	if err := st.db.QueryRow(ctx, st.q.SQL("last_id")).Scan(&n); err != nil {
+		return 0, fmt.Errorf("read the last event id: %w", err)
+	}
+	return n, nil
+}
+
+// eventRow is one row of a query of events: the id, the outbox row and,
+// for a refund, the refund (immutable once made), in the order every such
+// statement lists them.
+type eventRow struct {
+	ID int64
+	models.PaymentEvent
+	RefundAmountMinor *int64
+	RefundReason      *string
+	RefundKey         *string
+	RefundCreatedAt   *time.Time
+}
+
+// scanEvent reads one row of a query of events.
+func scanEvent(row sqlq.Row) (eventRow, error) {
+	var r eventRow
+	err := row.Scan(&r.ID, &r.Seq, &r.Type, &r.At, &r.IdempotencyKey, &r.RefundID, &r.PaymentID, &r.ClientID, &r.PaymentKey,
+		&r.AmountMinor, &r.Currency, &r.Method, &r.PaymentCreatedAt, &r.Status, &r.CapturedMinor, &r.RefundedMinor,
+		&r.CapturedAt, &r.CanceledAt, &r.ReplayCount, &r.RejectedCount,
+		&r.RefundAmountMinor, &r.RefundReason, &r.RefundKey, &r.RefundCreatedAt)
+	return r, err
+}
+
+// readEvents runs query, a query of events, and returns them in its order.
+func readEvents(ctx context.Context, db sqlq.Runner, query string, args ...any) ([]Event, error) {
+	rows, err := sqlq.Collect(ctx, db, query, args, scanEvent)
+	if err != nil {
+		return nil, fmt.Errorf("read events: %w", err)
+	}
+	out := make([]Event, len(rows))
+	for i, r := range rows {
+		out[i] = r.event()
+	}
+	return out, nil
+}
+
+// readBySeq runs query, a query of events by seq, and keys them by it.
+func readBySeq(ctx context.Context, db sqlq.Runner, query string, args ...any) (map[int64]Event, error) {
+	out := map[int64]Event{}
+	err := db.Query(ctx, query, args, func(row sqlq.Row) error {
+		r, err := scanEvent(row)
+		if err != nil {
+			return err
+		}
+		out[r.Seq] = r.event()
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read events: %w", err)
+	}
+	return out, nil
+}
+
+func (r eventRow) event() Event {
+	e := Event{
+		ID: r.ID, Type: payments.EventType(r.Type), At: r.At.UTC(), IdempotencyKey: r.IdempotencyKey,
+		Payment: payments.EventPayment(r.PaymentEvent),
+	}
+	if r.RefundID != nil && r.RefundAmountMinor != nil {
+		e.Refund = &payments.Refund{ID: *r.RefundID, PaymentID: r.PaymentID,
+			Amount: payments.Money{Minor: *r.RefundAmountMinor, Currency: r.Currency}, Reason: r.RefundReason,
+			IdempotencyKey: deref(r.RefundKey), CreatedAt: deref(r.RefundCreatedAt).UTC()}
+	}
+	return e
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}

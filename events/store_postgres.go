@@ -1,0 +1,88 @@
+package events
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/cmpay/cmpay/internal/sqlq"
+)
+
+// postgresStore serves PostgreSQL, where ids are given after commit by
+// the leader's sequencer (sequencer_postgres.go) and recorded per pass in
+// event_batches: an event's id is its pass's first_id plus its place in
+// the pass.
+type postgresStore struct {
+	shared
+	pg *sqlq.PG
+}
+
+func newPostgresStore(db *sqlq.PG) store {
+	return &postgresStore{shared: shared{db: db, q: sqlq.MustLoad(sqlFiles, "sql/common.sql", "sql/postgres.sql")}, pg: db}
+}
+
+// Queries whose best plan depends on their arguments (a range that is
+// usually the newest few rows) pass pgx.QueryExecModeExec first, to be
+// planned for them every time.
+
+func (st *postgresStore) numbered(ctx context.Context, after, upTo int64, f Filter) ([]Event, error) {
+	return readEvents(ctx, st.db, st.q.SQL("numbered_events"), pgx.QueryExecModeExec, after, upTo, f.ClientID, f.PaymentID)
+}
+
+func (st *postgresStore) bySeq(ctx context.Context, seqs []int64) (map[int64]Event, error) {
+	return readBySeq(ctx, st.db, st.q.SQL("events_by_seq"), seqs)
+}
+
+// sweepEvents deletes the oldest passes' events and their batch rows, a
+// pass at a time, while every event of the pass is older than cutoff; a
+// pass with a pending delivery is kept (and the sweep goes on past it),
+// and so is the newest pass, whose last_id the next pass counts from.
+func (st *postgresStore) sweepEvents(ctx context.Context, cutoff time.Time) (int64, error) {
+	var total int64
+	err := st.pg.Conn(ctx, func(c *pgx.Conn) error {
+		r := sqlq.Wrap(c)
+		type pass struct {
+			last    int64
+			seqs    []int64
+			newest  *time.Time
+			pending bool
+		}
+		var from int64
+		for ctx.Err() == nil {
+			passes, err := sqlq.Collect(ctx, r, st.q.SQL("old_passes"), []any{pgx.QueryExecModeExec, from}, func(row sqlq.Row) (pass, error) {
+				var p pass
+				err := row.Scan(&p.last, &p.seqs, &p.newest, &p.pending)
+				return p, err
+			})
+			if err != nil {
+				return err
+			}
+			for _, p := range passes {
+				if p.newest != nil && !p.newest.Before(cutoff) {
+					return nil // from here on, events are young enough to keep
+				}
+				from = p.last
+				if p.pending {
+					continue
+				}
+				n, err := r.Exec(ctx, st.q.SQL("delete_pass"), p.seqs, p.last)
+				if err != nil {
+					return err
+				}
+				if n == 1 {
+					total += int64(len(p.seqs))
+				}
+			}
+			if len(passes) < 100 {
+				return nil
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return total, fmt.Errorf("sweep events: %w", err)
+	}
+	return total, nil
+}

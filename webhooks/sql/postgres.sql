@@ -1,0 +1,47 @@
+-- Statements of package webhooks that only PostgreSQL runs: those that
+-- take arrays, and the claim, where instances compete.
+
+-- name: claim
+-- Takes up to $2 deliveries due at $1 that no other transaction holds
+-- (SKIP LOCKED: two instances never claim the same one), leases them until
+-- $3 (when they fall due again if this instance never records them) under
+-- the token $4, and returns them with their endpoint. Run planned for its
+-- arguments every time: a cached generic plan might scan every delivery
+-- ever made.
+WITH due AS (
+	SELECT id FROM webhook_deliveries
+	WHERE status = 'PENDING' AND next_attempt_at <= $1
+	ORDER BY next_attempt_at LIMIT $2
+	FOR UPDATE SKIP LOCKED
+), claimed AS (
+	UPDATE webhook_deliveries d SET lease_until = $3, next_attempt_at = $3, claim_token = $4
+	FROM due WHERE d.id = due.id
+	RETURNING d.id, d.event_id, d.event_seq, d.endpoint_id, d.retries, d.event_at, d.expires_at
+)
+SELECT c.id, c.event_id, c.event_seq, c.endpoint_id, c.retries, c.event_at, c.expires_at, w.url, w.secret
+FROM claimed c JOIN webhook_endpoints w ON w.id = c.endpoint_id
+
+-- name: record
+-- Records a batch of attempts, one per index of the arrays $1..$10: each
+-- delivery's new state, only where its claim still holds (the token
+-- matches and it is still pending), and an attempt row for each one
+-- recorded. One statement for the whole batch.
+WITH r AS (
+	SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::timestamptz[], $5::int[], $6::int[], $7::text[],
+	                     $8::timestamptz[], $9::bigint[], $10::bool[])
+		AS t(id, token, status, next, retries, code, problem, at, took_ms, ok)
+), done AS (
+	UPDATE webhook_deliveries d SET status = r.status, next_attempt_at = r.next, retries = r.retries,
+		attempts = d.attempts + 1, lease_until = NULL, last_attempt_at = r.at, last_status = r.code,
+		last_error = r.problem, delivered_at = CASE WHEN r.ok THEN r.at ELSE d.delivered_at END
+	FROM r WHERE d.id = r.id AND d.claim_token = r.token AND d.status = 'PENDING'
+	RETURNING d.id
+)
+INSERT INTO webhook_attempts (delivery_id, at, status, error, duration_ms)
+SELECT r.id, r.at, r.code, r.problem, r.took_ms FROM r JOIN done ON done.id = r.id
+
+-- name: refunds_of
+-- The refunds of the payments $1 lists, oldest first by payment.
+SELECT id, payment_id, amount_minor, reason, idempotency_key, created_at
+FROM refunds WHERE payment_id = ANY($1::text[])
+ORDER BY created_at, id

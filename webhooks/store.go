@@ -1,0 +1,191 @@
+package webhooks
+
+import (
+	"context"
+	"embed"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/cmpay/cmpay/internal/sqlq"
+	"github.com/cmpay/cmpay/models"
+)
+
+// store is the seam between the Service and a database: what it keeps of
+// endpoints and deliveries. What both dialects run alike is shared's;
+// claiming and recording, which PostgreSQL does a batch to a statement,
+// and reading by a list of ids, which SQLite cannot bind, are each
+// dialect's (store_postgres.go, store_sqlite.go). One test suite runs
+// against both implementations (store_test.go).
+type store interface {
+	// addEndpoint stores a new endpoint.
+	addEndpoint(ctx context.Context, e models.WebhookEndpoint) error
+	// endpoints lists the endpoints not deleted of client (every one for
+	// ""), oldest first, without their secrets.
+	endpoints(ctx context.Context, client string) ([]models.WebhookEndpoint, error)
+	// allEndpoints lists the newest limit endpoints, deleted ones too,
+	// without their secrets.
+	allEndpoints(ctx context.Context, limit int) ([]models.WebhookEndpoint, error)
+	// deleteEndpoint stamps the endpoint id deleted at at, if client (any
+	// for "") owns it and it was not deleted, and cancels its deliveries
+	// still to be made or resent, in one transaction. It says whether it
+	// found such an endpoint.
+	deleteEndpoint(ctx context.Context, client, id string, at time.Time) (bool, error)
+	// rearm makes the FAILED delivery id pending again, due at due and
+	// retried until expires, and runs audit (if not nil) in the same
+	// transaction. It says whether the delivery was FAILED.
+	rearm(ctx context.Context, id int64, due, expires time.Time, audit Audit) (bool, error)
+	// recentDeliveries lists the newest limit deliveries, newest first,
+	// with their attempts.
+	recentDeliveries(ctx context.Context, limit int) ([]Delivery, error)
+	// backlog counts the deliveries still to be made.
+	backlog(ctx context.Context) (int64, error)
+	// claim leases up to n deliveries due at now until until, under token,
+	// so that no other claim takes them meanwhile.
+	claim(ctx context.Context, now, until time.Time, token int64, n int) ([]claim, error)
+	// record writes each result's outcome, where its claim still holds,
+	// with an attempt row.
+	record(ctx context.Context, batch []result, outs []outcome) error
+	// secrets lists every endpoint's id and stored secret, deleted ones
+	// too.
+	secrets(ctx context.Context) ([]models.WebhookEndpoint, error)
+	// replaceSecret stores secret as the endpoint id's if it still holds
+	// old, and says whether it did.
+	replaceSecret(ctx context.Context, id, old, secret string) (bool, error)
+	// refundsOf lists the refunds of the payments ids, oldest first.
+	refundsOf(ctx context.Context, ids []string) ([]models.Refund, error)
+}
+
+// newStore is the store for db's dialect.
+func newStore(db *gorm.DB) (store, error) {
+	return sqlq.Pick[store](db, newPostgresStore, newSQLiteStore)
+}
+
+// The statements, in sql/*.sql: common.sql holds those both dialects run
+// as written.
+//
+//go:embed sql/*.sql
+var sqlFiles embed.FS
+
+// shared runs what both dialects run alike, with their own statements
+// (the files common.sql and the dialect's).
+type shared struct {
+	db sqlq.DB
+	q  sqlq.Statements
+}
+
+func (st shared) addEndpoint(ctx context.Context, e models.WebhookEndpoint) error {
+	_, err := st.db.Exec(ctx, st.q.SQL("add_endpoint"), e.ID, e.URL, e.Secret, e.EventTypes, e.ClientID, e.CreatedAt)
+	return err
+}
+
+func (st shared) endpoints(ctx context.Context, client string) ([]models.WebhookEndpoint, error) {
+	return sqlq.Collect(ctx, st.db, st.q.SQL("endpoints"), []any{client}, scanEndpoint)
+}
+
+func (st shared) allEndpoints(ctx context.Context, limit int) ([]models.WebhookEndpoint, error) {
+	return sqlq.Collect(ctx, st.db, st.q.SQL("all_endpoints"), []any{limit}, scanEndpoint)
+}
+
+// scanEndpoint reads an endpoint without its secret.
+func scanEndpoint(r sqlq.Row) (models.WebhookEndpoint, error) {
+	var e models.WebhookEndpoint
+	err := r.Scan(&e.ID, &e.URL, &e.EventTypes, &e.ClientID, &e.CreatedAt, &e.DeletedAt)
+	return e, err
+}
+
+func (st shared) deleteEndpoint(ctx context.Context, client, id string, at time.Time) (bool, error) {
+	var found bool
+	err := st.db.Tx(ctx, func(tx sqlq.Runner) error {
+		n, err := tx.Exec(ctx, st.q.SQL("delete_endpoint"), id, client, at)
+		if err != nil || n != 1 {
+			return err
+		}
+		found = true
+		_, err = tx.Exec(ctx, st.q.SQL("cancel_endpoint_deliveries"), id)
+		return err
+	})
+	return found, err
+}
+
+func (st shared) rearm(ctx context.Context, id int64, due, expires time.Time, audit Audit) (bool, error) {
+	var changed bool
+	err := st.db.Tx(ctx, func(tx sqlq.Runner) error {
+		n, err := tx.Exec(ctx, st.q.SQL("rearm_delivery"), id, due, expires)
+		if err != nil {
+			return err
+		}
+		changed = n > 0
+		if audit == nil {
+			return nil
+		}
+		return audit(ctx, tx, changed)
+	})
+	return changed, err
+}
+
+func (st shared) recentDeliveries(ctx context.Context, limit int) ([]Delivery, error) {
+	out, err := sqlq.Collect(ctx, st.db, st.q.SQL("recent_deliveries"), []any{limit}, func(r sqlq.Row) (Delivery, error) {
+		var d Delivery
+		err := r.Scan(&d.ID, &d.EventID, &d.EventSeq, &d.EndpointID, &d.Status, &d.EventAt, &d.CreatedAt, &d.Attempts,
+			&d.Retries, &d.NextAttemptAt, &d.ExpiresAt, &d.LeaseUntil, &d.ClaimToken, &d.LastAttemptAt, &d.LastStatus,
+			&d.LastError, &d.DeliveredAt, &d.EventType, &d.URL)
+		return d, err
+	})
+	if err != nil || len(out) == 0 {
+		return out, err
+	}
+	at := make(map[int64]int, len(out))
+	for i, d := range out {
+		at[d.ID] = i
+	}
+	// Newest first: the last is the lowest id.
+	err = st.db.Query(ctx, st.q.SQL("delivery_attempts"), []any{out[len(out)-1].ID, out[0].ID}, func(r sqlq.Row) error {
+		var a models.WebhookAttempt
+		if err := r.Scan(&a.ID, &a.DeliveryID, &a.At, &a.Status, &a.Error, &a.DurationMS); err != nil {
+			return err
+		}
+		if i, ok := at[a.DeliveryID]; ok {
+			out[i].AttemptLog = append(out[i].AttemptLog, a)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (st shared) backlog(ctx context.Context) (int64, error) {
+	var n int64
+	err := st.db.QueryRow(ctx, st.q.SQL("backlog")).Scan(&n)
+	return n, err
+}
+
+func (st shared) secrets(ctx context.Context) ([]models.WebhookEndpoint, error) {
+	return sqlq.Collect(ctx, st.db, st.q.SQL("endpoint_secrets"), nil, func(r sqlq.Row) (models.WebhookEndpoint, error) {
+		var e models.WebhookEndpoint
+		err := r.Scan(&e.ID, &e.Secret)
+		return e, err
+	})
+}
+
+func (st shared) replaceSecret(ctx context.Context, id, old, secret string) (bool, error) {
+	n, err := st.db.Exec(ctx, st.q.SQL("replace_secret"), id, old, secret)
+	return n == 1, err
+}
+
+// scanClaim reads a claimed delivery with its endpoint.
+func scanClaim(r sqlq.Row) (claim, error) {
+	var c claim
+	err := r.Scan(&c.ID, &c.EventID, &c.EventSeq, &c.EndpointID, &c.Retries, &c.EventAt, &c.ExpiresAt, &c.URL, &c.Secret)
+	c.EventAt = c.EventAt.UTC()
+	return c, err
+}
+
+// scanRefund reads a refund.
+func scanRefund(r sqlq.Row) (models.Refund, error) {
+	var f models.Refund
+	err := r.Scan(&f.ID, &f.PaymentID, &f.AmountMinor, &f.Reason, &f.IdempotencyKey, &f.CreatedAt)
+	return f, err
+}
