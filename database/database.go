@@ -19,8 +19,8 @@ import (
 	"gorm.io/gorm/clause"
 	"gorm.io/gorm/logger"
 
+	"github.com/cmpay/cmpay/internal/iso4217"
 	"github.com/cmpay/cmpay/models"
-	"github.com/cmpay/cmpay/payments"
 )
 
 // DefaultURL is the embedded default: a SQLite file in the working directory.
@@ -281,11 +281,12 @@ func Migrate(db *gorm.DB) error {
 	return nil
 }
 
-// writeCurrencies copies the ISO 4217 list the Go code uses into the
-// database, which needs each currency's digits to turn a refund's decimal
-// amount into the payment's minor units inside one statement.
+// writeCurrencies copies the ISO 4217 list the Go code uses (package
+// iso4217) into the database, which needs each currency's digits to turn a
+// refund's decimal amount into the payment's minor units inside one
+// statement.
 func writeCurrencies(tx *gorm.DB) error {
-	digits := payments.CurrencyDigits()
+	digits := iso4217.All()
 	rows := make([]models.Currency, 0, len(digits))
 	for code, d := range digits {
 		rows = append(rows, models.Currency{Code: code, Digits: d})
