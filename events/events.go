@@ -66,6 +66,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/cmpay/cmpay/internal/startstop"
 	"github.com/cmpay/cmpay/payments"
 )
 
@@ -154,6 +155,8 @@ type Service struct {
 		sync.Mutex
 		fns []func()
 	}
+	// background runs Run between Start and Stop (background.go).
+	background startstop.Base
 }
 
 // New returns a Service over db, whose schema must be migrated.
