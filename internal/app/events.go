@@ -1,11 +1,9 @@
-package main
+package app
 
 import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net/http"
-	"sync"
 	"time"
 
 	"gorm.io/gorm"
@@ -35,7 +33,7 @@ func newEvents(db *gorm.DB, cfg config.Config, m *metrics.Metrics, log *slog.Log
 		AllowPrivate: cfg.WebhookAllowPrivate,
 		Logger:       log,
 		Hooks:        m.WebhookHooks(),
-		// Checked by config.Load: either empty or webhooks.KeySize bytes.
+		// Checked by config.FromEnv: either empty or webhooks.KeySize bytes.
 		SecretKey:         cfg.WebhookSecretKey,
 		PreviousSecretKey: cfg.WebhookSecretKeyPrevious,
 	})
@@ -82,23 +80,4 @@ func sealWebhookSecrets(wh *webhooks.Service, keyGiven bool, log *slog.Logger) e
 			"with is given (as WEBHOOK_SECRET_KEY, or as WEBHOOK_SECRET_KEY_PREVIOUS beside a new key)", "unopened", r.Unopened)
 	}
 	return nil
-}
-
-// runEvents runs the events service and the webhook dispatcher. Both stop
-// as soon as the server starts shutting down: subscriptions end (so that
-// Server-Sent Events streams, which the HTTP server waits for, close), and
-// the dispatcher claims nothing new. The function it returns waits for
-// them: for the attempts in flight to be answered (at most their 10 s
-// timeout) and recorded; a delivery whose outcome is not recorded is
-// attempted again by another instance once its lease runs out.
-func runEvents(srv *http.Server, ev *events.Service, wh *webhooks.Service) (wait func()) {
-	ctx, cancel := context.WithCancel(context.Background())
-	srv.RegisterOnShutdown(cancel)
-	var wg sync.WaitGroup
-	wg.Go(func() { ev.Run(ctx) })
-	wg.Go(func() { wh.Run(ctx) })
-	return func() {
-		cancel()
-		wg.Wait()
-	}
 }
