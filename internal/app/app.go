@@ -63,7 +63,7 @@ func Run(ctx context.Context, getenv func(string) string, stdout io.Writer, log 
 		return err
 	}
 	defer func() { _ = database.Close(db) }()
-	if err := Migrate(db); err != nil {
+	if _, err := Migrate(db); err != nil {
 		return err
 	}
 	// Reads that may be a few seconds stale can go to a streaming replica

@@ -36,9 +36,10 @@ type command struct {
 }
 
 var commands = map[string]command{
-	"serve":  {summary: "serve the API; the same as cmpay alone", run: serveCommand},
-	"tokens": {args: "…", summary: "create, list and revoke API tokens", run: tokensCommand},
-	"staff":  {args: "…", summary: "add, list and disable staff accounts of the admin UI", run: staffCommand},
+	"serve":   {summary: "serve the API; the same as cmpay alone", run: serveCommand},
+	"migrate": {summary: "create or update the database's schema, say what was done, and exit", run: migrateCommand},
+	"tokens":  {args: "…", summary: "create, list and revoke API tokens", run: tokensCommand},
+	"staff":   {args: "…", summary: "add, list and disable staff accounts of the admin UI", run: staffCommand},
 }
 
 // errUsage is a command line that does not say what to do; the usage has
@@ -116,11 +117,45 @@ func serveCommand(ctx context.Context, env Env, args []string) error {
 	return nil
 }
 
+// migrateCommand is `cmpay migrate`: what every start of the server does
+// first, alone, for an operator who migrates before rolling out.
+func migrateCommand(_ context.Context, env Env, args []string) error {
+	if err := noArgs(env, "migrate", args); err != nil {
+		return err
+	}
+	db, m, err := openDatabase(env)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = database.Close(db) }()
+	w := env.Stdout
+	fmt.Fprintf(w, "Migrated the %s database.\n", map[string]string{"postgres": "PostgreSQL", "sqlite": "SQLite"}[m.Dialect])
+	switch {
+	case len(m.Created) == len(m.Tables):
+		fmt.Fprintf(w, "Created all %d tables: %s.\n", len(m.Created), strings.Join(m.Created, ", "))
+	case len(m.Created) > 0:
+		fmt.Fprintf(w, "Created %d of its %d tables: %s; the others were there (missing columns and indexes, if any, added).\n",
+			len(m.Created), len(m.Tables), strings.Join(m.Created, ", "))
+	default:
+		fmt.Fprintf(w, "All %d tables were there (missing columns and indexes, if any, added).\n", len(m.Tables))
+	}
+	switch len(m.Ran) {
+	case 0:
+		fmt.Fprintln(w, "No data migration to run.")
+	case 1:
+		fmt.Fprintf(w, "Ran data migration %d.\n", m.Ran[0])
+	default:
+		fmt.Fprintf(w, "Ran data migrations %s.\n", strings.Trim(fmt.Sprint(m.Ran), "[]"))
+	}
+	fmt.Fprintf(w, "Schema version %d.\n", m.Version)
+	return nil
+}
+
 // openDatabase opens the database DATABASE_URL names, the server's, and
 // migrates it as the server does at start: a command may run before the
 // server ever has. Its log goes to stderr, warnings only: stdout is the
 // command's answer.
-func openDatabase(env Env) (*gorm.DB, error) {
+func openDatabase(env Env) (*gorm.DB, app.Migration, error) {
 	log := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	url := env.Getenv("DATABASE_URL")
 	if url == "" {
@@ -128,11 +163,12 @@ func openDatabase(env Env) (*gorm.DB, error) {
 	}
 	db, err := database.Open(url, database.Options{MaxOpenConns: 2, Logger: log})
 	if err != nil {
-		return nil, err
+		return nil, app.Migration{}, err
 	}
-	if err := app.Migrate(db); err != nil {
+	m, err := app.Migrate(db)
+	if err != nil {
 		_ = database.Close(db)
-		return nil, err
+		return nil, m, err
 	}
-	return db, nil
+	return db, m, nil
 }

@@ -11,7 +11,7 @@ import (
 func TestHelp(t *testing.T) {
 	t.Parallel()
 	code, out, _ := cmd(t, "", "help")
-	for _, want := range []string{"Usage: cmpay ", "cmpay serve ", "cmpay staff …", "cmpay tokens …"} {
+	for _, want := range []string{"Usage: cmpay ", "cmpay migrate ", "cmpay serve ", "cmpay staff …", "cmpay tokens …"} {
 		if code != 0 || !strings.Contains(out, want) {
 			t.Errorf("help: exit %d, no %q in\n%s", code, want, out)
 		}

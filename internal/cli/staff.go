@@ -68,7 +68,7 @@ func staffCommand(ctx context.Context, env Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	db, err := openDatabase(env)
+	db, _, err := openDatabase(env)
 	if err != nil {
 		return err
 	}

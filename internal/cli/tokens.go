@@ -70,7 +70,7 @@ func tokensCommand(ctx context.Context, env Env, args []string) error {
 	default:
 		return usage()
 	}
-	db, err := openDatabase(env)
+	db, _, err := openDatabase(env)
 	if err != nil {
 		return err
 	}

@@ -53,3 +53,24 @@ func TestStaffCommandDispatch(t *testing.T) {
 		t.Errorf("a mistake: exit %d\n%s%s", code, out, errOut)
 	}
 }
+
+// TestMigrateCommand: `cmpay migrate` migrates an empty database on each
+// dialect, says so and exits 0 without serving; a server then starts on it.
+func TestMigrateCommand(t *testing.T) {
+	t.Parallel()
+	for _, dialect := range dbtest.Dialects {
+		t.Run(dialect, func(t *testing.T) {
+			t.Parallel()
+			url := dbtest.Empty(t, dialect)
+			code, out, errOut := runBinary(t, url, "migrate")
+			if code != 0 || !strings.Contains(out, "Created all ") || !strings.Contains(out, "Schema version ") ||
+				strings.Contains(out, "CMPay listening") {
+				t.Fatalf("cmpay migrate: exit %d\n%s%s", code, out, errOut)
+			}
+			srv := startServer(t, url)
+			if _, err := post(srv.url, createBody("after-migrate")); err != nil {
+				t.Errorf("a create on the migrated database: %v", err)
+			}
+		})
+	}
+}
