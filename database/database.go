@@ -53,9 +53,13 @@ type Options struct {
 //
 //	postgres://… or postgresql://…   PostgreSQL (any pgx connection URL)
 //	sqlite:PATH or file:PATH          SQLite, PATH relative to the working directory
+//	"" (DATABASE_URL not set)         DefaultURL
 //
 // It does not migrate; call Migrate.
 func Open(rawURL string, opts Options) (*gorm.DB, error) {
+	if rawURL == "" {
+		rawURL = DefaultURL
+	}
 	dialector, kind, err := dialectorFor(rawURL, opts.Tracer)
 	if err != nil {
 		return nil, err

@@ -6,6 +6,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -185,7 +186,7 @@ func (s *server) serve(ctx context.Context, ln net.Listener, stdout io.Writer) e
 	// Collecting once here starts the first cycle from the steady live heap.
 	debug.FreeOSMemory()
 	printStartup(stdout, s.cfg, s.admin, ln.Addr())
-	s.log.Info("listening", "addr", ln.Addr().String(), "database", s.db.Dialector.Name(), "key_ttl", s.cfg.KeyTTL.String())
+	s.log.Info("listening", "addr", ln.Addr().String(), "database", s.db.Dialector.Name(), "key_ttl", cmp.Or(s.cfg.KeyTTL, payments.DefaultKeyTTL).String())
 
 	served := make(chan error, 1)
 	go func() { served <- s.http.Serve(ln) }()

@@ -18,6 +18,7 @@ import (
 	"github.com/cmpay/cmpay/database"
 	"github.com/cmpay/cmpay/internal/dbtest"
 	"github.com/cmpay/cmpay/internal/streamtest"
+	"github.com/cmpay/cmpay/webhooks"
 )
 
 const testToken = "app-test-token"
@@ -182,5 +183,21 @@ func TestLongLivedSubscriptions(t *testing.T) {
 	}
 	if e, err := sse.NextEvent(); err != nil || e.Payment.ID != id {
 		t.Errorf("SSE after twice the timeouts: %+v, %v", e, err)
+	}
+}
+
+// TestSecretKeySize: the key configuration accepts (config.SecretKeySize
+// bytes, as documented) is one the webhooks package can seal with.
+func TestSecretKeySize(t *testing.T) {
+	t.Parallel()
+	cfg, err := config.FromEnv(testEnv("", map[string]string{"WEBHOOK_SECRET_KEY": strings.Repeat("ab", config.SecretKeySize)}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if config.SecretKeySize != webhooks.KeySize || len(cfg.WebhookSecretKey) != webhooks.KeySize {
+		t.Errorf("configuration reads %d-byte keys, webhooks seals with %d", len(cfg.WebhookSecretKey), webhooks.KeySize)
+	}
+	if _, err := webhooks.New(dbtest.SQLite(t).Gorm, nil, webhooks.Config{SecretKey: cfg.WebhookSecretKey}); err != nil {
+		t.Errorf("webhooks refuses the key configuration read: %v", err)
 	}
 }

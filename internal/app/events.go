@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -11,16 +12,21 @@ import (
 	"github.com/cmpay/cmpay/config"
 	"github.com/cmpay/cmpay/events"
 	"github.com/cmpay/cmpay/metrics"
+	"github.com/cmpay/cmpay/payments"
 	"github.com/cmpay/cmpay/webhooks"
 )
 
 // newEvents builds the outbox's sequencer and fan-out, and the webhook
 // dispatcher. Events are kept for the key TTL (the contract's minimum for
 // `after`) or for as long as a webhook delivery may be retried, whichever
-// is longer, and an hour besides.
+// is longer, and an hour besides: worked out here from what the payments
+// and webhooks packages will use, their defaults included, since the
+// events package knows neither.
 func newEvents(db *gorm.DB, cfg config.Config, m *metrics.Metrics, log *slog.Logger) (*events.Service, *webhooks.Service, error) {
+	keyTTL := cmp.Or(cfg.KeyTTL, payments.DefaultKeyTTL)
+	maxAge := cmp.Or(cfg.WebhookMaxAge, webhooks.DefaultMaxAge)
 	ev, err := events.New(db, events.Options{
-		Retention:     max(cfg.KeyTTL, cfg.WebhookMaxAge) + time.Hour,
+		Retention:     max(keyTTL, maxAge) + time.Hour,
 		SweepInterval: cfg.SweepInterval,
 		Logger:        log,
 	})
@@ -33,7 +39,8 @@ func newEvents(db *gorm.DB, cfg config.Config, m *metrics.Metrics, log *slog.Log
 		AllowPrivate: cfg.WebhookAllowPrivate,
 		Logger:       log,
 		Hooks:        m.WebhookHooks(),
-		// Checked by config.FromEnv: either empty or webhooks.KeySize bytes.
+		// Checked by config.FromEnv: either empty or config.SecretKeySize
+		// (webhooks.KeySize) bytes.
 		SecretKey:         cfg.WebhookSecretKey,
 		PreviousSecretKey: cfg.WebhookSecretKeyPrevious,
 	})

@@ -157,11 +157,7 @@ func migrateCommand(_ context.Context, env Env, args []string) error {
 // command's answer.
 func openDatabase(env Env) (*gorm.DB, app.Migration, error) {
 	log := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	url := env.Getenv("DATABASE_URL")
-	if url == "" {
-		url = database.DefaultURL
-	}
-	db, err := database.Open(url, database.Options{MaxOpenConns: 2, Logger: log})
+	db, err := database.Open(env.Getenv("DATABASE_URL"), database.Options{MaxOpenConns: 2, Logger: log})
 	if err != nil {
 		return nil, app.Migration{}, err
 	}
