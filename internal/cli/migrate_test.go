@@ -31,7 +31,7 @@ func TestMigrateCommand(t *testing.T) {
 				!strings.Contains(out, "No data migration to run.") || !strings.Contains(out, "Schema version 2.") {
 				t.Fatalf("migrate again: exit %d\n%s%s", code, out, errOut)
 			}
-			db := openDB(t, url)
+			db := dbtest.Connect(t, url)
 			for _, model := range models.All() {
 				if !db.Migrator().HasTable(model) {
 					t.Errorf("no table for %T after migrate (%d models)", model, tables)

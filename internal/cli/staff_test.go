@@ -63,7 +63,7 @@ func TestStaffCommand(t *testing.T) {
 			}
 
 			// What was made signs in as promised.
-			db := openDB(t, url)
+			db := dbtest.Connect(t, url)
 			st := staff.New(db, staff.Config{})
 			if _, acct, err := st.SignIn(t.Context(), staff.SignInRequest{Username: "bob", Password: "bobs-long-password"}); err != nil || acct.MustChangePassword || acct.Role != staff.Admin {
 				t.Errorf("bob: %+v %v", acct, err)

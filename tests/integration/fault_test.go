@@ -290,7 +290,7 @@ func TestPostgresRestart(t *testing.T) {
 	}
 	tr.retryAll(t, srv.url)
 	db := dbtest.DB{}
-	db.Gorm = openDB(t, cluster.URL)
+	db.Gorm = dbtest.Connect(t, cluster.URL)
 	checkInvariant(t, db, srv.url, tr.sent)
 }
 

@@ -18,9 +18,6 @@ import (
 	"testing"
 	"time"
 
-	"gorm.io/gorm"
-
-	"github.com/cmpay/cmpay/database"
 	"github.com/cmpay/cmpay/internal/dbtest"
 )
 
@@ -145,17 +142,6 @@ func runBinary(t *testing.T, databaseURL string, args ...string) (code int, stdo
 func lastLine(s string) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	return lines[len(lines)-1]
-}
-
-// openDB opens a database a server process uses, to check what it stored.
-func openDB(t *testing.T, url string) *gorm.DB {
-	t.Helper()
-	db, err := database.Open(url, database.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { database.Close(db) })
-	return db
 }
 
 // waitUntil polls cond until it holds, every interval, and fails the test
