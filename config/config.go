@@ -12,13 +12,13 @@ import (
 	"time"
 
 	"github.com/cmpay/cmpay/clientaddr"
-	"github.com/cmpay/cmpay/database"
-	"github.com/cmpay/cmpay/payments"
-	"github.com/cmpay/cmpay/staff"
-	"github.com/cmpay/cmpay/webhooks"
 )
 
-// Config is everything the server is told from outside.
+// Config is everything the server is told from outside. A zero duration,
+// URL or key means "not set": the package that uses it applies its own
+// default (database.DefaultURL, payments.DefaultKeyTTL,
+// staff.DefaultIdleTimeout, webhooks.DefaultRetryMin and DefaultMaxAge),
+// so that configuration depends on no domain package.
 type Config struct {
 	// DatabaseURL selects the database: postgres://… or sqlite:PATH.
 	DatabaseURL string
@@ -90,23 +90,19 @@ type Config struct {
 // in tests). Every problem is reported, not just the first.
 func FromEnv(getenv func(string) string) (Config, error) {
 	c := Config{
-		DatabaseURL:     or(getenv("DATABASE_URL"), database.DefaultURL),
+		DatabaseURL:     getenv("DATABASE_URL"),
 		ReplicaURL:      strings.TrimSpace(getenv("DATABASE_REPLICA_URL")),
 		Addr:            or(getenv("ADDR"), ":8080"),
 		DebugAddr:       getenv("DEBUG_ADDR"),
 		AdminUser:       or(getenv("ADMIN_USER"), "admin"),
 		AdminPassword:   getenv("ADMIN_PASSWORD"),
-		KeyTTL:          payments.DefaultKeyTTL,
 		SweepInterval:   time.Minute,
 		ShutdownTimeout: 20 * time.Second,
 		MaxBodyBytes:    1 << 20,
 		Introspection:   true,
 		MaxDepth:        10,
 		MaxComplexity:   5000,
-		WebhookRetryMin: webhooks.DefaultRetryMin,
-		WebhookMaxAge:   webhooks.DefaultMaxAge,
 	}
-	c.AdminSessionIdle = staff.DefaultIdleTimeout
 	var problems []string
 	duration := func(name string, into *time.Duration) {
 		v := getenv(name)
@@ -160,7 +156,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		key, ok := decodeKey(v)
 		if !ok {
 			problems = append(problems, fmt.Sprintf("%s: want %d random bytes as %d hex digits or as base64 "+
-				"(openssl rand -base64 %d)", name, webhooks.KeySize, 2*webhooks.KeySize, webhooks.KeySize))
+				"(openssl rand -base64 %d)", name, SecretKeySize, 2*SecretKeySize, SecretKeySize))
 			return
 		}
 		*into = key
@@ -195,14 +191,20 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	return c, nil
 }
 
-// decodeKey reads a secret key of webhooks.KeySize bytes written as hex or
-// as base64 (standard or URL-safe, padded or not).
+// SecretKeySize is the length in bytes of WEBHOOK_SECRET_KEY and
+// WEBHOOK_SECRET_KEY_PREVIOUS, as documented: the key of the AES-256 that
+// seals webhook secrets (webhooks.KeySize; internal/app's tests check that
+// the two agree). The decoder needs it to tell hex from base64.
+const SecretKeySize = 32
+
+// decodeKey reads a secret key of SecretKeySize bytes written as hex or as
+// base64 (standard or URL-safe, padded or not).
 func decodeKey(v string) ([]byte, bool) {
-	if b, err := hex.DecodeString(v); err == nil && len(b) == webhooks.KeySize {
+	if b, err := hex.DecodeString(v); err == nil && len(b) == SecretKeySize {
 		return b, true
 	}
 	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
-		if b, err := enc.DecodeString(v); err == nil && len(b) == webhooks.KeySize {
+		if b, err := enc.DecodeString(v); err == nil && len(b) == SecretKeySize {
 			return b, true
 		}
 	}

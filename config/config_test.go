@@ -20,16 +20,23 @@ func TestDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.DatabaseURL != "sqlite:cmpay.db" || c.Addr != ":8080" || c.AdminUser != "admin" || c.KeyTTL != 24*time.Hour || c.DebugAddr != "" {
+	if c.Addr != ":8080" || c.AdminUser != "admin" || c.DebugAddr != "" {
 		t.Errorf("defaults = %+v", c)
+	}
+	// What is not set stays zero, for the package that uses it to apply
+	// its own default (each tested there: database.TestOpenDefault,
+	// payments.TestDefaultKeyTTL, staff's TestSessionTimeouts, webhooks'
+	// TestDefaults).
+	if c.DatabaseURL != "" || c.KeyTTL != 0 || c.AdminSessionIdle != 0 || c.WebhookRetryMin != 0 || c.WebhookMaxAge != 0 {
+		t.Errorf("unset values: %+v, want them zero", c)
 	}
 	if !c.APITokenGenerated || len(c.APITokens) != 1 || len(c.APITokens[0]) < 40 {
 		t.Errorf("generated token = %v (generated %v), want one long random token", c.APITokens, c.APITokenGenerated)
 	}
 	// The admin's password is made up, if needed, where the account is
 	// created (staff.Store.Bootstrap), not here.
-	if c.AdminPassword != "" || c.AdminSessionIdle != 30*time.Minute {
-		t.Errorf("admin password %q, session idle %s; want none and 30m", c.AdminPassword, c.AdminSessionIdle)
+	if c.AdminPassword != "" {
+		t.Errorf("admin password %q, want none", c.AdminPassword)
 	}
 	again, _ := FromEnv(env(nil))
 	if again.APITokens[0] == c.APITokens[0] {
@@ -133,8 +140,8 @@ func TestWebhookSettings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.WebhookRetryMin != 5*time.Second || c.WebhookMaxAge != 72*time.Hour || c.WebhookAllowPrivate {
-		t.Errorf("webhook defaults: %s, %s, %v", c.WebhookRetryMin, c.WebhookMaxAge, c.WebhookAllowPrivate)
+	if c.WebhookAllowPrivate {
+		t.Error("private webhook addresses allowed by default")
 	}
 	c, err = FromEnv(env(map[string]string{"WEBHOOK_RETRY_MIN": "250ms", "WEBHOOK_MAX_AGE": "1h", "WEBHOOK_ALLOW_PRIVATE": "true"}))
 	if err != nil {

@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"gorm.io/gorm"
-
-	"github.com/cmpay/cmpay/payments"
 )
 
 // clockReadings is how many times ClockOffset reads the database's clock;
@@ -26,9 +24,10 @@ const maxClockRoundTrip = 200 * time.Millisecond
 // midpoint. Its error is within half that round trip; a measurement whose
 // best round trip is slower than maxClockRoundTrip fails, and the service
 // keeps the offset it had. Instances keep their idempotency keys' ages by
-// it (payments/clock.go). SQLite runs on the server's own machine, on its
-// clock: nil.
-func ClockOffset(db *gorm.DB) payments.ClockOffset {
+// it (payments/clock.go), whose payments.ClockOffset this is: the type is
+// spelled out so that storage does not import the payments package.
+// SQLite runs on the server's own machine, on its clock: nil.
+func ClockOffset(db *gorm.DB) func(ctx context.Context, now func() time.Time) (time.Duration, error) {
 	if db.Dialector.Name() != "postgres" {
 		return nil
 	}

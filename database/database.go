@@ -19,8 +19,8 @@ import (
 	"gorm.io/gorm/clause"
 	"gorm.io/gorm/logger"
 
+	"github.com/cmpay/cmpay/internal/iso4217"
 	"github.com/cmpay/cmpay/models"
-	"github.com/cmpay/cmpay/payments"
 )
 
 // DefaultURL is the embedded default: a SQLite file in the working directory.
@@ -53,9 +53,13 @@ type Options struct {
 //
 //	postgres://… or postgresql://…   PostgreSQL (any pgx connection URL)
 //	sqlite:PATH or file:PATH          SQLite, PATH relative to the working directory
+//	"" (DATABASE_URL not set)         DefaultURL
 //
 // It does not migrate; call Migrate.
 func Open(rawURL string, opts Options) (*gorm.DB, error) {
+	if rawURL == "" {
+		rawURL = DefaultURL
+	}
 	dialector, kind, err := dialectorFor(rawURL, opts.Tracer)
 	if err != nil {
 		return nil, err
@@ -281,11 +285,12 @@ func Migrate(db *gorm.DB) error {
 	return nil
 }
 
-// writeCurrencies copies the ISO 4217 list the Go code uses into the
-// database, which needs each currency's digits to turn a refund's decimal
-// amount into the payment's minor units inside one statement.
+// writeCurrencies copies the ISO 4217 list the Go code uses (package
+// iso4217) into the database, which needs each currency's digits to turn a
+// refund's decimal amount into the payment's minor units inside one
+// statement.
 func writeCurrencies(tx *gorm.DB) error {
-	digits := payments.CurrencyDigits()
+	digits := iso4217.All()
 	rows := make([]models.Currency, 0, len(digits))
 	for code, d := range digits {
 		rows = append(rows, models.Currency{Code: code, Digits: d})

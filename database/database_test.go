@@ -2,6 +2,7 @@ package database_test
 
 import (
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -38,6 +39,25 @@ func TestOpenPicksTheDriver(t *testing.T) {
 		} else if strings.Contains(err.Error(), "secret") {
 			t.Errorf("Open(%q) error shows the password: %v", u, err)
 		}
+	}
+}
+
+// TestOpenDefault: an empty URL (DATABASE_URL unset) opens the documented
+// default, the SQLite file cmpay.db in the working directory. Not
+// parallel: it changes the working directory.
+func TestOpenDefault(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	db, err := database.Open("", database.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer database.Close(db)
+	if err := database.Ping(t.Context(), db); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "cmpay.db")); err != nil || db.Dialector.Name() != "sqlite" || database.DefaultURL != "sqlite:cmpay.db" {
+		t.Errorf("Open(\"\"): %s database, cmpay.db in the working directory: %v; default %q", db.Dialector.Name(), err, database.DefaultURL)
 	}
 }
 

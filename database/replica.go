@@ -7,13 +7,14 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"gorm.io/gorm"
+
+	"github.com/cmpay/cmpay/internal/startstop"
 )
 
 // Defaults of ReplicaOptions.
@@ -77,9 +78,8 @@ type Replica struct {
 	samples []lsnSample
 	reason  string // why the replica is unfit, "" when fit; for the log
 
-	stop    chan struct{}
-	stopped chan struct{}
-	once    sync.Once
+	// checks runs loop from OpenReplica to Close.
+	checks startstop.Base
 }
 
 // lsnSample is the primary's WAL position at a moment.
@@ -120,10 +120,11 @@ func OpenReplica(primary *gorm.DB, url string, opts ReplicaOptions) (*Replica, e
 	if r.log == nil {
 		r.log = slog.Default()
 	}
-	r.stop, r.stopped = make(chan struct{}), make(chan struct{})
-	r.check()
-	go r.loop()
-	return r, nil
+	err := r.checks.StartFunc(context.Background(), func(context.Context) error {
+		r.check()
+		return nil
+	}, r.loop)
+	return r, err
 }
 
 // Reader returns the database for a read that may be up to MaxLag stale:
@@ -168,11 +169,7 @@ func isRecoveryConflict(err error) bool {
 // Close stops the checks and closes the replica's pool (not the primary's).
 // Call it after the last read.
 func (r *Replica) Close() error {
-	if r.stop == nil {
-		return nil
-	}
-	r.once.Do(func() { close(r.stop) })
-	<-r.stopped
+	r.checks.Stop()
 	r.fit.Store(false)
 	if db := r.replica.Load(); db != nil {
 		return Close(db)
@@ -180,13 +177,12 @@ func (r *Replica) Close() error {
 	return nil
 }
 
-func (r *Replica) loop() {
-	defer close(r.stopped)
+func (r *Replica) loop(ctx context.Context) {
 	t := time.NewTicker(r.opts.CheckInterval)
 	defer t.Stop()
 	for {
 		select {
-		case <-r.stop:
+		case <-ctx.Done():
 			return
 		case <-t.C:
 			r.check()

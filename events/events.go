@@ -65,6 +65,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/cmpay/cmpay/internal/startstop"
 	"github.com/cmpay/cmpay/payments"
 )
 
@@ -151,6 +152,8 @@ type Service struct {
 		sync.Mutex
 		fns []func()
 	}
+	// background runs Run between Start and Stop (background.go).
+	background startstop.Base
 }
 
 // New returns a Service over db, whose schema must be migrated.

@@ -433,7 +433,7 @@ func TestHSTS(t *testing.T) {
 }
 
 // The profiler and expvar are not on the public listener, whatever the
-// credentials; they are served on DEBUG_ADDR only (see server.go).
+// credentials; they are served on DEBUG_ADDR only (internal/app/http.go).
 func TestDebugEndpointsAreNotPublic(t *testing.T) {
 	t.Parallel()
 	b := setup(t, dbtest.SQLite(t))

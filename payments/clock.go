@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/cmpay/cmpay/internal/startstop"
 )
 
 // ClockSyncInterval is how often StartClockSync measures the database's
@@ -46,16 +48,31 @@ func (s *Service) SyncClock(ctx context.Context) (time.Duration, error) {
 // are judged by it from the first request, then every ClockSyncInterval
 // in a goroutine until ctx ends. A failure is not fatal: the last offset
 // (none at first) is kept until a measurement succeeds. Without
-// Config.ClockOffset it does nothing.
+// Config.ClockOffset it does nothing. ClockSync is the same as a service
+// that Stop ends.
 func (s *Service) StartClockSync(ctx context.Context, log *slog.Logger) {
-	if s.clockOffset == nil {
-		return
-	}
-	r := clockReport{ctx: ctx, log: log}
-	first, cancel := context.WithTimeout(ctx, 5*time.Second)
-	r.tell(s.SyncClock(first))
-	cancel()
-	go func() {
+	_ = s.ClockSync(log).Start(ctx) // its Start never fails
+}
+
+// ClockSync returns what StartClockSync does as a background service: its
+// Start takes the first measurement and returns, and the next ones follow
+// every ClockSyncInterval until Stop.
+func (s *Service) ClockSync(log *slog.Logger) *startstop.Runner {
+	r := &clockReport{log: log}
+	return startstop.InitFunc(func(ctx context.Context) error {
+		if s.clockOffset == nil {
+			return nil
+		}
+		r.ctx = ctx
+		first, cancel := context.WithTimeout(ctx, 5*time.Second)
+		r.tell(s.SyncClock(first))
+		cancel()
+		return nil
+	}, func(ctx context.Context) {
+		if s.clockOffset == nil {
+			return
+		}
+		r.ctx = ctx
 		tick := time.NewTicker(ClockSyncInterval)
 		defer tick.Stop()
 		for {
@@ -66,7 +83,7 @@ func (s *Service) StartClockSync(ctx context.Context, log *slog.Logger) {
 			}
 			r.tell(s.SyncClock(ctx))
 		}
-	}()
+	})
 }
 
 // clockReport says when a measurement first fails, and when this

@@ -5,8 +5,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/bojanz/currency"
 	"github.com/cockroachdb/apd/v3"
+
+	"github.com/cmpay/cmpay/internal/iso4217"
 )
 
 // Money is an exact amount in one currency, held as an integer count of the
@@ -27,15 +28,14 @@ const maxAmountTextLen = 100
 const maxMinorDigits = 19
 
 // NormalizeCurrency returns the upper-case form of an active ISO 4217 code
-// ("brl" → "BRL"). The list of codes and their minor-unit digits comes from
-// github.com/bojanz/currency, which builds it from ISO's own list of active
-// currencies.
+// ("brl" → "BRL"). The list of codes and their minor-unit digits is
+// package iso4217's, which the database's copy is written from too.
 func NormalizeCurrency(code string) (string, error) {
 	if len(code) != 3 {
 		return "", fmt.Errorf("currency must be a three-letter ISO 4217 code such as \"BRL\"")
 	}
 	upper := strings.ToUpper(code)
-	if !currency.IsValid(upper) {
+	if !iso4217.Valid(upper) {
 		return "", fmt.Errorf("currency is not an active ISO 4217 currency code")
 	}
 	return upper, nil
@@ -44,8 +44,7 @@ func NormalizeCurrency(code string) (string, error) {
 // currencyDigits returns the number of minor-unit digits of a normalised
 // code: 2 for BRL, 0 for JPY, 3 for BHD.
 func currencyDigits(code string) int32 {
-	digits, _ := currency.GetDigits(code)
-	return int32(digits)
+	return int32(iso4217.Digits(code))
 }
 
 // ParseAmount reads a positive decimal amount ("10.5", "10.50", "1e1") in a
@@ -92,21 +91,11 @@ func toMinor(d *apd.Decimal, digits int32, code string) (int64, error) {
 // UYW). An amount with more fraction digits fits no currency.
 var maxCurrencyDigits = func() int32 {
 	most := int32(0)
-	for _, code := range currency.GetCurrencyCodes() {
-		most = max(most, currencyDigits(code))
+	for _, digits := range iso4217.All() {
+		most = max(most, int32(digits))
 	}
 	return most
 }()
-
-// CurrencyDigits lists every active ISO 4217 code with its minor-unit
-// digits, for the database's copy of them (database.Migrate).
-func CurrencyDigits() map[string]int {
-	out := map[string]int{}
-	for _, code := range currency.GetCurrencyCodes() {
-		out[code] = int(currencyDigits(code))
-	}
-	return out
-}
 
 // changeAmount is the amount of a capture or refund, which a request gives
 // without a currency: the currency is the payment's, known only once the

@@ -39,7 +39,7 @@ type Config struct {
 	// not re-run request by request.
 	Unavailable func(error) bool
 	// ClockOffset, if set, keeps the service's clock in step with the
-	// database's (clock.go; database.ClockOffset): call StartClockSync
+	// database's (clock.go; database.ClockOffset): start ClockSync
 	// before serving.
 	ClockOffset ClockOffset
 }

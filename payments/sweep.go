@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"time"
+
+	"github.com/cmpay/cmpay/internal/startstop"
 )
 
 // SweepBatchSize is how many expired keys one statement deletes at most, so
@@ -43,6 +45,11 @@ func (s *Service) SweepExpiredKeys(ctx context.Context, batchSize int) (int64, e
 			return total, nil
 		}
 	}
+}
+
+// Sweeper returns RunSweeper as a background service, which Stop ends.
+func (s *Service) Sweeper(interval time.Duration, log *slog.Logger) *startstop.Runner {
+	return startstop.Func(func(ctx context.Context) { s.RunSweeper(ctx, interval, log) })
 }
 
 // RunSweeper sweeps expired keys every interval (with jitter, so instances

@@ -7,4 +7,7 @@ import (
 	"github.com/cmpay/cmpay/internal/dbtest"
 )
 
+// TestMain fails the run if a test leaves a goroutine running (dbtest.Main
+// checks with goleak): the dispatcher, its attempts and their connections
+// must end with the test.
 func TestMain(m *testing.M) { os.Exit(dbtest.Main(m)) }

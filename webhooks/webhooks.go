@@ -33,6 +33,7 @@ import (
 
 	"github.com/cmpay/cmpay/events"
 	"github.com/cmpay/cmpay/internal/sqlq"
+	"github.com/cmpay/cmpay/internal/startstop"
 	"github.com/cmpay/cmpay/models"
 	"github.com/cmpay/cmpay/payments"
 )
@@ -116,6 +117,8 @@ type Service struct {
 		t  *time.Timer
 		at time.Time
 	}
+	// background runs Run between Start and Stop (background.go).
+	background startstop.Base
 }
 
 // New returns a Service over db (migrated), reading events from ev.

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/cmpay/cmpay/internal/iso4217"
 	"github.com/cmpay/cmpay/internal/load"
 	"github.com/cmpay/cmpay/payments"
 )
@@ -190,7 +191,7 @@ func serverChangeSQL(refund bool, clients int) string {
 
 func maxCurrencyDigits() int {
 	most := 0
-	for _, d := range payments.CurrencyDigits() {
+	for _, d := range iso4217.All() {
 		most = max(most, d)
 	}
 	return most

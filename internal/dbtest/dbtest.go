@@ -142,6 +142,18 @@ func SQLite(t testing.TB) DB {
 
 func openMigrated(t testing.TB, u string) *gorm.DB {
 	t.Helper()
+	db := Connect(t, u)
+	if err := database.Migrate(db); err != nil {
+		t.Fatalf("dbtest: %v", err)
+	}
+	return db
+}
+
+// Connect opens the database at u as it is, without migrating it (one a
+// server process or a command has made), and closes it when the test
+// ends.
+func Connect(t testing.TB, u string) *gorm.DB {
+	t.Helper()
 	// Tests provoke database errors on purpose and check them themselves.
 	// The pool is the one the server gets, but for PostgreSQL's size.
 	opts := database.Options{Logger: quiet}
@@ -153,9 +165,6 @@ func openMigrated(t testing.TB, u string) *gorm.DB {
 		t.Fatalf("dbtest: %v", err)
 	}
 	t.Cleanup(func() { _ = database.Close(db) })
-	if err := database.Migrate(db); err != nil {
-		t.Fatalf("dbtest: %v", err)
-	}
 	return db
 }
 

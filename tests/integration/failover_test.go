@@ -1,4 +1,4 @@
-package main
+package integration_test
 
 import (
 	"context"
@@ -137,7 +137,7 @@ func TestFailover(t *testing.T) {
 	retried := time.Now()
 	tr.retryAll(t, servers[1].url)
 	// Read the new primary itself, not through the multi-host URL.
-	newPrimary := dbtest.DB{Gorm: openDB(t, cluster.Standby.URL)}
+	newPrimary := dbtest.DB{Gorm: dbtest.Connect(t, cluster.Standby.URL)}
 	checkInvariant(t, newPrimary, servers[0].url, tr.sent)
 	refunds.settle(t, servers[1].url)
 	refunds.check(t, newPrimary, servers[0].url)

@@ -1,16 +1,14 @@
-package main
+package cli_test
 
 import (
 	"bytes"
 	"context"
-	"net/http"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 
 	"github.com/cmpay/cmpay/apitoken"
 	"github.com/cmpay/cmpay/auth"
+	"github.com/cmpay/cmpay/internal/cli"
 	"github.com/cmpay/cmpay/internal/dbtest"
 	"github.com/cmpay/cmpay/models"
 	"github.com/cmpay/cmpay/staff"
@@ -20,16 +18,16 @@ import (
 func cmd(t *testing.T, databaseURL string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	env := cmdEnv{
-		getenv: func(k string) string {
+	env := cli.Env{
+		Getenv: func(k string) string {
 			if k == "DATABASE_URL" {
 				return databaseURL
 			}
 			return ""
 		},
-		stdout: &out, stderr: &errOut,
+		Stdout: &out, Stderr: &errOut,
 	}
-	code = runCommand(context.Background(), args, env)
+	code = cli.Run(context.Background(), args, env)
 	return code, out.String(), errOut.String()
 }
 
@@ -143,38 +141,5 @@ func TestTokensCommandRefusesBadLines(t *testing.T) {
 	}
 	if code, out, _ := cmd(t, url, "help"); code != 0 || !strings.Contains(out, "cmpay tokens") {
 		t.Errorf("help: exit %d, %s", code, out)
-	}
-}
-
-// The binary's own command line, on the database a running server uses:
-// the token it prints works there, within its scopes.
-func TestTokensCommandWithTheServer(t *testing.T) {
-	t.Parallel()
-	db := dbtest.SQLite(t)
-	create := exec.Command(binary, "tokens", "create", "--name", "reader", "--scopes", "payments:read")
-	create.Env = append(os.Environ(), "DATABASE_URL="+db.URL)
-	out, err := create.Output()
-	if err != nil {
-		t.Fatalf("cmpay tokens create: %v", err)
-	}
-	token := lastLine(string(out))
-	srv := startServer(t, db.URL)
-	call := func(method, path, body string) int {
-		req, _ := http.NewRequest(method, srv.url+path, strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+token)
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Idempotency-Key", "cli-1")
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res.Body.Close()
-		return res.StatusCode
-	}
-	if got := call("GET", "/api/payments/pay_missing", ""); got != http.StatusNotFound {
-		t.Errorf("reading with the new token: %d, want 404", got)
-	}
-	if got := call("POST", "/api/payments", `{"clientId":"c","amount":"1","currency":"BRL","method":"PIX"}`); got != http.StatusForbidden {
-		t.Errorf("writing with a payments:read token: %d, want 403", got)
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -6,103 +6,15 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
-	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
-
-	"gorm.io/gorm"
 
 	"github.com/cmpay/cmpay/apitoken"
 	"github.com/cmpay/cmpay/auth"
 	"github.com/cmpay/cmpay/database"
 	"github.com/cmpay/cmpay/staff"
 )
-
-// A command is a subcommand of the binary: `cmpay NAME ARGS…`. Without
-// arguments the binary serves. To add one, write its run function and give
-// it a line in commands.
-type command struct {
-	summary string
-	run     func(ctx context.Context, env cmdEnv, args []string) error
-}
-
-var commands = map[string]command{
-	"tokens": {summary: "create, list and revoke API tokens", run: tokensCommand},
-	"staff": {summary: "add, list and disable staff accounts of the admin UI",
-		run: func(ctx context.Context, env cmdEnv, args []string) error {
-			return staffCommand(ctx, args, env.getenv, env.stdout)
-		}},
-}
-
-// cmdEnv is what a command may use: the environment (DATABASE_URL, as the
-// server reads it) and its output streams.
-type cmdEnv struct {
-	getenv func(string) string
-	stdout io.Writer
-	stderr io.Writer
-}
-
-// errUsage is a command line that does not say what to do; the usage has
-// been printed.
-var errUsage = errors.New("usage")
-
-// runCommand runs the command args name and returns the process's exit
-// status: 0, 1 when the command failed, 2 for a wrong command line.
-func runCommand(ctx context.Context, args []string, env cmdEnv) int {
-	if args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
-		printUsage(env.stdout)
-		return 0
-	}
-	cmd, ok := commands[args[0]]
-	if !ok {
-		fmt.Fprintf(env.stderr, "cmpay: unknown command %q\n\n", args[0])
-		printUsage(env.stderr)
-		return 2
-	}
-	err := cmd.run(ctx, env, args[1:])
-	switch {
-	case err == nil:
-		return 0
-	case errors.Is(err, errUsage), errors.Is(err, flag.ErrHelp):
-		return 2
-	}
-	fmt.Fprintf(env.stderr, "cmpay %s: %v\n", args[0], err)
-	return 1
-}
-
-func printUsage(w io.Writer) {
-	fmt.Fprintln(w, "Usage: cmpay                 serve the API (configured by the environment; see README.md)")
-	names := make([]string, 0, len(commands))
-	for name := range commands {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
-		fmt.Fprintf(w, "       cmpay %-15s %s\n", name+" …", commands[name].summary)
-	}
-}
-
-// openDatabase opens and migrates the database DATABASE_URL names, the
-// server's. The log goes to stderr, warnings only: stdout is the command's
-// answer.
-func openDatabase(env cmdEnv) (*gorm.DB, error) {
-	url := env.getenv("DATABASE_URL")
-	if url == "" {
-		url = database.DefaultURL
-	}
-	log := slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	db, err := database.Open(url, database.Options{MaxOpenConns: 2, Logger: log})
-	if err != nil {
-		return nil, err
-	}
-	if err := database.Migrate(db); err != nil {
-		_ = database.Close(db)
-		return nil, err
-	}
-	return db, nil
-}
 
 const tokensUsage = `Usage:
   cmpay tokens create --name NAME [--client CLIENT_ID] [--scopes SCOPES]
@@ -114,9 +26,9 @@ const tokensUsage = `Usage:
 `
 
 // tokensCommand is `cmpay tokens create|list|revoke`.
-func tokensCommand(ctx context.Context, env cmdEnv, args []string) error {
+func tokensCommand(ctx context.Context, env Env, args []string) error {
 	usage := func() error {
-		fmt.Fprintf(env.stderr, tokensUsage, auth.JoinScopes(auth.AllScopes), auth.JoinScopes(auth.DefaultScopes))
+		fmt.Fprintf(env.Stderr, tokensUsage, auth.JoinScopes(auth.AllScopes), auth.JoinScopes(auth.DefaultScopes))
 		return errUsage
 	}
 	if len(args) == 0 {
@@ -128,7 +40,7 @@ func tokensCommand(ctx context.Context, env cmdEnv, args []string) error {
 	switch args[0] {
 	case "create":
 		flags := flag.NewFlagSet("tokens create", flag.ContinueOnError)
-		flags.SetOutput(env.stderr)
+		flags.SetOutput(env.Stderr)
 		name := flags.String("name", "", "what the token is for (required)")
 		client := flags.String("client", "", "the one client the token may act for (default: every client)")
 		scopeList := flags.String("scopes", auth.JoinScopes(auth.DefaultScopes), "comma-separated scopes")
@@ -143,22 +55,22 @@ func tokensCommand(ctx context.Context, env cmdEnv, args []string) error {
 			return err
 		}
 		run = func(s *apitoken.Store, st *staff.Store) error {
-			return createToken(ctx, env.stdout, s, st, *name, *client, scopes)
+			return createToken(ctx, env.Stdout, s, st, *name, *client, scopes)
 		}
 	case "list":
 		if len(args) != 1 {
 			return usage()
 		}
-		run = func(s *apitoken.Store, _ *staff.Store) error { return listTokens(ctx, env.stdout, s) }
+		run = func(s *apitoken.Store, _ *staff.Store) error { return listTokens(ctx, env.Stdout, s) }
 	case "revoke":
 		if len(args) != 2 {
 			return usage()
 		}
-		run = func(s *apitoken.Store, st *staff.Store) error { return revokeToken(ctx, env.stdout, s, st, args[1]) }
+		run = func(s *apitoken.Store, st *staff.Store) error { return revokeToken(ctx, env.Stdout, s, st, args[1]) }
 	default:
 		return usage()
 	}
-	db, err := openDatabase(env)
+	db, _, err := openDatabase(env)
 	if err != nil {
 		return err
 	}

@@ -1,11 +1,8 @@
-package main
+package cli_test
 
 import (
-	"bytes"
-	"context"
 	"errors"
-	"os"
-	"os/exec"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -22,16 +19,12 @@ func TestStaffCommand(t *testing.T) {
 		t.Run(dialect, func(t *testing.T) {
 			t.Parallel()
 			url := dbtest.Empty(t, dialect) // the command migrates, as the server does
-			env := func(k string) string {
-				if k == "DATABASE_URL" {
-					return url
-				}
-				return ""
-			}
 			run := func(args ...string) (string, error) {
-				var out bytes.Buffer
-				err := staffCommand(context.Background(), args, env, &out)
-				return out.String(), err
+				code, out, errOut := cmd(t, url, append([]string{"staff"}, args...)...)
+				if code != 0 {
+					return out, fmt.Errorf("exit %d: %s", code, errOut)
+				}
+				return out, nil
 			}
 
 			out, err := run("add", "Alice", "--role", "operator")
@@ -70,7 +63,7 @@ func TestStaffCommand(t *testing.T) {
 			}
 
 			// What was made signs in as promised.
-			db := openDB(t, url)
+			db := dbtest.Connect(t, url)
 			st := staff.New(db, staff.Config{})
 			if _, acct, err := st.SignIn(t.Context(), staff.SignInRequest{Username: "bob", Password: "bobs-long-password"}); err != nil || acct.MustChangePassword || acct.Role != staff.Admin {
 				t.Errorf("bob: %+v %v", acct, err)
@@ -83,25 +76,6 @@ func TestStaffCommand(t *testing.T) {
 				t.Errorf("command-line audit entries: %+v %v", page.Entries, err)
 			}
 		})
-	}
-}
-
-// TestStaffCommandDispatch: the binary runs "staff" instead of serving,
-// and fails with the usage on a mistake.
-func TestStaffCommandDispatch(t *testing.T) {
-	t.Parallel()
-	url := dbtest.Empty(t, "sqlite")
-	cmd := exec.Command(binary, "staff", "add", "zoe", "--role", "viewer")
-	cmd.Env = append(os.Environ(), "DATABASE_URL="+url)
-	out, err := cmd.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "Added zoe (viewer)") {
-		t.Fatalf("cmpay staff add: %v\n%s", err, out)
-	}
-	cmd = exec.Command(binary, "staff", "add", "zoe")
-	cmd.Env = append(os.Environ(), "DATABASE_URL="+url)
-	out, err = cmd.CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "usage:") {
-		t.Errorf("a mistake: %v\n%s", err, out)
 	}
 }
 

@@ -1,122 +1,23 @@
-package main
+package integration_test
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	"gorm.io/gorm"
-
-	"github.com/cmpay/cmpay/database"
 	"github.com/cmpay/cmpay/internal/dbtest"
 )
-
-// binary is the server built once for every test here that runs it as a
-// separate process.
-var binary string
-
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "cmpay-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binary = filepath.Join(dir, "cmpay")
-	build := exec.Command("go", "build", "-o", binary, ".")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build server:", err)
-		os.Exit(1)
-	}
-	code := dbtest.Main(m)
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
-
-const testToken = "process-test-token"
-
-// process is a server running as its own OS process.
-type process struct {
-	cmd    *exec.Cmd
-	url    string
-	exited chan error
-	// debugURL is where DEBUG_ADDR serves, if it was set.
-	debugURL string
-}
-
-// startServer starts the binary on a free loopback port and waits until it
-// says where it listens. env adds to or overrides its environment.
-func startServer(t *testing.T, databaseURL string, env ...string) *process {
-	t.Helper()
-	cmd := exec.Command(binary)
-	cmd.Env = append(os.Environ(),
-		"DATABASE_URL="+databaseURL,
-		"ADDR=127.0.0.1:0",
-		"API_TOKENS="+testToken,
-		"ADMIN_PASSWORD=unused",
-		"SHUTDOWN_TIMEOUT=10s",
-	)
-	cmd.Env = append(cmd.Env, env...) // later entries win
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p := &process{cmd: cmd, exited: make(chan error, 1)}
-	urls := make(chan string, 1)
-	debugURLs := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if rest, ok := strings.CutPrefix(sc.Text(), "CMPay listening on "); ok {
-				urls <- rest
-			}
-			if rest, ok := strings.CutPrefix(sc.Text(), "Debug endpoints (pprof, expvar) on "); ok {
-				debugURLs <- strings.TrimSuffix(rest, "/debug/pprof/")
-			}
-		}
-		io.Copy(io.Discard, stdout)
-	}()
-	go func() { p.exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-p.exited
-		if t.Failed() {
-			t.Logf("server log:\n%s", stderr.String())
-		}
-	})
-	select {
-	case p.url = <-urls:
-		select { // printed before the listening line, if at all
-		case p.debugURL = <-debugURLs:
-		default:
-		}
-		return p
-	case err := <-p.exited:
-		t.Fatalf("server exited before listening: %v\n%s", err, stderr.String())
-	case <-time.After(30 * time.Second):
-		t.Fatalf("server did not start in 30s\n%s", stderr.String())
-	}
-	return nil
-}
 
 type createResult struct {
 	Data struct {
@@ -222,31 +123,31 @@ func TestGracefulShutdown(t *testing.T) {
 			}
 			defer conn.Close()
 			body := createBody("in-flight")
-			fmt.Fprintf(conn, "POST /graphql HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
-				addr, testToken, len(body), body[:20])
-			time.Sleep(200 * time.Millisecond) // the server is now reading the body
+			// The server asks for the body once its handler reads it: from
+			// then on the request is in flight.
+			answers := bufio.NewReader(conn)
+			fmt.Fprintf(conn, "POST /graphql HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\nExpect: 100-continue\r\n\r\n",
+				addr, testToken, len(body))
+			waitContinue(t, conn, answers)
+			io.WriteString(conn, body[:20])
 
 			if err := srv.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 				t.Fatal(err)
 			}
 			// New connections are refused once the listener closes.
-			deadline := time.Now().Add(5 * time.Second)
-			for {
+			waitUntil(t, "connections refused after SIGTERM", 5*time.Second, 20*time.Millisecond, func() bool {
 				c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
 				if err != nil {
-					break
+					return true
 				}
 				c.Close()
-				if time.Now().After(deadline) {
-					t.Fatal("still accepting connections 5s after SIGTERM")
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
+				return false
+			})
 
 			if _, err := io.WriteString(conn, body[20:]); err != nil {
 				t.Fatalf("finish the in-flight body: %v", err)
 			}
-			res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			res, err := http.ReadResponse(answers, nil)
 			if err != nil {
 				t.Fatalf("in-flight request got no answer: %v", err)
 			}
@@ -287,9 +188,10 @@ func TestShutdownFinishesAnyway(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	fmt.Fprintf(conn, "POST /graphql HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{",
+	fmt.Fprintf(conn, "POST /graphql HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: 1000\r\nExpect: 100-continue\r\n\r\n",
 		addr, testToken)
-	time.Sleep(200 * time.Millisecond) // the server is now waiting for the body
+	waitContinue(t, conn, bufio.NewReader(conn)) // the server now reads the body
+	io.WriteString(conn, "{")
 
 	start := time.Now()
 	if err := srv.cmd.Process.Signal(syscall.SIGTERM); err != nil {
@@ -392,32 +294,6 @@ func TestGeneratedSecrets(t *testing.T) {
 	}
 }
 
-func openDB(t *testing.T, url string) *gorm.DB {
-	t.Helper()
-	db, err := database.Open(url, database.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { database.Close(db) })
-	return db
-}
-
-func TestHTTPServerTimeouts(t *testing.T) {
-	t.Parallel()
-	srv := newHTTPServer(http.NotFoundHandler(), slog.New(slog.DiscardHandler))
-	for name, d := range map[string]time.Duration{
-		"ReadHeaderTimeout": srv.ReadHeaderTimeout, "ReadTimeout": srv.ReadTimeout,
-		"WriteTimeout": srv.WriteTimeout, "IdleTimeout": srv.IdleTimeout,
-	} {
-		if d <= 0 || d > 5*time.Minute {
-			t.Errorf("%s = %s, want a bound", name, d)
-		}
-	}
-	if srv.ReadHeaderTimeout > 10*time.Second || srv.MaxHeaderBytes <= 0 || srv.MaxHeaderBytes > 1<<20 {
-		t.Errorf("header limits: %s, %d bytes", srv.ReadHeaderTimeout, srv.MaxHeaderBytes)
-	}
-}
-
 // A client that sends its headers a byte at a time is cut off.
 func TestSlowClientIsCutOff(t *testing.T) {
 	t.Parallel()
@@ -448,4 +324,17 @@ func TestSlowClientIsCutOff(t *testing.T) {
 func isTimeout(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// waitContinue reads the server's "100 Continue", which it sends when the
+// handler of a request sent with "Expect: 100-continue" first reads the
+// body: the sign that the request is in the server's hands.
+func waitContinue(t *testing.T, conn net.Conn, answers *bufio.Reader) {
+	t.Helper()
+	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	res, err := http.ReadResponse(answers, nil)
+	if err != nil || res.StatusCode != http.StatusContinue {
+		t.Fatalf("waiting for 100 Continue: %v, %v", res, err)
+	}
+	conn.SetReadDeadline(time.Time{})
 }

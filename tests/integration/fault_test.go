@@ -1,4 +1,4 @@
-package main
+package integration_test
 
 // Fault tests. Each one runs real server processes against a real
 // PostgreSQL, breaks something while requests flow, and then checks the
@@ -290,7 +290,7 @@ func TestPostgresRestart(t *testing.T) {
 	}
 	tr.retryAll(t, srv.url)
 	db := dbtest.DB{}
-	db.Gorm = openDB(t, cluster.URL)
+	db.Gorm = dbtest.Connect(t, cluster.URL)
 	checkInvariant(t, db, srv.url, tr.sent)
 }
 
@@ -380,7 +380,7 @@ func TestAdminWithTheDatabaseSilent(t *testing.T) {
 	db := dbtest.Postgres(t)
 	proxy, dbURL := dbtest.ProxyURL(t, db.URL)
 	srv := startServer(t, dbURL)
-	code, out, _ := cmd(t, db.URL, "tokens", "create", "--name", "silent")
+	code, out, _ := runBinary(t, db.URL, "tokens", "create", "--name", "silent")
 	if code != 0 {
 		t.Fatalf("tokens create: exit %d", code)
 	}
@@ -555,17 +555,13 @@ func TestClientsDisconnect(t *testing.T) {
 		db.Gorm.Raw(`SELECT count(*) FROM payments WHERE client_id = 'shop-1'`).Scan(&n)
 		return n
 	}
-	for last, deadline := count(), time.Now().Add(15*time.Second); ; {
-		time.Sleep(500 * time.Millisecond)
+	last := int64(-1)
+	waitUntil(t, "payments still being created after the clients left", 15*time.Second, 500*time.Millisecond, func() bool {
 		now := count()
-		if now == last {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("payments still being created 15 s after the clients left (%d)", now)
-		}
+		still := now == last
 		last = now
-	}
+		return still
+	})
 
 	existed, created := 0, 0
 	for _, key := range keys {
@@ -601,7 +597,7 @@ func TestSIGTERMWithTraffic(t *testing.T) {
 	db := dbtest.Postgres(t)
 	first, second := startServer(t, db.URL), startServer(t, db.URL)
 	tr := startTraffic(t, 8, func() string { return first.url })
-	time.Sleep(700 * time.Millisecond)
+	tr.waitFor(t, "payments before SIGTERM", 20, 10*time.Second, func(a answer) bool { return a.id != "" })
 	sent := time.Now()
 	if err := first.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)

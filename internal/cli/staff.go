@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -6,10 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"text/tabwriter"
-
-	"gorm.io/gorm"
 
 	"github.com/cmpay/cmpay/config"
 	"github.com/cmpay/cmpay/database"
@@ -29,7 +26,8 @@ to be changed (it stays in your shell's history: prefer the temporary one).`
 // staffCommand runs "cmpay staff …": staff accounts from the command line,
 // for the first accounts and for when no admin can sign in. Changes are
 // audited as made by "(command line)".
-func staffCommand(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+func staffCommand(ctx context.Context, env Env, args []string) error {
+	stdout := env.Stdout
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		fmt.Fprintln(stdout, staffUsage)
 		return nil
@@ -66,11 +64,16 @@ func staffCommand(ctx context.Context, args []string, getenv func(string) string
 		return fmt.Errorf("--role and --password go with add only\n%s", staffUsage)
 	}
 
-	st, closeDB, err := openStaff(getenv)
+	cfg, err := config.FromEnv(env.Getenv)
 	if err != nil {
 		return err
 	}
-	defer closeDB()
+	db, _, err := openDatabase(env)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = database.Close(db) }()
+	st := staff.New(db, staff.Config{IdleTimeout: cfg.AdminSessionIdle})
 
 	switch cmd {
 	case "add":
@@ -121,31 +124,4 @@ func staffCommand(ctx context.Context, args []string, getenv func(string) string
 		fmt.Fprintf(stdout, "Disabled %s; its sessions have ended.\n", username)
 	}
 	return nil
-}
-
-// openStaff opens and migrates the database DATABASE_URL names, as the
-// server does at start: the command may run before the server ever has.
-func openStaff(getenv func(string) string) (*staff.Store, func(), error) {
-	cfg, err := config.FromEnv(getenv)
-	if err != nil {
-		return nil, nil, err
-	}
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	db, err := database.Open(cfg.DatabaseURL, database.Options{Logger: quiet, MaxOpenConns: 2})
-	if err != nil {
-		return nil, nil, err
-	}
-	closeDB := func() { _ = database.Close(db) }
-	if err := migrateAll(db); err != nil {
-		closeDB()
-		return nil, nil, err
-	}
-	return staff.New(db, staff.Config{IdleTimeout: cfg.AdminSessionIdle}), closeDB, nil
-}
-
-func migrateAll(db *gorm.DB) error {
-	if err := database.Migrate(db); err != nil {
-		return err
-	}
-	return staff.Migrate(db)
 }

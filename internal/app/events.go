@@ -1,11 +1,10 @@
-package main
+package app
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
-	"net/http"
-	"sync"
 	"time"
 
 	"gorm.io/gorm"
@@ -13,16 +12,21 @@ import (
 	"github.com/cmpay/cmpay/config"
 	"github.com/cmpay/cmpay/events"
 	"github.com/cmpay/cmpay/metrics"
+	"github.com/cmpay/cmpay/payments"
 	"github.com/cmpay/cmpay/webhooks"
 )
 
 // newEvents builds the outbox's sequencer and fan-out, and the webhook
 // dispatcher. Events are kept for the key TTL (the contract's minimum for
 // `after`) or for as long as a webhook delivery may be retried, whichever
-// is longer, and an hour besides.
+// is longer, and an hour besides: worked out here from what the payments
+// and webhooks packages will use, their defaults included, since the
+// events package knows neither.
 func newEvents(db *gorm.DB, cfg config.Config, m *metrics.Metrics, log *slog.Logger) (*events.Service, *webhooks.Service, error) {
+	keyTTL := cmp.Or(cfg.KeyTTL, payments.DefaultKeyTTL)
+	maxAge := cmp.Or(cfg.WebhookMaxAge, webhooks.DefaultMaxAge)
 	ev, err := events.New(db, events.Options{
-		Retention:     max(cfg.KeyTTL, cfg.WebhookMaxAge) + time.Hour,
+		Retention:     max(keyTTL, maxAge) + time.Hour,
 		SweepInterval: cfg.SweepInterval,
 		Logger:        log,
 	})
@@ -35,7 +39,8 @@ func newEvents(db *gorm.DB, cfg config.Config, m *metrics.Metrics, log *slog.Log
 		AllowPrivate: cfg.WebhookAllowPrivate,
 		Logger:       log,
 		Hooks:        m.WebhookHooks(),
-		// Checked by config.Load: either empty or webhooks.KeySize bytes.
+		// Checked by config.FromEnv: either empty or config.SecretKeySize
+		// (webhooks.KeySize) bytes.
 		SecretKey:         cfg.WebhookSecretKey,
 		PreviousSecretKey: cfg.WebhookSecretKeyPrevious,
 	})
@@ -82,23 +87,4 @@ func sealWebhookSecrets(wh *webhooks.Service, keyGiven bool, log *slog.Logger) e
 			"with is given (as WEBHOOK_SECRET_KEY, or as WEBHOOK_SECRET_KEY_PREVIOUS beside a new key)", "unopened", r.Unopened)
 	}
 	return nil
-}
-
-// runEvents runs the events service and the webhook dispatcher. Both stop
-// as soon as the server starts shutting down: subscriptions end (so that
-// Server-Sent Events streams, which the HTTP server waits for, close), and
-// the dispatcher claims nothing new. The function it returns waits for
-// them: for the attempts in flight to be answered (at most their 10 s
-// timeout) and recorded; a delivery whose outcome is not recorded is
-// attempted again by another instance once its lease runs out.
-func runEvents(srv *http.Server, ev *events.Service, wh *webhooks.Service) (wait func()) {
-	ctx, cancel := context.WithCancel(context.Background())
-	srv.RegisterOnShutdown(cancel)
-	var wg sync.WaitGroup
-	wg.Go(func() { ev.Run(ctx) })
-	wg.Go(func() { wh.Run(ctx) })
-	return func() {
-		cancel()
-		wg.Wait()
-	}
 }

@@ -1,0 +1,223 @@
+// Package app is the server's composition root: it reads the
+// configuration, opens and migrates the database, builds every service and
+// the HTTP server, starts the background services in order, serves, and
+// at shutdown stops them in reverse. Nothing else wires packages together;
+// the command line (internal/cli) calls Serve.
+package app
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"runtime/debug"
+
+	"gorm.io/gorm"
+
+	"github.com/cmpay/cmpay/apitoken"
+	"github.com/cmpay/cmpay/config"
+	"github.com/cmpay/cmpay/database"
+	"github.com/cmpay/cmpay/events"
+	"github.com/cmpay/cmpay/graph"
+	"github.com/cmpay/cmpay/httpapi"
+	"github.com/cmpay/cmpay/internal/startstop"
+	"github.com/cmpay/cmpay/metrics"
+	"github.com/cmpay/cmpay/payments"
+	"github.com/cmpay/cmpay/staff"
+	"github.com/cmpay/cmpay/webhooks"
+)
+
+// Serve runs the server as the binary does: JSON logs to stderr, buffered
+// (bufferedLog), the collector tuned (tuneGC), then Run. It returns Run's
+// error, which it has also logged.
+func Serve(ctx context.Context, getenv func(string) string, stdout, stderr io.Writer) error {
+	out := newBufferedLog(stderr)
+	if err := out.Start(context.WithoutCancel(ctx)); err != nil {
+		return err
+	}
+	defer out.Stop()
+	log := slog.New(slog.NewJSONHandler(out, nil))
+	slog.SetDefault(log)
+	tuneGC()
+	err := Run(ctx, getenv, stdout, log)
+	if err != nil {
+		log.Error("cmpay stopped", "err", err)
+	}
+	return err
+}
+
+// Run serves until ctx ends, then shuts down gracefully: it stops accepting
+// connections and lets in-flight requests finish, for at most
+// SHUTDOWN_TIMEOUT; then it closes the connections left, stops the
+// background services and returns.
+func Run(ctx context.Context, getenv func(string) string, stdout io.Writer, log *slog.Logger) error {
+	cfg, err := config.FromEnv(getenv)
+	if err != nil {
+		return err
+	}
+	db, err := database.Open(cfg.DatabaseURL, database.Options{Logger: log})
+	if err != nil {
+		return err
+	}
+	defer func() { _ = database.Close(db) }()
+	if _, err := Migrate(db); err != nil {
+		return err
+	}
+	// Reads that may be a few seconds stale can go to a streaming replica
+	// (DATABASE_REPLICA_URL); replica.Reader() is the primary when none is
+	// configured or the replica is down or lagging. The payments listing
+	// (GraphQL and the admin lists), the CSV export and the 24-hour
+	// overview read through it; everything that must see its own writes
+	// reads the primary.
+	replica, err := database.OpenReplica(db, cfg.ReplicaURL, database.ReplicaOptions{Pool: database.Options{Logger: log}})
+	if err != nil {
+		return err
+	}
+	defer func() { _ = replica.Close() }()
+
+	s, err := build(ctx, db, replica, cfg, stdout, log)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return err
+	}
+	return s.serve(ctx, ln, stdout)
+}
+
+// server is what Run has built.
+type server struct {
+	cfg   config.Config
+	db    *gorm.DB
+	log   *slog.Logger
+	http  *http.Server
+	admin staff.Bootstrapped
+	// background lists the background services in the order they start;
+	// events and webhooks are among them, and also stopped as soon as
+	// the HTTP server shuts down.
+	background *startstop.Group
+	events     *events.Service
+	webhooks   *webhooks.Service
+}
+
+// build makes every service and the HTTP server; nothing runs yet.
+func build(ctx context.Context, db *gorm.DB, replica *database.Replica, cfg config.Config, stdout io.Writer, log *slog.Logger) (*server, error) {
+	sqlDB, err := db.DB()
+	if err != nil {
+		return nil, err
+	}
+	m := metrics.New(sqlDB)
+	ev, wh, err := newEvents(db, cfg, m, log)
+	if err != nil {
+		return nil, err
+	}
+	svc, err := payments.NewService(db, payments.Config{
+		KeyTTL: cfg.KeyTTL, Reads: replica, Unavailable: database.IsUnavailable, ClockOffset: database.ClockOffset(db),
+		OnAttempt: func(op payments.Operation, o payments.Outcome, transport string) {
+			m.OnAttempt(op, o, transport)
+			if o == payments.OutcomeCreated || o == payments.OutcomeApplied {
+				ev.Wake() // an event was written
+			}
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	staffStore := staff.New(db, staff.Config{IdleTimeout: cfg.AdminSessionIdle})
+	admin, err := staffStore.Bootstrap(ctx, cfg.AdminUser, cfg.AdminPassword)
+	if err != nil {
+		return nil, err
+	}
+	handler := httpapi.NewHandler(httpapi.Deps{
+		Service:        svc,
+		Ping:           database.Pinger(db),
+		Metrics:        m,
+		APITokens:      cfg.APITokens,
+		Tokens:         apitoken.NewStore(db, apitoken.Options{}),
+		Staff:          staffStore,
+		CORSOrigins:    cfg.CORSOrigins,
+		TrustedProxies: cfg.TrustedProxies,
+		MaxBodyBytes:   cfg.MaxBodyBytes,
+		GraphQL: &graph.Options{
+			Introspection: cfg.Introspection,
+			MaxDepth:      cfg.MaxDepth,
+			MaxComplexity: cfg.MaxComplexity,
+		},
+		Events:   ev,
+		Webhooks: wh,
+		Logger:   log,
+	})
+	// The clock is measured before anything serves; the sweeper and the
+	// debug endpoints depend on nothing started after them.
+	background := []startstop.Service{svc.ClockSync(log), ev, wh, svc.Sweeper(cfg.SweepInterval, log)}
+	if cfg.DebugAddr != "" {
+		background = append(background, debugServer(cfg.DebugAddr, stdout, log))
+	}
+	return &server{cfg: cfg, db: db, log: log, http: newHTTPServer(handler, log), admin: admin,
+		background: startstop.NewGroup(background...), events: ev, webhooks: wh}, nil
+}
+
+// serve starts the background services, serves on ln until ctx ends, and
+// shuts down.
+func (s *server) serve(ctx context.Context, ln net.Listener, stdout io.Writer) error {
+	// The services run until Stop, not until ctx ends: they stop after
+	// the HTTP server, in reverse order.
+	if err := s.background.Start(context.WithoutCancel(ctx)); err != nil {
+		_ = ln.Close()
+		return err
+	}
+	defer s.background.Stop()
+	// Subscriptions end as soon as the server starts shutting down (so
+	// that Server-Sent Events streams, which Shutdown waits for, close),
+	// and the dispatcher claims nothing new; each Stop waits for its
+	// service, and a webhook attempt in flight for its answer.
+	s.http.RegisterOnShutdown(func() { startstop.StopAll(s.events, s.webhooks) })
+
+	// Start-up (migrations, the schema, SQLite's WebAssembly module) leaves
+	// tens of MB of garbage, and the collector's first goal after it a
+	// multiple of what was live then (GOGC): under the first traffic the
+	// heap grew to 45 MB before a collection (at GOGC=200), and the process
+	// to its peak RSS.
+	// Collecting once here starts the first cycle from the steady live heap.
+	debug.FreeOSMemory()
+	printStartup(stdout, s.cfg, s.admin, ln.Addr())
+	s.log.Info("listening", "addr", ln.Addr().String(), "database", s.db.Dialector.Name(), "key_ttl", cmp.Or(s.cfg.KeyTTL, payments.DefaultKeyTTL).String())
+
+	served := make(chan error, 1)
+	go func() { served <- s.http.Serve(ln) }()
+	select {
+	case err := <-served:
+		return err
+	case <-ctx.Done():
+	}
+	return s.shutdown(served)
+}
+
+// shutdown stops the HTTP server gracefully, for at most SHUTDOWN_TIMEOUT,
+// then cuts the connections left.
+func (s *server) shutdown(served <-chan error) error {
+	s.log.Info("shutting down", "timeout", s.cfg.ShutdownTimeout.String())
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
+	defer cancel()
+	if err := s.http.Shutdown(shutdownCtx); err != nil {
+		// Requests still running (or a client that never finishes its
+		// body) must not keep the process alive past the timeout its
+		// supervisor was promised: cut their connections and go. A create
+		// cut here commits or rolls back as a unit; its retry finds out
+		// which.
+		s.log.Warn("shutdown timeout reached; closing the remaining connections", "err", err)
+		if err := s.http.Close(); err != nil {
+			return fmt.Errorf("close: %w", err)
+		}
+	}
+	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	s.log.Info("stopped")
+	return nil
+}
