@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"gorm.io/gorm"
+
+	"github.com/cmpay/cmpay/internal/sqlq"
 )
 
 // clockReadings is how many times ClockOffset reads the database's clock;
@@ -28,30 +31,35 @@ const maxClockRoundTrip = 200 * time.Millisecond
 // spelled out so that storage does not import the payments package.
 // SQLite runs on the server's own machine, on its clock: nil.
 func ClockOffset(db *gorm.DB) func(ctx context.Context, now func() time.Time) (time.Duration, error) {
-	if db.Dialector.Name() != "postgres" {
+	measure, err := sqlq.Pick(db, measureClock, func(*sqlq.Lite) clockFunc { return nil })
+	if err != nil {
 		return nil
 	}
+	return measure
+}
+
+type clockFunc = func(ctx context.Context, now func() time.Time) (time.Duration, error)
+
+// measureClock reads PostgreSQL's clock as ClockOffset says.
+func measureClock(pg *sqlq.PG) clockFunc {
 	return func(ctx context.Context, now func() time.Time) (time.Duration, error) {
-		sqlDB, err := db.DB()
-		if err != nil {
-			return 0, err
-		}
-		conn, err := sqlDB.Conn(ctx)
-		if err != nil {
-			return 0, err
-		}
-		defer conn.Close()
 		best, offset := time.Duration(-1), time.Duration(0)
-		for i := range clockReadings + 1 { // the first one warms the connection up
-			var dbNow time.Time
-			before := now()
-			if err := conn.QueryRowContext(ctx, `SELECT clock_timestamp()`).Scan(&dbNow); err != nil {
-				return 0, err
+		err := pg.Conn(ctx, func(c *pgx.Conn) error {
+			for i := range clockReadings + 1 { // the first one warms the connection up
+				var dbNow time.Time
+				before := now()
+				if err := c.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&dbNow); err != nil {
+					return err
+				}
+				after := now()
+				if trip := after.Sub(before); i > 0 && (best < 0 || trip < best) {
+					best, offset = trip, dbNow.Sub(before.Add(trip/2))
+				}
 			}
-			after := now()
-			if trip := after.Sub(before); i > 0 && (best < 0 || trip < best) {
-				best, offset = trip, dbNow.Sub(before.Add(trip/2))
-			}
+			return nil
+		})
+		if err != nil {
+			return 0, err
 		}
 		if best > maxClockRoundTrip {
 			return 0, fmt.Errorf("the database's clock answered in %s at best, too slowly to be read", best)

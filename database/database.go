@@ -20,6 +20,7 @@ import (
 	"gorm.io/gorm/logger"
 
 	"github.com/cmpay/cmpay/internal/iso4217"
+	"github.com/cmpay/cmpay/internal/sqlq"
 	"github.com/cmpay/cmpay/models"
 )
 
@@ -241,48 +242,48 @@ func redact(rawURL string) string {
 	return u.Redacted()
 }
 
-// migrationLockID is the PostgreSQL advisory lock migrations hold.
-const migrationLockID = 0x636d706179 // "cmpay"
+// migrationLocks are what a migration takes first, per database, so that
+// instances starting at once migrate one after another and the later ones
+// find nothing to do: an advisory lock on PostgreSQL ("cmpay" in hex);
+// SQLite's transactions begin IMMEDIATE, with the write lock.
+var migrationLocks = map[sqlq.Dialect]string{
+	sqlq.Postgres: `SELECT pg_advisory_xact_lock(x'636d706179'::bigint)`,
+}
 
-// Migrate creates or updates the tables and indexes of every model, writes
-// the currencies table, and runs the data migrations not yet run. Several
-// instances may start at once: the migration runs in one transaction that
-// first takes a lock (an advisory lock on PostgreSQL, the write lock on
-// SQLite), so they migrate one after another and the later ones find
-// nothing to do.
+// Migrate brings db's schema up to date: AutoMigrate for what the models
+// declare, the currencies, then the numbered migrations not yet run
+// (migrate.go), all in one transaction under one lock.
 func Migrate(db *gorm.DB) error {
-	err := db.Transaction(func(tx *gorm.DB) error {
-		if tx.Dialector.Name() == "postgres" {
-			if err := tx.Exec(`SELECT pg_advisory_xact_lock(?)`, migrationLockID).Error; err != nil {
+	_, err := MigrateReport(context.Background(), db)
+	return err
+}
+
+// MigrateReport is Migrate, saying which numbered migrations it ran.
+func MigrateReport(ctx context.Context, db *gorm.DB) (Migrated, error) {
+	dialect, err := sqlq.Of(db)
+	if err != nil {
+		return Migrated{}, fmt.Errorf("migrate: %w", err)
+	}
+	var out Migrated
+	err = db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if lock := migrationLocks[dialect]; lock != "" {
+			if err := tx.Exec(lock).Error; err != nil {
 				return err
 			}
 		}
 		if err := tx.AutoMigrate(models.All()...); err != nil {
 			return err
 		}
-		for _, name := range models.ObsoleteIndexes {
-			if err := tx.Exec(`DROP INDEX IF EXISTS ` + name).Error; err != nil {
-				return err
-			}
-		}
 		if err := writeCurrencies(tx); err != nil {
 			return err
 		}
-		if err := runDataMigrations(tx); err != nil {
-			return err
-		}
-		if tx.Dialector.Name() == "postgres" {
-			if err := migrateEvents(tx); err != nil {
-				return err
-			}
-			return setPaymentsFillfactor(tx)
-		}
-		return nil
+		out, err = runMigrations(ctx, tx, string(dialect))
+		return err
 	})
 	if err != nil {
-		return fmt.Errorf("migrate: %w", err)
+		return Migrated{}, fmt.Errorf("migrate: %w", err)
 	}
-	return nil
+	return out, nil
 }
 
 // writeCurrencies copies the ISO 4217 list the Go code uses (package
@@ -302,58 +303,6 @@ func writeCurrencies(tx *gorm.DB) error {
 		return fmt.Errorf("write currencies: %w", err)
 	}
 	return nil
-}
-
-// dataMigrations change rows the way a new version reads them. Each runs
-// once, in order; models.SchemaVersion records the ones that have.
-var dataMigrations = []struct {
-	version int
-	run     func(tx *gorm.DB) error
-}{
-	// Version 2, the payment lifecycle: payments stored before it were
-	// captured when created, and an attempt names the key it was made with
-	// (before, always its payment's).
-	{2, func(tx *gorm.DB) error {
-		if err := tx.Exec(`UPDATE payments SET captured_minor = amount_minor, captured_at = created_at
-			WHERE status = 'CAPTURED' AND captured_at IS NULL`).Error; err != nil {
-			return err
-		}
-		return tx.Exec(`UPDATE idempotency_attempts SET idempotency_key =
-			(SELECT p.idempotency_key FROM payments p WHERE p.id = idempotency_attempts.payment_id)
-			WHERE idempotency_key = ''`).Error
-	}},
-}
-
-func runDataMigrations(tx *gorm.DB) error {
-	var done []int
-	if err := tx.Model(&models.SchemaVersion{}).Pluck("version", &done).Error; err != nil {
-		return fmt.Errorf("read schema versions: %w", err)
-	}
-	for _, m := range dataMigrations {
-		if slices.Contains(done, m.version) {
-			continue
-		}
-		if err := m.run(tx); err != nil {
-			return fmt.Errorf("data migration %d: %w", m.version, err)
-		}
-		if err := tx.Create(&models.SchemaVersion{Version: m.version, AppliedAt: time.Now().UTC()}).Error; err != nil {
-			return fmt.Errorf("record data migration %d: %w", m.version, err)
-		}
-	}
-	return nil
-}
-
-// setPaymentsFillfactor leaves room on each page of payments for the new
-// version of an updated row, so that counter updates stay on the page (HOT)
-// and skip the indexes; it applies to pages written from then on. It
-// alters the table only when the setting is missing, not on every start.
-func setPaymentsFillfactor(tx *gorm.DB) error {
-	var set bool
-	err := tx.Raw(`SELECT COALESCE('fillfactor=90' = ANY(reloptions), false) FROM pg_class WHERE oid = 'payments'::regclass`).Scan(&set).Error
-	if err != nil || set {
-		return err
-	}
-	return tx.Exec(`ALTER TABLE payments SET (fillfactor = 90)`).Error
 }
 
 // Ping checks that the database answers.

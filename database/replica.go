@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"gorm.io/gorm"
 
+	"github.com/cmpay/cmpay/internal/sqlq"
 	"github.com/cmpay/cmpay/internal/startstop"
 )
 
@@ -100,7 +101,7 @@ func OpenReplica(primary *gorm.DB, url string, opts ReplicaOptions) (*Replica, e
 	if url == "" {
 		return r, nil
 	}
-	if primary.Dialector.Name() != "postgres" {
+	if streams, err := sqlq.Pick(primary, func(*sqlq.PG) bool { return true }, func(*sqlq.Lite) bool { return false }); err != nil || !streams {
 		return nil, errors.New("DATABASE_REPLICA_URL needs PostgreSQL as DATABASE_URL: a streaming replica is PostgreSQL's")
 	}
 	// Checked here, not left to the first connection attempt: a URL that

@@ -61,9 +61,6 @@ func setupB(t testing.TB, db dbtest.DB, change ...func(*httpapi.Deps)) *bundle {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := staff.Migrate(db.Gorm); err != nil {
-		t.Fatal(err)
-	}
 	st := staff.New(db.Gorm, staff.Config{Hash: cheapHash})
 	if _, err := st.Bootstrap(context.Background(), "admin", adminPassword); err != nil {
 		t.Fatal(err)

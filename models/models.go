@@ -64,15 +64,6 @@ type Payment struct {
 	RejectedAt *time.Time
 }
 
-// ObsoleteIndexes are indexes earlier versions created and this one drops:
-// partial indexes on the counters, which made every replay rewrite all of
-// the table's indexes.
-var ObsoleteIndexes = []string{
-	"idx_payments_flagged_created",
-	"idx_payments_replayed_created",
-	"idx_payments_rejected_created",
-}
-
 // Refund is money given back from a captured payment. A payment has any
 // number of them; their sum is the payment's RefundedMinor.
 type Refund struct {
@@ -169,8 +160,9 @@ type Currency struct {
 	Digits int    `gorm:"not null"`
 }
 
-// SchemaVersion records the data migrations that have run (database.Migrate):
-// each runs once, in order, on every database.
+// SchemaVersion records the numbered migrations that have run
+// (database/migrations, run by database.Migrate): each runs once, in
+// order, on every database; the highest is the schema's version.
 type SchemaVersion struct {
 	Version   int       `gorm:"primaryKey;autoIncrement:false"`
 	AppliedAt time.Time `gorm:"not null"`

@@ -46,7 +46,7 @@ type StaffSession struct {
 
 // StaffAuditEntry is one line of the audit log: who did what, when, from
 // where, and how it ended. Rows are only ever inserted; on both databases a
-// trigger refuses updates and deletes (staff.Migrate).
+// trigger refuses updates and deletes (database/migrations/0006_staff_audit.*.sql).
 //
 // Captures, cancels and refunds made in the admin are not here: the payments
 // engine records each as an IdempotencyAttempt (transport "admin", with the

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cmpay/cmpay/database"
 	"github.com/cmpay/cmpay/internal/dbtest"
 	"github.com/cmpay/cmpay/models"
 	"github.com/cmpay/cmpay/staff"
@@ -34,9 +35,6 @@ func newClock() *clock { return &clock{now: time.Date(2026, 12, 2, 9, 0, 0, 0, t
 
 func newStore(t *testing.T, db dbtest.DB, c *clock) *staff.Store {
 	t.Helper()
-	if err := staff.Migrate(db.Gorm); err != nil {
-		t.Fatal(err)
-	}
 	cfg := staff.Config{Hash: cheap}
 	if c != nil {
 		cfg.Now = c.Now
@@ -406,7 +404,7 @@ func TestAuditIsAppendOnly(t *testing.T) {
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
 		s := newStore(t, db, nil)
 		mustAdd(t, s, "alice", staff.Operator, "alice-password-1")
-		if err := staff.Migrate(db.Gorm); err != nil { // twice is fine
+		if err := database.Migrate(db.Gorm); err != nil { // twice is fine
 			t.Fatal(err)
 		}
 		for _, stmt := range []string{

@@ -103,9 +103,6 @@ func BenchmarkAdminPages(b *testing.B) {
 // and the session cookie to send.
 func benchAdmin(b *testing.B, db dbtest.DB, svc *payments.Service) (http.Handler, *http.Cookie) {
 	b.Helper()
-	if err := staff.Migrate(db.Gorm); err != nil {
-		b.Fatal(err)
-	}
 	st := staff.New(db.Gorm, staff.Config{})
 	if _, err := st.Bootstrap(b.Context(), "admin", "bench-admin-password"); err != nil {
 		b.Fatal(err)

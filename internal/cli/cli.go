@@ -141,11 +141,11 @@ func migrateCommand(_ context.Context, env Env, args []string) error {
 	}
 	switch len(m.Ran) {
 	case 0:
-		fmt.Fprintln(w, "No data migration to run.")
+		fmt.Fprintln(w, "No numbered migration to run.")
 	case 1:
-		fmt.Fprintf(w, "Ran data migration %d.\n", m.Ran[0])
+		fmt.Fprintf(w, "Ran numbered migration %d.\n", m.Ran[0])
 	default:
-		fmt.Fprintf(w, "Ran data migrations %s.\n", strings.Trim(fmt.Sprint(m.Ran), "[]"))
+		fmt.Fprintf(w, "Ran numbered migrations %s.\n", strings.Trim(fmt.Sprint(m.Ran), "[]"))
 	}
 	fmt.Fprintf(w, "Schema version %d.\n", m.Version)
 	return nil
