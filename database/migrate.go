@@ -22,8 +22,8 @@ import (
 // everything it cannot express (triggers, dropped or renamed indexes,
 // table settings, data moves) is a numbered migration in migrations/:
 //
-//	NNNN_name.sql           run on both databases
-//	NNNN_name.postgres.sql  run on PostgreSQL only (and likewise .sqlite)
+//	0003_drop_counter_indexes.sql   run on both databases
+//	0006_staff_audit.postgres.sql   run on PostgreSQL only (and likewise .sqlite)
 //
 // A version may have a file for each database, or one for both. A
 // statement ends with a semicolon at the end of a line, outside a $$ body.
