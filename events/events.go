@@ -89,7 +89,7 @@ type Filter struct {
 	PaymentID string
 }
 
-func (f Filter) match(e Event) bool {
+func (f Filter) match(e *Event) bool {
 	return (f.ClientID == "" || f.ClientID == e.Payment.ClientID) && (f.PaymentID == "" || f.PaymentID == e.Payment.ID)
 }
 

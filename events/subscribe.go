@@ -103,7 +103,7 @@ func (s *Service) Subscribe(ctx context.Context, f Filter, after *int64) *Subscr
 					}
 				}
 			}
-			sb := &subscriber{filter: f, ch: make(chan Event, s.buffer)}
+			sb := &subscriber{filter: f, ch: make(chan *Event, s.buffer)}
 			live, ok := s.hub.add(sb)
 			if !ok {
 				sub.fail(ErrClosed)
@@ -141,7 +141,7 @@ func (s *Service) follow(ctx context.Context, sb *subscriber, cursor *int64, sen
 			if e.ID <= *cursor {
 				continue // `after` was past what this instance had seen
 			}
-			if !send(e) {
+			if !send(*e) {
 				return false
 			}
 			*cursor = e.ID
