@@ -129,6 +129,16 @@ type Options struct {
 	// Poll is how often the hub looks for new events without being told
 	// and the leader for events it was not told of. Zero means 1s.
 	Poll time.Duration
+	// ReplayRate is how many events per second the instance's
+	// subscriptions may read back from the outbox in all (a replay from
+	// `after`, or a catch-up after falling behind), ReplayPages how many
+	// pages of it they may hold at once, and ReplayStall how long a
+	// subscriber may take to accept one page before it is dropped with
+	// ErrTooSlow. Zero means DefaultReplayRate, DefaultReplayPages and
+	// DefaultReplayStall.
+	ReplayRate  int
+	ReplayPages int
+	ReplayStall time.Duration
 	// Now is the clock; nil means time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -146,6 +156,8 @@ type Service struct {
 	// wake asks the SQLite sequencer for a pass.
 	wake chan struct{}
 	hub  *hub
+	// replay paces the subscriptions' reads of the outbox.
+	replay *replayBudget
 
 	leader    atomic.Bool
 	listeners struct {
@@ -188,6 +200,7 @@ func New(db *gorm.DB, opts Options) (*Service, error) {
 	if s.maxLag <= 0 {
 		s.maxLag = 10_000
 	}
+	s.replay = newReplayBudget(opts.ReplayRate, opts.ReplayPages, opts.ReplayStall)
 	last, err := s.maxID(context.Background())
 	if err != nil {
 		return nil, fmt.Errorf("events: %w", err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 )
 
 // Subscription is a stream of events, oldest first, each once.
@@ -47,6 +48,11 @@ func (s *Subscription) fail(err error) {
 // stands, and registers again, unless it has fallen more than MaxLag
 // events behind: then it ends with ErrTooSlow, and the client resumes with
 // `after`. Memory stays bounded either way: the buffer, and a page.
+//
+// Every read of the outbox, a replay from `after` or a catch-up, is paced
+// by the instance's replay budget (see replayBudget): however many
+// subscriptions replay at once, they hold ReplayPages pages between them
+// and read ReplayRate events a second.
 func (s *Service) Subscribe(ctx context.Context, f Filter, after *int64) *Subscription {
 	out := make(chan Event)
 	sub := &Subscription{C: out}
@@ -64,19 +70,9 @@ func (s *Service) Subscribe(ctx context.Context, f Filter, after *int64) *Subscr
 		// moves *cursor to upTo.
 		backlog := func(cursor *int64, upTo int64) bool {
 			for *cursor < upTo {
-				batch, reached, err := s.page(ctx, *cursor, upTo, f)
-				if err != nil {
-					if ctx.Err() == nil {
-						sub.fail(err)
-					}
+				if !s.replayPage(ctx, f, cursor, upTo, out, sub) {
 					return false
 				}
-				for _, e := range batch {
-					if !send(e) {
-						return false
-					}
-				}
-				*cursor = reached
 			}
 			return true
 		}
@@ -121,6 +117,43 @@ func (s *Service) Subscribe(ctx context.Context, f Filter, after *int64) *Subscr
 		}
 	}()
 	return sub
+}
+
+// replayPage sends one page of the outbox, the events that match f after
+// *cursor up to upTo (at most window ids), and moves *cursor past it. It
+// holds one of the instance's replay slots from the read until the last
+// event is taken, and pays for the page from the replay budget before
+// sending it; a subscriber that does not take the page within the budget's
+// stall time ends with ErrTooSlow. False: the subscription ended.
+func (s *Service) replayPage(ctx context.Context, f Filter, cursor *int64, upTo int64, out chan<- Event, sub *Subscription) bool {
+	if !s.replay.acquire(ctx) {
+		return false
+	}
+	defer s.replay.release()
+	batch, reached, err := s.page(ctx, *cursor, upTo, f)
+	if err != nil {
+		if ctx.Err() == nil {
+			sub.fail(err)
+		}
+		return false
+	}
+	if !s.replay.pay(ctx, len(batch)) {
+		return false
+	}
+	stall := time.NewTimer(s.replay.stall)
+	defer stall.Stop()
+	for _, e := range batch {
+		select {
+		case out <- e:
+		case <-ctx.Done():
+			return false
+		case <-stall.C:
+			sub.fail(ErrTooSlow)
+			return false
+		}
+	}
+	*cursor = reached
+	return true
 }
 
 // follow sends sb's live events until the hub takes sb off its list for
