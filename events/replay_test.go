@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/cmpay/cmpay/events"
 	"github.com/cmpay/cmpay/internal/dbtest"
+	"github.com/cmpay/cmpay/payments"
 )
 
 // TestReplaysHoldBoundedPages: replays from `after` share the instance's
@@ -55,4 +57,50 @@ func TestReplaysHoldBoundedPages(t *testing.T) {
 			t.Errorf("stalled replay ended with %v, want ErrTooSlow", stalled.Err())
 		}
 	})
+}
+
+// TestAfterBeyondTheNewestEvent: an `after` no event has reached yet is
+// bad input; the newest event's id, and any before it, are fine.
+func TestAfterBeyondTheNewestEvent(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		e := newEnv(t, db, events.Options{})
+		for i := range 2 {
+			e.create(t, fmt.Sprintf("beyond-%d", i), "1.00", true)
+		}
+		collect(t, e.ev, events.Filter{}, 1, 1)
+		for _, after := range []int64{0, 1, 2} {
+			if err := e.ev.CheckAfter(t.Context(), after); err != nil {
+				t.Errorf("after %d: %v", after, err)
+			}
+		}
+		var invalid *payments.InvalidInputError
+		for _, after := range []int64{3, 1 << 62} {
+			err := e.ev.CheckAfter(t.Context(), after)
+			if !errors.As(err, &invalid) || invalid.Problems[0].Field != "after" {
+				t.Errorf("after %d: %v, want bad input in after", after, err)
+			}
+		}
+	})
+}
+
+// TestParseIDDoesNotRepeatLongInput: the error for a malformed `after`
+// quotes a short value, and only tells the length of a long one.
+func TestParseIDDoesNotRepeatLongInput(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("9", 50_000)
+	for _, tt := range []struct{ in, want string }{
+		{"yesterday", `"yesterday"`},
+		{long, "a string of 50000 bytes"},
+		{"-" + long, "a string of 50001 bytes"},
+	} {
+		_, err := events.ParseID(tt.in)
+		var invalid *payments.InvalidInputError
+		if !errors.As(err, &invalid) {
+			t.Fatalf("ParseID(%.20s…): %v, want bad input", tt.in, err)
+		}
+		if msg := invalid.Problems[0].Message; len(msg) > 200 || !strings.Contains(msg, tt.want) || len(err.Error()) > 300 {
+			t.Errorf("ParseID(%.20s…): message of %d bytes %.200q, want at most 200 with %s", tt.in, len(msg), msg, tt.want)
+		}
+	}
 }

@@ -156,6 +156,24 @@ func (s *Service) replayPage(ctx context.Context, f Filter, cursor *int64, upTo 
 	return true
 }
 
+// CheckAfter refuses, as bad input, an `after` beyond the newest event:
+// no event has that id yet, so it cannot be an id this API returned, and a
+// subscription from it would skip every event up to it.
+func (s *Service) CheckAfter(ctx context.Context, after int64) error {
+	if after <= s.hub.lastID() {
+		return nil
+	}
+	// This instance's hub may lag the database by a poll: ask it.
+	newest, err := s.maxID(ctx)
+	if err != nil {
+		return err
+	}
+	if after > newest {
+		return afterError("after is beyond the newest event: use an event id this API returned")
+	}
+	return nil
+}
+
 // follow sends sb's live events until the hub takes sb off its list for
 // falling behind (true: catch up and register again), or the subscription
 // ends (false).

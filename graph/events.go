@@ -57,6 +57,9 @@ func (r *Resolver) paymentEvents(ctx context.Context, clientID, paymentID string
 		if err != nil {
 			return nil, err
 		}
+		if err := r.Events.CheckAfter(ctx, id); err != nil {
+			return nil, err
+		}
 		from = &id
 	}
 	sub := r.Events.Subscribe(ctx, f, from)
