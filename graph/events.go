@@ -108,10 +108,6 @@ type websocketKey struct{}
 // overWebsocket reports whether ctx belongs to a WebSocket connection.
 func overWebsocket(ctx context.Context) bool { return ctx.Value(websocketKey{}) != nil }
 
-// CloseForbidden is the WebSocket close code for a connection_init whose
-// credentials are refused (graphql-transport-ws's 4403 Forbidden).
-const CloseForbidden = 4403
-
 // upgradeAuthKey carries the upgrade request's own Authorization header, for
 // clients that can send one (browsers cannot).
 type upgradeAuthKey struct{}
@@ -120,19 +116,26 @@ type upgradeAuthKey struct{}
 // connection_init's payload, {"Authorization": "Bearer <token>"} (or, for
 // clients that can send one, the upgrade request's Authorization header);
 // opts.Authenticate checks it, and a refusal closes the socket with 4403.
+// Its messages follow graphql-transport-ws (see protocolConn).
 type websocketTransport struct {
 	transport.Websocket
 }
 
 func newWebsocketTransport(opts Options) websocketTransport {
+	initTimeout := opts.InitTimeout
+	if initTimeout <= 0 {
+		initTimeout = DefaultInitTimeout
+	}
 	return websocketTransport{transport.Websocket{
-		Implementation: transport.CoderWebsocketImplementation{AcceptOptions: websocket.AcceptOptions{
-			// Any origin may connect: credentials travel in the payload,
-			// never in a cookie a browser would add by itself, so a
-			// cross-site page gets nowhere without the token.
-			InsecureSkipVerify: true,
-		}},
-		InitTimeout:           10 * time.Second,
+		Implementation: protocolImplementation{initTimeout: initTimeout, CoderWebsocketImplementation: transport.CoderWebsocketImplementation{
+			AcceptOptions: websocket.AcceptOptions{
+				// Any origin may connect: credentials travel in the payload,
+				// never in a cookie a browser would add by itself, so a
+				// cross-site page gets nowhere without the token.
+				InsecureSkipVerify: true,
+			}}},
+		// protocolConn times connection_init, to close with 4408.
+		InitTimeout:           0,
 		KeepAlivePingInterval: 15 * time.Second,
 		PingPongInterval:      15 * time.Second,
 		MissingPongOk:         true,

@@ -48,6 +48,9 @@ type Options struct {
 	// closes the socket with 4403. The HTTP layer passes it in, since it
 	// owns credentials; nil refuses every WebSocket connection.
 	Authenticate func(ctx context.Context, authorization string) (context.Context, error)
+	// InitTimeout is how long a WebSocket may take to send
+	// connection_init; zero means DefaultInitTimeout.
+	InitTimeout time.Duration
 	// ClientOf returns the client the request's credentials are bound to,
 	// "" for none: such a request sees and creates that client's events and
 	// webhook endpoints only. Nil means no request is bound.
