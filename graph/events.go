@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/99designs/gqlgen/graphql"
@@ -40,6 +41,8 @@ func (r *Resolver) clientOf(ctx context.Context) string {
 
 // paymentEvents streams events to one subscription. A client-bound token
 // sees its client's events only, and asking for another's is FORBIDDEN.
+// The subscription ends when its connection's credentials are refused
+// (see connection).
 func (r *Resolver) paymentEvents(ctx context.Context, clientID, paymentID string, after *string) (<-chan *events.Event, error) {
 	if r.Events == nil {
 		return nil, errNoEvents
@@ -62,25 +65,61 @@ func (r *Resolver) paymentEvents(ctx context.Context, clientID, paymentID string
 		}
 		from = &id
 	}
-	sub := r.Events.Subscribe(ctx, f, from)
+	conn := connectionOf(ctx)
+	subCtx, cancel := context.WithCancel(ctx)
+	sub := r.Events.Subscribe(subCtx, f, from)
 	out := make(chan *events.Event)
 	go func() {
 		defer close(out)
-		for e := range sub.C {
+		defer cancel()
+		var revoked <-chan struct{}
+		if conn != nil {
+			revoked = conn.refused
+		}
+		for {
 			select {
-			case out <- &e:
+			case e, ok := <-sub.C:
+				if !ok {
+					if err := sub.Err(); err != nil && ctx.Err() == nil {
+						endSubscription(ctx, conn, subscriptionError(ctx, err))
+					}
+					return
+				}
+				select {
+				case out <- &e:
+					continue
+				case <-ctx.Done():
+				case <-revoked:
+					endSubscription(ctx, conn, refusedError())
+				}
+				return
 			case <-ctx.Done():
+				return
+			case <-revoked:
+				endSubscription(ctx, conn, refusedError())
 				return
 			}
 		}
-		if err := sub.Err(); err != nil && ctx.Err() == nil && overWebsocket(ctx) {
-			// graphql-transport-ws ends the subscription with an error
-			// message rather than "complete"; over SSE the stream just
-			// completes. Either way the client resumes with `after`.
-			transport.AddSubscriptionError(ctx, subscriptionError(ctx, err))
-		}
 	}()
 	return out, nil
+}
+
+// endSubscription ends a subscription with an error the client can act on.
+// graphql-transport-ws ends the subscription with an error message rather
+// than "complete"; over SSE, the error is the stream's last event before
+// "complete" (streamEnd). Either way the client resumes with `after`. A
+// WebSocket whose token was refused is closed with 4403 instead.
+func endSubscription(ctx context.Context, conn *connection, e *gqlerror.Error) {
+	switch {
+	case overWebsocket(ctx):
+		select {
+		case <-conn.refused:
+		default:
+			transport.AddSubscriptionError(ctx, e)
+		}
+	case conn != nil:
+		conn.ended(e)
+	}
 }
 
 // Codes a subscription can end with.
@@ -103,11 +142,6 @@ func subscriptionError(ctx context.Context, err error) *gqlerror.Error {
 	return e
 }
 
-type websocketKey struct{}
-
-// overWebsocket reports whether ctx belongs to a WebSocket connection.
-func overWebsocket(ctx context.Context) bool { return ctx.Value(websocketKey{}) != nil }
-
 // upgradeAuthKey carries the upgrade request's own Authorization header, for
 // clients that can send one (browsers cannot).
 type upgradeAuthKey struct{}
@@ -116,17 +150,20 @@ type upgradeAuthKey struct{}
 // connection_init's payload, {"Authorization": "Bearer <token>"} (or, for
 // clients that can send one, the upgrade request's Authorization header);
 // opts.Authenticate checks it, and a refusal closes the socket with 4403.
-// Its messages follow graphql-transport-ws (see protocolConn).
+// Each socket is a connection whose token is checked again while it is
+// open (see connection), and whose messages follow graphql-transport-ws
+// (see protocolConn).
 type websocketTransport struct {
 	transport.Websocket
+	recheck rechecker
 }
 
-func newWebsocketTransport(opts Options) websocketTransport {
+func newWebsocketTransport(opts Options, recheck rechecker) websocketTransport {
 	initTimeout := opts.InitTimeout
 	if initTimeout <= 0 {
 		initTimeout = DefaultInitTimeout
 	}
-	return websocketTransport{transport.Websocket{
+	return websocketTransport{recheck: recheck, Websocket: transport.Websocket{
 		Implementation: protocolImplementation{initTimeout: initTimeout, CoderWebsocketImplementation: transport.CoderWebsocketImplementation{
 			AcceptOptions: websocket.AcceptOptions{
 				// Any origin may connect: credentials travel in the payload,
@@ -151,7 +188,10 @@ func newWebsocketTransport(opts Options) websocketTransport {
 			if err != nil {
 				return refuse(ctx)
 			}
-			return context.WithValue(authed, websocketKey{}, true), nil, nil
+			if c := connectionOf(ctx); c != nil {
+				c.authenticated(auth)
+			}
+			return authed, nil, nil
 		},
 	}}
 }
@@ -166,17 +206,38 @@ func (t websocketTransport) Do(w http.ResponseWriter, r *http.Request, exec grap
 	// The server's read and write timeouts are for requests; a socket lives
 	// for as long as it is used (gqlgen pings it).
 	unlimited(w)
-	ctx := context.WithValue(r.Context(), upgradeAuthKey{}, r.Header.Get("Authorization"))
-	t.Websocket.Do(w, r.WithContext(ctx), exec)
+	conn := newConnection(true)
+	ctx := withConnection(r.Context(), conn)
+	ctx = context.WithValue(ctx, upgradeAuthKey{}, r.Header.Get("Authorization"))
+	t.recheck.serve(ctx, conn, func(ctx context.Context) { t.Websocket.Do(w, r.WithContext(ctx), exec) })
+}
+
+// serve runs a connection, checking its credentials again while it is
+// open.
+func (rc rechecker) serve(ctx context.Context, conn *connection, run func(context.Context)) {
+	watchCtx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { rc.watch(watchCtx, conn) })
+	run(ctx)
+	stop()
+	wg.Wait()
 }
 
 // sseTransport is gqlgen's Server-Sent Events transport (graphql-sse,
-// distinct connections mode), with the connection's deadlines lifted.
-type sseTransport struct{ transport.SSE }
+// distinct connections mode), with the connection's deadlines lifted. Each
+// stream is a connection whose token, checked by the HTTP layer when the
+// stream opened, is checked again while it is open (see connection).
+type sseTransport struct {
+	transport.SSE
+	recheck rechecker
+}
 
 func (t sseTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor) {
 	unlimited(w)
-	t.SSE.Do(w, r.WithContext(context.WithValue(r.Context(), streamKey{}, true)), exec)
+	conn := newConnection(false)
+	conn.authenticated(r.Header.Get("Authorization"))
+	ctx := context.WithValue(withConnection(r.Context(), conn), streamKey{}, true)
+	t.recheck.serve(ctx, conn, func(ctx context.Context) { t.SSE.Do(w, r.WithContext(ctx), exec) })
 }
 
 type streamKey struct{}

@@ -24,8 +24,8 @@ const (
 	CloseBadMessage = 4400
 	// CloseUnauthorized: a subscribe before connection_init was accepted.
 	CloseUnauthorized = 4401
-	// CloseForbidden: connection_init's credentials are refused
-	// (graphql-transport-ws's 4403 Forbidden).
+	// CloseForbidden: connection_init's credentials are refused, or were
+	// revoked since (graphql-transport-ws's 4403 Forbidden).
 	CloseForbidden = 4403
 	// CloseInitTimeout: no connection_init within the init timeout.
 	CloseInitTimeout = 4408
@@ -65,6 +65,11 @@ func (p protocolImplementation) Accept(w http.ResponseWriter, r *http.Request, o
 		}
 		pc.closeWith(code, "Connection initialisation timeout")
 	})
+	if c := connectionOf(r.Context()); c != nil {
+		c.mu.Lock()
+		c.closeSocket = pc.closeWith
+		c.mu.Unlock()
+	}
 	return pc, nil
 }
 

@@ -38,6 +38,7 @@ func socketServer(t *testing.T, opts Options) *httptest.Server {
 		}
 		return auth.WithPrincipal(ctx, auth.FullAccess(auth.KindEnvToken, "test")), nil
 	}
+	opts.Recheck = func(context.Context, string, time.Duration) error { return nil }
 	srv := httptest.NewServer(NewHandler(mustService(t, db.Gorm), opts))
 	t.Cleanup(srv.Close)
 	return srv

@@ -59,7 +59,15 @@ const identityPrefix = 12
 // bearer checks "Authorization: Bearer <token>": API_TOKENS first (full
 // access), then the managed tokens.
 func (c *credentials) bearer(r *http.Request) (signIn, error) {
-	scheme, token, found := strings.Cut(r.Header.Get("Authorization"), " ")
+	return c.bearerValue(r.Context(), r.Header.Get("Authorization"), 0)
+}
+
+// bearerValue checks an Authorization value as bearer checks the header.
+// A long-lived connection that checks its value again every margin
+// believes a cached managed token only if it stays cached that much
+// longer (apitoken.Store.Recheck).
+func (c *credentials) bearerValue(ctx context.Context, authorization string, margin time.Duration) (signIn, error) {
+	scheme, token, found := strings.Cut(authorization, " ")
 	if !found || !strings.EqualFold(scheme, "Bearer") || token == "" {
 		return signIn{}, nil
 	}
@@ -73,9 +81,9 @@ func (c *credentials) bearer(r *http.Request) (signIn, error) {
 		return signIn{ok: true, principal: c.envPrincipal}, nil
 	}
 	if c.managed != nil {
-		ctx, cancel := context.WithTimeout(r.Context(), credentialCheckTimeout)
+		ctx, cancel := context.WithTimeout(ctx, credentialCheckTimeout)
 		defer cancel()
-		p, ok, err := c.managed.Authenticate(ctx, token)
+		p, ok, err := c.managed.Recheck(ctx, token, margin)
 		if ok || err != nil {
 			return signIn{ok: ok, principal: p}, err
 		}

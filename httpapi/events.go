@@ -3,13 +3,16 @@ package httpapi
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/cmpay/cmpay/apierror"
 	"github.com/cmpay/cmpay/auth"
 	"github.com/cmpay/cmpay/clientaddr"
+	"github.com/cmpay/cmpay/graph"
 )
 
 // Subscriptions over WebSocket carry their token in connection_init's
@@ -65,5 +68,22 @@ func websocketAuthenticator(creds *credentials, failures *auth.FailureLimiter) f
 		}
 		failures.Failed(auth.Attempt{Addr: clientaddr.From(ctx), Identity: res.identity})
 		return ctx, errBadToken
+	}
+}
+
+// connectionRecheck checks again, for a WebSocket or an SSE stream still
+// open, the Authorization value it opened with, as every HTTP request's is
+// checked (see graph.Options.Recheck). A refusal is not a guess: it does
+// not count against the failure limiter.
+func connectionRecheck(creds *credentials) func(context.Context, string, time.Duration) error {
+	return func(ctx context.Context, authorization string, margin time.Duration) error {
+		res, err := creds.bearerValue(ctx, authorization, margin)
+		if err != nil {
+			return err
+		}
+		if !res.ok {
+			return fmt.Errorf("recheck: %w", graph.ErrRefused)
+		}
+		return nil
 	}
 }

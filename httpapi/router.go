@@ -88,6 +88,7 @@ func NewHandler(d Deps) http.Handler {
 	adminOrToken := guard(either(staffBasic(d.Staff), creds.bearer), failures, styleProblem, basicChallenge, log)
 	gqlOpts.Events, gqlOpts.Webhooks = d.Events, d.Webhooks
 	gqlOpts.Authenticate = websocketAuthenticator(creds, failures)
+	gqlOpts.Recheck = connectionRecheck(creds)
 	gqlOpts.ClientOf = auth.BoundClient
 
 	r := chi.NewRouter()

@@ -2,14 +2,220 @@ package httpapi_test
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/cmpay/cmpay/apitoken"
+	"github.com/cmpay/cmpay/auth"
+	"github.com/cmpay/cmpay/graph"
+	"github.com/cmpay/cmpay/httpapi"
 	"github.com/cmpay/cmpay/internal/dbtest"
 	"github.com/cmpay/cmpay/internal/streamtest"
 )
+
+// Long-lived connections (WebSocket, SSE): their token is checked again
+// while they are open.
+
+// withGraphQL changes the GraphQL options of the surface under test.
+func withGraphQL(change func(*graph.Options)) func(*httpapi.Deps) {
+	return func(d *httpapi.Deps) {
+		opts := graph.DefaultOptions()
+		change(&opts)
+		d.GraphQL = &opts
+	}
+}
+
+// revocable creates a managed token bound to client and returns its id
+// and secret.
+func (b *bundle) revocable(t *testing.T, client string) (id, secret string) {
+	t.Helper()
+	tok, secret, err := b.tokens.Create(context.Background(), "socket "+client, client, auth.DefaultScopes, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok.ID, secret
+}
+
+func (b *bundle) revoke(t *testing.T, id string) {
+	t.Helper()
+	if _, err := b.tokens.Revoke(context.Background(), id, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// closeCode reads ws until it closes and returns the close code; messages
+// of other kinds are skipped.
+func closeCode(ctx context.Context, ws *streamtest.WS) int {
+	for {
+		if _, err := ws.Next(ctx); err != nil {
+			return streamtest.CloseCode(err)
+		}
+	}
+}
+
+const createOverSocket = `mutation($key: String!) { createPayment(idempotencyKey: $key,
+  input: {clientId: "shop-revoked", amount: "5.00", currency: "BRL", method: PIX}) { payment { id } } }`
+
+// TestEveryOperationOnASocketChecksTheToken: a socket whose token is
+// revoked may not run one more operation: the first one after the
+// revocation closes it with 4403, and nothing is created. (The periodic
+// check is set far off here, so that the operation is what finds out.)
+func TestEveryOperationOnASocketChecksTheToken(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		b := setupEvents(t, db, withGraphQL(func(o *graph.Options) { o.RecheckEvery = time.Hour }))
+		id, secret := b.revocable(t, "shop-revoked")
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		defer cancel()
+		ws, err := streamtest.DialWS(ctx, b.srv.URL, "Bearer "+secret)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ws.Close()
+		if err := ws.Subscribe(ctx, "1", createOverSocket, map[string]any{"key": "before-revocation"}); err != nil {
+			t.Fatal(err)
+		}
+		if m, err := ws.Next(ctx); err != nil || m.Type != "next" || strings.Contains(string(m.Payload), "errors") {
+			t.Fatalf("create before the revocation: %+v, %v", m, err)
+		}
+
+		b.revoke(t, id)
+		if err := ws.Subscribe(ctx, "2", createOverSocket, map[string]any{"key": "after-revocation"}); err != nil {
+			t.Fatal(err)
+		}
+		if code := closeCode(ctx, ws); code != graph.CloseForbidden {
+			t.Errorf("an operation after the revocation: the socket closed with %d, want 4403", code)
+		}
+		var n int64
+		if err := db.Gorm.Table("payments").Where("idempotency_key = ?", "after-revocation").Count(&n).Error; err != nil || n != 0 {
+			t.Errorf("%d payments made after the revocation (%v)", n, err)
+		}
+	})
+}
+
+// TestRevocationEndsOpenSubscriptions: open subscriptions of a revoked
+// token end without any operation: the WebSocket closes with 4403, the SSE
+// stream ends with an UNAUTHENTICATED error, then "complete".
+func TestRevocationEndsOpenSubscriptions(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		b := setupEvents(t, db, withGraphQL(func(o *graph.Options) { o.RecheckEvery = 20 * time.Millisecond }))
+		id, secret := b.revocable(t, "shop-revoked")
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		defer cancel()
+		ws, err := streamtest.DialWS(ctx, b.srv.URL, "Bearer "+secret)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ws.Close()
+		if err := ws.Subscribe(ctx, "1", streamtest.EventsQuery, nil); err != nil {
+			t.Fatal(err)
+		}
+		stream, err := streamtest.DialSSE(ctx, b.srv.Client(), b.srv.URL, "Bearer "+secret, streamtest.EventsQuery, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer stream.Close()
+		for deadline := time.Now().Add(10 * time.Second); b.ev.Subscribers() != 2; time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d subscriptions follow live events after 10 s, want 2", b.ev.Subscribers())
+			}
+		}
+		b.create(t, "live-before", input("shop-revoked", "1.00", "BRL", "PIX"))
+		if e, err := ws.NextEvent(ctx); err != nil || e.IdempotencyKey != "live-before" {
+			t.Fatalf("WebSocket, before the revocation: %+v, %v", e, err)
+		}
+		if e, err := stream.NextEvent(); err != nil || e.IdempotencyKey != "live-before" {
+			t.Fatalf("SSE, before the revocation: %+v, %v", e, err)
+		}
+
+		b.revoke(t, id)
+		if code := closeCode(ctx, ws); code != graph.CloseForbidden {
+			t.Errorf("WebSocket: closed with %d after the revocation, want 4403", code)
+		}
+		event, data, err := stream.Next()
+		var resp struct {
+			Errors []struct{ Extensions struct{ Code string } }
+		}
+		if err != nil || event != "next" || json.Unmarshal(data, &resp) != nil || len(resp.Errors) != 1 ||
+			resp.Errors[0].Extensions.Code != "UNAUTHENTICATED" {
+			t.Errorf("SSE after the revocation: %s %s (%v), want an UNAUTHENTICATED error", event, data, err)
+		}
+		if event, _, err := stream.Next(); event != "complete" {
+			t.Errorf("SSE after the error: %q (%v), want complete", event, err)
+		}
+	})
+}
+
+// fakeClock moves only when told.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// TestSocketsFollowTheTokenCache: a socket's checks go through the token
+// cache HTTP uses. Right after a revocation the cached token still works
+// on a socket as over HTTP; once the cache entry would expire before the
+// next periodic check, the socket is closed with 4403, within the cache
+// lifetime that HTTP requests take to notice.
+func TestSocketsFollowTheTokenCache(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		const ttl, every = 10 * time.Second, 50 * time.Millisecond
+		clock := &fakeClock{now: time.Now()}
+		b := setupEvents(t, db, withGraphQL(func(o *graph.Options) { o.RecheckEvery = every }), func(d *httpapi.Deps) {
+			d.Tokens = apitoken.NewStore(db.Gorm, apitoken.Options{CacheTTL: ttl, Now: clock.Now})
+		})
+		id, secret := b.revocable(t, "shop-revoked")
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		defer cancel()
+		ws, err := streamtest.DialWS(ctx, b.srv.URL, "Bearer "+secret) // cached now
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ws.Close()
+		b.revoke(t, id)
+		if err := ws.Subscribe(ctx, "1", `{ payments(first: 1) { edges { cursor } } }`, nil); err != nil {
+			t.Fatal(err)
+		}
+		if m, err := ws.Next(ctx); err != nil || m.Type != "next" || strings.Contains(string(m.Payload), "errors") {
+			t.Fatalf("a query while the token is cached: %+v, %v", m, err)
+		}
+
+		clock.advance(ttl - every/2)
+		res, _ := b.raw(t, http.MethodPost, "/graphql", http.Header{"Authorization": {"Bearer " + secret}, "Content-Type": {"application/json"}},
+			`{"query": "{ __typename }"}`)
+		if res.StatusCode != http.StatusOK {
+			t.Errorf("HTTP within the cache lifetime: %d, want 200 (cached, as the socket is)", res.StatusCode)
+		}
+		if code := closeCode(ctx, ws); code != graph.CloseForbidden {
+			t.Errorf("the socket closed with %d when its cache entry would expire before the next check, want 4403", code)
+		}
+		clock.advance(every)
+		res, _ = b.raw(t, http.MethodPost, "/graphql", http.Header{"Authorization": {"Bearer " + secret}, "Content-Type": {"application/json"}},
+			`{"query": "{ __typename }"}`)
+		if res.StatusCode != http.StatusUnauthorized {
+			t.Errorf("HTTP past the cache lifetime: %d, want 401", res.StatusCode)
+		}
+	})
+}
 
 // TestSubscriptionAfterIsChecked: `after` beyond the newest event is
 // BAD_USER_INPUT, and the error for an overlong `after` does not repeat
