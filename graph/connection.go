@@ -2,8 +2,10 @@ package graph
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -42,6 +44,7 @@ type connection struct {
 
 	mu            sync.Mutex
 	authorization string // the Authorization value ("Bearer <token>")
+	token         string // its token's SHA-256, for the per-token count
 	// end is the error an SSE stream's subscription ended with, sent as
 	// its last event (see streamEnd).
 	end *gqlerror.Error
@@ -49,6 +52,10 @@ type connection struct {
 	closeSocket func(code int, reason string)
 
 	refuseOnce sync.Once
+
+	// subscriptions is how many are open on the connection; guarded by
+	// subscriptionCounter.mu, not mu.
+	subscriptions int
 }
 
 func newConnection(websocket bool) *connection {
@@ -58,16 +65,18 @@ func newConnection(websocket bool) *connection {
 // authenticated records the Authorization value the connection's
 // operations run under.
 func (c *connection) authenticated(authorization string) {
+	_, token, _ := strings.Cut(authorization, " ")
+	sum := sha256.Sum256([]byte(strings.TrimSpace(token)))
 	c.mu.Lock()
-	c.authorization = authorization
+	c.authorization, c.token = authorization, string(sum[:])
 	c.mu.Unlock()
 	close(c.authed)
 }
 
-func (c *connection) credentials() (authorization string) {
+func (c *connection) credentials() (authorization, token string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.authorization
+	return c.authorization, c.token
 }
 
 // refuse ends the connection for refused credentials: a WebSocket closes
@@ -133,7 +142,8 @@ type rechecker struct {
 // believed at the next check (the margin), so that a revocation ends the
 // connection within the token cache's lifetime, as it ends HTTP requests.
 // A check that cannot be made (the database is down) leaves the
-// connection as it is until the next one.
+// connection as it is until the next one, and is logged once per outage:
+// every open connection fails its checks together.
 func (r rechecker) watch(ctx context.Context, c *connection) {
 	if r.check == nil {
 		return
@@ -145,7 +155,8 @@ func (r rechecker) watch(ctx context.Context, c *connection) {
 	}
 	tick := time.NewTicker(r.every)
 	defer tick.Stop()
-	authorization := c.credentials()
+	authorization, _ := c.credentials()
+	failing := false
 	for {
 		select {
 		case <-ctx.Done():
@@ -157,10 +168,22 @@ func (r rechecker) watch(ctx context.Context, c *connection) {
 		case errors.Is(err, ErrRefused):
 			c.refuse()
 			return
-		case err != nil && ctx.Err() == nil:
+		case err != nil && ctx.Err() == nil && !failing:
 			slog.WarnContext(ctx, "recheck a connection's credentials", "request_id", requestid.From(ctx), "err", err)
 		}
+		failing = err != nil
 	}
+}
+
+// serve runs a connection, checking its credentials again while it is
+// open.
+func (r rechecker) serve(ctx context.Context, conn *connection, run func(context.Context)) {
+	watchCtx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { r.watch(watchCtx, conn) })
+	run(ctx)
+	stop()
+	wg.Wait()
 }
 
 // aroundOperations checks a WebSocket's credentials again before each of
@@ -174,7 +197,7 @@ func (r rechecker) aroundOperations(ctx context.Context, next graphql.OperationH
 	if r.check == nil {
 		return refusedResponse()
 	}
-	authorization := c.credentials()
+	authorization, _ := c.credentials()
 	err := r.check(ctx, authorization, 0)
 	switch {
 	case errors.Is(err, ErrRefused):

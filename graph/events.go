@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/99designs/gqlgen/graphql"
@@ -41,8 +40,9 @@ func (r *Resolver) clientOf(ctx context.Context) string {
 
 // paymentEvents streams events to one subscription. A client-bound token
 // sees its client's events only, and asking for another's is FORBIDDEN.
-// The subscription ends when its connection's credentials are refused
-// (see connection).
+// The subscription counts against the subscription caps (see
+// SubscriptionLimits) until it ends, and ends when its connection's
+// credentials are refused (see connection).
 func (r *Resolver) paymentEvents(ctx context.Context, clientID, paymentID string, after *string) (<-chan *events.Event, error) {
 	if r.Events == nil {
 		return nil, errNoEvents
@@ -66,42 +66,55 @@ func (r *Resolver) paymentEvents(ctx context.Context, clientID, paymentID string
 		from = &id
 	}
 	conn := connectionOf(ctx)
+	release, refused := r.subscriptions.take(conn)
+	if refused != nil {
+		return nil, refused
+	}
 	subCtx, cancel := context.WithCancel(ctx)
 	sub := r.Events.Subscribe(subCtx, f, from)
 	out := make(chan *events.Event)
 	go func() {
+		defer release()
 		defer close(out)
 		defer cancel()
-		var revoked <-chan struct{}
-		if conn != nil {
-			revoked = conn.refused
-		}
-		for {
-			select {
-			case e, ok := <-sub.C:
-				if !ok {
-					if err := sub.Err(); err != nil && ctx.Err() == nil {
-						endSubscription(ctx, conn, subscriptionError(ctx, err))
-					}
-					return
-				}
-				select {
-				case out <- &e:
-					continue
-				case <-ctx.Done():
-				case <-revoked:
-					endSubscription(ctx, conn, refusedError())
-				}
-				return
-			case <-ctx.Done():
-				return
-			case <-revoked:
-				endSubscription(ctx, conn, refusedError())
-				return
-			}
-		}
+		forward(ctx, conn, sub, out)
 	}()
 	return out, nil
+}
+
+// forward hands sub's events to out until the subscription ends, its
+// client leaves (ctx), or its connection's credentials are refused.
+func forward(ctx context.Context, conn *connection, sub *events.Subscription, out chan<- *events.Event) {
+	var revoked <-chan struct{}
+	if conn != nil {
+		revoked = conn.refused
+	}
+	for {
+		var e events.Event
+		var ok bool
+		select {
+		case e, ok = <-sub.C:
+		case <-ctx.Done():
+			return
+		case <-revoked:
+			endSubscription(ctx, conn, refusedError())
+			return
+		}
+		if !ok {
+			if err := sub.Err(); err != nil && ctx.Err() == nil {
+				endSubscription(ctx, conn, subscriptionError(ctx, err))
+			}
+			return
+		}
+		select {
+		case out <- &e:
+		case <-ctx.Done():
+			return
+		case <-revoked:
+			endSubscription(ctx, conn, refusedError())
+			return
+		}
+	}
 }
 
 // endSubscription ends a subscription with an error the client can act on.
@@ -210,17 +223,6 @@ func (t websocketTransport) Do(w http.ResponseWriter, r *http.Request, exec grap
 	ctx := withConnection(r.Context(), conn)
 	ctx = context.WithValue(ctx, upgradeAuthKey{}, r.Header.Get("Authorization"))
 	t.recheck.serve(ctx, conn, func(ctx context.Context) { t.Websocket.Do(w, r.WithContext(ctx), exec) })
-}
-
-// serve runs a connection, checking its credentials again while it is
-// open.
-func (rc rechecker) serve(ctx context.Context, conn *connection, run func(context.Context)) {
-	watchCtx, stop := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Go(func() { rc.watch(watchCtx, conn) })
-	run(ctx)
-	stop()
-	wg.Wait()
 }
 
 // sseTransport is gqlgen's Server-Sent Events transport (graphql-sse,

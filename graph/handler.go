@@ -64,6 +64,10 @@ type Options struct {
 	// InitTimeout is how long a WebSocket may take to send
 	// connection_init; zero means DefaultInitTimeout.
 	InitTimeout time.Duration
+	// Subscriptions caps the open subscriptions; OnSubscriptionRefused, if
+	// set, is told the cap (socket, token, instance) of each refusal.
+	Subscriptions         SubscriptionLimits
+	OnSubscriptionRefused func(limit string)
 	// ClientOf returns the client the request's credentials are bound to,
 	// "" for none: such a request sees and creates that client's events and
 	// webhook endpoints only. Nil means no request is bound.
@@ -88,7 +92,8 @@ func init() {
 // application/graphql-response+json.
 func NewHandler(svc *payments.Service, opts Options) http.Handler {
 	schema := NewExecutableSchema(Config{
-		Resolvers:  &Resolver{Service: svc, Events: opts.Events, Webhooks: opts.Webhooks, ClientOf: opts.ClientOf},
+		Resolvers: &Resolver{Service: svc, Events: opts.Events, Webhooks: opts.Webhooks, ClientOf: opts.ClientOf,
+			subscriptions: newSubscriptionCounter(opts.Subscriptions, opts.OnSubscriptionRefused)},
 		Complexity: complexity(),
 	})
 	recheck := rechecker{check: opts.Recheck, every: opts.RecheckEvery}

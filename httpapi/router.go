@@ -89,6 +89,9 @@ func NewHandler(d Deps) http.Handler {
 	gqlOpts.Events, gqlOpts.Webhooks = d.Events, d.Webhooks
 	gqlOpts.Authenticate = websocketAuthenticator(creds, failures)
 	gqlOpts.Recheck = connectionRecheck(creds)
+	if d.Metrics != nil {
+		gqlOpts.OnSubscriptionRefused = d.Metrics.SubscriptionRefused
+	}
 	gqlOpts.ClientOf = auth.BoundClient
 
 	r := chi.NewRouter()

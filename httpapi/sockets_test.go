@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,10 +15,12 @@ import (
 	"github.com/cmpay/cmpay/httpapi"
 	"github.com/cmpay/cmpay/internal/dbtest"
 	"github.com/cmpay/cmpay/internal/streamtest"
+	"github.com/cmpay/cmpay/internal/stripedouble"
 )
 
-// Long-lived connections (WebSocket, SSE): their token is checked again
-// while they are open.
+// Long-lived connections (WebSocket, SSE) and what they may hold: their
+// token is checked again while they are open, and their subscriptions are
+// capped.
 
 // withGraphQL changes the GraphQL options of the surface under test.
 func withGraphQL(change func(*graph.Options)) func(*httpapi.Deps) {
@@ -48,6 +49,18 @@ func (b *bundle) revoke(t *testing.T, id string) {
 	}
 }
 
+// dialWS opens a graphql-transport-ws socket with the Authorization value
+// given, closed when the test ends.
+func (b *bundle) dialWS(t *testing.T, ctx context.Context, authorization string) *streamtest.WS {
+	t.Helper()
+	ws, err := streamtest.DialWS(ctx, b.srv.URL, authorization)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ws.Conn.CloseNow() })
+	return ws
+}
+
 // closeCode reads ws until it closes and returns the close code; messages
 // of other kinds are skipped.
 func closeCode(ctx context.Context, ws *streamtest.WS) int {
@@ -72,11 +85,7 @@ func TestEveryOperationOnASocketChecksTheToken(t *testing.T) {
 		id, secret := b.revocable(t, "shop-revoked")
 		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 		defer cancel()
-		ws, err := streamtest.DialWS(ctx, b.srv.URL, "Bearer "+secret)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ws.Close()
+		ws := b.dialWS(t, ctx, "Bearer "+secret)
 		if err := ws.Subscribe(ctx, "1", createOverSocket, map[string]any{"key": "before-revocation"}); err != nil {
 			t.Fatal(err)
 		}
@@ -108,11 +117,7 @@ func TestRevocationEndsOpenSubscriptions(t *testing.T) {
 		id, secret := b.revocable(t, "shop-revoked")
 		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 		defer cancel()
-		ws, err := streamtest.DialWS(ctx, b.srv.URL, "Bearer "+secret)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ws.Close()
+		ws := b.dialWS(t, ctx, "Bearer "+secret)
 		if err := ws.Subscribe(ctx, "1", streamtest.EventsQuery, nil); err != nil {
 			t.Fatal(err)
 		}
@@ -152,24 +157,6 @@ func TestRevocationEndsOpenSubscriptions(t *testing.T) {
 	})
 }
 
-// fakeClock moves only when told.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
-
 // TestSocketsFollowTheTokenCache: a socket's checks go through the token
 // cache HTTP uses. Right after a revocation the cached token still works
 // on a socket as over HTTP; once the cache entry would expire before the
@@ -179,18 +166,14 @@ func TestSocketsFollowTheTokenCache(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
 		const ttl, every = 10 * time.Second, 50 * time.Millisecond
-		clock := &fakeClock{now: time.Now()}
+		clock := stripedouble.NewManualClock(time.Now())
 		b := setupEvents(t, db, withGraphQL(func(o *graph.Options) { o.RecheckEvery = every }), func(d *httpapi.Deps) {
 			d.Tokens = apitoken.NewStore(db.Gorm, apitoken.Options{CacheTTL: ttl, Now: clock.Now})
 		})
 		id, secret := b.revocable(t, "shop-revoked")
 		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 		defer cancel()
-		ws, err := streamtest.DialWS(ctx, b.srv.URL, "Bearer "+secret) // cached now
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ws.Close()
+		ws := b.dialWS(t, ctx, "Bearer "+secret) // cached now
 		b.revoke(t, id)
 		if err := ws.Subscribe(ctx, "1", `{ payments(first: 1) { edges { cursor } } }`, nil); err != nil {
 			t.Fatal(err)
@@ -199,7 +182,7 @@ func TestSocketsFollowTheTokenCache(t *testing.T) {
 			t.Fatalf("a query while the token is cached: %+v, %v", m, err)
 		}
 
-		clock.advance(ttl - every/2)
+		clock.Add(ttl - every/2)
 		res, _ := b.raw(t, http.MethodPost, "/graphql", http.Header{"Authorization": {"Bearer " + secret}, "Content-Type": {"application/json"}},
 			`{"query": "{ __typename }"}`)
 		if res.StatusCode != http.StatusOK {
@@ -208,13 +191,147 @@ func TestSocketsFollowTheTokenCache(t *testing.T) {
 		if code := closeCode(ctx, ws); code != graph.CloseForbidden {
 			t.Errorf("the socket closed with %d when its cache entry would expire before the next check, want 4403", code)
 		}
-		clock.advance(every)
+		clock.Add(every)
 		res, _ = b.raw(t, http.MethodPost, "/graphql", http.Header{"Authorization": {"Bearer " + secret}, "Content-Type": {"application/json"}},
 			`{"query": "{ __typename }"}`)
 		if res.StatusCode != http.StatusUnauthorized {
 			t.Errorf("HTTP past the cache lifetime: %d, want 401", res.StatusCode)
 		}
 	})
+}
+
+// TestSubscriptionCaps: subscriptions are capped per WebSocket, per token
+// (WebSocket and SSE together) and per instance, each refusal a GraphQL
+// error TOO_MANY_SUBSCRIPTIONS naming the cap; a subscription that ends
+// makes room for another.
+func TestSubscriptionCaps(t *testing.T) {
+	t.Parallel()
+	b := setupEvents(t, dbtest.SQLite(t), withGraphQL(func(o *graph.Options) {
+		o.Subscriptions = graph.SubscriptionLimits{PerSocket: 2, PerToken: 3, PerInstance: 4}
+	}))
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	first, second, other := b.socket(t, ctx, token), b.socket(t, ctx, token), b.socket(t, ctx, "other-token")
+	live := 0
+	// try subscribes and returns the cap that refused it, or "" once it
+	// follows live events alongside the others open.
+	try := func(s *socket, id string) string {
+		t.Helper()
+		if err := s.ws.Subscribe(ctx, id, streamtest.EventsQuery, nil); err != nil {
+			t.Fatal(err)
+		}
+		for {
+			select {
+			case m := <-s.messages:
+				if m.ID == id {
+					return capOf(t, m.Payload)
+				}
+			case <-time.After(2 * time.Millisecond):
+				if b.ev.Subscribers() == live+1 {
+					live++
+					return ""
+				}
+			case <-ctx.Done():
+				t.Fatalf("subscription %s: neither refused nor live", id)
+			}
+		}
+	}
+	for _, tt := range []struct {
+		s         *socket
+		id, limit string
+	}{
+		{first, "a", ""}, {first, "b", ""}, {first, "c", "socket"},
+		{second, "d", ""}, {second, "e", "token"},
+		{other, "f", ""}, {other, "g", "instance"},
+	} {
+		if got := try(tt.s, tt.id); got != tt.limit {
+			t.Errorf("subscription %s: refused by %q, want %q", tt.id, got, tt.limit)
+		}
+	}
+	// SSE streams count against the token too.
+	stream, err := streamtest.DialSSE(ctx, b.srv.Client(), b.srv.URL, "Bearer "+token, streamtest.EventsQuery, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	event, data, err := stream.Next()
+	stream.Close()
+	if err != nil || event != "next" || capOf(t, data) != "token" {
+		t.Errorf("an SSE stream over the token's cap: %s %s (%v), want a TOO_MANY_SUBSCRIPTIONS error", event, data, err)
+	}
+	_, metrics := b.raw(t, http.MethodGet, "/metrics", http.Header{"Authorization": {"Bearer " + token}}, "")
+	for _, want := range []string{`cmpay_subscriptions_refused_total{limit="socket"} 1`,
+		`cmpay_subscriptions_refused_total{limit="token"} 2`, `cmpay_subscriptions_refused_total{limit="instance"} 1`} {
+		if !strings.Contains(string(metrics), want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+	// Ending one makes room, once it has ended on the server.
+	if err := first.ws.Stop(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	live--
+	for i := 0; ; i++ {
+		got := try(first, "h"+strconv.Itoa(i))
+		if got == "" {
+			break
+		}
+		if got != "socket" && got != "instance" {
+			t.Fatalf("after one ended: refused by %q", got)
+		}
+	}
+}
+
+// socket is a WebSocket whose messages are read as they come.
+type socket struct {
+	ws       *streamtest.WS
+	messages chan streamtest.Message
+}
+
+func (b *bundle) socket(t *testing.T, ctx context.Context, tok string) *socket {
+	t.Helper()
+	ws := b.dialWS(t, ctx, "Bearer "+tok)
+	s := &socket{ws: ws, messages: make(chan streamtest.Message, 100)}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			m, err := ws.Next(ctx)
+			if err != nil {
+				return
+			}
+			s.messages <- m
+		}
+	}()
+	t.Cleanup(func() { _ = ws.Conn.CloseNow(); <-done }) // runs before dialWS's
+	return s
+}
+
+// capOf is the cap a TOO_MANY_SUBSCRIPTIONS error names, "" for another
+// answer; payload is an error message's list or a response.
+func capOf(t *testing.T, payload []byte) string {
+	t.Helper()
+	type gqlError struct {
+		Message    string
+		Extensions struct {
+			Code, Limit string
+			Max         int
+		}
+	}
+	var list []gqlError
+	var resp struct{ Errors []gqlError }
+	if json.Unmarshal(payload, &list) != nil {
+		if json.Unmarshal(payload, &resp) != nil {
+			t.Fatalf("not GraphQL errors: %s", payload)
+		}
+		list = resp.Errors
+	}
+	if len(list) == 0 {
+		return ""
+	}
+	if e := list[0]; e.Extensions.Code != "TOO_MANY_SUBSCRIPTIONS" || e.Extensions.Max == 0 || e.Message == "" {
+		t.Errorf("refusal: %s", payload)
+	}
+	return list[0].Extensions.Limit
 }
 
 // TestSubscriptionAfterIsChecked: `after` beyond the newest event is
@@ -226,11 +343,7 @@ func TestSubscriptionAfterIsChecked(t *testing.T) {
 	b.create(t, "after-1", input("shop-after", "1.00", "BRL", "PIX"))
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	ws, err := streamtest.DialWS(ctx, b.srv.URL, "Bearer "+token)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ws.Close()
+	ws := b.dialWS(t, ctx, "Bearer "+token)
 	for i, after := range []string{"2", "9223372036854775807", strings.Repeat("9", 50_000)} {
 		id := strconv.Itoa(i)
 		if err := ws.Subscribe(ctx, id, streamtest.EventsQuery, map[string]any{"after": after}); err != nil {
