@@ -144,13 +144,7 @@ func guard(ok check, limiter *auth.FailureLimiter, st style, challenge string, l
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			headers := r.Header.Values("Authorization")
-			if len(headers) > 1 {
-				// Which one would count? Proxies and frameworks disagree
-				// (the first, the last, both joined), so none does.
-				refuseBody(w, r)
-				signInFailed(log, limiter, r, "", "several Authorization headers")
-				writeError(w, r, st, apierror.Error{Code: apierror.BadRequest, Status: http.StatusBadRequest,
-					Message: "send one Authorization header, not several"})
+			if refuseSeveralAuthorizations(w, r, st, limiter, log) {
 				return
 			}
 			result, err := ok(r)
@@ -180,6 +174,21 @@ func guard(ok check, limiter *auth.FailureLimiter, st style, challenge string, l
 				Message: unauthenticatedMessage(challenge)})
 		})
 	}
+}
+
+// refuseSeveralAuthorizations answers a request with more than one
+// Authorization header, and says whether it did. Which one would count?
+// Proxies and frameworks disagree (the first, the last, both joined), so
+// none does.
+func refuseSeveralAuthorizations(w http.ResponseWriter, r *http.Request, st style, limiter *auth.FailureLimiter, log *slog.Logger) bool {
+	if len(r.Header.Values("Authorization")) <= 1 {
+		return false
+	}
+	refuseBody(w, r)
+	signInFailed(log, limiter, r, "", "several Authorization headers")
+	writeError(w, r, st, apierror.Error{Code: apierror.BadRequest, Status: http.StatusBadRequest,
+		Message: "send one Authorization header, not several"})
+	return true
 }
 
 // refuseBody makes sure a refused request's body is never read: net/http

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -28,13 +29,17 @@ func isWebsocketUpgrade(r *http.Request) bool {
 
 // websocketOrToken is the /graphql guard: apiToken for every request but a
 // WebSocket upgrade, which only has to come from an address that has not
-// failed too often.
-func websocketOrToken(apiToken func(http.Handler) http.Handler, failures *auth.FailureLimiter) func(http.Handler) http.Handler {
+// failed too often, and bring at most one Authorization header, as every
+// request must.
+func websocketOrToken(apiToken func(http.Handler) http.Handler, failures *auth.FailureLimiter, log *slog.Logger) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		guarded := apiToken(next)
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if !isWebsocketUpgrade(r) {
 				guarded.ServeHTTP(w, r)
+				return
+			}
+			if refuseSeveralAuthorizations(w, r, styleGraphQL, failures, log) {
 				return
 			}
 			if blocked := failures.Blocked(auth.Attempt{Addr: clientaddr.From(r.Context())}); blocked.Addr {

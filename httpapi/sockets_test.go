@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
+
 	"github.com/cmpay/cmpay/apitoken"
 	"github.com/cmpay/cmpay/auth"
 	"github.com/cmpay/cmpay/graph"
@@ -332,6 +334,26 @@ func capOf(t *testing.T, payload []byte) string {
 		t.Errorf("refusal: %s", payload)
 	}
 	return list[0].Extensions.Limit
+}
+
+// TestWebSocketUpgradeWithSeveralAuthorizations: an upgrade that brings
+// two Authorization headers is refused as any request is: 400.
+func TestWebSocketUpgradeWithSeveralAuthorizations(t *testing.T) {
+	t.Parallel()
+	b := setupEvents(t, dbtest.SQLite(t))
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	c, res, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(b.srv.URL, "http")+"/graphql", &websocket.DialOptions{
+		Subprotocols: []string{"graphql-transport-ws"},
+		HTTPHeader:   http.Header{"Authorization": {"Bearer " + token, "Bearer other-token"}},
+	})
+	if err == nil {
+		_ = c.CloseNow()
+		t.Fatal("the upgrade was accepted")
+	}
+	if res == nil || res.StatusCode != http.StatusBadRequest {
+		t.Errorf("upgrade with two Authorization headers: %v, %v; want 400", res, err)
+	}
 }
 
 // TestSubscriptionAfterIsChecked: `after` beyond the newest event is
