@@ -62,6 +62,8 @@ type Options struct {
 	// TouchEvery is how stale a token's lastUsedAt may get before a use
 	// writes it again. Zero means a minute.
 	TouchEvery time.Duration
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
 }
 
 // Store keeps tokens in the database.
@@ -83,7 +85,11 @@ type cached struct {
 
 // NewStore keeps tokens in db, which must be migrated (models.APIToken).
 func NewStore(db *gorm.DB, opts Options) *Store {
-	s := &Store{db: db, touchEvery: opts.TouchEvery, now: func() time.Time { return time.Now().UTC() }}
+	clock := opts.Now
+	if clock == nil {
+		clock = time.Now
+	}
+	s := &Store{db: db, touchEvery: opts.TouchEvery, now: func() time.Time { return clock().UTC() }}
 	if s.touchEvery <= 0 {
 		s.touchEvery = time.Minute
 	}
@@ -216,12 +222,27 @@ func (s *Store) Revoke(ctx context.Context, id string, audit Audit) (Token, erro
 // refused without a lookup. Its use is recorded in lastUsedAt, at most
 // once per TouchEvery: a busy token does not cost a write per request.
 func (s *Store) Authenticate(ctx context.Context, presented string) (auth.Principal, bool, error) {
+	return s.authenticate(ctx, presented, 0)
+}
+
+// Recheck is Authenticate for a token that a long-lived connection (a
+// WebSocket, an SSE stream) checks again every interval: it believes a
+// cached lookup only if the cache would still believe it at the next
+// check, so that a revocation ends the connection within CacheTTL, as it
+// ends HTTP requests, and not CacheTTL and an interval later.
+func (s *Store) Recheck(ctx context.Context, presented string, interval time.Duration) (auth.Principal, bool, error) {
+	return s.authenticate(ctx, presented, max(interval, 0))
+}
+
+// authenticate looks presented up, believing a cached lookup that stays
+// valid for margin more.
+func (s *Store) authenticate(ctx context.Context, presented string, margin time.Duration) (auth.Principal, bool, error) {
 	if len(presented) != tokenLen || !strings.HasPrefix(presented, Prefix) {
 		return auth.Principal{}, false, nil
 	}
 	h := hash(presented)
 	if s.cache != nil {
-		if c, ok := s.cache.Get(h); ok && time.Now().Before(c.until) {
+		if c, ok := s.cache.Get(h); ok && s.now().Add(margin).Before(c.until) {
 			return c.principal, true, nil
 		}
 	}
@@ -241,7 +262,7 @@ func (s *Store) Authenticate(ctx context.Context, presented string) (auth.Princi
 	}
 	p := principalOf(row)
 	if s.cache != nil {
-		s.cache.Add(h, cached{principal: p, until: time.Now().Add(s.cacheTTL)})
+		s.cache.Add(h, cached{principal: p, until: s.now().Add(s.cacheTTL)})
 	}
 	return p, true, nil
 }

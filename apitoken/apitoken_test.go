@@ -12,6 +12,7 @@ import (
 
 	"github.com/cmpay/cmpay/auth"
 	"github.com/cmpay/cmpay/internal/dbtest"
+	"github.com/cmpay/cmpay/internal/stripedouble"
 	"github.com/cmpay/cmpay/models"
 )
 
@@ -206,6 +207,47 @@ func TestRevocationReachesACachingServer(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// A connection that checks its token again every interval believes the
+// cache only while the cache would still believe it at the next check: a
+// revocation ends it within CacheTTL of the lookup, as a request, and not
+// CacheTTL and an interval later. A request at the same moment still gets
+// the cached answer.
+func TestRecheckEndsWithinTheCacheTTL(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		ctx := context.Background()
+		const ttl, interval = 10 * time.Second, 2 * time.Second
+		clock := stripedouble.NewManualClock(time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC))
+		server := NewStore(db.Gorm, Options{CacheTTL: ttl, Now: clock.Now})
+		cli := NewStore(db.Gorm, Options{CacheTTL: -1})
+		tok, secret, err := cli.Create(ctx, "socket", "", auth.DefaultScopes, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok, err := server.Authenticate(ctx, secret); !ok || err != nil {
+			t.Fatalf("refused: %v", err)
+		}
+		if _, err := cli.Revoke(ctx, tok.ID, nil); err != nil {
+			t.Fatal(err)
+		}
+		clock.Add(ttl - interval - time.Millisecond)
+		if _, ok, err := server.Recheck(ctx, secret, interval); !ok || err != nil {
+			t.Fatalf("recheck %v after the lookup, its cache still good past the next check: refused (%v)", ttl-interval, err)
+		}
+		clock.Add(2 * time.Millisecond)
+		if _, ok, _ := server.Recheck(ctx, secret, interval); ok {
+			t.Errorf("recheck: the revoked token is believed though its cache ends before the next check")
+		}
+		if _, ok, _ := server.Authenticate(ctx, secret); !ok {
+			t.Errorf("a request within CacheTTL was refused: its cache entry was lost")
+		}
+		clock.Add(interval)
+		if _, ok, _ := server.Authenticate(ctx, secret); ok {
+			t.Errorf("a request past CacheTTL still believes the revoked token")
+		}
+	})
 }
 
 // lastUsedAt is written on first use and then at most once per

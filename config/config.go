@@ -84,6 +84,19 @@ type Config struct {
 	// WebhookSecretKeyPrevious opens secrets sealed under the key before
 	// it, while a key is rotated (WEBHOOK_SECRET_KEY_PREVIOUS).
 	WebhookSecretKey, WebhookSecretKeyPrevious []byte
+
+	// SubscriptionsPerSocket, SubscriptionsPerToken and
+	// SubscriptionsPerInstance cap the open GraphQL subscriptions
+	// (SUBSCRIPTIONS_PER_SOCKET, SUBSCRIPTIONS_PER_TOKEN,
+	// SUBSCRIPTIONS_PER_INSTANCE); SubscriptionReplayRate is how many
+	// events a second the instance's subscriptions may read back from the
+	// outbox in all (SUBSCRIPTION_REPLAY_RATE). Zero: not set, the defaults
+	// of graph.SubscriptionLimits and events.Options apply. See
+	// docs/operations/subscriptions.md.
+	SubscriptionsPerSocket   int
+	SubscriptionsPerToken    int
+	SubscriptionsPerInstance int
+	SubscriptionReplayRate   int
 }
 
 // FromEnv reads the configuration through getenv (os.Getenv in main, a map
@@ -131,6 +144,10 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	positive("MAX_BODY_BYTES", func(n int64) { c.MaxBodyBytes = n })
 	positive("GRAPHQL_MAX_DEPTH", func(n int64) { c.MaxDepth = int(n) })
 	positive("GRAPHQL_MAX_COMPLEXITY", func(n int64) { c.MaxComplexity = int(n) })
+	positive("SUBSCRIPTIONS_PER_SOCKET", func(n int64) { c.SubscriptionsPerSocket = int(n) })
+	positive("SUBSCRIPTIONS_PER_TOKEN", func(n int64) { c.SubscriptionsPerToken = int(n) })
+	positive("SUBSCRIPTIONS_PER_INSTANCE", func(n int64) { c.SubscriptionsPerInstance = int(n) })
+	positive("SUBSCRIPTION_REPLAY_RATE", func(n int64) { c.SubscriptionReplayRate = int(n) })
 	if v := getenv("GRAPHQL_INTROSPECTION"); v != "" {
 		on, err := strconv.ParseBool(v)
 		if err != nil {

@@ -156,6 +156,33 @@ func TestWebhookSettings(t *testing.T) {
 	}
 }
 
+// TestSubscriptionSettings: the subscription caps and the replay rate
+// take positive whole numbers; unset, they stay zero for graph and events
+// to apply their defaults (graph's TestSubscriptionLimitDefaults, events'
+// TestReplayBudgetDefaults).
+func TestSubscriptionSettings(t *testing.T) {
+	t.Parallel()
+	c, err := FromEnv(env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.SubscriptionsPerSocket != 0 || c.SubscriptionsPerToken != 0 || c.SubscriptionsPerInstance != 0 || c.SubscriptionReplayRate != 0 {
+		t.Errorf("unset subscription settings: %d, %d, %d, %d; want them zero", c.SubscriptionsPerSocket, c.SubscriptionsPerToken, c.SubscriptionsPerInstance, c.SubscriptionReplayRate)
+	}
+	c, err = FromEnv(env(map[string]string{"SUBSCRIPTIONS_PER_SOCKET": "5", "SUBSCRIPTIONS_PER_TOKEN": "6",
+		"SUBSCRIPTIONS_PER_INSTANCE": "7", "SUBSCRIPTION_REPLAY_RATE": "8"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.SubscriptionsPerSocket != 5 || c.SubscriptionsPerToken != 6 || c.SubscriptionsPerInstance != 7 || c.SubscriptionReplayRate != 8 {
+		t.Errorf("subscription settings: %d, %d, %d, %d", c.SubscriptionsPerSocket, c.SubscriptionsPerToken, c.SubscriptionsPerInstance, c.SubscriptionReplayRate)
+	}
+	_, err = FromEnv(env(map[string]string{"SUBSCRIPTIONS_PER_TOKEN": "0", "SUBSCRIPTION_REPLAY_RATE": "fast"}))
+	if err == nil || !strings.Contains(err.Error(), "SUBSCRIPTIONS_PER_TOKEN") || !strings.Contains(err.Error(), "SUBSCRIPTION_REPLAY_RATE") {
+		t.Errorf("err = %v, want both variables named", err)
+	}
+}
+
 // TestWebhookSecretKeys: the key that seals webhook secrets is 32 bytes,
 // given as hex or base64; anything else, or a previous key alone, is
 // refused with the variable named.

@@ -89,7 +89,7 @@ type Filter struct {
 	PaymentID string
 }
 
-func (f Filter) match(e Event) bool {
+func (f Filter) match(e *Event) bool {
 	return (f.ClientID == "" || f.ClientID == e.Payment.ClientID) && (f.PaymentID == "" || f.PaymentID == e.Payment.ID)
 }
 
@@ -107,10 +107,25 @@ var ErrClosed = errors.New("the server is shutting down; subscribe again with `a
 func ParseID(s string) (int64, error) {
 	id, err := strconv.ParseInt(s, 10, 64)
 	if err != nil || id < 0 {
-		return 0, &payments.InvalidInputError{Problems: []payments.Problem{{Field: "after",
-			Message: fmt.Sprintf("after must be an event id this API returned, got %q", s)}}}
+		return 0, afterError("after must be an event id this API returned, got %s", echo(s))
 	}
 	return id, nil
+}
+
+// maxEcho is the longest input an error message repeats.
+const maxEcho = 24
+
+// echo is how an error message shows a value the client sent: quoted when
+// short, by its length otherwise, so that a long input is not sent back.
+func echo(s string) string {
+	if len(s) <= maxEcho {
+		return strconv.Quote(s)
+	}
+	return fmt.Sprintf("a string of %d bytes", len(s))
+}
+
+func afterError(format string, args ...any) error {
+	return &payments.InvalidInputError{Problems: []payments.Problem{{Field: "after", Message: fmt.Sprintf(format, args...)}}}
 }
 
 // Options tunes a Service. The zero value is usable.
@@ -129,6 +144,16 @@ type Options struct {
 	// Poll is how often the hub looks for new events without being told
 	// and the leader for events it was not told of. Zero means 1s.
 	Poll time.Duration
+	// ReplayRate is how many events per second the instance's
+	// subscriptions may read back from the outbox in all (a replay from
+	// `after`, or a catch-up after falling behind), ReplayPages how many
+	// pages of it they may hold at once, and ReplayStall how long a
+	// subscriber may take to accept one page before it is dropped with
+	// ErrTooSlow. Zero means DefaultReplayRate, DefaultReplayPages and
+	// DefaultReplayStall.
+	ReplayRate  int
+	ReplayPages int
+	ReplayStall time.Duration
 	// Now is the clock; nil means time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -146,6 +171,8 @@ type Service struct {
 	// wake asks the SQLite sequencer for a pass.
 	wake chan struct{}
 	hub  *hub
+	// replay paces the subscriptions' reads of the outbox.
+	replay *replayBudget
 
 	leader    atomic.Bool
 	listeners struct {
@@ -188,6 +215,7 @@ func New(db *gorm.DB, opts Options) (*Service, error) {
 	if s.maxLag <= 0 {
 		s.maxLag = 10_000
 	}
+	s.replay = newReplayBudget(opts.ReplayRate, opts.ReplayPages, opts.ReplayStall)
 	last, err := s.maxID(context.Background())
 	if err != nil {
 		return nil, fmt.Errorf("events: %w", err)

@@ -30,8 +30,11 @@ type hub struct {
 type subscriber struct {
 	filter Filter
 	// ch is bounded: when it is full the hub drops the subscriber (closes
-	// ch with err set) rather than wait for it.
-	ch  chan Event
+	// ch with err set) rather than wait for it. It carries pointers to the
+	// events the hub read, shared by every subscriber and never changed:
+	// a buffer of values would cost each subscription its buffer's size
+	// times an event's (about 80 KB), allocated up front.
+	ch  chan *Event
 	err error
 }
 
@@ -120,8 +123,8 @@ func (h *hub) catchUp(ctx context.Context) error {
 			return err
 		}
 		h.mu.Lock()
-		for _, e := range batch {
-			h.broadcast(e)
+		for i := range batch {
+			h.broadcast(&batch[i])
 		}
 		from = reached
 		h.last = from
@@ -133,7 +136,7 @@ func (h *hub) catchUp(ctx context.Context) error {
 // broadcast gives e to every subscriber it matches, taking those whose
 // buffer is full off the list (they catch up from the outbox). h.mu is
 // held.
-func (h *hub) broadcast(e Event) {
+func (h *hub) broadcast(e *Event) {
 	for sub := range h.subs {
 		if !sub.filter.match(e) {
 			continue

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 )
 
 // Subscription is a stream of events, oldest first, each once.
@@ -47,6 +48,11 @@ func (s *Subscription) fail(err error) {
 // stands, and registers again, unless it has fallen more than MaxLag
 // events behind: then it ends with ErrTooSlow, and the client resumes with
 // `after`. Memory stays bounded either way: the buffer, and a page.
+//
+// Every read of the outbox, a replay from `after` or a catch-up, is paced
+// by the instance's replay budget (see replayBudget): however many
+// subscriptions replay at once, they hold ReplayPages pages between them
+// and read ReplayRate events a second.
 func (s *Service) Subscribe(ctx context.Context, f Filter, after *int64) *Subscription {
 	out := make(chan Event)
 	sub := &Subscription{C: out}
@@ -64,19 +70,9 @@ func (s *Service) Subscribe(ctx context.Context, f Filter, after *int64) *Subscr
 		// moves *cursor to upTo.
 		backlog := func(cursor *int64, upTo int64) bool {
 			for *cursor < upTo {
-				batch, reached, err := s.page(ctx, *cursor, upTo, f)
-				if err != nil {
-					if ctx.Err() == nil {
-						sub.fail(err)
-					}
+				if !s.replayPage(ctx, f, cursor, upTo, out, sub) {
 					return false
 				}
-				for _, e := range batch {
-					if !send(e) {
-						return false
-					}
-				}
-				*cursor = reached
 			}
 			return true
 		}
@@ -103,7 +99,7 @@ func (s *Service) Subscribe(ctx context.Context, f Filter, after *int64) *Subscr
 					}
 				}
 			}
-			sb := &subscriber{filter: f, ch: make(chan Event, s.buffer)}
+			sb := &subscriber{filter: f, ch: make(chan *Event, s.buffer)}
 			live, ok := s.hub.add(sb)
 			if !ok {
 				sub.fail(ErrClosed)
@@ -121,6 +117,61 @@ func (s *Service) Subscribe(ctx context.Context, f Filter, after *int64) *Subscr
 		}
 	}()
 	return sub
+}
+
+// replayPage sends one page of the outbox, the events that match f after
+// *cursor up to upTo (at most window ids), and moves *cursor past it. It
+// holds one of the instance's replay slots from the read until the last
+// event is taken, and pays for the page from the replay budget before
+// sending it; a subscriber that does not take the page within the budget's
+// stall time ends with ErrTooSlow. False: the subscription ended.
+func (s *Service) replayPage(ctx context.Context, f Filter, cursor *int64, upTo int64, out chan<- Event, sub *Subscription) bool {
+	if !s.replay.acquire(ctx) {
+		return false
+	}
+	defer s.replay.release()
+	batch, reached, err := s.page(ctx, *cursor, upTo, f)
+	if err != nil {
+		if ctx.Err() == nil {
+			sub.fail(err)
+		}
+		return false
+	}
+	if !s.replay.pay(ctx, len(batch)) {
+		return false
+	}
+	stall := time.NewTimer(s.replay.stall)
+	defer stall.Stop()
+	for _, e := range batch {
+		select {
+		case out <- e:
+		case <-ctx.Done():
+			return false
+		case <-stall.C:
+			sub.fail(ErrTooSlow)
+			return false
+		}
+	}
+	*cursor = reached
+	return true
+}
+
+// CheckAfter refuses, as bad input, an `after` beyond the newest event:
+// no event has that id yet, so it cannot be an id this API returned, and a
+// subscription from it would skip every event up to it.
+func (s *Service) CheckAfter(ctx context.Context, after int64) error {
+	if after <= s.hub.lastID() {
+		return nil
+	}
+	// This instance's hub may lag the database by a poll: ask it.
+	newest, err := s.maxID(ctx)
+	if err != nil {
+		return err
+	}
+	if after > newest {
+		return afterError("after is beyond the newest event: use an event id this API returned")
+	}
+	return nil
 }
 
 // follow sends sb's live events until the hub takes sb off its list for
@@ -141,7 +192,7 @@ func (s *Service) follow(ctx context.Context, sb *subscriber, cursor *int64, sen
 			if e.ID <= *cursor {
 				continue // `after` was past what this instance had seen
 			}
-			if !send(e) {
+			if !send(*e) {
 				return false
 			}
 			*cursor = e.ID

@@ -40,6 +40,9 @@ func (r *Resolver) clientOf(ctx context.Context) string {
 
 // paymentEvents streams events to one subscription. A client-bound token
 // sees its client's events only, and asking for another's is FORBIDDEN.
+// The subscription counts against the subscription caps (see
+// SubscriptionLimits) until it ends, and ends when its connection's
+// credentials are refused (see connection).
 func (r *Resolver) paymentEvents(ctx context.Context, clientID, paymentID string, after *string) (<-chan *events.Event, error) {
 	if r.Events == nil {
 		return nil, errNoEvents
@@ -57,27 +60,79 @@ func (r *Resolver) paymentEvents(ctx context.Context, clientID, paymentID string
 		if err != nil {
 			return nil, err
 		}
+		if err := r.Events.CheckAfter(ctx, id); err != nil {
+			return nil, err
+		}
 		from = &id
 	}
-	sub := r.Events.Subscribe(ctx, f, from)
+	conn := connectionOf(ctx)
+	release, refused := r.subscriptions.take(conn)
+	if refused != nil {
+		return nil, refused
+	}
+	subCtx, cancel := context.WithCancel(ctx)
+	sub := r.Events.Subscribe(subCtx, f, from)
 	out := make(chan *events.Event)
 	go func() {
+		defer release()
 		defer close(out)
-		for e := range sub.C {
-			select {
-			case out <- &e:
-			case <-ctx.Done():
-				return
-			}
-		}
-		if err := sub.Err(); err != nil && ctx.Err() == nil && overWebsocket(ctx) {
-			// graphql-transport-ws ends the subscription with an error
-			// message rather than "complete"; over SSE the stream just
-			// completes. Either way the client resumes with `after`.
-			transport.AddSubscriptionError(ctx, subscriptionError(ctx, err))
-		}
+		defer cancel()
+		forward(ctx, conn, sub, out)
 	}()
 	return out, nil
+}
+
+// forward hands sub's events to out until the subscription ends, its
+// client leaves (ctx), or its connection's credentials are refused.
+func forward(ctx context.Context, conn *connection, sub *events.Subscription, out chan<- *events.Event) {
+	var revoked <-chan struct{}
+	if conn != nil {
+		revoked = conn.refused
+	}
+	for {
+		var e events.Event
+		var ok bool
+		select {
+		case e, ok = <-sub.C:
+		case <-ctx.Done():
+			return
+		case <-revoked:
+			endSubscription(ctx, conn, refusedError())
+			return
+		}
+		if !ok {
+			if err := sub.Err(); err != nil && ctx.Err() == nil {
+				endSubscription(ctx, conn, subscriptionError(ctx, err))
+			}
+			return
+		}
+		select {
+		case out <- &e:
+		case <-ctx.Done():
+			return
+		case <-revoked:
+			endSubscription(ctx, conn, refusedError())
+			return
+		}
+	}
+}
+
+// endSubscription ends a subscription with an error the client can act on.
+// graphql-transport-ws ends the subscription with an error message rather
+// than "complete"; over SSE, the error is the stream's last event before
+// "complete" (streamEnd). Either way the client resumes with `after`. A
+// WebSocket whose token was refused is closed with 4403 instead.
+func endSubscription(ctx context.Context, conn *connection, e *gqlerror.Error) {
+	switch {
+	case overWebsocket(ctx):
+		select {
+		case <-conn.refused:
+		default:
+			transport.AddSubscriptionError(ctx, e)
+		}
+	case conn != nil:
+		conn.ended(e)
+	}
 }
 
 // Codes a subscription can end with.
@@ -100,15 +155,6 @@ func subscriptionError(ctx context.Context, err error) *gqlerror.Error {
 	return e
 }
 
-type websocketKey struct{}
-
-// overWebsocket reports whether ctx belongs to a WebSocket connection.
-func overWebsocket(ctx context.Context) bool { return ctx.Value(websocketKey{}) != nil }
-
-// CloseForbidden is the WebSocket close code for a connection_init whose
-// credentials are refused (graphql-transport-ws's 4403 Forbidden).
-const CloseForbidden = 4403
-
 // upgradeAuthKey carries the upgrade request's own Authorization header, for
 // clients that can send one (browsers cannot).
 type upgradeAuthKey struct{}
@@ -117,19 +163,29 @@ type upgradeAuthKey struct{}
 // connection_init's payload, {"Authorization": "Bearer <token>"} (or, for
 // clients that can send one, the upgrade request's Authorization header);
 // opts.Authenticate checks it, and a refusal closes the socket with 4403.
+// Each socket is a connection whose token is checked again while it is
+// open (see connection), and whose messages follow graphql-transport-ws
+// (see protocolConn).
 type websocketTransport struct {
 	transport.Websocket
+	recheck rechecker
 }
 
-func newWebsocketTransport(opts Options) websocketTransport {
-	return websocketTransport{transport.Websocket{
-		Implementation: transport.CoderWebsocketImplementation{AcceptOptions: websocket.AcceptOptions{
-			// Any origin may connect: credentials travel in the payload,
-			// never in a cookie a browser would add by itself, so a
-			// cross-site page gets nowhere without the token.
-			InsecureSkipVerify: true,
-		}},
-		InitTimeout:           10 * time.Second,
+func newWebsocketTransport(opts Options, recheck rechecker) websocketTransport {
+	initTimeout := opts.InitTimeout
+	if initTimeout <= 0 {
+		initTimeout = DefaultInitTimeout
+	}
+	return websocketTransport{recheck: recheck, Websocket: transport.Websocket{
+		Implementation: protocolImplementation{initTimeout: initTimeout, CoderWebsocketImplementation: transport.CoderWebsocketImplementation{
+			AcceptOptions: websocket.AcceptOptions{
+				// Any origin may connect: credentials travel in the payload,
+				// never in a cookie a browser would add by itself, so a
+				// cross-site page gets nowhere without the token.
+				InsecureSkipVerify: true,
+			}}},
+		// protocolConn times connection_init, to close with 4408.
+		InitTimeout:           0,
 		KeepAlivePingInterval: 15 * time.Second,
 		PingPongInterval:      15 * time.Second,
 		MissingPongOk:         true,
@@ -145,7 +201,10 @@ func newWebsocketTransport(opts Options) websocketTransport {
 			if err != nil {
 				return refuse(ctx)
 			}
-			return context.WithValue(authed, websocketKey{}, true), nil, nil
+			if c := connectionOf(ctx); c != nil {
+				c.authenticated(auth)
+			}
+			return authed, nil, nil
 		},
 	}}
 }
@@ -160,17 +219,27 @@ func (t websocketTransport) Do(w http.ResponseWriter, r *http.Request, exec grap
 	// The server's read and write timeouts are for requests; a socket lives
 	// for as long as it is used (gqlgen pings it).
 	unlimited(w)
-	ctx := context.WithValue(r.Context(), upgradeAuthKey{}, r.Header.Get("Authorization"))
-	t.Websocket.Do(w, r.WithContext(ctx), exec)
+	conn := newConnection(true)
+	ctx := withConnection(r.Context(), conn)
+	ctx = context.WithValue(ctx, upgradeAuthKey{}, r.Header.Get("Authorization"))
+	t.recheck.serve(ctx, conn, func(ctx context.Context) { t.Websocket.Do(w, r.WithContext(ctx), exec) })
 }
 
 // sseTransport is gqlgen's Server-Sent Events transport (graphql-sse,
-// distinct connections mode), with the connection's deadlines lifted.
-type sseTransport struct{ transport.SSE }
+// distinct connections mode), with the connection's deadlines lifted. Each
+// stream is a connection whose token, checked by the HTTP layer when the
+// stream opened, is checked again while it is open (see connection).
+type sseTransport struct {
+	transport.SSE
+	recheck rechecker
+}
 
 func (t sseTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor) {
 	unlimited(w)
-	t.SSE.Do(w, r.WithContext(context.WithValue(r.Context(), streamKey{}, true)), exec)
+	conn := newConnection(false)
+	conn.authenticated(r.Header.Get("Authorization"))
+	ctx := context.WithValue(withConnection(r.Context(), conn), streamKey{}, true)
+	t.recheck.serve(ctx, conn, func(ctx context.Context) { t.SSE.Do(w, r.WithContext(ctx), exec) })
 }
 
 type streamKey struct{}

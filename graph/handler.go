@@ -48,6 +48,26 @@ type Options struct {
 	// closes the socket with 4403. The HTTP layer passes it in, since it
 	// owns credentials; nil refuses every WebSocket connection.
 	Authenticate func(ctx context.Context, authorization string) (context.Context, error)
+	// Recheck checks again the Authorization value a WebSocket or an SSE
+	// stream opened with, through the same (cached) path as an HTTP
+	// request's: before each operation a WebSocket carries (margin 0), and
+	// every RecheckEvery while either is open (margin RecheckEvery: a
+	// cached answer is believed only if it would still be believed at the
+	// next check). It returns an error wrapping ErrRefused when the
+	// credentials are no longer accepted (a WebSocket then closes with
+	// 4403, an SSE subscription ends with UNAUTHENTICATED), another error
+	// when they could not be checked. Nil refuses every WebSocket
+	// operation.
+	Recheck func(ctx context.Context, authorization string, margin time.Duration) error
+	// RecheckEvery: zero means DefaultRecheckEvery.
+	RecheckEvery time.Duration
+	// InitTimeout is how long a WebSocket may take to send
+	// connection_init; zero means DefaultInitTimeout.
+	InitTimeout time.Duration
+	// Subscriptions caps the open subscriptions; OnSubscriptionRefused, if
+	// set, is told the cap (socket, token, instance) of each refusal.
+	Subscriptions         SubscriptionLimits
+	OnSubscriptionRefused func(limit string)
 	// ClientOf returns the client the request's credentials are bound to,
 	// "" for none: such a request sees and creates that client's events and
 	// webhook endpoints only. Nil means no request is bound.
@@ -72,14 +92,19 @@ func init() {
 // application/graphql-response+json.
 func NewHandler(svc *payments.Service, opts Options) http.Handler {
 	schema := NewExecutableSchema(Config{
-		Resolvers:  &Resolver{Service: svc, Events: opts.Events, Webhooks: opts.Webhooks, ClientOf: opts.ClientOf},
+		Resolvers: &Resolver{Service: svc, Events: opts.Events, Webhooks: opts.Webhooks, ClientOf: opts.ClientOf,
+			subscriptions: newSubscriptionCounter(opts.Subscriptions, opts.OnSubscriptionRefused)},
 		Complexity: complexity(),
 	})
+	recheck := rechecker{check: opts.Recheck, every: opts.RecheckEvery}
+	if recheck.every <= 0 {
+		recheck.every = DefaultRecheckEvery
+	}
 	srv := handler.New(schema)
-	srv.AddTransport(newWebsocketTransport(opts)) // first: an upgrade is a GET too
+	srv.AddTransport(newWebsocketTransport(opts, recheck)) // first: an upgrade is a GET too
 	srv.AddTransport(transport.Options{})
 	srv.AddTransport(getTransport{})
-	srv.AddTransport(sseTransport{transport.SSE{KeepAlivePingInterval: 15 * time.Second}}) // before POST, which takes any JSON POST
+	srv.AddTransport(sseTransport{SSE: transport.SSE{KeepAlivePingInterval: 15 * time.Second}, recheck: recheck}) // before POST, which takes any JSON POST
 	srv.AddTransport(postTransport{})
 	srv.AddTransport(unsupportedTransport{})
 
@@ -115,6 +140,7 @@ func NewHandler(svc *payments.Service, opts Options) http.Handler {
 	srv.Use(scopeCheck{scopes: rootFieldScopes}) // first of what runs once the document is valid
 	srv.Use(strictVariables{schema: schema.Schema()})
 	srv.Use(extension.FixedComplexityLimit(opts.MaxComplexity))
+	srv.AroundOperations(recheck.aroundOperations)
 	srv.AroundOperations(streamsOnly)
 	if opts.OnOperation != nil {
 		srv.AroundOperations(func(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
@@ -127,6 +153,7 @@ func NewHandler(svc *payments.Service, opts Options) http.Handler {
 		})
 	}
 
+	srv.AroundResponses(streamEnd)
 	srv.AroundResponses(capErrors)
 	srv.SetErrorPresenter(presentError)
 	srv.SetRecoverFunc(recoverPanic)

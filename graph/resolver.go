@@ -23,6 +23,9 @@ type Resolver struct {
 	Webhooks *webhooks.Service
 	// ClientOf: see Options.ClientOf.
 	ClientOf func(ctx context.Context) string
+
+	// subscriptions counts the open subscriptions against their caps.
+	subscriptions *subscriptionCounter
 }
 
 // origin is who sends a request through GraphQL, for its attempt: a token

@@ -59,7 +59,15 @@ const identityPrefix = 12
 // bearer checks "Authorization: Bearer <token>": API_TOKENS first (full
 // access), then the managed tokens.
 func (c *credentials) bearer(r *http.Request) (signIn, error) {
-	scheme, token, found := strings.Cut(r.Header.Get("Authorization"), " ")
+	return c.bearerValue(r.Context(), r.Header.Get("Authorization"), 0)
+}
+
+// bearerValue checks an Authorization value as bearer checks the header.
+// A long-lived connection that checks its value again every margin
+// believes a cached managed token only if it stays cached that much
+// longer (apitoken.Store.Recheck).
+func (c *credentials) bearerValue(ctx context.Context, authorization string, margin time.Duration) (signIn, error) {
+	scheme, token, found := strings.Cut(authorization, " ")
 	if !found || !strings.EqualFold(scheme, "Bearer") || token == "" {
 		return signIn{}, nil
 	}
@@ -73,9 +81,9 @@ func (c *credentials) bearer(r *http.Request) (signIn, error) {
 		return signIn{ok: true, principal: c.envPrincipal}, nil
 	}
 	if c.managed != nil {
-		ctx, cancel := context.WithTimeout(r.Context(), credentialCheckTimeout)
+		ctx, cancel := context.WithTimeout(ctx, credentialCheckTimeout)
 		defer cancel()
-		p, ok, err := c.managed.Authenticate(ctx, token)
+		p, ok, err := c.managed.Recheck(ctx, token, margin)
 		if ok || err != nil {
 			return signIn{ok: ok, principal: p}, err
 		}
@@ -136,13 +144,7 @@ func guard(ok check, limiter *auth.FailureLimiter, st style, challenge string, l
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			headers := r.Header.Values("Authorization")
-			if len(headers) > 1 {
-				// Which one would count? Proxies and frameworks disagree
-				// (the first, the last, both joined), so none does.
-				refuseBody(w, r)
-				signInFailed(log, limiter, r, "", "several Authorization headers")
-				writeError(w, r, st, apierror.Error{Code: apierror.BadRequest, Status: http.StatusBadRequest,
-					Message: "send one Authorization header, not several"})
+			if refuseSeveralAuthorizations(w, r, st, limiter, log) {
 				return
 			}
 			result, err := ok(r)
@@ -172,6 +174,21 @@ func guard(ok check, limiter *auth.FailureLimiter, st style, challenge string, l
 				Message: unauthenticatedMessage(challenge)})
 		})
 	}
+}
+
+// refuseSeveralAuthorizations answers a request with more than one
+// Authorization header, and says whether it did. Which one would count?
+// Proxies and frameworks disagree (the first, the last, both joined), so
+// none does.
+func refuseSeveralAuthorizations(w http.ResponseWriter, r *http.Request, st style, limiter *auth.FailureLimiter, log *slog.Logger) bool {
+	if len(r.Header.Values("Authorization")) <= 1 {
+		return false
+	}
+	refuseBody(w, r)
+	signInFailed(log, limiter, r, "", "several Authorization headers")
+	writeError(w, r, st, apierror.Error{Code: apierror.BadRequest, Status: http.StatusBadRequest,
+		Message: "send one Authorization header, not several"})
+	return true
 }
 
 // refuseBody makes sure a refused request's body is never read: net/http

@@ -3,13 +3,17 @@ package httpapi
 import (
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/cmpay/cmpay/apierror"
 	"github.com/cmpay/cmpay/auth"
 	"github.com/cmpay/cmpay/clientaddr"
+	"github.com/cmpay/cmpay/graph"
 )
 
 // Subscriptions over WebSocket carry their token in connection_init's
@@ -25,13 +29,17 @@ func isWebsocketUpgrade(r *http.Request) bool {
 
 // websocketOrToken is the /graphql guard: apiToken for every request but a
 // WebSocket upgrade, which only has to come from an address that has not
-// failed too often.
-func websocketOrToken(apiToken func(http.Handler) http.Handler, failures *auth.FailureLimiter) func(http.Handler) http.Handler {
+// failed too often, and bring at most one Authorization header, as every
+// request must.
+func websocketOrToken(apiToken func(http.Handler) http.Handler, failures *auth.FailureLimiter, log *slog.Logger) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		guarded := apiToken(next)
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if !isWebsocketUpgrade(r) {
 				guarded.ServeHTTP(w, r)
+				return
+			}
+			if refuseSeveralAuthorizations(w, r, styleGraphQL, failures, log) {
 				return
 			}
 			if blocked := failures.Blocked(auth.Attempt{Addr: clientaddr.From(r.Context())}); blocked.Addr {
@@ -65,5 +73,22 @@ func websocketAuthenticator(creds *credentials, failures *auth.FailureLimiter) f
 		}
 		failures.Failed(auth.Attempt{Addr: clientaddr.From(ctx), Identity: res.identity})
 		return ctx, errBadToken
+	}
+}
+
+// connectionRecheck checks again, for a WebSocket or an SSE stream still
+// open, the Authorization value it opened with, as every HTTP request's is
+// checked (see graph.Options.Recheck). A refusal is not a guess: it does
+// not count against the failure limiter.
+func connectionRecheck(creds *credentials) func(context.Context, string, time.Duration) error {
+	return func(ctx context.Context, authorization string, margin time.Duration) error {
+		res, err := creds.bearerValue(ctx, authorization, margin)
+		if err != nil {
+			return err
+		}
+		if !res.ok {
+			return fmt.Errorf("recheck: %w", graph.ErrRefused)
+		}
+		return nil
 	}
 }

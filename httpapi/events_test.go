@@ -39,7 +39,9 @@ type eventsBundle struct {
 	wh *webhooks.Service
 }
 
-func setupEvents(t *testing.T, db dbtest.DB) *eventsBundle {
+// setupEvents serves the whole HTTP surface with events and webhooks
+// running, changed by the options.
+func setupEvents(t *testing.T, db dbtest.DB, change ...func(*httpapi.Deps)) *eventsBundle {
 	t.Helper()
 	quiet := slog.New(slog.DiscardHandler)
 	ev, err := events.New(db.Gorm, events.Options{Logger: quiet, Poll: 100 * time.Millisecond})
@@ -62,7 +64,7 @@ func setupEvents(t *testing.T, db dbtest.DB) *eventsBundle {
 	for !ev.Leader() && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
-	b := setup(t, db, func(d *httpapi.Deps) { d.Service, d.Events, d.Webhooks = svc, ev, wh })
+	b := setup(t, db, append([]func(*httpapi.Deps){func(d *httpapi.Deps) { d.Service, d.Events, d.Webhooks = svc, ev, wh }}, change...)...)
 	return &eventsBundle{bundle: b, ev: ev, wh: wh}
 }
 

@@ -88,6 +88,10 @@ func NewHandler(d Deps) http.Handler {
 	adminOrToken := guard(either(staffBasic(d.Staff), creds.bearer), failures, styleProblem, basicChallenge, log)
 	gqlOpts.Events, gqlOpts.Webhooks = d.Events, d.Webhooks
 	gqlOpts.Authenticate = websocketAuthenticator(creds, failures)
+	gqlOpts.Recheck = connectionRecheck(creds)
+	if d.Metrics != nil {
+		gqlOpts.OnSubscriptionRefused = d.Metrics.SubscriptionRefused
+	}
 	gqlOpts.ClientOf = auth.BoundClient
 
 	r := chi.NewRouter()
@@ -119,7 +123,7 @@ func NewHandler(d Deps) http.Handler {
 	// read: a stranger's body, however slow or long, costs nothing.
 	body := limitBody(d.MaxBodyBytes)
 	// GraphQL checks scopes per root field (graph's rootFieldScopes).
-	r.With(websocketOrToken(apiToken, failures), body).Handle("/graphql", graph.NewHandler(d.Service, gqlOpts))
+	r.With(websocketOrToken(apiToken, failures, log), body).Handle("/graphql", graph.NewHandler(d.Service, gqlOpts))
 	r.With(restToken, requireScope(auth.PaymentsWrite, styleProblem), body).Post("/api/payments", createPaymentREST(d.Service))
 	r.With(restToken, requireScope(auth.PaymentsWrite, styleProblem), body).Post("/api/payments/{id}/capture", capturePaymentREST(d.Service))
 	r.With(restToken, requireScope(auth.PaymentsWrite, styleProblem), body).Post("/api/payments/{id}/cancel", cancelPaymentREST(d.Service))

@@ -16,6 +16,7 @@ type eventMetrics struct {
 	deliveries *prometheus.CounterVec
 	attempt    *prometheus.HistogramVec
 	latency    prometheus.Histogram
+	refused    *prometheus.CounterVec
 }
 
 func newEventMetrics(reg *prometheus.Registry) *eventMetrics {
@@ -38,11 +39,18 @@ func newEventMetrics(reg *prometheus.Registry) *eventMetrics {
 			Help:    "Time from an event to its successful delivery, retries included.",
 			Buckets: []float64{.01, .05, .1, .25, .5, 1, 2, 5, 15, 60, 300, 1800, 3600, 6 * 3600, 24 * 3600},
 		}),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cmpay_subscriptions_refused_total",
+			Help: "Subscriptions refused with TOO_MANY_SUBSCRIPTIONS, by the cap that refused them (socket, token, instance).",
+		}, []string{"limit"}),
 	}
 	for _, o := range []string{"succeeded", "retried", "failed"} {
 		m.deliveries.WithLabelValues(o)
 	}
-	reg.MustRegister(m.written, m.deliveries, m.attempt, m.latency)
+	for _, l := range []string{"socket", "token", "instance"} {
+		m.refused.WithLabelValues(l)
+	}
+	reg.MustRegister(m.written, m.deliveries, m.attempt, m.latency, m.refused)
 	return m
 }
 
@@ -88,6 +96,12 @@ func (m *Metrics) WatchSubscriptions(count func() int) {
 		Name: "cmpay_event_subscriptions",
 		Help: "Subscriptions (WebSocket or SSE) following live payment events on this instance.",
 	}, func() float64 { return float64(count()) }))
+}
+
+// SubscriptionRefused counts a subscription refused by a cap (limit:
+// socket, token or instance) in cmpay_subscriptions_refused_total.
+func (m *Metrics) SubscriptionRefused(limit string) {
+	m.events.refused.WithLabelValues(limit).Inc()
 }
 
 // WatchBacklog exports the outbox backlog, the webhook deliveries neither

@@ -30,6 +30,8 @@ func TestEventMetrics(t *testing.T) {
 	h.Failed()
 	m.WatchBacklog(func(context.Context) (int64, error) { return 7, nil })
 	m.WatchSubscriptions(func() int { return 3 })
+	m.SubscriptionRefused("token")
+	m.SubscriptionRefused("token")
 
 	rec := httptest.NewRecorder()
 	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
@@ -45,6 +47,8 @@ func TestEventMetrics(t *testing.T) {
 		`cmpay_webhook_delivery_latency_seconds_count 1`,
 		`cmpay_webhook_backlog 7`,
 		`cmpay_event_subscriptions 3`,
+		`cmpay_subscriptions_refused_total{limit="token"} 2`,
+		`cmpay_subscriptions_refused_total{limit="socket"} 0`,
 	} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("metrics lack %s", want)

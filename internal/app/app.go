@@ -147,6 +147,8 @@ func build(ctx context.Context, db *gorm.DB, replica *database.Replica, cfg conf
 			Introspection: cfg.Introspection,
 			MaxDepth:      cfg.MaxDepth,
 			MaxComplexity: cfg.MaxComplexity,
+			Subscriptions: graph.SubscriptionLimits{PerSocket: cfg.SubscriptionsPerSocket,
+				PerToken: cfg.SubscriptionsPerToken, PerInstance: cfg.SubscriptionsPerInstance},
 		},
 		Events:   ev,
 		Webhooks: wh,

@@ -28,6 +28,7 @@ func newEvents(db *gorm.DB, cfg config.Config, m *metrics.Metrics, log *slog.Log
 	ev, err := events.New(db, events.Options{
 		Retention:     max(keyTTL, maxAge) + time.Hour,
 		SweepInterval: cfg.SweepInterval,
+		ReplayRate:    cfg.SubscriptionReplayRate,
 		Logger:        log,
 	})
 	if err != nil {

@@ -13,8 +13,6 @@ import (
 // does not hold it, each with the reason.
 var allowed = map[string]string{
 	"patroni.yml": "the name of Patroni's own configuration file, shown as an example in docs/operations/high-availability.md",
-	"docs/operations/subscriptions.md": "written on another branch at the same time as the rest of docs/; " +
-		"remove this entry once it is merged",
 }
 
 var (
