@@ -28,27 +28,27 @@ import (
 // Go decides; the database enforces and settles races. Which request of
 // many with one key is applied is decided by the unique index on (client,
 // key); whether a change is allowed, by a conditional update whose WHERE
-// is the rules below written in SQL (sql/apply_change.sql, one file that
+// is the rules below written in SQL (apply_change in sql/common.sql, which
 // both dialects run) and by a check constraint on the amounts. The rules
 // here explain a refusal and are tested against that SQL for every status,
-// operation and amount (TestLifecycleRules, in lifecycle_test.go).
+// operation and amount (TestLifecycleRules).
 //
-// The PostgreSQL statements settle the two common verdicts themselves, in
-// the same round trip as the claim: an equal fingerprint of the current
-// version is a replay, an unequal one a rejection (the fields that differ
-// are computed here afterwards, from the parameters both requests stored).
-// That is decide's own rule for a key of the current version, evaluated in
-// SQL; every other held key (an older version, an expired key, a key of a
-// payment another request of the same statement changes) comes back to
-// decide.
+// decide is the only place a held key's verdict is made; settleHeld
+// (engine.go) acts on it, for both stores. One verdict is also written in
+// SQL, because it is the common one and settling it in the claim's own
+// statement saves PostgreSQL a round trip: a key of the current version,
+// not expired, whose fingerprint is the request's, is a replay (the batch
+// statements' "replay"). TestBatchStatementsAgreeWithDecide checks, for
+// every operation and every way a key can be held, that what a statement
+// settles is what decide says; everything else comes back to decide.
 
 // heldKey is a key a request found already used.
 type heldKey struct {
 	id        int64
 	operation Operation
 	// params are what the key's first request asked for. Version 1 keys
-	// stored none: version1Params rebuilds them from the payment the key
-	// created (SQLite's readHeld, and on PostgreSQL the engine's settleHeld).
+	// stored none: settleHeld rebuilds them from the payment the key
+	// created (version1Params) when a rejection needs them.
 	params    Params
 	fp        []byte
 	version   int
@@ -112,7 +112,7 @@ type rule struct {
 	available func(p Payment) int64
 }
 
-// rules are the payment lifecycle, enforced by sql/apply_change.sql.
+// rules are the payment lifecycle, enforced by apply_change (sql/common.sql).
 //
 // A refund takes a payment that was captured: CAPTURED, PARTIALLY_REFUNDED,
 // and REFUNDED too, which has nothing left, so that a refund of a payment

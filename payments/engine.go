@@ -7,13 +7,12 @@ import (
 	"time"
 
 	"github.com/oklog/ulid/v2"
-	"gorm.io/gorm"
 )
 
 // The engine: one path that every operation goes through. An operation is
-// validated into a command (request.go), sent to the store in a batch
-// (batch.go: group commit), and the store's answer finished here. What
-// each answer means is decided in decide.go.
+// validated and fingerprinted into a command (request.go), sent to the
+// store, which claims its key (in a batch: batch.go, group commit), and a
+// held key is judged by decide (decide.go) and recorded (settleHeld).
 
 // CreateResult is the answer to a create that was not refused.
 type CreateResult struct {
@@ -132,36 +131,8 @@ func (s *Service) run(ctx context.Context, cmd *command) (answer, error) {
 		if err != nil {
 			return answer{}, err
 		}
-		switch a.kind {
-		case answerRetry:
-			continue
-		case answerHeld:
-			// The statement left the key's verdict to Go: a key stored
-			// under an older fingerprint version, one past its TTL, or one
-			// of a payment another request of the statement changes.
-			if a, err = s.settleHeld(ctx, cmd, a); err != nil {
-				return answer{}, err
-			}
-		case answerNotApplied:
-			// The change did not apply: something about the payment stops
-			// the request before its key counts, or a rule refuses it, as
-			// the statement's snapshot shows the payment; or the payment
-			// changed after that snapshot and the request needs a fresh look.
-			amount, stop := stopped(cmd, a.payment)
-			if stop != nil {
-				if stop.err != nil {
-					return answer{}, stop.err
-				}
-				a = *stop
-				break
-			}
-			refused := refusal(cmd, a.payment, amount)
-			if refused == nil {
-				continue
-			}
-			if a, err = s.record(ctx, cmd, OutcomeRefused, a.payment.ID, nil, refused); err != nil {
-				return answer{}, err
-			}
+		if a, err = s.judge(ctx, cmd, a); err != nil {
+			return answer{}, err
 		}
 		if a.kind == answerRetry {
 			continue
@@ -169,6 +140,29 @@ func (s *Service) run(ctx context.Context, cmd *command) (answer, error) {
 		return s.finish(cmd, a)
 	}
 	return answer{}, errRoundsExhausted
+}
+
+// judge finishes what the store left open in its answer a to cmd: a held
+// key is judged by decide and the verdict recorded (settleHeld); a change
+// the statement did not apply is stopped or refused by the rule the
+// payment, as the statement saw it, breaks, or, if none does (the payment
+// changed after the statement's snapshot), sent again.
+func (s *Service) judge(ctx context.Context, cmd *command, a answer) (answer, error) {
+	switch a.kind {
+	case answerHeld:
+		return settleHeld(ctx, s.store, cmd, a.held, s.now(), s.keyTTL)
+	case answerNotApplied:
+		amount, stop := stopped(cmd, a.payment)
+		if stop != nil {
+			return *stop, stop.err
+		}
+		refused := refusal(cmd, a.payment, amount)
+		if refused == nil {
+			return answer{kind: answerRetry}, nil
+		}
+		return s.store.recordAttempt(ctx, record{cmd: cmd, outcome: OutcomeRefused, paymentID: a.payment.ID, refused: refused, now: s.now()})
+	}
+	return a, nil
 }
 
 // submit sends cmd to the statement of its kind and waits for its answer.
@@ -189,26 +183,27 @@ func (s *Service) submit(ctx context.Context, cmd *command) (answer, error) {
 	}
 }
 
-// settleHeld judges a held key the statement did not (decide.go) and
-// records the verdict on the key's payment. A replay or rejection is
-// recorded by a statement that fails if the payment is missing; forgetting
-// an expired key, and rejecting a version 1 key (whose params, which it
-// did not store, are its payment's), read the payment first. A key whose
-// payment is missing is a damaged database: the request fails rather than
-// create a payment (TestCreateNeverMistakesAnErrorForAReplay), as SQLite's
-// readHeld makes it.
-func (s *Service) settleHeld(ctx context.Context, cmd *command, a answer) (answer, error) {
-	held := a.held
-	expiredBefore := s.now().Add(-s.keyTTL)
+// settleHeld judges a request whose key is held (decide) and records the
+// verdict with st: the one place a held key's verdict is acted on, for the
+// engine after a PostgreSQL statement and for SQLite inside its batch's
+// transaction. A replay or rejection is recorded by a statement that fails
+// if the key's payment is missing; forgetting an expired key, and
+// rejecting a version 1 key (whose params, which it did not store, are its
+// payment's), read the payment first. A key whose payment is missing is a
+// damaged database: the request fails rather than create a payment
+// (TestCreateNeverMistakesAnErrorForAReplay). A forgotten key answers
+// retry: the request goes on as new.
+func settleHeld(ctx context.Context, st settler, cmd *command, held *heldKey, now time.Time, keyTTL time.Duration) (answer, error) {
+	expiredBefore := now.Add(-keyTTL)
 	v, err := decide(*held, cmd, expiredBefore)
 	if err != nil {
 		return answer{}, err
 	}
 	if v == verdictReplay {
-		return s.record(ctx, cmd, OutcomeReplayed, held.paymentID, held, nil)
+		return st.recordAttempt(ctx, record{cmd: cmd, outcome: OutcomeReplayed, paymentID: held.paymentID, held: held, now: now})
 	}
 	if v == verdictForget || held.params == nil {
-		p, ok, err := readPayment(s.db.WithContext(ctx), held.paymentID)
+		p, ok, err := st.readPayment(ctx, held.paymentID)
 		if err != nil {
 			return answer{}, err
 		}
@@ -220,32 +215,9 @@ func (s *Service) settleHeld(ctx context.Context, cmd *command, a answer) (answe
 		}
 	}
 	if v == verdictForget {
-		if err := forgetKey(s.db.WithContext(ctx), held.id, expiredBefore); err != nil {
-			return answer{}, err
-		}
-		return answer{kind: answerRetry}, nil
+		return answer{kind: answerRetry}, st.forgetKey(ctx, held.id, expiredBefore)
 	}
-	return s.record(ctx, cmd, OutcomeRejected, held.paymentID, held, nil)
-}
-
-// record writes an attempt the engine decided after a statement, in a
-// short transaction of its own. A transaction PostgreSQL ended to break a
-// deadlock (with a batch statement counting on the same payment) wrote
-// nothing: the request is sent again.
-func (s *Service) record(ctx context.Context, cmd *command, outcome Outcome, paymentID string, held *heldKey, refused error) (answer, error) {
-	var a answer
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		var err error
-		a, err = recordAttempt(tx, cmd, outcome, paymentID, held, refused, s.now())
-		return err
-	})
-	if isDeadlock(err) {
-		return answer{kind: answerRetry}, nil
-	}
-	if err != nil {
-		return answer{}, fmt.Errorf("record %s attempt: %w", outcome, err)
-	}
-	return a, nil
+	return st.recordAttempt(ctx, record{cmd: cmd, outcome: OutcomeRejected, paymentID: held.paymentID, held: held, now: now})
 }
 
 // finish turns a settled answer into what the caller gets, and tells the

@@ -1,19 +1,19 @@
 package payments
 
 import (
+	"context"
 	"fmt"
 	"time"
 
-	"gorm.io/gorm"
-
+	"github.com/cmpay/cmpay/internal/sqlq"
 	"github.com/cmpay/cmpay/models"
 )
 
 // The outbox. Every change of a payment writes one event row in the same
 // statement (PostgreSQL: the "*_event" CTEs of sql/create_batch.sql and
 // sql/change_batch.sql, fed by what the change itself writes) or the
-// same transaction (SQLite: insertEvent below, called from
-// store_sqlite.go's steps) as the change: a create, capture, cancel or
+// same transaction (SQLite: insertEvent below, sql/sqlite.sql's
+// insert_event, called from store_sqlite.go's steps) as the change: a create, capture, cancel or
 // refund that applies writes exactly one; a replay, a rejection or a
 // refusal writes none, since it changes nothing. The event stores the
 // payment as the change left it. Package events numbers the rows and
@@ -57,22 +57,15 @@ func eventTypeOf(op Operation) EventType {
 	panic(fmt.Sprintf("no event for operation %q", op))
 }
 
-// insertEventSQL is the event row insertEvent writes; events.go's model
-// (models.PaymentEvent) names the columns.
-const insertEventSQL = `INSERT INTO payment_events (type, at, idempotency_key, refund_id, payment_id, client_id,
-	payment_key, amount_minor, currency, method, payment_created_at, status, captured_minor, refunded_minor,
-	captured_at, canceled_at, replay_count, rejected_count) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
-
-// insertEvent writes the event of an applied cmd (SQLite): p is the payment
-// right after the change, refund a refund's refund. It goes straight to the
-// transaction's connection: it runs for every create, and GORM's model
-// machinery cost as much as the row.
-func insertEvent(tx *gorm.DB, cmd *command, p Payment, refund *Refund, now time.Time) error {
+// insertEvent writes the event of an applied cmd in transaction r
+// (SQLite): p is the payment right after the change, refund a refund's
+// refund. The columns are models.PaymentEvent's.
+func insertEvent(ctx context.Context, r sqlq.Runner, cmd *command, p Payment, refund *Refund, now time.Time) error {
 	var refundID *string
 	if refund != nil {
 		refundID = &refund.ID
 	}
-	_, err := connOf(tx).exec(insertEventSQL,
+	_, err := r.Exec(ctx, sqliteSQL.SQL("insert_event"),
 		string(eventTypeOf(cmd.op)), now, cmd.key, refundID, p.ID, p.ClientID,
 		p.IdempotencyKey, p.Amount.Minor, p.Amount.Currency, string(p.Method), p.CreatedAt, string(p.Status),
 		p.Captured.Minor, p.Refunded.Minor, optionalTime(p.CapturedAt), optionalTime(p.CanceledAt),

@@ -4,13 +4,13 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"gorm.io/gorm"
-
-	"github.com/cmpay/cmpay/models"
 )
 
 // readTimeout bounds a read: one on a connection to a database that went
@@ -61,87 +61,113 @@ func (p Page) EndCursor() string {
 	return p.Cursors[len(p.Cursors)-1]
 }
 
-// filterConditions are the SQL conditions of a filter, shared by List and
-// Export so that an export holds exactly the rows the list pages through.
-// Each predicate is written exactly as its index's (the partial ones
-// included), so the planner can use the index.
-func filterConditions(f Filter) ([]string, []any, error) {
+// listing is a filter as the page_* fragments of sql/common.sql (their
+// text) and their named arguments, shared by List and Export so that an
+// export holds exactly the rows the list pages through.
+type listing struct {
+	fragments []string
+	args      map[string]any
+	search    bool
+}
+
+// listingOf checks f and turns it into a listing.
+func listingOf(f Filter) (listing, error) {
 	if !f.From.IsZero() && !f.To.IsZero() && !f.From.Before(f.To) {
-		return nil, nil, invalid("to", "the end of the date range must come after its start")
+		return listing{}, invalid("to", "the end of the date range must come after its start")
 	}
 	for _, v := range []struct{ field, value string }{
 		{"clientId", f.ClientID}, {"idempotencyKey", f.IdempotencyKey}, {"q", f.Search},
 	} {
 		if !StorableText(v.value) {
-			return nil, nil, invalid(v.field, "a NUL character or bytes that are not UTF-8 are in a filter, and no payment can have them")
+			return listing{}, invalid(v.field, "a NUL character or bytes that are not UTF-8 are in a filter, and no payment can have them")
 		}
 	}
-	var conds []string
-	var args []any
-	where := func(cond string, a ...any) {
-		conds = append(conds, cond)
-		args = append(args, a...)
+	if f.Status != "" && !f.Status.Valid() {
+		return listing{}, invalid("status", "status is not a payment status")
+	}
+	l := listing{args: map[string]any{}, search: f.Search != ""}
+	where := func(fragment string, args map[string]any) {
+		l.fragments = append(l.fragments, fragment)
+		maps.Copy(l.args, args)
 	}
 	if f.ClientID != "" {
-		where("client_id = ?", f.ClientID)
+		where(commonSQL.SQL("page_client"), map[string]any{"client_id": f.ClientID})
 	}
 	if f.IdempotencyKey != "" {
-		where("idempotency_key = ?", f.IdempotencyKey)
+		where(commonSQL.SQL("page_key"), map[string]any{"idempotency_key": f.IdempotencyKey})
 	}
 	if f.Flagged {
-		where("(replayed_at IS NOT NULL OR rejected_at IS NOT NULL)")
+		where(commonSQL.SQL("page_flagged"), nil)
 	}
 	if f.Replayed {
-		where("replayed_at IS NOT NULL")
+		where(commonSQL.SQL("page_replayed"), nil)
 	}
 	if f.Rejected {
-		where("rejected_at IS NOT NULL")
+		where(commonSQL.SQL("page_rejected"), nil)
 	}
 	if f.Amount != nil {
-		where("amount_minor = ? AND currency = ?", f.Amount.Minor, f.Amount.Currency)
+		where(commonSQL.SQL("page_amount"), map[string]any{"amount_minor": f.Amount.Minor, "currency": f.Amount.Currency})
 	}
 	if f.Status != "" {
-		if !f.Status.Valid() {
-			return nil, nil, invalid("status", "status is not a payment status")
-		}
-		where("status = ?", string(f.Status))
+		where(commonSQL.SQL("page_status"), map[string]any{"status": string(f.Status)})
 	}
 	if !f.From.IsZero() {
-		where("created_at >= ?", f.From.UTC())
+		where(commonSQL.SQL("page_from"), map[string]any{"created_from": f.From.UTC()})
 	}
 	if !f.To.IsZero() {
-		where("created_at < ?", f.To.UTC())
+		where(commonSQL.SQL("page_to"), map[string]any{"created_before": f.To.UTC()})
 	}
-	return conds, args, nil
+	if l.search {
+		l.args["search"] = f.Search
+	}
+	return l, nil
 }
 
-// pageQuery is one newest-first read of at most limit payments matching
-// conds. A search for an id, client id or key ("id = q OR client = q OR
-// key = q" would make the database sort every payment of a large client)
-// is three reads, each in index order and limited, merged: about 2 × limit
-// rows, since an id matches one payment at most.
-func pageQuery(conds []string, args []any, search string, limit int) (string, []any) {
-	read := func(extra string, extraArg any) (string, []any) {
-		cs, as := conds, args
-		if extra != "" {
-			cs = append(append([]string{}, cs...), extra)
-			as = append(append([]any{}, as...), extraArg)
-		}
-		q := "SELECT " + paymentColumns + " FROM payments"
-		if len(cs) > 0 {
-			q += " WHERE " + strings.Join(cs, " AND ")
-		}
-		return q + " ORDER BY created_at DESC, id DESC LIMIT ?", append(as, limit)
+// position is where a page resumes: after the payment created at at with
+// id id, in the listing's order.
+type position struct {
+	at time.Time
+	id string
+}
+
+// pageQuery is a page's statement, composed of named fragments, and its
+// named arguments.
+type pageQuery struct {
+	sql  string
+	args map[string]any
+}
+
+// page is the statement that reads up to size payments of l, newest
+// first, after the position if one is given. A search is three reads
+// merged (search_open in sql/common.sql says why).
+func (l listing) page(after *position, size int) pageQuery {
+	args := map[string]any{"page_size": size}
+	maps.Copy(args, l.args)
+	conds := l.fragments
+	if after != nil {
+		conds = append(slices.Clip(conds), commonSQL.SQL("page_after"))
+		args["after_at"], args["after_id"] = after.at.UTC(), after.id
 	}
-	if search == "" {
-		return read("", nil)
+	read := func(match ...string) []string {
+		return slices.Concat([]string{commonSQL.SQL("page_select")}, conds, match, []string{commonSQL.SQL("page_order")})
 	}
-	byID, idArgs := read("id = ?", search)
-	byClient, clientArgs := read("client_id = ?", search)
-	byKey, keyArgs := read("idempotency_key = ?", search)
-	return "SELECT * FROM (" + byID + ") AS by_id UNION SELECT * FROM (" + byClient + ") AS by_client" +
-			" UNION SELECT * FROM (" + byKey + ") AS by_key ORDER BY created_at DESC, id DESC LIMIT ?",
-		append(append(append(idArgs, clientArgs...), keyArgs...), limit)
+	texts := read()
+	if l.search {
+		texts = slices.Concat([]string{commonSQL.SQL("search_open")}, read(commonSQL.SQL("page_search_id")),
+			[]string{commonSQL.SQL("search_then_client")}, read(commonSQL.SQL("page_search_client")),
+			[]string{commonSQL.SQL("search_then_key")}, read(commonSQL.SQL("page_search_key")),
+			[]string{commonSQL.SQL("search_close")})
+	}
+	return pageQuery{sql: strings.Join(texts, "\n"), args: args}
+}
+
+// readPage reads q on the database db, a replica or the primary.
+func (s *Service) readPage(ctx context.Context, db *gorm.DB, q pageQuery) ([]Payment, error) {
+	r, err := s.store.runnerOn(db)
+	if err != nil {
+		return nil, err
+	}
+	return s.store.listPayments(ctx, r, q)
 }
 
 // Get returns the payment with the given id, or an error wrapping
@@ -149,7 +175,7 @@ func pageQuery(conds []string, args []any, search string, limit int) (string, []
 func (s *Service) Get(ctx context.Context, id string) (Payment, error) {
 	ctx, cancel := context.WithTimeout(ctx, readTimeout)
 	defer cancel()
-	p, ok, err := readPayment(s.db.WithContext(ctx), id)
+	p, ok, err := s.store.readPayment(ctx, id)
 	if err != nil {
 		return Payment{}, fmt.Errorf("get payment: %w", err)
 	}
@@ -173,24 +199,25 @@ func (s *Service) List(ctx context.Context, f Filter, first int, after string) (
 	if first < 0 || first > MaxPageSize {
 		return Page{}, invalid("first", "first must be between 0 and %d", MaxPageSize)
 	}
-	conds, args, err := filterConditions(f)
+	l, err := listingOf(f)
 	if err != nil {
 		return Page{}, err
 	}
+	var resume *position
 	if after != "" {
 		at, id, err := decodeCursor(after)
 		if err != nil {
 			return Page{}, err
 		}
-		conds, args = append(conds, "(created_at, id) < (?, ?)"), append(args, at, id)
+		resume = &position{at: at, id: id}
 	}
-	query, queryArgs := pageQuery(conds, args, f.Search, first+1)
+	q := l.page(resume, first+1)
 
 	// A listing may be a few seconds stale: a replica serves it while fit.
-	var rows []models.Payment
+	var rows []Payment
 	err = s.reads.Read(func(db *gorm.DB) error {
-		rows = nil
-		return db.WithContext(ctx).Raw(query, queryArgs...).Scan(&rows).Error
+		rows, err = s.readPage(ctx, db, q)
+		return err
 	})
 	if err != nil {
 		return Page{}, fmt.Errorf("list payments: %w", err)
@@ -200,11 +227,10 @@ func (s *Service) List(ctx context.Context, f Filter, first int, after string) (
 	if page.HasNextPage {
 		rows = rows[:first]
 	}
-	page.Payments = make([]Payment, len(rows))
+	page.Payments = rows
 	page.Cursors = make([]string, len(rows))
-	for i, row := range rows {
-		page.Payments[i] = paymentFromRow(row)
-		page.Cursors[i] = encodeCursor(page.Payments[i])
+	for i, p := range rows {
+		page.Cursors[i] = encodeCursor(p)
 	}
 	return page, nil
 }
@@ -225,8 +251,7 @@ func (s *Service) Attempts(ctx context.Context, p Payment) ([]Attempt, error) {
 func (s *Service) AttemptsOf(ctx context.Context, ps []Payment) ([][]Attempt, error) {
 	ctx, cancel := context.WithTimeout(ctx, readTimeout)
 	defer cancel()
-	var rows []models.IdempotencyAttempt
-	err := s.db.WithContext(ctx).Where("payment_id IN ?", paymentIDs(ps)).Order("payment_id, at, id").Find(&rows).Error
+	rows, err := s.store.attemptsOf(ctx, paymentIDs(ps))
 	if err != nil {
 		return nil, fmt.Errorf("list attempts: %w", err)
 	}
@@ -260,8 +285,7 @@ func (s *Service) Refunds(ctx context.Context, p Payment) ([]Refund, error) {
 func (s *Service) RefundsOf(ctx context.Context, ps []Payment) ([][]Refund, error) {
 	ctx, cancel := context.WithTimeout(ctx, readTimeout)
 	defer cancel()
-	var rows []models.Refund
-	err := s.db.WithContext(ctx).Where("payment_id IN ?", paymentIDs(ps)).Order("payment_id, created_at, id").Find(&rows).Error
+	rows, err := s.store.refundsOf(ctx, paymentIDs(ps))
 	if err != nil {
 		return nil, fmt.Errorf("list refunds: %w", err)
 	}

@@ -1,29 +1,74 @@
 package payments
 
 import (
+	"database/sql"
 	"strings"
 	"time"
 
+	"github.com/cmpay/cmpay/internal/sqlq"
 	"github.com/cmpay/cmpay/models"
 )
 
-// paymentColumns are a payment's columns as every statement reads them, in
-// models.Payment's order.
-const paymentColumns = "id, client_id, idempotency_key, amount_minor, currency, method, created_at, " +
-	"status, captured_minor, refunded_minor, captured_at, canceled_at, replay_count, rejected_count"
+// The statements read a payment, a refund, an attempt and a key in one
+// column order each (sql/*.sql), which the scans below follow.
 
-// refundColumns are a refund's, in models.Refund's order.
-const refundColumns = "id, payment_id, amount_minor, reason, idempotency_key, created_at"
-
-// scanPayment reads a row of paymentColumns with scan (a *sql.Row's or
-// *sql.Rows' Scan).
-func scanPayment(scan func(...any) error) (Payment, error) {
+// scanPayment reads a payment's columns: id, client_id, idempotency_key,
+// amount_minor, currency, method, created_at, status, captured_minor,
+// refunded_minor, captured_at, canceled_at, replay_count, rejected_count.
+func scanPayment(row sqlq.Row) (Payment, error) {
 	var r models.Payment
-	if err := scan(&r.ID, &r.ClientID, &r.IdempotencyKey, &r.AmountMinor, &r.Currency, &r.Method, &r.CreatedAt,
+	if err := row.Scan(&r.ID, &r.ClientID, &r.IdempotencyKey, &r.AmountMinor, &r.Currency, &r.Method, &r.CreatedAt,
 		&r.Status, &r.CapturedMinor, &r.RefundedMinor, &r.CapturedAt, &r.CanceledAt, &r.ReplayCount, &r.RejectedCount); err != nil {
 		return Payment{}, err
 	}
 	return paymentFromRow(r), nil
+}
+
+// scanRefund reads a refund's columns (id, payment_id, amount_minor,
+// reason, idempotency_key, created_at), of a payment in currency.
+func scanRefund(row sqlq.Row, currency string) (Refund, error) {
+	r, err := scanRefundRow(row)
+	if err != nil {
+		return Refund{}, err
+	}
+	return refundFromRow(r, currency), nil
+}
+
+func scanRefundRow(row sqlq.Row) (models.Refund, error) {
+	var r models.Refund
+	err := row.Scan(&r.ID, &r.PaymentID, &r.AmountMinor, &r.Reason, &r.IdempotencyKey, &r.CreatedAt)
+	return r, err
+}
+
+// scanAttempt reads an attempt's columns: id, payment_id, operation,
+// outcome, at, idempotency_key, params, held_params, refusal, refund_id,
+// differing_fields, attempted_amount_minor, attempted_currency,
+// attempted_method, transport, actor, actor_address.
+func scanAttempt(row sqlq.Row) (models.IdempotencyAttempt, error) {
+	var a models.IdempotencyAttempt
+	err := row.Scan(&a.ID, &a.PaymentID, &a.Operation, &a.Outcome, &a.At, &a.IdempotencyKey, &a.Params, &a.HeldParams,
+		&a.Refusal, &a.RefundID, &a.DifferingFields, &a.AttemptedAmountMinor, &a.AttemptedCurrency, &a.AttemptedMethod,
+		&a.Transport, &a.Actor, &a.ActorAddress)
+	return a, err
+}
+
+// scanHeld reads a key's columns: id, operation, params, fingerprint,
+// fingerprint_version, created_at, payment_id, refund_id. A version 1
+// key's params are nil: settleHeld rebuilds them from its payment.
+func scanHeld(row sqlq.Row) (*heldKey, error) {
+	var h heldKey
+	var params, refundID sql.NullString
+	if err := row.Scan(&h.id, &h.operation, &params, &h.fp, &h.version, &h.createdAt, &h.paymentID, &refundID); err != nil {
+		return nil, err
+	}
+	if params.Valid {
+		var err error
+		if h.params, err = decodeParams(&params.String); err != nil {
+			return nil, err
+		}
+	}
+	h.refundID = refundID.String
+	return &h, nil
 }
 
 func paymentFromRow(row models.Payment) Payment {

@@ -41,7 +41,7 @@ func ChangeStatementAnswers(ctx context.Context, s *Service, reqs ...RefundReque
 		case answerSettled:
 			out[i] = fmt.Sprintf("settled %s", a.outcome)
 		case answerHeld:
-			settled, err := s.settleHeld(ctx, j.cmd, a)
+			settled, err := s.judge(ctx, j.cmd, a)
 			if err == nil && settled.kind == answerSettled {
 				_, err = s.finish(j.cmd, settled)
 				out[i] = fmt.Sprintf("held, then settled %s", settled.outcome)

@@ -62,7 +62,6 @@ func (p primaryReads) Reader() *gorm.DB                   { return p.db }
 
 // Service creates, changes and reads payments in one database.
 type Service struct {
-	db    *gorm.DB
 	reads Reads
 	store store
 	// creates and changes gather requests into batch statements (batch.go).
@@ -79,7 +78,7 @@ type Service struct {
 
 // NewService returns a Service over db, whose schema must be migrated.
 func NewService(db *gorm.DB, cfg Config) (*Service, error) {
-	s := &Service{db: db, reads: cfg.Reads, keyTTL: cfg.KeyTTL, clock: cfg.Now, clockOffset: cfg.ClockOffset, onAttempt: cfg.OnAttempt}
+	s := &Service{reads: cfg.Reads, keyTTL: cfg.KeyTTL, clock: cfg.Now, clockOffset: cfg.ClockOffset, onAttempt: cfg.OnAttempt}
 	if s.reads == nil {
 		s.reads = primaryReads{db}
 	}
@@ -92,23 +91,11 @@ func NewService(db *gorm.DB, cfg Config) (*Service, error) {
 	if s.onAttempt == nil {
 		s.onAttempt = func(Operation, Outcome, string) {}
 	}
-	// The one place that picks a dialect.
-	switch name := db.Dialector.Name(); name {
-	case "postgres":
-		sqlDB, err := db.DB()
-		if err != nil {
-			return nil, fmt.Errorf("new payments service: %w", err)
-		}
-		s.store = &postgresStore{db: db, sqlDB: sqlDB, keyTTL: s.keyTTL, now: s.now}
-	case "sqlite":
-		sqlDB, err := db.DB()
-		if err != nil {
-			return nil, fmt.Errorf("new payments service: %w", err)
-		}
-		s.store = &sqliteStore{db: db, prepared: &preparedStatements{db: sqlDB}, keyTTL: s.keyTTL, now: s.now}
-	default:
-		return nil, fmt.Errorf("new payments service: unsupported database %q", name)
+	store, err := newStore(db, s.keyTTL, s.now)
+	if err != nil {
+		return nil, fmt.Errorf("new payments service: %w", err)
 	}
+	s.store = store
 	s.creates = batcher[*job]{exec: s.store.createBatch, order: byPayment, stallAfter: defaultStallAfter, final: cfg.Unavailable}
 	s.changes = batcher[*job]{exec: s.store.changeBatch, order: byPayment, stallAfter: defaultStallAfter, final: cfg.Unavailable}
 	return s, nil

@@ -3,8 +3,9 @@ package payments
 import (
 	"context"
 	"fmt"
-	"gorm.io/gorm"
 	"time"
+
+	"gorm.io/gorm"
 )
 
 // Counts counts attempts by outcome.
@@ -51,8 +52,11 @@ func (s *Service) RecentStats(ctx context.Context, hours int) (Stats, error) {
 
 	var rows []hourCount
 	err := s.reads.Read(func(db *gorm.DB) error {
-		var err error
-		rows, err = s.store.attemptCounts(db.WithContext(ctx), first)
+		r, err := s.store.runnerOn(db)
+		if err != nil {
+			return err
+		}
+		rows, err = s.store.attemptCounts(ctx, r, first)
 		return err
 	})
 	if err != nil {

@@ -6,26 +6,65 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+
+	"github.com/cmpay/cmpay/internal/sqlq"
+	"github.com/cmpay/cmpay/models"
 )
 
 // store is the seam between the engine and a database: everything that
 // differs between PostgreSQL (store_postgres.go) and SQLite
-// (store_sqlite.go). What both dialects run alike lives in steps.go and
-// list.go. The package's tests run against both implementations
-// (internal/dbtest's ForEach).
+// (store_sqlite.go). What both run alike is in steps.go and list.go. One
+// test suite runs against both implementations (store_test.go).
 type store interface {
 	// createBatch runs the creates of one batch and answers every job;
 	// if it returns an error it has answered none (the batcher then runs
-	// each job alone).
+	// each job alone). A job is answered settled (created, or replayed:
+	// the one verdict a store may reach itself, as decide would), held
+	// (for the engine to judge with decide), or retry.
 	createBatch(ctx context.Context, jobs []*job) error
-	// changeBatch does the same for captures, cancels and refunds.
+	// changeBatch does the same for captures, cancels and refunds, which
+	// may also be answered not applied, not found or forbidden.
 	changeBatch(ctx context.Context, jobs []*job) error
-	// attemptCounts counts, on db (the primary or a replica), the attempts
+	// settler: what settling a held key after a batch needs, on the
+	// primary.
+	settler
+	// runnerOn is a Runner over db's pool: a replica's, for the reads
+	// Config.Reads sends there, or the primary's.
+	runnerOn(db *gorm.DB) (sqlq.Runner, error)
+	// listPayments runs a page query (list.go: pageQuery) on r.
+	listPayments(ctx context.Context, r sqlq.Runner, q pageQuery) ([]Payment, error)
+	// attemptsOf reads the attempts of the payments with the given ids,
+	// each payment's oldest first; refundsOf their refunds.
+	attemptsOf(ctx context.Context, ids []string) ([]models.IdempotencyAttempt, error)
+	refundsOf(ctx context.Context, ids []string) ([]models.Refund, error)
+	// attemptCounts counts, on r (the primary or a replica), the attempts
 	// made since from, by hour and outcome (stats.go).
-	attemptCounts(db *gorm.DB, from time.Time) ([]hourCount, error)
+	attemptCounts(ctx context.Context, r sqlq.Runner, from time.Time) ([]hourCount, error)
 	// sweepKeys deletes up to limit keys created before before, and says
 	// how many it deleted (sweep.go).
 	sweepKeys(ctx context.Context, before time.Time, limit int) (int64, error)
+}
+
+// settler is what settling a held key needs of the database (settleHeld
+// in engine.go): the engine's, after a batch statement, on the primary;
+// SQLite's, inside the batch's own transaction.
+type settler interface {
+	// readPayment reads one payment; ok is false when there is none.
+	readPayment(ctx context.Context, id string) (p Payment, ok bool, err error)
+	// forgetKey deletes key id if it is still older than expiredBefore.
+	forgetKey(ctx context.Context, id int64, expiredBefore time.Time) error
+	// recordAttempt records a replay, rejection or refusal, counts it on
+	// its payment, and answers with the payment as it is now (and, for a
+	// replayed refund, its refund). It fails when the payment is missing.
+	// It may answer retry: the database rolled it back to end a deadlock.
+	recordAttempt(ctx context.Context, rec record) (answer, error)
+}
+
+// newStore is the store for db's dialect.
+func newStore(db *gorm.DB, keyTTL time.Duration, now func() time.Time) (store, error) {
+	return sqlq.Pick(db,
+		func(pg *sqlq.PG) store { return &postgresStore{pg: pg, keyTTL: keyTTL, now: now} },
+		func(lite *sqlq.Lite) store { return &sqliteStore{lite: lite, keyTTL: keyTTL, now: now} })
 }
 
 // job is one request waiting for its batch statement.
@@ -104,4 +143,11 @@ type hourCount struct {
 	Hour    int64 // hours since the Unix epoch
 	Outcome string
 	N       int
+}
+
+// scanHourCount reads a row of attempt_counts: hour, outcome, n.
+func scanHourCount(row sqlq.Row) (hourCount, error) {
+	var c hourCount
+	err := row.Scan(&c.Hour, &c.Outcome, &c.N)
+	return c, err
 }

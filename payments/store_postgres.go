@@ -2,7 +2,6 @@ package payments
 
 import (
 	"context"
-	"database/sql"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -10,22 +9,22 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
-	"github.com/jackc/pgx/v5/stdlib"
 	"gorm.io/gorm"
+
+	"github.com/cmpay/cmpay/internal/sqlq"
+	"github.com/cmpay/cmpay/models"
 )
 
 // postgresStore runs each batch as one statement (sql/create_batch.sql,
 // sql/change_batch.sql): data-modifying CTEs that claim the keys, apply
-// what they may and settle replays and rejections, in one round trip and
-// one commit for the whole batch. What the statement leaves open (a key
-// of an older fingerprint version or past its TTL, a change the snapshot
-// allowed but the row lock did not) comes back to the engine, which
-// decides it (decide.go) and records it with the portable steps.
+// what they may and settle replays, in one round trip and one commit for
+// the whole batch. What the statement leaves open (any other held key, a
+// change the snapshot allowed but the row lock did not) comes back to the
+// engine, which decides it (decide.go) and records it with one statement
+// more (record_attempt).
 type postgresStore struct {
-	db    *gorm.DB
-	sqlDB *sql.DB
+	pg *sqlq.PG
 	// keyTTL and now give each statement its expired-before.
 	keyTTL time.Duration
 	now    func() time.Time
@@ -41,16 +40,9 @@ const (
 // isDeadlock says whether err is PostgreSQL ending a transaction to break
 // a deadlock: the transaction wrote nothing, and may be run again.
 func isDeadlock(err error) bool {
-	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && pgErr.Code == deadlockDetected
+	code, ok := sqlq.PGCode(err)
+	return ok && code == deadlockDetected
 }
-
-// The batch statements, filled in. They are exported for the benchmark,
-// which runs them under pgbench beside the least SQL that does their work.
-var (
-	CreateBatchSQL = statement("create_batch")
-	ChangeBatchSQL = statement("change_batch")
-)
 
 func (st *postgresStore) createBatch(ctx context.Context, jobs []*job) error {
 	n := len(jobs)
@@ -99,13 +91,17 @@ func (st *postgresStore) changeBatch(ctx context.Context, jobs []*job) error {
 func (st *postgresStore) run(ctx context.Context, jobs []*job, now time.Time, query string, refunds bool, args ...any) error {
 	answers := make([]answer, len(jobs))
 	answered := make([]bool, len(jobs))
-	// One row value and its scan targets serve every row: a scan sets every
-	// field (NULL included) and copies what it keeps (strings, bytes), so
-	// nothing of one row's answer is overwritten by the next.
+	// The rows are pgx's, scanned straight into pgtype's values, past
+	// database/sql, whose per-column conversions showed in the profile of
+	// every batch. One row value and its scan targets serve every row: a
+	// scan sets every field (NULL included) and copies what it keeps
+	// (strings, bytes), so nothing of one row's answer is overwritten by
+	// the next. Query returns once the statement has ended, its commit
+	// included: the statement is its own transaction.
 	var r resultRow
 	targets := r.targets(refunds)
-	err := st.queryRows(ctx, func(rows pgx.Rows) error {
-		if err := rows.Scan(targets...); err != nil {
+	err := st.pg.Query(ctx, query, args, func(row sqlq.Row) error {
+		if err := row.Scan(targets...); err != nil {
 			return err
 		}
 		i := int(r.n) - 1
@@ -118,11 +114,10 @@ func (st *postgresStore) run(ctx context.Context, jobs []*job, now time.Time, qu
 		}
 		answers[i], answered[i] = a, true
 		return nil
-	}, query, args...)
-	var pgErr *pgconn.PgError
-	if (errors.As(err, &pgErr) && pgErr.Code == uniqueViolation || isDeadlock(err)) && len(jobs) == 1 {
+	})
+	if code, _ := sqlq.PGCode(err); (code == uniqueViolation || code == deadlockDetected) && len(jobs) == 1 {
 		// A request with the same key committed after the statement's
-		// snapshot was taken (change_batch.sql, "claim"), or the statement
+		// snapshot was taken (change_batch, "claim"), or the statement
 		// was chosen to end a deadlock with another instance's (their rows
 		// are locked in no common order when one counts a replay on a
 		// payment the other changes), and the whole statement rolled back:
@@ -143,39 +138,13 @@ func (st *postgresStore) run(ctx context.Context, jobs []*job, now time.Time, qu
 	return nil
 }
 
-// queryRows runs a batched statement straight on pgx, past database/sql,
-// whose per-column conversions showed in the profile of every batch, and
-// calls each for every row. It returns once the statement has ended: its
-// commit included, since the statement is its own transaction.
-func (st *postgresStore) queryRows(ctx context.Context, each func(pgx.Rows) error, query string, args ...any) error {
-	conn, err := st.sqlDB.Conn(ctx)
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	return conn.Raw(func(driverConn any) error {
-		rows, err := driverConn.(*stdlib.Conn).Conn().Query(ctx, query, args...)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			if err := each(rows); err != nil {
-				return err
-			}
-		}
-		rows.Close()
-		return rows.Err()
-	})
-}
-
 // resultRow is one row a batch statement returns: the request's position,
 // what happened to it, and the payment, refund and held key it concerns,
-// any of them NULL where the answer has none (create_batch.sql has no
-// refund columns). Its fields are pgtype's nullable values, which pgx scans
-// into without reflection: every request is answered with one of these
-// rows. The held key is one JSON column (heldKeyJSON in sql.go), decoded
-// only for the few rows that carry one.
+// any of them NULL where the answer has none (create_batch has no refund
+// columns). Its fields are pgtype's nullable values, which pgx scans into
+// without reflection: every request is answered with one of these rows.
+// The held key is one JSON column (a HELD row's), decoded only for the few
+// rows that carry one.
 type resultRow struct {
 	n       int64
 	outcome string
@@ -194,16 +163,21 @@ type resultRow struct {
 // targets are the fields in the order of the statements' columns:
 // paymentColumns, refundColumns if refunds, the held key.
 func (r *resultRow) targets(refunds bool) []any {
-	t := []any{&r.n, &r.outcome,
-		&r.id, &r.clientID, &r.key, &r.amount, &r.currency, &r.method, &r.createdAt,
+	return append(append([]any{&r.n, &r.outcome}, r.paymentTargets(refunds)...), &r.held)
+}
+
+// paymentTargets are the payment's fields, and the refund's if refunds,
+// in the statements' column order.
+func (r *resultRow) paymentTargets(refunds bool) []any {
+	t := []any{&r.id, &r.clientID, &r.key, &r.amount, &r.currency, &r.method, &r.createdAt,
 		&r.status, &r.captured, &r.refunded, &r.capturedAt, &r.canceledAt, &r.replays, &r.rejections}
 	if refunds {
 		t = append(t, &r.refundID, &r.refundPaymentID, &r.refundAmount, &r.refundReason, &r.refundKey, &r.refundCreatedAt)
 	}
-	return append(t, &r.held)
+	return t
 }
 
-// heldRow is the JSON of a held key in a result row (heldKeyJSON).
+// heldRow is the JSON of a held key in a HELD result row.
 type heldRow struct {
 	ID          int64     `json:"id"`
 	Operation   string    `json:"operation"`
@@ -215,11 +189,11 @@ type heldRow struct {
 	RefundID    *string   `json:"refund_id"`
 }
 
-// heldKey decodes the row's held key, nil if it has none. A version 1
-// key's params are nil: they are rebuilt from its payment (version1Params).
+// heldKey decodes a HELD row's key. A version 1 key's params are nil:
+// settleHeld rebuilds them from its payment.
 func (r *resultRow) heldKey() (*heldKey, error) {
 	if !r.held.Valid {
-		return nil, nil
+		return nil, fmt.Errorf("row %d (%s) names no key", r.n, r.outcome)
 	}
 	var h heldRow
 	if err := json.Unmarshal([]byte(r.held.String), &h); err != nil {
@@ -241,7 +215,7 @@ func (r *resultRow) heldKey() (*heldKey, error) {
 	return k, nil
 }
 
-// outcomes the statements return beside the attempt outcomes.
+// outcomes the statements return beside CREATED, APPLIED and REPLAYED.
 const (
 	rowHeld       = "HELD"
 	rowNotApplied = "NOT_APPLIED"
@@ -260,35 +234,36 @@ func (r *resultRow) answer(cmd *command, now time.Time) (answer, error) {
 			return answer{}, fmt.Errorf("row %d: %s for a %s", r.n, r.outcome, cmd.op)
 		}
 		return answer{kind: answerSettled, outcome: OutcomeCreated, payment: createdPayment(cmd, now)}, nil
-	}
-	held, err := r.heldKey()
-	if err != nil {
-		return answer{}, err
-	}
-	// A replay needs nothing of its key, and the statements send none
-	// ({{rejected_held}}): only a rejection (whose error names the key's
-	// operation, payment and differing fields) and a held key (which the
-	// engine judges) do, and for them it must be there.
-	if held == nil && (r.outcome == string(OutcomeRejected) || r.outcome == rowHeld) {
-		return answer{}, fmt.Errorf("row %d (%s) names no key", r.n, r.outcome)
-	}
-	if r.outcome == rowHeld {
-		// The engine reads the key's payment itself, if it needs it.
+	case rowHeld:
+		// The engine judges the key, and reads its payment if it needs it.
+		held, err := r.heldKey()
+		if err != nil {
+			return answer{}, err
+		}
 		return answer{kind: answerHeld, held: held}, nil
+	case string(OutcomeApplied), string(OutcomeReplayed), rowNotApplied:
+	default:
+		// A rejection is decide's alone to make, in Go.
+		return answer{}, fmt.Errorf("row %d: unexpected outcome %s", r.n, r.outcome)
 	}
 	if !r.id.Valid {
 		return answer{}, fmt.Errorf("row %d (%s) names no payment", r.n, r.outcome)
 	}
-	a := answer{kind: answerSettled, outcome: Outcome(r.outcome), payment: r.payment(), held: held}
+	a := answer{kind: answerSettled, outcome: Outcome(r.outcome), payment: r.payment(), refund: r.refund()}
 	if r.outcome == rowNotApplied {
 		a.kind = answerNotApplied
 	}
-	if r.refundID.Valid {
-		a.refund = &Refund{ID: r.refundID.String, PaymentID: r.refundPaymentID.String,
-			Amount: Money{Minor: r.refundAmount.Int64, Currency: a.payment.Amount.Currency},
-			Reason: textPtr(r.refundReason), IdempotencyKey: r.refundKey.String, CreatedAt: r.refundCreatedAt.Time.UTC()}
-	}
 	return a, nil
+}
+
+// refund is the row's refund, nil if it has none.
+func (r *resultRow) refund() *Refund {
+	if !r.refundID.Valid {
+		return nil
+	}
+	return &Refund{ID: r.refundID.String, PaymentID: r.refundPaymentID.String,
+		Amount: Money{Minor: r.refundAmount.Int64, Currency: r.currency.String},
+		Reason: textPtr(r.refundReason), IdempotencyKey: r.refundKey.String, CreatedAt: r.refundCreatedAt.Time.UTC()}
 }
 
 func (r *resultRow) payment() Payment {
@@ -318,20 +293,67 @@ func timeOrZero(t pgtype.Timestamptz) time.Time {
 	return t.Time.UTC()
 }
 
-func (st *postgresStore) attemptCounts(db *gorm.DB, from time.Time) ([]hourCount, error) {
-	var rows []hourCount
-	err := db.Raw(`SELECT CAST(floor(extract(epoch FROM at) / 3600) AS BIGINT) AS hour, outcome, COUNT(*) AS n
-		FROM idempotency_attempts WHERE at >= ? GROUP BY 1, 2`, from).Scan(&rows).Error
-	return rows, err
+// recordAttempt records rec in one statement (sql/postgres.sql,
+// record_attempt): one round trip, no transaction of its own.
+func (st *postgresStore) recordAttempt(ctx context.Context, rec record) (answer, error) {
+	at, heldParams, refusal, refundID, err := rec.attempt()
+	if err != nil {
+		return answer{}, err
+	}
+	c := rec.cmd
+	var p resultRow
+	err = st.pg.QueryRow(ctx, postgresSQL.SQL("record_attempt"), rec.paymentID, string(c.op), c.key, string(rec.outcome), at,
+		c.encoded, heldParams, refusal, refundID, c.Transport, c.Actor, c.Address).Scan(p.paymentTargets(true)...)
+	switch {
+	case isDeadlock(err):
+		// Ended to break a deadlock with a batch statement counting on
+		// the same payment: nothing was written; the request goes again.
+		return answer{kind: answerRetry}, nil
+	case errors.Is(err, sqlq.ErrNoRows):
+		return answer{}, errPaymentMissing
+	case err != nil:
+		return answer{}, fmt.Errorf("record %s attempt: %w", rec.outcome, err)
+	}
+	return rec.answer(p.payment(), p.refund()), nil
 }
 
-// sweepKeys skips rows other transactions hold (a request forgetting an
-// expired key, another instance's sweep), and re-checks each row's age as it
-// deletes it, so a key renewed in between survives.
+func (st *postgresStore) readPayment(ctx context.Context, id string) (Payment, bool, error) {
+	return readPayment(ctx, st.pg, id)
+}
+
+func (st *postgresStore) forgetKey(ctx context.Context, id int64, expiredBefore time.Time) error {
+	return forgetKey(ctx, st.pg, id, expiredBefore)
+}
+
+func (st *postgresStore) runnerOn(db *gorm.DB) (sqlq.Runner, error) {
+	sqlDB, err := db.DB()
+	if err != nil {
+		return nil, err
+	}
+	return sqlq.NewPG(sqlDB), nil
+}
+
+// listPayments plans each page for its own arguments
+// (pgx.QueryExecModeExec): whether an index range is short depends on them,
+// and a plan cached for one filter would serve another badly.
+func (st *postgresStore) listPayments(ctx context.Context, r sqlq.Runner, q pageQuery) ([]Payment, error) {
+	return sqlq.Collect(ctx, r, q.sql, []any{pgx.QueryExecModeExec, pgx.NamedArgs(q.args)}, scanPayment)
+}
+
+func (st *postgresStore) attemptsOf(ctx context.Context, ids []string) ([]models.IdempotencyAttempt, error) {
+	return sqlq.Collect(ctx, st.pg, postgresSQL.SQL("attempts_of"), []any{ids}, scanAttempt)
+}
+
+func (st *postgresStore) refundsOf(ctx context.Context, ids []string) ([]models.Refund, error) {
+	return sqlq.Collect(ctx, st.pg, postgresSQL.SQL("refunds_of"), []any{ids}, scanRefundRow)
+}
+
+func (st *postgresStore) attemptCounts(ctx context.Context, r sqlq.Runner, from time.Time) ([]hourCount, error) {
+	return sqlq.Collect(ctx, r, postgresSQL.SQL("attempt_counts"), []any{from}, scanHourCount)
+}
+
 func (st *postgresStore) sweepKeys(ctx context.Context, before time.Time, limit int) (int64, error) {
-	res := st.db.WithContext(ctx).Exec(`DELETE FROM idempotency_keys WHERE created_at < ? AND id IN
-		(SELECT id FROM idempotency_keys WHERE created_at < ? LIMIT ? FOR UPDATE SKIP LOCKED)`, before, before, limit)
-	return res.RowsAffected, res.Error
+	return st.pg.Exec(ctx, postgresSQL.SQL("sweep_keys"), before, limit)
 }
 
 var _ store = (*postgresStore)(nil)

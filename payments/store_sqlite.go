@@ -3,25 +3,29 @@ package payments
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
 	"gorm.io/gorm"
+
+	"github.com/cmpay/cmpay/internal/sqlq"
+	"github.com/cmpay/cmpay/models"
 )
 
 // sqliteStore runs each batch as one write transaction (BEGIN IMMEDIATE:
 // SQLite has one writer at a time) carrying every request queued
 // meanwhile, so that a commit, and the fsync behind it, serves many
 // requests. Inside the transaction nothing else writes, so each request
-// runs as plain steps (steps.go) and is settled there: the engine's
-// verdicts (decide.go) are taken in the same transaction, and no answer
-// needs a second look.
+// runs as plain steps, one statement of sql/sqlite.sql at a time (each
+// prepared once: sqlq.Lite), and is settled there: a held key is judged by
+// settleHeld, as the engine judges PostgreSQL's, in the same transaction,
+// and no answer needs a second look.
 type sqliteStore struct {
-	db       *gorm.DB
-	prepared *preparedStatements
-	keyTTL   time.Duration
-	now      func() time.Time
+	lite   *sqlq.Lite
+	keyTTL time.Duration
+	now    func() time.Time
 }
 
 func (st *sqliteStore) createBatch(ctx context.Context, jobs []*job) error {
@@ -34,13 +38,13 @@ func (st *sqliteStore) changeBatch(ctx context.Context, jobs []*job) error {
 
 // batch runs each job's steps in one transaction and answers the jobs once
 // it has committed.
-func (st *sqliteStore) batch(ctx context.Context, jobs []*job, run func(*gorm.DB, *command, time.Time) (answer, error)) error {
+func (st *sqliteStore) batch(ctx context.Context, jobs []*job, run func(context.Context, liteTx, *command, time.Time) (answer, error)) error {
 	answers := make([]answer, len(jobs))
-	err := st.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		tx = tx.Set(preparedKey, st.prepared)
+	err := st.lite.Tx(ctx, func(r sqlq.Runner) error {
+		tx := liteTx{r}
 		now := st.now()
 		for i, j := range jobs {
-			a, err := run(tx, j.cmd, now)
+			a, err := run(ctx, tx, j.cmd, now)
 			if err != nil {
 				return err
 			}
@@ -54,33 +58,32 @@ func (st *sqliteStore) batch(ctx context.Context, jobs []*job, run func(*gorm.DB
 	for i, j := range jobs {
 		j.answer <- answers[i]
 	}
-	st.prepared.prepareWanted(ctx)
 	return nil
 }
 
 // create claims the key and creates the payment, or settles the request
 // with the key it finds.
-func (st *sqliteStore) create(tx *gorm.DB, cmd *command, now time.Time) (answer, error) {
+func (st *sqliteStore) create(ctx context.Context, tx liteTx, cmd *command, now time.Time) (answer, error) {
 	for range maxRounds {
-		claimed, err := claimKey(tx, cmd, cmd.clientID, cmd.newID, now)
+		claimed, err := tx.claimKey(ctx, cmd, cmd.clientID, cmd.newID, now)
 		if err != nil {
 			return answer{}, err
 		}
 		if claimed {
-			p, err := insertPayment(tx, cmd, now)
-			if err != nil {
+			p := createdPayment(cmd, now)
+			if err := tx.insertPayment(ctx, p); err != nil {
 				return answer{}, err
 			}
-			if err := insertAttempt(tx, cmd, attempt{paymentID: p.ID, outcome: OutcomeCreated}, now); err != nil {
+			if err := tx.insertAttempt(ctx, cmd, attemptRow{paymentID: p.ID, outcome: OutcomeCreated, at: now}); err != nil {
 				return answer{}, err
 			}
-			if err := insertEvent(tx, cmd, p, nil, now); err != nil {
+			if err := insertEvent(ctx, tx.r, cmd, p, nil, now); err != nil {
 				return answer{}, err
 			}
 			return answer{kind: answerSettled, outcome: OutcomeCreated, payment: p}, nil
 		}
-		a, again, err := st.settleHeld(tx, cmd, cmd.clientID, now)
-		if err != nil || !again {
+		a, err := tx.settleHeld(ctx, cmd, cmd.clientID, now, st.keyTTL)
+		if err != nil || a.kind != answerRetry {
 			return a, err
 		}
 	}
@@ -89,8 +92,8 @@ func (st *sqliteStore) create(tx *gorm.DB, cmd *command, now time.Time) (answer,
 
 // change applies a capture, cancel or refund, or settles the request with
 // the key it finds or the rule that refuses it.
-func (st *sqliteStore) change(tx *gorm.DB, cmd *command, now time.Time) (answer, error) {
-	p, ok, err := readPayment(tx, cmd.paymentID)
+func (st *sqliteStore) change(ctx context.Context, tx liteTx, cmd *command, now time.Time) (answer, error) {
+	p, ok, err := tx.readPayment(ctx, cmd.paymentID)
 	if err != nil {
 		return answer{}, err
 	}
@@ -101,11 +104,11 @@ func (st *sqliteStore) change(tx *gorm.DB, cmd *command, now time.Time) (answer,
 	if stop != nil {
 		return *stop, nil // nothing written
 	}
-	a, again, err := st.settleHeld(tx, cmd, p.ClientID, now)
-	if err != nil || !again {
+	a, err := tx.settleHeld(ctx, cmd, p.ClientID, now, st.keyTTL)
+	if err != nil || a.kind != answerRetry {
 		return a, err
 	}
-	changed, applied, err := st.applyChange(tx, cmd, amount, now)
+	changed, applied, err := tx.applyChange(ctx, cmd, amount, now)
 	if err != nil {
 		return answer{}, err
 	}
@@ -113,61 +116,153 @@ func (st *sqliteStore) change(tx *gorm.DB, cmd *command, now time.Time) (answer,
 		refused := refusal(cmd, p, amount)
 		if refused == nil {
 			// Nothing else writes inside this transaction: the rules in Go
-			// and in apply_change.sql disagree, which is a bug.
+			// and in apply_change disagree, which is a bug.
 			return answer{}, fmt.Errorf("%s of %s was not applied, yet no rule refuses it", cmd.op, p.ID)
 		}
-		return recordAttempt(tx, cmd, OutcomeRefused, p.ID, nil, refused, now)
+		return tx.recordAttempt(ctx, record{cmd: cmd, outcome: OutcomeRefused, paymentID: p.ID, refused: refused, now: now})
 	}
-	if _, err := claimKey(tx, cmd, p.ClientID, p.ID, now); err != nil {
+	if _, err := tx.claimKey(ctx, cmd, p.ClientID, p.ID, now); err != nil {
 		return answer{}, err
 	}
 	a = answer{kind: answerSettled, outcome: OutcomeApplied, payment: changed}
-	row := attempt{paymentID: p.ID, outcome: OutcomeApplied}
+	row := attemptRow{paymentID: p.ID, outcome: OutcomeApplied, at: now}
 	if cmd.op == OpRefund {
-		if a.refund, err = insertRefund(tx, cmd, p, amount, now); err != nil {
+		if a.refund, err = tx.insertRefund(ctx, cmd, p, amount, now); err != nil {
 			return answer{}, err
 		}
 		row.refundID = &a.refund.ID
 	}
-	if err := insertEvent(tx, cmd, changed, a.refund, now); err != nil {
+	if err := insertEvent(ctx, tx.r, cmd, changed, a.refund, now); err != nil {
 		return answer{}, err
 	}
-	return a, insertAttempt(tx, cmd, row, now)
+	return a, tx.insertAttempt(ctx, cmd, row)
 }
 
-// settleHeld settles a request whose key the client holds: a replay or a
-// rejection, recorded. again is true when there was no key to settle with
-// (or an expired one, now forgotten): the request goes on as new.
-func (st *sqliteStore) settleHeld(tx *gorm.DB, cmd *command, clientID string, now time.Time) (a answer, again bool, err error) {
-	held, p, err := readHeld(tx, clientID, cmd.key)
-	if err != nil || held == nil {
-		return answer{}, held == nil, err
+// liteTx is the steps of one request inside a batch's transaction r, and
+// the settler that settleHeld records a verdict with there.
+type liteTx struct{ r sqlq.Runner }
+
+// settleHeld settles a request whose key the client holds (settleHeld in
+// engine.go): answered retry when there is no key, or it was forgotten
+// past its TTL, for the request to go on as new.
+func (tx liteTx) settleHeld(ctx context.Context, cmd *command, clientID string, now time.Time, keyTTL time.Duration) (answer, error) {
+	held, err := scanHeld(tx.r.QueryRow(ctx, commonSQL.SQL("read_key"), clientID, cmd.key))
+	if errors.Is(err, sqlq.ErrNoRows) {
+		return answer{kind: answerRetry}, nil
 	}
-	expiredBefore := now.Add(-st.keyTTL)
-	v, err := decide(*held, cmd, expiredBefore)
 	if err != nil {
-		return answer{}, false, err
+		return answer{}, fmt.Errorf("read key: %w", err)
 	}
-	switch v {
-	case verdictForget:
-		return answer{}, true, forgetKey(tx, held.id, expiredBefore)
-	case verdictReplay:
-		a, err = recordAttempt(tx, cmd, OutcomeReplayed, p.ID, held, nil, now)
-	default:
-		a, err = recordAttempt(tx, cmd, OutcomeRejected, p.ID, held, nil, now)
-	}
-	return a, false, err
+	return settleHeld(ctx, tx, cmd, held, now, keyTTL)
 }
 
-// applyChangeSQL runs sql/apply_change.sql for one request.
-var applyChangeSQL = `WITH target AS (SELECT $1 AS req_operation, $2 AS req_payment_id, $3 AS req_amount, $4 AS req_all,
-	1 AS req_ready, $5 AS req_now) ` + statement("apply_change")
+func (tx liteTx) readPayment(ctx context.Context, id string) (Payment, bool, error) {
+	return readPayment(ctx, tx.r, id)
+}
 
-// applyChange runs the conditional update; applied is false when the rules
-// refused it.
-func (st *sqliteStore) applyChange(tx *gorm.DB, cmd *command, amount int64, now time.Time) (Payment, bool, error) {
-	p, err := scanPayment(connOf(tx).queryRow(applyChangeSQL, string(cmd.op), cmd.paymentID, amount, cmd.change == nil, now).Scan)
-	if errors.Is(err, sql.ErrNoRows) {
+func (tx liteTx) forgetKey(ctx context.Context, id int64, expiredBefore time.Time) error {
+	return forgetKey(ctx, tx.r, id, expiredBefore)
+}
+
+// recordAttempt counts a replay or rejection on its payment (or reads a
+// refused request's), then writes the attempt: inside the transaction, a
+// missing payment fails the request before anything is kept.
+func (tx liteTx) recordAttempt(ctx context.Context, rec record) (answer, error) {
+	at, heldParams, refusal, refundID, err := rec.attempt()
+	if err != nil {
+		return answer{}, err
+	}
+	var p Payment
+	switch rec.outcome {
+	case OutcomeReplayed:
+		p, err = scanPayment(tx.r.QueryRow(ctx, sqliteSQL.SQL("count_replay"), at, rec.paymentID))
+	case OutcomeRejected:
+		p, err = scanPayment(tx.r.QueryRow(ctx, sqliteSQL.SQL("count_rejection"), at, rec.paymentID))
+	default:
+		p, err = scanPayment(tx.r.QueryRow(ctx, commonSQL.SQL("read_payment"), rec.paymentID))
+	}
+	if errors.Is(err, sqlq.ErrNoRows) {
+		return answer{}, errPaymentMissing
+	}
+	if err != nil {
+		return answer{}, fmt.Errorf("count attempt: %w", err)
+	}
+	row := attemptRow{paymentID: rec.paymentID, outcome: rec.outcome, at: at, heldParams: heldParams, refusal: refusal, refundID: refundID}
+	if err := tx.insertAttempt(ctx, rec.cmd, row); err != nil {
+		return answer{}, err
+	}
+	var refund *Refund
+	if refundID != nil {
+		if refund, err = readRefund(ctx, tx.r, *refundID, p); err != nil {
+			return answer{}, err
+		}
+	}
+	return rec.answer(p, refund), nil
+}
+
+// claimKey inserts cmd's key for the client unless the client holds it
+// already, and reports whether it did.
+func (tx liteTx) claimKey(ctx context.Context, cmd *command, clientID, paymentID string, now time.Time) (bool, error) {
+	var refundID *string
+	if cmd.op == OpRefund {
+		refundID = &cmd.newID
+	}
+	n, err := tx.r.Exec(ctx, sqliteSQL.SQL("claim_key"),
+		clientID, cmd.key, string(cmd.op), cmd.fp, fingerprintVersion, cmd.encoded, paymentID, refundID, now)
+	if err != nil {
+		return false, fmt.Errorf("claim key: %w", err)
+	}
+	return n == 1, nil
+}
+
+// insertPayment creates p, the payment a create claimed its key for.
+func (tx liteTx) insertPayment(ctx context.Context, p Payment) error {
+	_, err := tx.r.Exec(ctx, sqliteSQL.SQL("insert_payment"),
+		p.ID, p.ClientID, p.IdempotencyKey, p.Amount.Minor, p.Amount.Currency, string(p.Method),
+		p.CreatedAt, string(p.Status), p.Captured.Minor, optionalTime(p.CapturedAt))
+	if err != nil {
+		return fmt.Errorf("insert payment: %w", err)
+	}
+	return nil
+}
+
+// insertRefund creates the refund an applied refund request made.
+func (tx liteTx) insertRefund(ctx context.Context, cmd *command, p Payment, amount int64, now time.Time) (*Refund, error) {
+	r := Refund{ID: cmd.newID, PaymentID: p.ID, Amount: Money{Minor: amount, Currency: p.Amount.Currency},
+		Reason: cmd.reason, IdempotencyKey: cmd.key, CreatedAt: now}
+	_, err := tx.r.Exec(ctx, sqliteSQL.SQL("insert_refund"), r.ID, r.PaymentID, amount, r.Reason, r.IdempotencyKey, now)
+	if err != nil {
+		return nil, fmt.Errorf("insert refund: %w", err)
+	}
+	return &r, nil
+}
+
+// attemptRow is the row a request records on a payment.
+type attemptRow struct {
+	paymentID  string
+	outcome    Outcome
+	at         time.Time
+	heldParams *string
+	refusal    string
+	refundID   *string
+}
+
+// insertAttempt records cmd's attempt.
+func (tx liteTx) insertAttempt(ctx context.Context, cmd *command, a attemptRow) error {
+	_, err := tx.r.Exec(ctx, sqliteSQL.SQL("insert_attempt"),
+		a.paymentID, string(cmd.op), cmd.key, string(a.outcome), a.at, cmd.encoded, a.heldParams, a.refusal,
+		a.refundID, cmd.Transport, cmd.Actor, cmd.Address)
+	if err != nil {
+		return fmt.Errorf("record attempt: %w", err)
+	}
+	return nil
+}
+
+// applyChange runs the conditional update (apply_change); applied is
+// false when the rules refused it.
+func (tx liteTx) applyChange(ctx context.Context, cmd *command, amount int64, now time.Time) (Payment, bool, error) {
+	p, err := scanPayment(tx.r.QueryRow(ctx, applyOneChangeSQL, string(cmd.op), cmd.paymentID, amount, cmd.change == nil, now))
+	if errors.Is(err, sqlq.ErrNoRows) {
 		return Payment{}, false, nil
 	}
 	if err != nil {
@@ -176,18 +271,75 @@ func (st *sqliteStore) applyChange(tx *gorm.DB, cmd *command, amount int64, now 
 	return p, true, nil
 }
 
-func (st *sqliteStore) attemptCounts(db *gorm.DB, from time.Time) ([]hourCount, error) {
-	var rows []hourCount
-	err := db.Raw(`SELECT CAST(strftime('%s', substr(at, 1, 19)) AS INTEGER) / 3600 AS hour, outcome, COUNT(*) AS n
-		FROM idempotency_attempts WHERE at >= ? GROUP BY 1, 2`, from).Scan(&rows).Error
-	return rows, err
+// applyOneChangeSQL is apply_one_change with apply_change in it.
+var applyOneChangeSQL = withApplyChange(sqliteSQL, sqliteSQL.SQL("apply_one_change"))
+
+// The store's own methods run on the pool. Those of settler each take a
+// transaction of their own: the engine calls them only for what a
+// PostgreSQL statement leaves open, which SQLite's batches never do, but
+// they keep the seam whole and the shared tests run them.
+
+func (st *sqliteStore) readPayment(ctx context.Context, id string) (Payment, bool, error) {
+	return readPayment(ctx, st.lite, id)
 }
 
-// sweepKeys needs no row locks: SQLite has one writer at a time.
+func (st *sqliteStore) forgetKey(ctx context.Context, id int64, expiredBefore time.Time) error {
+	return forgetKey(ctx, st.lite, id, expiredBefore)
+}
+
+func (st *sqliteStore) recordAttempt(ctx context.Context, rec record) (a answer, err error) {
+	err = st.lite.Tx(ctx, func(r sqlq.Runner) error {
+		a, err = liteTx{r}.recordAttempt(ctx, rec)
+		return err
+	})
+	return a, err
+}
+
+func (st *sqliteStore) runnerOn(db *gorm.DB) (sqlq.Runner, error) {
+	sqlDB, err := db.DB()
+	if err != nil {
+		return nil, err
+	}
+	if sqlDB == st.lite.DB() {
+		return st.lite, nil
+	}
+	return sqlq.NewLite(sqlDB), nil
+}
+
+// listPayments binds the page's parameters by name, which SQLite does
+// itself.
+func (st *sqliteStore) listPayments(ctx context.Context, r sqlq.Runner, q pageQuery) ([]Payment, error) {
+	args := make([]any, 0, len(q.args))
+	for name, v := range q.args {
+		args = append(args, sql.Named(name, v))
+	}
+	return sqlq.Collect(ctx, r, q.sql, args, scanPayment)
+}
+
+// attemptsOf and refundsOf pass the ids as a JSON array: SQLite has no
+// arrays.
+func (st *sqliteStore) attemptsOf(ctx context.Context, ids []string) ([]models.IdempotencyAttempt, error) {
+	list, err := json.Marshal(ids)
+	if err != nil {
+		return nil, err
+	}
+	return sqlq.Collect(ctx, st.lite, sqliteSQL.SQL("attempts_of"), []any{string(list)}, scanAttempt)
+}
+
+func (st *sqliteStore) refundsOf(ctx context.Context, ids []string) ([]models.Refund, error) {
+	list, err := json.Marshal(ids)
+	if err != nil {
+		return nil, err
+	}
+	return sqlq.Collect(ctx, st.lite, sqliteSQL.SQL("refunds_of"), []any{string(list)}, scanRefundRow)
+}
+
+func (st *sqliteStore) attemptCounts(ctx context.Context, r sqlq.Runner, from time.Time) ([]hourCount, error) {
+	return sqlq.Collect(ctx, r, sqliteSQL.SQL("attempt_counts"), []any{from}, scanHourCount)
+}
+
 func (st *sqliteStore) sweepKeys(ctx context.Context, before time.Time, limit int) (int64, error) {
-	res := st.db.WithContext(ctx).Exec(`DELETE FROM idempotency_keys WHERE id IN
-		(SELECT id FROM idempotency_keys WHERE created_at < ? LIMIT ?)`, before, limit)
-	return res.RowsAffected, res.Error
+	return st.lite.Exec(ctx, sqliteSQL.SQL("sweep_keys"), before, limit)
 }
 
 var _ store = (*sqliteStore)(nil)

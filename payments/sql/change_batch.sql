@@ -1,16 +1,18 @@
--- change_batch.sql: capturePayment, cancelPayment and refundPayment for a
--- batch of requests, at most one per payment, in one statement and so one
--- round trip and one commit (group commit: batch.go). PostgreSQL.
+-- name: change_batch
+-- capturePayment, cancelPayment and refundPayment for a batch of requests,
+-- at most one per payment, in one statement and so one round trip and one
+-- commit (group commit: batch.go). PostgreSQL.
 --
--- For each request, in the contract's order: the payment (none: NOT_FOUND);
--- what stops the request before its key is looked at (another client's
--- payment, an amount that is no whole number of the payment's minor
--- units); the key (held: a replay or a rejection, settled here as in
--- create_batch.sql); then the change itself, apply_change.sql, whose WHERE
--- is the lifecycle's rules. A request the change does not apply to comes
--- back NOT_APPLIED with the payment as the snapshot shows it, and the
--- engine says which rule refused it, or, if the snapshot allows it, sends
--- it again: the payment changed after the snapshot was taken (decide.go).
+-- For each request, in the contract's order: the payment (none:
+-- NOT_FOUND); what stops the request before its key is looked at (another
+-- client's payment, an amount that is no whole number of the payment's
+-- minor units); the key (held: a replay settled here as in create_batch,
+-- anything else HELD for decide in Go); then the change itself,
+-- apply_change, whose WHERE is the lifecycle's rules. A request the change
+-- does not apply to comes back NOT_APPLIED with the payment as the
+-- snapshot shows it, and the engine says which rule refused it, or, if the
+-- snapshot allows it, sends it again: the payment changed after the
+-- snapshot was taken (decide.go).
 --
 -- Races. Requests on one payment queue on its row lock in apply_change,
 -- and each is judged against the row as the last one left it. Two requests
@@ -26,7 +28,7 @@
 -- in minor units, $14 per request: element (n-1)*$14 + d + 1 is the amount
 -- for a currency of d digits, NULL when it is no whole number of its minor
 -- units. Then $15 the fingerprint version, $16 now, $17 expired-before.
--- Result rows: see resultRow in store_postgres.go; a HELD row names its key
+-- Result rows: resultRow in store_postgres.go; a HELD row names its key
 -- and no payment (the engine reads what it needs of that).
 WITH input AS (
 	SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bytea[], $5::text[], $6::bool[], $7::text[],
@@ -45,18 +47,14 @@ snap AS (
 	FROM input i JOIN payments p ON p.id = i.payment_id JOIN currencies c ON c.code = p.currency
 ),
 -- held: the keys the snapshot shows held in the payment's client's
--- namespace; "decided" and "same" as in create_batch.sql. A key that
--- belongs to a payment another request of this statement is for ("busy":
--- a rejection, since the key is another payment's, unless it has expired)
--- is left to the engine, HELD, which records it in a transaction of its
--- own after this one: one statement may update a row only once. Sending it
--- again instead would meet the same neighbour under steady load, round
--- after round.
+-- namespace, and which of them are replays, as in create_batch. A replay's
+-- key is the request's own payment's (the fingerprint covers the payment
+-- id), which no other request of the statement is for.
 held AS (
-	SELECT s.*, {{held_of:k}},
-	       k.fingerprint_version = $15 AND k.created_at >= $17 AS decided,
-	       k.fingerprint_version = $15 AND k.fingerprint = s.fingerprint AS same,
-	       k.payment_id <> s.payment_id AND EXISTS (SELECT 1 FROM snap o WHERE o.payment_id = k.payment_id) AS busy
+	SELECT s.*, k.id AS key_id, k.operation AS held_operation, k.params AS held_params,
+	       k.fingerprint AS held_fingerprint, k.fingerprint_version AS held_version, k.created_at AS held_created_at,
+	       k.payment_id AS held_payment_id, k.refund_id AS held_refund_id,
+	       k.fingerprint_version = $15 AND k.created_at >= $17 AND k.fingerprint = s.fingerprint AS replay
 	FROM snap s JOIN idempotency_keys k ON k.client_id = s.client_id AND k.idempotency_key = s.idempotency_key
 	WHERE NOT s.stopped
 ),
@@ -72,6 +70,7 @@ target AS (
 	FROM snap s
 	WHERE NOT s.stopped AND NOT EXISTS (SELECT 1 FROM held h WHERE h.n = s.n)
 ),
+-- applied: the change, by the lifecycle's one conditional update.
 applied AS (
 {{apply_change}}
 ),
@@ -87,7 +86,7 @@ refund AS (
 	SELECT s.refund_id, s.payment_id, t.req_amount, s.reason, s.idempotency_key, $16
 	FROM applied a JOIN snap s ON s.payment_id = a.id JOIN target t ON t.req_payment_id = a.id
 	WHERE s.operation = 'REFUND_PAYMENT'
-	RETURNING {{refund_columns}}
+	RETURNING id, payment_id, amount_minor, reason, idempotency_key, created_at
 ),
 -- applied_event: each applied change's event (PAYMENT_CAPTURED,
 -- PAYMENT_CANCELED, PAYMENT_REFUNDED with its refund), written by this
@@ -112,46 +111,51 @@ applied_attempt AS (
 	       CASE WHEN s.operation = 'REFUND_PAYMENT' THEN s.refund_id END, s.transport, s.actor, s.actor_address
 	FROM applied a JOIN snap s ON s.payment_id = a.id
 ),
+-- counted and replayed_attempt: each replay, counted on its payment and
+-- recorded as in create_batch.
 counted AS (
-	UPDATE payments p SET
-		replay_count = p.replay_count + c.replays,
-		replayed_at = CASE WHEN c.replays > 0 THEN COALESCE(p.replayed_at, $16) ELSE p.replayed_at END,
-		rejected_count = p.rejected_count + c.rejections,
-		rejected_at = CASE WHEN c.rejections > 0 THEN COALESCE(p.rejected_at, $16) ELSE p.rejected_at END
-	FROM (SELECT held_payment_id, count(*) FILTER (WHERE same) AS replays, count(*) FILTER (WHERE NOT same) AS rejections
-	      FROM held WHERE decided AND NOT busy GROUP BY held_payment_id) c
-	WHERE p.id = c.held_payment_id
-	RETURNING {{payment_columns:p}}
+	UPDATE payments p SET replay_count = p.replay_count + 1, replayed_at = COALESCE(p.replayed_at, $16)
+	FROM held h
+	WHERE h.replay AND p.id = h.held_payment_id
+	RETURNING h.n, h.operation, h.idempotency_key AS key, h.params AS request_params, h.transport, h.actor,
+	          h.actor_address, h.held_created_at, h.held_refund_id,
+	          p.id, p.client_id, p.idempotency_key, p.amount_minor, p.currency, p.method, p.created_at,
+	          p.status, p.captured_minor, p.refunded_minor, p.captured_at, p.canceled_at, p.replay_count, p.rejected_count
 ),
--- decided_attempt: each replay and rejection, at the statement's time or
--- just after the key's first use, whichever is later (as in
--- create_batch.sql).
-decided_attempt AS (
-	INSERT INTO idempotency_attempts (payment_id, operation, idempotency_key, outcome, at, params, held_params, refund_id,
+replayed_attempt AS (
+	INSERT INTO idempotency_attempts (payment_id, operation, idempotency_key, outcome, at, params, refund_id,
 	                                  transport, actor, actor_address)
-	SELECT h.held_payment_id, h.operation, h.idempotency_key, CASE WHEN h.same THEN 'REPLAYED' ELSE 'REJECTED' END,
-	       GREATEST($16::timestamptz, h.held_created_at + interval '1 microsecond'),
-	       h.params, CASE WHEN NOT h.same THEN h.held_params END, CASE WHEN h.same THEN h.held_refund_id END,
-	       h.transport, h.actor, h.actor_address
-	-- only where the payment was counted: a key whose payment is missing
-	-- (a damaged database) records nothing, and the request fails.
-	FROM held h JOIN counted c ON c.id = h.held_payment_id WHERE h.decided AND NOT h.busy
+	SELECT id, operation, key, 'REPLAYED', GREATEST($16::timestamptz, held_created_at + interval '1 microsecond'),
+	       request_params, held_refund_id, transport, actor, actor_address
+	FROM counted
 )
-SELECT s.n, 'APPLIED', {{payment_columns:a}}, {{refund_columns:r}}, {{no_held}}
+SELECT s.n, 'APPLIED', a.id, a.client_id, a.idempotency_key, a.amount_minor, a.currency, a.method, a.created_at,
+       a.status, a.captured_minor, a.refunded_minor, a.captured_at, a.canceled_at, a.replay_count, a.rejected_count,
+       r.id, r.payment_id, r.amount_minor, r.reason, r.idempotency_key, r.created_at, NULL
 FROM applied a JOIN snap s ON s.payment_id = a.id LEFT JOIN refund r ON r.payment_id = a.id
 UNION ALL
-SELECT h.n, CASE WHEN h.same THEN 'REPLAYED' ELSE 'REJECTED' END, {{payment_columns:c}}, {{refund_columns:r}}, {{rejected_held:h}}
-FROM held h JOIN counted c ON c.id = h.held_payment_id LEFT JOIN refunds r ON r.id = h.held_refund_id AND h.same
-WHERE h.decided AND NOT h.busy
+SELECT c.n, 'REPLAYED', c.id, c.client_id, c.idempotency_key, c.amount_minor, c.currency, c.method, c.created_at,
+       c.status, c.captured_minor, c.refunded_minor, c.captured_at, c.canceled_at, c.replay_count, c.rejected_count,
+       r.id, r.payment_id, r.amount_minor, r.reason, r.idempotency_key, r.created_at, NULL
+FROM counted c LEFT JOIN refunds r ON r.id = c.held_refund_id
 UNION ALL
-SELECT h.n, 'HELD', {{no_payment}}, {{no_refund}}, {{held_key:h}}
+-- A held key as one JSON text column (heldRow), as in create_batch.
+SELECT h.n, 'HELD', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+       NULL, NULL, NULL, NULL, NULL, NULL,
+       json_build_object('id', h.key_id, 'operation', h.held_operation, 'params', h.held_params,
+                         'fingerprint', encode(h.held_fingerprint, 'hex'), 'version', h.held_version,
+                         'created_at', h.held_created_at, 'payment_id', h.held_payment_id,
+                         'refund_id', h.held_refund_id)::text
 FROM held h
-WHERE NOT h.decided OR h.busy
+WHERE NOT h.replay
 UNION ALL
-SELECT s.n, 'NOT_APPLIED', {{payment_columns:p}}, {{no_refund}}, {{no_held}}
+SELECT s.n, 'NOT_APPLIED', p.id, p.client_id, p.idempotency_key, p.amount_minor, p.currency, p.method, p.created_at,
+       p.status, p.captured_minor, p.refunded_minor, p.captured_at, p.canceled_at, p.replay_count, p.rejected_count,
+       NULL, NULL, NULL, NULL, NULL, NULL, NULL
 FROM snap s JOIN payments p ON p.id = s.payment_id
 WHERE NOT EXISTS (SELECT 1 FROM held h WHERE h.n = s.n) AND NOT EXISTS (SELECT 1 FROM applied a WHERE a.id = s.payment_id)
 UNION ALL
-SELECT i.n, 'NOT_FOUND', {{no_payment}}, {{no_refund}}, {{no_held}}
+SELECT i.n, 'NOT_FOUND', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+       NULL, NULL, NULL, NULL, NULL, NULL, NULL
 FROM input i
 WHERE NOT EXISTS (SELECT 1 FROM snap s WHERE s.n = i.n)

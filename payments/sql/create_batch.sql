@@ -1,12 +1,15 @@
--- create_batch.sql: createPayment for a batch of requests, in one statement
--- and so one round trip and one commit (group commit: batch.go). PostgreSQL.
+-- name: create_batch
+-- createPayment for a batch of requests, in one statement and so one round
+-- trip and one commit (group commit: batch.go). PostgreSQL.
 --
 -- Data-modifying CTEs claim each request's key under the unique index and
--- either create its payment, or settle the request with the key it finds:
--- the same request again (an equal fingerprint of the current version) is a
--- replay, another one a rejection. Every other held key (an older
--- fingerprint version, a key past its TTL) comes back HELD for the engine
--- to judge (decide.go).
+-- create its payment, or find the key held. Of a held key the statement
+-- settles one verdict itself, the common one: the same request again (the
+-- key's fingerprint, of the current version and not expired) is a replay.
+-- That is decide's rule for such a key (decide.go), written in SQL because
+-- it saves a round trip per replay; TestBatchStatementsAgreeWithDecide
+-- checks that the two agree. Every other held key (another fingerprint, an
+-- older version, one past its TTL) comes back HELD for decide to judge.
 --
 -- Every CTE reads the snapshot the statement started with. A request that
 -- loses a race waits inside "claim" for the winner to commit, but the
@@ -20,10 +23,11 @@
 -- in minor units, $7 currencies, $8 methods, $9 capture (false: authorize
 -- only), $10 transports, $11 actors, $12 actor addresses. Then $13 the
 -- fingerprint version, $14 now, $15 expired-before (now less the TTL).
--- Result rows: see resultRow in store_postgres.go, without its refund
--- columns (a create has no refund); a CREATED row names its request and
--- nothing else, a HELD row its key and no payment (the engine reads what it
--- needs of that). Every column of the result, and of a CTE, costs
+-- Result rows (resultRow in store_postgres.go, without its refund
+-- columns): the request's position, its outcome, the payment (of a
+-- REPLAYED row) and the held key (of a HELD row, as JSON: heldRow). A
+-- CREATED row names its request and nothing else: Go builds the payment
+-- (createdPayment). Every column of the result, and of a CTE, costs
 -- PostgreSQL some work in each execution, however few rows pass: the
 -- statement keeps them to what is read.
 WITH input AS (
@@ -81,52 +85,57 @@ created_attempt AS (
 	FROM claimed
 ),
 -- held: the keys the snapshot shows already held, with what of each
--- request the later steps read; "decided" marks those this statement
--- settles itself (current version, not expired), "same" the replays
--- among them.
+-- request the later steps read. "replay" marks the held keys this
+-- statement settles: current version, not expired, the same fingerprint.
 held AS (
-	SELECT i.n, i.idempotency_key, i.params, i.transport, i.actor, i.actor_address, {{held_of:k}},
-	       k.fingerprint_version = $13 AND k.created_at >= $15 AS decided,
-	       k.fingerprint_version = $13 AND k.fingerprint = i.fingerprint AS same
+	SELECT i.n, i.idempotency_key, i.params, i.transport, i.actor, i.actor_address,
+	       k.id AS key_id, k.operation AS held_operation, k.params AS held_params, k.fingerprint AS held_fingerprint,
+	       k.fingerprint_version AS held_version, k.created_at AS held_created_at, k.payment_id AS held_payment_id,
+	       k.fingerprint_version = $13 AND k.created_at >= $15 AND k.fingerprint = i.fingerprint AS replay
 	FROM input i JOIN idempotency_keys k ON k.client_id = i.client_id AND k.idempotency_key = i.idempotency_key
 	WHERE NOT EXISTS (SELECT 1 FROM claim c WHERE c.payment_id = i.payment_id)
 ),
--- counted: the replays and rejections, counted on the payment each key
--- belongs to, in one update per payment (one statement may update a row
--- only once, and several requests may hold keys of the same payment).
+-- counted: each replay, counted on the payment its key created; the first
+-- also stamps it (models.Payment.ReplayedAt). A replayed key is a create's
+-- (its fingerprint says so), and a create's key belongs to the one payment
+-- it created, so no two replays of one statement count on one payment,
+-- which a statement may update only once.
 counted AS (
-	UPDATE payments p SET
-		replay_count = p.replay_count + c.replays,
-		replayed_at = CASE WHEN c.replays > 0 THEN COALESCE(p.replayed_at, $14) ELSE p.replayed_at END,
-		rejected_count = p.rejected_count + c.rejections,
-		rejected_at = CASE WHEN c.rejections > 0 THEN COALESCE(p.rejected_at, $14) ELSE p.rejected_at END
-	FROM (SELECT held_payment_id, count(*) FILTER (WHERE same) AS replays, count(*) FILTER (WHERE NOT same) AS rejections
-	      FROM held WHERE decided GROUP BY held_payment_id) c
-	WHERE p.id = c.held_payment_id
-	RETURNING {{payment_columns:p}}
+	UPDATE payments p SET replay_count = p.replay_count + 1, replayed_at = COALESCE(p.replayed_at, $14)
+	FROM held h
+	WHERE h.replay AND p.id = h.held_payment_id
+	RETURNING h.n, h.idempotency_key AS key, h.params AS request_params, h.transport, h.actor, h.actor_address,
+	          h.held_created_at,
+	          p.id, p.client_id, p.idempotency_key, p.amount_minor, p.currency, p.method, p.created_at,
+	          p.status, p.captured_minor, p.refunded_minor, p.captured_at, p.canceled_at, p.replay_count, p.rejected_count
 ),
--- decided_attempt: each replay and rejection, at the statement's time or,
--- if that is earlier, just after the key's first use. The statement's time
--- is read before it is sent: a request that waited for its turn while
--- another one used the key and committed would otherwise be recorded before
--- the very use it replays (notBefore in steps.go does the same in Go).
-decided_attempt AS (
-	INSERT INTO idempotency_attempts (payment_id, operation, idempotency_key, outcome, at, params, held_params,
+-- replayed_attempt: each replay, at the statement's time or, if that is
+-- earlier, just after the key's first use. The statement's time is read
+-- before it is sent: a request that waited for its turn while another one
+-- used the key and committed would otherwise be recorded before the very
+-- use it replays (notBefore in steps.go does the same in Go). Only where
+-- the payment was counted: a key whose payment is missing (a damaged
+-- database) records nothing and returns no row, and the request fails.
+replayed_attempt AS (
+	INSERT INTO idempotency_attempts (payment_id, operation, idempotency_key, outcome, at, params,
 	                                  transport, actor, actor_address)
-	SELECT h.held_payment_id, 'CREATE_PAYMENT', h.idempotency_key, CASE WHEN h.same THEN 'REPLAYED' ELSE 'REJECTED' END,
-	       GREATEST($14::timestamptz, h.held_created_at + interval '1 microsecond'),
-	       h.params, CASE WHEN NOT h.same THEN h.held_params END, h.transport, h.actor, h.actor_address
-	-- only where the payment was counted: a key whose payment is missing
-	-- (a damaged database) records nothing, and the request fails.
-	FROM held h JOIN counted c ON c.id = h.held_payment_id WHERE h.decided
+	SELECT id, 'CREATE_PAYMENT', key, 'REPLAYED', GREATEST($14::timestamptz, held_created_at + interval '1 microsecond'),
+	       request_params, transport, actor, actor_address
+	FROM counted
 )
-SELECT n, 'CREATED', {{no_payment}}, {{no_held}}
+SELECT n, 'CREATED', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
 FROM claimed
 UNION ALL
-SELECT h.n, CASE WHEN h.same THEN 'REPLAYED' ELSE 'REJECTED' END, {{payment_columns:c}}, {{rejected_held:h}}
-FROM held h JOIN counted c ON c.id = h.held_payment_id
-WHERE h.decided
+SELECT n, 'REPLAYED', id, client_id, idempotency_key, amount_minor, currency, method, created_at,
+       status, captured_minor, refunded_minor, captured_at, canceled_at, replay_count, rejected_count, NULL
+FROM counted
 UNION ALL
-SELECT h.n, 'HELD', {{no_payment}}, {{held_key:h}}
+-- A held key as one JSON text column (heldRow): rare in an answer, and one
+-- column instead of eight is less for PostgreSQL to set up in every
+-- execution, whatever its rows.
+SELECT h.n, 'HELD', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+       json_build_object('id', h.key_id, 'operation', h.held_operation, 'params', h.held_params,
+                         'fingerprint', encode(h.held_fingerprint, 'hex'), 'version', h.held_version,
+                         'created_at', h.held_created_at, 'payment_id', h.held_payment_id)::text
 FROM held h
-WHERE NOT h.decided
+WHERE NOT h.replay

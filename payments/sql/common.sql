@@ -1,0 +1,178 @@
+-- Statements both dialects run as they are (placeholders $1, $2…: sqlq.Lite
+-- rewrites them for SQLite), and the fragments a listing is composed of.
+
+-- name: read_payment
+-- Reads one payment, in the column order scanPayment reads (rows.go).
+SELECT id, client_id, idempotency_key, amount_minor, currency, method, created_at,
+       status, captured_minor, refunded_minor, captured_at, canceled_at, replay_count, rejected_count
+FROM payments WHERE id = $1
+
+-- name: read_refund
+-- Reads one refund, in the column order scanRefund reads (rows.go).
+SELECT id, payment_id, amount_minor, reason, idempotency_key, created_at FROM refunds WHERE id = $1
+
+-- name: read_key
+-- Reads the key a client ($1) holds ($2), for decide to judge, in
+-- scanHeld's column order (rows.go).
+SELECT id, operation, params, fingerprint, fingerprint_version, created_at, payment_id, refund_id
+FROM idempotency_keys WHERE client_id = $1 AND idempotency_key = $2
+
+-- name: forget_key
+-- Deletes a key found past its TTL ($1 its id, $2 expired-before), checking
+-- its age again, so that a key another request renewed meanwhile survives.
+-- The request that found it then goes round again and claims it as new.
+DELETE FROM idempotency_keys WHERE id = $1 AND created_at < $2
+
+-- name: apply_change
+-- The one place a capture, cancel or refund changes a payment, included by
+-- name ({{apply_change}}) in PostgreSQL's change_batch and SQLite's
+-- apply_one_change (sql.go).
+--
+-- A conditional update whose WHERE is the payment lifecycle, so that the
+-- database, not a check in Go, decides whether a change is allowed:
+-- concurrent requests on one payment queue on its row lock, and each is
+-- judged against the row as the ones before it left it. Refunds can never
+-- add up to more than was captured; of a capture and a cancel, one wins.
+-- (The check constraint on payments backs this up: models.Payment.)
+-- decide.go holds the same rules in Go, to say why a request was refused;
+-- TestLifecycleRules (lifecycle_test.go) checks that the two agree for
+-- every status and operation.
+--
+-- It reads its requests from a relation named target, one row per payment:
+--   req_operation   CAPTURE_PAYMENT, CANCEL_PAYMENT or REFUND_PAYMENT
+--   req_payment_id  the payment
+--   req_amount      the amount in minor units (0 for a cancel): the one
+--                   given, or all that was available when the request read
+--                   the payment
+--   req_all         no amount was given: a refund then applies only if what
+--                   is left is still what the request read, so that "refund
+--                   all that is left" never refunds a stale figure
+--   req_ready       false when an earlier check already stopped the request
+--   req_now         the time of the change
+-- and returns the changed payments. (SQLite's RETURNING may name only the
+-- updated table's columns, and only bare: hence no "p." below.)
+UPDATE payments AS p SET
+	status = CASE t.req_operation
+		WHEN 'CAPTURE_PAYMENT' THEN 'CAPTURED'
+		WHEN 'CANCEL_PAYMENT' THEN 'CANCELED'
+		WHEN 'REFUND_PAYMENT' THEN CASE
+			WHEN p.refunded_minor + t.req_amount = p.captured_minor THEN 'REFUNDED'
+			ELSE 'PARTIALLY_REFUNDED' END
+		END,
+	captured_minor = CASE t.req_operation WHEN 'CAPTURE_PAYMENT' THEN t.req_amount ELSE p.captured_minor END,
+	captured_at = CASE t.req_operation WHEN 'CAPTURE_PAYMENT' THEN t.req_now ELSE p.captured_at END,
+	canceled_at = CASE t.req_operation WHEN 'CANCEL_PAYMENT' THEN t.req_now ELSE p.canceled_at END,
+	refunded_minor = CASE t.req_operation WHEN 'REFUND_PAYMENT' THEN p.refunded_minor + t.req_amount ELSE p.refunded_minor END
+FROM target AS t
+WHERE p.id = t.req_payment_id AND t.req_ready AND CASE t.req_operation
+	-- A capture takes an authorization, for at most what was authorized
+	-- (capturing less releases the rest).
+	WHEN 'CAPTURE_PAYMENT' THEN p.status = 'AUTHORIZED' AND t.req_amount BETWEEN 1 AND p.amount_minor
+	-- A cancel takes an authorization that was not captured.
+	WHEN 'CANCEL_PAYMENT' THEN p.status = 'AUTHORIZED'
+	-- A refund takes a captured payment, for at most what is left (nothing
+	-- once REFUNDED: see the rules in decide.go).
+	WHEN 'REFUND_PAYMENT' THEN p.status IN ('CAPTURED', 'PARTIALLY_REFUNDED', 'REFUNDED')
+		AND t.req_amount BETWEEN 1 AND p.captured_minor - p.refunded_minor
+		AND (NOT t.req_all OR t.req_amount = p.captured_minor - p.refunded_minor)
+	ELSE false END
+RETURNING id, client_id, idempotency_key, amount_minor, currency, method, created_at,
+          status, captured_minor, refunded_minor, captured_at, canceled_at, replay_count, rejected_count
+
+-- name: page_select
+-- Where a page of payments starts: a payment's columns, in scanPayment's
+-- order, and a WHERE that every filter fragment adds to. A page (List,
+-- Export) is page_select, the page_* fragments of the filters that are
+-- set, and page_order (list.go: pageQuery). Their parameters are named
+-- (@client_id…), not numbered, so that a fragment means the same whichever
+-- others come with it: pgx.NamedArgs numbers them for PostgreSQL, SQLite
+-- binds names itself. Each predicate is written exactly as its index's
+-- (models.Payment: the partial ones included), so the planner can use the
+-- index; every such index ends in (created_at, id), the page's order, so a
+-- page is an index range read.
+SELECT id, client_id, idempotency_key, amount_minor, currency, method, created_at,
+       status, captured_minor, refunded_minor, captured_at, canceled_at, replay_count, rejected_count
+FROM payments WHERE true
+
+-- name: page_client
+-- One client's payments (idx_payments_client_created).
+AND client_id = @client_id
+
+-- name: page_key
+-- The payments of one idempotency key, across clients (idx_payments_key_created).
+AND idempotency_key = @idempotency_key
+
+-- name: page_flagged
+-- Payments whose key was replayed or rejected (idx_payments_flagged_at).
+AND (replayed_at IS NOT NULL OR rejected_at IS NOT NULL)
+
+-- name: page_replayed
+-- Payments whose key was replayed (idx_payments_replayed_at).
+AND replayed_at IS NOT NULL
+
+-- name: page_rejected
+-- Payments whose key was reused for another payload (idx_payments_rejected_at).
+AND rejected_at IS NOT NULL
+
+-- name: page_amount
+-- Payments of exactly one amount and currency: a filter on the rows the
+-- other conditions' index reads (no index of its own).
+AND amount_minor = @amount_minor AND currency = @currency
+
+-- name: page_status
+-- Payments in one status (idx_payments_status_created).
+AND status = @status
+
+-- name: page_from
+-- Created at or after @created_from.
+AND created_at >= @created_from
+
+-- name: page_to
+-- Created before @created_before.
+AND created_at < @created_before
+
+-- name: page_after
+-- The keyset cursor: the payments after the last one a page showed, in the
+-- page's order, so that a page never skips or repeats a payment however
+-- many are created meanwhile.
+AND (created_at, id) < (@after_at, @after_id)
+
+-- name: page_search_id
+-- A search's read by payment id (the primary key: one payment at most).
+AND id = @search
+
+-- name: page_search_client
+-- A search's read by client id (idx_payments_client_created).
+AND client_id = @search
+
+-- name: page_search_key
+-- A search's read by idempotency key (idx_payments_key_created).
+AND idempotency_key = @search
+
+-- name: page_order
+-- Newest first, the order every listing index ends in; at most @page_size.
+ORDER BY created_at DESC, id DESC LIMIT @page_size
+
+-- name: search_open
+-- A search (Filter.Search: an id, client id or key, whichever the customer
+-- gave) is three reads, each a page of its own in index order (page_select,
+-- the filters, page_search_id, _client or _key, page_order), merged by the
+-- database: "id = q OR client_id = q OR idempotency_key = q" would make it
+-- sort every payment of a large client, where this reads about 2 × the
+-- page size, since an id matches one payment at most. list.go composes
+-- search_open, the read by id, search_then_client, the read by client,
+-- search_then_key, the read by key, search_close.
+SELECT * FROM (
+
+-- name: search_then_client
+-- Ends a search's read by id and opens its read by client (search_open).
+) AS by_id UNION SELECT * FROM (
+
+-- name: search_then_key
+-- Ends a search's read by client and opens its read by key (search_open).
+) AS by_client UNION SELECT * FROM (
+
+-- name: search_close
+-- Ends a search's read by key, and merges the three reads newest first, at
+-- most @page_size (search_open).
+) AS by_key ORDER BY created_at DESC, id DESC LIMIT @page_size
