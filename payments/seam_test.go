@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
+
+	"github.com/cmpay/cmpay/models"
 )
 
 // ChangeStatementAnswers runs reqs as one change statement, as the batcher
@@ -64,4 +67,207 @@ func ChangeStatementAnswers(ctx context.Context, s *Service, reqs ...RefundReque
 		}
 	}
 	return out, nil
+}
+
+// Seam is a Service's store, for the store suite (store_test.go), which
+// runs in package payments_test: dbtest imports package database, which
+// imports this one. Its methods are the store's, in exported terms.
+type Seam struct{ s *Service }
+
+// SeamOf is s's store.
+func SeamOf(s *Service) Seam { return Seam{s} }
+
+// Request is a request of any operation: a CreateRequest, CaptureRequest,
+// CancelRequest or RefundRequest.
+type Request interface{ command() (*command, error) }
+
+// Answer is what a store, or the engine after it, answered one request.
+type Answer struct {
+	// Kind is "settled", "held", "not applied", "retry", "not found" or
+	// "forbidden".
+	Kind    string
+	Outcome Outcome
+	Payment Payment
+	Refund  *Refund
+	Refused error
+	// Differing names a rejection's differing fields.
+	Differing []string
+}
+
+func answerOf(cmd *command, a answer) Answer {
+	kinds := map[answerKind]string{answerSettled: "settled", answerHeld: "held", answerNotApplied: "not applied",
+		answerRetry: "retry", answerNotFound: "not found", answerForbidden: "forbidden"}
+	out := Answer{Kind: kinds[a.kind], Outcome: a.outcome, Payment: a.payment, Refund: a.refund, Refused: a.refused}
+	if a.outcome == OutcomeRejected && a.held != nil {
+		out.Differing = rejection(*a.held, cmd).DifferingFields
+	}
+	return out
+}
+
+func commands(reqs []Request) ([]*command, error) {
+	cmds := make([]*command, len(reqs))
+	for i, r := range reqs {
+		c, err := r.command()
+		if err != nil {
+			return nil, err
+		}
+		cmds[i] = c
+	}
+	return cmds, nil
+}
+
+// Batch sends reqs to the store as one statement, as the batcher would
+// (sorted; the caller keeps them to one per key and payment, all creates
+// or all changes), and returns its answers as it gave them, in reqs' order.
+func (m Seam) Batch(ctx context.Context, reqs ...Request) ([]Answer, error) {
+	cmds, err := commands(reqs)
+	if err != nil {
+		return nil, err
+	}
+	jobs := make([]*job, len(cmds))
+	for i, c := range cmds {
+		jobs[i] = &job{cmd: c, answer: make(chan answer, 1)}
+	}
+	run := m.s.store.createBatch
+	if cmds[0].op != OpCreate {
+		run = m.s.store.changeBatch
+	}
+	if err := run(ctx, slices.SortedFunc(slices.Values(jobs), byPayment)); err != nil {
+		return nil, err
+	}
+	out := make([]Answer, len(jobs))
+	for i, j := range jobs {
+		a := <-j.answer
+		if a.err != nil {
+			return nil, a.err
+		}
+		out[i] = answerOf(j.cmd, a)
+	}
+	return out, nil
+}
+
+// Send takes req through the store alone, past the batcher, so that
+// concurrent sends race in the database, and finishes each answer as the
+// engine does (judge), sending it again while that says retry.
+func (m Seam) Send(ctx context.Context, req Request) (Answer, error) {
+	cmd, err := req.command()
+	if err != nil {
+		return Answer{}, err
+	}
+	run := m.s.store.createBatch
+	if cmd.op != OpCreate {
+		run = m.s.store.changeBatch
+	}
+	for range maxRounds {
+		j := &job{cmd: cmd, answer: make(chan answer, 1)}
+		if err := run(ctx, []*job{j}); err != nil {
+			return Answer{}, err
+		}
+		a := <-j.answer
+		if a.err != nil {
+			return Answer{}, a.err
+		}
+		if a, err = m.s.judge(ctx, cmd, a); err != nil {
+			return Answer{}, err
+		}
+		if a.kind != answerRetry {
+			return answerOf(cmd, a), nil
+		}
+	}
+	return Answer{}, errRoundsExhausted
+}
+
+// ReadPayment is the store's readPayment.
+func (m Seam) ReadPayment(ctx context.Context, id string) (Payment, bool, error) {
+	return m.s.store.readPayment(ctx, id)
+}
+
+// Key is a held key as the suite sees it.
+type Key struct {
+	ID        int64
+	CreatedAt time.Time
+	Version   int
+}
+
+// ReadKey reads the key client holds, on the primary.
+func (m Seam) ReadKey(ctx context.Context, client, key string) (Key, error) {
+	h, err := m.heldKey(ctx, client, key)
+	if err != nil {
+		return Key{}, err
+	}
+	return Key{ID: h.id, CreatedAt: h.createdAt, Version: h.version}, nil
+}
+
+func (m Seam) heldKey(ctx context.Context, client, key string) (*heldKey, error) {
+	r, err := m.s.store.runnerOn(m.s.reads.Reader())
+	if err != nil {
+		return nil, err
+	}
+	return scanHeld(r.QueryRow(ctx, commonSQL.SQL("read_key"), client, key))
+}
+
+// ForgetKey is the store's forgetKey.
+func (m Seam) ForgetKey(ctx context.Context, id int64, expiredBefore time.Time) error {
+	return m.s.store.forgetKey(ctx, id, expiredBefore)
+}
+
+// Record is the store's recordAttempt of req with the given outcome on
+// paymentID, at now: for a replay, of a key that made refund heldRefundID
+// (or none); for a rejection, of a key first used with heldParams; for a
+// refusal, refused.
+func (m Seam) Record(ctx context.Context, req Request, outcome Outcome, paymentID, heldRefundID string, heldParams Params,
+	refused error, now time.Time) (Answer, error) {
+	cmd, err := req.command()
+	if err != nil {
+		return Answer{}, err
+	}
+	rec := record{cmd: cmd, outcome: outcome, paymentID: paymentID, refused: refused, now: now}
+	if outcome != OutcomeRefused {
+		rec.held = &heldKey{paymentID: paymentID, refundID: heldRefundID, params: heldParams, createdAt: now.Add(-time.Second)}
+	}
+	a, err := m.s.store.recordAttempt(ctx, rec)
+	return answerOf(cmd, a), err
+}
+
+// ErrPaymentMissing is what recording on a missing payment fails with.
+var ErrPaymentMissing = errPaymentMissing
+
+// List reads a page of f, of at most size payments after the payment
+// after (if not nil), on a Runner over Config.Reads' database.
+func (m Seam) List(ctx context.Context, f Filter, after *Payment, size int) ([]Payment, error) {
+	l, err := listingOf(f)
+	if err != nil {
+		return nil, err
+	}
+	var resume *position
+	if after != nil {
+		resume = &position{at: after.CreatedAt, id: after.ID}
+	}
+	return m.s.readPage(ctx, m.s.reads.Reader(), l.page(resume, size))
+}
+
+// AttemptsOf and RefundsOf are the store's.
+func (m Seam) AttemptsOf(ctx context.Context, ids ...string) ([]models.IdempotencyAttempt, error) {
+	return m.s.store.attemptsOf(ctx, ids)
+}
+
+func (m Seam) RefundsOf(ctx context.Context, ids ...string) ([]models.Refund, error) {
+	return m.s.store.refundsOf(ctx, ids)
+}
+
+// HourCount is a row of AttemptCounts.
+type HourCount = hourCount
+
+// AttemptCounts is the store's attemptCounts on Config.Reads' database.
+func (m Seam) AttemptCounts(ctx context.Context, from time.Time) ([]HourCount, error) {
+	r, err := m.s.store.runnerOn(m.s.reads.Reader())
+	if err != nil {
+		return nil, err
+	}
+	return m.s.store.attemptCounts(ctx, r, from)
+}
+
+// SweepKeys is the store's sweepKeys.
+func (m Seam) SweepKeys(ctx context.Context, before time.Time, limit int) (int64, error) {
+	return m.s.store.sweepKeys(ctx, before, limit)
 }
