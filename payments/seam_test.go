@@ -271,3 +271,21 @@ func (m Seam) AttemptCounts(ctx context.Context, from time.Time) ([]HourCount, e
 func (m Seam) SweepKeys(ctx context.Context, before time.Time, limit int) (int64, error) {
 	return m.s.store.sweepKeys(ctx, before, limit)
 }
+
+// Verdict is what decide makes of req with the key client holds, now:
+// "replay", "reject" or "forget".
+func (m Seam) Verdict(ctx context.Context, req Request, client string) (string, error) {
+	cmd, err := req.command()
+	if err != nil {
+		return "", err
+	}
+	held, err := m.heldKey(ctx, client, cmd.key)
+	if err != nil {
+		return "", err
+	}
+	v, err := decide(*held, cmd, m.s.now().Add(-m.s.keyTTL))
+	if err != nil {
+		return "", err
+	}
+	return map[verdict]string{verdictReplay: "replay", verdictReject: "reject", verdictForget: "forget"}[v], nil
+}

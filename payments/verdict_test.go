@@ -1,0 +1,148 @@
+package payments_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/cmpay/cmpay/internal/dbtest"
+	"github.com/cmpay/cmpay/payments"
+)
+
+// TestBatchStatementsAgreeWithDecide: decide (decide.go) is the one place
+// a held key's verdict is made, yet a store may settle a request it finds
+// a key held for in its own statement: PostgreSQL's batch statements
+// settle a replay of a key of the current version in SQL, SQLite's steps
+// call decide in their transaction. For every operation and every way a
+// key can be held, this asks decide for its verdict on the key as stored,
+// then sends the request as one statement: whatever the statement settles
+// must be that verdict's outcome, anything else must come back held, and
+// the engine must then reach the verdict. A replay of the same request
+// must be settled by the statement itself (the round trip it saves).
+func TestBatchStatementsAgreeWithDecide(t *testing.T) {
+	t.Parallel()
+	ops := []string{"create", "capture", "cancel", "refund"}
+	situations := []string{"same fingerprint", "other fingerprint", "older version", "expired", "other operation", "other payment"}
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		for _, op := range ops {
+			for _, sit := range situations {
+				t.Run(op+", "+sit, func(t *testing.T) {
+					b := setup(t, db)
+					h := &suite{bundle: b, seam: payments.SeamOf(b.svc)}
+					req, client := heldKeyCase(t, h, db, op, sit, op+"/"+sit)
+					checkAgreement(t, h, req, client, sit == "same fingerprint")
+				})
+			}
+		}
+	})
+}
+
+// heldKeyCase stores a key used once, as situation sit says, and returns
+// the request of operation op that meets it, and the key's client. Each
+// case has keys and payments of its own (prefix).
+func heldKeyCase(t *testing.T, h *suite, db dbtest.DB, op, sit, prefix string) (payments.Request, string) {
+	t.Helper()
+	const client = "client-1" // the version 1 fingerprint below is this client's
+	key := prefix + "/key"
+	// A refund takes a captured payment; the others, authorized ones.
+	p := h.created(t, client, prefix+"/p", "10.50", op == "refund")
+	other := h.created(t, client, prefix+"/other", "10.50", op == "refund")
+	// reqOn is the request of op with the key, on payment id and for
+	// amount where the operation has them.
+	reqOn := func(id string, amount *string) payments.Request {
+		switch op {
+		case "capture":
+			return captureReq(id, key, amount)
+		case "cancel":
+			return cancelReq(id, key)
+		case "refund":
+			return refundReq(id, key, amount)
+		}
+		r := request(client, key, "10.50", "BRL", payments.MethodPix)
+		if amount != nil {
+			r.Amount = *amount
+		}
+		return r
+	}
+	req := reqOn(p.ID, ptr("1"))
+	if op == "create" {
+		req = reqOn("", nil)
+	}
+
+	switch sit {
+	case "same fingerprint", "expired":
+		h.send(t, req)
+		if sit == "expired" {
+			h.clock.Advance(testTTL + 1)
+		}
+	case "other fingerprint":
+		h.send(t, reqOn(p.ID, ptr("2")))
+		if op == "cancel" { // a cancel has no parameter but its payment
+			h.send(t, reqOn(other.ID, nil))
+		}
+	case "older version":
+		// What version 1 stored (TestFingerprintV1IsPinned): the
+		// fingerprint of this client's create of 10.50 BRL by PIX, no
+		// params. A create of the same replays under version 1; nothing
+		// else can.
+		h.send(t, req)
+		const v1 = "81d1409805f0a008ce558c3441029c7d9100fc6c0a8e1f7c05d509b2dac9824d"
+		fp := make([]byte, 32)
+		fmt.Sscanf(v1, "%x", &fp)
+		if err := db.Gorm.Exec(`UPDATE idempotency_keys SET fingerprint = ?, fingerprint_version = 1, params = NULL
+			WHERE client_id = ? AND idempotency_key = ?`, fp, client, key).Error; err != nil {
+			t.Fatal(err)
+		}
+	case "other operation":
+		if op == "create" {
+			h.send(t, captureReq(p.ID, key, nil))
+		} else {
+			h.send(t, request(client, key, "10.50", "BRL", payments.MethodPix))
+		}
+	case "other payment":
+		if op == "create" { // a create names no payment: its key used on one
+			h.send(t, cancelReq(other.ID, key))
+		} else {
+			h.send(t, reqOn(other.ID, ptr("1")))
+		}
+	}
+	return req, client
+}
+
+// outcomes are the outcomes a verdict may end in: a forgotten key's
+// request goes on as new, and is created, applied or refused.
+var outcomes = map[string][]payments.Outcome{
+	"replay": {payments.OutcomeReplayed},
+	"reject": {payments.OutcomeRejected},
+	"forget": {payments.OutcomeCreated, payments.OutcomeApplied, payments.OutcomeRefused},
+}
+
+func checkAgreement(t *testing.T, h *suite, req payments.Request, client string, mustSettle bool) {
+	t.Helper()
+	verdict, err := h.seam.Verdict(t.Context(), req, client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := func(o payments.Outcome) bool {
+		for _, want := range outcomes[verdict] {
+			if o == want {
+				return true
+			}
+		}
+		return false
+	}
+	a := h.batch(t, req)[0]
+	switch {
+	case a.Kind == "settled" && !in(a.Outcome):
+		t.Fatalf("the statement settled %s; decide says %s", a.Outcome, verdict)
+	case a.Kind == "settled":
+		return
+	case a.Kind != "held":
+		t.Fatalf("the statement answered %s; want settled as decide says (%s), or held", a.Kind, verdict)
+	case mustSettle:
+		t.Fatalf("the statement left a replay of the same request to the engine (held)")
+	}
+	// Held: the statement wrote nothing; the engine's answer is decide's.
+	if a = h.send(t, req); a.Kind != "settled" || !in(a.Outcome) {
+		t.Fatalf("the engine answered %s %s; decide says %s", a.Kind, a.Outcome, verdict)
+	}
+}
