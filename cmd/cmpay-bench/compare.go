@@ -27,8 +27,9 @@ import (
 // machine slows down all three rise together and the quotient moves less
 // than either of them.
 
-// compareModes are the createPayment modes compared: the mix and the
-// conflict mode are made of the same requests.
+// compareModes are the createPayment modes compared: by default new keys
+// and replays, of which the mix is made; -modes names others (conflict,
+// mix) for a change that treats them apart.
 var compareModes = []load.Mode{load.New, load.Replay}
 
 // compareRun is one mode of one build in one round.

@@ -48,6 +48,7 @@ var (
 	against = flag.String("against", "", "instead of the benchmark, alternate this build's server with this other server binary "+
 		"under the createPayment modes (scripts/bench-against.sh)")
 	rounds = flag.Int("rounds", 6, "with -against: how many times each build runs each mode (even: an odd number is raised by one)")
+	modes  = flag.String("modes", "", "with -against: the createPayment modes compared, comma-separated (default new,replay)")
 	// afterBinary measures two other builds against each other, e.g. a
 	// change as it was merged against the commit before it.
 	afterBinary = flag.String("after", "", "with -against: this server binary instead of this checkout's build")
@@ -78,6 +79,12 @@ func main() {
 		run("go", "build", "-o", binary, ".")
 	}
 	if *against != "" {
+		if *modes != "" {
+			compareModes = nil
+			for _, m := range strings.Split(*modes, ",") {
+				compareModes = append(compareModes, load.Mode(strings.TrimSpace(m)))
+			}
+		}
 		fmt.Print(compare(serverURL, binary, afterName, *against, *rounds))
 		return
 	}
