@@ -150,7 +150,7 @@ func (s *Service) run(ctx context.Context, cmd *command) (answer, error) {
 func (s *Service) judge(ctx context.Context, cmd *command, a answer) (answer, error) {
 	switch a.kind {
 	case answerHeld:
-		return settleHeld(ctx, s.store, cmd, a.held, s.now(), s.keyTTL)
+		return settleHeld(ctx, s, cmd, a.held, s.now(), s.keyTTL)
 	case answerNotApplied:
 		amount, stop := stopped(cmd, a.payment)
 		if stop != nil {
@@ -160,9 +160,29 @@ func (s *Service) judge(ctx context.Context, cmd *command, a answer) (answer, er
 		if refused == nil {
 			return answer{kind: answerRetry}, nil
 		}
-		return s.store.recordAttempt(ctx, record{cmd: cmd, outcome: OutcomeRefused, paymentID: a.payment.ID, refused: refused, now: s.now()})
+		return s.recordAttempt(ctx, record{cmd: cmd, outcome: OutcomeRefused, paymentID: a.payment.ID, refused: refused, now: s.now()})
 	}
 	return a, nil
+}
+
+// The engine's settler (store.go): reads and forgets on the primary, and
+// records through a batcher, so that the attempts it decides share
+// statements as the claims before them did.
+
+func (s *Service) readPayment(ctx context.Context, id string) (Payment, bool, error) {
+	return s.store.readPayment(ctx, id)
+}
+
+func (s *Service) forgetKey(ctx context.Context, id int64, expiredBefore time.Time) error {
+	return s.store.forgetKey(ctx, id, expiredBefore)
+}
+
+// recordAttempt sends rec to the record statement and waits for its
+// answer.
+func (s *Service) recordAttempt(ctx context.Context, rec record) (answer, error) {
+	j := &recordJob{rec: rec, answer: make(chan answer, 1)}
+	s.records.submit(j)
+	return await(ctx, j.answer)
 }
 
 // submit sends cmd to the statement of its kind and waits for its answer.
@@ -173,12 +193,17 @@ func (s *Service) submit(ctx context.Context, cmd *command) (answer, error) {
 	} else {
 		s.changes.submit(j)
 	}
+	return await(ctx, j.answer)
+}
+
+// await waits for a statement's answer, or for ctx to end. The statement
+// may still run then; the client's retry will find what it did, as after
+// any lost answer.
+func await(ctx context.Context, answers <-chan answer) (answer, error) {
 	select {
-	case a := <-j.answer:
+	case a := <-answers:
 		return a, a.err
 	case <-ctx.Done():
-		// The statement may still run; the client's retry will find what
-		// it did, as after any lost answer.
 		return answer{}, fmt.Errorf("waiting for the statement: %w", ctx.Err())
 	}
 }

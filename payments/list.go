@@ -175,7 +175,7 @@ func (s *Service) readPage(ctx context.Context, db *gorm.DB, q pageQuery) ([]Pay
 func (s *Service) Get(ctx context.Context, id string) (Payment, error) {
 	ctx, cancel := context.WithTimeout(ctx, readTimeout)
 	defer cancel()
-	p, ok, err := s.store.readPayment(ctx, id)
+	p, ok, err := s.readPayment(ctx, id)
 	if err != nil {
 		return Payment{}, fmt.Errorf("get payment: %w", err)
 	}

@@ -211,22 +211,44 @@ func (m Seam) ForgetKey(ctx context.Context, id int64, expiredBefore time.Time) 
 	return m.s.store.forgetKey(ctx, id, expiredBefore)
 }
 
-// Record is the store's recordAttempt of req with the given outcome on
-// paymentID, at now: for a replay, of a key that made refund heldRefundID
-// (or none); for a rejection, of a key first used with heldParams; for a
-// refusal, refused.
-func (m Seam) Record(ctx context.Context, req Request, outcome Outcome, paymentID, heldRefundID string, heldParams Params,
-	refused error, now time.Time) (Answer, error) {
-	cmd, err := req.command()
-	if err != nil {
-		return Answer{}, err
+// Rec is an attempt for the store to record (RecordBatch): req's, with
+// the given outcome, on paymentID, at Now; for a replay, of a key that
+// made refund HeldRefundID (or none); for a rejection, of a key first
+// used with HeldParams; for a refusal, Refused.
+type Rec struct {
+	Req          Request
+	Outcome      Outcome
+	PaymentID    string
+	HeldRefundID string
+	HeldParams   Params
+	Refused      error
+	Now          time.Time
+}
+
+// RecordBatch is the store's recordBatch of recs, as one statement, with
+// each one's answer, or the error it alone failed with, in recs' order.
+func (m Seam) RecordBatch(ctx context.Context, recs ...Rec) ([]Answer, []error, error) {
+	jobs := make([]*recordJob, len(recs))
+	for i, r := range recs {
+		cmd, err := r.Req.command()
+		if err != nil {
+			return nil, nil, err
+		}
+		rec := record{cmd: cmd, outcome: r.Outcome, paymentID: r.PaymentID, refused: r.Refused, now: r.Now}
+		if r.Outcome != OutcomeRefused {
+			rec.held = &heldKey{paymentID: r.PaymentID, refundID: r.HeldRefundID, params: r.HeldParams, createdAt: r.Now.Add(-time.Second)}
+		}
+		jobs[i] = &recordJob{rec: rec, answer: make(chan answer, 1)}
 	}
-	rec := record{cmd: cmd, outcome: outcome, paymentID: paymentID, refused: refused, now: now}
-	if outcome != OutcomeRefused {
-		rec.held = &heldKey{paymentID: paymentID, refundID: heldRefundID, params: heldParams, createdAt: now.Add(-time.Second)}
+	if err := m.s.store.recordBatch(ctx, slices.SortedFunc(slices.Values(jobs), byRecordPayment)); err != nil {
+		return nil, nil, err
 	}
-	a, err := m.s.store.recordAttempt(ctx, rec)
-	return answerOf(cmd, a), err
+	answers, errs := make([]Answer, len(jobs)), make([]error, len(jobs))
+	for i, j := range jobs {
+		a := <-j.answer
+		answers[i], errs[i] = answerOf(j.rec.cmd, a), a.err
+	}
+	return answers, errs, nil
 }
 
 // ErrPaymentMissing is what recording on a missing payment fails with.

@@ -64,9 +64,11 @@ func (p primaryReads) Reader() *gorm.DB                   { return p.db }
 type Service struct {
 	reads Reads
 	store store
-	// creates and changes gather requests into batch statements (batch.go).
+	// creates and changes gather requests into batch statements (batch.go),
+	// and records the attempts the engine decides after them.
 	creates batcher[*job]
 	changes batcher[*job]
+	records batcher[*recordJob]
 	keyTTL  time.Duration
 	clock   func() time.Time
 	// offset is how far the database's clock was ahead of clock when last
@@ -98,6 +100,7 @@ func NewService(db *gorm.DB, cfg Config) (*Service, error) {
 	s.store = store
 	s.creates = batcher[*job]{exec: s.store.createBatch, order: byPayment, stallAfter: defaultStallAfter, final: cfg.Unavailable}
 	s.changes = batcher[*job]{exec: s.store.changeBatch, order: byPayment, stallAfter: defaultStallAfter, final: cfg.Unavailable}
+	s.records = batcher[*recordJob]{exec: s.store.recordBatch, order: byRecordPayment, stallAfter: defaultStallAfter, final: cfg.Unavailable}
 	return s, nil
 }
 

@@ -25,9 +25,17 @@ type store interface {
 	// changeBatch does the same for captures, cancels and refunds, which
 	// may also be answered not applied, not found or forbidden.
 	changeBatch(ctx context.Context, jobs []*job) error
-	// settler: what settling a held key after a batch needs, on the
-	// primary.
-	settler
+	// recordBatch records the verdicts and refusals the engine reached
+	// after a batch statement (a rejection, a replay the statement left to
+	// it, a refusal), in one statement for the batch, as createBatch does,
+	// and answers every job as recordAttempt does; if it returns an error
+	// it has answered none.
+	recordBatch(ctx context.Context, jobs []*recordJob) error
+	// readPayment reads one payment, on the primary; ok is false when
+	// there is none.
+	readPayment(ctx context.Context, id string) (p Payment, ok bool, err error)
+	// forgetKey deletes key id if it is still older than expiredBefore.
+	forgetKey(ctx context.Context, id int64, expiredBefore time.Time) error
 	// runnerOn is a Runner over db's pool: a replica's, for the reads
 	// Config.Reads sends there, or the primary's.
 	runnerOn(db *gorm.DB) (sqlq.Runner, error)
@@ -46,8 +54,9 @@ type store interface {
 }
 
 // settler is what settling a held key needs of the database (settleHeld
-// in engine.go): the engine's, after a batch statement, on the primary;
-// SQLite's, inside the batch's own transaction.
+// in engine.go): the engine's (*Service, after a batch statement, on the
+// primary, recording in batches), or SQLite's (inside a batch's own
+// transaction).
 type settler interface {
 	// readPayment reads one payment; ok is false when there is none.
 	readPayment(ctx context.Context, id string) (p Payment, ok bool, err error)
@@ -85,6 +94,22 @@ func (j *job) batchKeys() []string {
 }
 
 func (j *job) fail(err error) { j.answer <- answer{err: err} }
+
+// recordJob is one attempt waiting for its record statement.
+type recordJob struct {
+	rec    record
+	answer chan answer // buffered
+}
+
+// batchKeys keep two records of one payment apart: one statement counts
+// on a payment's row once.
+func (j *recordJob) batchKeys() []string { return []string{j.rec.paymentID} }
+
+func (j *recordJob) fail(err error) { j.answer <- answer{err: err} }
+
+// byRecordPayment orders a record statement's rows by payment, as
+// byPayment does a change statement's.
+func byRecordPayment(a, b *recordJob) int { return cmp.Compare(a.rec.paymentID, b.rec.paymentID) }
 
 // byPayment orders a statement's rows the same way in every statement (by
 // client and key for creates, by payment for changes), so that two

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -22,7 +21,7 @@ import (
 // the whole batch. What the statement leaves open (any other held key, a
 // change the snapshot allowed but the row lock did not) comes back to the
 // engine, which decides it (decide.go) and records it with one statement
-// more (record_attempt).
+// more (record_batch, for a batch of such requests at once).
 type postgresStore struct {
 	pg *sqlq.PG
 	// keyTTL and now give each statement its expired-before.
@@ -293,28 +292,58 @@ func timeOrZero(t pgtype.Timestamptz) time.Time {
 	return t.Time.UTC()
 }
 
-// recordAttempt records rec in one statement (sql/postgres.sql,
-// record_attempt): one round trip, no transaction of its own.
-func (st *postgresStore) recordAttempt(ctx context.Context, rec record) (answer, error) {
-	at, heldParams, refusal, refundID, err := rec.attempt()
+// recordBatch records a batch of attempts in one statement
+// (sql/postgres.sql, record_batch) and answers every job once it has
+// committed: a job with no row has no payment. A statement of one request
+// that PostgreSQL ended to break a deadlock with a batch statement
+// counting on the same payment wrote nothing: it is answered retry, and
+// the engine sends its request again; in a batch of several, the batcher
+// first runs each job alone.
+func (st *postgresStore) recordBatch(ctx context.Context, jobs []*recordJob) error {
+	n := len(jobs)
+	paymentIDs, ops, keys, outcomes, params := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	heldParams, refundIDs := make([]*string, n), make([]*string, n)
+	refusals, transports, actors, addresses := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	ats := make([]time.Time, n)
+	for i, j := range jobs {
+		at, held, refusal, refundID, err := j.rec.attempt()
+		if err != nil {
+			return err
+		}
+		c := j.rec.cmd
+		paymentIDs[i], ops[i], keys[i], outcomes[i], ats[i], params[i] = j.rec.paymentID, string(c.op), c.key, string(j.rec.outcome), at, c.encoded
+		heldParams[i], refusals[i], refundIDs[i] = held, refusal, refundID
+		transports[i], actors[i], addresses[i] = c.Transport, c.Actor, c.Address
+	}
+	answers := make([]*answer, n)
+	var r resultRow
+	targets := append([]any{&r.n}, r.paymentTargets(true)...)
+	err := st.pg.Query(ctx, postgresSQL.SQL("record_batch"), []any{paymentIDs, ops, keys, outcomes, ats, params, heldParams,
+		refusals, refundIDs, transports, actors, addresses}, func(row sqlq.Row) error {
+		if err := row.Scan(targets...); err != nil {
+			return err
+		}
+		i := int(r.n) - 1
+		if i < 0 || i >= n || answers[i] != nil {
+			return fmt.Errorf("unexpected row for record %d of %d", r.n, n)
+		}
+		a := jobs[i].rec.answer(r.payment(), r.refund())
+		answers[i] = &a
+		return nil
+	})
+	if isDeadlock(err) && n == 1 {
+		answers[0], err = &answer{kind: answerRetry}, nil
+	}
 	if err != nil {
-		return answer{}, err
+		return fmt.Errorf("record statement: %w", err)
 	}
-	c := rec.cmd
-	var p resultRow
-	err = st.pg.QueryRow(ctx, postgresSQL.SQL("record_attempt"), rec.paymentID, string(c.op), c.key, string(rec.outcome), at,
-		c.encoded, heldParams, refusal, refundID, c.Transport, c.Actor, c.Address).Scan(p.paymentTargets(true)...)
-	switch {
-	case isDeadlock(err):
-		// Ended to break a deadlock with a batch statement counting on
-		// the same payment: nothing was written; the request goes again.
-		return answer{kind: answerRetry}, nil
-	case errors.Is(err, sqlq.ErrNoRows):
-		return answer{}, errPaymentMissing
-	case err != nil:
-		return answer{}, fmt.Errorf("record %s attempt: %w", rec.outcome, err)
+	for i, j := range jobs {
+		if answers[i] == nil {
+			answers[i] = &answer{err: errPaymentMissing}
+		}
+		j.answer <- *answers[i]
 	}
-	return rec.answer(p.payment(), p.refund()), nil
+	return nil
 }
 
 func (st *postgresStore) readPayment(ctx context.Context, id string) (Payment, bool, error) {

@@ -274,10 +274,10 @@ func (tx liteTx) applyChange(ctx context.Context, cmd *command, amount int64, no
 // applyOneChangeSQL is apply_one_change with apply_change in it.
 var applyOneChangeSQL = withApplyChange(sqliteSQL, sqliteSQL.SQL("apply_one_change"))
 
-// The store's own methods run on the pool. Those of settler each take a
-// transaction of their own: the engine calls them only for what a
-// PostgreSQL statement leaves open, which SQLite's batches never do, but
-// they keep the seam whole and the shared tests run them.
+// The store's own methods run on the pool. The engine calls readPayment,
+// forgetKey and recordBatch only for what a PostgreSQL statement leaves
+// open, which SQLite's batches never do, but they keep the seam whole and
+// the shared tests run them.
 
 func (st *sqliteStore) readPayment(ctx context.Context, id string) (Payment, bool, error) {
 	return readPayment(ctx, st.lite, id)
@@ -287,12 +287,29 @@ func (st *sqliteStore) forgetKey(ctx context.Context, id int64, expiredBefore ti
 	return forgetKey(ctx, st.lite, id, expiredBefore)
 }
 
-func (st *sqliteStore) recordAttempt(ctx context.Context, rec record) (a answer, err error) {
-	err = st.lite.Tx(ctx, func(r sqlq.Runner) error {
-		a, err = liteTx{r}.recordAttempt(ctx, rec)
-		return err
+// recordBatch records every job's attempt in one transaction, and answers
+// the jobs once it has committed.
+func (st *sqliteStore) recordBatch(ctx context.Context, jobs []*recordJob) error {
+	answers := make([]answer, len(jobs))
+	err := st.lite.Tx(ctx, func(r sqlq.Runner) error {
+		for i, j := range jobs {
+			a, err := liteTx{r}.recordAttempt(ctx, j.rec)
+			if errors.Is(err, errPaymentMissing) {
+				a = answer{err: err} // this job's answer, not the batch's
+			} else if err != nil {
+				return err
+			}
+			answers[i] = a
+		}
+		return nil
 	})
-	return a, err
+	if err != nil {
+		return err
+	}
+	for i, j := range jobs {
+		j.answer <- answers[i]
+	}
+	return nil
 }
 
 func (st *sqliteStore) runnerOn(db *gorm.DB) (sqlq.Runner, error) {

@@ -33,7 +33,7 @@ func TestStore(t *testing.T) {
 			{"changeBatch", testChangeBatch, false},
 			{"readPayment", testReadPayment, false},
 			{"forgetKey", testForgetKey, false},
-			{"recordAttempt", testRecordAttempt, false},
+			{"recordBatch", testRecordBatch, false},
 			{"listPayments", testListPayments, true},
 			{"attemptsOf and refundsOf", testAttemptsAndRefundsOf, false},
 			{"attemptCounts", testAttemptCounts, true},
@@ -236,47 +236,68 @@ func testForgetKey(t *testing.T, h *suite) {
 	}
 }
 
-// testRecordAttempt: a replay, a rejection and a refusal are each recorded
-// on their payment and counted; a replayed refund brings its refund; a
-// missing payment records nothing and fails.
-func testRecordAttempt(t *testing.T, h *suite) {
-	ctx := t.Context()
+// testRecordBatch: a replay, a rejection and a refusal, one statement
+// each, are each recorded on their payment and counted; a replayed refund
+// brings its refund. Then one statement records on three payments, one of
+// them missing, which alone fails and records nothing.
+func testRecordBatch(t *testing.T, h *suite) {
 	p := h.created(t, "c1", "k", "10.00", true)
 	refunded := h.send(t, refundReq(p.ID, "r", ptr("1"))).Refund
 	heldCreate := payments.Params{payments.FieldOperation: string(payments.OpCreate), payments.FieldAmount: "10"}
 	for i, tc := range []struct {
-		req                        payments.Request
-		outcome                    payments.Outcome
-		refundID                   string
-		refused                    error
+		rec                        payments.Rec
 		replays, rejects, attempts int
 	}{
-		{refundReq(p.ID, "r", ptr("1")), payments.OutcomeReplayed, refunded.ID, nil, 1, 0, 3},
-		{h.create("c1", "k", "11", true), payments.OutcomeRejected, "", nil, 1, 1, 4},
-		{cancelReq(p.ID, "x"), payments.OutcomeRefused, "", &payments.StateConflictError{Operation: payments.OpCancel,
-			Status: payments.StatusPartiallyRefunded}, 1, 1, 5},
+		{payments.Rec{Req: refundReq(p.ID, "r", ptr("1")), Outcome: payments.OutcomeReplayed, HeldRefundID: refunded.ID}, 1, 0, 3},
+		{payments.Rec{Req: h.create("c1", "k", "11", true), Outcome: payments.OutcomeRejected, HeldParams: heldCreate}, 1, 1, 4},
+		{payments.Rec{Req: cancelReq(p.ID, "x"), Outcome: payments.OutcomeRefused,
+			Refused: &payments.StateConflictError{Operation: payments.OpCancel, Status: payments.StatusPartiallyRefunded}}, 1, 1, 5},
 	} {
-		a, err := h.seam.Record(ctx, tc.req, tc.outcome, p.ID, tc.refundID, heldCreate, tc.refused, h.clock.Now())
-		if err != nil {
-			t.Fatalf("%s: %v", tc.outcome, err)
-		}
-		wantOutcome(t, "record "+string(tc.outcome), a, tc.outcome)
+		tc.rec.PaymentID, tc.rec.Now = p.ID, h.clock.Now()
+		a := h.record(t, tc.rec)[0]
+		wantOutcome(t, "record "+string(tc.rec.Outcome), a, tc.rec.Outcome)
 		if a.Payment.ReplayCount != tc.replays || a.Payment.RejectedCount != tc.rejects {
-			t.Errorf("%s: %d replays, %d rejections; want %d, %d", tc.outcome, a.Payment.ReplayCount, a.Payment.RejectedCount, tc.replays, tc.rejects)
+			t.Errorf("%s: %d replays, %d rejections; want %d, %d", tc.rec.Outcome, a.Payment.ReplayCount, a.Payment.RejectedCount, tc.replays, tc.rejects)
 		}
 		if (a.Refund != nil) != (i == 0) || i == 0 && *a.Refund != *refunded {
-			t.Errorf("%s: refund %+v", tc.outcome, a.Refund)
+			t.Errorf("%s: refund %+v", tc.rec.Outcome, a.Refund)
 		}
 		attempts := h.attempts(t, p.ID)
-		if last := attempts[len(attempts)-1]; len(attempts) != tc.attempts || last.Outcome != tc.outcome {
-			t.Errorf("%s: %d attempts, the last %s; want %d, the last %s", tc.outcome, len(attempts), last.Outcome, tc.attempts, tc.outcome)
+		if last := attempts[len(attempts)-1]; len(attempts) != tc.attempts || last.Outcome != tc.rec.Outcome {
+			t.Errorf("%s: %d attempts, the last %s; want %d, the last %s", tc.rec.Outcome, len(attempts), last.Outcome, tc.attempts, tc.rec.Outcome)
 		}
 	}
-	before := h.rowCounts(t)
-	_, err := h.seam.Record(ctx, h.create("c1", "k", "10", true), payments.OutcomeReplayed, "pay_missing", "", nil, nil, h.clock.Now())
-	if !errors.Is(err, payments.ErrPaymentMissing) || h.rowCounts(t) != before {
-		t.Errorf("record on a missing payment: %v, rows %v then %v; want ErrPaymentMissing, nothing written", err, before, h.rowCounts(t))
+
+	other := h.created(t, "c1", "k2", "10.00", true)
+	attemptsBefore := len(h.attempts(t, p.ID)) + len(h.attempts(t, other.ID))
+	now := h.clock.Now()
+	answers, errs, err := h.seam.RecordBatch(t.Context(),
+		payments.Rec{Req: h.create("c1", "k", "10", true), Outcome: payments.OutcomeReplayed, PaymentID: p.ID, Now: now},
+		payments.Rec{Req: h.create("c1", "k", "10", true), Outcome: payments.OutcomeReplayed, PaymentID: "pay_missing", Now: now},
+		payments.Rec{Req: h.create("c1", "k2", "12", true), Outcome: payments.OutcomeRejected, PaymentID: other.ID, HeldParams: heldCreate, Now: now})
+	if err != nil {
+		t.Fatal(err)
 	}
+	if errs[0] != nil || answers[0].Payment.ReplayCount != 2 || errs[2] != nil || answers[2].Payment.RejectedCount != 1 {
+		t.Errorf("a batch of records: %+v, %v; want the replay and the rejection counted", answers, errs)
+	}
+	if !errors.Is(errs[1], payments.ErrPaymentMissing) {
+		t.Errorf("a record on a missing payment: %v, want ErrPaymentMissing", errs[1])
+	}
+	if got := len(h.attempts(t, p.ID)) + len(h.attempts(t, other.ID)); got != attemptsBefore+2 {
+		t.Errorf("%d attempts after the batch, want %d: one each for the two payments there are", got, attemptsBefore+2)
+	}
+}
+
+// record records recs as one statement and returns their answers,
+// failing the test on any error.
+func (h *suite) record(t *testing.T, recs ...payments.Rec) []payments.Answer {
+	t.Helper()
+	answers, errs, err := h.seam.RecordBatch(t.Context(), recs...)
+	if err = errors.Join(append(errs, err)...); err != nil {
+		t.Fatal(err)
+	}
+	return answers
 }
 
 // testListPayments: a page composed of fragments, on a Runner over the

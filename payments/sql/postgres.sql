@@ -1,49 +1,59 @@
 -- PostgreSQL's own statements (store_postgres.go), beside the two batch
 -- statements in create_batch.sql and change_batch.sql.
 
--- name: record_attempt
--- Records a replay, a rejection or a refusal that the engine decided after
--- a batch statement (engine.go), in one statement, so one round trip and
--- no transaction of its own: counts a replay or a rejection on the payment
--- (the first of each also stamps it: models.Payment.ReplayedAt), writes the
--- attempt, and returns the payment as it is now and, for a replayed
--- refund, its refund. The attempt is written from the payment row it
--- found: when the payment is missing (a damaged database) nothing is
--- written, no row comes back, and the request fails.
--- $1 payment id, $2 operation, $3 key, $4 outcome (REPLAYED, REJECTED or
--- REFUSED), $5 time, $6 params, $7 the held key's params (a rejection's),
--- $8 refusal (the rule that refused), $9 refund id (a replayed refund's),
--- $10 transport, $11 actor, $12 actor address.
-WITH counted AS (
-	UPDATE payments SET
-		replay_count = replay_count + CASE WHEN $4::text = 'REPLAYED' THEN 1 ELSE 0 END,
-		replayed_at = CASE WHEN $4::text = 'REPLAYED' THEN COALESCE(replayed_at, $5::timestamptz) ELSE replayed_at END,
-		rejected_count = rejected_count + CASE WHEN $4::text = 'REJECTED' THEN 1 ELSE 0 END,
-		rejected_at = CASE WHEN $4::text = 'REJECTED' THEN COALESCE(rejected_at, $5::timestamptz) ELSE rejected_at END
-	WHERE id = $1::text AND $4::text IN ('REPLAYED', 'REJECTED')
-	RETURNING id, client_id, idempotency_key, amount_minor, currency, method, created_at,
-	          status, captured_minor, refunded_minor, captured_at, canceled_at, replay_count, rejected_count
+-- name: record_batch
+-- Records the replays, rejections and refusals the engine decided after
+-- batch statements (engine.go), a batch of them in one statement, so one
+-- round trip and one commit, as create_batch does for claims: counts each
+-- replay or rejection on its payment (the first of each also stamps it:
+-- models.Payment.ReplayedAt), writes each attempt, and returns each
+-- payment as it is now and, for a replayed refund, its refund. The batch
+-- holds one request per payment (recordJob.batchKeys): a statement may
+-- update a row only once. An attempt is written from the payment row it
+-- found: a request whose payment is missing (a damaged database) writes
+-- nothing and gets no row, and fails.
+-- Parameters, one array element per request: $1 payment ids, $2
+-- operations, $3 keys, $4 outcomes (REPLAYED, REJECTED or REFUSED), $5
+-- times, $6 params, $7 the held keys' params (a rejection's), $8 refusals
+-- (the rule that refused), $9 refund ids (a replayed refund's), $10
+-- transports, $11 actors, $12 actor addresses. Result rows: the request's
+-- position, the payment's columns and the refund's, as change_batch's.
+WITH input AS (
+	SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[], $6::text[], $7::text[],
+	                     $8::text[], $9::text[], $10::text[], $11::text[], $12::text[])
+		WITH ORDINALITY AS t(payment_id, operation, idempotency_key, outcome, at, params, held_params, refusal, refund_id,
+		                     transport, actor, actor_address, n)
 ),
--- payment: the counted payment, or a refused request's as it is (a
+counted AS (
+	UPDATE payments p SET
+		replay_count = p.replay_count + CASE WHEN i.outcome = 'REPLAYED' THEN 1 ELSE 0 END,
+		replayed_at = CASE WHEN i.outcome = 'REPLAYED' THEN COALESCE(p.replayed_at, i.at) ELSE p.replayed_at END,
+		rejected_count = p.rejected_count + CASE WHEN i.outcome = 'REJECTED' THEN 1 ELSE 0 END,
+		rejected_at = CASE WHEN i.outcome = 'REJECTED' THEN COALESCE(p.rejected_at, i.at) ELSE p.rejected_at END
+	FROM input i
+	WHERE p.id = i.payment_id AND i.outcome IN ('REPLAYED', 'REJECTED')
+	RETURNING i.n, p.id, p.client_id, p.idempotency_key, p.amount_minor, p.currency, p.method, p.created_at,
+	          p.status, p.captured_minor, p.refunded_minor, p.captured_at, p.canceled_at, p.replay_count, p.rejected_count
+),
+-- payment: each counted payment, or a refused request's as it is (a
 -- refusal changes nothing).
 payment AS (
 	SELECT * FROM counted
 	UNION ALL
-	SELECT id, client_id, idempotency_key, amount_minor, currency, method, created_at,
-	       status, captured_minor, refunded_minor, captured_at, canceled_at, replay_count, rejected_count
-	FROM payments WHERE id = $1::text AND $4::text = 'REFUSED'
+	SELECT i.n, p.id, p.client_id, p.idempotency_key, p.amount_minor, p.currency, p.method, p.created_at,
+	       p.status, p.captured_minor, p.refunded_minor, p.captured_at, p.canceled_at, p.replay_count, p.rejected_count
+	FROM input i JOIN payments p ON p.id = i.payment_id
+	WHERE i.outcome = 'REFUSED'
 ),
 attempt AS (
 	INSERT INTO idempotency_attempts (payment_id, operation, idempotency_key, outcome, at, params, held_params,
 	                                  refusal, refund_id, transport, actor, actor_address)
-	SELECT id, $2::text, $3::text, $4::text, $5::timestamptz, $6::text, $7::text, $8::text, $9::text,
-	       $10::text, $11::text, $12::text
-	FROM payment
+	SELECT i.payment_id, i.operation, i.idempotency_key, i.outcome, i.at, i.params, i.held_params, i.refusal, i.refund_id,
+	       i.transport, i.actor, i.actor_address
+	FROM input i JOIN payment p ON p.n = i.n
 )
-SELECT p.id, p.client_id, p.idempotency_key, p.amount_minor, p.currency, p.method, p.created_at,
-       p.status, p.captured_minor, p.refunded_minor, p.captured_at, p.canceled_at, p.replay_count, p.rejected_count,
-       r.id, r.payment_id, r.amount_minor, r.reason, r.idempotency_key, r.created_at
-FROM payment p LEFT JOIN refunds r ON r.id = $9::text
+SELECT p.*, r.id, r.payment_id, r.amount_minor, r.reason, r.idempotency_key, r.created_at
+FROM payment p JOIN input i ON i.n = p.n LEFT JOIN refunds r ON r.id = i.refund_id
 
 -- name: attempts_of
 -- The attempts of the payments whose ids are in the array $1, each
