@@ -39,18 +39,8 @@ func (st *sqliteStore) changeBatch(ctx context.Context, jobs []*job) error {
 // batch runs each job's steps in one transaction and answers the jobs once
 // it has committed.
 func (st *sqliteStore) batch(ctx context.Context, jobs []*job, run func(context.Context, liteTx, *command, time.Time) (answer, error)) error {
-	answers := make([]answer, len(jobs))
-	err := st.lite.Tx(ctx, func(r sqlq.Runner) error {
-		tx := liteTx{r}
-		now := st.now()
-		for i, j := range jobs {
-			a, err := run(ctx, tx, j.cmd, now)
-			if err != nil {
-				return err
-			}
-			answers[i] = a
-		}
-		return nil
+	answers, err := st.inTx(ctx, len(jobs), func(tx liteTx, i int, now time.Time) (answer, error) {
+		return run(ctx, tx, jobs[i].cmd, now)
 	})
 	if err != nil {
 		return err
@@ -59,6 +49,25 @@ func (st *sqliteStore) batch(ctx context.Context, jobs []*job, run func(context.
 		j.answer <- answers[i]
 	}
 	return nil
+}
+
+// inTx runs step for each of n requests in one write transaction, at one
+// time read once the transaction holds SQLite's write lock, and returns
+// their answers once it has committed.
+func (st *sqliteStore) inTx(ctx context.Context, n int, step func(tx liteTx, i int, now time.Time) (answer, error)) ([]answer, error) {
+	answers := make([]answer, n)
+	err := st.lite.Tx(ctx, func(r sqlq.Runner) error {
+		now := st.now()
+		for i := range answers {
+			a, err := step(liteTx{r}, i, now)
+			if err != nil {
+				return err
+			}
+			answers[i] = a
+		}
+		return nil
+	})
+	return answers, err
 }
 
 // create claims the key and creates the payment, or settles the request
@@ -288,20 +297,15 @@ func (st *sqliteStore) forgetKey(ctx context.Context, id int64, expiredBefore ti
 }
 
 // recordBatch records every job's attempt in one transaction, and answers
-// the jobs once it has committed.
+// the jobs once it has committed. A job whose payment is missing fails
+// alone: nothing of it was written.
 func (st *sqliteStore) recordBatch(ctx context.Context, jobs []*recordJob) error {
-	answers := make([]answer, len(jobs))
-	err := st.lite.Tx(ctx, func(r sqlq.Runner) error {
-		for i, j := range jobs {
-			a, err := liteTx{r}.recordAttempt(ctx, j.rec)
-			if errors.Is(err, errPaymentMissing) {
-				a = answer{err: err} // this job's answer, not the batch's
-			} else if err != nil {
-				return err
-			}
-			answers[i] = a
+	answers, err := st.inTx(ctx, len(jobs), func(tx liteTx, i int, _ time.Time) (answer, error) {
+		a, err := tx.recordAttempt(ctx, jobs[i].rec)
+		if errors.Is(err, errPaymentMissing) {
+			return answer{err: err}, nil
 		}
-		return nil
+		return a, err
 	})
 	if err != nil {
 		return err
