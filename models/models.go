@@ -62,6 +62,35 @@ type Payment struct {
 	// replay or rejection happened is its attempt's time.
 	ReplayedAt *time.Time
 	RejectedAt *time.Time
+
+	// Processor is the processor that moves the payment's money ("sandbox"
+	// or "stripe"; every payment stored before processors: "sandbox"), and
+	// ProcessorReference its id there once known.
+	Processor          string  `gorm:"not null;size:16;default:sandbox"`
+	ProcessorReference *string `gorm:"size:255"`
+	// DeclineCode is a DECLINED payment's processor code.
+	DeclineCode *string `gorm:"size:100"`
+	// PendingOperation is the capture or cancel sent to the processor whose
+	// outcome is not known yet (the payment keeps its status meanwhile).
+	PendingOperation *string `gorm:"size:20"`
+	// ReservedMinor is what refunds still PROCESSING hold: a refund's
+	// amount counts against what is left to refund from the moment it is
+	// stored, before the processor is asked.
+	ReservedMinor int64 `gorm:"not null;default:0"`
+	// The next action of a Pix or boleto payment: what the payer does, and
+	// until when.
+	NextActionType      *string `gorm:"size:16"`
+	PixCode             *string `gorm:"size:1000"`
+	BoletoLine          *string `gorm:"size:64"`
+	HostedURL           *string `gorm:"size:2000"`
+	NextActionExpiresAt *time.Time
+	// PaidAt is when the payer paid a Pix or boleto payment; ExpiredAt when
+	// it expired unpaid.
+	PaidAt    *time.Time
+	ExpiredAt *time.Time
+	// ProcessorUpdatedAt is the processor's own time of the newest state of
+	// the payment CMPay applied: an event older than it changes nothing.
+	ProcessorUpdatedAt *time.Time
 }
 
 // Refund is money given back from a captured payment. A payment has any
@@ -73,6 +102,14 @@ type Refund struct {
 	Reason         *string   `gorm:"size:500"`
 	IdempotencyKey string    `gorm:"not null;size:100"`
 	CreatedAt      time.Time `gorm:"not null;autoCreateTime:false;index:idx_refunds_payment,priority:2"`
+
+	// Status is PROCESSING until the processor says the refund SUCCEEDED or
+	// FAILED (every refund stored before processors succeeded);
+	// FailureCode is a failed refund's processor code.
+	Status             string  `gorm:"not null;size:16;default:SUCCEEDED"`
+	FailureCode        *string `gorm:"size:100"`
+	ProcessorReference *string `gorm:"size:255"`
+	SettledAt          *time.Time
 }
 
 // IdempotencyKey remembers, for as long as the key's TTL, what a client's
@@ -104,6 +141,10 @@ type IdempotencyKey struct {
 	// refund a refund key created.
 	PaymentID string  `gorm:"not null;size:40"`
 	RefundID  *string `gorm:"size:40"`
+	// ProcessorOperationID is the processor operation a capture, cancel or
+	// refund key started: a replay answers as that operation stands
+	// (pending, applied, or refused by the processor).
+	ProcessorOperationID *string `gorm:"size:40"`
 
 	// CreatedAt is when the key was first used; it expires TTL later.
 	CreatedAt time.Time `gorm:"not null;autoCreateTime:false;index:idx_idempotency_keys_created"`
@@ -171,5 +212,6 @@ type SchemaVersion struct {
 // All lists every model, in migration order.
 func All() []any {
 	return []any{&Payment{}, &Refund{}, &IdempotencyKey{}, &IdempotencyAttempt{}, &Currency{}, &SchemaVersion{}, &APIToken{}, &StaffAccount{}, &StaffSession{}, &StaffAuditEntry{},
-		&PaymentEvent{}, &EventCursor{}, &WebhookEndpoint{}, &WebhookDelivery{}, &WebhookAttempt{}}
+		&PaymentEvent{}, &EventCursor{}, &WebhookEndpoint{}, &WebhookDelivery{}, &WebhookAttempt{},
+		&ProcessorOperation{}, &ProcessorCall{}}
 }

@@ -81,6 +81,9 @@ func (e *KeyReusedError) Unwrap() error { return ErrKeyReused }
 type StateConflictError struct {
 	Operation Operation
 	Status    Status
+	// PendingOperation is the capture or cancel still waiting for the
+	// processor, when that is what stops the operation.
+	PendingOperation Operation
 }
 
 func (e *StateConflictError) Error() string {
@@ -130,3 +133,21 @@ func verb(op Operation) string {
 	}
 	return "create"
 }
+
+// ErrProcessorRefused: the processor refused a capture, cancel or refund;
+// nothing was applied, and the key stays bound to the refusal.
+var ErrProcessorRefused = errors.New("the processor refused the operation")
+
+// ProcessorRefusedError is a capture, cancel or refund the processor
+// refused, with its code ("charge_already_refunded").
+type ProcessorRefusedError struct {
+	Operation Operation
+	PaymentID string
+	Code      string
+}
+
+func (e *ProcessorRefusedError) Error() string {
+	return fmt.Sprintf("the processor refused to %s payment %s: %s", verb(e.Operation), e.PaymentID, e.Code)
+}
+
+func (e *ProcessorRefusedError) Unwrap() error { return ErrProcessorRefused }

@@ -27,15 +27,26 @@ const (
 	EventCaptured EventType = "PAYMENT_CAPTURED"
 	EventCanceled EventType = "PAYMENT_CANCELED"
 	EventRefunded EventType = "PAYMENT_REFUNDED"
+	// EventDeclined: the processor declined a payment's creation.
+	EventDeclined EventType = "PAYMENT_DECLINED"
+	// EventRefundFailed: the processor failed a refund; its amount is
+	// released.
+	EventRefundFailed EventType = "PAYMENT_REFUND_FAILED"
+	// EventPending: a Pix or boleto payment was created and waits for the
+	// payer.
+	EventPending EventType = "PAYMENT_PENDING"
+	// EventExpired: a Pix or boleto payment expired unpaid.
+	EventExpired EventType = "PAYMENT_EXPIRED"
 )
 
 // EventTypes lists every event type.
-var EventTypes = []EventType{EventCreated, EventCaptured, EventCanceled, EventRefunded}
+var EventTypes = []EventType{EventCreated, EventCaptured, EventCanceled, EventRefunded, EventDeclined, EventRefundFailed,
+	EventPending, EventExpired}
 
 // Valid reports whether t is one of EventTypes.
 func (t EventType) Valid() bool {
 	switch t {
-	case EventCreated, EventCaptured, EventCanceled, EventRefunded:
+	case EventCreated, EventCaptured, EventCanceled, EventRefunded, EventDeclined, EventRefundFailed, EventPending, EventExpired:
 		return true
 	}
 	return false

@@ -38,15 +38,29 @@ const (
 	StatusRefunded Status = "REFUNDED"
 	// StatusCanceled: an authorization canceled before capture.
 	StatusCanceled Status = "CANCELED"
+	// StatusProcessing: the processor was asked to create the payment and
+	// its answer is not known yet; CMPay resolves it.
+	StatusProcessing Status = "PROCESSING"
+	// StatusDeclined: the processor refused the payment; no money moved;
+	// final.
+	StatusDeclined Status = "DECLINED"
+	// StatusPending: created at the processor, waiting for the payer (Pix,
+	// boleto): NextAction says what the payer does.
+	StatusPending Status = "PENDING"
+	// StatusExpired: the payer did not pay before NextAction.ExpiresAt; no
+	// money moved; final.
+	StatusExpired Status = "EXPIRED"
 )
 
 // Statuses lists every status, in the order of a payment's life.
-var Statuses = []Status{StatusAuthorized, StatusCaptured, StatusPartiallyRefunded, StatusRefunded, StatusCanceled}
+var Statuses = []Status{StatusProcessing, StatusPending, StatusAuthorized, StatusCaptured, StatusPartiallyRefunded,
+	StatusRefunded, StatusCanceled, StatusDeclined, StatusExpired}
 
 // Valid reports whether st is one of Statuses.
 func (st Status) Valid() bool {
 	switch st {
-	case StatusAuthorized, StatusCaptured, StatusPartiallyRefunded, StatusRefunded, StatusCanceled:
+	case StatusAuthorized, StatusCaptured, StatusPartiallyRefunded, StatusRefunded, StatusCanceled,
+		StatusProcessing, StatusDeclined, StatusPending, StatusExpired:
 		return true
 	}
 	return false
@@ -113,14 +127,59 @@ type Payment struct {
 	// payload.
 	ReplayCount   int
 	RejectedCount int
+
+	// Processor is the processor that moves the payment's money: "sandbox"
+	// or "stripe" (every payment made before processors existed:
+	// "sandbox"). ProcessorReference is its id there (Stripe: the
+	// PaymentIntent's), empty until known.
+	Processor          string
+	ProcessorReference string
+	// DeclineCode is, for a DECLINED payment, the processor's most
+	// specific code ("card_declined", "insufficient_funds").
+	DeclineCode string
+	// PendingOperation is a capture or cancel sent to the processor whose
+	// outcome is not known yet; empty when none is.
+	PendingOperation Operation
+	// Reserved is what refunds still PROCESSING hold of what may be
+	// refunded.
+	Reserved Money
+	// NextAction is, for a Pix or boleto payment, what the payer does and
+	// until when; nil for the others.
+	NextAction *NextAction
+	// PaidAt is when the payer paid a Pix or boleto payment; ExpiredAt
+	// when it expired unpaid; zero otherwise.
+	PaidAt    time.Time
+	ExpiredAt time.Time
+}
+
+// NextActionType is the kind of thing a payer does to pay.
+type NextActionType string
+
+// The next actions.
+const (
+	NextActionPixCode NextActionType = "PIX_CODE"
+	NextActionBoleto  NextActionType = "BOLETO"
+)
+
+// NextAction is what the payer of a Pix or boleto payment does.
+type NextAction struct {
+	Type NextActionType
+	// PixCode is the Pix "copia e cola" text (a QR code carries the same).
+	PixCode string
+	// BoletoLine is the boleto's typeable line (linha digitável).
+	BoletoLine string
+	// HostedURL is a page where the payer sees it, if the processor gives one.
+	HostedURL string
+	ExpiresAt time.Time
 }
 
 // Flagged reports whether one of the payment's keys was replayed or rejected.
 func (p Payment) Flagged() bool { return p.ReplayCount > 0 || p.RejectedCount > 0 }
 
-// Refundable is what may still be refunded: captured less refunded.
+// Refundable is what may still be refunded: captured less refunded, less
+// what refunds in flight hold.
 func (p Payment) Refundable() Money {
-	return Money{Minor: p.Captured.Minor - p.Refunded.Minor, Currency: p.Amount.Currency}
+	return Money{Minor: p.Captured.Minor - p.Refunded.Minor - p.Reserved.Minor, Currency: p.Amount.Currency}
 }
 
 // Refund is money given back from a captured payment.
@@ -131,7 +190,52 @@ type Refund struct {
 	Reason         *string
 	IdempotencyKey string
 	CreatedAt      time.Time
+	// Status is PROCESSING until the processor says the refund succeeded
+	// or failed; FailureCode is a FAILED refund's processor code.
+	Status      RefundStatus
+	FailureCode string
 }
+
+// RefundStatus is where a refund is at the processor.
+type RefundStatus string
+
+// The refund statuses.
+const (
+	RefundProcessing RefundStatus = "PROCESSING"
+	RefundSucceeded  RefundStatus = "SUCCEEDED"
+	RefundFailed     RefundStatus = "FAILED"
+)
+
+// ProcessorCall is one call CMPay made to the processor for a payment: a
+// write (create, capture, cancel, refund), or a read made to resolve an
+// operation, listed under that operation.
+type ProcessorCall struct {
+	Operation Operation
+	// ProcessorKey is the idempotency key CMPay sent: the same for every
+	// try of one operation.
+	ProcessorKey string
+	Outcome      CallOutcome
+	// Code is the processor's error or decline code, if any.
+	Code     string
+	At       time.Time
+	Duration time.Duration
+}
+
+// CallOutcome is what one processor call came to.
+type CallOutcome string
+
+// The call outcomes.
+const (
+	// CallSucceeded: the processor answered with its record.
+	CallSucceeded CallOutcome = "SUCCEEDED"
+	// CallDeclined: the processor refused (a decline, a refusal).
+	CallDeclined CallOutcome = "DECLINED"
+	// CallUnknown: no answer that settles it (a timeout, a 5xx, 409, 429).
+	CallUnknown CallOutcome = "UNKNOWN"
+	// CallError: a definite error that does not settle the operation (an
+	// authentication error, a record not found).
+	CallError CallOutcome = "ERROR"
+)
 
 // Attempt is one request made against a payment: with the key that created
 // it, or with the key of a capture, cancel or refund.

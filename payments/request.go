@@ -40,6 +40,10 @@ type CreateRequest struct {
 	// Capture false creates an authorized payment, to be captured or
 	// canceled later; nil means true.
 	Capture *bool
+	// PaymentMethodToken is the payment method at the processor (Stripe:
+	// a PaymentMethod id, pm_…); nil for none. Part of the payload the key
+	// is bound to.
+	PaymentMethodToken *string
 	Origin
 }
 

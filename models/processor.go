@@ -1,0 +1,62 @@
+package models
+
+import "time"
+
+// ProcessorOperation is one operation sent to the payment processor: a
+// create, capture, cancel or refund, stored before the processor is asked
+// (so that a crash after the call leaves work a worker can finish, and one
+// before it leaves nothing sent), then settled by what the processor says.
+// While its outcome is unknown it is work for whoever holds its lease: the
+// request that stored it, a retry of it, or the recovery worker of any
+// instance; the lease is what keeps two of them from asking at once.
+type ProcessorOperation struct {
+	ID        string  `gorm:"primaryKey;size:40"`
+	PaymentID string  `gorm:"not null;size:40;index:idx_processor_operations_payment"`
+	RefundID  *string `gorm:"size:40"`
+	Operation string  `gorm:"not null;size:20"`
+	Processor string  `gorm:"not null;size:16"`
+	// Key is the idempotency key sent to the processor: a function of the
+	// operation alone ("cmpay_" + ID), the same for every try.
+	Key string `gorm:"not null;size:255;uniqueIndex:idx_processor_operations_key"`
+	// AmountMinor and Currency are what the operation moves; Request the
+	// rest of what it asks, as JSON (method, payment method token, capture).
+	AmountMinor int64  `gorm:"not null"`
+	Currency    string `gorm:"not null;size:3"`
+	Request     string `gorm:"not null;default:'{}'"`
+	// State is PENDING (stored, not answered), UNKNOWN (asked, no answer
+	// that settles it), SUCCEEDED, DECLINED (a create the processor
+	// refused), REFUSED (a capture, cancel or refund it refused) or FAILED
+	// (a refund it failed); Code is the processor's code for the last three.
+	State string  `gorm:"not null;size:16"`
+	Code  *string `gorm:"size:100"`
+	// Sends counts the writes sent to the processor for this operation.
+	Sends int `gorm:"not null;default:0"`
+	// LeaseOwner holds the operation until LeaseUntil; a lease past its
+	// time is free, so a holder that died loses it.
+	LeaseOwner *string `gorm:"size:40"`
+	LeaseUntil *time.Time
+	// NextTryAt is when an unsettled operation is next resolved; the
+	// recovery worker finds the due ones through the partial index on it.
+	NextTryAt time.Time `gorm:"not null;index:idx_processor_operations_due,where:settled_at IS NULL"`
+	LastError *string   `gorm:"size:500"`
+	CreatedAt time.Time `gorm:"not null;autoCreateTime:false"`
+	SettledAt *time.Time
+}
+
+// ProcessorCall is one call made to the processor for an operation: a
+// write, or a read made to resolve it. Rows are only ever inserted.
+type ProcessorCall struct {
+	ID          int64  `gorm:"primaryKey;autoIncrement"`
+	OperationID string `gorm:"not null;size:40"`
+	PaymentID   string `gorm:"not null;size:40;index:idx_processor_calls_payment,priority:1"`
+	Operation   string `gorm:"not null;size:20"`
+	// ProcessorKey is the idempotency key the call carried (a read's: its
+	// operation's).
+	ProcessorKey string `gorm:"not null;size:255"`
+	// Kind is WRITE or READ; Outcome SUCCEEDED, DECLINED, UNKNOWN or ERROR.
+	Kind       string    `gorm:"not null;size:8"`
+	Outcome    string    `gorm:"not null;size:16"`
+	Code       *string   `gorm:"size:100"`
+	At         time.Time `gorm:"not null;index:idx_processor_calls_payment,priority:2"`
+	DurationMs int64     `gorm:"not null"`
+}
