@@ -302,6 +302,33 @@ func (s *Service) RefundsOf(ctx context.Context, ps []Payment) ([][]Refund, erro
 	return fillShared(out, ps, at), nil
 }
 
+// ProcessorCallsOf returns the processor calls of each payment, oldest
+// first, in one query.
+func (s *Service) ProcessorCallsOf(ctx context.Context, ps []Payment) ([][]ProcessorCall, error) {
+	ctx, cancel := context.WithTimeout(ctx, readTimeout)
+	defer cancel()
+	rows, err := s.store.processorCallsOf(ctx, paymentIDs(ps))
+	if err != nil {
+		return nil, fmt.Errorf("list processor calls: %w", err)
+	}
+	out, at := make([][]ProcessorCall, len(ps)), indexByID(ps)
+	for _, row := range rows {
+		i := at[row.PaymentID]
+		c := ProcessorCall{Operation: Operation(row.Operation), ProcessorKey: row.ProcessorKey, Outcome: CallOutcome(row.Outcome),
+			At: row.At.UTC(), Duration: time.Duration(row.DurationMs) * time.Millisecond}
+		if row.Code != nil {
+			c.Code = *row.Code
+		}
+		out[i] = append(out[i], c)
+	}
+	for i := range out {
+		if out[i] == nil {
+			out[i] = []ProcessorCall{}
+		}
+	}
+	return fillShared(out, ps, at), nil
+}
+
 func paymentIDs(ps []Payment) []string {
 	ids := make([]string, len(ps))
 	for i, p := range ps {

@@ -40,6 +40,14 @@ func scanRefundRow(row sqlq.Row) (models.Refund, error) {
 	return r, err
 }
 
+// scanProcessorCall reads a processor call's columns: payment_id,
+// operation, processor_key, outcome, code, at, duration_ms.
+func scanProcessorCall(row sqlq.Row) (models.ProcessorCall, error) {
+	var c models.ProcessorCall
+	err := row.Scan(&c.PaymentID, &c.Operation, &c.ProcessorKey, &c.Outcome, &c.Code, &c.At, &c.DurationMs)
+	return c, err
+}
+
 // scanAttempt reads an attempt's columns: id, payment_id, operation,
 // outcome, at, idempotency_key, params, held_params, refusal, refund_id,
 // differing_fields, attempted_amount_minor, attempted_currency,

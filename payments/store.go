@@ -45,6 +45,9 @@ type store interface {
 	// each payment's oldest first; refundsOf their refunds.
 	attemptsOf(ctx context.Context, ids []string) ([]models.IdempotencyAttempt, error)
 	refundsOf(ctx context.Context, ids []string) ([]models.Refund, error)
+	// processorCallsOf reads the processor calls of the payments with the
+	// given ids, each payment's oldest first.
+	processorCallsOf(ctx context.Context, ids []string) ([]models.ProcessorCall, error)
 	// attemptCounts counts, on r (the primary or a replica), the attempts
 	// made since from, by hour and outcome (stats.go).
 	attemptCounts(ctx context.Context, r sqlq.Runner, from time.Time) ([]hourCount, error)

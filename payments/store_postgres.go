@@ -386,3 +386,7 @@ func (st *postgresStore) sweepKeys(ctx context.Context, before time.Time, limit 
 }
 
 var _ store = (*postgresStore)(nil)
+
+func (st *postgresStore) processorCallsOf(ctx context.Context, ids []string) ([]models.ProcessorCall, error) {
+	return sqlq.Collect(ctx, st.pg, postgresSQL.SQL("processor_calls_of"), []any{ids}, scanProcessorCall)
+}

@@ -364,3 +364,11 @@ func (st *sqliteStore) sweepKeys(ctx context.Context, before time.Time, limit in
 }
 
 var _ store = (*sqliteStore)(nil)
+
+func (st *sqliteStore) processorCallsOf(ctx context.Context, ids []string) ([]models.ProcessorCall, error) {
+	list, err := json.Marshal(ids)
+	if err != nil {
+		return nil, err
+	}
+	return sqlq.Collect(ctx, st.lite, sqliteSQL.SQL("processor_calls_of"), []any{string(list)}, scanProcessorCall)
+}

@@ -69,6 +69,13 @@ FROM idempotency_attempts WHERE payment_id = ANY($1::text[]) ORDER BY payment_id
 SELECT id, payment_id, amount_minor, reason, idempotency_key, created_at
 FROM refunds WHERE payment_id = ANY($1::text[]) ORDER BY payment_id, created_at, id
 
+-- name: processor_calls_of
+-- The processor calls of the payments whose ids are in the array $1, each
+-- payment's oldest first, in scanProcessorCall's column order
+-- (ProcessorCallsOf).
+SELECT payment_id, operation, processor_key, outcome, code, at, duration_ms
+FROM processor_calls WHERE payment_id = ANY($1::text[]) ORDER BY payment_id, at, id
+
 -- name: attempt_counts
 -- Counts the attempts made since $1 by hour (hours since the Unix epoch)
 -- and outcome, reading the attempts' time index over that window only

@@ -74,6 +74,12 @@ FROM idempotency_attempts WHERE payment_id IN (SELECT value FROM json_each($1)) 
 SELECT id, payment_id, amount_minor, reason, idempotency_key, created_at
 FROM refunds WHERE payment_id IN (SELECT value FROM json_each($1)) ORDER BY payment_id, created_at, id
 
+-- name: processor_calls_of
+-- The processor calls of the payments whose ids are in the JSON array $1,
+-- as PostgreSQL's processor_calls_of.
+SELECT payment_id, operation, processor_key, outcome, code, at, duration_ms
+FROM processor_calls WHERE payment_id IN (SELECT value FROM json_each($1)) ORDER BY payment_id, at, id
+
 -- name: attempt_counts
 -- Counts the attempts made since $1 by hour (hours since the Unix epoch)
 -- and outcome. A time is stored as text; its first 19 characters are the
