@@ -23,6 +23,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/cmpay/cmpay/auth"
+	"github.com/cmpay/cmpay/internal/sqlq"
 	"github.com/cmpay/cmpay/models"
 )
 
@@ -68,7 +69,7 @@ type Options struct {
 
 // Store keeps tokens in the database.
 type Store struct {
-	db         *gorm.DB
+	st         store
 	touchEvery time.Duration
 	// cache holds looked-up tokens by hash until their expiry; nil: none.
 	// (Not golang-lru's expirable cache: its sweeping goroutine never
@@ -83,13 +84,20 @@ type cached struct {
 	until     time.Time
 }
 
-// NewStore keeps tokens in db, which must be migrated (models.APIToken).
+// NewStore keeps tokens in db, which must be migrated (models.APIToken). It
+// panics when db is neither PostgreSQL nor SQLite, the only databases
+// database.Open opens: a mistake of the program's, not of its
+// configuration.
 func NewStore(db *gorm.DB, opts Options) *Store {
+	st, err := newStore(db)
+	if err != nil {
+		panic(fmt.Sprintf("apitoken: %v", err))
+	}
 	clock := opts.Now
 	if clock == nil {
 		clock = time.Now
 	}
-	s := &Store{db: db, touchEvery: opts.TouchEvery, now: func() time.Time { return clock().UTC() }}
+	s := &Store{st: st, touchEvery: opts.TouchEvery, now: func() time.Time { return clock().UTC() }}
 	if s.touchEvery <= 0 {
 		s.touchEvery = time.Minute
 	}
@@ -131,13 +139,7 @@ func (s *Store) Create(ctx context.Context, name, clientID string, scopes []auth
 		TokenHash: hash(secret),
 		CreatedAt: s.now(),
 	}
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if err := tx.Create(&row).Error; err != nil {
-			return fmt.Errorf("create token: %w", err)
-		}
-		return audit.write(tx, tokenOf(row), false)
-	})
-	if err != nil {
+	if err := s.st.create(ctx, row, audit); err != nil {
 		return Token{}, "", err
 	}
 	return tokenOf(row), secret, nil
@@ -149,13 +151,13 @@ func (s *Store) Create(ctx context.Context, name, clientID string, scopes []auth
 // write through tx alone: on SQLite the server has one connection, which
 // tx holds. unchanged is true for a revocation of a token that was revoked
 // already, which changes nothing. A nil Audit records nothing.
-type Audit func(tx *gorm.DB, t Token, unchanged bool) error
+type Audit func(ctx context.Context, tx sqlq.Runner, t Token, unchanged bool) error
 
-func (a Audit) write(tx *gorm.DB, t Token, unchanged bool) error {
+func (a Audit) write(ctx context.Context, tx sqlq.Runner, t Token, unchanged bool) error {
 	if a == nil {
 		return nil
 	}
-	return a(tx, t, unchanged)
+	return a(ctx, tx, t, unchanged)
 }
 
 // checkText refuses names and client ids that would not show plainly in
@@ -178,9 +180,9 @@ func checkText(what, v string, required bool) error {
 
 // List returns every token, revoked ones included, oldest first.
 func (s *Store) List(ctx context.Context) ([]Token, error) {
-	var rows []models.APIToken
-	if err := s.db.WithContext(ctx).Order("created_at, id").Find(&rows).Error; err != nil {
-		return nil, fmt.Errorf("list tokens: %w", err)
+	rows, err := s.st.tokens(ctx)
+	if err != nil {
+		return nil, err
 	}
 	tokens := make([]Token, len(rows))
 	for i, r := range rows {
@@ -195,24 +197,12 @@ func (s *Store) List(ctx context.Context) ([]Token, error) {
 // entry in the same transaction (told when nothing changed); an id that
 // names no token writes none.
 func (s *Store) Revoke(ctx context.Context, id string, audit Audit) (Token, error) {
-	now := s.now()
-	var row models.APIToken
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		res := tx.Model(&models.APIToken{}).Where("id = ? AND revoked_at IS NULL", id).Update("revoked_at", now)
-		if res.Error != nil {
-			return fmt.Errorf("revoke token: %w", res.Error)
-		}
-		err := tx.Where("id = ?", id).Take(&row).Error
-		if errors.Is(err, gorm.ErrRecordNotFound) {
-			return fmt.Errorf("%w: %s", ErrNotFound, id)
-		}
-		if err != nil {
-			return fmt.Errorf("revoke token: %w", err)
-		}
-		return audit.write(tx, tokenOf(row), res.RowsAffected == 0)
-	})
+	row, ok, err := s.st.revoke(ctx, id, s.now(), audit)
 	if err != nil {
 		return Token{}, err
+	}
+	if !ok {
+		return Token{}, fmt.Errorf("%w: %s", ErrNotFound, id)
 	}
 	return tokenOf(row), nil
 }
@@ -246,15 +236,11 @@ func (s *Store) authenticate(ctx context.Context, presented string, margin time.
 			return c.principal, true, nil
 		}
 	}
-	var row models.APIToken
-	err := s.db.WithContext(ctx).Where("token_hash = ?", h).Take(&row).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return auth.Principal{}, false, nil
-	}
+	row, ok, err := s.st.byHash(ctx, h)
 	if err != nil {
 		return auth.Principal{}, false, fmt.Errorf("look up token: %w", err)
 	}
-	if row.RevokedAt != nil {
+	if !ok || row.RevokedAt != nil {
 		return auth.Principal{}, false, nil
 	}
 	if err := s.touch(ctx, row); err != nil {
@@ -276,13 +262,8 @@ func (s *Store) touch(ctx context.Context, row models.APIToken) error {
 	if row.LastUsedAt != nil && row.LastUsedAt.After(stale) {
 		return nil
 	}
-	err := s.db.WithContext(ctx).Model(&models.APIToken{}).
-		Where("id = ? AND (last_used_at IS NULL OR last_used_at <= ?)", row.ID, stale).
-		Update("last_used_at", now).Error
-	if err != nil {
-		return fmt.Errorf("record token use: %w", err)
-	}
-	return nil
+	_, err := s.st.touch(ctx, row.ID, now, stale)
+	return err
 }
 
 func principalOf(row models.APIToken) auth.Principal {

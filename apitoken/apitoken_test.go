@@ -8,10 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"gorm.io/gorm"
-
 	"github.com/cmpay/cmpay/auth"
 	"github.com/cmpay/cmpay/internal/dbtest"
+	"github.com/cmpay/cmpay/internal/sqlq"
 	"github.com/cmpay/cmpay/internal/stripedouble"
 	"github.com/cmpay/cmpay/models"
 )
@@ -125,14 +124,13 @@ func TestAuditInTheSameTransaction(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		s := NewStore(db.Gorm, Options{CacheTTL: -1})
-		failing := func(*gorm.DB, Token, bool) error { return errAuditDown }
+		failing := func(context.Context, sqlq.Runner, Token, bool) error { return errAuditDown }
 		var seen []Token
 		var unchanged []bool
-		recording := func(tx *gorm.DB, tok Token, same bool) error {
-			var n int64
-			if err := tx.Model(&models.APIToken{}).Where("id = ? AND (revoked_at IS NULL) = ?", tok.ID, tok.RevokedAt == nil).
-				Count(&n).Error; err != nil || n != 1 {
-				t.Errorf("the audit does not see the change to %s in its transaction: %d rows, %v", tok.ID, n, err)
+		recording := func(ctx context.Context, tx sqlq.Runner, tok Token, same bool) error {
+			row, ok, err := readToken(ctx, tx, statements.SQL("token"), tok.ID)
+			if err != nil || !ok || (row.RevokedAt == nil) != (tok.RevokedAt == nil) {
+				t.Errorf("the audit does not see the change to %s in its transaction: %+v, %v, %v", tok.ID, row, ok, err)
 			}
 			seen, unchanged = append(seen, tok), append(unchanged, same)
 			return nil

@@ -165,7 +165,7 @@ func (s *Store) ResendAudit(who Actor, deliveryID int64) webhooks.Audit {
 // the transaction that makes the change. Revoking a token revoked already
 // is recorded as failed: it changed nothing.
 func (s *Store) TokenAudit(who Actor, action Action) apitoken.Audit {
-	return func(tx *gorm.DB, t apitoken.Token, unchanged bool) error {
+	return func(ctx context.Context, tx sqlq.Runner, t apitoken.Token, unchanged bool) error {
 		outcome, detail := OutcomeOK, ""
 		switch {
 		case unchanged:
@@ -176,7 +176,7 @@ func (s *Store) TokenAudit(who Actor, action Action) apitoken.Audit {
 				detail += ", client " + t.ClientID
 			}
 		}
-		return appendEntry(tx, s.now(), who, action, t.ID, outcome, detail)
+		return appendEntryIn(ctx, tx, s.now(), who, action, t.ID, outcome, detail)
 	}
 }
 
