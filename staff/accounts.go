@@ -2,12 +2,8 @@ package staff
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
-
-	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
 
 	"github.com/cmpay/cmpay/models"
 )
@@ -25,16 +21,6 @@ func accountFromRow(row models.StaffAccount) Account {
 		a.LastSignInAt = row.LastSignInAt.UTC()
 	}
 	return a
-}
-
-// findAccount reads an account by its normalised username; ok is false when
-// there is none.
-func findAccount(tx *gorm.DB, username string) (row models.StaffAccount, ok bool, err error) {
-	res := tx.Where("username = ?", username).Limit(1).Find(&row)
-	if res.Error != nil {
-		return row, false, fmt.Errorf("read staff account: %w", res.Error)
-	}
-	return row, res.RowsAffected == 1, nil
 }
 
 // Bootstrapped says what Bootstrap did.
@@ -79,8 +65,8 @@ func (s *Store) Bootstrap(ctx context.Context, username, password string) (Boots
 			return out, err
 		}
 	}
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		row, ok, err := findAccount(tx, username)
+	err := s.st.tx(ctx, func(q queries) error {
+		row, ok, err := q.account(ctx, username)
 		if err != nil {
 			return err
 		}
@@ -89,18 +75,15 @@ func (s *Store) Bootstrap(ctx context.Context, username, password string) (Boots
 			if password == "" {
 				return nil
 			}
-			err := tx.Model(&models.StaffAccount{}).Where("id = ?", row.ID).Updates(map[string]any{
-				"password_hash": hash, "must_change_password": false, "password_changed_at": now, "updated_at": now,
-			}).Error
-			if err != nil {
+			if err := q.setPassword(ctx, row.ID, hash, now); err != nil {
 				return fmt.Errorf("set the admin password: %w", err)
 			}
-			ended := tx.Where("account_id = ?", row.ID).Delete(&models.StaffSession{})
-			if ended.Error != nil {
-				return fmt.Errorf("end sessions: %w", ended.Error)
+			ended, err := q.endSessions(ctx, row.ID, "")
+			if err != nil {
+				return err
 			}
-			return appendEntry(tx, now, ServerStart, ActPasswordSet, username, OutcomeOK,
-				fmt.Sprintf("ADMIN_PASSWORD set this account's password; %d session(s) ended", ended.RowsAffected))
+			return appendEntry(ctx, q, now, ServerStart, ActPasswordSet, username, OutcomeOK,
+				fmt.Sprintf("ADMIN_PASSWORD set this account's password; %d session(s) ended", ended))
 		}
 		must := password == ""
 		if must {
@@ -114,15 +97,13 @@ func (s *Store) Bootstrap(ctx context.Context, username, password string) (Boots
 		// Several instances may start at once on an empty database: the
 		// unique index lets one create the account; the others find it
 		// made and leave it (and its one printed password) alone.
-		row = models.StaffAccount{
-			Username: username, Role: string(Admin), PasswordHash: hash, MustChangePassword: must,
-			CreatedAt: now, UpdatedAt: now, PasswordChangedAt: now,
+		created, err := q.addAccount(ctx, models.StaffAccount{
+			Username: username, Role: string(Admin), PasswordHash: hash, MustChangePassword: must, CreatedAt: now,
+		})
+		if err != nil {
+			return fmt.Errorf("create the admin account: %w", err)
 		}
-		res := tx.Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "username"}}, DoNothing: true}).Create(&row)
-		if res.Error != nil {
-			return fmt.Errorf("create the admin account: %w", res.Error)
-		}
-		if res.RowsAffected == 0 {
+		if !created {
 			out.Generated = ""
 			return nil
 		}
@@ -131,7 +112,7 @@ func (s *Store) Bootstrap(ctx context.Context, username, password string) (Boots
 		if must {
 			detail = "role admin, from ADMIN_USER, with a generated temporary password"
 		}
-		return appendEntry(tx, now, ServerStart, ActStaffAdd, username, OutcomeOK, detail)
+		return appendEntry(ctx, q, now, ServerStart, ActStaffAdd, username, OutcomeOK, detail)
 	})
 	if err != nil {
 		return Bootstrapped{}, fmt.Errorf("bootstrap admin account: %w", err)
@@ -144,7 +125,7 @@ func (s *Store) Bootstrap(ctx context.Context, username, password string) (Boots
 // then has nothing to do. A hash made with older parameters counts as not
 // having it, so that the start rewrites it.
 func (s *Store) hasPassword(ctx context.Context, username, password string) (bool, error) {
-	row, ok, err := findAccount(s.db.WithContext(ctx), username)
+	row, ok, err := s.st.account(ctx, username)
 	if err != nil || !ok || row.MustChangePassword {
 		return false, err
 	}
@@ -155,16 +136,15 @@ func (s *Store) hasPassword(ctx context.Context, username, password string) (boo
 	return good && !stale, nil
 }
 
-func createAccount(tx *gorm.DB, now time.Time, username string, role Role, hash string, mustChange bool) error {
-	row := models.StaffAccount{
-		Username: username, Role: string(role), PasswordHash: hash, MustChangePassword: mustChange,
-		CreatedAt: now, UpdatedAt: now, PasswordChangedAt: now,
+func createAccount(ctx context.Context, q queries, now time.Time, username string, role Role, hash string, mustChange bool) error {
+	created, err := q.addAccount(ctx, models.StaffAccount{
+		Username: username, Role: string(role), PasswordHash: hash, MustChangePassword: mustChange, CreatedAt: now,
+	})
+	if err != nil {
+		return err
 	}
-	if err := tx.Create(&row).Error; err != nil {
-		if errors.Is(err, gorm.ErrDuplicatedKey) {
-			return invalid(fmt.Sprintf("there is already a staff account %q", username))
-		}
-		return fmt.Errorf("create staff account: %w", err)
+	if !created {
+		return invalid(fmt.Sprintf("there is already a staff account %q", username))
 	}
 	return nil
 }
@@ -191,16 +171,16 @@ func (s *Store) Add(ctx context.Context, by Actor, username string, role Role, p
 	if err := s.hash(ctx, func() { hash = hashPassword(password, s.params) }); err != nil {
 		return "", err
 	}
-	err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err = s.st.tx(ctx, func(q queries) error {
 		now := s.now()
-		if err := createAccount(tx, now, username, role, hash, must); err != nil {
+		if err := createAccount(ctx, q, now, username, role, hash, must); err != nil {
 			return err
 		}
 		detail := "role " + string(role) + ", temporary password"
 		if !must {
 			detail = "role " + string(role) + ", password given"
 		}
-		return appendEntry(tx, now, by, ActStaffAdd, username, OutcomeOK, detail)
+		return appendEntry(ctx, q, now, by, ActStaffAdd, username, OutcomeOK, detail)
 	})
 	if err != nil {
 		return "", err
@@ -213,9 +193,9 @@ func (s *Store) Add(ctx context.Context, by Actor, username string, role Role, p
 
 // List returns every account, by username.
 func (s *Store) List(ctx context.Context) ([]Account, error) {
-	var rows []models.StaffAccount
-	if err := s.db.WithContext(ctx).Order("username").Find(&rows).Error; err != nil {
-		return nil, fmt.Errorf("list staff accounts: %w", err)
+	rows, err := s.st.accounts(ctx)
+	if err != nil {
+		return nil, err
 	}
 	out := make([]Account, len(rows))
 	for i, r := range rows {
@@ -226,7 +206,7 @@ func (s *Store) List(ctx context.Context) ([]Account, error) {
 
 // Get returns one account.
 func (s *Store) Get(ctx context.Context, username string) (Account, error) {
-	row, ok, err := findAccount(s.db.WithContext(ctx), NormalizeUsername(username))
+	row, ok, err := s.st.account(ctx, NormalizeUsername(username))
 	if err != nil {
 		return Account{}, err
 	}
@@ -247,8 +227,8 @@ func (s *Store) SetRole(ctx context.Context, by Actor, username string, role Rol
 	if username == by.Username {
 		return invalid("you cannot change your own role")
 	}
-	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		row, ok, err := findAccount(tx, username)
+	return s.st.tx(ctx, func(q queries) error {
+		row, ok, err := q.account(ctx, username)
 		if err != nil {
 			return err
 		}
@@ -259,11 +239,10 @@ func (s *Store) SetRole(ctx context.Context, by Actor, username string, role Rol
 			return nil
 		}
 		now := s.now()
-		if err := tx.Model(&models.StaffAccount{}).Where("id = ?", row.ID).
-			Updates(map[string]any{"role": string(role), "updated_at": now}).Error; err != nil {
-			return fmt.Errorf("change role: %w", err)
+		if err := q.setRole(ctx, row.ID, role, now); err != nil {
+			return err
 		}
-		return appendEntry(tx, now, by, ActStaffRole, username, OutcomeOK, "from "+row.Role+" to "+string(role))
+		return appendEntry(ctx, q, now, by, ActStaffRole, username, OutcomeOK, "from "+row.Role+" to "+string(role))
 	})
 }
 
@@ -275,8 +254,8 @@ func (s *Store) Disable(ctx context.Context, by Actor, username string) error {
 	if username == by.Username {
 		return invalid("you cannot disable your own account")
 	}
-	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		row, ok, err := findAccount(tx, username)
+	return s.st.tx(ctx, func(q queries) error {
+		row, ok, err := q.account(ctx, username)
 		if err != nil {
 			return err
 		}
@@ -287,15 +266,14 @@ func (s *Store) Disable(ctx context.Context, by Actor, username string) error {
 			return nil
 		}
 		now := s.now()
-		if err := tx.Model(&models.StaffAccount{}).Where("id = ?", row.ID).
-			Updates(map[string]any{"disabled": true, "disabled_at": now, "updated_at": now}).Error; err != nil {
-			return fmt.Errorf("disable account: %w", err)
+		if err := q.disable(ctx, row.ID, now); err != nil {
+			return err
 		}
-		ended := tx.Where("account_id = ?", row.ID).Delete(&models.StaffSession{})
-		if ended.Error != nil {
-			return fmt.Errorf("end sessions: %w", ended.Error)
+		ended, err := q.endSessions(ctx, row.ID, "")
+		if err != nil {
+			return err
 		}
-		return appendEntry(tx, now, by, ActStaffDisable, username, OutcomeOK, fmt.Sprintf("%d session(s) ended", ended.RowsAffected))
+		return appendEntry(ctx, q, now, by, ActStaffDisable, username, OutcomeOK, fmt.Sprintf("%d session(s) ended", ended))
 	})
 }
 
@@ -311,7 +289,7 @@ func (s *Store) ChangePassword(ctx context.Context, sess Session, address, curre
 	if current == next {
 		return invalid("the new password must differ from the current one")
 	}
-	row, ok, err := findAccount(s.db.WithContext(ctx), sess.Account.Username)
+	row, ok, err := s.st.account(ctx, sess.Account.Username)
 	if err != nil {
 		return err
 	}
@@ -332,24 +310,23 @@ func (s *Store) ChangePassword(ctx context.Context, sess Session, address, curre
 	if err := s.hash(ctx, func() { hash = hashPassword(next, s.params) }); err != nil {
 		return err
 	}
-	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	return s.st.tx(ctx, func(q queries) error {
 		now := s.now()
 		// The hash read above must still be the account's: two changes at
 		// once, the second with the old password, must not both succeed.
-		res := tx.Model(&models.StaffAccount{}).Where("id = ? AND password_hash = ?", row.ID, row.PasswordHash).
-			Updates(map[string]any{"password_hash": hash, "must_change_password": false, "password_changed_at": now, "updated_at": now})
-		if res.Error != nil {
-			return fmt.Errorf("change password: %w", res.Error)
+		changed, err := q.changePassword(ctx, row.ID, row.PasswordHash, hash, now)
+		if err != nil {
+			return err
 		}
-		if res.RowsAffected != 1 {
+		if !changed {
 			return invalid("the password was changed meanwhile; sign in again")
 		}
-		ended := tx.Where("account_id = ? AND id <> ?", row.ID, sess.ID).Delete(&models.StaffSession{})
-		if ended.Error != nil {
-			return fmt.Errorf("end other sessions: %w", ended.Error)
+		ended, err := q.endSessions(ctx, row.ID, sess.ID)
+		if err != nil {
+			return err
 		}
-		return appendEntry(tx, now, who, ActPasswordChange, row.Username, OutcomeOK,
-			fmt.Sprintf("%d other session(s) ended", ended.RowsAffected))
+		return appendEntry(ctx, q, now, who, ActPasswordChange, row.Username, OutcomeOK,
+			fmt.Sprintf("%d other session(s) ended", ended))
 	})
 }
 
@@ -365,7 +342,7 @@ func (s *Store) Verify(ctx context.Context, username, password string) (Account,
 // returns the row for a sign-in to update.
 func (s *Store) verify(ctx context.Context, username, password string) (Account, string, error) {
 	username = NormalizeUsername(username)
-	row, ok, err := findAccount(s.db.WithContext(ctx), username)
+	row, ok, err := s.st.account(ctx, username)
 	if err != nil {
 		return Account{}, "", err
 	}
@@ -393,8 +370,7 @@ func (s *Store) verify(ctx context.Context, username, password string) (Account,
 		// password is at hand. Failing to is no reason to refuse.
 		var hash string
 		if s.hash(ctx, func() { hash = hashPassword(password, s.params) }) == nil {
-			s.db.WithContext(ctx).Model(&models.StaffAccount{}).
-				Where("id = ? AND password_hash = ?", row.ID, row.PasswordHash).Update("password_hash", hash)
+			_ = s.st.rehashPassword(ctx, row.ID, row.PasswordHash, hash)
 		}
 	}
 	return accountFromRow(row), "", nil

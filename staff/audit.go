@@ -1,17 +1,16 @@
 package staff
 
 import (
+	"cmp"
 	"context"
-	"embed"
 	"encoding/base64"
 	"encoding/json"
-	"fmt"
+	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
-
-	"gorm.io/gorm"
 
 	"github.com/cmpay/cmpay/apitoken"
 	"github.com/cmpay/cmpay/auth"
@@ -90,14 +89,11 @@ type Entry struct {
 	Payment bool
 }
 
-// appendEntry writes an entry in tx: the caller's transaction, so that the
-// entry commits or rolls back with what it records. at is the entry's time.
-func appendEntry(tx *gorm.DB, at time.Time, who Actor, action Action, target, outcome, detail string) error {
-	row := storedEntry(at, who, action, target, outcome, detail)
-	if err := tx.Create(&row).Error; err != nil {
-		return fmt.Errorf("write audit entry: %w", err)
-	}
-	return nil
+// appendEntry writes an entry with q: in the caller's transaction, so that
+// the entry commits or rolls back with what it records. at is the entry's
+// time.
+func appendEntry(ctx context.Context, q queries, at time.Time, who Actor, action Action, target, outcome, detail string) error {
+	return q.appendEntry(ctx, storedEntry(at, who, action, target, outcome, detail))
 }
 
 // storedEntry is an entry as stored, its fields cut to their columns' sizes.
@@ -113,24 +109,6 @@ func storedEntry(at time.Time, who Actor, action Action, target, outcome, detail
 	}
 }
 
-//go:embed sql/common.sql
-var sqlFiles embed.FS
-
-// statements are the staff package's SQL (sql/common.sql), for what is
-// written in another package's transaction, which hands over a
-// sqlq.Runner.
-var statements = sqlq.MustLoad(sqlFiles, "sql/common.sql")
-
-// appendEntryIn writes an entry in tx, another package's transaction.
-func appendEntryIn(ctx context.Context, tx sqlq.Runner, at time.Time, who Actor, action Action, target, outcome, detail string) error {
-	r := storedEntry(at, who, action, target, outcome, detail)
-	_, err := tx.Exec(ctx, statements.SQL("insert_audit_entry"), r.At, r.Actor, r.Address, r.Action, r.Target, r.Outcome, r.Detail)
-	if err != nil {
-		return fmt.Errorf("write audit entry: %w", err)
-	}
-	return nil
-}
-
 // Record writes one audit entry on its own: for what changes nothing in the
 // database (a failed sign-in, a refused request, an export), or whose change
 // is recorded elsewhere in its own transaction. The write outlives ctx (a
@@ -140,7 +118,7 @@ func appendEntryIn(ctx context.Context, tx sqlq.Runner, at time.Time, who Actor,
 func (s *Store) Record(ctx context.Context, who Actor, action Action, target, outcome, detail string) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), auditWriteTimeout)
 	defer cancel()
-	return appendEntry(s.db.WithContext(ctx), s.now(), who, action, target, outcome, detail)
+	return appendEntry(ctx, s.st, s.now(), who, action, target, outcome, detail)
 }
 
 // auditWriteTimeout bounds Record's write. It takes a millisecond.
@@ -156,7 +134,7 @@ func (s *Store) ResendAudit(who Actor, deliveryID int64) webhooks.Audit {
 		if !changed {
 			outcome, detail = OutcomeFailed, "not a failed delivery: nothing changed"
 		}
-		return appendEntryIn(ctx, tx, s.now(), who, ActWebhookResend, "delivery "+strconv.FormatInt(deliveryID, 10), outcome, detail)
+		return appendEntry(ctx, s.st.in(tx), s.now(), who, ActWebhookResend, "delivery "+strconv.FormatInt(deliveryID, 10), outcome, detail)
 	}
 }
 
@@ -176,7 +154,7 @@ func (s *Store) TokenAudit(who Actor, action Action) apitoken.Audit {
 				detail += ", client " + t.ClientID
 			}
 		}
-		return appendEntryIn(ctx, tx, s.now(), who, action, t.ID, outcome, detail)
+		return appendEntry(ctx, s.st.in(tx), s.now(), who, action, t.ID, outcome, detail)
 	}
 }
 
@@ -246,25 +224,10 @@ func (s *Store) AuditLog(ctx context.Context, f AuditFilter, first int, after st
 		cur = &c
 	}
 
-	// The audit table's side.
-	var sides []string
-	var args []any
-	{
-		conds, cargs := []string{}, []any{}
-		where := func(c string, a ...any) { conds = append(conds, c); cargs = append(cargs, a...) }
-		if f.Actor != "" {
-			where("actor = ?", f.Actor)
-		}
-		if f.Action != "" {
-			where("action = ?", string(f.Action))
-		}
-		timeConds(where, "at", "id", srcStaff, f, cur)
-		q := "SELECT at, '" + srcStaff + "' AS src, id, actor, address, action, target, outcome, detail, '' AS params FROM staff_audit"
-		if len(conds) > 0 {
-			q += " WHERE " + strings.Join(conds, " AND ")
-		}
-		sides = append(sides, "SELECT * FROM ("+q+" ORDER BY at DESC, id DESC LIMIT ?) AS staff_side")
-		args = append(append(args, cargs...), first+1)
+	rows, err := s.st.auditEntries(ctx, auditRead{from: f.From.UTC(), before: sideEnd(srcStaff, f, cur), limit: first + 1,
+		actor: f.Actor, action: string(f.Action)})
+	if err != nil {
+		return AuditPage{}, err
 	}
 	// The payment attempts' side, unless the action filter rules it out.
 	op, paymentAction := payments.Operation(""), f.Action == ""
@@ -274,32 +237,15 @@ func (s *Store) AuditLog(ctx context.Context, f AuditFilter, first int, after st
 		}
 	}
 	if paymentAction {
-		// "transport = 'admin'" is written exactly as the partial index's
-		// predicate (Migrate), so the read is a backward range of it.
-		conds, cargs := []string{"a.transport = 'admin'"}, []any{}
-		where := func(c string, a ...any) { conds = append(conds, c); cargs = append(cargs, a...) }
-		if f.Actor != "" {
-			where("a.actor = ?", f.Actor)
+		attempts, err := s.st.adminAttempts(ctx, auditRead{from: f.From.UTC(), before: sideEnd(srcPayment, f, cur),
+			limit: first + 1, actor: f.Actor, action: string(op)})
+		if err != nil {
+			return AuditPage{}, err
 		}
-		if op != "" {
-			where("a.operation = ?", string(op))
-		}
-		timeConds(where, "a.at", "a.id", srcPayment, f, cur)
-		// No join here: joined to payments, the planner may hash-join a
-		// million payments before it limits (190 ms measured for the
-		// refunds filter); currencies are read for the page's rows below.
-		q := "SELECT a.at, '" + srcPayment + "' AS src, a.id, a.actor, a.actor_address AS address, a.operation AS action, " +
-			"a.payment_id AS target, a.outcome, a.refusal AS detail, COALESCE(a.params, '') AS params " +
-			"FROM idempotency_attempts a WHERE " + strings.Join(conds, " AND ")
-		sides = append(sides, "SELECT * FROM ("+q+" ORDER BY a.at DESC, a.id DESC LIMIT ?) AS payment_side")
-		args = append(append(args, cargs...), first+1)
-	}
-	query := strings.Join(sides, " UNION ALL ") + " ORDER BY at DESC, src DESC, id DESC LIMIT ?"
-	args = append(args, first+1)
-
-	var rows []auditRow
-	if err := s.db.WithContext(ctx).Raw(query, args...).Scan(&rows).Error; err != nil {
-		return AuditPage{}, fmt.Errorf("read audit log: %w", err)
+		rows = append(rows, attempts...)
+		slices.SortFunc(rows, func(a, b auditRow) int {
+			return cmp.Or(b.At.Compare(a.At), cmp.Compare(b.Src, a.Src), cmp.Compare(b.ID, a.ID))
+		})
 	}
 	page := AuditPage{}
 	more := len(rows) > first
@@ -332,13 +278,9 @@ func (s *Store) currencies(ctx context.Context, rows []auditRow) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	var found []struct{ ID, Currency string }
-	if err := s.db.WithContext(ctx).Raw("SELECT id, currency FROM payments WHERE id IN ?", ids).Scan(&found).Error; err != nil {
-		return fmt.Errorf("read audit log: %w", err)
-	}
-	byID := make(map[string]string, len(found))
-	for _, f := range found {
-		byID[f.ID] = f.Currency
+	byID, err := s.st.currencies(ctx, ids)
+	if err != nil {
+		return err
 	}
 	for i := range rows {
 		if rows[i].Src == srcPayment {
@@ -355,28 +297,34 @@ const (
 	srcPayment = "p"
 )
 
-// timeConds adds the time range and the cursor's position to one side's
-// conditions. In the merged order (at DESC, src DESC, id DESC), a side whose
-// source sorts after the cursor's starts at the cursor's instant, one
-// before it just after, and the cursor's own side after the cursor's id.
-func timeConds(where func(string, ...any), at, id, src string, f AuditFilter, cur *auditCursor) {
-	if !f.From.IsZero() {
-		where(at+" >= ?", f.From.UTC())
-	}
+// endOfTime is later than any entry: where a read with no end stops.
+var endOfTime = time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)
+
+// sideEnd is where the read of the side src stops (exclusive, in (at, id)
+// order): at the time range's end, or at the cursor's position if it
+// comes first. In the merged order (at DESC, src DESC, id DESC), the
+// cursor's own side resumes after the cursor's id; a side whose source
+// sorts before the cursor's resumes at the cursor's instant, its entries
+// there not shown yet; one whose source sorts after it, just before it.
+func sideEnd(src string, f AuditFilter, cur *auditCursor) position {
+	end := position{at: endOfTime, id: math.MaxInt64}
 	if !f.To.IsZero() {
-		where(at+" < ?", f.To.UTC())
+		end = position{at: f.To.UTC(), id: math.MinInt64}
 	}
 	if cur == nil {
-		return
+		return end
 	}
+	c := position{at: cur.at, id: cur.id}
 	switch {
-	case src == cur.src:
-		where("("+at+" < ? OR ("+at+" = ? AND "+id+" < ?))", cur.at, cur.at, cur.id)
 	case src < cur.src:
-		where(at+" <= ?", cur.at)
-	default:
-		where(at+" < ?", cur.at)
+		c.id = math.MaxInt64
+	case src > cur.src:
+		c.id = math.MinInt64
 	}
+	if c.at.Before(end.at) || c.at.Equal(end.at) && c.id < end.id {
+		return c
+	}
+	return end
 }
 
 type auditRow struct {
@@ -390,7 +338,7 @@ type auditRow struct {
 	Outcome  string
 	Detail   string
 	Params   string
-	Currency string `gorm:"-"`
+	Currency string
 }
 
 // entry turns a row into what the page shows. A payment attempt's outcome

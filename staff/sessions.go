@@ -7,10 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"time"
-
-	"gorm.io/gorm"
 
 	"github.com/cmpay/cmpay/models"
 )
@@ -70,7 +67,7 @@ const unknownUsername = "(unknown username)"
 func (s *Store) RecordFailedSignIn(ctx context.Context, username, address, detail string) error {
 	typed := NormalizeUsername(username)
 	who := Actor{Username: typed, Address: address}
-	_, known, err := findAccount(s.db.WithContext(ctx), typed)
+	_, known, err := s.st.account(ctx, typed)
 	if err != nil {
 		return err
 	}
@@ -106,41 +103,30 @@ func (s *Store) SignIn(ctx context.Context, req SignInRequest) (token string, ac
 		return "", Account{}, err
 	}
 	token = newToken()
-	err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err = s.st.tx(ctx, func(q queries) error {
 		now := s.now()
-		if err := tx.Where("expires_at <= ? OR last_used_at <= ?", now, now.Add(-s.idle)).Delete(&models.StaffSession{}).Error; err != nil {
-			return fmt.Errorf("delete ended sessions: %w", err)
+		if err := q.deleteEndedSessions(ctx, now, now.Add(-s.idle)); err != nil {
+			return err
 		}
-		row := models.StaffSession{ID: sessionID(token), AccountID: acct.ID, CreatedAt: now, LastUsedAt: now,
-			ExpiresAt: now.Add(s.maxAge), Address: clip(req.Address, 64)}
-		if err := tx.Create(&row).Error; err != nil {
-			return fmt.Errorf("start session: %w", err)
+		if err := q.startSession(ctx, models.StaffSession{ID: sessionID(token), AccountID: acct.ID, CreatedAt: now,
+			ExpiresAt: now.Add(s.maxAge), Address: clip(req.Address, 64)}); err != nil {
+			return err
 		}
 		// Disabled between the password check and now? Then no session.
-		res := tx.Model(&models.StaffAccount{}).Where("id = ? AND NOT disabled", acct.ID).Update("last_sign_in_at", now)
-		if res.Error != nil {
-			return fmt.Errorf("record sign-in: %w", res.Error)
+		enabled, err := q.markSignIn(ctx, acct.ID, now)
+		if err != nil {
+			return err
 		}
-		if res.RowsAffected != 1 {
+		if !enabled {
 			return ErrBadCredentials
 		}
 		acct.LastSignInAt = now
-		return appendEntry(tx, now, who, ActSignIn, typed, OutcomeOK, "")
+		return appendEntry(ctx, q, now, who, ActSignIn, typed, OutcomeOK, "")
 	})
 	if err != nil {
 		return "", Account{}, err
 	}
 	return token, acct, nil
-}
-
-// sessionRow is a session joined with its account.
-type sessionRow struct {
-	models.StaffSession
-	Username           string
-	Role               string
-	MustChangePassword bool
-	Disabled           bool
-	AccountCreatedAt   time.Time
 }
 
 // Session returns the live session a token names, with its account as it
@@ -153,44 +139,39 @@ func (s *Store) Session(ctx context.Context, token string) (Session, error) {
 		return Session{}, ErrNoSession
 	}
 	id := sessionID(token)
-	var rows []sessionRow
-	err := s.db.WithContext(ctx).Raw(`SELECT s.id, s.account_id, s.created_at, s.last_used_at, s.expires_at, s.address,
-		a.username, a.role, a.must_change_password, a.disabled, a.created_at AS account_created_at
-		FROM staff_sessions s JOIN staff_accounts a ON a.id = s.account_id WHERE s.id = ?`, id).Scan(&rows).Error
+	r, ok, err := s.st.session(ctx, id)
 	if err != nil {
-		return Session{}, fmt.Errorf("read session: %w", err)
+		return Session{}, err
 	}
-	if len(rows) != 1 {
+	if !ok {
 		return Session{}, ErrNoSession
 	}
-	r := rows[0]
 	now := s.now()
-	if r.Disabled || !now.Before(r.ExpiresAt) || now.Sub(r.LastUsedAt) >= s.idle {
+	if r.disabled || !now.Before(r.expiresAt) || now.Sub(r.lastUsedAt) >= s.idle {
 		return Session{}, ErrNoSession
 	}
-	if now.Sub(r.LastUsedAt) >= touchEvery {
-		if err := s.db.WithContext(ctx).Model(&models.StaffSession{}).Where("id = ?", id).
-			Update("last_used_at", now).Error; err != nil {
-			return Session{}, fmt.Errorf("touch session: %w", err)
+	if now.Sub(r.lastUsedAt) >= touchEvery {
+		if err := s.st.touchSession(ctx, id, now); err != nil {
+			return Session{}, err
 		}
-		r.LastUsedAt = now
+		r.lastUsedAt = now
 	}
 	return Session{
 		ID: id,
-		Account: Account{ID: r.AccountID, Username: r.Username, Role: Role(r.Role),
-			MustChangePassword: r.MustChangePassword, CreatedAt: r.AccountCreatedAt.UTC()},
-		CreatedAt:  r.CreatedAt.UTC(),
-		LastUsedAt: r.LastUsedAt.UTC(),
-		ExpiresAt:  r.ExpiresAt.UTC(),
+		Account: Account{ID: r.accountID, Username: r.username, Role: Role(r.role),
+			MustChangePassword: r.mustChangePassword, CreatedAt: r.accountCreatedAt.UTC()},
+		CreatedAt:  r.createdAt.UTC(),
+		LastUsedAt: r.lastUsedAt.UTC(),
+		ExpiresAt:  r.expiresAt.UTC(),
 	}, nil
 }
 
 // SignOut ends a session and audits it, in one transaction.
 func (s *Store) SignOut(ctx context.Context, sess Session, address string) error {
-	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if err := tx.Where("id = ?", sess.ID).Delete(&models.StaffSession{}).Error; err != nil {
-			return fmt.Errorf("end session: %w", err)
+	return s.st.tx(ctx, func(q queries) error {
+		if err := q.endSession(ctx, sess.ID); err != nil {
+			return err
 		}
-		return appendEntry(tx, s.now(), sess.Actor(address), ActSignOut, sess.Account.Username, OutcomeOK, "")
+		return appendEntry(ctx, q, s.now(), sess.Actor(address), ActSignOut, sess.Account.Username, OutcomeOK, "")
 	})
 }

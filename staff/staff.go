@@ -126,7 +126,7 @@ const touchEvery = time.Minute
 
 // Store keeps staff accounts, sessions and the audit log in one database.
 type Store struct {
-	db        *gorm.DB
+	st        store
 	idle      time.Duration
 	maxAge    time.Duration
 	clock     func() time.Time
@@ -134,10 +134,16 @@ type Store struct {
 	hashSlots chan struct{}
 }
 
-// New returns a Store over db, whose schema must be migrated (database.Migrate
-// and Migrate).
+// New returns a Store over db, whose schema must be migrated
+// (database.Migrate). It panics when db is neither PostgreSQL nor SQLite, the
+// only databases database.Open opens: a mistake of the program's, not of
+// its configuration.
 func New(db *gorm.DB, cfg Config) *Store {
-	s := &Store{db: db, idle: cfg.IdleTimeout, maxAge: cfg.MaxAge, clock: cfg.Now, params: cfg.Hash}
+	st, err := newStore(db)
+	if err != nil {
+		panic(fmt.Sprintf("staff: %v", err))
+	}
+	s := &Store{st: st, idle: cfg.IdleTimeout, maxAge: cfg.MaxAge, clock: cfg.Now, params: cfg.Hash}
 	if s.idle <= 0 {
 		s.idle = DefaultIdleTimeout
 	}
