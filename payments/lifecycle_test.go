@@ -412,6 +412,9 @@ func TestLifecycleRules(t *testing.T) {
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
 		b := setup(t, db)
 		for _, status := range payments.Statuses {
+			if _, ok := want[status]; !ok {
+				continue // reached only through a processor
+			}
 			for i, o := range ops {
 				key := fmt.Sprintf("%s-%d", status, i)
 				p := reach[status](b, t, key)
