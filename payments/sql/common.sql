@@ -70,9 +70,9 @@ WHERE p.id = t.req_payment_id AND t.req_ready AND CASE t.req_operation
 	WHEN 'CAPTURE_PAYMENT' THEN p.status = 'AUTHORIZED' AND t.req_amount BETWEEN 1 AND p.amount_minor
 	-- A cancel takes an authorization that was not captured.
 	WHEN 'CANCEL_PAYMENT' THEN p.status = 'AUTHORIZED'
-	-- A refund takes a captured payment, for at most what is left (nothing
-	-- once REFUNDED: see the rules in decide.go).
-	WHEN 'REFUND_PAYMENT' THEN p.status IN ('CAPTURED', 'PARTIALLY_REFUNDED', 'REFUNDED')
+	-- A refund takes a captured payment with something left, for at most
+	-- what is left (a REFUNDED one is a state conflict: decide.go's rules).
+	WHEN 'REFUND_PAYMENT' THEN p.status IN ('CAPTURED', 'PARTIALLY_REFUNDED')
 		AND t.req_amount BETWEEN 1 AND p.captured_minor - p.refunded_minor
 		AND (NOT t.req_all OR t.req_amount = p.captured_minor - p.refunded_minor)
 	ELSE false END
