@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/oklog/ulid/v2"
+
+	"github.com/cmpay/cmpay/processor"
 )
 
 // The engine: one path that every operation goes through. An operation is
@@ -58,9 +60,19 @@ func (s *Service) Create(ctx context.Context, req CreateRequest) (CreateResult, 
 	if req.Client != "" && req.Client != req.ClientID {
 		return CreateResult{}, fmt.Errorf("create a payment for client %q: %w", req.ClientID, ErrForbidden)
 	}
+	if cmd.token == "" && s.proc.Name() == processor.NameStripe && !cmd.method.async() {
+		return CreateResult{}, invalid("paymentMethodToken", "paymentMethodToken is required for a card payment with this processor")
+	}
+	s.planCreate(ctx, cmd)
 	a, err := s.run(ctx, cmd)
 	if err != nil {
 		return CreateResult{}, fmt.Errorf("create payment: %w", err)
+	}
+	if a.outcome == OutcomeCreated && cmd.plan.opState == opPending {
+		// Phases 2 and 3: the payment is stored PROCESSING; ask.
+		if a.payment, err = s.askCreate(ctx, cmd); err != nil {
+			return CreateResult{}, fmt.Errorf("create payment %s: %w", cmd.newID, err)
+		}
 	}
 	return CreateResult{Payment: a.payment, Replayed: a.outcome == OutcomeReplayed}, nil
 }

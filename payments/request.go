@@ -97,6 +97,8 @@ type command struct {
 	capture  bool
 	// token is a create's paymentMethodToken, "" for none.
 	token string
+	// plan is what a create writes about its processor (operations.go).
+	plan *createPlan
 
 	// A capture's, cancel's or refund's payment; its amount, if one was
 	// given; a refund's reason, and the id its refund gets if applied.
@@ -162,6 +164,7 @@ func (r CreateRequest) command() (*command, error) {
 		cmd.token = *r.PaymentMethodToken
 		cmd.params[FieldPaymentMethodToken] = cmd.token
 	}
+	cmd.plan = approvedPlan(cmd)
 	cmd.seal()
 	return cmd, nil
 }

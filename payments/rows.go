@@ -14,11 +14,15 @@ import (
 
 // scanPayment reads a payment's columns: id, client_id, idempotency_key,
 // amount_minor, currency, method, created_at, status, captured_minor,
-// refunded_minor, captured_at, canceled_at, replay_count, rejected_count.
+// refunded_minor, captured_at, canceled_at, replay_count, rejected_count,
+// processor, processor_reference, decline_code, pending_operation,
+// reserved_minor, payment_method_token.
 func scanPayment(row sqlq.Row) (Payment, error) {
 	var r models.Payment
 	if err := row.Scan(&r.ID, &r.ClientID, &r.IdempotencyKey, &r.AmountMinor, &r.Currency, &r.Method, &r.CreatedAt,
-		&r.Status, &r.CapturedMinor, &r.RefundedMinor, &r.CapturedAt, &r.CanceledAt, &r.ReplayCount, &r.RejectedCount); err != nil {
+		&r.Status, &r.CapturedMinor, &r.RefundedMinor, &r.CapturedAt, &r.CanceledAt, &r.ReplayCount, &r.RejectedCount,
+		&r.Processor, &r.ProcessorReference, &r.DeclineCode, &r.PendingOperation, &r.ReservedMinor,
+		&r.PaymentMethodToken); err != nil {
 		return Payment{}, err
 	}
 	return paymentFromRow(r), nil
@@ -95,7 +99,31 @@ func paymentFromRow(row models.Payment) Payment {
 		CanceledAt:     utc(row.CanceledAt),
 		ReplayCount:    row.ReplayCount,
 		RejectedCount:  row.RejectedCount,
+
+		Processor:          cmpOr(row.Processor, "sandbox"),
+		ProcessorReference: deref(row.ProcessorReference),
+		DeclineCode:        deref(row.DeclineCode),
+		PendingOperation:   Operation(deref(row.PendingOperation)),
+		Reserved:           money(row.ReservedMinor),
+		PaymentMethodToken: deref(row.PaymentMethodToken),
 	}
+}
+
+// deref is *s, "" for nil.
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// cmpOr is s, or def when s is empty (an event's payment, which does not
+// record its processor).
+func cmpOr(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }
 
 func refundFromRow(row models.Refund, currency string) Refund {
@@ -155,4 +183,11 @@ func utc(t *time.Time) time.Time {
 		return time.Time{}
 	}
 	return t.UTC()
+}
+
+// scanID reads a row of one id.
+func scanID(row sqlq.Row) (string, error) {
+	var id string
+	err := row.Scan(&id)
+	return id, err
 }

@@ -55,9 +55,29 @@ func (st *postgresStore) createBatch(ctx context.Context, jobs []*job) error {
 		amounts[i], currencies[i], methods[i], captures[i] = c.amount.Minor, c.amount.Currency, string(c.method), c.capture
 		transports[i], actors[i], addresses[i] = c.Transport, c.Actor, c.Address
 	}
+	statuses, refs, codes, tokens := make([]string, n), make([]*string, n), make([]*string, n), make([]*string, n)
+	opIDs, opStates, opRequests := make([]string, n), make([]string, n), make([]string, n)
+	callOutcomes, callMs := make([]*string, n), make([]int64, n)
+	var procName string
+	var lease leaseTerms
+	for i, j := range jobs {
+		pl := j.cmd.plan
+		statuses[i], refs[i], codes[i] = string(pl.status), pl.reference, pl.declineCode
+		if j.cmd.token != "" {
+			tokens[i] = &j.cmd.token
+		}
+		opIDs[i], opStates[i], opRequests[i] = pl.opID, pl.opState, pl.request
+		if pl.call != nil {
+			o := string(pl.call.outcome)
+			callOutcomes[i], callMs[i] = &o, pl.call.durationMs
+		}
+		procName, lease = pl.processor, pl.lease
+	}
 	now := st.now()
 	return st.run(ctx, jobs, now, CreateBatchSQL, false, clientIDs, keys, fps, params, ids, amounts, currencies, methods, captures,
-		transports, actors, addresses, fingerprintVersion, now, now.Add(-st.keyTTL))
+		transports, actors, addresses, fingerprintVersion, now, now.Add(-st.keyTTL),
+		statuses, procName, refs, codes, tokens, opIDs, opStates, opRequests, callOutcomes, callMs,
+		lease.owner, now.Add(lease.hold), now.Add(lease.due))
 }
 
 func (st *postgresStore) changeBatch(ctx context.Context, jobs []*job) error {
@@ -151,6 +171,9 @@ type resultRow struct {
 	id, clientID, key, currency, method, status     pgtype.Text
 	amount, captured, refunded, replays, rejections pgtype.Int8
 	createdAt, capturedAt, canceledAt               pgtype.Timestamptz
+	processor, reference, declineCode, pendingOp    pgtype.Text
+	reserved                                        pgtype.Int8
+	token                                           pgtype.Text
 
 	refundID, refundPaymentID, refundReason, refundKey pgtype.Text
 	refundAmount                                       pgtype.Int8
@@ -169,7 +192,8 @@ func (r *resultRow) targets(refunds bool) []any {
 // in the statements' column order.
 func (r *resultRow) paymentTargets(refunds bool) []any {
 	t := []any{&r.id, &r.clientID, &r.key, &r.amount, &r.currency, &r.method, &r.createdAt,
-		&r.status, &r.captured, &r.refunded, &r.capturedAt, &r.canceledAt, &r.replays, &r.rejections}
+		&r.status, &r.captured, &r.refunded, &r.capturedAt, &r.canceledAt, &r.replays, &r.rejections,
+		&r.processor, &r.reference, &r.declineCode, &r.pendingOp, &r.reserved, &r.token}
 	if refunds {
 		t = append(t, &r.refundID, &r.refundPaymentID, &r.refundAmount, &r.refundReason, &r.refundKey, &r.refundCreatedAt)
 	}
@@ -273,6 +297,9 @@ func (r *resultRow) payment() Payment {
 		Status: Status(r.status.String), Captured: money(r.captured), Refunded: money(r.refunded),
 		CapturedAt: timeOrZero(r.capturedAt), CanceledAt: timeOrZero(r.canceledAt),
 		ReplayCount: int(r.replays.Int64), RejectedCount: int(r.rejections.Int64),
+		Processor: cmpOr(r.processor.String, "sandbox"), ProcessorReference: r.reference.String,
+		DeclineCode: r.declineCode.String, PendingOperation: Operation(r.pendingOp.String),
+		Reserved: money(r.reserved), PaymentMethodToken: r.token.String,
 	}
 }
 
@@ -389,4 +416,12 @@ var _ store = (*postgresStore)(nil)
 
 func (st *postgresStore) processorCallsOf(ctx context.Context, ids []string) ([]models.ProcessorCall, error) {
 	return sqlq.Collect(ctx, st.pg, postgresSQL.SQL("processor_calls_of"), []any{ids}, scanProcessorCall)
+}
+
+func (st *postgresStore) db() sqlq.DB { return st.pg }
+
+// claimDue leases due operations with FOR UPDATE SKIP LOCKED: instances
+// claiming at once each get others, and none waits for another.
+func (st *postgresStore) claimDue(ctx context.Context, owner string, until, now time.Time, limit int) ([]string, error) {
+	return sqlq.Collect(ctx, st.pg, postgresSQL.SQL("claim_due"), []any{owner, until, now, limit}, scanID)
 }

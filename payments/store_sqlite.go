@@ -86,8 +86,13 @@ func (st *sqliteStore) create(ctx context.Context, tx liteTx, cmd *command, now 
 			if err := tx.insertAttempt(ctx, cmd, attemptRow{paymentID: p.ID, outcome: OutcomeCreated, at: now}); err != nil {
 				return answer{}, err
 			}
-			if err := insertEvent(ctx, tx.r, cmd, p, nil, now); err != nil {
+			if err := tx.insertOperation(ctx, cmd, now); err != nil {
 				return answer{}, err
+			}
+			if typ, ok := createdEvent(p.Status); ok {
+				if err := insertEvent(ctx, tx.r, typ, cmd.key, p, nil, now); err != nil {
+					return answer{}, err
+				}
 			}
 			return answer{kind: answerSettled, outcome: OutcomeCreated, payment: p}, nil
 		}
@@ -141,7 +146,7 @@ func (st *sqliteStore) change(ctx context.Context, tx liteTx, cmd *command, now 
 		}
 		row.refundID = &a.refund.ID
 	}
-	if err := insertEvent(ctx, tx.r, cmd, changed, a.refund, now); err != nil {
+	if err := insertEvent(ctx, tx.r, eventTypeOf(cmd.op), cmd.key, changed, a.refund, now); err != nil {
 		return answer{}, err
 	}
 	return a, tx.insertAttempt(ctx, cmd, row)
@@ -228,7 +233,8 @@ func (tx liteTx) claimKey(ctx context.Context, cmd *command, clientID, paymentID
 func (tx liteTx) insertPayment(ctx context.Context, p Payment) error {
 	_, err := tx.r.Exec(ctx, sqliteSQL.SQL("insert_payment"),
 		p.ID, p.ClientID, p.IdempotencyKey, p.Amount.Minor, p.Amount.Currency, string(p.Method),
-		p.CreatedAt, string(p.Status), p.Captured.Minor, optionalTime(p.CapturedAt))
+		p.CreatedAt, string(p.Status), p.Captured.Minor, optionalTime(p.CapturedAt),
+		p.Processor, optional(p.ProcessorReference), optional(p.DeclineCode), optional(p.PaymentMethodToken))
 	if err != nil {
 		return fmt.Errorf("insert payment: %w", err)
 	}
@@ -371,4 +377,41 @@ func (st *sqliteStore) processorCallsOf(ctx context.Context, ids []string) ([]mo
 		return nil, err
 	}
 	return sqlq.Collect(ctx, st.lite, sqliteSQL.SQL("processor_calls_of"), []any{string(list)}, scanProcessorCall)
+}
+
+func (st *sqliteStore) db() sqlq.DB { return st.lite }
+
+// claimDue leases due operations in one statement: SQLite's single writer
+// runs it whole before any other instance's.
+func (st *sqliteStore) claimDue(ctx context.Context, owner string, until, now time.Time, limit int) ([]string, error) {
+	return sqlq.Collect(ctx, st.lite, sqliteSQL.SQL("claim_due"), []any{owner, until, now, limit}, scanID)
+}
+
+// insertOperation stores a create's processor operation, and its foreseen
+// call: what create_batch's "operation" and "call" write on PostgreSQL.
+func (tx liteTx) insertOperation(ctx context.Context, cmd *command, now time.Time) error {
+	pl := cmd.plan
+	var owner *string
+	var until, settled *time.Time
+	sends := 1
+	if pl.opState == opPending {
+		owner, until, sends = &pl.lease.owner, new(now.Add(pl.lease.hold)), 0
+	} else {
+		settled = &now
+	}
+	_, err := tx.r.Exec(ctx, commonSQL.SQL("insert_operation"), pl.opID, cmd.newID, nil, string(OpCreate), pl.processor,
+		cmd.amount.Minor, cmd.amount.Currency, pl.request, pl.opState, pl.declineCode, sends, owner, until,
+		now.Add(pl.lease.due), now, settled)
+	if err != nil {
+		return fmt.Errorf("store processor operation: %w", err)
+	}
+	if pl.call == nil {
+		return nil
+	}
+	_, err = tx.r.Exec(ctx, commonSQL.SQL("insert_call"), pl.opID, cmd.newID, string(OpCreate), opKey(pl.opID), callWrite,
+		string(pl.call.outcome), pl.declineCode, now, pl.call.durationMs)
+	if err != nil {
+		return fmt.Errorf("record processor call: %w", err)
+	}
+	return nil
 }

@@ -120,7 +120,7 @@ counted AS (
 	RETURNING h.n, h.operation, h.idempotency_key AS key, h.params AS request_params, h.transport, h.actor,
 	          h.actor_address, h.held_created_at, h.held_refund_id,
 	          p.id, p.client_id, p.idempotency_key, p.amount_minor, p.currency, p.method, p.created_at,
-	          p.status, p.captured_minor, p.refunded_minor, p.captured_at, p.canceled_at, p.replay_count, p.rejected_count
+	          p.status, p.captured_minor, p.refunded_minor, p.captured_at, p.canceled_at, p.replay_count, p.rejected_count, p.processor, p.processor_reference, p.decline_code, p.pending_operation, p.reserved_minor, p.payment_method_token
 ),
 replayed_attempt AS (
 	INSERT INTO idempotency_attempts (payment_id, operation, idempotency_key, outcome, at, params, refund_id,
@@ -130,17 +130,17 @@ replayed_attempt AS (
 	FROM counted
 )
 SELECT s.n, 'APPLIED', a.id, a.client_id, a.idempotency_key, a.amount_minor, a.currency, a.method, a.created_at,
-       a.status, a.captured_minor, a.refunded_minor, a.captured_at, a.canceled_at, a.replay_count, a.rejected_count,
+       a.status, a.captured_minor, a.refunded_minor, a.captured_at, a.canceled_at, a.replay_count, a.rejected_count, a.processor, a.processor_reference, a.decline_code, a.pending_operation, a.reserved_minor, a.payment_method_token,
        r.id, r.payment_id, r.amount_minor, r.reason, r.idempotency_key, r.created_at, NULL
 FROM applied a JOIN snap s ON s.payment_id = a.id LEFT JOIN refund r ON r.payment_id = a.id
 UNION ALL
 SELECT c.n, 'REPLAYED', c.id, c.client_id, c.idempotency_key, c.amount_minor, c.currency, c.method, c.created_at,
-       c.status, c.captured_minor, c.refunded_minor, c.captured_at, c.canceled_at, c.replay_count, c.rejected_count,
+       c.status, c.captured_minor, c.refunded_minor, c.captured_at, c.canceled_at, c.replay_count, c.rejected_count, c.processor, c.processor_reference, c.decline_code, c.pending_operation, c.reserved_minor, c.payment_method_token,
        r.id, r.payment_id, r.amount_minor, r.reason, r.idempotency_key, r.created_at, NULL
 FROM counted c LEFT JOIN refunds r ON r.id = c.held_refund_id
 UNION ALL
 -- A held key as one JSON text column (heldRow), as in create_batch.
-SELECT h.n, 'HELD', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+SELECT h.n, 'HELD', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
        NULL, NULL, NULL, NULL, NULL, NULL,
        json_build_object('id', h.key_id, 'operation', h.held_operation, 'params', h.held_params,
                          'fingerprint', encode(h.held_fingerprint, 'hex'), 'version', h.held_version,
@@ -150,12 +150,12 @@ FROM held h
 WHERE NOT h.replay
 UNION ALL
 SELECT s.n, 'NOT_APPLIED', p.id, p.client_id, p.idempotency_key, p.amount_minor, p.currency, p.method, p.created_at,
-       p.status, p.captured_minor, p.refunded_minor, p.captured_at, p.canceled_at, p.replay_count, p.rejected_count,
+       p.status, p.captured_minor, p.refunded_minor, p.captured_at, p.canceled_at, p.replay_count, p.rejected_count, p.processor, p.processor_reference, p.decline_code, p.pending_operation, p.reserved_minor, p.payment_method_token,
        NULL, NULL, NULL, NULL, NULL, NULL, NULL
 FROM snap s JOIN payments p ON p.id = s.payment_id
 WHERE NOT EXISTS (SELECT 1 FROM held h WHERE h.n = s.n) AND NOT EXISTS (SELECT 1 FROM applied a WHERE a.id = s.payment_id)
 UNION ALL
-SELECT i.n, 'NOT_FOUND', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+SELECT i.n, 'NOT_FOUND', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
        NULL, NULL, NULL, NULL, NULL, NULL, NULL
 FROM input i
 WHERE NOT EXISTS (SELECT 1 FROM snap s WHERE s.n = i.n)

@@ -4,7 +4,7 @@
 -- name: read_payment
 -- Reads one payment, in the column order scanPayment reads (rows.go).
 SELECT id, client_id, idempotency_key, amount_minor, currency, method, created_at,
-       status, captured_minor, refunded_minor, captured_at, canceled_at, replay_count, rejected_count
+       status, captured_minor, refunded_minor, captured_at, canceled_at, replay_count, rejected_count, processor, processor_reference, decline_code, pending_operation, reserved_minor, payment_method_token
 FROM payments WHERE id = $1
 
 -- name: read_refund
@@ -22,6 +22,15 @@ FROM idempotency_keys WHERE client_id = $1 AND idempotency_key = $2
 -- its age again, so that a key another request renewed meanwhile survives.
 -- The request that found it then goes round again and claims it as new.
 DELETE FROM idempotency_keys WHERE id = $1 AND created_at < $2
+
+-- name: insert_event
+-- Writes the event of an applied request to the outbox, in the request's
+-- transaction (events.go): the payment as the change left it. Both dialects: SQLite's
+-- steps, and the settling of a processor operation (operations.go).
+INSERT INTO payment_events (type, at, idempotency_key, refund_id, payment_id, client_id,
+                            payment_key, amount_minor, currency, method, payment_created_at, status, captured_minor,
+                            refunded_minor, captured_at, canceled_at, replay_count, rejected_count)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
 
 -- name: apply_change
 -- The one place a capture, cancel or refund changes a payment, included by
@@ -77,7 +86,7 @@ WHERE p.id = t.req_payment_id AND t.req_ready AND CASE t.req_operation
 		AND (NOT t.req_all OR t.req_amount = p.captured_minor - p.refunded_minor)
 	ELSE false END
 RETURNING id, client_id, idempotency_key, amount_minor, currency, method, created_at,
-          status, captured_minor, refunded_minor, captured_at, canceled_at, replay_count, rejected_count
+          status, captured_minor, refunded_minor, captured_at, canceled_at, replay_count, rejected_count, processor, processor_reference, decline_code, pending_operation, reserved_minor, payment_method_token
 
 -- name: page_select
 -- Where a page of payments starts: a payment's columns, in scanPayment's
@@ -91,7 +100,7 @@ RETURNING id, client_id, idempotency_key, amount_minor, currency, method, create
 -- index; every such index ends in (created_at, id), the page's order, so a
 -- page is an index range read.
 SELECT id, client_id, idempotency_key, amount_minor, currency, method, created_at,
-       status, captured_minor, refunded_minor, captured_at, canceled_at, replay_count, rejected_count
+       status, captured_minor, refunded_minor, captured_at, canceled_at, replay_count, rejected_count, processor, processor_reference, decline_code, pending_operation, reserved_minor, payment_method_token
 FROM payments WHERE true
 
 -- name: page_client
@@ -176,3 +185,61 @@ SELECT * FROM (
 -- Ends a search's read by key, and merges the three reads newest first, at
 -- most @page_size (search_open).
 ) AS by_key ORDER BY created_at DESC, id DESC LIMIT @page_size
+
+-- name: insert_operation
+-- Stores a processor operation before its processor is asked (operations.go;
+-- PostgreSQL's creates store theirs in create_batch): $1 id, $2 payment,
+-- $3 refund, $4 operation, $5 processor, $6 amount, $7 currency, $8 request
+-- (JSON), $9 state, $10 code, $11 sends, $12 lease owner, $13 lease end,
+-- $14 next try, $15 now, $16 settled at (NULL while unsettled).
+INSERT INTO processor_operations (id, payment_id, refund_id, operation, processor, key, amount_minor, currency,
+                                  request, state, code, sends, lease_owner, lease_until, next_try_at, created_at,
+                                  settled_at)
+VALUES ($1, $2, $3, $4, $5, 'cmpay_' || $1, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
+
+-- name: insert_call
+-- Records one processor call of an operation: $1 operation id, $2 payment,
+-- $3 operation, $4 the key it carried, $5 WRITE or READ, $6 outcome,
+-- $7 code, $8 when, $9 how long in ms.
+INSERT INTO processor_calls (operation_id, payment_id, operation, processor_key, kind, outcome, code, at, duration_ms)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+
+-- name: read_operation
+-- Reads one processor operation, in scanOperation's column order
+-- (operations.go).
+SELECT id, payment_id, refund_id, operation, processor, key, amount_minor, currency, request, state, sends,
+       last_error
+FROM processor_operations WHERE id = $1
+
+-- name: settle_operation
+-- Settles operation $1 with state $2 and code $3 at $4, counting $5 more
+-- sends, unless it is settled already: the first word of the processor
+-- to arrive settles it, whoever carried it (the request, a retry, the
+-- recovery worker of any instance); one row changed if this one did.
+UPDATE processor_operations SET state = $2, code = $3, settled_at = $4, sends = sends + $5,
+       lease_owner = NULL, lease_until = NULL, last_error = NULL
+WHERE id = $1 AND settled_at IS NULL
+
+-- name: postpone_operation
+-- Leaves operation $1 unsettled after a call that did not settle it:
+-- UNKNOWN, $2 more sends, next due at $3, $4 the error that says what to do
+-- next, the lease released. Only by the lease's holder $5 (or when no one
+-- holds it): a holder whose lease ran out leaves it to the new one.
+UPDATE processor_operations SET state = 'UNKNOWN', sends = sends + $2, next_try_at = $3, last_error = $4,
+       lease_owner = NULL, lease_until = NULL
+WHERE id = $1 AND settled_at IS NULL AND (lease_owner IS NULL OR lease_owner = $5)
+
+-- name: settle_created
+-- Sets a created payment to what its processor said ($2 status, $3
+-- reference, $4 decline code, $5 now: the capture's time), and returns it.
+UPDATE payments SET status = CAST($2 AS TEXT), processor_reference = COALESCE($3, processor_reference), decline_code = $4,
+       captured_minor = CASE WHEN CAST($2 AS TEXT) = 'CAPTURED' THEN amount_minor ELSE captured_minor END,
+       captured_at = CASE WHEN CAST($2 AS TEXT) = 'CAPTURED' THEN $5 ELSE captured_at END
+WHERE id = $1
+RETURNING id, client_id, idempotency_key, amount_minor, currency, method, created_at,
+          status, captured_minor, refunded_minor, captured_at, canceled_at, replay_count, rejected_count, processor, processor_reference, decline_code, pending_operation, reserved_minor, payment_method_token
+
+-- name: count_unknown
+-- Counts the processor operations whose outcome is unknown and not yet
+-- resolved (the metrics' gauge), through the partial index on next_try_at.
+SELECT count(*) FROM processor_operations WHERE settled_at IS NULL AND state = 'UNKNOWN'
