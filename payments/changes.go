@@ -35,6 +35,10 @@ const (
 	opFailed  = "FAILED"
 )
 
+// errKeyClaimedMeanwhile: phase 1 found its key claimed by a transaction
+// that committed while it ran; it is rolled back and run again.
+var errKeyClaimedMeanwhile = errors.New("the key was claimed meanwhile")
+
 // foreseesChanges says whether captures, cancels and refunds take the
 // batch statements: the processor's answer to them is known beforehand.
 func (s *Service) foreseesChanges() bool {
@@ -50,11 +54,17 @@ func (s *Service) changeAtProcessor(ctx context.Context, cmd *command) (ChangeRe
 		return ChangeResult{}, fmt.Errorf("payment %q: %w", cmd.paymentID, ErrNotFound)
 	}
 	var st started
-	err := s.store.db().Tx(ctx, func(r sqlq.Runner) error {
-		var err error
-		st, err = s.startChange(ctx, r, cmd)
-		return err
-	})
+	var err error
+	for range maxRounds {
+		err = s.store.db().Tx(ctx, func(r sqlq.Runner) error {
+			var err error
+			st, err = s.startChange(ctx, r, cmd)
+			return err
+		})
+		if !errors.Is(err, errKeyClaimedMeanwhile) {
+			break
+		}
+	}
 	if err != nil {
 		return ChangeResult{}, err
 	}
@@ -201,9 +211,9 @@ func (s *Service) storeChange(ctx context.Context, tx liteTx, cmd *command, p Pa
 		return started{}, fmt.Errorf("claim key: %w", err)
 	}
 	if n == 0 {
-		// Claimed by another payment's request of this client meanwhile:
-		// the transaction rolls back and the client's retry finds the key.
-		return started{}, fmt.Errorf("key %q was claimed meanwhile: %w", cmd.key, errRoundsExhausted)
+		// Claimed meanwhile by a request on another payment of this
+		// client: roll back, and look again, to find the key held.
+		return started{}, errKeyClaimedMeanwhile
 	}
 	lease := s.lease()
 	_, err = tx.r.Exec(ctx, commonSQL.SQL("insert_operation"), id, p.ID, refundID, string(cmd.op), s.proc.Name(),

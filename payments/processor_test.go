@@ -540,3 +540,49 @@ func TestSandboxChangesShowTheirCalls(t *testing.T) {
 		}
 	})
 }
+
+// Refunds at Stripe racing on one payment: together they never reserve
+// more than was captured, and of sixteen requests with one key one
+// refund is made.
+func TestStripeRefundRace(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		b, d := stripeSetup(t, db)
+		p := stripeCard(t, b, "race-refunds", true)
+		var wg sync.WaitGroup
+		results := make([]error, 14)
+		for i := range results {
+			key := fmt.Sprintf("r-%d", i)
+			if i >= 12 {
+				key = "r-same"
+			}
+			wg.Go(func() {
+				_, results[i] = b.svc.Refund(context.Background(), payments.RefundRequest{PaymentID: p.ID, IdempotencyKey: key, Amount: new("1")})
+			})
+		}
+		wg.Wait()
+		exceeded := 0
+		for _, err := range results {
+			switch {
+			case errors.Is(err, payments.ErrAmountExceeds):
+				exceeded++
+			case err != nil:
+				t.Errorf("refund: %v", err)
+			}
+		}
+		got := b.mustGet(t, p.ID)
+		refunds, err := b.svc.Refunds(t.Context(), got)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// 13 refunds asked (the shared key's once) for 10 units: 3 refused,
+		// or 4 when the shared key's is refused (its replay is refused too).
+		if len(refunds) != 10 || got.Refunded.Minor != 1000 || got.Reserved.Minor != 0 || exceeded < 3 || exceeded > 4 {
+			t.Errorf("%d refunds, %d refunded, %d reserved, %d refused; want 10, 1000, 0 and 3 or 4",
+				len(refunds), got.Refunded.Minor, got.Reserved.Minor, exceeded)
+		}
+		if l := d.Ledger(p.ProcessorReference); l.Refunded != 1000 || l.Refunds != 10 {
+			t.Errorf("the double's ledger %+v, want 10 refunds of 1000 in all", l)
+		}
+	})
+}
