@@ -83,9 +83,17 @@ type plannedCall struct {
 	durationMs int64
 }
 
-// approvedPlan is a create approved at once by the sandbox, which is what
-// a command starts with until the Service plans it (planCreate): the
-// engine's own tests build commands without a Service.
+// planned is cmd's plan: the Service's (planCreate), or for a command
+// built without one (the engine's own tests), a create the sandbox
+// approved at once.
+func (cmd *command) planned() *createPlan {
+	if cmd.plan == nil {
+		cmd.plan = approvedPlan(cmd)
+	}
+	return cmd.plan
+}
+
+// approvedPlan is a create approved at once by the sandbox.
 func approvedPlan(cmd *command) *createPlan {
 	id := newOperationID()
 	pl := &createPlan{processor: processor.NameSandbox, status: StatusAuthorized, opID: id, opState: opSucceeded, request: "{}"}
@@ -103,6 +111,24 @@ type opRequest struct {
 	Capture bool   `json:"capture,omitempty"`
 }
 
+// encodeRequest is a create's opRequest as JSON. Every create encodes
+// one, so a request of plain values (the method always, a token of
+// characters JSON writes as they are) is written here directly.
+func encodeRequest(cmd *command) string {
+	if !plainJSON(cmd.token) {
+		b, _ := json.Marshal(opRequest{Method: cmd.method, Token: cmd.token, Capture: cmd.capture})
+		return string(b)
+	}
+	s := `{"method":"` + string(cmd.method) + `"`
+	if cmd.token != "" {
+		s += `,"token":"` + cmd.token + `"`
+	}
+	if cmd.capture {
+		s += `,"capture":true`
+	}
+	return s + "}"
+}
+
 func newOperationID() string { return "op_" + ulid.Make().String() }
 
 // opKey is the idempotency key the processor gets for operation id.
@@ -112,8 +138,7 @@ func opKey(id string) string { return "cmpay_" + id }
 // PROCESSING with an operation leased to this request.
 func (s *Service) planCreate(ctx context.Context, cmd *command) {
 	id := newOperationID()
-	req, _ := json.Marshal(opRequest{Method: cmd.method, Token: cmd.token, Capture: cmd.capture})
-	pl := &createPlan{processor: s.proc.Name(), opID: id, request: string(req), lease: s.lease(),
+	pl := &createPlan{processor: s.proc.Name(), opID: id, request: encodeRequest(cmd), lease: s.lease(),
 		preq: processor.CreatePaymentRequest{IdempotencyKey: opKey(id), PaymentID: cmd.newID,
 			AmountMinor: cmd.amount.Minor, Currency: cmd.amount.Currency, Method: processor.Method(cmd.method),
 			PaymentMethodToken: cmd.token, Capture: cmd.capture}}

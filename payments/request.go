@@ -167,7 +167,6 @@ func (r CreateRequest) command() (*command, error) {
 		cmd.token = *r.PaymentMethodToken
 		cmd.params[FieldPaymentMethodToken] = cmd.token
 	}
-	cmd.plan = approvedPlan(cmd)
 	cmd.seal()
 	return cmd, nil
 }

@@ -70,10 +70,7 @@ func forgetKey(ctx context.Context, r sqlq.Runner, id int64, expiredBefore time.
 // authorized when the request asked so. Both stores write exactly this,
 // so the answer is built here rather than read back from the database.
 func createdPayment(cmd *command, now time.Time) Payment {
-	pl := cmd.plan
-	if pl == nil {
-		pl = approvedPlan(cmd)
-	}
+	pl := cmd.planned()
 	zero := Money{Currency: cmd.amount.Currency}
 	p := Payment{
 		ID: cmd.newID, ClientID: cmd.clientID, IdempotencyKey: cmd.key, Amount: cmd.amount, Method: cmd.method,

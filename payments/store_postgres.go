@@ -57,27 +57,21 @@ func (st *postgresStore) createBatch(ctx context.Context, jobs []*job) error {
 	}
 	statuses, refs, codes, tokens := make([]string, n), make([]*string, n), make([]*string, n), make([]*string, n)
 	opIDs, opStates, opRequests := make([]string, n), make([]string, n), make([]string, n)
-	callOutcomes, callMs := make([]*string, n), make([]int64, n)
 	var procName string
 	var lease leaseTerms
 	for i, j := range jobs {
-		pl := j.cmd.plan
+		pl := j.cmd.planned()
 		statuses[i], refs[i], codes[i] = string(pl.status), pl.reference, pl.declineCode
 		if j.cmd.token != "" {
 			tokens[i] = &j.cmd.token
 		}
 		opIDs[i], opStates[i], opRequests[i] = pl.opID, pl.opState, pl.request
-		if pl.call != nil {
-			o := string(pl.call.outcome)
-			callOutcomes[i], callMs[i] = &o, pl.call.durationMs
-		}
 		procName, lease = pl.processor, pl.lease
 	}
 	now := st.now()
 	return st.run(ctx, jobs, now, CreateBatchSQL, false, clientIDs, keys, fps, params, ids, amounts, currencies, methods, captures,
 		transports, actors, addresses, fingerprintVersion, now, now.Add(-st.keyTTL),
-		statuses, procName, refs, codes, tokens, opIDs, opStates, opRequests, callOutcomes, callMs,
-		lease.owner, now.Add(lease.hold), now.Add(lease.due))
+		statuses, procName, refs, codes, tokens, opIDs, opStates, opRequests, lease.owner, now.Add(lease.hold), now.Add(lease.due))
 }
 
 func (st *postgresStore) changeBatch(ctx context.Context, jobs []*job) error {

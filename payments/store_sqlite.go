@@ -395,7 +395,7 @@ func (st *sqliteStore) claimDue(ctx context.Context, owner string, until, now ti
 // insertOperation stores a create's processor operation, and its foreseen
 // call: what create_batch's "operation" and "call" write on PostgreSQL.
 func (tx liteTx) insertOperation(ctx context.Context, cmd *command, now time.Time) error {
-	pl := cmd.plan
+	pl := cmd.planned()
 	var owner *string
 	var until, settled *time.Time
 	sends := 1

@@ -27,10 +27,11 @@
 -- starts in (the foreseen answer, or PROCESSING), $17 the processor's
 -- name, $18 references, $19 decline codes, $20 payment method tokens,
 -- $21 operation ids, $22 operation states (SUCCEEDED or DECLINED: settled
--- here; PENDING: leased to the request, which asks next), $23 the
--- operations' requests (JSON), $24 call outcomes (NULL: no call yet),
--- $25 call durations in ms; then $26 the lease's owner, $27 its end,
--- $28 when an operation left unsettled is first due for recovery.
+-- here, with their call, which took no time worth a millisecond: the
+-- sandbox answers in microseconds; PENDING: leased to the request, which
+-- asks next), $23 the operations' requests (JSON); then $24 the lease's
+-- owner, $25 its end, $26 when an operation left unsettled is first due
+-- for recovery.
 -- Result rows (resultRow in store_postgres.go, without its refund
 -- columns): the request's position, its outcome, the payment (of a
 -- REPLAYED row) and the held key (of a HELD row, as JSON: heldRow). A
@@ -41,10 +42,10 @@
 WITH input AS (
 	SELECT * FROM unnest($1::text[], $2::text[], $3::bytea[], $4::text[], $5::text[], $6::bigint[], $7::text[],
 	                     $8::text[], $9::bool[], $10::text[], $11::text[], $12::text[], $16::text[], $18::text[],
-	                     $19::text[], $20::text[], $21::text[], $22::text[], $23::text[], $24::text[], $25::bigint[])
+	                     $19::text[], $20::text[], $21::text[], $22::text[], $23::text[])
 		WITH ORDINALITY AS t(client_id, idempotency_key, fingerprint, params, payment_id, amount_minor, currency,
 		                     method, capture, transport, actor, actor_address, status, reference, decline_code, token,
-		                     op_id, op_state, op_request, call_outcome, call_ms, n)
+		                     op_id, op_state, op_request, n)
 ),
 -- claim: each request's key, unless its client holds it. ON CONFLICT DO
 -- NOTHING waits for a transaction inserting the same key and skips the row
@@ -89,14 +90,14 @@ operation AS (
 	                                  state, code, sends, lease_owner, lease_until, next_try_at, created_at, settled_at)
 	SELECT op_id, payment_id, 'CREATE_PAYMENT', $17, 'cmpay_' || op_id, amount_minor, currency, op_request,
 	       op_state, decline_code, CASE WHEN op_state = 'PENDING' THEN 0 ELSE 1 END,
-	       CASE WHEN op_state = 'PENDING' THEN $26::text END, CASE WHEN op_state = 'PENDING' THEN $27::timestamptz END,
-	       $28, $14, CASE WHEN op_state = 'PENDING' THEN NULL ELSE $14::timestamptz END
+	       CASE WHEN op_state = 'PENDING' THEN $24::text END, CASE WHEN op_state = 'PENDING' THEN $25::timestamptz END,
+	       $26, $14, CASE WHEN op_state = 'PENDING' THEN NULL ELSE $14::timestamptz END
 	FROM claimed
 ),
 call AS (
 	INSERT INTO processor_calls (operation_id, payment_id, operation, processor_key, kind, outcome, code, at, duration_ms)
-	SELECT op_id, payment_id, 'CREATE_PAYMENT', 'cmpay_' || op_id, 'WRITE', call_outcome, decline_code, $14, call_ms
-	FROM claimed WHERE call_outcome IS NOT NULL
+	SELECT op_id, payment_id, 'CREATE_PAYMENT', 'cmpay_' || op_id, 'WRITE', op_state, decline_code, $14, 0
+	FROM claimed WHERE op_state <> 'PENDING'
 ),
 -- created_event: each created payment's PAYMENT_CREATED event, written by
 -- this statement and so committed with the payment or not at all: the
