@@ -586,3 +586,40 @@ func TestStripeRefundRace(t *testing.T) {
 		}
 	})
 }
+
+// The Recoverer resolves an unknown outcome in the background, on its
+// own timer; the test waits for the settlement hook, with a deadline.
+func TestRecovererResolvesInTheBackground(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		cfg := processor.DefaultConfig()
+		cfg.Timeout = testTimeout
+		clock := &fakeClock{now: time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)}
+		settled := make(chan bool, 1)
+		svc := mustService(t, db.Gorm, payments.Config{KeyTTL: testTTL, Now: clock.Now, Processor: sandbox.New(cfg),
+			ProcessorTimeout: testTimeout, RecoveryAfter: testRecovery,
+			OnOperationSettled: func(_ payments.Operation, wasUnknown bool) { settled <- wasUnknown }})
+		b := &bundle{db: db, svc: svc, clock: clock}
+		res := b.mustCreate(t, withToken(card("background"), sandbox.TokenSlow))
+		if res.Payment.Status != payments.StatusProcessing {
+			t.Fatalf("first answer %s, want PROCESSING", res.Payment.Status)
+		}
+		b.clock.Advance(testRecovery + time.Second)
+		r := b.svc.Recoverer(10*time.Millisecond, nil)
+		if err := r.Start(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		defer r.Stop()
+		select {
+		case wasUnknown := <-settled:
+			if !wasUnknown {
+				t.Error("the settlement of an unknown outcome was not reported as one")
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("still PROCESSING 5 s after it was due")
+		}
+		if p := b.mustGet(t, res.Payment.ID); p.Status != payments.StatusCaptured {
+			t.Errorf("resolved to %s, want CAPTURED", p.Status)
+		}
+	})
+}

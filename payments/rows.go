@@ -101,7 +101,7 @@ func paymentFromRow(row models.Payment) Payment {
 		ReplayCount:    row.ReplayCount,
 		RejectedCount:  row.RejectedCount,
 
-		Processor:          cmpOr(row.Processor, "sandbox"),
+		Processor:          row.Processor,
 		ProcessorReference: deref(row.ProcessorReference),
 		DeclineCode:        deref(row.DeclineCode),
 		PendingOperation:   Operation(deref(row.PendingOperation)),
@@ -118,8 +118,8 @@ func deref(s *string) string {
 	return *s
 }
 
-// cmpOr is s, or def when s is empty (an event's payment, which does not
-// record its processor).
+// cmpOr is s, or def when s is empty (a refund read without its status,
+// from before refunds had one, succeeded).
 func cmpOr(s, def string) string {
 	if s == "" {
 		return def

@@ -296,7 +296,7 @@ func (r *resultRow) payment() Payment {
 		Status: Status(r.status.String), Captured: money(r.captured), Refunded: money(r.refunded),
 		CapturedAt: timeOrZero(r.capturedAt), CanceledAt: timeOrZero(r.canceledAt),
 		ReplayCount: int(r.replays.Int64), RejectedCount: int(r.rejections.Int64),
-		Processor: cmpOr(r.processor.String, "sandbox"), ProcessorReference: r.reference.String,
+		Processor: r.processor.String, ProcessorReference: r.reference.String,
 		DeclineCode: r.declineCode.String, PendingOperation: Operation(r.pendingOp.String),
 		Reserved: money(r.reserved), PaymentMethodToken: r.token.String,
 	}
