@@ -233,7 +233,7 @@ func (s *Service) storeChange(ctx context.Context, tx liteTx, cmd *command, p Pa
 func (s *Service) askChange(ctx context.Context, op operationRow, ref, currency string) (ChangeResult, error) {
 	callCtx, cancel := context.WithTimeout(ctx, s.timeout)
 	start := time.Now()
-	out := s.sendChange(callCtx, op, ref, currency, 0)
+	out := s.sendChange(callCtx, op, ref, currency)
 	took := time.Since(start)
 	cancel()
 	p, err := s.record(ctx, op, out, callWrite, took)
@@ -255,7 +255,7 @@ func (s *Service) askChange(ctx context.Context, op operationRow, ref, currency 
 }
 
 // sendChange sends a change's write with its operation's key.
-func (s *Service) sendChange(ctx context.Context, op operationRow, ref, currency string, _ int) outcome {
+func (s *Service) sendChange(ctx context.Context, op operationRow, ref, currency string) outcome {
 	switch op.operation {
 	case OpCapture:
 		res, err := s.proc.CapturePayment(ctx, processor.CaptureRequest{IdempotencyKey: op.key, Reference: ref,

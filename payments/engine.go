@@ -52,6 +52,11 @@ type ChangeResult struct {
 // creates the payment; the others wait for it and return it. Every outcome
 // is recorded as an attempt of the payment. Bad input fails with an
 // *InvalidInputError and writes nothing.
+//
+// The payment is made at the processor (operations.go): it comes back in
+// the status the processor left it (DECLINED with its code for a
+// decline), or PROCESSING when the processor did not answer in time, to
+// be resolved by recovery; a replay answers the payment as it is now.
 func (s *Service) Create(ctx context.Context, req CreateRequest) (CreateResult, error) {
 	cmd, err := req.command()
 	if err != nil {

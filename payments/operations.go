@@ -72,15 +72,8 @@ type createPlan struct {
 	// after the payment is stored.
 	opState string
 	request string // the operation's request, JSON (opRequest)
-	call    *plannedCall
 	lease   leaseTerms
 	preq    processor.CreatePaymentRequest
-}
-
-// plannedCall is a foreseen call, recorded by the create's statement.
-type plannedCall struct {
-	outcome    CallOutcome
-	durationMs int64
 }
 
 // planned is cmd's plan: the Service's (planCreate), or for a command
@@ -160,7 +153,6 @@ func (s *Service) planCreate(ctx context.Context, cmd *command) {
 	}
 	pl.status, pl.opState = out.status, out.opState
 	pl.reference, pl.declineCode = optional(out.reference), optional(out.code)
-	pl.call = &plannedCall{outcome: out.call, durationMs: took.Milliseconds()}
 }
 
 // optional is nil for "".

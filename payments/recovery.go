@@ -71,7 +71,7 @@ func (s *Service) resolve(ctx context.Context, id string) error {
 			return err
 		}
 	case op.operation != OpCreate:
-		out = s.sendChange(callCtx, op, p.ProcessorReference, p.Amount.Currency, op.sends)
+		out = s.sendChange(callCtx, op, p.ProcessorReference, p.Amount.Currency)
 	case read:
 		out = s.readCreate(callCtx, op, p)
 	default:

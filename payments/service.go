@@ -6,7 +6,8 @@
 //
 // A newcomer reads engine.go (the one path every operation takes), then
 // decide.go (where every outcome is decided), then the store of their
-// database (store_postgres.go with sql/, or store_sqlite.go).
+// database (store_postgres.go with sql/, or store_sqlite.go); then how
+// money moves at a processor: operations.go, changes.go, recovery.go.
 package payments
 
 import (

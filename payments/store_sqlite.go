@@ -410,11 +410,13 @@ func (tx liteTx) insertOperation(ctx context.Context, cmd *command, now time.Tim
 	if err != nil {
 		return fmt.Errorf("store processor operation: %w", err)
 	}
-	if pl.call == nil {
-		return nil
+	if pl.opState == opPending {
+		return nil // not asked yet
 	}
+	// The foreseen call: its outcome is the operation's state, and it took
+	// no time worth a millisecond (create_batch's "call").
 	_, err = tx.r.Exec(ctx, commonSQL.SQL("insert_call"), pl.opID, cmd.newID, string(OpCreate), opKey(pl.opID), callWrite,
-		string(pl.call.outcome), pl.declineCode, now, pl.call.durationMs)
+		pl.opState, pl.declineCode, now, 0)
 	if err != nil {
 		return fmt.Errorf("record processor call: %w", err)
 	}
