@@ -48,7 +48,7 @@ func (s *Service) foreseesChanges() bool {
 
 // changeAtProcessor runs cmd in phases (see above).
 func (s *Service) changeAtProcessor(ctx context.Context, cmd *command) (ChangeResult, error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), requestTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.timeout+requestTimeout)
 	defer cancel()
 	if !plausibleID(cmd.paymentID) {
 		return ChangeResult{}, fmt.Errorf("payment %q: %w", cmd.paymentID, ErrNotFound)

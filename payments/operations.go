@@ -271,7 +271,10 @@ func scanOperation(row sqlq.Row) (operationRow, error) {
 // the processor is asked, within PROCESSOR_TIMEOUT, and what it said is
 // settled (or left to recovery). The answer is the payment as it then is.
 func (s *Service) askCreate(ctx context.Context, cmd *command) (Payment, error) {
-	ctx = context.WithoutCancel(ctx)
+	// Once asked, the answer is recorded even if the client went away:
+	// the call's time, then the transaction's.
+	ctx, cancelAll := context.WithTimeout(context.WithoutCancel(ctx), s.timeout+requestTimeout)
+	defer cancelAll()
 	pl := cmd.plan
 	op := operationRow{id: pl.opID, paymentID: cmd.newID, operation: OpCreate, key: opKey(pl.opID)}
 	callCtx, cancel := context.WithTimeout(ctx, s.timeout)
