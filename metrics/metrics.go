@@ -27,6 +27,8 @@ type Metrics struct {
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
 	events   *eventMetrics
+	// processor counts the processor calls (processor.go).
+	processor *processorMetrics
 
 	// The children of the vectors above, by their labels. Every request
 	// counts its attempt and observes its latency: looking a child up in a
@@ -89,6 +91,7 @@ func New(db *sql.DB) *Metrics {
 		collectors.NewDBStatsCollector(db, "cmpay"),
 	)
 	m.events = newEventMetrics(m.registry)
+	m.processor = newProcessorMetrics(m.registry)
 	return m
 }
 

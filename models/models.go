@@ -77,6 +77,9 @@ type Payment struct {
 	// amount counts against what is left to refund from the moment it is
 	// stored, before the processor is asked.
 	ReservedMinor int64 `gorm:"not null;default:0"`
+	// PaymentMethodToken is the paymentMethodToken the create sent (the
+	// payment method at the processor), nil for none.
+	PaymentMethodToken *string `gorm:"size:255"`
 	// The next action of a Pix or boleto payment: what the payer does, and
 	// until when.
 	NextActionType      *string `gorm:"size:16"`

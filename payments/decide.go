@@ -114,18 +114,17 @@ type rule struct {
 
 // rules are the payment lifecycle, enforced by apply_change (sql/common.sql).
 //
-// A refund takes a payment that was captured: CAPTURED, PARTIALLY_REFUNDED,
-// and REFUNDED too, which has nothing left, so that a refund of a payment
-// refunded in full is refused for its amount (AMOUNT_EXCEEDS_AVAILABLE,
-// available 0.00), as are the losers of a race of refunds that together
-// ask for more than was captured, whichever order they commit in. A
-// payment never captured (AUTHORIZED, CANCELED) refuses refunds for its
-// status.
+// A refund takes a payment that was captured and has something left:
+// CAPTURED or PARTIALLY_REFUNDED. A payment refunded in full (REFUNDED)
+// refuses refunds for its status (PAYMENT_STATE_CONFLICT), as one never
+// captured (AUTHORIZED, CANCELED) does; so does the loser of a race of
+// refunds once the winners have refunded it all, while a loser that finds
+// something left but less than it asks is refused for the amount.
 var rules = map[Operation]rule{
 	OpCapture: {from: []Status{StatusAuthorized}, available: func(p Payment) int64 { return p.Amount.Minor }},
 	OpCancel:  {from: []Status{StatusAuthorized}},
-	OpRefund: {from: []Status{StatusCaptured, StatusPartiallyRefunded, StatusRefunded},
-		available: func(p Payment) int64 { return p.Captured.Minor - p.Refunded.Minor }},
+	OpRefund: {from: []Status{StatusCaptured, StatusPartiallyRefunded},
+		available: func(p Payment) int64 { return p.Refundable().Minor }},
 }
 
 // changeAmountFor is the amount in minor units a capture or refund asks of

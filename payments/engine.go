@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/oklog/ulid/v2"
+
+	"github.com/cmpay/cmpay/processor"
 )
 
 // The engine: one path that every operation goes through. An operation is
@@ -50,6 +52,11 @@ type ChangeResult struct {
 // creates the payment; the others wait for it and return it. Every outcome
 // is recorded as an attempt of the payment. Bad input fails with an
 // *InvalidInputError and writes nothing.
+//
+// The payment is made at the processor (operations.go): it comes back in
+// the status the processor left it (DECLINED with its code for a
+// decline), or PROCESSING when the processor did not answer in time, to
+// be resolved by recovery; a replay answers the payment as it is now.
 func (s *Service) Create(ctx context.Context, req CreateRequest) (CreateResult, error) {
 	cmd, err := req.command()
 	if err != nil {
@@ -58,9 +65,19 @@ func (s *Service) Create(ctx context.Context, req CreateRequest) (CreateResult, 
 	if req.Client != "" && req.Client != req.ClientID {
 		return CreateResult{}, fmt.Errorf("create a payment for client %q: %w", req.ClientID, ErrForbidden)
 	}
+	if cmd.token == "" && s.proc.Name() == processor.NameStripe && !cmd.method.async() {
+		return CreateResult{}, invalid("paymentMethodToken", "paymentMethodToken is required for a card payment with this processor")
+	}
+	s.planCreate(ctx, cmd)
 	a, err := s.run(ctx, cmd)
 	if err != nil {
 		return CreateResult{}, fmt.Errorf("create payment: %w", err)
+	}
+	if a.outcome == OutcomeCreated && cmd.plan.opState == opPending {
+		// Phases 2 and 3: the payment is stored PROCESSING; ask.
+		if a.payment, err = s.askCreate(ctx, cmd); err != nil {
+			return CreateResult{}, fmt.Errorf("create payment %s: %w", cmd.newID, err)
+		}
 	}
 	return CreateResult{Payment: a.payment, Replayed: a.outcome == OutcomeReplayed}, nil
 }
@@ -93,6 +110,13 @@ func (s *Service) change(ctx context.Context, build func() (*command, error)) (C
 	cmd, err := build()
 	if err != nil {
 		return ChangeResult{}, err
+	}
+	if !s.foreseesChanges() {
+		res, err := s.changeAtProcessor(ctx, cmd)
+		if err != nil {
+			return ChangeResult{}, fmt.Errorf("%s %s: %w", verb(cmd.op), cmd.paymentID, err)
+		}
+		return res, nil
 	}
 	a, err := s.run(ctx, cmd)
 	if err != nil {

@@ -68,16 +68,17 @@ func eventTypeOf(op Operation) EventType {
 	panic(fmt.Sprintf("no event for operation %q", op))
 }
 
-// insertEvent writes the event of an applied cmd in transaction r
-// (SQLite): p is the payment right after the change, refund a refund's
+// insertEvent writes an event of type typ in transaction r (SQLite's
+// steps; the settling of a processor operation on both): key is the
+// request's key, p the payment right after the change, refund a refund's
 // refund. The columns are models.PaymentEvent's.
-func insertEvent(ctx context.Context, r sqlq.Runner, cmd *command, p Payment, refund *Refund, now time.Time) error {
+func insertEvent(ctx context.Context, r sqlq.Runner, typ EventType, key string, p Payment, refund *Refund, now time.Time) error {
 	var refundID *string
 	if refund != nil {
 		refundID = &refund.ID
 	}
-	_, err := r.Exec(ctx, sqliteSQL.SQL("insert_event"),
-		string(eventTypeOf(cmd.op)), now, cmd.key, refundID, p.ID, p.ClientID,
+	_, err := r.Exec(ctx, commonSQL.SQL("insert_event"),
+		string(typ), now, key, refundID, p.ID, p.ClientID,
 		p.IdempotencyKey, p.Amount.Minor, p.Amount.Currency, string(p.Method), p.CreatedAt, string(p.Status),
 		p.Captured.Minor, p.Refunded.Minor, optionalTime(p.CapturedAt), optionalTime(p.CanceledAt),
 		p.ReplayCount, p.RejectedCount)
@@ -109,3 +110,18 @@ func EventPayment(row models.PaymentEvent) Payment {
 
 // RefundFromRow reads a refund row of a payment in currency.
 func RefundFromRow(row models.Refund, currency string) Refund { return refundFromRow(row, currency) }
+
+// createdEvent is the event a payment created in status st announces
+// (create_batch.sql's "claimed" says the same in SQL): none while
+// PROCESSING.
+func createdEvent(st Status) (EventType, bool) {
+	switch st {
+	case StatusProcessing:
+		return "", false
+	case StatusDeclined:
+		return EventDeclined, true
+	case StatusPending:
+		return EventPending, true
+	}
+	return EventCreated, true
+}

@@ -134,6 +134,9 @@ func TestDifferingFields(t *testing.T) {
 		{"amount left out", refund, without(refund, FieldAmount), []string{"amount"}},
 		{"reason added", refund, with(refund, FieldReason, "x"), []string{"reason"}},
 		{"another payment", refund, with(refund, FieldPaymentID, "pay_2"), []string{"paymentId"}},
+		{"token added", create, with(create, FieldPaymentMethodToken, "pm_card_visa"), []string{"paymentMethodToken"}},
+		{"another token", with(create, FieldPaymentMethodToken, "pm_card_visa"),
+			with(create, FieldPaymentMethodToken, "pm_card_mastercard"), []string{"paymentMethodToken"}},
 		{"currency and capture", create, with(with(create, FieldCurrency, "USD"), FieldCapture, "false"), []string{"currency", "capture"}},
 	}
 	for _, tt := range tests {

@@ -23,10 +23,15 @@ const (
 	FieldMethod    Field = "method"
 	FieldCapture   Field = "capture"
 	FieldReason    Field = "reason"
+	// FieldPaymentMethodToken is a create's paymentMethodToken, absent when
+	// none was sent (so keys stored before it existed keep their
+	// fingerprints).
+	FieldPaymentMethodToken Field = "paymentMethodToken"
 )
 
 // fieldOrder is the order differingFields lists fields in.
-var fieldOrder = []Field{FieldOperation, FieldPaymentID, FieldAmount, FieldCurrency, FieldMethod, FieldCapture, FieldReason}
+var fieldOrder = []Field{FieldOperation, FieldPaymentID, FieldAmount, FieldCurrency, FieldMethod, FieldCapture, FieldReason,
+	FieldPaymentMethodToken}
 
 // Params are a request's operation and parameters in canonical form: every
 // value is the text of a normalised value (an amount as its reduced decimal, "10.5" for
@@ -47,7 +52,7 @@ func (p Params) encode() string {
 	if p == nil {
 		return p.encodeJSON() // "null"
 	}
-	var fields [8]Field // more than a request has: fieldOrder lists 7
+	var fields [9]Field // more than a request has: fieldOrder lists 8
 	keys := fields[:0]
 	size := 2
 	for f, v := range p {

@@ -24,6 +24,9 @@ func (m Method) Valid() bool {
 	return false
 }
 
+// async says whether m is paid by the payer after the payment is created.
+func (m Method) async() bool { return m == MethodPix || m == MethodBoleto }
+
 // Status is where a payment is in its life.
 type Status string
 
@@ -140,6 +143,9 @@ type Payment struct {
 	// PendingOperation is a capture or cancel sent to the processor whose
 	// outcome is not known yet; empty when none is.
 	PendingOperation Operation
+	// PaymentMethodToken is the paymentMethodToken the create sent, ""
+	// for none.
+	PaymentMethodToken string
 	// Reserved is what refunds still PROCESSING hold of what may be
 	// refunded.
 	Reserved Money

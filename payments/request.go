@@ -15,6 +15,9 @@ const (
 	MaxKeyLen      = 100
 	MaxClientIDLen = 100
 	MaxReasonLen   = 500
+	// MaxPaymentMethodTokenLen bounds a paymentMethodToken, as Stripe
+	// bounds its ids.
+	MaxPaymentMethodTokenLen = 255
 )
 
 // Origin is who sent a request, recorded with its attempt.
@@ -94,6 +97,13 @@ type command struct {
 	amount   Money
 	method   Method
 	capture  bool
+	// token is a create's paymentMethodToken, "" for none.
+	token string
+	// plan is what a create writes about its processor (operations.go).
+	plan *createPlan
+	// opID is a capture's, cancel's or refund's processor operation, if
+	// it makes one.
+	opID string
 
 	// A capture's, cancel's or refund's payment; its amount, if one was
 	// given; a refund's reason, and the id its refund gets if applied.
@@ -130,6 +140,9 @@ func (r CreateRequest) command() (*command, error) {
 	ps.add("idempotencyKey", ValidateKey(r.IdempotencyKey))
 	ps.add("clientId", validateClientID(r.ClientID))
 	ps.add("method", validateMethod(r.Method))
+	if r.PaymentMethodToken != nil {
+		ps.add("paymentMethodToken", validatePaymentMethodToken(*r.PaymentMethodToken))
+	}
 
 	var amount Money
 	code, err := NormalizeCurrency(r.Currency)
@@ -152,6 +165,10 @@ func (r CreateRequest) command() (*command, error) {
 		clientID: r.ClientID, amount: amount, method: r.Method, capture: capture,
 		params: createParams(amount, r.Method, capture),
 		newID:  newPaymentID(),
+	}
+	if r.PaymentMethodToken != nil {
+		cmd.token = *r.PaymentMethodToken
+		cmd.params[FieldPaymentMethodToken] = cmd.token
 	}
 	cmd.seal()
 	return cmd, nil
@@ -218,6 +235,7 @@ func changeCommand(op Operation, paymentID string, amount, reason *string, key s
 	if op == OpRefund {
 		cmd.newID = newRefundID()
 	}
+	cmd.opID = newOperationID()
 	cmd.seal()
 	return cmd, nil
 }
@@ -268,6 +286,23 @@ func validateClientID(id string) error {
 		return fmt.Errorf("clientId is %d characters long; the limit is %d", n, MaxClientIDLen)
 	}
 	return refuseInvisible("clientId", id)
+}
+
+// validatePaymentMethodToken: 1 to 255 printable ASCII characters, as
+// processors' ids are.
+func validatePaymentMethodToken(token string) error {
+	if token == "" {
+		return fmt.Errorf("paymentMethodToken must not be empty; leave it out for none")
+	}
+	if len(token) > MaxPaymentMethodTokenLen {
+		return fmt.Errorf("paymentMethodToken is %d characters long; the limit is %d", len(token), MaxPaymentMethodTokenLen)
+	}
+	for i := 0; i < len(token); i++ {
+		if c := token[i]; c < 0x20 || c > 0x7e {
+			return fmt.Errorf("paymentMethodToken may contain only printable ASCII characters (0x20-0x7E); found the byte 0x%02X at byte %d", c, i)
+		}
+	}
+	return nil
 }
 
 // validateReason: up to 500 characters of valid UTF-8 without control or

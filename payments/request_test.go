@@ -56,6 +56,10 @@ func TestValidateBadInput(t *testing.T) {
 		{"client not UTF-8", func(r *CreateRequest) { r.ClientID = "shop\xff" }, "clientId", "not valid UTF-8"},
 		// What a JSON decoder leaves of invalid bytes or a lone surrogate.
 		{"client with U+FFFD", func(r *CreateRequest) { r.ClientID = "shop\ufffd" }, "clientId", "not valid UTF-8"},
+		{"empty token", func(r *CreateRequest) { r.PaymentMethodToken = new("") }, "paymentMethodToken", "must not be empty"},
+		{"token of 256 characters", func(r *CreateRequest) { r.PaymentMethodToken = new(strings.Repeat("t", 256)) }, "paymentMethodToken", "the limit is 255"},
+		{"token with a newline", func(r *CreateRequest) { r.PaymentMethodToken = new("pm_\n") }, "paymentMethodToken", "printable ASCII"},
+		{"token with é", func(r *CreateRequest) { r.PaymentMethodToken = new("pm_café") }, "paymentMethodToken", "printable ASCII"},
 		{"key with a leading space", func(r *CreateRequest) { r.IdempotencyKey = " k" }, "idempotencyKey", "start or end with a space"},
 		{"key with a trailing space", func(r *CreateRequest) { r.IdempotencyKey = "k " }, "idempotencyKey", "start or end with a space"},
 		{"method unknown", func(r *CreateRequest) { r.Method = "CASH" }, "method", "must be one of CREDIT_CARD"},
@@ -94,6 +98,7 @@ func TestValidateAcceptsEdges(t *testing.T) {
 		"key with inner spaces":    func(r *CreateRequest) { r.IdempotencyKey = "order 42 b" },
 		"client of 100 characters": func(r *CreateRequest) { r.ClientID = strings.Repeat("ç", 100) },
 		"lower-case currency":      func(r *CreateRequest) { r.Currency = "brl" },
+		"token of 255 characters":  func(r *CreateRequest) { r.PaymentMethodToken = new(strings.Repeat("t", 255)) },
 	}
 	for name, change := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -14,18 +14,23 @@ import (
 
 // scanPayment reads a payment's columns: id, client_id, idempotency_key,
 // amount_minor, currency, method, created_at, status, captured_minor,
-// refunded_minor, captured_at, canceled_at, replay_count, rejected_count.
+// refunded_minor, captured_at, canceled_at, replay_count, rejected_count,
+// processor, processor_reference, decline_code, pending_operation,
+// reserved_minor, payment_method_token.
 func scanPayment(row sqlq.Row) (Payment, error) {
 	var r models.Payment
 	if err := row.Scan(&r.ID, &r.ClientID, &r.IdempotencyKey, &r.AmountMinor, &r.Currency, &r.Method, &r.CreatedAt,
-		&r.Status, &r.CapturedMinor, &r.RefundedMinor, &r.CapturedAt, &r.CanceledAt, &r.ReplayCount, &r.RejectedCount); err != nil {
+		&r.Status, &r.CapturedMinor, &r.RefundedMinor, &r.CapturedAt, &r.CanceledAt, &r.ReplayCount, &r.RejectedCount,
+		&r.Processor, &r.ProcessorReference, &r.DeclineCode, &r.PendingOperation, &r.ReservedMinor,
+		&r.PaymentMethodToken); err != nil {
 		return Payment{}, err
 	}
 	return paymentFromRow(r), nil
 }
 
 // scanRefund reads a refund's columns (id, payment_id, amount_minor,
-// reason, idempotency_key, created_at), of a payment in currency.
+// reason, idempotency_key, created_at, status, failure_code), of a payment
+// in currency.
 func scanRefund(row sqlq.Row, currency string) (Refund, error) {
 	r, err := scanRefundRow(row)
 	if err != nil {
@@ -36,7 +41,7 @@ func scanRefund(row sqlq.Row, currency string) (Refund, error) {
 
 func scanRefundRow(row sqlq.Row) (models.Refund, error) {
 	var r models.Refund
-	err := row.Scan(&r.ID, &r.PaymentID, &r.AmountMinor, &r.Reason, &r.IdempotencyKey, &r.CreatedAt)
+	err := row.Scan(&r.ID, &r.PaymentID, &r.AmountMinor, &r.Reason, &r.IdempotencyKey, &r.CreatedAt, &r.Status, &r.FailureCode)
 	return r, err
 }
 
@@ -95,7 +100,31 @@ func paymentFromRow(row models.Payment) Payment {
 		CanceledAt:     utc(row.CanceledAt),
 		ReplayCount:    row.ReplayCount,
 		RejectedCount:  row.RejectedCount,
+
+		Processor:          row.Processor,
+		ProcessorReference: deref(row.ProcessorReference),
+		DeclineCode:        deref(row.DeclineCode),
+		PendingOperation:   Operation(deref(row.PendingOperation)),
+		Reserved:           money(row.ReservedMinor),
+		PaymentMethodToken: deref(row.PaymentMethodToken),
 	}
+}
+
+// deref is *s, "" for nil.
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// cmpOr is s, or def when s is empty (a refund read without its status,
+// from before refunds had one, succeeded).
+func cmpOr(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }
 
 func refundFromRow(row models.Refund, currency string) Refund {
@@ -106,6 +135,8 @@ func refundFromRow(row models.Refund, currency string) Refund {
 		Reason:         row.Reason,
 		IdempotencyKey: row.IdempotencyKey,
 		CreatedAt:      row.CreatedAt.UTC(),
+		Status:         RefundStatus(cmpOr(row.Status, string(RefundSucceeded))),
+		FailureCode:    deref(row.FailureCode),
 	}
 }
 
@@ -155,4 +186,11 @@ func utc(t *time.Time) time.Time {
 		return time.Time{}
 	}
 	return t.UTC()
+}
+
+// scanID reads a row of one id.
+func scanID(row sqlq.Row) (string, error) {
+	var id string
+	err := row.Scan(&id)
+	return id, err
 }

@@ -90,10 +90,10 @@ func TestResultRowCreated(t *testing.T) {
 	}{
 		{"captured", create, Payment{ID: "pay_1", ClientID: "c1", IdempotencyKey: "k1", Amount: create.amount,
 			Method: "PIX", CreatedAt: now, Status: StatusCaptured, Captured: create.amount,
-			Refunded: Money{Currency: "BRL"}, CapturedAt: now}},
+			Refunded: Money{Currency: "BRL"}, CapturedAt: now, Processor: "sandbox", Reserved: Money{Currency: "BRL"}}},
 		{"authorized", &authorize, Payment{ID: "pay_1", ClientID: "c1", IdempotencyKey: "k1", Amount: create.amount,
 			Method: "PIX", CreatedAt: now, Status: StatusAuthorized, Captured: Money{Currency: "BRL"},
-			Refunded: Money{Currency: "BRL"}}},
+			Refunded: Money{Currency: "BRL"}, Processor: "sandbox", Reserved: Money{Currency: "BRL"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := resultRow{n: 1, outcome: string(OutcomeCreated)}

@@ -6,7 +6,8 @@
 //
 // A newcomer reads engine.go (the one path every operation takes), then
 // decide.go (where every outcome is decided), then the store of their
-// database (store_postgres.go with sql/, or store_sqlite.go).
+// database (store_postgres.go with sql/, or store_sqlite.go); then how
+// money moves at a processor: operations.go, changes.go, recovery.go.
 package payments
 
 import (
@@ -14,7 +15,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/oklog/ulid/v2"
 	"gorm.io/gorm"
+
+	"github.com/cmpay/cmpay/processor"
+	"github.com/cmpay/cmpay/processor/sandbox"
 )
 
 // DefaultKeyTTL is how long an idempotency key is remembered by default.
@@ -42,6 +47,23 @@ type Config struct {
 	// database's (clock.go; database.ClockOffset): start ClockSync
 	// before serving.
 	ClockOffset ClockOffset
+
+	// Processor moves the money (processor.ConfigFromEnv picks it). Nil
+	// means the sandbox with the default configuration.
+	Processor processor.Processor
+	// ProcessorTimeout is the most one processor call may take
+	// (PROCESSOR_TIMEOUT); past it the outcome is unknown. Zero means 10 s.
+	ProcessorTimeout time.Duration
+	// RecoveryAfter is how long an unknown outcome waits before recovery
+	// resolves it (PROCESSOR_RECOVERY_AFTER). Zero means 30 s.
+	RecoveryAfter time.Duration
+	// OnProcessorCall, if set, is told of every processor call: its
+	// operation, outcome and duration (metrics hook in here).
+	OnProcessorCall func(op Operation, outcome CallOutcome, took time.Duration)
+	// OnOperationSettled, if set, is told of every processor operation
+	// settled after it was stored unsettled; wasUnknown says an unknown
+	// outcome was resolved (metrics; tests wait on it).
+	OnOperationSettled func(op Operation, wasUnknown bool)
 }
 
 // Reads is where reads that tolerate a few seconds of lag go.
@@ -76,6 +98,16 @@ type Service struct {
 	offset      atomic.Int64
 	clockOffset ClockOffset
 	onAttempt   func(Operation, Outcome, string)
+
+	// proc moves the money (operations.go); timeout and recoveryAfter are
+	// PROCESSOR_TIMEOUT and PROCESSOR_RECOVERY_AFTER; instance names this
+	// Service as the owner of the operations it leases.
+	proc          processor.Processor
+	timeout       time.Duration
+	recoveryAfter time.Duration
+	instance      string
+	onCall        func(Operation, CallOutcome, time.Duration)
+	onSettled     func(Operation, bool)
 }
 
 // NewService returns a Service over db, whose schema must be migrated.
@@ -93,6 +125,26 @@ func NewService(db *gorm.DB, cfg Config) (*Service, error) {
 	if s.onAttempt == nil {
 		s.onAttempt = func(Operation, Outcome, string) {}
 	}
+	s.proc, s.timeout, s.recoveryAfter = cfg.Processor, cfg.ProcessorTimeout, cfg.RecoveryAfter
+	s.onCall, s.onSettled = cfg.OnProcessorCall, cfg.OnOperationSettled
+	defaults := processor.DefaultConfig()
+	if s.timeout <= 0 {
+		s.timeout = defaults.Timeout
+	}
+	if s.recoveryAfter <= 0 {
+		s.recoveryAfter = defaults.RecoveryAfter
+	}
+	if s.proc == nil {
+		defaults.Timeout = s.timeout
+		s.proc = sandbox.New(defaults)
+	}
+	if s.onCall == nil {
+		s.onCall = func(Operation, CallOutcome, time.Duration) {}
+	}
+	if s.onSettled == nil {
+		s.onSettled = func(Operation, bool) {}
+	}
+	s.instance = "svc_" + ulid.Make().String()
 	store, err := newStore(db, s.keyTTL, s.now)
 	if err != nil {
 		return nil, fmt.Errorf("new payments service: %w", err)

@@ -70,13 +70,16 @@ func forgetKey(ctx context.Context, r sqlq.Runner, id int64, expiredBefore time.
 // authorized when the request asked so. Both stores write exactly this,
 // so the answer is built here rather than read back from the database.
 func createdPayment(cmd *command, now time.Time) Payment {
+	pl := cmd.planned()
+	zero := Money{Currency: cmd.amount.Currency}
 	p := Payment{
 		ID: cmd.newID, ClientID: cmd.clientID, IdempotencyKey: cmd.key, Amount: cmd.amount, Method: cmd.method,
-		CreatedAt: now, Status: StatusAuthorized,
-		Captured: Money{Currency: cmd.amount.Currency}, Refunded: Money{Currency: cmd.amount.Currency},
+		CreatedAt: now, Status: pl.status, Captured: zero, Refunded: zero, Reserved: zero,
+		Processor: pl.processor, ProcessorReference: deref(pl.reference), DeclineCode: deref(pl.declineCode),
+		PaymentMethodToken: cmd.token,
 	}
-	if cmd.capture {
-		p.Status, p.Captured, p.CapturedAt = StatusCaptured, cmd.amount, now
+	if p.Status == StatusCaptured {
+		p.Captured, p.CapturedAt = cmd.amount, now
 	}
 	return p
 }

@@ -51,6 +51,15 @@ type store interface {
 	// attemptCounts counts, on r (the primary or a replica), the attempts
 	// made since from, by hour and outcome (stats.go).
 	attemptCounts(ctx context.Context, r sqlq.Runner, from time.Time) ([]hourCount, error)
+	// lockPaymentSQL reads a payment and locks it for the transaction
+	// (changes.go).
+	lockPaymentSQL() string
+	// db runs what both dialects run alike, in a transaction or not: the
+	// settling of processor operations (operations.go).
+	db() sqlq.DB
+	// claimDue leases up to limit unsettled operations due at now to
+	// owner until until, and returns their ids (recovery.go).
+	claimDue(ctx context.Context, owner string, until, now time.Time, limit int) ([]string, error)
 	// sweepKeys deletes up to limit keys created before before, and says
 	// how many it deleted (sweep.go).
 	sweepKeys(ctx context.Context, before time.Time, limit int) (int64, error)

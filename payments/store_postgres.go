@@ -55,9 +55,23 @@ func (st *postgresStore) createBatch(ctx context.Context, jobs []*job) error {
 		amounts[i], currencies[i], methods[i], captures[i] = c.amount.Minor, c.amount.Currency, string(c.method), c.capture
 		transports[i], actors[i], addresses[i] = c.Transport, c.Actor, c.Address
 	}
+	statuses, refs, codes, tokens := make([]string, n), make([]*string, n), make([]*string, n), make([]*string, n)
+	opIDs, opStates, opRequests := make([]string, n), make([]string, n), make([]string, n)
+	var procName string
+	var lease leaseTerms
+	for i, j := range jobs {
+		pl := j.cmd.planned()
+		statuses[i], refs[i], codes[i] = string(pl.status), pl.reference, pl.declineCode
+		if j.cmd.token != "" {
+			tokens[i] = &j.cmd.token
+		}
+		opIDs[i], opStates[i], opRequests[i] = pl.opID, pl.opState, pl.request
+		procName, lease = pl.processor, pl.lease
+	}
 	now := st.now()
 	return st.run(ctx, jobs, now, CreateBatchSQL, false, clientIDs, keys, fps, params, ids, amounts, currencies, methods, captures,
-		transports, actors, addresses, fingerprintVersion, now, now.Add(-st.keyTTL))
+		transports, actors, addresses, fingerprintVersion, now, now.Add(-st.keyTTL),
+		statuses, procName, refs, codes, tokens, opIDs, opStates, opRequests, lease.owner, now.Add(lease.hold), now.Add(lease.due))
 }
 
 func (st *postgresStore) changeBatch(ctx context.Context, jobs []*job) error {
@@ -67,8 +81,10 @@ func (st *postgresStore) changeBatch(ctx context.Context, jobs []*job) error {
 	reasons, refundIDs := make([]*string, n), make([]string, n)
 	transports, actors, addresses, scopes := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	fps, given, minors := make([][]byte, n), make([]bool, n), make([]*int64, n*width)
+	opIDs := make([]string, n)
 	for i, j := range jobs {
 		c := j.cmd
+		opIDs[i] = c.opID
 		ops[i], paymentIDs[i], keys[i], fps[i], params[i] = string(c.op), c.paymentID, c.key, c.fp, c.encoded
 		reasons[i], refundIDs[i] = c.reason, c.newID
 		transports[i], actors[i], addresses[i], scopes[i] = c.Transport, c.Actor, c.Address, c.Client
@@ -79,7 +95,7 @@ func (st *postgresStore) changeBatch(ctx context.Context, jobs []*job) error {
 	}
 	now := st.now()
 	return st.run(ctx, jobs, now, ChangeBatchSQL, true, ops, paymentIDs, keys, fps, params, given, reasons, refundIDs,
-		transports, actors, addresses, scopes, minors, width, fingerprintVersion, now, now.Add(-st.keyTTL))
+		transports, actors, addresses, scopes, minors, width, fingerprintVersion, now, now.Add(-st.keyTTL), opIDs)
 }
 
 // run executes a batch statement, whose time is now and whose rows carry
@@ -151,6 +167,9 @@ type resultRow struct {
 	id, clientID, key, currency, method, status     pgtype.Text
 	amount, captured, refunded, replays, rejections pgtype.Int8
 	createdAt, capturedAt, canceledAt               pgtype.Timestamptz
+	processor, reference, declineCode, pendingOp    pgtype.Text
+	reserved                                        pgtype.Int8
+	token                                           pgtype.Text
 
 	refundID, refundPaymentID, refundReason, refundKey pgtype.Text
 	refundAmount                                       pgtype.Int8
@@ -169,7 +188,8 @@ func (r *resultRow) targets(refunds bool) []any {
 // in the statements' column order.
 func (r *resultRow) paymentTargets(refunds bool) []any {
 	t := []any{&r.id, &r.clientID, &r.key, &r.amount, &r.currency, &r.method, &r.createdAt,
-		&r.status, &r.captured, &r.refunded, &r.capturedAt, &r.canceledAt, &r.replays, &r.rejections}
+		&r.status, &r.captured, &r.refunded, &r.capturedAt, &r.canceledAt, &r.replays, &r.rejections,
+		&r.processor, &r.reference, &r.declineCode, &r.pendingOp, &r.reserved, &r.token}
 	if refunds {
 		t = append(t, &r.refundID, &r.refundPaymentID, &r.refundAmount, &r.refundReason, &r.refundKey, &r.refundCreatedAt)
 	}
@@ -262,7 +282,10 @@ func (r *resultRow) refund() *Refund {
 	}
 	return &Refund{ID: r.refundID.String, PaymentID: r.refundPaymentID.String,
 		Amount: Money{Minor: r.refundAmount.Int64, Currency: r.currency.String},
-		Reason: textPtr(r.refundReason), IdempotencyKey: r.refundKey.String, CreatedAt: r.refundCreatedAt.Time.UTC()}
+		Reason: textPtr(r.refundReason), IdempotencyKey: r.refundKey.String, CreatedAt: r.refundCreatedAt.Time.UTC(),
+		// The batch statements apply only foreseen refunds, which succeed
+		// at once (operations.go).
+		Status: RefundSucceeded}
 }
 
 func (r *resultRow) payment() Payment {
@@ -273,6 +296,9 @@ func (r *resultRow) payment() Payment {
 		Status: Status(r.status.String), Captured: money(r.captured), Refunded: money(r.refunded),
 		CapturedAt: timeOrZero(r.capturedAt), CanceledAt: timeOrZero(r.canceledAt),
 		ReplayCount: int(r.replays.Int64), RejectedCount: int(r.rejections.Int64),
+		Processor: r.processor.String, ProcessorReference: r.reference.String,
+		DeclineCode: r.declineCode.String, PendingOperation: Operation(r.pendingOp.String),
+		Reserved: money(r.reserved), PaymentMethodToken: r.token.String,
 	}
 }
 
@@ -390,3 +416,13 @@ var _ store = (*postgresStore)(nil)
 func (st *postgresStore) processorCallsOf(ctx context.Context, ids []string) ([]models.ProcessorCall, error) {
 	return sqlq.Collect(ctx, st.pg, postgresSQL.SQL("processor_calls_of"), []any{ids}, scanProcessorCall)
 }
+
+func (st *postgresStore) db() sqlq.DB { return st.pg }
+
+// claimDue leases due operations with FOR UPDATE SKIP LOCKED: instances
+// claiming at once each get others, and none waits for another.
+func (st *postgresStore) claimDue(ctx context.Context, owner string, until, now time.Time, limit int) ([]string, error) {
+	return sqlq.Collect(ctx, st.pg, postgresSQL.SQL("claim_due"), []any{owner, until, now, limit}, scanID)
+}
+
+func (st *postgresStore) lockPaymentSQL() string { return postgresSQL.SQL("lock_payment") }

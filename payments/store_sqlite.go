@@ -86,8 +86,13 @@ func (st *sqliteStore) create(ctx context.Context, tx liteTx, cmd *command, now 
 			if err := tx.insertAttempt(ctx, cmd, attemptRow{paymentID: p.ID, outcome: OutcomeCreated, at: now}); err != nil {
 				return answer{}, err
 			}
-			if err := insertEvent(ctx, tx.r, cmd, p, nil, now); err != nil {
+			if err := tx.insertOperation(ctx, cmd, now); err != nil {
 				return answer{}, err
+			}
+			if typ, ok := createdEvent(p.Status); ok {
+				if err := insertEvent(ctx, tx.r, typ, cmd.key, p, nil, now); err != nil {
+					return answer{}, err
+				}
 			}
 			return answer{kind: answerSettled, outcome: OutcomeCreated, payment: p}, nil
 		}
@@ -141,8 +146,13 @@ func (st *sqliteStore) change(ctx context.Context, tx liteTx, cmd *command, now 
 		}
 		row.refundID = &a.refund.ID
 	}
-	if err := insertEvent(ctx, tx.r, cmd, changed, a.refund, now); err != nil {
+	if err := insertEvent(ctx, tx.r, eventTypeOf(cmd.op), cmd.key, changed, a.refund, now); err != nil {
 		return answer{}, err
+	}
+	// The foreseen processor call (change_batch's applied_call).
+	if _, err := tx.r.Exec(ctx, commonSQL.SQL("insert_call"), cmd.opID, p.ID, string(cmd.op), opKey(cmd.opID), callWrite,
+		string(CallSucceeded), nil, now, 0); err != nil {
+		return answer{}, fmt.Errorf("record processor call: %w", err)
 	}
 	return a, tx.insertAttempt(ctx, cmd, row)
 }
@@ -184,9 +194,9 @@ func (tx liteTx) recordAttempt(ctx context.Context, rec record) (answer, error) 
 	var p Payment
 	switch rec.outcome {
 	case OutcomeReplayed:
-		p, err = scanPayment(tx.r.QueryRow(ctx, sqliteSQL.SQL("count_replay"), at, rec.paymentID))
+		p, err = scanPayment(tx.r.QueryRow(ctx, commonSQL.SQL("count_replay"), at, rec.paymentID))
 	case OutcomeRejected:
-		p, err = scanPayment(tx.r.QueryRow(ctx, sqliteSQL.SQL("count_rejection"), at, rec.paymentID))
+		p, err = scanPayment(tx.r.QueryRow(ctx, commonSQL.SQL("count_rejection"), at, rec.paymentID))
 	default:
 		p, err = scanPayment(tx.r.QueryRow(ctx, commonSQL.SQL("read_payment"), rec.paymentID))
 	}
@@ -216,7 +226,7 @@ func (tx liteTx) claimKey(ctx context.Context, cmd *command, clientID, paymentID
 	if cmd.op == OpRefund {
 		refundID = &cmd.newID
 	}
-	n, err := tx.r.Exec(ctx, sqliteSQL.SQL("claim_key"),
+	n, err := tx.r.Exec(ctx, commonSQL.SQL("claim_key"),
 		clientID, cmd.key, string(cmd.op), cmd.fp, fingerprintVersion, cmd.encoded, paymentID, refundID, now)
 	if err != nil {
 		return false, fmt.Errorf("claim key: %w", err)
@@ -228,7 +238,8 @@ func (tx liteTx) claimKey(ctx context.Context, cmd *command, clientID, paymentID
 func (tx liteTx) insertPayment(ctx context.Context, p Payment) error {
 	_, err := tx.r.Exec(ctx, sqliteSQL.SQL("insert_payment"),
 		p.ID, p.ClientID, p.IdempotencyKey, p.Amount.Minor, p.Amount.Currency, string(p.Method),
-		p.CreatedAt, string(p.Status), p.Captured.Minor, optionalTime(p.CapturedAt))
+		p.CreatedAt, string(p.Status), p.Captured.Minor, optionalTime(p.CapturedAt),
+		p.Processor, optional(p.ProcessorReference), optional(p.DeclineCode), optional(p.PaymentMethodToken))
 	if err != nil {
 		return fmt.Errorf("insert payment: %w", err)
 	}
@@ -238,7 +249,7 @@ func (tx liteTx) insertPayment(ctx context.Context, p Payment) error {
 // insertRefund creates the refund an applied refund request made.
 func (tx liteTx) insertRefund(ctx context.Context, cmd *command, p Payment, amount int64, now time.Time) (*Refund, error) {
 	r := Refund{ID: cmd.newID, PaymentID: p.ID, Amount: Money{Minor: amount, Currency: p.Amount.Currency},
-		Reason: cmd.reason, IdempotencyKey: cmd.key, CreatedAt: now}
+		Reason: cmd.reason, IdempotencyKey: cmd.key, CreatedAt: now, Status: RefundSucceeded}
 	_, err := tx.r.Exec(ctx, sqliteSQL.SQL("insert_refund"), r.ID, r.PaymentID, amount, r.Reason, r.IdempotencyKey, now)
 	if err != nil {
 		return nil, fmt.Errorf("insert refund: %w", err)
@@ -258,7 +269,7 @@ type attemptRow struct {
 
 // insertAttempt records cmd's attempt.
 func (tx liteTx) insertAttempt(ctx context.Context, cmd *command, a attemptRow) error {
-	_, err := tx.r.Exec(ctx, sqliteSQL.SQL("insert_attempt"),
+	_, err := tx.r.Exec(ctx, commonSQL.SQL("insert_attempt"),
 		a.paymentID, string(cmd.op), cmd.key, string(a.outcome), a.at, cmd.encoded, a.heldParams, a.refusal,
 		a.refundID, cmd.Transport, cmd.Actor, cmd.Address)
 	if err != nil {
@@ -372,3 +383,44 @@ func (st *sqliteStore) processorCallsOf(ctx context.Context, ids []string) ([]mo
 	}
 	return sqlq.Collect(ctx, st.lite, sqliteSQL.SQL("processor_calls_of"), []any{string(list)}, scanProcessorCall)
 }
+
+func (st *sqliteStore) db() sqlq.DB { return st.lite }
+
+// claimDue leases due operations in one statement: SQLite's single writer
+// runs it whole before any other instance's.
+func (st *sqliteStore) claimDue(ctx context.Context, owner string, until, now time.Time, limit int) ([]string, error) {
+	return sqlq.Collect(ctx, st.lite, sqliteSQL.SQL("claim_due"), []any{owner, until, now, limit}, scanID)
+}
+
+// insertOperation stores a create's processor operation, and its foreseen
+// call: what create_batch's "operation" and "call" write on PostgreSQL.
+func (tx liteTx) insertOperation(ctx context.Context, cmd *command, now time.Time) error {
+	pl := cmd.planned()
+	var owner *string
+	var until, settled *time.Time
+	sends := 1
+	if pl.opState == opPending {
+		owner, until, sends = &pl.lease.owner, new(now.Add(pl.lease.hold)), 0
+	} else {
+		settled = &now
+	}
+	_, err := tx.r.Exec(ctx, commonSQL.SQL("insert_operation"), pl.opID, cmd.newID, nil, string(OpCreate), pl.processor,
+		cmd.amount.Minor, cmd.amount.Currency, pl.request, pl.opState, pl.declineCode, sends, owner, until,
+		now.Add(pl.lease.due), now, settled)
+	if err != nil {
+		return fmt.Errorf("store processor operation: %w", err)
+	}
+	if pl.opState == opPending {
+		return nil // not asked yet
+	}
+	// The foreseen call: its outcome is the operation's state, and it took
+	// no time worth a millisecond (create_batch's "call").
+	_, err = tx.r.Exec(ctx, commonSQL.SQL("insert_call"), pl.opID, cmd.newID, string(OpCreate), opKey(pl.opID), callWrite,
+		pl.opState, pl.declineCode, now, 0)
+	if err != nil {
+		return fmt.Errorf("record processor call: %w", err)
+	}
+	return nil
+}
+
+func (st *sqliteStore) lockPaymentSQL() string { return sqliteSQL.SQL("lock_payment") }

@@ -27,6 +27,9 @@ import (
 	"github.com/cmpay/cmpay/internal/startstop"
 	"github.com/cmpay/cmpay/metrics"
 	"github.com/cmpay/cmpay/payments"
+	"github.com/cmpay/cmpay/processor"
+	"github.com/cmpay/cmpay/processor/sandbox"
+	"github.com/cmpay/cmpay/processor/stripe"
 	"github.com/cmpay/cmpay/staff"
 	"github.com/cmpay/cmpay/webhooks"
 )
@@ -59,6 +62,12 @@ func Run(ctx context.Context, getenv func(string) string, stdout io.Writer, log 
 	if err != nil {
 		return err
 	}
+	// The processor: the sandbox unless PROCESSOR says otherwise, so that
+	// a server started with nothing set needs nothing else.
+	pcfg, err := processor.ConfigFromEnv(getenv)
+	if err != nil {
+		return err
+	}
 	db, err := database.Open(cfg.DatabaseURL, database.Options{Logger: log})
 	if err != nil {
 		return err
@@ -79,7 +88,7 @@ func Run(ctx context.Context, getenv func(string) string, stdout io.Writer, log 
 	}
 	defer func() { _ = replica.Close() }()
 
-	s, err := build(ctx, db, replica, cfg, stdout, log)
+	s, err := build(ctx, db, replica, cfg, pcfg, stdout, log)
 	if err != nil {
 		return err
 	}
@@ -106,7 +115,8 @@ type server struct {
 }
 
 // build makes every service and the HTTP server; nothing runs yet.
-func build(ctx context.Context, db *gorm.DB, replica *database.Replica, cfg config.Config, stdout io.Writer, log *slog.Logger) (*server, error) {
+func build(ctx context.Context, db *gorm.DB, replica *database.Replica, cfg config.Config, pcfg processor.Config,
+	stdout io.Writer, log *slog.Logger) (*server, error) {
 	sqlDB, err := db.DB()
 	if err != nil {
 		return nil, err
@@ -116,8 +126,17 @@ func build(ctx context.Context, db *gorm.DB, replica *database.Replica, cfg conf
 	if err != nil {
 		return nil, err
 	}
+	proc, err := newProcessor(pcfg)
+	if err != nil {
+		return nil, err
+	}
 	svc, err := payments.NewService(db, payments.Config{
 		KeyTTL: cfg.KeyTTL, Reads: replica, Unavailable: database.IsUnavailable, ClockOffset: database.ClockOffset(db),
+		Processor: proc, ProcessorTimeout: pcfg.Timeout, RecoveryAfter: pcfg.RecoveryAfter,
+		OnProcessorCall: m.OnProcessorCall, OnOperationSettled: func(op payments.Operation, wasUnknown bool) {
+			m.OnOperationSettled(op, wasUnknown)
+			ev.Wake() // an event was written
+		},
 		OnAttempt: func(op payments.Operation, o payments.Outcome, transport string) {
 			m.OnAttempt(op, o, transport)
 			if o == payments.OutcomeCreated || o == payments.OutcomeApplied {
@@ -128,6 +147,7 @@ func build(ctx context.Context, db *gorm.DB, replica *database.Replica, cfg conf
 	if err != nil {
 		return nil, err
 	}
+	m.WatchUnknown(svc.OpenUnknown)
 	staffStore := staff.New(db, staff.Config{IdleTimeout: cfg.AdminSessionIdle})
 	admin, err := staffStore.Bootstrap(ctx, cfg.AdminUser, cfg.AdminPassword)
 	if err != nil {
@@ -156,7 +176,9 @@ func build(ctx context.Context, db *gorm.DB, replica *database.Replica, cfg conf
 	})
 	// The clock is measured before anything serves; the sweeper and the
 	// debug endpoints depend on nothing started after them.
-	background := []startstop.Service{svc.ClockSync(log), ev, wh, svc.Sweeper(cfg.SweepInterval, log)}
+	// Every instance resolves unknown processor outcomes (the Recoverer):
+	// the database's lease keeps two from resolving one at once.
+	background := []startstop.Service{svc.ClockSync(log), ev, wh, svc.Sweeper(cfg.SweepInterval, log), svc.Recoverer(0, log)}
 	if cfg.DebugAddr != "" {
 		background = append(background, debugServer(cfg.DebugAddr, stdout, log))
 	}
@@ -222,4 +244,12 @@ func (s *server) shutdown(served <-chan error) error {
 	}
 	s.log.Info("stopped")
 	return nil
+}
+
+// newProcessor is the processor pcfg names: the sandbox, or Stripe.
+func newProcessor(pcfg processor.Config) (processor.Processor, error) {
+	if pcfg.Processor == processor.NameStripe {
+		return stripe.New(pcfg)
+	}
+	return sandbox.New(pcfg), nil
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/cmpay/cmpay/database"
 	"github.com/cmpay/cmpay/internal/dbtest"
 	"github.com/cmpay/cmpay/internal/streamtest"
+	"github.com/cmpay/cmpay/processor"
 	"github.com/cmpay/cmpay/webhooks"
 )
 
@@ -137,7 +138,7 @@ func TestLongLivedSubscriptions(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	s, err := build(ctx, db.Gorm, replica, cfg, io.Discard, quiet)
+	s, err := build(ctx, db.Gorm, replica, cfg, processor.DefaultConfig(), io.Discard, quiet)
 	if err != nil {
 		t.Fatal(err)
 	}

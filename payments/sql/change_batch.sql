@@ -27,14 +27,16 @@
 -- addresses, $12 client scopes ('' for any client). $13 holds the amounts
 -- in minor units, $14 per request: element (n-1)*$14 + d + 1 is the amount
 -- for a currency of d digits, NULL when it is no whole number of its minor
--- units. Then $15 the fingerprint version, $16 now, $17 expired-before.
+-- units. Then $15 the fingerprint version, $16 now, $17 expired-before;
+-- $18, one per request, the ids of the processor operations (calls) the
+-- changes make.
 -- Result rows: resultRow in store_postgres.go; a HELD row names its key
 -- and no payment (the engine reads what it needs of that).
 WITH input AS (
 	SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bytea[], $5::text[], $6::bool[], $7::text[],
-	                     $8::text[], $9::text[], $10::text[], $11::text[], $12::text[])
+	                     $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $18::text[])
 		WITH ORDINALITY AS t(operation, payment_id, idempotency_key, fingerprint, params, amount_given, reason,
-		                     refund_id, transport, actor, actor_address, client_scope, n)
+		                     refund_id, transport, actor, actor_address, client_scope, op_id, n)
 ),
 -- snap: each request's payment as the snapshot shows it, the amount in the
 -- payment's minor units, and whether something stops the request before its
@@ -104,6 +106,14 @@ applied_event AS (
 	       a.captured_minor, a.refunded_minor, a.captured_at, a.canceled_at, a.replay_count, a.rejected_count
 	FROM applied a JOIN snap s ON s.payment_id = a.id
 ),
+-- applied_call: each applied change's processor call, answered by a
+-- processor that foresees it (the sandbox: operations.go), so that
+-- processorCalls shows it as it shows a create's.
+applied_call AS (
+	INSERT INTO processor_calls (operation_id, payment_id, operation, processor_key, kind, outcome, code, at, duration_ms)
+	SELECT s.op_id, s.payment_id, s.operation, 'cmpay_' || s.op_id, 'WRITE', 'SUCCEEDED', NULL, $16, 0
+	FROM applied a JOIN snap s ON s.payment_id = a.id
+),
 applied_attempt AS (
 	INSERT INTO idempotency_attempts (payment_id, operation, idempotency_key, outcome, at, params, refund_id,
 	                                  transport, actor, actor_address)
@@ -120,7 +130,7 @@ counted AS (
 	RETURNING h.n, h.operation, h.idempotency_key AS key, h.params AS request_params, h.transport, h.actor,
 	          h.actor_address, h.held_created_at, h.held_refund_id,
 	          p.id, p.client_id, p.idempotency_key, p.amount_minor, p.currency, p.method, p.created_at,
-	          p.status, p.captured_minor, p.refunded_minor, p.captured_at, p.canceled_at, p.replay_count, p.rejected_count
+	          p.status, p.captured_minor, p.refunded_minor, p.captured_at, p.canceled_at, p.replay_count, p.rejected_count, p.processor, p.processor_reference, p.decline_code, p.pending_operation, p.reserved_minor, p.payment_method_token
 ),
 replayed_attempt AS (
 	INSERT INTO idempotency_attempts (payment_id, operation, idempotency_key, outcome, at, params, refund_id,
@@ -130,17 +140,17 @@ replayed_attempt AS (
 	FROM counted
 )
 SELECT s.n, 'APPLIED', a.id, a.client_id, a.idempotency_key, a.amount_minor, a.currency, a.method, a.created_at,
-       a.status, a.captured_minor, a.refunded_minor, a.captured_at, a.canceled_at, a.replay_count, a.rejected_count,
+       a.status, a.captured_minor, a.refunded_minor, a.captured_at, a.canceled_at, a.replay_count, a.rejected_count, a.processor, a.processor_reference, a.decline_code, a.pending_operation, a.reserved_minor, a.payment_method_token,
        r.id, r.payment_id, r.amount_minor, r.reason, r.idempotency_key, r.created_at, NULL
 FROM applied a JOIN snap s ON s.payment_id = a.id LEFT JOIN refund r ON r.payment_id = a.id
 UNION ALL
 SELECT c.n, 'REPLAYED', c.id, c.client_id, c.idempotency_key, c.amount_minor, c.currency, c.method, c.created_at,
-       c.status, c.captured_minor, c.refunded_minor, c.captured_at, c.canceled_at, c.replay_count, c.rejected_count,
+       c.status, c.captured_minor, c.refunded_minor, c.captured_at, c.canceled_at, c.replay_count, c.rejected_count, c.processor, c.processor_reference, c.decline_code, c.pending_operation, c.reserved_minor, c.payment_method_token,
        r.id, r.payment_id, r.amount_minor, r.reason, r.idempotency_key, r.created_at, NULL
 FROM counted c LEFT JOIN refunds r ON r.id = c.held_refund_id
 UNION ALL
 -- A held key as one JSON text column (heldRow), as in create_batch.
-SELECT h.n, 'HELD', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+SELECT h.n, 'HELD', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
        NULL, NULL, NULL, NULL, NULL, NULL,
        json_build_object('id', h.key_id, 'operation', h.held_operation, 'params', h.held_params,
                          'fingerprint', encode(h.held_fingerprint, 'hex'), 'version', h.held_version,
@@ -150,12 +160,12 @@ FROM held h
 WHERE NOT h.replay
 UNION ALL
 SELECT s.n, 'NOT_APPLIED', p.id, p.client_id, p.idempotency_key, p.amount_minor, p.currency, p.method, p.created_at,
-       p.status, p.captured_minor, p.refunded_minor, p.captured_at, p.canceled_at, p.replay_count, p.rejected_count,
+       p.status, p.captured_minor, p.refunded_minor, p.captured_at, p.canceled_at, p.replay_count, p.rejected_count, p.processor, p.processor_reference, p.decline_code, p.pending_operation, p.reserved_minor, p.payment_method_token,
        NULL, NULL, NULL, NULL, NULL, NULL, NULL
 FROM snap s JOIN payments p ON p.id = s.payment_id
 WHERE NOT EXISTS (SELECT 1 FROM held h WHERE h.n = s.n) AND NOT EXISTS (SELECT 1 FROM applied a WHERE a.id = s.payment_id)
 UNION ALL
-SELECT i.n, 'NOT_FOUND', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+SELECT i.n, 'NOT_FOUND', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
        NULL, NULL, NULL, NULL, NULL, NULL, NULL
 FROM input i
 WHERE NOT EXISTS (SELECT 1 FROM snap s WHERE s.n = i.n)

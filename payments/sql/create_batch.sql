@@ -23,6 +23,15 @@
 -- in minor units, $7 currencies, $8 methods, $9 capture (false: authorize
 -- only), $10 transports, $11 actors, $12 actor addresses. Then $13 the
 -- fingerprint version, $14 now, $15 expired-before (now less the TTL).
+-- The processor (engine.go: createPlan): $16 the status each payment
+-- starts in (the foreseen answer, or PROCESSING), $17 the processor's
+-- name, $18 references, $19 decline codes, $20 payment method tokens,
+-- $21 operation ids, $22 operation states (SUCCEEDED or DECLINED: settled
+-- here, with their call, which took no time worth a millisecond: the
+-- sandbox answers in microseconds; PENDING: leased to the request, which
+-- asks next), $23 the operations' requests (JSON); then $24 the lease's
+-- owner, $25 its end, $26 when an operation left unsettled is first due
+-- for recovery.
 -- Result rows (resultRow in store_postgres.go, without its refund
 -- columns): the request's position, its outcome, the payment (of a
 -- REPLAYED row) and the held key (of a HELD row, as JSON: heldRow). A
@@ -32,9 +41,11 @@
 -- statement keeps them to what is read.
 WITH input AS (
 	SELECT * FROM unnest($1::text[], $2::text[], $3::bytea[], $4::text[], $5::text[], $6::bigint[], $7::text[],
-	                     $8::text[], $9::bool[], $10::text[], $11::text[], $12::text[])
+	                     $8::text[], $9::bool[], $10::text[], $11::text[], $12::text[], $16::text[], $18::text[],
+	                     $19::text[], $20::text[], $21::text[], $22::text[], $23::text[])
 		WITH ORDINALITY AS t(client_id, idempotency_key, fingerprint, params, payment_id, amount_minor, currency,
-		                     method, capture, transport, actor, actor_address, n)
+		                     method, capture, transport, actor, actor_address, status, reference, decline_code, token,
+		                     op_id, op_state, op_request, n)
 ),
 -- claim: each request's key, unless its client holds it. ON CONFLICT DO
 -- NOTHING waits for a transaction inserting the same key and skips the row
@@ -48,13 +59,15 @@ claim AS (
 	ON CONFLICT (client_id, idempotency_key) DO NOTHING
 	RETURNING payment_id
 ),
--- claimed: the requests whose key this statement claimed, with the state
--- their payment starts in: captured, unless the request asked to
--- authorize only (createdPayment in steps.go says the same in Go).
+-- claimed: the requests whose key this statement claimed, with what their
+-- payment starts with: the status given, captured in full when CAPTURED
+-- (createdPayment in steps.go says the same in Go), and the event it
+-- announces (none while PROCESSING).
 claimed AS (
-	SELECT i.*, CASE WHEN i.capture THEN 'CAPTURED' ELSE 'AUTHORIZED' END AS status,
-	       CASE WHEN i.capture THEN i.amount_minor ELSE 0 END AS captured_minor,
-	       CASE WHEN i.capture THEN $14::timestamptz END AS captured_at
+	SELECT i.*, CASE WHEN i.status = 'CAPTURED' THEN i.amount_minor ELSE 0 END AS captured_minor,
+	       CASE WHEN i.status = 'CAPTURED' THEN $14::timestamptz END AS captured_at,
+	       CASE i.status WHEN 'DECLINED' THEN 'PAYMENT_DECLINED' WHEN 'PENDING' THEN 'PAYMENT_PENDING'
+	         WHEN 'PROCESSING' THEN NULL ELSE 'PAYMENT_CREATED' END AS event_type
 	FROM claim c JOIN input i ON i.payment_id = c.payment_id
 ),
 -- created: the payment of each claimed key. Nothing is returned: the
@@ -63,10 +76,28 @@ claimed AS (
 -- per create.
 created AS (
 	INSERT INTO payments (id, client_id, idempotency_key, amount_minor, currency, method, created_at,
-	                      status, captured_minor, captured_at, refunded_minor, replay_count, rejected_count)
+	                      status, captured_minor, captured_at, refunded_minor, replay_count, rejected_count,
+	                      processor, processor_reference, decline_code, payment_method_token, reserved_minor)
 	SELECT payment_id, client_id, idempotency_key, amount_minor, currency, method, $14,
-	       status, captured_minor, captured_at, 0, 0, 0
+	       status, captured_minor, captured_at, 0, 0, 0, $17, reference, decline_code, token, 0
 	FROM claimed
+),
+-- operation: each payment's processor operation, settled already when its
+-- answer was foreseen, else leased to the request that asks next; call:
+-- the foreseen call (processorCalls is never empty once asked).
+operation AS (
+	INSERT INTO processor_operations (id, payment_id, operation, processor, key, amount_minor, currency, request,
+	                                  state, code, sends, lease_owner, lease_until, next_try_at, created_at, settled_at)
+	SELECT op_id, payment_id, 'CREATE_PAYMENT', $17, 'cmpay_' || op_id, amount_minor, currency, op_request,
+	       op_state, decline_code, CASE WHEN op_state = 'PENDING' THEN 0 ELSE 1 END,
+	       CASE WHEN op_state = 'PENDING' THEN $24::text END, CASE WHEN op_state = 'PENDING' THEN $25::timestamptz END,
+	       $26, $14, CASE WHEN op_state = 'PENDING' THEN NULL ELSE $14::timestamptz END
+	FROM claimed
+),
+call AS (
+	INSERT INTO processor_calls (operation_id, payment_id, operation, processor_key, kind, outcome, code, at, duration_ms)
+	SELECT op_id, payment_id, 'CREATE_PAYMENT', 'cmpay_' || op_id, 'WRITE', op_state, decline_code, $14, 0
+	FROM claimed WHERE op_state <> 'PENDING'
 ),
 -- created_event: each created payment's PAYMENT_CREATED event, written by
 -- this statement and so committed with the payment or not at all: the
@@ -75,9 +106,9 @@ created_event AS (
 	INSERT INTO payment_events (type, at, idempotency_key, payment_id, client_id, payment_key, amount_minor, currency,
 	                            method, payment_created_at, status, captured_minor, refunded_minor, captured_at,
 	                            canceled_at, replay_count, rejected_count)
-	SELECT 'PAYMENT_CREATED', $14, idempotency_key, payment_id, client_id, idempotency_key, amount_minor, currency,
+	SELECT event_type, $14, idempotency_key, payment_id, client_id, idempotency_key, amount_minor, currency,
 	       method, $14, status, captured_minor, 0, captured_at, NULL, 0, 0
-	FROM claimed
+	FROM claimed WHERE event_type IS NOT NULL
 ),
 created_attempt AS (
 	INSERT INTO idempotency_attempts (payment_id, operation, idempotency_key, outcome, at, params, transport, actor, actor_address)
@@ -107,7 +138,7 @@ counted AS (
 	RETURNING h.n, h.idempotency_key AS key, h.params AS request_params, h.transport, h.actor, h.actor_address,
 	          h.held_created_at,
 	          p.id, p.client_id, p.idempotency_key, p.amount_minor, p.currency, p.method, p.created_at,
-	          p.status, p.captured_minor, p.refunded_minor, p.captured_at, p.canceled_at, p.replay_count, p.rejected_count
+	          p.status, p.captured_minor, p.refunded_minor, p.captured_at, p.canceled_at, p.replay_count, p.rejected_count, p.processor, p.processor_reference, p.decline_code, p.pending_operation, p.reserved_minor, p.payment_method_token
 ),
 -- replayed_attempt: each replay, at the statement's time or, if that is
 -- earlier, just after the key's first use. The statement's time is read
@@ -123,17 +154,17 @@ replayed_attempt AS (
 	       request_params, transport, actor, actor_address
 	FROM counted
 )
-SELECT n, 'CREATED', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+SELECT n, 'CREATED', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
 FROM claimed
 UNION ALL
 SELECT n, 'REPLAYED', id, client_id, idempotency_key, amount_minor, currency, method, created_at,
-       status, captured_minor, refunded_minor, captured_at, canceled_at, replay_count, rejected_count, NULL
+       status, captured_minor, refunded_minor, captured_at, canceled_at, replay_count, rejected_count, processor, processor_reference, decline_code, pending_operation, reserved_minor, payment_method_token, NULL
 FROM counted
 UNION ALL
 -- A held key as one JSON text column (heldRow): rare in an answer, and one
 -- column instead of eight is less for PostgreSQL to set up in every
 -- execution, whatever its rows.
-SELECT h.n, 'HELD', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+SELECT h.n, 'HELD', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
        json_build_object('id', h.key_id, 'operation', h.held_operation, 'params', h.held_params,
                          'fingerprint', encode(h.held_fingerprint, 'hex'), 'version', h.held_version,
                          'created_at', h.held_created_at, 'payment_id', h.held_payment_id)::text

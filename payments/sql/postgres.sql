@@ -33,7 +33,7 @@ counted AS (
 	FROM input i
 	WHERE p.id = i.payment_id AND i.outcome IN ('REPLAYED', 'REJECTED')
 	RETURNING i.n, p.id, p.client_id, p.idempotency_key, p.amount_minor, p.currency, p.method, p.created_at,
-	          p.status, p.captured_minor, p.refunded_minor, p.captured_at, p.canceled_at, p.replay_count, p.rejected_count
+	          p.status, p.captured_minor, p.refunded_minor, p.captured_at, p.canceled_at, p.replay_count, p.rejected_count, p.processor, p.processor_reference, p.decline_code, p.pending_operation, p.reserved_minor, p.payment_method_token
 ),
 -- payment: each counted payment, or a refused request's as it is (a
 -- refusal changes nothing).
@@ -41,7 +41,7 @@ payment AS (
 	SELECT * FROM counted
 	UNION ALL
 	SELECT i.n, p.id, p.client_id, p.idempotency_key, p.amount_minor, p.currency, p.method, p.created_at,
-	       p.status, p.captured_minor, p.refunded_minor, p.captured_at, p.canceled_at, p.replay_count, p.rejected_count
+	       p.status, p.captured_minor, p.refunded_minor, p.captured_at, p.canceled_at, p.replay_count, p.rejected_count, p.processor, p.processor_reference, p.decline_code, p.pending_operation, p.reserved_minor, p.payment_method_token
 	FROM input i JOIN payments p ON p.id = i.payment_id
 	WHERE i.outcome = 'REFUSED'
 ),
@@ -66,7 +66,7 @@ FROM idempotency_attempts WHERE payment_id = ANY($1::text[]) ORDER BY payment_id
 -- name: refunds_of
 -- The refunds of the payments whose ids are in the array $1, each
 -- payment's oldest first, in scanRefund's column order (RefundsOf).
-SELECT id, payment_id, amount_minor, reason, idempotency_key, created_at
+SELECT id, payment_id, amount_minor, reason, idempotency_key, created_at, status, failure_code
 FROM refunds WHERE payment_id = ANY($1::text[]) ORDER BY payment_id, created_at, id
 
 -- name: processor_calls_of
@@ -90,3 +90,23 @@ FROM idempotency_attempts WHERE at >= $1 GROUP BY 1, 2
 -- deletes it, so that a key renewed in between survives.
 DELETE FROM idempotency_keys WHERE created_at < $1 AND id IN
 	(SELECT id FROM idempotency_keys WHERE created_at < $1 LIMIT $2 FOR UPDATE SKIP LOCKED)
+
+-- name: claim_due
+-- Leases to $1 until $2 up to $4 unsettled processor operations due at $3
+-- whose lease, if any, has run out (recovery.go), through the partial
+-- index on next_try_at. SKIP LOCKED: operations another instance is
+-- claiming at this moment are left to it rather than waited for; the
+-- lease it writes then keeps them from everyone else.
+UPDATE processor_operations SET lease_owner = $1, lease_until = $2
+WHERE id IN (SELECT id FROM processor_operations
+             WHERE settled_at IS NULL AND next_try_at <= $3 AND (lease_until IS NULL OR lease_until < $3)
+             ORDER BY next_try_at LIMIT $4 FOR UPDATE SKIP LOCKED)
+RETURNING id
+
+-- name: lock_payment
+-- Reads payment $1 and locks its row until the transaction ends: a
+-- capture, cancel or refund sent to a processor (changes.go) checks the
+-- rules and stores its operation under this lock.
+SELECT id, client_id, idempotency_key, amount_minor, currency, method, created_at,
+       status, captured_minor, refunded_minor, captured_at, canceled_at, replay_count, rejected_count, processor, processor_reference, decline_code, pending_operation, reserved_minor, payment_method_token
+FROM payments WHERE id = $1 FOR UPDATE

@@ -298,3 +298,15 @@ func (s *Sandbox) Pay(_ context.Context, reference string) (processor.Payment, e
 	return processor.Payment{}, &processor.Error{Kind: processor.KindInvalidRequest, Op: "pay",
 		Code: CodePaymentNotPending, Message: "only a pending Pix or boleto can be paid", Reference: reference}
 }
+
+var _ processor.Foreseer = (*Sandbox)(nil)
+
+// ForeseesCreate is true for every token but the slow one's first send:
+// the sandbox's answer is a pure function of the request.
+func (s *Sandbox) ForeseesCreate(req processor.CreatePaymentRequest) bool {
+	return req.PaymentMethodToken != TokenSlow || req.Attempt > 0
+}
+
+// ForeseesChanges is true: captures, cancels and refunds always succeed at
+// once.
+func (s *Sandbox) ForeseesChanges() bool { return true }

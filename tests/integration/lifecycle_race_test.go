@@ -99,8 +99,10 @@ func TestLifecycleRacesAcrossProcesses(t *testing.T) {
 		}
 		codes[a.code()]++
 	}
-	if codes[""] != 10 || codes["AMOUNT_EXCEEDS_AVAILABLE"] != 10 {
-		t.Errorf("20 refunds of 10.00 on 100.00: %v, want 10 applied and 10 AMOUNT_EXCEEDS_AVAILABLE", codes)
+	// A loser that finds something left, but not enough, is refused for
+	// the amount; one that finds it all refunded, for the status.
+	if codes[""] != 10 || codes["AMOUNT_EXCEEDS_AVAILABLE"]+codes["PAYMENT_STATE_CONFLICT"] != 10 {
+		t.Errorf("20 refunds of 10.00 on 100.00: %v, want 10 applied and 10 refused", codes)
 	}
 	var sum int64
 	var status string

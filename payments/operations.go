@@ -1,0 +1,369 @@
+package payments
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+
+	"github.com/cmpay/cmpay/internal/sqlq"
+	"github.com/cmpay/cmpay/processor"
+)
+
+// Money at a processor. An operation that moves money is stored before the
+// processor is asked (a processor_operations row, whose key
+// "cmpay_<operation id>" is the one the processor gets on every try), then
+// settled by what the processor says, in one transaction that changes it
+// only while it is unsettled: whoever brings the processor's word first
+// (the request, or the recovery worker of any instance) settles it, and
+// no one settles it on anything else. docs/design/processors.md has the
+// phases, the lease and recovery.
+//
+// A processor whose answer is a pure function of the request (the
+// sandbox: processor.Foreseer) is asked first instead, and its answer
+// stored with the operation by the batch statement that creates the
+// payment: nothing was sent anywhere, so there is nothing to recover.
+
+// The states of a processor operation (models.ProcessorOperation.State).
+const (
+	opPending   = "PENDING"
+	opUnknown   = "UNKNOWN"
+	opSucceeded = "SUCCEEDED"
+	opDeclined  = "DECLINED"
+)
+
+// The kinds of processor call (models.ProcessorCall.Kind).
+const (
+	callWrite = "WRITE"
+	callRead  = "READ"
+)
+
+// leaseMargin is how much longer than the processor's timeout the request
+// that stored an operation holds it: the call's own time, and the
+// transaction that settles it.
+const leaseMargin = 5 * time.Second
+
+// leaseTerms are what a leased operation is stored with: its owner, how
+// long the lease holds, and when the operation is due for recovery if no
+// one settles it before.
+type leaseTerms struct {
+	owner     string
+	hold, due time.Duration
+}
+
+// lease is the terms of an operation this instance stores and asks now.
+func (s *Service) lease() leaseTerms {
+	return leaseTerms{owner: s.instance, hold: s.timeout + leaseMargin, due: s.timeout + s.recoveryAfter}
+}
+
+// createPlan is what a create writes about its processor: the payment's
+// first status and, for a foreseen answer, what the processor said.
+type createPlan struct {
+	processor   string
+	status      Status
+	reference   *string
+	declineCode *string
+	opID        string
+	// opState is SUCCEEDED or DECLINED when the answer was foreseen (the
+	// operation is stored settled), PENDING when the processor is asked
+	// after the payment is stored.
+	opState string
+	request string // the operation's request, JSON (opRequest)
+	lease   leaseTerms
+	preq    processor.CreatePaymentRequest
+}
+
+// planned is cmd's plan: the Service's (planCreate), or for a command
+// built without one (the engine's own tests), a create the sandbox
+// approved at once.
+func (cmd *command) planned() *createPlan {
+	if cmd.plan == nil {
+		cmd.plan = approvedPlan(cmd)
+	}
+	return cmd.plan
+}
+
+// approvedPlan is a create approved at once by the sandbox.
+func approvedPlan(cmd *command) *createPlan {
+	id := newOperationID()
+	pl := &createPlan{processor: processor.NameSandbox, status: StatusAuthorized, opID: id, opState: opSucceeded, request: "{}"}
+	if cmd.capture {
+		pl.status = StatusCaptured
+	}
+	return pl
+}
+
+// opRequest is what an operation asks beyond its amount, kept so that
+// recovery asks again exactly the same.
+type opRequest struct {
+	Method  Method `json:"method,omitempty"`
+	Token   string `json:"token,omitempty"`
+	Capture bool   `json:"capture,omitempty"`
+}
+
+// encodeRequest is a create's opRequest as JSON. Every create encodes
+// one, so a request of plain values (the method always, a token of
+// characters JSON writes as they are) is written here directly.
+func encodeRequest(cmd *command) string {
+	if !plainJSON(cmd.token) {
+		b, _ := json.Marshal(opRequest{Method: cmd.method, Token: cmd.token, Capture: cmd.capture})
+		return string(b)
+	}
+	s := `{"method":"` + string(cmd.method) + `"`
+	if cmd.token != "" {
+		s += `,"token":"` + cmd.token + `"`
+	}
+	if cmd.capture {
+		s += `,"capture":true`
+	}
+	return s + "}"
+}
+
+func newOperationID() string { return "op_" + ulid.Make().String() }
+
+// opKey is the idempotency key the processor gets for operation id.
+func opKey(id string) string { return "cmpay_" + id }
+
+// planCreate decides how cmd's payment starts: by the foreseen answer, or
+// PROCESSING with an operation leased to this request.
+func (s *Service) planCreate(ctx context.Context, cmd *command) {
+	id := newOperationID()
+	pl := &createPlan{processor: s.proc.Name(), opID: id, request: encodeRequest(cmd), lease: s.lease(),
+		preq: processor.CreatePaymentRequest{IdempotencyKey: opKey(id), PaymentID: cmd.newID,
+			AmountMinor: cmd.amount.Minor, Currency: cmd.amount.Currency, Method: processor.Method(cmd.method),
+			PaymentMethodToken: cmd.token, Capture: cmd.capture}}
+	pl.status, pl.opState = StatusProcessing, opPending
+	cmd.plan = pl
+	f, ok := s.proc.(processor.Foreseer)
+	if !ok || !f.ForeseesCreate(pl.preq) {
+		return
+	}
+	callCtx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	start := time.Now()
+	res, err := s.proc.CreatePayment(callCtx, pl.preq)
+	took := time.Since(start)
+	out := createOutcome(res, err)
+	s.onCall(OpCreate, out.call, took)
+	if !out.settled {
+		return // not foreseen after all: stored PROCESSING and asked again
+	}
+	pl.status, pl.opState = out.status, out.opState
+	pl.reference, pl.declineCode = optional(out.reference), optional(out.code)
+}
+
+// optional is nil for "".
+func optional(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// outcome is what one processor call came to for its operation.
+type outcome struct {
+	// settled: the processor's word, which settles the operation.
+	settled bool
+	opState string
+	status  Status // a create's payment status, when settled
+	// reference is the processor's reference, code its error or decline
+	// code, when it gave them.
+	reference, code string
+	call            CallOutcome
+	// next is, for an unsettled outcome, what recovery does next: ask
+	// again (""), or read the processor's record ("read").
+	next string
+}
+
+// createOutcome reads a create's (or a read's) answer. A result settles
+// it in the state it names, unless that state is not final for a create
+// (processing, requires_action); a refusal settles it DECLINED; anything
+// else leaves it unsettled.
+func createOutcome(res processor.Payment, err error) outcome {
+	if err != nil {
+		return errorOutcome(err)
+	}
+	o := outcome{reference: res.Reference, call: CallSucceeded}
+	switch res.State {
+	case processor.PaymentAuthorized:
+		o.status = StatusAuthorized
+	case processor.PaymentCaptured:
+		o.status = StatusCaptured
+	case processor.PaymentPending:
+		o.status = StatusPending
+	case processor.PaymentCanceled:
+		o.status = StatusCanceled
+	case processor.PaymentExpired:
+		o.status = StatusExpired
+	case processor.PaymentDeclined:
+		o.status, o.code, o.call = StatusDeclined, res.DeclineCode, CallDeclined
+		o.settled, o.opState = true, opDeclined
+		return o
+	default:
+		// Accepted but not finished: read it again later.
+		o.next = "read"
+		return o
+	}
+	o.settled, o.opState = true, opSucceeded
+	return o
+}
+
+// errorOutcome reads a failed call: a refusal settles the operation
+// DECLINED; a known error that is no refusal, or an unknown one, leaves
+// it to recovery, which reads the record where asking again cannot
+// settle it (a replayed 500, an idempotency mismatch, credentials).
+func errorOutcome(err error) outcome {
+	var pe *processor.Error
+	if !errors.As(err, &pe) {
+		return outcome{call: CallUnknown}
+	}
+	if pe.Refused() {
+		return outcome{settled: true, opState: opDeclined, status: StatusDeclined, reference: pe.Reference,
+			code: pe.Code, call: CallDeclined}
+	}
+	o := outcome{reference: pe.Reference, code: pe.Code, call: CallUnknown}
+	if pe.Known() {
+		o.call = CallError
+	}
+	switch {
+	case pe.Kind == processor.KindServerError && pe.Replayed, pe.Kind == processor.KindIdempotencyMismatch,
+		pe.Kind == processor.KindAuthentication:
+		o.next = "read"
+	}
+	if o.code == "" {
+		o.code = pe.Kind.String()
+	}
+	return o
+}
+
+// operationRow is a stored processor operation (read_operation).
+type operationRow struct {
+	id, paymentID string
+	refundID      *string
+	operation     Operation
+	processor     string
+	key           string
+	amountMinor   int64
+	currency      string
+	request       opRequest
+	state         string
+	sends         int
+	lastError     *string
+}
+
+func scanOperation(row sqlq.Row) (operationRow, error) {
+	var o operationRow
+	var req string
+	if err := row.Scan(&o.id, &o.paymentID, &o.refundID, &o.operation, &o.processor, &o.key, &o.amountMinor,
+		&o.currency, &req, &o.state, &o.sends, &o.lastError); err != nil {
+		return operationRow{}, err
+	}
+	if err := json.Unmarshal([]byte(req), &o.request); err != nil {
+		return operationRow{}, fmt.Errorf("operation %s: request: %w", o.id, err)
+	}
+	return o, nil
+}
+
+// askCreate is phases 2 and 3 of a create whose answer was not foreseen:
+// the processor is asked, within PROCESSOR_TIMEOUT, and what it said is
+// settled (or left to recovery). The answer is the payment as it then is.
+func (s *Service) askCreate(ctx context.Context, cmd *command) (Payment, error) {
+	// Once asked, the answer is recorded even if the client went away:
+	// the call's time, then the transaction's.
+	ctx, cancelAll := context.WithTimeout(context.WithoutCancel(ctx), s.timeout+requestTimeout)
+	defer cancelAll()
+	pl := cmd.plan
+	op := operationRow{id: pl.opID, paymentID: cmd.newID, operation: OpCreate, key: opKey(pl.opID)}
+	callCtx, cancel := context.WithTimeout(ctx, s.timeout)
+	start := time.Now()
+	res, err := s.proc.CreatePayment(callCtx, pl.preq)
+	took := time.Since(start)
+	cancel()
+	return s.record(ctx, op, createOutcome(res, err), callWrite, took)
+}
+
+// record writes one call of op and what it came to, in one transaction:
+// the call row always; then, if the outcome settles op and op is still
+// unsettled, op's state, the payment's and its event; else op postponed
+// for recovery. It answers the payment as it is after.
+func (s *Service) record(ctx context.Context, op operationRow, out outcome, kind string, took time.Duration) (Payment, error) {
+	s.onCall(op.operation, out.call, took)
+	now := s.now()
+	sends := 0
+	if kind == callWrite {
+		sends = 1
+	}
+	var p Payment
+	var resolved bool
+	err := s.store.db().Tx(ctx, func(r sqlq.Runner) error {
+		if _, err := r.Exec(ctx, commonSQL.SQL("insert_call"), op.id, op.paymentID, string(op.operation), op.key, kind,
+			string(out.call), optional(out.code), now, took.Milliseconds()); err != nil {
+			return fmt.Errorf("record processor call: %w", err)
+		}
+		if !out.settled {
+			next := optional(out.next)
+			_, err := r.Exec(ctx, commonSQL.SQL("postpone_operation"), op.id, sends, now.Add(s.recoveryAfter), next, s.instance)
+			if err != nil {
+				return fmt.Errorf("postpone operation: %w", err)
+			}
+			return s.readInto(ctx, r, op.paymentID, &p)
+		}
+		n, err := r.Exec(ctx, commonSQL.SQL("settle_operation"), op.id, out.opState, optional(out.code), now, sends)
+		if err != nil {
+			return fmt.Errorf("settle operation: %w", err)
+		}
+		if n == 0 { // settled already, by someone else's word
+			return s.readInto(ctx, r, op.paymentID, &p)
+		}
+		resolved = true
+		if op.operation != OpCreate {
+			return s.applyChange(ctx, r, op, out, now, &p)
+		}
+		return s.applyCreate(ctx, r, op, out, now, &p)
+	})
+	if err != nil {
+		return Payment{}, err
+	}
+	if resolved {
+		s.onSettled(op.operation, op.state == opUnknown || op.state == opPending)
+	}
+	return p, nil
+}
+
+// applyCreate sets a created payment to its processor's answer and writes
+// its event (PAYMENT_CREATED, _DECLINED or _PENDING).
+func (s *Service) applyCreate(ctx context.Context, r sqlq.Runner, op operationRow, out outcome, now time.Time, p *Payment) error {
+	var decline *string
+	if out.status == StatusDeclined {
+		decline = optional(out.code)
+	}
+	got, err := scanPayment(r.QueryRow(ctx, commonSQL.SQL("settle_created"), op.paymentID, string(out.status),
+		optional(out.reference), decline, now))
+	if err != nil {
+		return fmt.Errorf("settle payment %s: %w", op.paymentID, err)
+	}
+	*p = got
+	typ := EventCreated
+	switch out.status {
+	case StatusDeclined:
+		typ = EventDeclined
+	case StatusPending:
+		typ = EventPending
+	}
+	return insertEvent(ctx, r, typ, got.IdempotencyKey, got, nil, now)
+}
+
+func (s *Service) readInto(ctx context.Context, r sqlq.Runner, id string, p *Payment) error {
+	got, ok, err := readPayment(ctx, r, id)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("payment %s of a processor operation is missing", id)
+	}
+	*p = got
+	return nil
+}

@@ -1,0 +1,625 @@
+package payments_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cmpay/cmpay/internal/dbtest"
+	"github.com/cmpay/cmpay/internal/stripedouble"
+	"github.com/cmpay/cmpay/payments"
+	"github.com/cmpay/cmpay/processor"
+	"github.com/cmpay/cmpay/processor/sandbox"
+	"github.com/cmpay/cmpay/processor/stripe"
+)
+
+// Short processor times for tests: a slow call ends after testTimeout,
+// and an unknown outcome is due testRecovery later by the fake clock,
+// which the tests move past it.
+const (
+	testTimeout  = 300 * time.Millisecond
+	testRecovery = time.Second
+)
+
+// processorSetup is a bundle whose service uses proc with the short times.
+func processorSetup(t *testing.T, db dbtest.DB, proc processor.Processor) *bundle {
+	t.Helper()
+	clock := &fakeClock{now: time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)}
+	svc := mustService(t, db.Gorm, payments.Config{KeyTTL: testTTL, Now: clock.Now, Processor: proc,
+		ProcessorTimeout: testTimeout, RecoveryAfter: testRecovery})
+	return &bundle{db: db, svc: svc, clock: clock}
+}
+
+func withToken(req payments.CreateRequest, token string) payments.CreateRequest {
+	if token != "" {
+		req.PaymentMethodToken = &token
+	}
+	return req
+}
+
+func card(key string) payments.CreateRequest {
+	return request("client-1", key, "10.50", "BRL", payments.MethodCreditCard)
+}
+
+// calls are a payment's processor calls as "OPERATION OUTCOME code".
+func (b *bundle) calls(t *testing.T, p payments.Payment) []string {
+	t.Helper()
+	all, err := b.svc.ProcessorCallsOf(t.Context(), []payments.Payment{p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, c := range all[0] {
+		out = append(out, fmt.Sprintf("%s %s %s", c.Operation, c.Outcome, c.Code))
+	}
+	return out
+}
+
+// events counts a payment's events of each type.
+func (b *bundle) events(t *testing.T, paymentID string) map[string]int64 {
+	t.Helper()
+	var rows []struct {
+		Type string
+		N    int64
+	}
+	if err := b.db.Gorm.Table("payment_events").Select("type, count(*) AS n").Where("payment_id = ?", paymentID).
+		Group("type").Scan(&rows).Error; err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int64{}
+	for _, r := range rows {
+		out[r.Type] = r.N
+	}
+	return out
+}
+
+// The sandbox rows of the contract: each token's answer, stored with its
+// call, announced by its event, and replayed as it is.
+func TestSandboxTokens(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		token   string
+		status  payments.Status
+		decline string
+		event   string
+	}{
+		{"", payments.StatusCaptured, "", "PAYMENT_CREATED"},
+		{"pm_card_visa", payments.StatusCaptured, "", "PAYMENT_CREATED"},
+		{"pm_card_mastercard", payments.StatusCaptured, "", "PAYMENT_CREATED"},
+		{"pm_card_chargeDeclined", payments.StatusDeclined, "card_declined", "PAYMENT_DECLINED"},
+		{"pm_card_chargeDeclinedInsufficientFunds", payments.StatusDeclined, "insufficient_funds", "PAYMENT_DECLINED"},
+		{"pm_something_else", payments.StatusDeclined, "invalid_payment_method", "PAYMENT_DECLINED"},
+	}
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		b := setup(t, db)
+		for i, tt := range tests {
+			req := withToken(card(fmt.Sprintf("token-%d", i)), tt.token)
+			res := b.mustCreate(t, req)
+			p := res.Payment
+			if p.Status != tt.status || p.DeclineCode != tt.decline || p.Processor != "sandbox" || p.PaymentMethodToken != tt.token {
+				t.Errorf("token %q: %s %q by %q with token %q, want %s %q by sandbox", tt.token, p.Status, p.DeclineCode,
+					p.Processor, p.PaymentMethodToken, tt.status, tt.decline)
+			}
+			if p.ProcessorReference == "" {
+				t.Errorf("token %q: no processor reference", tt.token)
+			}
+			if got := b.mustGet(t, p.ID); got != p {
+				t.Errorf("token %q: read back %+v, answered %+v", tt.token, got, p)
+			}
+			outcome := "SUCCEEDED "
+			if tt.decline != "" {
+				outcome = "DECLINED " + tt.decline
+			}
+			if got, want := b.calls(t, p), []string{"CREATE_PAYMENT " + outcome}; !slices.Equal(got, want) {
+				t.Errorf("token %q: calls %q, want %q", tt.token, got, want)
+			}
+			if ev := b.events(t, p.ID); len(ev) != 1 || ev[tt.event] != 1 {
+				t.Errorf("token %q: events %v, want one %s", tt.token, ev, tt.event)
+			}
+			again := b.mustCreate(t, req)
+			if !again.Replayed || again.Payment.Status != tt.status || again.Payment.DeclineCode != tt.decline {
+				t.Errorf("token %q: replay %+v", tt.token, again)
+			}
+			_, err := b.svc.Create(t.Context(), withToken(card(fmt.Sprintf("token-%d", i)), "pm_other"))
+			var reused *payments.KeyReusedError
+			if !errors.As(err, &reused) || !slices.Equal(reused.DifferingFields, []string{"paymentMethodToken"}) {
+				t.Errorf("token %q: the key with another token: %v, want paymentMethodToken differing", tt.token, err)
+			}
+		}
+	})
+}
+
+// The slow token's first send times out: the client gets PROCESSING, a
+// replay the same, and recovery asks again with the same key and settles
+// it CAPTURED, announced once.
+func TestSandboxSlowTokenIsRecovered(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		cfg := processor.DefaultConfig()
+		cfg.Timeout = testTimeout
+		b := processorSetup(t, db, sandbox.New(cfg))
+		req := withToken(card("slow-1"), sandbox.TokenSlow)
+		res := b.mustCreate(t, req)
+		if res.Replayed || res.Payment.Status != payments.StatusProcessing {
+			t.Fatalf("first answer %+v, want PROCESSING, not replayed", res)
+		}
+		again := b.mustCreate(t, req)
+		if !again.Replayed || again.Payment.Status != payments.StatusProcessing {
+			t.Fatalf("replay %+v, want PROCESSING, replayed", again)
+		}
+		if ev := b.events(t, res.Payment.ID); len(ev) != 0 {
+			t.Errorf("a PROCESSING payment announced %v", ev)
+		}
+		if n := mustOpenUnknown(t, b.svc); n != 1 {
+			t.Errorf("%d unknown outcomes open, want 1", n)
+		}
+		// Not due yet: nothing is claimed.
+		if n, err := b.svc.RecoverDue(t.Context()); err != nil || n != 0 {
+			t.Fatalf("RecoverDue before due = %d, %v; want 0", n, err)
+		}
+		b.clock.Advance(testRecovery + time.Second)
+		if n, err := b.svc.RecoverDue(t.Context()); err != nil || n != 1 {
+			t.Fatalf("RecoverDue = %d, %v; want 1", n, err)
+		}
+		p := b.mustGet(t, res.Payment.ID)
+		if p.Status != payments.StatusCaptured || p.Captured.String() != "10.50" {
+			t.Errorf("after recovery: %s captured %s, want CAPTURED 10.50", p.Status, p.Captured)
+		}
+		if got, want := b.calls(t, p), []string{"CREATE_PAYMENT UNKNOWN timeout", "CREATE_PAYMENT SUCCEEDED "}; !slices.Equal(got, want) {
+			t.Errorf("calls %q, want %q", got, want)
+		}
+		if ev := b.events(t, p.ID); len(ev) != 1 || ev["PAYMENT_CREATED"] != 1 {
+			t.Errorf("events %v, want one PAYMENT_CREATED", ev)
+		}
+		if n := mustOpenUnknown(t, b.svc); n != 0 {
+			t.Errorf("%d unknown outcomes open after recovery", n)
+		}
+		if r := b.mustCreate(t, req); !r.Replayed || r.Payment.Status != payments.StatusCaptured {
+			t.Errorf("replay after recovery %+v, want CAPTURED", r)
+		}
+	})
+}
+
+func mustOpenUnknown(t *testing.T, svc *payments.Service) int64 {
+	t.Helper()
+	n, err := svc.OpenUnknown(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// stripeSetup is a bundle whose service uses processor/stripe (the real
+// stripe-go client) against the double.
+func stripeSetup(t *testing.T, db dbtest.DB) (*bundle, *stripedouble.Double) {
+	t.Helper()
+	d := stripedouble.New(stripedouble.Options{})
+	t.Cleanup(d.Close)
+	cfg := processor.DefaultConfig()
+	cfg.Processor, cfg.StripeAPIKey, cfg.StripeAPIBase, cfg.Timeout = processor.NameStripe, "sk_test_double", d.URL(), testTimeout
+	conn, err := stripe.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(conn.CloseIdleConnections)
+	b := processorSetup(t, db, conn)
+	b.conn = conn
+	return b, d
+}
+
+// recoverUntilSettled runs recovery rounds, the clock moved past each
+// postponement, until the payment is no longer PROCESSING, or fails.
+func recoverUntilSettled(t *testing.T, b *bundle, id string) payments.Payment {
+	t.Helper()
+	for range 5 {
+		b.clock.Advance(testRecovery + time.Second)
+		if _, err := b.svc.RecoverDue(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if p := b.mustGet(t, id); p.Status != payments.StatusProcessing {
+			return p
+		}
+	}
+	t.Fatalf("payment %s still PROCESSING after 5 recovery rounds; calls %q", id, b.calls(t, b.mustGet(t, id)))
+	return payments.Payment{}
+}
+
+// Each fault of the double on a create: the client's first answer, then,
+// after recovery, the payment as the double holds it, with money moved
+// once.
+func TestStripeCreateFaultsAreRecovered(t *testing.T) {
+	t.Parallel()
+	// Faults the processor recovers from within the call (none here: the
+	// connector does not retry) would answer at once; every fault below
+	// leaves the outcome unknown, so the client gets PROCESSING.
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		b, d := stripeSetup(t, db)
+		for i, fault := range stripedouble.Faults {
+			t.Run(fault.String(), func(t *testing.T) {
+				d.FailNext(stripedouble.CreatePaymentIntent, stripedouble.Fault{Kind: fault})
+				res := b.mustCreate(t, withToken(card(fmt.Sprintf("fault-%d", i)), "pm_card_visa"))
+				p := res.Payment
+				switch {
+				case res.Replayed:
+					t.Fatalf("first answer replayed")
+				case p.Status == payments.StatusProcessing:
+					p = recoverUntilSettled(t, b, p.ID)
+				case fault != stripedouble.DropRequest && fault != stripedouble.DropResponse:
+					t.Fatalf("first answer %s, want PROCESSING", p.Status)
+				}
+				// net/http sends a request with an Idempotency-Key again,
+				// once, when a reused connection closes before any answer
+				// (docs/design/processors.md): a dropped request or answer
+				// may be settled within the call, with the same key.
+				intents := d.IntentsFor(p.ID)
+				if len(intents) != 1 {
+					t.Fatalf("%d intents for one payment, want 1", len(intents))
+				}
+				if p.Status != payments.StatusCaptured || p.ProcessorReference != intents[0] || d.Status(intents[0]) != "succeeded" {
+					t.Errorf("recovered %s %s; the double holds %s %s", p.Status, p.ProcessorReference, intents[0], d.Status(intents[0]))
+				}
+				if l := d.Ledger(intents[0]); l.Authorizations != 1 || l.Captures != 1 || l.Captured != 1050 {
+					t.Errorf("ledger %+v, want one authorization and one capture of 1050", l)
+				}
+				if ev := b.events(t, p.ID); len(ev) != 1 || ev["PAYMENT_CREATED"] != 1 {
+					t.Errorf("events %v, want one PAYMENT_CREATED", ev)
+				}
+			})
+		}
+	})
+}
+
+// A decline at Stripe is DECLINED at once with its code; a card payment
+// without a token is bad input with Stripe.
+func TestStripeDeclineAndMissingToken(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		b, d := stripeSetup(t, db)
+		res := b.mustCreate(t, withToken(card("declined"), "pm_card_chargeDeclinedInsufficientFunds"))
+		if res.Payment.Status != payments.StatusDeclined || res.Payment.DeclineCode != "insufficient_funds" {
+			t.Errorf("declined create: %s %q, want DECLINED insufficient_funds", res.Payment.Status, res.Payment.DeclineCode)
+		}
+		if ids := d.IntentsFor(res.Payment.ID); len(ids) != 1 || d.Ledger(ids[0]).Movements != 0 {
+			t.Errorf("intents %v moved money", ids)
+		}
+		before := b.rowCounts(t)
+		_, err := b.svc.Create(t.Context(), card("no-token"))
+		var bad *payments.InvalidInputError
+		if !errors.As(err, &bad) || bad.Problems[0].Field != "paymentMethodToken" {
+			t.Errorf("card without a token: %v, want bad paymentMethodToken", err)
+		}
+		if after := b.rowCounts(t); after != before {
+			t.Errorf("a refused create wrote rows: %v then %v", before, after)
+		}
+	})
+}
+
+// One unresolved create, and at once: the client's retry, the recovery
+// worker, and a second instance's recovery. The processor is asked for
+// one payment, money moves once, and the payment settles once.
+func TestRecoveryRaceMovesMoneyOnce(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		b, d := stripeSetup(t, db)
+		d.FailNext(stripedouble.CreatePaymentIntent, stripedouble.Fault{Kind: stripedouble.DropResponse})
+		req := withToken(card("race"), "pm_card_visa")
+		res := b.mustCreate(t, req)
+		if res.Payment.Status != payments.StatusProcessing {
+			t.Fatalf("first answer %s, want PROCESSING", res.Payment.Status)
+		}
+		cfg := processor.DefaultConfig()
+		cfg.Processor, cfg.StripeAPIKey, cfg.StripeAPIBase, cfg.Timeout = processor.NameStripe, "sk_test_double", d.URL(), testTimeout
+		conn, err := stripe.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(conn.CloseIdleConnections)
+		second := mustService(t, db.Gorm, payments.Config{KeyTTL: testTTL, Now: b.clock.Now, Processor: conn,
+			ProcessorTimeout: testTimeout, RecoveryAfter: testRecovery})
+		b.clock.Advance(testRecovery + time.Second)
+
+		var wg sync.WaitGroup
+		errs := make(chan error, 3)
+		wg.Go(func() {
+			r, err := b.svc.Create(context.Background(), req)
+			if err == nil && !r.Replayed {
+				err = fmt.Errorf("retry not a replay: %+v", r)
+			}
+			errs <- err
+		})
+		wg.Go(func() { _, err := b.svc.RecoverDue(context.Background()); errs <- err })
+		wg.Go(func() { _, err := second.RecoverDue(context.Background()); errs <- err })
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Error(err)
+			}
+		}
+		p := b.mustGet(t, res.Payment.ID)
+		if p.Status == payments.StatusProcessing {
+			p = recoverUntilSettled(t, b, p.ID)
+		}
+		intents := d.IntentsFor(p.ID)
+		if len(intents) != 1 || p.Status != payments.StatusCaptured || d.Ledger(intents[0]).Captures != 1 {
+			t.Errorf("payment %s, intents %v; want CAPTURED with one intent captured once", p.Status, intents)
+		}
+		if calls := d.Calls(stripedouble.CreatePaymentIntent); calls != 2 {
+			t.Errorf("%d creates sent, want 2 (the request's, one recovery's)", calls)
+		}
+		if ev := b.events(t, p.ID); ev["PAYMENT_CREATED"] != 1 {
+			t.Errorf("events %v, want one PAYMENT_CREATED", ev)
+		}
+	})
+}
+
+// stripeCard creates a card payment at the double, settled, captured or
+// only authorized.
+func stripeCard(t *testing.T, b *bundle, key string, capture bool) payments.Payment {
+	t.Helper()
+	req := withToken(card(key), "pm_card_visa")
+	req.Capture = &capture
+	p := b.mustCreate(t, req).Payment
+	want := payments.StatusCaptured
+	if !capture {
+		want = payments.StatusAuthorized
+	}
+	if p.Status != want {
+		t.Fatalf("setup: %s, want %s", p.Status, want)
+	}
+	return p
+}
+
+// recoverUntil runs recovery rounds until done says the payment is
+// settled, or fails.
+func recoverUntil(t *testing.T, b *bundle, id string, done func(payments.Payment) bool) payments.Payment {
+	t.Helper()
+	for range 5 {
+		if p := b.mustGet(t, id); done(p) {
+			return p
+		}
+		b.clock.Advance(testRecovery + time.Second)
+		if _, err := b.svc.RecoverDue(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := b.mustGet(t, id)
+	if !done(p) {
+		t.Fatalf("payment %s not settled after 5 recovery rounds: %+v; calls %q", id, p, b.calls(t, p))
+	}
+	return p
+}
+
+// Each fault of the double on a capture, a cancel and a refund: the
+// client's answer (the pending operation, or the refund PROCESSING, or
+// settled when the transport's own resend settled it), then after
+// recovery the payment as the double holds it, money moved once.
+func TestStripeChangeFaultsAreRecovered(t *testing.T) {
+	t.Parallel()
+	type change struct {
+		endpoint stripedouble.Endpoint
+		capture  bool // the payment is created captured
+		run      func(b *bundle, id, key string) (payments.ChangeResult, error)
+		settled  func(p payments.Payment) bool
+		check    func(t *testing.T, p payments.Payment, l stripedouble.Ledger, status string)
+	}
+	changes := map[string]change{
+		"capture": {stripedouble.CapturePaymentIntent, false,
+			func(b *bundle, id, key string) (payments.ChangeResult, error) {
+				return b.svc.Capture(context.Background(), payments.CaptureRequest{PaymentID: id, IdempotencyKey: key})
+			},
+			func(p payments.Payment) bool { return p.PendingOperation == "" },
+			func(t *testing.T, p payments.Payment, l stripedouble.Ledger, status string) {
+				if p.Status != payments.StatusCaptured || status != "succeeded" || l.Captures != 1 || l.Captured != 1050 {
+					t.Errorf("%s; the double: %s %+v", p.Status, status, l)
+				}
+			}},
+		"cancel": {stripedouble.CancelPaymentIntent, false,
+			func(b *bundle, id, key string) (payments.ChangeResult, error) {
+				return b.svc.Cancel(context.Background(), payments.CancelRequest{PaymentID: id, IdempotencyKey: key})
+			},
+			func(p payments.Payment) bool { return p.PendingOperation == "" },
+			func(t *testing.T, p payments.Payment, l stripedouble.Ledger, status string) {
+				if p.Status != payments.StatusCanceled || status != "canceled" || l.Cancels != 1 || l.Captured != 0 {
+					t.Errorf("%s; the double: %s %+v", p.Status, status, l)
+				}
+			}},
+		"refund": {stripedouble.CreateRefund, true,
+			func(b *bundle, id, key string) (payments.ChangeResult, error) {
+				return b.svc.Refund(context.Background(), payments.RefundRequest{PaymentID: id, IdempotencyKey: key, Amount: new("4")})
+			},
+			func(p payments.Payment) bool { return p.Reserved.Minor == 0 },
+			func(t *testing.T, p payments.Payment, l stripedouble.Ledger, _ string) {
+				if p.Status != payments.StatusPartiallyRefunded || p.Refunded.Minor != 400 || l.Refunds != 1 || l.Refunded != 400 {
+					t.Errorf("%s refunded %d; the double: %+v", p.Status, p.Refunded.Minor, l)
+				}
+			}},
+	}
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		b, d := stripeSetup(t, db)
+		for name, c := range changes {
+			for i, fault := range stripedouble.Faults {
+				t.Run(name+"/"+fault.String(), func(t *testing.T) {
+					p := stripeCard(t, b, fmt.Sprintf("%s-%d", name, i), c.capture)
+					d.FailNext(c.endpoint, stripedouble.Fault{Kind: fault})
+					res, err := c.run(b, p.ID, fmt.Sprintf("%s-%d-op", name, i))
+					if err != nil || res.Replayed {
+						t.Fatalf("first answer replayed %v, %v", res.Replayed, err)
+					}
+					if !c.settled(res.Payment) {
+						if name == "refund" && (res.Refund == nil || res.Refund.Status != payments.RefundProcessing || res.Payment.Refundable().Minor != 650) {
+							t.Errorf("refund in flight: %+v of %+v, want PROCESSING with 4.00 reserved", res.Refund, res.Payment)
+						}
+						if name != "refund" && (res.Payment.Status != payments.StatusAuthorized || res.Payment.PendingOperation == "") {
+							t.Errorf("in flight: %s pending %q, want AUTHORIZED with the operation pending", res.Payment.Status, res.Payment.PendingOperation)
+						}
+						again, err := c.run(b, p.ID, fmt.Sprintf("%s-%d-op", name, i))
+						if err != nil || !again.Replayed {
+							t.Errorf("replay while in flight: %+v, %v", again, err)
+						}
+					}
+					got := recoverUntil(t, b, p.ID, c.settled)
+					c.check(t, got, d.Ledger(got.ProcessorReference), d.Status(got.ProcessorReference))
+					if ev := b.events(t, p.ID); ev[string(map[string]payments.EventType{"capture": payments.EventCaptured,
+						"cancel": payments.EventCanceled, "refund": payments.EventRefunded}[name])] != 1 {
+						t.Errorf("events %v", ev)
+					}
+				})
+			}
+		}
+	})
+}
+
+// While a capture is pending, another capture or a cancel is refused with
+// the pending operation; a capture the processor refuses applies nothing,
+// and its key replays the refusal.
+func TestStripePendingAndRefusedChanges(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		b, d := stripeSetup(t, db)
+		p := stripeCard(t, b, "pending", false)
+		d.FailNext(stripedouble.CapturePaymentIntent, stripedouble.Fault{Kind: stripedouble.ServerErrorBefore})
+		if res, err := b.svc.Capture(t.Context(), payments.CaptureRequest{PaymentID: p.ID, IdempotencyKey: "cap"}); err != nil ||
+			res.Payment.PendingOperation != payments.OpCapture {
+			t.Fatalf("capture: %+v, %v; want it pending", res, err)
+		}
+		_, err := b.svc.Cancel(t.Context(), payments.CancelRequest{PaymentID: p.ID, IdempotencyKey: "cancel"})
+		var conflict *payments.StateConflictError
+		if !errors.As(err, &conflict) || conflict.PendingOperation != payments.OpCapture || conflict.Status != payments.StatusAuthorized {
+			t.Errorf("cancel while a capture is pending: %v, want a state conflict naming the capture", err)
+		}
+		recoverUntil(t, b, p.ID, func(p payments.Payment) bool { return p.Status == payments.StatusCaptured })
+
+		// An intent canceled at Stripe behind CMPay's back: Stripe refuses
+		// the capture, nothing is applied, and the key replays the refusal.
+		q := stripeCard(t, b, "refused", false)
+		if _, err := b.conn.CancelPayment(t.Context(), processor.CancelRequest{IdempotencyKey: "behind-the-back",
+			Reference: q.ProcessorReference}); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 2 {
+			_, err := b.svc.Capture(t.Context(), payments.CaptureRequest{PaymentID: q.ID, IdempotencyKey: "cap-q"})
+			var refused *payments.ProcessorRefusedError
+			if !errors.As(err, &refused) || refused.Code != "payment_intent_unexpected_state" {
+				t.Errorf("capture %d of a canceled intent: %v, want PROCESSOR_REFUSED", i, err)
+			}
+		}
+		if got := b.mustGet(t, q.ID); got.Status != payments.StatusAuthorized || got.PendingOperation != "" {
+			t.Errorf("after a refused capture: %s pending %q, want AUTHORIZED with nothing pending", got.Status, got.PendingOperation)
+		}
+		if ev := b.events(t, q.ID); ev["PAYMENT_CAPTURED"] != 0 {
+			t.Errorf("a refused capture announced %v", ev)
+		}
+	})
+}
+
+// Sandbox captures, cancels and refunds take the batch statements, and
+// show their (foreseen) call beside the create's.
+func TestSandboxChangesShowTheirCalls(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		b := setup(t, db)
+		no := false
+		req := card("calls")
+		req.Capture = &no
+		p := b.mustCreate(t, req).Payment
+		if _, err := b.svc.Capture(t.Context(), payments.CaptureRequest{PaymentID: p.ID, IdempotencyKey: "calls-c"}); err != nil {
+			t.Fatal(err)
+		}
+		res, err := b.svc.Refund(t.Context(), payments.RefundRequest{PaymentID: p.ID, IdempotencyKey: "calls-r"})
+		if err != nil || res.Refund.Status != payments.RefundSucceeded {
+			t.Fatalf("refund: %+v, %v", res.Refund, err)
+		}
+		want := []string{"CREATE_PAYMENT SUCCEEDED ", "CAPTURE_PAYMENT SUCCEEDED ", "REFUND_PAYMENT SUCCEEDED "}
+		if got := b.calls(t, b.mustGet(t, p.ID)); !slices.Equal(got, want) {
+			t.Errorf("calls %q, want %q", got, want)
+		}
+	})
+}
+
+// Refunds at Stripe racing on one payment: together they never reserve
+// more than was captured, and of sixteen requests with one key one
+// refund is made.
+func TestStripeRefundRace(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		b, d := stripeSetup(t, db)
+		p := stripeCard(t, b, "race-refunds", true)
+		var wg sync.WaitGroup
+		results := make([]error, 14)
+		for i := range results {
+			key := fmt.Sprintf("r-%d", i)
+			if i >= 12 {
+				key = "r-same"
+			}
+			wg.Go(func() {
+				_, results[i] = b.svc.Refund(context.Background(), payments.RefundRequest{PaymentID: p.ID, IdempotencyKey: key, Amount: new("1")})
+			})
+		}
+		wg.Wait()
+		exceeded := 0
+		for _, err := range results {
+			switch {
+			case errors.Is(err, payments.ErrAmountExceeds):
+				exceeded++
+			case err != nil:
+				t.Errorf("refund: %v", err)
+			}
+		}
+		got := b.mustGet(t, p.ID)
+		refunds, err := b.svc.Refunds(t.Context(), got)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// 13 refunds asked (the shared key's once) for 10 units: 3 refused,
+		// or 4 when the shared key's is refused (its replay is refused too).
+		if len(refunds) != 10 || got.Refunded.Minor != 1000 || got.Reserved.Minor != 0 || exceeded < 3 || exceeded > 4 {
+			t.Errorf("%d refunds, %d refunded, %d reserved, %d refused; want 10, 1000, 0 and 3 or 4",
+				len(refunds), got.Refunded.Minor, got.Reserved.Minor, exceeded)
+		}
+		if l := d.Ledger(p.ProcessorReference); l.Refunded != 1000 || l.Refunds != 10 {
+			t.Errorf("the double's ledger %+v, want 10 refunds of 1000 in all", l)
+		}
+	})
+}
+
+// The Recoverer resolves an unknown outcome in the background, on its
+// own timer; the test waits for the settlement hook, with a deadline.
+func TestRecovererResolvesInTheBackground(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		cfg := processor.DefaultConfig()
+		cfg.Timeout = testTimeout
+		clock := &fakeClock{now: time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)}
+		settled := make(chan bool, 1)
+		svc := mustService(t, db.Gorm, payments.Config{KeyTTL: testTTL, Now: clock.Now, Processor: sandbox.New(cfg),
+			ProcessorTimeout: testTimeout, RecoveryAfter: testRecovery,
+			OnOperationSettled: func(_ payments.Operation, wasUnknown bool) { settled <- wasUnknown }})
+		b := &bundle{db: db, svc: svc, clock: clock}
+		res := b.mustCreate(t, withToken(card("background"), sandbox.TokenSlow))
+		if res.Payment.Status != payments.StatusProcessing {
+			t.Fatalf("first answer %s, want PROCESSING", res.Payment.Status)
+		}
+		b.clock.Advance(testRecovery + time.Second)
+		r := b.svc.Recoverer(10*time.Millisecond, nil)
+		if err := r.Start(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		defer r.Stop()
+		select {
+		case wasUnknown := <-settled:
+			if !wasUnknown {
+				t.Error("the settlement of an unknown outcome was not reported as one")
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("still PROCESSING 5 s after it was due")
+		}
+		if p := b.mustGet(t, res.Payment.ID); p.Status != payments.StatusCaptured {
+			t.Errorf("resolved to %s, want CAPTURED", p.Status)
+		}
+	})
+}

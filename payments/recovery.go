@@ -1,0 +1,220 @@
+package payments
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/cmpay/cmpay/internal/sqlq"
+	"github.com/cmpay/cmpay/internal/startstop"
+	"github.com/cmpay/cmpay/processor"
+)
+
+// Recovery. An operation whose outcome is unknown (no answer within
+// PROCESSOR_TIMEOUT, a 5xx, a 409, ...), or whose request died before
+// settling it, stays unsettled with a next_try_at. Every instance runs a
+// Recoverer, which claims the due ones with a lease the database grants
+// (claim_due: one UPDATE ... RETURNING; PostgreSQL skips the rows another
+// instance is claiming, SQLite has one writer), and resolves each: asks
+// again with the same key, or reads the processor's record where asking
+// again cannot settle it. Only the processor's word settles an operation;
+// anything else postpones it by PROCESSOR_RECOVERY_AFTER.
+
+// recoverBatch is how many due operations one claim takes.
+const recoverBatch = 16
+
+// RecoverDue resolves the operations due now, each once, and says how many
+// it claimed. The Recoverer calls it on a timer; tests call it directly.
+func (s *Service) RecoverDue(ctx context.Context) (int, error) {
+	now := s.now()
+	ids, err := s.store.claimDue(ctx, s.instance, now.Add(s.timeout+leaseMargin), now, recoverBatch)
+	if err != nil {
+		return 0, fmt.Errorf("claim due processor operations: %w", err)
+	}
+	var errs []error
+	for _, id := range ids {
+		if err := s.resolve(ctx, id); err != nil {
+			errs = append(errs, fmt.Errorf("operation %s: %w", id, err))
+		}
+	}
+	return len(ids), errors.Join(errs...)
+}
+
+// resolve makes one call for the leased operation id and records it.
+func (s *Service) resolve(ctx context.Context, id string) error {
+	op, err := scanOperation(s.store.db().QueryRow(ctx, commonSQL.SQL("read_operation"), id))
+	if err != nil {
+		return fmt.Errorf("read operation: %w", err)
+	}
+	p, ok, err := s.store.readPayment(ctx, op.paymentID)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("its payment %s is missing", op.paymentID)
+	}
+	callCtx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	start := time.Now()
+	var out outcome
+	kind := callWrite
+	read := op.lastError != nil && *op.lastError == "read"
+	if read {
+		kind = callRead
+	}
+	switch {
+	case op.operation != OpCreate && read:
+		out, err = s.readChange(callCtx, op, p)
+		if err != nil {
+			return err
+		}
+	case op.operation != OpCreate:
+		out = s.sendChange(callCtx, op, p.ProcessorReference, p.Amount.Currency)
+	case read:
+		out = s.readCreate(callCtx, op, p)
+	default:
+		res, err := s.proc.CreatePayment(callCtx, processor.CreatePaymentRequest{IdempotencyKey: op.key,
+			PaymentID: op.paymentID, AmountMinor: op.amountMinor, Currency: op.currency,
+			Method: processor.Method(op.request.Method), PaymentMethodToken: op.request.Token,
+			Capture: op.request.Capture, Attempt: op.sends})
+		out = createOutcome(res, err)
+	}
+	_, err = s.record(ctx, op, out, kind, time.Since(start))
+	return err
+}
+
+// readCreate reads the processor's record of a create: by its reference
+// when known, else by a search for the payment's id, where finding nothing
+// proves nothing (the search lags). A record not found, or not final,
+// leaves the operation to be read again.
+func (s *Service) readCreate(ctx context.Context, op operationRow, p Payment) outcome {
+	if p.ProcessorReference != "" {
+		res, err := s.proc.GetPayment(ctx, p.ProcessorReference)
+		return readOutcome(createOutcome(res, err), err)
+	}
+	found, err := s.proc.FindPayments(ctx, op.paymentID)
+	if err != nil {
+		return readOutcome(errorOutcome(err), err)
+	}
+	for _, res := range found {
+		if res.State != processor.PaymentDeclined {
+			return readOutcome(createOutcome(res, nil), nil)
+		}
+	}
+	if len(found) > 0 {
+		return readOutcome(createOutcome(found[0], nil), nil)
+	}
+	return outcome{call: CallError, next: "read", code: "none_found"}
+}
+
+// readChange reads the processor's record of a capture's or cancel's
+// payment, or of a refund: by its reference when known, else among the
+// payment's refunds by CMPay's refund id.
+func (s *Service) readChange(ctx context.Context, op operationRow, p Payment) (outcome, error) {
+	if op.operation != OpRefund {
+		res, err := s.proc.GetPayment(ctx, p.ProcessorReference)
+		return readOutcome(changeOutcome(op.operation, res, err), err), nil
+	}
+	var ref *string
+	if err := s.store.db().QueryRow(ctx, commonSQL.SQL("refund_reference"), *op.refundID).Scan(&ref); err != nil {
+		return outcome{}, fmt.Errorf("read refund %s: %w", *op.refundID, err)
+	}
+	if ref != nil {
+		res, err := s.proc.GetRefund(ctx, *ref)
+		return readOutcome(refundOutcome(res, err), err), nil
+	}
+	all, err := s.proc.ListRefunds(ctx, p.ProcessorReference)
+	if err != nil {
+		return readOutcome(errorOutcome(err), err), nil
+	}
+	for _, res := range all {
+		if res.RefundID == *op.refundID {
+			return readOutcome(refundOutcome(res, nil), nil), nil
+		}
+	}
+	return outcome{call: CallError, next: "read", code: "none_found"}, nil
+}
+
+// readOutcome is what a read came to: a record settles the operation as a
+// write's answer would, but an error of the read never does (a decline of
+// a read does not exist; not found proves nothing), and the operation is
+// read again next time unless reading is unsupported.
+func readOutcome(o outcome, err error) outcome {
+	if err == nil {
+		if !o.settled {
+			o.next = "read"
+		}
+		return o
+	}
+	o.settled = false
+	o.next = "read"
+	var pe *processor.Error
+	if errors.As(err, &pe) && pe.Kind == processor.KindUnsupported {
+		o.next = "" // the processor keeps no records: ask again instead
+	}
+	return o
+}
+
+// Recoverer runs RecoverDue on every instance, every interval, until
+// stopped (internal/startstop).
+type Recoverer struct {
+	svc      *Service
+	interval time.Duration
+	log      *slog.Logger
+	base     startstop.Base
+}
+
+// Recoverer is the background service that resolves this Service's due
+// operations every interval (zero: a tenth of PROCESSOR_RECOVERY_AFTER,
+// at most 5 s).
+func (s *Service) Recoverer(interval time.Duration, log *slog.Logger) *Recoverer {
+	if interval <= 0 {
+		interval = min(s.recoveryAfter/10, 5*time.Second)
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Recoverer{svc: s, interval: max(interval, 10*time.Millisecond), log: log}
+}
+
+// Start starts resolving in the background.
+func (r *Recoverer) Start(ctx context.Context) error {
+	return r.base.StartFunc(ctx, nil, func(ctx context.Context) {
+		t := time.NewTicker(r.interval)
+		defer t.Stop()
+		for {
+			for {
+				n, err := r.svc.RecoverDue(ctx)
+				if err != nil && ctx.Err() == nil {
+					r.log.Warn("processor recovery", "err", err)
+				}
+				if n < recoverBatch || ctx.Err() != nil {
+					break
+				}
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	})
+}
+
+// Stop stops it and waits for a resolution under way.
+func (r *Recoverer) Stop() { r.base.Stop() }
+
+var _ startstop.Service = (*Recoverer)(nil)
+
+// OpenUnknown counts the processor operations whose outcome is unknown
+// and not yet resolved, on every instance (the metrics' gauge).
+func (s *Service) OpenUnknown(ctx context.Context) (int64, error) {
+	var n int64
+	err := s.store.db().QueryRow(ctx, commonSQL.SQL("count_unknown")).Scan(&n)
+	if err != nil && !errors.Is(err, sqlq.ErrNoRows) {
+		return 0, fmt.Errorf("count unknown processor operations: %w", err)
+	}
+	return n, nil
+}
