@@ -204,7 +204,12 @@ func TestLifecycleOverHTTP(t *testing.T) {
 				if rest.code != "" || rest.refundAmount != "70.00" || rest.payment.Status != "REFUNDED" || len(rest.payment.Refunds) != 2 {
 					t.Fatalf("refund all that is left: %+v", rest)
 				}
-				wantError(send("refundPayment", paid, k("ref-3"), nil), "AMOUNT_EXCEEDS_AVAILABLE", 422) // nothing left
+				// Nothing left: the status refuses it before the amount does.
+				refunded := send("refundPayment", paid, k("ref-3"), nil)
+				wantError(refunded, "PAYMENT_STATE_CONFLICT", 409)
+				if refunded.ext[statusKey] != "REFUNDED" {
+					t.Errorf("a refund of a REFUNDED payment: %s %v, want REFUNDED", statusKey, refunded.ext[statusKey])
+				}
 				wantError(send("refundPayment", auth2, k("ref-4"), nil), "PAYMENT_STATE_CONFLICT", 409)  // never captured
 				// A createPayment key reused for a refund.
 				createKey := send("refundPayment", paid, k("paid"), nil)
