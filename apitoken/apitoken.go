@@ -23,6 +23,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/cmpay/cmpay/auth"
+	"github.com/cmpay/cmpay/internal/clientid"
 	"github.com/cmpay/cmpay/internal/sqlq"
 	"github.com/cmpay/cmpay/models"
 )
@@ -126,6 +127,7 @@ func (s *Store) Create(ctx context.Context, name, clientID string, scopes []auth
 	if err := checkText("client", clientID, false); err != nil {
 		return Token{}, "", fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
+	clientID = clientid.Normalize(clientID)
 	scopes = auth.Sorted(scopes)
 	if len(scopes) == 0 {
 		return Token{}, "", fmt.Errorf("%w: a token needs at least one scope: %s", ErrInvalid, auth.JoinScopes(auth.AllScopes))

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/cmpay/cmpay/internal/clientid"
 )
 
 // Scope is a permission an API token carries.
@@ -168,7 +170,7 @@ func CheckClient(ctx context.Context, clientID string) error {
 	if client == "" {
 		return &ForbiddenError{msg: "the request is not signed in"}
 	}
-	if clientID != client {
+	if clientid.Normalize(clientID) != client {
 		return &ForbiddenError{msg: fmt.Sprintf("this token acts for the client %s only", client)}
 	}
 	return nil
@@ -188,5 +190,5 @@ func BoundClient(ctx context.Context) string {
 // Sees reports whether ctx's principal may see clientID's payments.
 func Sees(ctx context.Context, clientID string) bool {
 	bound := BoundClient(ctx)
-	return bound == "" || bound == clientID
+	return bound == "" || bound == clientid.Normalize(clientID)
 }

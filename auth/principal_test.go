@@ -109,4 +109,13 @@ func TestClientBinding(t *testing.T) {
 	if err := CheckClient(bound, "shop-8"); err != nil && strings.Contains(err.Error(), "shop-8") {
 		t.Errorf("the refusal names the other client: %v", err)
 	}
+	// A bound token's client id is stored in NFC; the request's may come
+	// decomposed and is the same client.
+	cafe := WithPrincipal(context.Background(), Principal{Kind: KindAPIToken, Name: "cafe", Scopes: DefaultScopes, ClientID: "caf\u00e9"})
+	if err := CheckClient(cafe, "cafe\u0301"); err != nil {
+		t.Errorf("CheckClient(NFC token, NFD client) = %v", err)
+	}
+	if !Sees(cafe, "cafe\u0301") {
+		t.Error("an NFC-bound token does not see its client's payments named in NFD")
+	}
 }

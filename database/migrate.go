@@ -49,6 +49,9 @@ type migration struct {
 	// sql maps a dialect ("postgres", "sqlite") to its statements; a
 	// dialect missing from it runs nothing for this version.
 	sql map[string][]string
+	// run, when set, is the version's work written in Go instead, for what
+	// SQL cannot say on both databases (see goMigrations).
+	run func(ctx context.Context, tx *gorm.DB) error
 }
 
 var migrationName = regexp.MustCompile(`^(\d{4})_([a-z0-9_]+?)(?:\.(postgres|sqlite))?\.sql$`)
@@ -133,11 +136,24 @@ func splitStatements(text string) ([]string, error) {
 	return stmts, nil
 }
 
+// goMigrations are the versions written in Go, run in the same
+// transaction and order as the files.
+var goMigrations = []migration{
+	{version: 8, name: "client_id_nfc", run: normalizeClientIDs},
+}
+
 var migrations = func() []migration {
 	ms, err := loadMigrations(migrationFiles)
 	if err != nil {
 		panic(err) // the files are part of the binary; TestMigrationFiles loads them
 	}
+	for _, g := range goMigrations {
+		if i := slices.IndexFunc(ms, func(m migration) bool { return m.version == g.version }); i >= 0 {
+			panic(fmt.Sprintf("migration %d is both a file and Go", g.version))
+		}
+		ms = append(ms, g)
+	}
+	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
 	return ms
 }()
 
@@ -162,6 +178,11 @@ func runMigrations(ctx context.Context, tx *gorm.DB, dialect string) (Migrated, 
 	for _, m := range migrations {
 		if slices.Contains(done, m.version) {
 			continue
+		}
+		if m.run != nil {
+			if err := m.run(ctx, tx); err != nil {
+				return Migrated{}, fmt.Errorf("migration %04d_%s: %w", m.version, m.name, err)
+			}
 		}
 		for i, stmt := range m.sql[dialect] {
 			// Past GORM's statement builder, which would read a "?" in a

@@ -71,8 +71,18 @@ func TestReplica(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	onStandby := func() bool { return servedBy(t, r.Reader()) == rep.Standby.Port() }
-	onPrimary := func() bool { return servedBy(t, r.Reader()) == rep.Primary.Port() }
+	// While the replica stops, the reader may still be its pool until the
+	// next check: a read failing then is "not yet", as a poll goes (Read,
+	// which the server uses, retries such a read on the primary).
+	answeredBy := func() int {
+		var port int
+		if err := r.Reader().Raw(`SELECT inet_server_port()`).Scan(&port).Error; err != nil {
+			return 0
+		}
+		return port
+	}
+	onStandby := func() bool { return answeredBy() == rep.Standby.Port() }
+	onPrimary := func() bool { return answeredBy() == rep.Primary.Port() }
 
 	// Fit from the first read: OpenReplica checks before it returns.
 	if !onStandby() {

@@ -174,3 +174,51 @@ func describe(t *testing.T, db *gorm.DB, dialect string) []string {
 	sort.Strings(lines)
 	return lines
 }
+
+// TestMigrateNormalizesClientIDs upgrades a v2 database whose client ids
+// arrived in both Unicode forms: every one becomes NFC, except a key held
+// under both forms, whose NFC row stays the one requests reach.
+func TestMigrateNormalizesClientIDs(t *testing.T) {
+	t.Parallel()
+	const nfc, nfd = "caf\u00e9", "cafe\u0301"
+	for _, dialect := range dbtest.Dialects {
+		t.Run(dialect, func(t *testing.T) {
+			t.Parallel()
+			db := openShape(t, dialect, "v2")
+			at := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+			for i, c := range []struct{ id, client, key string }{
+				{"pay_a", nfd, "order-1"}, {"pay_b", nfd, "order-2"}, {"pay_c", nfc, "order-2"},
+			} {
+				mustExec(t, db, `INSERT INTO payments (id, client_id, idempotency_key, amount_minor, currency, method, created_at,
+					status, captured_minor, refunded_minor, captured_at, replay_count, rejected_count)
+					VALUES (?, ?, ?, 5000, 'BRL', 'PIX', ?, 'CAPTURED', 5000, 0, ?, 0, 0)`, c.id, c.client, c.key, at, at)
+				mustExec(t, db, `INSERT INTO idempotency_keys (client_id, idempotency_key, operation, fingerprint, fingerprint_version, payment_id, created_at)
+					VALUES (?, ?, 'CREATE_PAYMENT', ?, 2, ?, ?)`, c.client, c.key, []byte{byte(i)}, c.id, at)
+			}
+			mustExec(t, db, `INSERT INTO api_tokens (id, name, client_id, scopes, token_hash, created_at)
+				VALUES ('tok_a', 'shop', ?, 'payments:read', 'h', ?)`, nfd, at)
+			if err := database.Migrate(db); err != nil {
+				t.Fatalf("migrate: %v", err)
+			}
+			for _, q := range []struct {
+				sql  string
+				want string
+			}{
+				{`SELECT client_id FROM payments WHERE id = 'pay_a'`, nfc},
+				{`SELECT client_id FROM payments WHERE id = 'pay_b'`, nfc},
+				{`SELECT client_id FROM api_tokens WHERE id = 'tok_a'`, nfc},
+				{`SELECT client_id FROM idempotency_keys WHERE payment_id = 'pay_a'`, nfc},
+				{`SELECT payment_id FROM idempotency_keys WHERE client_id = '` + nfc + `' AND idempotency_key = 'order-2'`, "pay_c"},
+				{`SELECT client_id FROM idempotency_keys WHERE payment_id = 'pay_b'`, nfd},
+			} {
+				var got string
+				if err := db.Raw(q.sql).Scan(&got).Error; err != nil {
+					t.Fatalf("%s: %v", q.sql, err)
+				}
+				if got != q.want {
+					t.Errorf("%s = %+q, want %+q", q.sql, got, q.want)
+				}
+			}
+		})
+	}
+}

@@ -142,7 +142,13 @@ func TestOutbox(t *testing.T) {
 			t.Fatalf("capture of an unknown payment: %v", err)
 		}
 
-		got := collect(t, e.ev, events.Filter{}, 0, 7)
+		// A payment made after all of them: had any of the above written an
+		// event, the marker's would not be the eighth.
+		marker := e.create(t, "k-marker", "1.00", true)
+		got := collect(t, e.ev, events.Filter{}, 0, 8)
+		if got[7].Payment.ID != marker.ID || got[7].Type != payments.EventCreated {
+			t.Fatalf("event 8 is %s of %s, want the marker's creation", got[7].Type, got[7].Payment.ID)
+		}
 		type want struct {
 			typ                        payments.EventType
 			key, payment               string
@@ -187,16 +193,15 @@ func TestOutbox(t *testing.T) {
 				got[3].Payment.CapturedAt, got[4].Payment.CanceledAt, got[4].At, got[0].At, p1.CreatedAt)
 		}
 
-		// Nothing else was written, then or later.
-		time.Sleep(300 * time.Millisecond)
+		// Nothing else was written, numbered or not.
 		all, err := e.ev.Since(ctx, 0, events.Filter{}, 100)
 		if err != nil {
 			t.Fatal(err)
 		}
 		var rows int64
 		db.Gorm.Table("payment_events").Count(&rows)
-		if len(all) != 7 || rows != 7 {
-			t.Errorf("%d events numbered, %d rows; want 7", len(all), rows)
+		if len(all) != 8 || rows != 8 {
+			t.Errorf("%d events numbered, %d rows; want 8", len(all), rows)
 		}
 		// Filters.
 		if byPayment, _ := e.ev.Since(ctx, 0, events.Filter{PaymentID: p1.ID}, 100); len(byPayment) != 3 {
@@ -513,12 +518,14 @@ func TestConcurrentChangesEmitTheirEvents(t *testing.T) {
 			})
 		}
 		wg.Wait()
-		// 2 creates + 10 refunds + one of capture and cancel.
-		got := collect(t, e.ev, events.Filter{}, 0, 13)
-		time.Sleep(200 * time.Millisecond)
-		if more, _ := e.ev.Since(ctx, 13, events.Filter{}, 10); len(more) != 0 {
-			t.Errorf("%d events beyond the 13 changes", len(more))
+		// 2 creates + 10 refunds + one of capture and cancel, then a marker
+		// made after them all: an extra event would come before it.
+		marker := e.create(t, "race-marker", "1.00", true)
+		got := collect(t, e.ev, events.Filter{}, 0, 14)
+		if got[13].Payment.ID != marker.ID {
+			t.Errorf("event 14 is %s of %s, want the marker's creation: more events than the 13 changes", got[13].Type, got[13].Payment.ID)
 		}
+		got = got[:13]
 		var refunded []string
 		authEvents := 0
 		for _, ev := range got {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/cmpay/cmpay/apierror"
 	"github.com/cmpay/cmpay/events"
+	"github.com/cmpay/cmpay/internal/clientid"
 	"github.com/cmpay/cmpay/payments"
 )
 
@@ -47,7 +48,7 @@ func (r *Resolver) paymentEvents(ctx context.Context, clientID, paymentID string
 	if r.Events == nil {
 		return nil, errNoEvents
 	}
-	f := events.Filter{ClientID: clientID, PaymentID: paymentID}
+	f := events.Filter{ClientID: clientid.Normalize(clientID), PaymentID: paymentID}
 	if bound := r.clientOf(ctx); bound != "" {
 		if f.ClientID != "" && f.ClientID != bound {
 			return nil, fmt.Errorf("subscribe to client %q's events: %w", f.ClientID, payments.ErrForbidden)

@@ -19,6 +19,7 @@ import (
 	"github.com/cmpay/cmpay/clientaddr"
 	"github.com/cmpay/cmpay/events"
 	"github.com/cmpay/cmpay/graph"
+	"github.com/cmpay/cmpay/intake"
 	"github.com/cmpay/cmpay/metrics"
 	"github.com/cmpay/cmpay/payments"
 	"github.com/cmpay/cmpay/requestid"
@@ -61,13 +62,16 @@ type Deps struct {
 	// the admin's Webhooks page; either may be nil.
 	Events   *events.Service
 	Webhooks *webhooks.Service
+	// ProcessorEvents takes in the events Stripe posts; nil (no
+	// STRIPE_WEBHOOK_SECRET) leaves their route answering 404.
+	ProcessorEvents *intake.Service
 
 	Logger *slog.Logger
 }
 
 // NewHandler returns the whole HTTP surface. Routes are listed in one place,
 // here; every one of them except /healthz and the Playground needs
-// credentials.
+// credentials (the processor's events carry a signature instead).
 func NewHandler(d Deps) http.Handler {
 	log := d.Logger
 	if log == nil {
@@ -130,6 +134,12 @@ func NewHandler(d Deps) http.Handler {
 	r.With(restToken, requireScope(auth.PaymentsWrite, styleProblem), body).Post("/api/payments/{id}/refunds", refundPaymentREST(d.Service))
 	r.With(restToken, requireScope(auth.PaymentsRead, styleProblem)).Get("/api/payments/{id}", getPaymentREST(d.Service))
 	r.With(restToken, requireScope(auth.PaymentsRead, styleProblem)).Get("/api/payments/{id}/refunds/{refundId}", getRefundREST(d.Service))
+
+	// The processor's events: signed with the webhook secret, which is
+	// their credential.
+	if d.ProcessorEvents != nil {
+		r.With(body).Post("/processor/stripe/events", processorEvents(d.ProcessorEvents))
+	}
 
 	// Support staff: their own accounts, signed in with a session cookie
 	// (web.Admin checks the session and the role of every route).

@@ -216,5 +216,5 @@ type SchemaVersion struct {
 func All() []any {
 	return []any{&Payment{}, &Refund{}, &IdempotencyKey{}, &IdempotencyAttempt{}, &Currency{}, &SchemaVersion{}, &APIToken{}, &StaffAccount{}, &StaffSession{}, &StaffAuditEntry{},
 		&PaymentEvent{}, &EventCursor{}, &WebhookEndpoint{}, &WebhookDelivery{}, &WebhookAttempt{},
-		&ProcessorOperation{}, &ProcessorCall{}}
+		&ProcessorOperation{}, &ProcessorCall{}, &ProcessorEvent{}}
 }

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+
+	"github.com/cmpay/cmpay/internal/clientid"
 )
 
 // readTimeout bounds a read: one on a connection to a database that went
@@ -91,6 +93,7 @@ func listingOf(f Filter) (listing, error) {
 		maps.Copy(l.args, args)
 	}
 	if f.ClientID != "" {
+		f.ClientID = clientid.Normalize(f.ClientID)
 		where(commonSQL.SQL("page_client"), map[string]any{"client_id": f.ClientID})
 	}
 	if f.IdempotencyKey != "" {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/cmpay/cmpay/internal/clientid"
 )
 
 // Limits on what a client may send.
@@ -130,6 +132,7 @@ func (ps problems) err() error {
 
 // command checks every field and reports all problems at once.
 func (r CreateRequest) command() (*command, error) {
+	r.ClientID = clientid.Normalize(r.ClientID)
 	var ps problems
 	ps.add("idempotencyKey", ValidateKey(r.IdempotencyKey))
 	ps.add("clientId", validateClientID(r.ClientID))

@@ -44,6 +44,7 @@ var (
 	clients = flag.Int("clients", 16, "concurrent clients, for the load generator and pgbench alike")
 	sizes   = flag.String("sizes", "10000,1000000", "payments stored before each run")
 	sqlite  = flag.Bool("sqlite", true, "also measure the embedded SQLite mode")
+	procs   = flag.Bool("processors", true, "also measure card creates through the sandbox and through the Stripe connector (against the in-repo double)")
 	write   = flag.String("write", "", "a Markdown file whose section between the bench markers is replaced by the results")
 	against = flag.String("against", "", "instead of the benchmark, alternate this build's server with this other server binary "+
 		"under the createPayment modes (scripts/bench-against.sh)")
@@ -106,6 +107,9 @@ func main() {
 		n, err := strconv.Atoi(strings.TrimSpace(field))
 		check(err)
 		report.WriteString(postgresRun(serverURL, pgBin, binary, work, n))
+	}
+	if *procs {
+		report.WriteString(processorRun(serverURL, binary))
 	}
 	if *sqlite {
 		report.WriteString(sqliteRun(binary, work))
@@ -295,12 +299,20 @@ func sqliteRun(binary, work string) string {
 // drive runs the load generator in a mode against srv; capture and refund
 // act on payments.
 func drive(srv *server, mode load.Mode, payments []string) modeResult {
+	return driveWith(srv, load.Config{Mode: mode, Payments: payments})
+}
+
+// driveWith runs the load generator as cfg says (its mode, payments and
+// payment method token; the rest from the flags) against srv.
+func driveWith(srv *server, cfg load.Config) modeResult {
+	mode := cfg.Mode
 	log.Printf("driving %s at %d clients", mode, *clients)
 	var mu sync.Mutex // OnMeasure runs on a timer's goroutine
 	var from, to cpuSample
 	r, err := load.Run(context.Background(), load.Config{
 		URL: srv.url, Token: token, Clients: *clients, Warmup: *warmup, Measure: *measure,
-		Mode: mode, SeedKeys: seedKeys(mode), Payments: payments, RunID: fmt.Sprintf("%s-%d", mode, time.Now().UnixNano()),
+		Mode: mode, SeedKeys: seedKeys(mode), Payments: cfg.Payments, PaymentMethodToken: cfg.PaymentMethodToken,
+		RunID: fmt.Sprintf("%s-%d", mode, time.Now().UnixNano()),
 		OnMeasure: func(started bool) {
 			sample := sampleCPU(srv.cmd.Process.Pid)
 			mu.Lock()
@@ -416,9 +428,10 @@ type server struct {
 	url string
 }
 
-func startServer(binary, databaseURL string) *server {
+func startServer(binary, databaseURL string, env ...string) *server {
 	cmd := exec.Command(binary)
 	cmd.Env = append(os.Environ(), "DATABASE_URL="+databaseURL, "ADDR=127.0.0.1:0", "API_TOKENS="+token, "ADMIN_PASSWORD=bench")
+	cmd.Env = append(cmd.Env, env...)
 	stdout, err := cmd.StdoutPipe()
 	check(err)
 	cmd.Stderr = io.Discard

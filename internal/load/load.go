@@ -70,6 +70,9 @@ type Config struct {
 	Payments []string
 	// RunID keeps keys of different runs apart.
 	RunID string
+	// PaymentMethodToken, when set, makes the creates card payments
+	// (CREDIT_CARD) with this token at the processor; PIX otherwise.
+	PaymentMethodToken string
 	// OnMeasure, if set, is called when the measured time starts and
 	// again when it ends (the caller samples CPU time there, say).
 	OnMeasure func(started bool)
@@ -115,13 +118,18 @@ var bodyStart = func() []byte {
 // body is the JSON of one createPayment request, built by appending: the
 // load generator shares the machine with what it measures. Keys and amounts
 // are printable ASCII, which Go quotes as JSON does.
-func body(key, amount string) []byte {
-	b := make([]byte, 0, len(bodyStart)+len(key)+len(amount)+80)
+func body(key, amount, token string) []byte {
+	b := make([]byte, 0, len(bodyStart)+len(key)+len(amount)+len(token)+120)
 	b = append(b, bodyStart...)
 	b = strconv.AppendQuote(b, key)
 	b = append(b, `,"in":{"clientId":"load","amount":`...)
 	b = strconv.AppendQuote(b, amount)
-	return append(b, `,"currency":"BRL","method":"PIX"}}}`...)
+	if token == "" {
+		return append(b, `,"currency":"BRL","method":"PIX"}}}`...)
+	}
+	b = append(b, `,"currency":"BRL","method":"CREDIT_CARD","paymentMethodToken":`...)
+	b = strconv.AppendQuote(b, token)
+	return append(b, `}}}`...)
 }
 
 // The mutations of the capture and refund modes. What a client asks back
@@ -273,10 +281,10 @@ func next(cfg Config, rng *rand.Rand, seeded []string, captured *atomic.Int64, w
 		return request{kind: kind, payload: floorBody}, true
 	case "replay":
 		key := seeded[rng.IntN(len(seeded))]
-		return request{kind: kind, payload: body(key, "10.00")}, true
+		return request{kind: kind, payload: body(key, "10.00", cfg.PaymentMethodToken)}, true
 	case "conflict":
 		key := seeded[rng.IntN(len(seeded))]
-		return request{kind: kind, payload: body(key, "99.99")}, true
+		return request{kind: kind, payload: body(key, "99.99", cfg.PaymentMethodToken)}, true
 	case "capture":
 		i := captured.Add(1) - 1
 		if i >= int64(len(cfg.Payments)) {
@@ -287,7 +295,7 @@ func next(cfg Config, rng *rand.Rand, seeded []string, captured *atomic.Int64, w
 		id := cfg.Payments[rng.IntN(len(cfg.Payments))]
 		return request{kind: kind, payload: refundBody(id, RefundAmount, fresh())}, true
 	}
-	return request{kind: "new", payload: body(fresh(), "10.00")}, true
+	return request{kind: "new", payload: body(fresh(), "10.00", cfg.PaymentMethodToken)}, true
 }
 
 func expected(kind string) string {
@@ -320,7 +328,7 @@ func seed(ctx context.Context, host string, cfg Config, keys []string) error {
 				if ctx.Err() != nil {
 					continue
 				}
-				if got := c.send(body(key, "10.00")); got != "created" && got != "replayed" {
+				if got := c.send(body(key, "10.00", cfg.PaymentMethodToken)); got != "created" && got != "replayed" {
 					errs <- got
 				}
 			}

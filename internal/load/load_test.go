@@ -25,20 +25,22 @@ import (
 
 // The hand-built body must be the JSON a client library would send.
 func TestBodyIsTheRequestAsJSON(t *testing.T) {
-	for _, tt := range []struct{ key, amount string }{
-		{"run-1-seed-0", "10.00"},
-		{`a "quoted" \\ key`, "99.99"},
+	for _, tt := range []struct{ key, amount, token string }{
+		{"run-1-seed-0", "10.00", ""},
+		{`a "quoted" \\ key`, "99.99", ""},
+		{"run-2-card-0", "10.00", "pm_card_visa"},
 	} {
 		var got map[string]any
-		if err := json.Unmarshal(body(tt.key, tt.amount), &got); err != nil {
+		if err := json.Unmarshal(body(tt.key, tt.amount, tt.token), &got); err != nil {
 			t.Fatalf("body(%q) is not JSON: %v", tt.key, err)
 		}
+		in := map[string]any{"clientId": "load", "amount": tt.amount, "currency": "BRL", "method": "PIX"}
+		if tt.token != "" {
+			in["method"], in["paymentMethodToken"] = "CREDIT_CARD", tt.token
+		}
 		want := map[string]any{
-			"query": mutation,
-			"variables": map[string]any{
-				"key": tt.key,
-				"in":  map[string]any{"clientId": "load", "amount": tt.amount, "currency": "BRL", "method": "PIX"},
-			},
+			"query":     mutation,
+			"variables": map[string]any{"key": tt.key, "in": in},
 		}
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("body(%q) = %v, want %v", tt.key, got, want)

@@ -1,14 +1,31 @@
 package load
 
 import (
+	"context"
 	"crypto/sha256"
+	"embed"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
 	"gorm.io/gorm"
+
+	"github.com/cmpay/cmpay/internal/sqlq"
+)
+
+// The seeding statements, one file per dialect: PostgreSQL counts the
+// series with generate_series and needs its parameters typed, SQLite
+// counts with a recursive query.
+//
+//go:embed sql/*.sql
+var seedFiles embed.FS
+
+var (
+	postgresSeedSQL = sqlq.MustLoad(seedFiles, "sql/seed.postgres.sql")
+	sqliteSeedSQL   = sqlq.MustLoad(seedFiles, "sql/seed.sqlite.sql")
 )
 
 // Seeding by SQL. The capture mode needs an authorization for every
@@ -36,56 +53,43 @@ const (
 // ids, prefix followed by 1 to n. The database must be migrated; PostgreSQL
 // and SQLite alike.
 func SeedPayments(db *gorm.DB, mode Mode, prefix string, n int) ([]string, error) {
-	pg := db.Dialector.Name() == "postgres"
-	// Parameters in a SELECT list have no type PostgreSQL can infer.
-	text, ts := "CAST(? AS TEXT)", "?"
-	if pg {
-		ts = "CAST(? AS timestamptz)"
-	}
 	at := time.Now().UTC().Truncate(time.Microsecond)
-
-	var amount, minor, status, captured, capturedAt string
-	var capture bool
-	var capturedArgs []any
+	var amount string
+	var minor, captured int64
+	var capturedAt *time.Time
+	capture, status := false, "AUTHORIZED"
 	switch mode {
 	case Capture:
-		amount, minor, capture, status, captured, capturedAt = SeedAuthorized, "1000", false, "AUTHORIZED", "0", "NULL"
+		amount, minor = SeedAuthorized, 1000
 	case Refund:
-		amount, minor, capture, status, captured, capturedAt = SeedCaptured, "100000", true, "CAPTURED", "100000", ts
-		capturedArgs = []any{at} // captured when created
+		amount, minor, captured, capturedAt = SeedCaptured, 100000, 100000, &at // captured when created
+		capture, status = true, "CAPTURED"
 	default:
 		return nil, fmt.Errorf("seed payments: mode %q acts on no stored payment", mode)
 	}
 	params := CreateParams(amount, capture)
-	// GORM spreads a byte slice given as a parameter into a list: the
-	// fingerprint goes in as a literal.
-	fp := fmt.Sprintf("X'%x'", Fingerprint(params))
-	if pg {
-		fp = fmt.Sprintf("decode('%x', 'hex')", Fingerprint(params))
+	type seeder struct {
+		run sqlq.DB
+		sql sqlq.Statements
 	}
-	series := "WITH RECURSIVE g(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM g WHERE i < " + strconv.Itoa(n) + ") "
-	stmts := []struct {
-		sql  string
-		args []any
-	}{
-		{series + `INSERT INTO payments (id, client_id, idempotency_key, amount_minor, currency, method, created_at,
-			status, captured_minor, captured_at, refunded_minor, replay_count, rejected_count)
-			SELECT ` + text + ` || i, ` + text + `, ` + text + ` || i, ` + minor + `, 'BRL', 'PIX', ` + ts + `,
-			'` + status + `', ` + captured + `, ` + capturedAt + `, 0, 0, 0 FROM g`,
-			append([]any{prefix, SeedClient, prefix, at}, capturedArgs...)},
-		{series + `INSERT INTO idempotency_keys (client_id, idempotency_key, operation, fingerprint, fingerprint_version,
-			params, payment_id, created_at)
-			SELECT ` + text + `, ` + text + ` || i, 'CREATE_PAYMENT', ` + fp + `, 2, ` + text + `, ` + text + ` || i, ` + ts + ` FROM g`,
-			[]any{SeedClient, prefix, params, prefix, at}},
-		{series + `INSERT INTO idempotency_attempts (payment_id, operation, idempotency_key, outcome, at, params, transport,
-			actor, actor_address, refusal, differing_fields)
-			SELECT ` + text + ` || i, 'CREATE_PAYMENT', ` + text + ` || i, 'CREATED', ` + ts + `, ` + text + `, 'seed', '', '', '', '' FROM g`,
-			[]any{prefix, prefix, at, params}},
+	s, err := sqlq.Pick(db,
+		func(pg *sqlq.PG) seeder { return seeder{pg, postgresSeedSQL} },
+		func(lite *sqlq.Lite) seeder { return seeder{lite, sqliteSeedSQL} })
+	if err != nil {
+		return nil, fmt.Errorf("seed payments: %w", err)
 	}
-	err := db.Transaction(func(tx *gorm.DB) error {
-		for _, s := range stmts {
-			if err := tx.Exec(s.sql, s.args...).Error; err != nil {
-				return err
+	keyed := []any{prefix, SeedClient, n, at}
+	err = s.run.Tx(context.Background(), func(tx sqlq.Runner) error {
+		for _, st := range []struct {
+			name string
+			args []any
+		}{
+			{"seed_payments", append(slices.Clip(keyed), minor, status, captured, capturedAt)},
+			{"seed_keys", append(slices.Clip(keyed), Fingerprint(params), params)},
+			{"seed_attempts", []any{prefix, n, at, params}},
+		} {
+			if _, err := tx.Exec(context.Background(), s.sql.SQL(st.name), st.args...); err != nil {
+				return fmt.Errorf("%s: %w", st.name, err)
 			}
 		}
 		return nil

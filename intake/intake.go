@@ -1,0 +1,174 @@
+// Package intake takes in the events a processor posts (Stripe's webhook
+// to POST /processor/stripe/events): it verifies each, stores it once by its
+// id however often it comes, and hands it to the payments engine to apply.
+//
+// Events are not needed for correctness (the engine reads a payment from
+// the processor when one is late), but they make CMPay learn at once that a
+// Pix or boleto was paid. They come repeated, late, out of order, and even
+// before CMPay has recorded the processor's answer that names the payment:
+// an event the engine cannot apply yet stays stored unapplied and is tried
+// again (Retry), and the engine applies the processor's state, not the
+// event's story, so order does not matter.
+package intake
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/cmpay/cmpay/internal/sqlq"
+	"github.com/cmpay/cmpay/processor"
+)
+
+// Applier applies an event to the payment it names: the consumer's view of
+// the payments engine. An error wrapping ErrNotYet leaves the event to be
+// tried again; any other error too, but it is also worth logging.
+type Applier interface {
+	ApplyProcessorEvent(ctx context.Context, ev processor.Event) error
+}
+
+// ErrNotYet is what an Applier wraps when the event names a payment CMPay
+// has not recorded yet: the event is kept and tried again.
+var ErrNotYet = errors.New("the event's payment is not known yet")
+
+// ErrRefused wraps every reason a posted event is refused (a signature
+// that does not verify, a timestamp too far from now, a malformed body):
+// the HTTP layer answers 400, and nothing is stored.
+var ErrRefused = errors.New("event refused")
+
+// Options configure a Service.
+type Options struct {
+	// Processor names the processor the events come from ("stripe").
+	Processor string
+	// Verify checks a posted body against its signature header and
+	// decodes it (for Stripe: stripe.VerifyEvent with the whsec_ secret).
+	Verify func(payload []byte, signature string, now time.Time) (processor.Event, error)
+	// Decode decodes a stored, already verified body (stripe.DecodeEvent).
+	Decode func(payload []byte) (processor.Event, error)
+	// Apply applies events; nil stores them only.
+	Apply Applier
+	// Now is the clock; default time.Now.
+	Now func() time.Time
+}
+
+// Service takes in one processor's events.
+type Service struct {
+	opts Options
+	db   sqlq.DB
+}
+
+//go:embed sql/common.sql
+var sqlFiles embed.FS
+
+// statements are the package's SQL, which both dialects run as written.
+var statements = sqlq.MustLoad(sqlFiles, "sql/common.sql")
+
+// New returns a Service storing events in db.
+func New(db *gorm.DB, opts Options) (*Service, error) {
+	if opts.Verify == nil || opts.Decode == nil || opts.Processor == "" {
+		return nil, errors.New("intake: Processor, Verify and Decode are required")
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	run, err := sqlq.Pick(db, func(pg *sqlq.PG) sqlq.DB { return pg }, func(lite *sqlq.Lite) sqlq.DB { return lite })
+	if err != nil {
+		return nil, fmt.Errorf("intake: %w", err)
+	}
+	return &Service{opts: opts, db: run}, nil
+}
+
+// Receive verifies a posted event, stores it unless it is stored already,
+// and applies it unless it is applied already. It returns nil once the
+// event is stored, whether or not it could be applied yet: the processor
+// then stops sending it, and Retry applies it later. A refused event is an
+// error wrapping ErrRefused and changes nothing.
+func (s *Service) Receive(ctx context.Context, payload []byte, signature string) (processor.Event, error) {
+	now := s.opts.Now().UTC()
+	ev, err := s.opts.Verify(payload, signature, now)
+	if err != nil {
+		return processor.Event{}, fmt.Errorf("%w: %w", ErrRefused, err)
+	}
+	if ev.ID == "" {
+		return processor.Event{}, fmt.Errorf("%w: the event has no id", ErrRefused)
+	}
+	_, err = s.db.Exec(ctx, statements.SQL("insert_event"), ev.ID, s.opts.Processor, ev.Type, ev.PaymentReference,
+		ev.Created.UTC(), now, string(payload))
+	if err != nil {
+		return processor.Event{}, fmt.Errorf("store event %s: %w", ev.ID, err)
+	}
+	var applied bool
+	if err := s.db.QueryRow(ctx, statements.SQL("event_applied"), ev.ID).Scan(&applied); err != nil {
+		return processor.Event{}, fmt.Errorf("read event %s: %w", ev.ID, err)
+	}
+	if !applied {
+		// Not applied now is not a failure of the delivery: it is stored.
+		_ = s.apply(ctx, ev)
+	}
+	return ev, nil
+}
+
+// apply hands ev to the Applier and stamps it applied when that succeeds.
+func (s *Service) apply(ctx context.Context, ev processor.Event) error {
+	if s.opts.Apply == nil {
+		return nil
+	}
+	if err := s.opts.Apply.ApplyProcessorEvent(ctx, ev); err != nil {
+		return fmt.Errorf("apply event %s: %w", ev.ID, err)
+	}
+	if _, err := s.db.Exec(ctx, statements.SQL("mark_applied"), ev.ID, s.opts.Now().UTC()); err != nil {
+		return fmt.Errorf("mark event %s applied: %w", ev.ID, err)
+	}
+	return nil
+}
+
+// Retry applies up to limit stored events that are not applied yet, oldest
+// first, and returns how many it applied. An event that still cannot be
+// applied stays for the next call.
+func (s *Service) Retry(ctx context.Context, limit int) (int, error) {
+	payloads, err := sqlq.Collect(ctx, s.db, statements.SQL("unapplied"), []any{limit}, func(r sqlq.Row) (string, error) {
+		var p string
+		return p, r.Scan(&p)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("read unapplied events: %w", err)
+	}
+	applied := 0
+	for _, p := range payloads {
+		ev, err := s.opts.Decode([]byte(p))
+		if err != nil {
+			return applied, fmt.Errorf("decode a stored event: %w", err)
+		}
+		if s.apply(ctx, ev) == nil {
+			applied++
+		}
+	}
+	return applied, nil
+}
+
+// Received is one event as the admin lists it.
+type Received struct {
+	ID, Type   string
+	Created    time.Time
+	ReceivedAt time.Time
+	// AppliedAt is unset while the event waits for its payment.
+	AppliedAt *time.Time
+}
+
+// EventsOf lists the events received for the payment the processor knows
+// as reference, in the processor's order.
+func (s *Service) EventsOf(ctx context.Context, reference string) ([]Received, error) {
+	out, err := sqlq.Collect(ctx, s.db, statements.SQL("events_of"), []any{reference}, func(r sqlq.Row) (Received, error) {
+		var e Received
+		err := r.Scan(&e.ID, &e.Type, &e.Created, &e.ReceivedAt, &e.AppliedAt)
+		return e, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("events of %s: %w", reference, err)
+	}
+	return out, nil
+}

@@ -1,0 +1,152 @@
+package intake_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cmpay/cmpay/intake"
+	"github.com/cmpay/cmpay/internal/dbtest"
+	"github.com/cmpay/cmpay/internal/stripedouble"
+	"github.com/cmpay/cmpay/processor"
+	"github.com/cmpay/cmpay/processor/stripe"
+)
+
+const secret = "whsec_intake_test"
+
+// applier records what it was asked to apply; while notYet holds a
+// reference, events of that payment are not applicable yet.
+type applier struct {
+	mu      sync.Mutex
+	applied []string
+	notYet  map[string]bool
+}
+
+func (a *applier) ApplyProcessorEvent(_ context.Context, ev processor.Event) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.notYet[ev.PaymentReference] {
+		return intake.ErrNotYet
+	}
+	a.applied = append(a.applied, ev.ID)
+	return nil
+}
+
+func (a *applier) count(id string) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	n := 0
+	for _, got := range a.applied {
+		if got == id {
+			n++
+		}
+	}
+	return n
+}
+
+// paidPix makes a Pix PaymentIntent at the double through the real
+// connector and has it paid: the double records payment_intent.succeeded.
+func paidPix(t *testing.T) (stripedouble.Event, string) {
+	t.Helper()
+	d := stripedouble.New(stripedouble.Options{})
+	t.Cleanup(d.Close)
+	cfg := processor.DefaultConfig()
+	cfg.Processor, cfg.StripeAPIKey, cfg.StripeAPIBase = "stripe", "sk_test_intake", d.URL()
+	conn, err := stripe.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(conn.CloseIdleConnections)
+	p, err := conn.CreatePayment(t.Context(), processor.CreatePaymentRequest{IdempotencyKey: "cmpay_op1", PaymentID: "pay_1",
+		AmountMinor: 1050, Currency: "BRL", Method: processor.MethodPix, Capture: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Pay(p.Reference); err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range d.EventsFor(p.Reference) {
+		if ev.Type == processor.EventPaymentSucceeded {
+			return ev, p.Reference
+		}
+	}
+	t.Fatalf("no %s among %v", processor.EventPaymentSucceeded, d.EventsFor(p.Reference))
+	return stripedouble.Event{}, ""
+}
+
+func newService(t *testing.T, db dbtest.DB, a intake.Applier) *intake.Service {
+	t.Helper()
+	s, err := intake.New(db.Gorm, intake.Options{
+		Processor: "stripe",
+		Verify: func(payload []byte, sig string, now time.Time) (processor.Event, error) {
+			return stripe.VerifyEvent(payload, sig, secret, now)
+		},
+		Decode: stripe.DecodeEvent,
+		Apply:  a,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// An event is stored once and applied once, however often it comes; a
+// refused one changes nothing; one that names a payment not known yet is
+// kept and applied by Retry.
+func TestReceive(t *testing.T) {
+	t.Parallel()
+	ev, ref := paidPix(t)
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		a := &applier{notYet: map[string]bool{ref: true}}
+		s := newService(t, db, a)
+		sig := stripedouble.Sign(ev.Body, time.Now(), secret)
+
+		for _, bad := range []struct{ name, sig string }{
+			{"another secret", stripedouble.Sign(ev.Body, time.Now(), "whsec_other")},
+			{"too old", stripedouble.Sign(ev.Body, time.Now().Add(-10*time.Minute), secret)},
+			{"no signature", ""},
+		} {
+			if _, err := s.Receive(t.Context(), ev.Body, bad.sig); !errors.Is(err, intake.ErrRefused) {
+				t.Errorf("%s: %v, want ErrRefused", bad.name, err)
+			}
+		}
+		if got, err := s.EventsOf(t.Context(), ref); err != nil || len(got) != 0 {
+			t.Fatalf("after refusals: %v, %v; want nothing stored", got, err)
+		}
+
+		// Before the payment is known: stored, not applied, and a second
+		// delivery stores nothing more.
+		for range 2 {
+			if _, err := s.Receive(t.Context(), ev.Body, sig); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, err := s.EventsOf(t.Context(), ref)
+		if err != nil || len(got) != 1 || got[0].ID != ev.ID || got[0].AppliedAt != nil || got[0].Type != processor.EventPaymentSucceeded {
+			t.Fatalf("stored: %+v, %v; want the one event, unapplied", got, err)
+		}
+		if n, err := s.Retry(t.Context(), 10); err != nil || n != 0 {
+			t.Errorf("Retry while the payment is unknown: %d, %v", n, err)
+		}
+
+		// Once it is known, Retry applies it, once; later deliveries
+		// apply nothing again.
+		a.mu.Lock()
+		delete(a.notYet, ref)
+		a.mu.Unlock()
+		if n, err := s.Retry(t.Context(), 10); err != nil || n != 1 {
+			t.Fatalf("Retry: %d, %v; want 1", n, err)
+		}
+		if _, err := s.Receive(t.Context(), ev.Body, sig); err != nil {
+			t.Fatal(err)
+		}
+		if n, _ := s.Retry(t.Context(), 10); n != 0 || a.count(ev.ID) != 1 {
+			t.Errorf("applied %d times (Retry then found %d); want once", a.count(ev.ID), n)
+		}
+		if got, _ := s.EventsOf(t.Context(), ref); len(got) != 1 || got[0].AppliedAt == nil {
+			t.Errorf("after applying: %+v", got)
+		}
+	})
+}

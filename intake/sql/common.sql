@@ -1,0 +1,30 @@
+-- Statements of package intake, which PostgreSQL and SQLite run as
+-- written.
+
+-- name: insert_event
+-- Stores a verified event unless one with its id ($1) is stored already:
+-- a repeated delivery changes nothing. $2 processor, $3
+-- type, $4 payment reference, $5 the processor's time, $6 received at, $7
+-- the payload.
+INSERT INTO processor_events (id, processor, type, payment_reference, created, received_at, payload)
+VALUES ($1, $2, $3, $4, $5, $6, $7)
+ON CONFLICT (id) DO NOTHING
+
+-- name: event_applied
+-- Whether the event $1 is applied (no row: not stored).
+SELECT applied_at IS NOT NULL FROM processor_events WHERE id = $1
+
+-- name: mark_applied
+-- Stamps the event $1 applied at $2, once.
+UPDATE processor_events SET applied_at = $2 WHERE id = $1 AND applied_at IS NULL
+
+-- name: unapplied
+-- Up to $1 stored events not applied yet, oldest first by the processor's
+-- time: what the retry loop applies again.
+SELECT payload FROM processor_events WHERE applied_at IS NULL ORDER BY created, id LIMIT $1
+
+-- name: events_of
+-- Every event received for the payment reference $1, in the processor's
+-- order: the admin's payment page.
+SELECT id, type, created, received_at, applied_at FROM processor_events
+WHERE payment_reference = $1 ORDER BY created, id
