@@ -151,14 +151,15 @@ func NewHandler(d Deps) http.Handler {
 	// Support staff: their own accounts, signed in with a session cookie
 	// (web.Admin checks the session and the role of every route).
 	adminUI := web.Admin(web.AdminDeps{
-		Payments:   d.Service,
-		Staff:      d.Staff,
-		Limiter:    adminSignInLimiter{failures},
-		ClientAddr: func(r *http.Request) string { return clientaddr.From(r.Context()) },
-		HTTPS:      func(r *http.Request) bool { return clientaddr.IsHTTPS(r.Context()) },
-		Webhooks:   d.Webhooks,
-		Tokens:     d.Tokens,
-		Logger:     log,
+		Payments:        d.Service,
+		Staff:           d.Staff,
+		Limiter:         adminSignInLimiter{failures},
+		ClientAddr:      func(r *http.Request) string { return clientaddr.From(r.Context()) },
+		HTTPS:           func(r *http.Request) bool { return clientaddr.IsHTTPS(r.Context()) },
+		Webhooks:        d.Webhooks,
+		Tokens:          d.Tokens,
+		ProcessorEvents: d.ProcessorEvents,
+		Logger:          log,
 	})
 	r.Handle("/admin", adminUI)
 	r.Handle("/admin/*", adminUI)
