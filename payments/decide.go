@@ -124,7 +124,7 @@ var rules = map[Operation]rule{
 	OpCapture: {from: []Status{StatusAuthorized}, available: func(p Payment) int64 { return p.Amount.Minor }},
 	OpCancel:  {from: []Status{StatusAuthorized}},
 	OpRefund: {from: []Status{StatusCaptured, StatusPartiallyRefunded},
-		available: func(p Payment) int64 { return p.Captured.Minor - p.Refunded.Minor }},
+		available: func(p Payment) int64 { return p.Refundable().Minor }},
 }
 
 // changeAmountFor is the amount in minor units a capture or refund asks of

@@ -109,6 +109,13 @@ func (s *Service) change(ctx context.Context, build func() (*command, error)) (C
 	if err != nil {
 		return ChangeResult{}, err
 	}
+	if !s.foreseesChanges() {
+		res, err := s.changeAtProcessor(ctx, cmd)
+		if err != nil {
+			return ChangeResult{}, fmt.Errorf("%s %s: %w", verb(cmd.op), cmd.paymentID, err)
+		}
+		return res, nil
+	}
 	a, err := s.run(ctx, cmd)
 	if err != nil {
 		return ChangeResult{}, fmt.Errorf("%s %s: %w", verb(cmd.op), cmd.paymentID, err)

@@ -301,6 +301,9 @@ func (s *Service) record(ctx context.Context, op operationRow, out outcome, kind
 			return s.readInto(ctx, r, op.paymentID, &p)
 		}
 		resolved = true
+		if op.operation != OpCreate {
+			return s.applyChange(ctx, r, op, out, now, &p)
+		}
 		return s.applyCreate(ctx, r, op, out, now, &p)
 	})
 	if err != nil {

@@ -206,7 +206,9 @@ func stripeSetup(t *testing.T, db dbtest.DB) (*bundle, *stripedouble.Double) {
 		t.Fatal(err)
 	}
 	t.Cleanup(conn.CloseIdleConnections)
-	return processorSetup(t, db, conn), d
+	b := processorSetup(t, db, conn)
+	b.conn = conn
+	return b, d
 }
 
 // recoverUntilSettled runs recovery rounds, the clock moved past each
@@ -351,6 +353,236 @@ func TestRecoveryRaceMovesMoneyOnce(t *testing.T) {
 		}
 		if ev := b.events(t, p.ID); ev["PAYMENT_CREATED"] != 1 {
 			t.Errorf("events %v, want one PAYMENT_CREATED", ev)
+		}
+	})
+}
+
+// stripeCard creates a card payment at the double, settled, captured or
+// only authorized.
+func stripeCard(t *testing.T, b *bundle, key string, capture bool) payments.Payment {
+	t.Helper()
+	req := withToken(card(key), "pm_card_visa")
+	req.Capture = &capture
+	p := b.mustCreate(t, req).Payment
+	want := payments.StatusCaptured
+	if !capture {
+		want = payments.StatusAuthorized
+	}
+	if p.Status != want {
+		t.Fatalf("setup: %s, want %s", p.Status, want)
+	}
+	return p
+}
+
+// recoverUntil runs recovery rounds until done says the payment is
+// settled, or fails.
+func recoverUntil(t *testing.T, b *bundle, id string, done func(payments.Payment) bool) payments.Payment {
+	t.Helper()
+	for range 5 {
+		if p := b.mustGet(t, id); done(p) {
+			return p
+		}
+		b.clock.Advance(testRecovery + time.Second)
+		if _, err := b.svc.RecoverDue(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := b.mustGet(t, id)
+	if !done(p) {
+		t.Fatalf("payment %s not settled after 5 recovery rounds: %+v; calls %q", id, p, b.calls(t, p))
+	}
+	return p
+}
+
+// Each fault of the double on a capture, a cancel and a refund: the
+// client's answer (the pending operation, or the refund PROCESSING, or
+// settled when the transport's own resend settled it), then after
+// recovery the payment as the double holds it, money moved once.
+func TestStripeChangeFaultsAreRecovered(t *testing.T) {
+	t.Parallel()
+	type change struct {
+		endpoint stripedouble.Endpoint
+		capture  bool // the payment is created captured
+		run      func(b *bundle, id, key string) (payments.ChangeResult, error)
+		settled  func(p payments.Payment) bool
+		check    func(t *testing.T, p payments.Payment, l stripedouble.Ledger, status string)
+	}
+	changes := map[string]change{
+		"capture": {stripedouble.CapturePaymentIntent, false,
+			func(b *bundle, id, key string) (payments.ChangeResult, error) {
+				return b.svc.Capture(context.Background(), payments.CaptureRequest{PaymentID: id, IdempotencyKey: key})
+			},
+			func(p payments.Payment) bool { return p.PendingOperation == "" },
+			func(t *testing.T, p payments.Payment, l stripedouble.Ledger, status string) {
+				if p.Status != payments.StatusCaptured || status != "succeeded" || l.Captures != 1 || l.Captured != 1050 {
+					t.Errorf("%s; the double: %s %+v", p.Status, status, l)
+				}
+			}},
+		"cancel": {stripedouble.CancelPaymentIntent, false,
+			func(b *bundle, id, key string) (payments.ChangeResult, error) {
+				return b.svc.Cancel(context.Background(), payments.CancelRequest{PaymentID: id, IdempotencyKey: key})
+			},
+			func(p payments.Payment) bool { return p.PendingOperation == "" },
+			func(t *testing.T, p payments.Payment, l stripedouble.Ledger, status string) {
+				if p.Status != payments.StatusCanceled || status != "canceled" || l.Cancels != 1 || l.Captured != 0 {
+					t.Errorf("%s; the double: %s %+v", p.Status, status, l)
+				}
+			}},
+		"refund": {stripedouble.CreateRefund, true,
+			func(b *bundle, id, key string) (payments.ChangeResult, error) {
+				return b.svc.Refund(context.Background(), payments.RefundRequest{PaymentID: id, IdempotencyKey: key, Amount: new("4")})
+			},
+			func(p payments.Payment) bool { return p.Reserved.Minor == 0 },
+			func(t *testing.T, p payments.Payment, l stripedouble.Ledger, _ string) {
+				if p.Status != payments.StatusPartiallyRefunded || p.Refunded.Minor != 400 || l.Refunds != 1 || l.Refunded != 400 {
+					t.Errorf("%s refunded %d; the double: %+v", p.Status, p.Refunded.Minor, l)
+				}
+			}},
+	}
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		b, d := stripeSetup(t, db)
+		for name, c := range changes {
+			for i, fault := range stripedouble.Faults {
+				t.Run(name+"/"+fault.String(), func(t *testing.T) {
+					p := stripeCard(t, b, fmt.Sprintf("%s-%d", name, i), c.capture)
+					d.FailNext(c.endpoint, stripedouble.Fault{Kind: fault})
+					res, err := c.run(b, p.ID, fmt.Sprintf("%s-%d-op", name, i))
+					if err != nil || res.Replayed {
+						t.Fatalf("first answer replayed %v, %v", res.Replayed, err)
+					}
+					if !c.settled(res.Payment) {
+						if name == "refund" && (res.Refund == nil || res.Refund.Status != payments.RefundProcessing || res.Payment.Refundable().Minor != 650) {
+							t.Errorf("refund in flight: %+v of %+v, want PROCESSING with 4.00 reserved", res.Refund, res.Payment)
+						}
+						if name != "refund" && (res.Payment.Status != payments.StatusAuthorized || res.Payment.PendingOperation == "") {
+							t.Errorf("in flight: %s pending %q, want AUTHORIZED with the operation pending", res.Payment.Status, res.Payment.PendingOperation)
+						}
+						again, err := c.run(b, p.ID, fmt.Sprintf("%s-%d-op", name, i))
+						if err != nil || !again.Replayed {
+							t.Errorf("replay while in flight: %+v, %v", again, err)
+						}
+					}
+					got := recoverUntil(t, b, p.ID, c.settled)
+					c.check(t, got, d.Ledger(got.ProcessorReference), d.Status(got.ProcessorReference))
+					if ev := b.events(t, p.ID); ev[string(map[string]payments.EventType{"capture": payments.EventCaptured,
+						"cancel": payments.EventCanceled, "refund": payments.EventRefunded}[name])] != 1 {
+						t.Errorf("events %v", ev)
+					}
+				})
+			}
+		}
+	})
+}
+
+// While a capture is pending, another capture or a cancel is refused with
+// the pending operation; a capture the processor refuses applies nothing,
+// and its key replays the refusal.
+func TestStripePendingAndRefusedChanges(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		b, d := stripeSetup(t, db)
+		p := stripeCard(t, b, "pending", false)
+		d.FailNext(stripedouble.CapturePaymentIntent, stripedouble.Fault{Kind: stripedouble.ServerErrorBefore})
+		if res, err := b.svc.Capture(t.Context(), payments.CaptureRequest{PaymentID: p.ID, IdempotencyKey: "cap"}); err != nil ||
+			res.Payment.PendingOperation != payments.OpCapture {
+			t.Fatalf("capture: %+v, %v; want it pending", res, err)
+		}
+		_, err := b.svc.Cancel(t.Context(), payments.CancelRequest{PaymentID: p.ID, IdempotencyKey: "cancel"})
+		var conflict *payments.StateConflictError
+		if !errors.As(err, &conflict) || conflict.PendingOperation != payments.OpCapture || conflict.Status != payments.StatusAuthorized {
+			t.Errorf("cancel while a capture is pending: %v, want a state conflict naming the capture", err)
+		}
+		recoverUntil(t, b, p.ID, func(p payments.Payment) bool { return p.Status == payments.StatusCaptured })
+
+		// An intent canceled at Stripe behind CMPay's back: Stripe refuses
+		// the capture, nothing is applied, and the key replays the refusal.
+		q := stripeCard(t, b, "refused", false)
+		if _, err := b.conn.CancelPayment(t.Context(), processor.CancelRequest{IdempotencyKey: "behind-the-back",
+			Reference: q.ProcessorReference}); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 2 {
+			_, err := b.svc.Capture(t.Context(), payments.CaptureRequest{PaymentID: q.ID, IdempotencyKey: "cap-q"})
+			var refused *payments.ProcessorRefusedError
+			if !errors.As(err, &refused) || refused.Code != "payment_intent_unexpected_state" {
+				t.Errorf("capture %d of a canceled intent: %v, want PROCESSOR_REFUSED", i, err)
+			}
+		}
+		if got := b.mustGet(t, q.ID); got.Status != payments.StatusAuthorized || got.PendingOperation != "" {
+			t.Errorf("after a refused capture: %s pending %q, want AUTHORIZED with nothing pending", got.Status, got.PendingOperation)
+		}
+		if ev := b.events(t, q.ID); ev["PAYMENT_CAPTURED"] != 0 {
+			t.Errorf("a refused capture announced %v", ev)
+		}
+	})
+}
+
+// Sandbox captures, cancels and refunds take the batch statements, and
+// show their (foreseen) call beside the create's.
+func TestSandboxChangesShowTheirCalls(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		b := setup(t, db)
+		no := false
+		req := card("calls")
+		req.Capture = &no
+		p := b.mustCreate(t, req).Payment
+		if _, err := b.svc.Capture(t.Context(), payments.CaptureRequest{PaymentID: p.ID, IdempotencyKey: "calls-c"}); err != nil {
+			t.Fatal(err)
+		}
+		res, err := b.svc.Refund(t.Context(), payments.RefundRequest{PaymentID: p.ID, IdempotencyKey: "calls-r"})
+		if err != nil || res.Refund.Status != payments.RefundSucceeded {
+			t.Fatalf("refund: %+v, %v", res.Refund, err)
+		}
+		want := []string{"CREATE_PAYMENT SUCCEEDED ", "CAPTURE_PAYMENT SUCCEEDED ", "REFUND_PAYMENT SUCCEEDED "}
+		if got := b.calls(t, b.mustGet(t, p.ID)); !slices.Equal(got, want) {
+			t.Errorf("calls %q, want %q", got, want)
+		}
+	})
+}
+
+// Refunds at Stripe racing on one payment: together they never reserve
+// more than was captured, and of sixteen requests with one key one
+// refund is made.
+func TestStripeRefundRace(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		b, d := stripeSetup(t, db)
+		p := stripeCard(t, b, "race-refunds", true)
+		var wg sync.WaitGroup
+		results := make([]error, 14)
+		for i := range results {
+			key := fmt.Sprintf("r-%d", i)
+			if i >= 12 {
+				key = "r-same"
+			}
+			wg.Go(func() {
+				_, results[i] = b.svc.Refund(context.Background(), payments.RefundRequest{PaymentID: p.ID, IdempotencyKey: key, Amount: new("1")})
+			})
+		}
+		wg.Wait()
+		exceeded := 0
+		for _, err := range results {
+			switch {
+			case errors.Is(err, payments.ErrAmountExceeds):
+				exceeded++
+			case err != nil:
+				t.Errorf("refund: %v", err)
+			}
+		}
+		got := b.mustGet(t, p.ID)
+		refunds, err := b.svc.Refunds(t.Context(), got)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// 13 refunds asked (the shared key's once) for 10 units: 3 refused,
+		// or 4 when the shared key's is refused (its replay is refused too).
+		if len(refunds) != 10 || got.Refunded.Minor != 1000 || got.Reserved.Minor != 0 || exceeded < 3 || exceeded > 4 {
+			t.Errorf("%d refunds, %d refunded, %d reserved, %d refused; want 10, 1000, 0 and 3 or 4",
+				len(refunds), got.Refunded.Minor, got.Reserved.Minor, exceeded)
+		}
+		if l := d.Ledger(p.ProcessorReference); l.Refunded != 1000 || l.Refunds != 10 {
+			t.Errorf("the double's ledger %+v, want 10 refunds of 1000 in all", l)
 		}
 	})
 }

@@ -48,9 +48,6 @@ func (s *Service) resolve(ctx context.Context, id string) error {
 	if err != nil {
 		return fmt.Errorf("read operation: %w", err)
 	}
-	if op.operation != OpCreate {
-		return fmt.Errorf("cannot resolve a %s yet", op.operation)
-	}
 	p, ok, err := s.store.readPayment(ctx, op.paymentID)
 	if err != nil {
 		return err
@@ -63,10 +60,21 @@ func (s *Service) resolve(ctx context.Context, id string) error {
 	start := time.Now()
 	var out outcome
 	kind := callWrite
-	if op.lastError != nil && *op.lastError == "read" {
+	read := op.lastError != nil && *op.lastError == "read"
+	if read {
 		kind = callRead
+	}
+	switch {
+	case op.operation != OpCreate && read:
+		out, err = s.readChange(callCtx, op, p)
+		if err != nil {
+			return err
+		}
+	case op.operation != OpCreate:
+		out = s.sendChange(callCtx, op, p.ProcessorReference, p.Amount.Currency, op.sends)
+	case read:
 		out = s.readCreate(callCtx, op, p)
-	} else {
+	default:
 		res, err := s.proc.CreatePayment(callCtx, processor.CreatePaymentRequest{IdempotencyKey: op.key,
 			PaymentID: op.paymentID, AmountMinor: op.amountMinor, Currency: op.currency,
 			Method: processor.Method(op.request.Method), PaymentMethodToken: op.request.Token,
@@ -99,6 +107,34 @@ func (s *Service) readCreate(ctx context.Context, op operationRow, p Payment) ou
 		return readOutcome(createOutcome(found[0], nil), nil)
 	}
 	return outcome{call: CallError, next: "read", code: "none_found"}
+}
+
+// readChange reads the processor's record of a capture's or cancel's
+// payment, or of a refund: by its reference when known, else among the
+// payment's refunds by CMPay's refund id.
+func (s *Service) readChange(ctx context.Context, op operationRow, p Payment) (outcome, error) {
+	if op.operation != OpRefund {
+		res, err := s.proc.GetPayment(ctx, p.ProcessorReference)
+		return readOutcome(changeOutcome(op.operation, res, err), err), nil
+	}
+	var ref *string
+	if err := s.store.db().QueryRow(ctx, commonSQL.SQL("refund_reference"), *op.refundID).Scan(&ref); err != nil {
+		return outcome{}, fmt.Errorf("read refund %s: %w", *op.refundID, err)
+	}
+	if ref != nil {
+		res, err := s.proc.GetRefund(ctx, *ref)
+		return readOutcome(refundOutcome(res, err), err), nil
+	}
+	all, err := s.proc.ListRefunds(ctx, p.ProcessorReference)
+	if err != nil {
+		return readOutcome(errorOutcome(err), err), nil
+	}
+	for _, res := range all {
+		if res.RefundID == *op.refundID {
+			return readOutcome(refundOutcome(res, nil), nil), nil
+		}
+	}
+	return outcome{call: CallError, next: "read", code: "none_found"}, nil
 }
 
 // readOutcome is what a read came to: a record settles the operation as a

@@ -101,6 +101,9 @@ type command struct {
 	token string
 	// plan is what a create writes about its processor (operations.go).
 	plan *createPlan
+	// opID is a capture's, cancel's or refund's processor operation, if
+	// it makes one.
+	opID string
 
 	// A capture's, cancel's or refund's payment; its amount, if one was
 	// given; a refund's reason, and the id its refund gets if applied.
@@ -233,6 +236,7 @@ func changeCommand(op Operation, paymentID string, amount, reason *string, key s
 	if op == OpRefund {
 		cmd.newID = newRefundID()
 	}
+	cmd.opID = newOperationID()
 	cmd.seal()
 	return cmd, nil
 }

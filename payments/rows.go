@@ -29,7 +29,8 @@ func scanPayment(row sqlq.Row) (Payment, error) {
 }
 
 // scanRefund reads a refund's columns (id, payment_id, amount_minor,
-// reason, idempotency_key, created_at), of a payment in currency.
+// reason, idempotency_key, created_at, status, failure_code), of a payment
+// in currency.
 func scanRefund(row sqlq.Row, currency string) (Refund, error) {
 	r, err := scanRefundRow(row)
 	if err != nil {
@@ -40,7 +41,7 @@ func scanRefund(row sqlq.Row, currency string) (Refund, error) {
 
 func scanRefundRow(row sqlq.Row) (models.Refund, error) {
 	var r models.Refund
-	err := row.Scan(&r.ID, &r.PaymentID, &r.AmountMinor, &r.Reason, &r.IdempotencyKey, &r.CreatedAt)
+	err := row.Scan(&r.ID, &r.PaymentID, &r.AmountMinor, &r.Reason, &r.IdempotencyKey, &r.CreatedAt, &r.Status, &r.FailureCode)
 	return r, err
 }
 
@@ -134,6 +135,8 @@ func refundFromRow(row models.Refund, currency string) Refund {
 		Reason:         row.Reason,
 		IdempotencyKey: row.IdempotencyKey,
 		CreatedAt:      row.CreatedAt.UTC(),
+		Status:         RefundStatus(cmpOr(row.Status, string(RefundSucceeded))),
+		FailureCode:    deref(row.FailureCode),
 	}
 }
 

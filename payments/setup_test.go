@@ -9,6 +9,7 @@ import (
 
 	"github.com/cmpay/cmpay/internal/dbtest"
 	"github.com/cmpay/cmpay/payments"
+	"github.com/cmpay/cmpay/processor"
 )
 
 // bundle is what an integration test works with.
@@ -16,6 +17,8 @@ type bundle struct {
 	db    dbtest.DB
 	svc   *payments.Service
 	clock *fakeClock
+	// conn is the Stripe connector of a bundle made by stripeSetup.
+	conn processor.Processor
 }
 
 const testTTL = 24 * time.Hour

@@ -51,6 +51,9 @@ type store interface {
 	// attemptCounts counts, on r (the primary or a replica), the attempts
 	// made since from, by hour and outcome (stats.go).
 	attemptCounts(ctx context.Context, r sqlq.Runner, from time.Time) ([]hourCount, error)
+	// lockPaymentSQL reads a payment and locks it for the transaction
+	// (changes.go).
+	lockPaymentSQL() string
 	// db runs what both dialects run alike, in a transaction or not: the
 	// settling of processor operations (operations.go).
 	db() sqlq.DB

@@ -87,8 +87,10 @@ func (st *postgresStore) changeBatch(ctx context.Context, jobs []*job) error {
 	reasons, refundIDs := make([]*string, n), make([]string, n)
 	transports, actors, addresses, scopes := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	fps, given, minors := make([][]byte, n), make([]bool, n), make([]*int64, n*width)
+	opIDs := make([]string, n)
 	for i, j := range jobs {
 		c := j.cmd
+		opIDs[i] = c.opID
 		ops[i], paymentIDs[i], keys[i], fps[i], params[i] = string(c.op), c.paymentID, c.key, c.fp, c.encoded
 		reasons[i], refundIDs[i] = c.reason, c.newID
 		transports[i], actors[i], addresses[i], scopes[i] = c.Transport, c.Actor, c.Address, c.Client
@@ -99,7 +101,7 @@ func (st *postgresStore) changeBatch(ctx context.Context, jobs []*job) error {
 	}
 	now := st.now()
 	return st.run(ctx, jobs, now, ChangeBatchSQL, true, ops, paymentIDs, keys, fps, params, given, reasons, refundIDs,
-		transports, actors, addresses, scopes, minors, width, fingerprintVersion, now, now.Add(-st.keyTTL))
+		transports, actors, addresses, scopes, minors, width, fingerprintVersion, now, now.Add(-st.keyTTL), opIDs)
 }
 
 // run executes a batch statement, whose time is now and whose rows carry
@@ -286,7 +288,10 @@ func (r *resultRow) refund() *Refund {
 	}
 	return &Refund{ID: r.refundID.String, PaymentID: r.refundPaymentID.String,
 		Amount: Money{Minor: r.refundAmount.Int64, Currency: r.currency.String},
-		Reason: textPtr(r.refundReason), IdempotencyKey: r.refundKey.String, CreatedAt: r.refundCreatedAt.Time.UTC()}
+		Reason: textPtr(r.refundReason), IdempotencyKey: r.refundKey.String, CreatedAt: r.refundCreatedAt.Time.UTC(),
+		// The batch statements apply only foreseen refunds, which succeed
+		// at once (operations.go).
+		Status: RefundSucceeded}
 }
 
 func (r *resultRow) payment() Payment {
@@ -425,3 +430,5 @@ func (st *postgresStore) db() sqlq.DB { return st.pg }
 func (st *postgresStore) claimDue(ctx context.Context, owner string, until, now time.Time, limit int) ([]string, error) {
 	return sqlq.Collect(ctx, st.pg, postgresSQL.SQL("claim_due"), []any{owner, until, now, limit}, scanID)
 }
+
+func (st *postgresStore) lockPaymentSQL() string { return postgresSQL.SQL("lock_payment") }

@@ -149,6 +149,11 @@ func (st *sqliteStore) change(ctx context.Context, tx liteTx, cmd *command, now 
 	if err := insertEvent(ctx, tx.r, eventTypeOf(cmd.op), cmd.key, changed, a.refund, now); err != nil {
 		return answer{}, err
 	}
+	// The foreseen processor call (change_batch's applied_call).
+	if _, err := tx.r.Exec(ctx, commonSQL.SQL("insert_call"), cmd.opID, p.ID, string(cmd.op), opKey(cmd.opID), callWrite,
+		string(CallSucceeded), nil, now, 0); err != nil {
+		return answer{}, fmt.Errorf("record processor call: %w", err)
+	}
 	return a, tx.insertAttempt(ctx, cmd, row)
 }
 
@@ -189,9 +194,9 @@ func (tx liteTx) recordAttempt(ctx context.Context, rec record) (answer, error) 
 	var p Payment
 	switch rec.outcome {
 	case OutcomeReplayed:
-		p, err = scanPayment(tx.r.QueryRow(ctx, sqliteSQL.SQL("count_replay"), at, rec.paymentID))
+		p, err = scanPayment(tx.r.QueryRow(ctx, commonSQL.SQL("count_replay"), at, rec.paymentID))
 	case OutcomeRejected:
-		p, err = scanPayment(tx.r.QueryRow(ctx, sqliteSQL.SQL("count_rejection"), at, rec.paymentID))
+		p, err = scanPayment(tx.r.QueryRow(ctx, commonSQL.SQL("count_rejection"), at, rec.paymentID))
 	default:
 		p, err = scanPayment(tx.r.QueryRow(ctx, commonSQL.SQL("read_payment"), rec.paymentID))
 	}
@@ -221,7 +226,7 @@ func (tx liteTx) claimKey(ctx context.Context, cmd *command, clientID, paymentID
 	if cmd.op == OpRefund {
 		refundID = &cmd.newID
 	}
-	n, err := tx.r.Exec(ctx, sqliteSQL.SQL("claim_key"),
+	n, err := tx.r.Exec(ctx, commonSQL.SQL("claim_key"),
 		clientID, cmd.key, string(cmd.op), cmd.fp, fingerprintVersion, cmd.encoded, paymentID, refundID, now)
 	if err != nil {
 		return false, fmt.Errorf("claim key: %w", err)
@@ -244,7 +249,7 @@ func (tx liteTx) insertPayment(ctx context.Context, p Payment) error {
 // insertRefund creates the refund an applied refund request made.
 func (tx liteTx) insertRefund(ctx context.Context, cmd *command, p Payment, amount int64, now time.Time) (*Refund, error) {
 	r := Refund{ID: cmd.newID, PaymentID: p.ID, Amount: Money{Minor: amount, Currency: p.Amount.Currency},
-		Reason: cmd.reason, IdempotencyKey: cmd.key, CreatedAt: now}
+		Reason: cmd.reason, IdempotencyKey: cmd.key, CreatedAt: now, Status: RefundSucceeded}
 	_, err := tx.r.Exec(ctx, sqliteSQL.SQL("insert_refund"), r.ID, r.PaymentID, amount, r.Reason, r.IdempotencyKey, now)
 	if err != nil {
 		return nil, fmt.Errorf("insert refund: %w", err)
@@ -264,7 +269,7 @@ type attemptRow struct {
 
 // insertAttempt records cmd's attempt.
 func (tx liteTx) insertAttempt(ctx context.Context, cmd *command, a attemptRow) error {
-	_, err := tx.r.Exec(ctx, sqliteSQL.SQL("insert_attempt"),
+	_, err := tx.r.Exec(ctx, commonSQL.SQL("insert_attempt"),
 		a.paymentID, string(cmd.op), cmd.key, string(a.outcome), a.at, cmd.encoded, a.heldParams, a.refusal,
 		a.refundID, cmd.Transport, cmd.Actor, cmd.Address)
 	if err != nil {
@@ -415,3 +420,5 @@ func (tx liteTx) insertOperation(ctx context.Context, cmd *command, now time.Tim
 	}
 	return nil
 }
+
+func (st *sqliteStore) lockPaymentSQL() string { return sqliteSQL.SQL("lock_payment") }

@@ -27,14 +27,16 @@
 -- addresses, $12 client scopes ('' for any client). $13 holds the amounts
 -- in minor units, $14 per request: element (n-1)*$14 + d + 1 is the amount
 -- for a currency of d digits, NULL when it is no whole number of its minor
--- units. Then $15 the fingerprint version, $16 now, $17 expired-before.
+-- units. Then $15 the fingerprint version, $16 now, $17 expired-before;
+-- $18, one per request, the ids of the processor operations (calls) the
+-- changes make.
 -- Result rows: resultRow in store_postgres.go; a HELD row names its key
 -- and no payment (the engine reads what it needs of that).
 WITH input AS (
 	SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bytea[], $5::text[], $6::bool[], $7::text[],
-	                     $8::text[], $9::text[], $10::text[], $11::text[], $12::text[])
+	                     $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $18::text[])
 		WITH ORDINALITY AS t(operation, payment_id, idempotency_key, fingerprint, params, amount_given, reason,
-		                     refund_id, transport, actor, actor_address, client_scope, n)
+		                     refund_id, transport, actor, actor_address, client_scope, op_id, n)
 ),
 -- snap: each request's payment as the snapshot shows it, the amount in the
 -- payment's minor units, and whether something stops the request before its
@@ -102,6 +104,14 @@ applied_event AS (
 	       $16, s.idempotency_key, CASE WHEN s.operation = 'REFUND_PAYMENT' THEN s.refund_id END,
 	       a.id, a.client_id, a.idempotency_key, a.amount_minor, a.currency, a.method, a.created_at, a.status,
 	       a.captured_minor, a.refunded_minor, a.captured_at, a.canceled_at, a.replay_count, a.rejected_count
+	FROM applied a JOIN snap s ON s.payment_id = a.id
+),
+-- applied_call: each applied change's processor call, answered by a
+-- processor that foresees it (the sandbox: operations.go), so that
+-- processorCalls shows it as it shows a create's.
+applied_call AS (
+	INSERT INTO processor_calls (operation_id, payment_id, operation, processor_key, kind, outcome, code, at, duration_ms)
+	SELECT s.op_id, s.payment_id, s.operation, 'cmpay_' || s.op_id, 'WRITE', 'SUCCEEDED', NULL, $16, 0
 	FROM applied a JOIN snap s ON s.payment_id = a.id
 ),
 applied_attempt AS (

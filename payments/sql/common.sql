@@ -9,7 +9,7 @@ FROM payments WHERE id = $1
 
 -- name: read_refund
 -- Reads one refund, in the column order scanRefund reads (rows.go).
-SELECT id, payment_id, amount_minor, reason, idempotency_key, created_at FROM refunds WHERE id = $1
+SELECT id, payment_id, amount_minor, reason, idempotency_key, created_at, status, failure_code FROM refunds WHERE id = $1
 
 -- name: read_key
 -- Reads the key a client ($1) holds ($2), for decide to judge, in
@@ -195,7 +195,8 @@ SELECT * FROM (
 INSERT INTO processor_operations (id, payment_id, refund_id, operation, processor, key, amount_minor, currency,
                                   request, state, code, sends, lease_owner, lease_until, next_try_at, created_at,
                                   settled_at)
-VALUES ($1, $2, $3, $4, $5, 'cmpay_' || $1, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
+VALUES (CAST($1 AS TEXT), $2, $3, $4, $5, 'cmpay_' || CAST($1 AS TEXT), $6, $7, $8, $9, $10, $11, $12, $13, $14, $15,
+        $16)
 
 -- name: insert_call
 -- Records one processor call of an operation: $1 operation id, $2 payment,
@@ -247,3 +248,103 @@ RETURNING id, client_id, idempotency_key, amount_minor, currency, method, create
 -- Counts the processor operations whose outcome is unknown and not yet
 -- resolved (the metrics' gauge), through the partial index on next_try_at.
 SELECT count(*) FROM processor_operations WHERE settled_at IS NULL AND state = 'UNKNOWN'
+
+-- name: claim_key
+-- Claims a key for its client unless the client holds it already: one row
+-- changed if claimed, none if held. $1 client, $2 key, $3 operation,
+-- $4 fingerprint, $5 its version, $6 canonical params, $7 payment, $8 the
+-- refund a refund creates, $9 now.
+INSERT INTO idempotency_keys (client_id, idempotency_key, operation, fingerprint, fingerprint_version, params,
+                              payment_id, refund_id, created_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+ON CONFLICT (client_id, idempotency_key) DO NOTHING
+
+-- name: insert_attempt
+-- Records one request on a payment: its operation, key, outcome and
+-- parameters, and for a rejection the held key's parameters, for a refusal
+-- the rule, for a refund the refund.
+INSERT INTO idempotency_attempts (payment_id, operation, idempotency_key, outcome, at,
+                                  params, held_params, refusal, refund_id, transport, actor, actor_address, differing_fields)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, '')
+
+-- name: count_replay
+-- Counts a replay on payment $2 at $1 and returns the payment as it is
+-- now; the first replay also stamps it (models.Payment.ReplayedAt).
+UPDATE payments SET replay_count = replay_count + 1, replayed_at = COALESCE(replayed_at, $1) WHERE id = $2
+RETURNING id, client_id, idempotency_key, amount_minor, currency, method, created_at,
+          status, captured_minor, refunded_minor, captured_at, canceled_at, replay_count, rejected_count, processor, processor_reference, decline_code, pending_operation, reserved_minor, payment_method_token
+
+-- name: count_rejection
+-- Counts a rejection as count_replay counts a replay.
+UPDATE payments SET rejected_count = rejected_count + 1, rejected_at = COALESCE(rejected_at, $1) WHERE id = $2
+RETURNING id, client_id, idempotency_key, amount_minor, currency, method, created_at,
+          status, captured_minor, refunded_minor, captured_at, canceled_at, replay_count, rejected_count, processor, processor_reference, decline_code, pending_operation, reserved_minor, payment_method_token
+
+-- name: claim_change_key
+-- Claims a capture's, cancel's or refund's key for the processor
+-- operation $10 it starts (changes.go), unless the client holds it: one
+-- row changed if claimed. Otherwise as claim_key.
+INSERT INTO idempotency_keys (client_id, idempotency_key, operation, fingerprint, fingerprint_version, params,
+                              payment_id, refund_id, created_at, processor_operation_id)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+ON CONFLICT (client_id, idempotency_key) DO NOTHING
+
+-- name: key_operation
+-- The processor operation a key ($1) started, as it stands: its id, state
+-- and code; no row for a key that started none (a sandbox change).
+SELECT o.id, o.state, o.code FROM idempotency_keys k JOIN processor_operations o ON o.id = k.processor_operation_id
+WHERE k.id = $1
+
+-- name: start_pending
+-- Marks a capture or cancel ($2) sent to the processor on payment $1,
+-- which keeps its status meanwhile (changes.go checked the rules under the
+-- payment's lock).
+UPDATE payments SET pending_operation = $2 WHERE id = $1
+
+-- name: reserve_refund
+-- Counts a refund in flight, $2 minor units, against what is left to
+-- refund of payment $1.
+UPDATE payments SET reserved_minor = reserved_minor + $2 WHERE id = $1
+
+-- name: insert_pending_refund
+-- Creates a refund PROCESSING until its processor answers: $1 id, $2
+-- payment, $3 amount, $4 reason, $5 key, $6 now.
+INSERT INTO refunds (id, payment_id, amount_minor, reason, idempotency_key, created_at, status)
+VALUES ($1, $2, $3, $4, $5, $6, 'PROCESSING')
+
+-- name: settle_change
+-- Applies a capture's or cancel's processor answer to payment $1 and
+-- clears its pending operation: $2 the status it ends in (AUTHORIZED when
+-- refused), $3 the amount captured, $4 now. Returns the payment.
+UPDATE payments SET status = CAST($2 AS TEXT), pending_operation = NULL,
+       captured_minor = CASE WHEN CAST($2 AS TEXT) = 'CAPTURED' THEN $3 ELSE captured_minor END,
+       captured_at = CASE WHEN CAST($2 AS TEXT) = 'CAPTURED' THEN $4 ELSE captured_at END,
+       canceled_at = CASE WHEN CAST($2 AS TEXT) = 'CANCELED' THEN $4 ELSE canceled_at END
+WHERE id = $1
+RETURNING id, client_id, idempotency_key, amount_minor, currency, method, created_at,
+          status, captured_minor, refunded_minor, captured_at, canceled_at, replay_count, rejected_count, processor, processor_reference, decline_code, pending_operation, reserved_minor, payment_method_token
+
+-- name: settle_refund_payment
+-- Releases a settled refund's reservation of $2 on payment $1 and counts
+-- $3 of it refunded ($2 when it succeeded, 0 when it failed). Returns the
+-- payment.
+UPDATE payments SET reserved_minor = reserved_minor - $2, refunded_minor = refunded_minor + $3,
+       status = CASE WHEN $3 > 0 AND refunded_minor + $3 = captured_minor THEN 'REFUNDED'
+                     WHEN $3 > 0 THEN 'PARTIALLY_REFUNDED' ELSE status END
+WHERE id = $1
+RETURNING id, client_id, idempotency_key, amount_minor, currency, method, created_at,
+          status, captured_minor, refunded_minor, captured_at, canceled_at, replay_count, rejected_count, processor, processor_reference, decline_code, pending_operation, reserved_minor, payment_method_token
+
+-- name: settle_refund
+-- Ends refund $1 as its processor said: $2 SUCCEEDED or FAILED, $3 the
+-- failure code, $4 its reference there, $5 now.
+UPDATE refunds SET status = $2, failure_code = $3, processor_reference = COALESCE($4, processor_reference), settled_at = $5
+WHERE id = $1
+
+-- name: refund_reference
+-- A refund's processor reference, NULL until known.
+SELECT processor_reference FROM refunds WHERE id = $1
+
+-- name: operation_key
+-- The key of the request that started processor operation $1.
+SELECT idempotency_key FROM idempotency_keys WHERE processor_operation_id = $1

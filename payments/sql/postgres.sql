@@ -66,7 +66,7 @@ FROM idempotency_attempts WHERE payment_id = ANY($1::text[]) ORDER BY payment_id
 -- name: refunds_of
 -- The refunds of the payments whose ids are in the array $1, each
 -- payment's oldest first, in scanRefund's column order (RefundsOf).
-SELECT id, payment_id, amount_minor, reason, idempotency_key, created_at
+SELECT id, payment_id, amount_minor, reason, idempotency_key, created_at, status, failure_code
 FROM refunds WHERE payment_id = ANY($1::text[]) ORDER BY payment_id, created_at, id
 
 -- name: processor_calls_of
@@ -102,3 +102,11 @@ WHERE id IN (SELECT id FROM processor_operations
              WHERE settled_at IS NULL AND next_try_at <= $3 AND (lease_until IS NULL OR lease_until < $3)
              ORDER BY next_try_at LIMIT $4 FOR UPDATE SKIP LOCKED)
 RETURNING id
+
+-- name: lock_payment
+-- Reads payment $1 and locks its row until the transaction ends: a
+-- capture, cancel or refund sent to a processor (changes.go) checks the
+-- rules and stores its operation under this lock.
+SELECT id, client_id, idempotency_key, amount_minor, currency, method, created_at,
+       status, captured_minor, refunded_minor, captured_at, canceled_at, replay_count, rejected_count, processor, processor_reference, decline_code, pending_operation, reserved_minor, payment_method_token
+FROM payments WHERE id = $1 FOR UPDATE

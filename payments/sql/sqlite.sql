@@ -2,16 +2,6 @@
 -- one statement at a time, inside its batch's write transaction, where
 -- nothing else writes.
 
--- name: claim_key
--- Claims a key for its client unless the client holds it already: one row
--- changed if claimed, none if held. $1 client, $2 key, $3 operation,
--- $4 fingerprint, $5 its version, $6 canonical params, $7 payment, $8 the
--- refund a refund creates, $9 now.
-INSERT INTO idempotency_keys (client_id, idempotency_key, operation, fingerprint, fingerprint_version, params,
-                              payment_id, refund_id, created_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-ON CONFLICT (client_id, idempotency_key) DO NOTHING
-
 -- name: insert_payment
 -- Creates the payment a create claimed its key for: what createdPayment
 -- (steps.go) says a create makes, nothing replayed or rejected yet.
@@ -24,27 +14,6 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 0, $10, 0, 0, $11, $12, $13, $14, 0)
 -- Creates the refund an applied refund request made.
 INSERT INTO refunds (id, payment_id, amount_minor, reason, idempotency_key, created_at)
 VALUES ($1, $2, $3, $4, $5, $6)
-
--- name: insert_attempt
--- Records one request on a payment: its operation, key, outcome and
--- parameters, and for a rejection the held key's parameters, for a refusal
--- the rule, for a refund the refund.
-INSERT INTO idempotency_attempts (payment_id, operation, idempotency_key, outcome, at,
-                                  params, held_params, refusal, refund_id, transport, actor, actor_address, differing_fields)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, '')
-
--- name: count_replay
--- Counts a replay on payment $2 at $1 and returns the payment as it is
--- now; the first replay also stamps it (models.Payment.ReplayedAt).
-UPDATE payments SET replay_count = replay_count + 1, replayed_at = COALESCE(replayed_at, $1) WHERE id = $2
-RETURNING id, client_id, idempotency_key, amount_minor, currency, method, created_at,
-          status, captured_minor, refunded_minor, captured_at, canceled_at, replay_count, rejected_count, processor, processor_reference, decline_code, pending_operation, reserved_minor, payment_method_token
-
--- name: count_rejection
--- Counts a rejection as count_replay counts a replay.
-UPDATE payments SET rejected_count = rejected_count + 1, rejected_at = COALESCE(rejected_at, $1) WHERE id = $2
-RETURNING id, client_id, idempotency_key, amount_minor, currency, method, created_at,
-          status, captured_minor, refunded_minor, captured_at, canceled_at, replay_count, rejected_count, processor, processor_reference, decline_code, pending_operation, reserved_minor, payment_method_token
 
 -- name: apply_one_change
 -- apply_change (common.sql) for one request, given as the one row of
@@ -64,7 +33,7 @@ FROM idempotency_attempts WHERE payment_id IN (SELECT value FROM json_each($1)) 
 -- name: refunds_of
 -- The refunds of the payments whose ids are in the JSON array $1, as
 -- PostgreSQL's refunds_of.
-SELECT id, payment_id, amount_minor, reason, idempotency_key, created_at
+SELECT id, payment_id, amount_minor, reason, idempotency_key, created_at, status, failure_code
 FROM refunds WHERE payment_id IN (SELECT value FROM json_each($1)) ORDER BY payment_id, created_at, id
 
 -- name: processor_calls_of
@@ -93,3 +62,10 @@ WHERE id IN (SELECT id FROM processor_operations
              WHERE settled_at IS NULL AND next_try_at <= $3 AND (lease_until IS NULL OR lease_until < $3)
              ORDER BY next_try_at LIMIT $4)
 RETURNING id
+
+-- name: lock_payment
+-- PostgreSQL's lock_payment: a plain read, SQLite's transaction holding
+-- the one write lock already.
+SELECT id, client_id, idempotency_key, amount_minor, currency, method, created_at,
+       status, captured_minor, refunded_minor, captured_at, canceled_at, replay_count, rejected_count, processor, processor_reference, decline_code, pending_operation, reserved_minor, payment_method_token
+FROM payments WHERE id = $1

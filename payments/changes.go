@@ -1,0 +1,372 @@
+package payments
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/cmpay/cmpay/internal/sqlq"
+	"github.com/cmpay/cmpay/processor"
+)
+
+// Captures, cancels and refunds at a processor that cannot foresee its
+// answer (Stripe), in phases, each request in transactions of its own
+// rather than in the batch statements (the processor's round trip dwarfs
+// the database's):
+//
+//  1. Under the payment's row lock: the key (a replay answers as the
+//     key's operation stands; a reuse is rejected), the rules (a capture
+//     or cancel pending refuses another with PAYMENT_STATE_CONFLICT; a
+//     refund counts what refunds in flight reserve), then the operation
+//     stored, leased to the request: a capture or cancel as the payment's
+//     pending_operation, a refund as a PROCESSING refund whose amount is
+//     reserved. The key is claimed for that operation.
+//  2. The processor is asked, with the operation's key, within
+//     PROCESSOR_TIMEOUT.
+//  3. What it said is settled (record, in operations.go) only while the
+//     operation is unsettled; an unknown outcome is left to recovery.
+
+// opRefused and opFailed are the states of a change the processor refused,
+// and of a refund it failed.
+const (
+	opRefused = "REFUSED"
+	opFailed  = "FAILED"
+)
+
+// errKeyClaimedMeanwhile: phase 1 found its key claimed by a transaction
+// that committed while it ran; it is rolled back and run again.
+var errKeyClaimedMeanwhile = errors.New("the key was claimed meanwhile")
+
+// foreseesChanges says whether captures, cancels and refunds take the
+// batch statements: the processor's answer to them is known beforehand.
+func (s *Service) foreseesChanges() bool {
+	f, ok := s.proc.(processor.Foreseer)
+	return ok && f.ForeseesChanges()
+}
+
+// changeAtProcessor runs cmd in phases (see above).
+func (s *Service) changeAtProcessor(ctx context.Context, cmd *command) (ChangeResult, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), requestTimeout)
+	defer cancel()
+	if !plausibleID(cmd.paymentID) {
+		return ChangeResult{}, fmt.Errorf("payment %q: %w", cmd.paymentID, ErrNotFound)
+	}
+	var st started
+	var err error
+	for range maxRounds {
+		err = s.store.db().Tx(ctx, func(r sqlq.Runner) error {
+			var err error
+			st, err = s.startChange(ctx, r, cmd)
+			return err
+		})
+		if !errors.Is(err, errKeyClaimedMeanwhile) {
+			break
+		}
+	}
+	if err != nil {
+		return ChangeResult{}, err
+	}
+	if st.err != nil || st.result != nil {
+		if st.outcome != "" {
+			s.onAttempt(cmd.op, st.outcome, cmd.Transport)
+		}
+		if st.err != nil {
+			return ChangeResult{}, st.err
+		}
+		return *st.result, nil
+	}
+	s.onAttempt(cmd.op, OutcomeApplied, cmd.Transport)
+	return s.askChange(ctx, st.op, st.ref, st.payment.Amount.Currency)
+}
+
+// started is what phase 1 came to: an answer already (result or err, with
+// the attempt's outcome), or an operation to ask.
+type started struct {
+	result  *ChangeResult
+	err     error
+	outcome Outcome
+	op      operationRow
+	ref     string // the payment's processor reference
+	payment Payment
+}
+
+// startChange is phase 1, in transaction r.
+func (s *Service) startChange(ctx context.Context, r sqlq.Runner, cmd *command) (started, error) {
+	p, err := scanPayment(r.QueryRow(ctx, s.store.lockPaymentSQL(), cmd.paymentID))
+	if errors.Is(err, sqlq.ErrNoRows) {
+		return started{err: fmt.Errorf("payment %q: %w", cmd.paymentID, ErrNotFound)}, nil
+	}
+	if err != nil {
+		return started{}, fmt.Errorf("lock payment: %w", err)
+	}
+	amount, stop := stopped(cmd, p)
+	if stop != nil {
+		if stop.kind == answerForbidden {
+			return started{err: fmt.Errorf("payment %q belongs to another client: %w", cmd.paymentID, ErrForbidden)}, nil
+		}
+		return started{err: stop.err}, nil
+	}
+	now := s.now()
+	tx := liteTx{r}
+	held, err := scanHeld(r.QueryRow(ctx, commonSQL.SQL("read_key"), p.ClientID, cmd.key))
+	switch {
+	case errors.Is(err, sqlq.ErrNoRows):
+	case err != nil:
+		return started{}, fmt.Errorf("read key: %w", err)
+	default:
+		if st, done, err := s.heldChange(ctx, tx, cmd, held, now); done || err != nil {
+			return st, err
+		}
+	}
+	if refused := pendingRefusal(cmd, p, amount); refused != nil {
+		a, err := tx.recordAttempt(ctx, record{cmd: cmd, outcome: OutcomeRefused, paymentID: p.ID, refused: refused, now: now})
+		if err != nil {
+			return started{}, err
+		}
+		return started{err: a.refused, outcome: OutcomeRefused}, nil
+	}
+	return s.storeChange(ctx, tx, cmd, p, amount, now)
+}
+
+// heldChange settles a request whose key is held (decide): a replay
+// answers as the key's operation stands, a reuse is rejected, an expired
+// key is forgotten (done false: the request goes on as new).
+func (s *Service) heldChange(ctx context.Context, tx liteTx, cmd *command, held *heldKey, now time.Time) (started, bool, error) {
+	v, err := decide(*held, cmd, now.Add(-s.keyTTL))
+	if err != nil {
+		return started{}, true, err
+	}
+	switch v {
+	case verdictForget:
+		return started{}, false, tx.forgetKey(ctx, held.id, now.Add(-s.keyTTL))
+	case verdictReject:
+		if held.params == nil {
+			p, _, err := tx.readPayment(ctx, held.paymentID)
+			if err != nil {
+				return started{}, true, err
+			}
+			held.params = version1Params(p)
+		}
+		if _, err := tx.recordAttempt(ctx, record{cmd: cmd, outcome: OutcomeRejected, paymentID: held.paymentID, held: held, now: now}); err != nil {
+			return started{}, true, err
+		}
+		return started{err: rejection(*held, cmd), outcome: OutcomeRejected}, true, nil
+	}
+	a, err := tx.recordAttempt(ctx, record{cmd: cmd, outcome: OutcomeReplayed, paymentID: held.paymentID, held: held, now: now})
+	if err != nil {
+		return started{}, true, err
+	}
+	var opID, state string
+	var code *string
+	err = tx.r.QueryRow(ctx, commonSQL.SQL("key_operation"), held.id).Scan(&opID, &state, &code)
+	if err != nil && !errors.Is(err, sqlq.ErrNoRows) {
+		return started{}, true, fmt.Errorf("read the key's operation: %w", err)
+	}
+	if state == opRefused {
+		return started{err: &ProcessorRefusedError{Operation: cmd.op, PaymentID: held.paymentID, Code: deref(code)},
+			outcome: OutcomeReplayed}, true, nil
+	}
+	return started{result: &ChangeResult{Payment: a.payment, Refund: a.refund, Replayed: true}, outcome: OutcomeReplayed}, true, nil
+}
+
+// pendingRefusal is refusal (decide.go) with what is in flight at the
+// processor: a pending capture or cancel, and refunds' reservations.
+func pendingRefusal(cmd *command, p Payment, amount int64) error {
+	if cmd.op != OpRefund && p.PendingOperation != "" && p.Status == StatusAuthorized {
+		return &StateConflictError{Operation: cmd.op, Status: p.Status, PendingOperation: p.PendingOperation}
+	}
+	if cmd.op == OpRefund && slices.Contains(rules[OpRefund].from, p.Status) {
+		// All that is left, when no amount was given, is net of what is in
+		// flight already (changeAmountFor, via rules).
+		if available := p.Refundable().Minor; amount > available || amount < 1 {
+			cur := p.Amount.Currency
+			return &AmountExceedsError{Operation: cmd.op, Requested: Money{Minor: amount, Currency: cur},
+				Available: Money{Minor: available, Currency: cur}}
+		}
+		return nil
+	}
+	return refusal(cmd, p, amount)
+}
+
+// storeChange stores the operation and claims the key for it.
+func (s *Service) storeChange(ctx context.Context, tx liteTx, cmd *command, p Payment, amount int64, now time.Time) (started, error) {
+	id := newOperationID()
+	var refundID *string
+	if cmd.op == OpRefund {
+		refundID = &cmd.newID
+		if _, err := tx.r.Exec(ctx, commonSQL.SQL("insert_pending_refund"), cmd.newID, p.ID, amount, cmd.reason, cmd.key, now); err != nil {
+			return started{}, fmt.Errorf("store refund: %w", err)
+		}
+		if _, err := tx.r.Exec(ctx, commonSQL.SQL("reserve_refund"), p.ID, amount); err != nil {
+			return started{}, fmt.Errorf("reserve refund: %w", err)
+		}
+	} else if _, err := tx.r.Exec(ctx, commonSQL.SQL("start_pending"), p.ID, string(cmd.op)); err != nil {
+		return started{}, fmt.Errorf("mark %s pending: %w", cmd.op, err)
+	}
+	n, err := tx.r.Exec(ctx, commonSQL.SQL("claim_change_key"), p.ClientID, cmd.key, string(cmd.op), cmd.fp,
+		fingerprintVersion, cmd.encoded, p.ID, refundID, now, id)
+	if err != nil {
+		return started{}, fmt.Errorf("claim key: %w", err)
+	}
+	if n == 0 {
+		// Claimed meanwhile by a request on another payment of this
+		// client: roll back, and look again, to find the key held.
+		return started{}, errKeyClaimedMeanwhile
+	}
+	lease := s.lease()
+	_, err = tx.r.Exec(ctx, commonSQL.SQL("insert_operation"), id, p.ID, refundID, string(cmd.op), s.proc.Name(),
+		amount, p.Amount.Currency, "{}", opPending, nil, 0, lease.owner, now.Add(lease.hold), now.Add(lease.due), now, nil)
+	if err != nil {
+		return started{}, fmt.Errorf("store processor operation: %w", err)
+	}
+	if err := tx.insertAttempt(ctx, cmd, attemptRow{paymentID: p.ID, outcome: OutcomeApplied, at: now, refundID: refundID}); err != nil {
+		return started{}, err
+	}
+	op := operationRow{id: id, paymentID: p.ID, refundID: refundID, operation: cmd.op, processor: s.proc.Name(),
+		key: opKey(id), amountMinor: amount, currency: p.Amount.Currency, state: ""}
+	return started{op: op, ref: p.ProcessorReference, payment: p}, nil
+}
+
+// askChange is phases 2 and 3 of a change: ask, then settle or postpone.
+func (s *Service) askChange(ctx context.Context, op operationRow, ref, currency string) (ChangeResult, error) {
+	callCtx, cancel := context.WithTimeout(ctx, s.timeout)
+	start := time.Now()
+	out := s.sendChange(callCtx, op, ref, currency, 0)
+	took := time.Since(start)
+	cancel()
+	p, err := s.record(ctx, op, out, callWrite, took)
+	if err != nil {
+		return ChangeResult{}, err
+	}
+	if out.settled && out.opState == opRefused {
+		return ChangeResult{}, &ProcessorRefusedError{Operation: op.operation, PaymentID: op.paymentID, Code: out.code}
+	}
+	res := ChangeResult{Payment: p}
+	if op.refundID != nil {
+		refund, err := readRefund(ctx, s.store.db(), *op.refundID, p)
+		if err != nil {
+			return ChangeResult{}, err
+		}
+		res.Refund = refund
+	}
+	return res, nil
+}
+
+// sendChange sends a change's write with its operation's key.
+func (s *Service) sendChange(ctx context.Context, op operationRow, ref, currency string, _ int) outcome {
+	switch op.operation {
+	case OpCapture:
+		res, err := s.proc.CapturePayment(ctx, processor.CaptureRequest{IdempotencyKey: op.key, Reference: ref,
+			AmountMinor: op.amountMinor, Currency: currency})
+		return changeOutcome(op.operation, res, err)
+	case OpCancel:
+		res, err := s.proc.CancelPayment(ctx, processor.CancelRequest{IdempotencyKey: op.key, Reference: ref})
+		return changeOutcome(op.operation, res, err)
+	}
+	res, err := s.proc.RefundPayment(ctx, processor.RefundRequest{IdempotencyKey: op.key, PaymentReference: ref,
+		RefundID: deref(op.refundID), AmountMinor: op.amountMinor, Currency: currency})
+	return refundOutcome(res, err)
+}
+
+// changeOutcome reads a capture's or cancel's answer (or a read of its
+// payment): the state the operation aims at settles it; a refusal settles
+// it REFUSED; anything else waits.
+func changeOutcome(op Operation, res processor.Payment, err error) outcome {
+	if err != nil {
+		o := errorOutcome(err)
+		if o.settled {
+			o.opState, o.status = opRefused, StatusAuthorized
+		}
+		return o
+	}
+	o := outcome{reference: res.Reference, call: CallSucceeded}
+	switch {
+	case op == OpCapture && res.State == processor.PaymentCaptured:
+		o.settled, o.opState, o.status = true, opSucceeded, StatusCaptured
+	case op == OpCancel && res.State == processor.PaymentCanceled:
+		o.settled, o.opState, o.status = true, opSucceeded, StatusCanceled
+	case res.State == processor.PaymentCaptured || res.State == processor.PaymentCanceled:
+		// The other of the two happened: this one cannot.
+		o.settled, o.opState, o.status, o.code = true, opRefused, StatusAuthorized, "payment_"+string(res.State)
+	default:
+		o.next = "read"
+	}
+	return o
+}
+
+// refundOutcome reads a refund's answer (or a read of it).
+func refundOutcome(res processor.Refund, err error) outcome {
+	if err != nil {
+		o := errorOutcome(err)
+		if o.settled {
+			o.opState = opRefused
+		}
+		return o
+	}
+	o := outcome{reference: res.Reference, call: CallSucceeded}
+	switch res.State {
+	case processor.RefundSucceeded:
+		o.settled, o.opState = true, opSucceeded
+	case processor.RefundFailed:
+		o.settled, o.opState, o.code, o.call = true, opFailed, res.FailureCode, CallDeclined
+	default:
+		o.next = "read" // pending: read it again later
+	}
+	return o
+}
+
+// applyChange settles a capture, cancel or refund: the payment (and the
+// refund) as the processor left them, and the event.
+func (s *Service) applyChange(ctx context.Context, r sqlq.Runner, op operationRow, out outcome, now time.Time, p *Payment) error {
+	if op.operation == OpRefund {
+		return s.applyRefund(ctx, r, op, out, now, p)
+	}
+	got, err := scanPayment(r.QueryRow(ctx, commonSQL.SQL("settle_change"), op.paymentID, string(out.status), op.amountMinor, now))
+	if err != nil {
+		return fmt.Errorf("settle %s of %s: %w", op.operation, op.paymentID, err)
+	}
+	*p = got
+	if out.opState != opSucceeded {
+		return nil // refused: nothing applied, nothing announced
+	}
+	key, err := s.keyOf(ctx, r, op)
+	if err != nil {
+		return err
+	}
+	return insertEvent(ctx, r, eventTypeOf(op.operation), key, got, nil, now)
+}
+
+// applyRefund ends a refund SUCCEEDED (counted refunded) or FAILED (a
+// refusal too: its reservation released).
+func (s *Service) applyRefund(ctx context.Context, r sqlq.Runner, op operationRow, out outcome, now time.Time, p *Payment) error {
+	status, refunded, typ := RefundFailed, int64(0), EventRefundFailed
+	if out.opState == opSucceeded {
+		status, refunded, typ = RefundSucceeded, op.amountMinor, EventRefunded
+	}
+	if _, err := r.Exec(ctx, commonSQL.SQL("settle_refund"), *op.refundID, string(status), optional(out.code),
+		optional(out.reference), now); err != nil {
+		return fmt.Errorf("settle refund %s: %w", *op.refundID, err)
+	}
+	got, err := scanPayment(r.QueryRow(ctx, commonSQL.SQL("settle_refund_payment"), op.paymentID, op.amountMinor, refunded))
+	if err != nil {
+		return fmt.Errorf("settle refund %s of %s: %w", *op.refundID, op.paymentID, err)
+	}
+	*p = got
+	refund, err := readRefund(ctx, r, *op.refundID, got)
+	if err != nil {
+		return err
+	}
+	return insertEvent(ctx, r, typ, refund.IdempotencyKey, got, refund, now)
+}
+
+// keyOf is the key of the request that started op: its event's key.
+func (s *Service) keyOf(ctx context.Context, r sqlq.Runner, op operationRow) (string, error) {
+	var key string
+	err := r.QueryRow(ctx, commonSQL.SQL("operation_key"), op.id).Scan(&key)
+	if errors.Is(err, sqlq.ErrNoRows) {
+		return "", nil // forgotten past its TTL
+	}
+	return key, err
+}
