@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"testing"
@@ -10,7 +11,9 @@ import (
 	"github.com/cmpay/cmpay/intake"
 	"github.com/cmpay/cmpay/internal/dbtest"
 	"github.com/cmpay/cmpay/internal/stripedouble"
+	"github.com/cmpay/cmpay/payments"
 	"github.com/cmpay/cmpay/processor"
+	"github.com/cmpay/cmpay/processor/sandbox"
 	"github.com/cmpay/cmpay/processor/stripe"
 )
 
@@ -57,5 +60,42 @@ func TestProcessorEventsRoute(t *testing.T) {
 	}
 	if got, err := in.EventsOf(t.Context(), "pi_route_1"); err != nil || len(got) != 1 || got[0].ID != "evt_route_1" {
 		t.Errorf("stored: %+v, %v; want evt_route_1 once", got, err)
+	}
+}
+
+// POST /sandbox/payments/{id}/pay: with the sandbox leaving Pix pending,
+// it pays one (200, CAPTURED), then refuses to pay it again (409); with
+// another processor the route is not there.
+func TestSandboxPayRoute(t *testing.T) {
+	t.Parallel()
+	db := dbtest.SQLite(t)
+	cfg := processor.DefaultConfig()
+	cfg.SandboxMethods = processor.SandboxAsync
+	svc, err := payments.NewService(db.Gorm, payments.Config{Processor: sandbox.New(cfg)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := setup(t, db, func(d *httpapi.Deps) { d.Service, d.Sandbox = svc, true })
+	res, body := b.raw(t, "POST", "/api/payments", restHeaders("pix-pay-1"), `{"clientId":"shop-7","amount":"12.30","currency":"BRL","method":"PIX"}`)
+	var created struct{ ID, Status string }
+	if err := json.Unmarshal(body, &created); err != nil || res.StatusCode != http.StatusCreated || created.Status != "PENDING" {
+		t.Fatalf("create: %d %s", res.StatusCode, body)
+	}
+	pay := "/sandbox/payments/" + created.ID + "/pay"
+	auth := http.Header{"Authorization": {"Bearer " + token}}
+	res, body = b.raw(t, "POST", pay, auth, "")
+	var paid struct{ Status, CapturedAmount string }
+	if err := json.Unmarshal(body, &paid); err != nil || res.StatusCode != http.StatusOK || paid.Status != "CAPTURED" || paid.CapturedAmount != "12.30" {
+		t.Fatalf("pay: %d %s", res.StatusCode, body)
+	}
+	if res, body = b.raw(t, "POST", pay, auth, ""); res.StatusCode != http.StatusConflict {
+		t.Errorf("paying again: %d %s, want 409", res.StatusCode, body)
+	}
+	if res, _ = b.raw(t, "POST", pay, nil, ""); res.StatusCode != http.StatusUnauthorized {
+		t.Errorf("without a token: %d, want 401", res.StatusCode)
+	}
+	other := setup(t, dbtest.SQLite(t))
+	if res, _ = other.raw(t, "POST", pay, auth, ""); res.StatusCode != http.StatusNotFound {
+		t.Errorf("without the sandbox: %d, want 404", res.StatusCode)
 	}
 }

@@ -65,6 +65,10 @@ type Deps struct {
 	// ProcessorEvents takes in the events Stripe posts; nil (no
 	// STRIPE_WEBHOOK_SECRET) leaves their route answering 404.
 	ProcessorEvents *intake.Service
+	// Sandbox says the sandbox is the processor: POST
+	// /sandbox/payments/{id}/pay pays a pending Pix or boleto as its payer
+	// would (404 otherwise).
+	Sandbox bool
 
 	Logger *slog.Logger
 }
@@ -133,6 +137,9 @@ func NewHandler(d Deps) http.Handler {
 	r.With(restToken, requireScope(auth.PaymentsWrite, styleProblem), body).Post("/api/payments/{id}/cancel", cancelPaymentREST(d.Service))
 	r.With(restToken, requireScope(auth.PaymentsWrite, styleProblem), body).Post("/api/payments/{id}/refunds", refundPaymentREST(d.Service))
 	r.With(restToken, requireScope(auth.PaymentsRead, styleProblem)).Get("/api/payments/{id}", getPaymentREST(d.Service))
+	if d.Sandbox {
+		r.With(restToken, requireScope(auth.PaymentsWrite, styleProblem)).Post("/sandbox/payments/{id}/pay", paySandboxREST(d.Service))
+	}
 	r.With(restToken, requireScope(auth.PaymentsRead, styleProblem)).Get("/api/payments/{id}/refunds/{refundId}", getRefundREST(d.Service))
 
 	// The processor's events: signed with the webhook secret, which is
@@ -144,14 +151,15 @@ func NewHandler(d Deps) http.Handler {
 	// Support staff: their own accounts, signed in with a session cookie
 	// (web.Admin checks the session and the role of every route).
 	adminUI := web.Admin(web.AdminDeps{
-		Payments:   d.Service,
-		Staff:      d.Staff,
-		Limiter:    adminSignInLimiter{failures},
-		ClientAddr: func(r *http.Request) string { return clientaddr.From(r.Context()) },
-		HTTPS:      func(r *http.Request) bool { return clientaddr.IsHTTPS(r.Context()) },
-		Webhooks:   d.Webhooks,
-		Tokens:     d.Tokens,
-		Logger:     log,
+		Payments:        d.Service,
+		Staff:           d.Staff,
+		Limiter:         adminSignInLimiter{failures},
+		ClientAddr:      func(r *http.Request) string { return clientaddr.From(r.Context()) },
+		HTTPS:           func(r *http.Request) bool { return clientaddr.IsHTTPS(r.Context()) },
+		Webhooks:        d.Webhooks,
+		Tokens:          d.Tokens,
+		ProcessorEvents: d.ProcessorEvents,
+		Logger:          log,
 	})
 	r.Handle("/admin", adminUI)
 	r.Handle("/admin/*", adminUI)

@@ -68,6 +68,9 @@ func (s *Service) Create(ctx context.Context, req CreateRequest) (CreateResult, 
 	if cmd.token == "" && s.proc.Name() == processor.NameStripe && !cmd.method.async() {
 		return CreateResult{}, invalid("paymentMethodToken", "paymentMethodToken is required for a card payment with this processor")
 	}
+	if !cmd.capture && cmd.method.async() && s.paysLater() {
+		return CreateResult{}, invalid("capture", "capture: false is for cards: a %s payment is paid by its payer, and captured then", cmd.method)
+	}
 	s.planCreate(ctx, cmd)
 	a, err := s.run(ctx, cmd)
 	if err != nil {

@@ -172,7 +172,9 @@ type outcome struct {
 	// reference is the processor's reference, code its error or decline
 	// code, when it gave them.
 	reference, code string
-	call            CallOutcome
+	// next action is a PENDING payment's, from the processor's answer.
+	nextAction *processor.NextAction
+	call       CallOutcome
 	// next is, for an unsettled outcome, what recovery does next: ask
 	// again (""), or read the processor's record ("read").
 	next string
@@ -193,7 +195,7 @@ func createOutcome(res processor.Payment, err error) outcome {
 	case processor.PaymentCaptured:
 		o.status = StatusCaptured
 	case processor.PaymentPending:
-		o.status = StatusPending
+		o.status, o.nextAction = StatusPending, res.NextAction
 	case processor.PaymentCanceled:
 		o.status = StatusCanceled
 	case processor.PaymentExpired:
@@ -340,8 +342,17 @@ func (s *Service) applyCreate(ctx context.Context, r sqlq.Runner, op operationRo
 	if out.status == StatusDeclined {
 		decline = optional(out.code)
 	}
+	var na struct {
+		typ, pix, boleto, url *string
+		expires               *time.Time
+	}
+	if a := out.nextAction; a != nil && out.status == StatusPending {
+		na.typ, na.pix, na.boleto, na.url = optional(string(a.Type)), optional(a.PixCode), optional(a.BoletoLine), optional(a.HostedURL)
+		expires := a.ExpiresAt.UTC()
+		na.expires = &expires
+	}
 	got, err := scanPayment(r.QueryRow(ctx, commonSQL.SQL("settle_created"), op.paymentID, string(out.status),
-		optional(out.reference), decline, now))
+		optional(out.reference), decline, now, na.typ, na.pix, na.boleto, na.url, na.expires))
 	if err != nil {
 		return fmt.Errorf("settle payment %s: %w", op.paymentID, err)
 	}

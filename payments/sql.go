@@ -17,11 +17,11 @@ var sqlFiles embed.FS
 
 var (
 	// commonSQL is what both stores run alike (steps.go, list.go).
-	commonSQL = sqlq.MustLoad(sqlFiles, "sql/common.sql")
+	commonSQL = sqlq.MustLoad(sqlFiles, "sql/common.sql", "sql/pending.sql")
 	// postgresSQL and sqliteSQL are each dialect's statements, with the
 	// common ones they include.
-	postgresSQL = sqlq.MustLoad(sqlFiles, "sql/common.sql", "sql/postgres.sql", "sql/create_batch.sql", "sql/change_batch.sql")
-	sqliteSQL   = sqlq.MustLoad(sqlFiles, "sql/common.sql", "sql/sqlite.sql")
+	postgresSQL = sqlq.MustLoad(sqlFiles, "sql/common.sql", "sql/pending.sql", "sql/postgres.sql", "sql/create_batch.sql", "sql/change_batch.sql")
+	sqliteSQL   = sqlq.MustLoad(sqlFiles, "sql/common.sql", "sql/pending.sql", "sql/sqlite.sql")
 )
 
 // The batch statements, as they run. They are exported for the benchmark,

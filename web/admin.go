@@ -15,6 +15,7 @@ import (
 	"github.com/cmpay/cmpay/apierror"
 	"github.com/cmpay/cmpay/apitoken"
 	"github.com/cmpay/cmpay/database"
+	"github.com/cmpay/cmpay/intake"
 	"github.com/cmpay/cmpay/payments"
 	"github.com/cmpay/cmpay/requestid"
 	"github.com/cmpay/cmpay/staff"
@@ -36,7 +37,8 @@ const adminPageSize = 50
 // another site is refused (crossSite).
 func Admin(d AdminDeps) http.Handler {
 	a := &admin{svc: d.Payments, staff: d.Staff, stats: &statsCache{ttl: statsTTL}, limiter: d.Limiter,
-		clientAddr: d.ClientAddr, isHTTPS: d.HTTPS, webhooks: d.Webhooks, tokens: d.Tokens, log: d.Logger}
+		clientAddr: d.ClientAddr, isHTTPS: d.HTTPS, webhooks: d.Webhooks, tokens: d.Tokens,
+		events: d.ProcessorEvents, log: d.Logger}
 	if a.limiter == nil {
 		a.limiter = noLimit{}
 	}
@@ -134,6 +136,9 @@ type admin struct {
 	webhooks *webhooks.Service
 	// tokens serves the API tokens page; nil when not configured.
 	tokens *apitoken.Store
+	// events lists the processor's events of a payment; nil when none are
+	// taken in.
+	events *intake.Service
 	log    *slog.Logger
 }
 
@@ -337,6 +342,13 @@ type paymentView struct {
 	// Done says what an action just did; Problem why one did nothing.
 	Done    *actionResult
 	Problem string
+
+	// Async is a Pix or boleto's next action and times, PixQR its Pix
+	// code as a QR code (a data: URL), and ProcessorEvents the events the
+	// processor sent about the payment (paylater.templ).
+	Async           payments.AsyncState
+	PixQR           string
+	ProcessorEvents []intake.Received
 }
 
 // lookalikeWindow is how far around a payment lookalikes are searched.
@@ -405,7 +417,33 @@ func (a *admin) paymentView(ctx context.Context, id string) (paymentView, error)
 	if sess, ok := sessionFrom(ctx); ok && sess.Account.Role.Allows(staff.Operator) {
 		view.Actions = newActionForms(p)
 	}
+	if err := a.payLaterView(ctx, &view); err != nil {
+		return paymentView{}, err
+	}
 	return view, nil
+}
+
+// payLaterView adds what a Pix or boleto payment's section shows.
+func (a *admin) payLaterView(ctx context.Context, view *paymentView) error {
+	p := view.Payment
+	if p.Method != payments.MethodPix && p.Method != payments.MethodBoleto {
+		return nil
+	}
+	var err error
+	if view.Async, err = a.svc.AsyncStateOf(ctx, p.ID); err != nil {
+		return err
+	}
+	if na := view.Async.NextAction; na != nil && na.PixCode != "" {
+		if view.PixQR, err = qrDataURL(na.PixCode); err != nil {
+			return err
+		}
+	}
+	if a.events != nil && p.ProcessorReference != "" {
+		if view.ProcessorEvents, err = a.events.EventsOf(ctx, p.ProcessorReference); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // diffs puts what the key was first used for and what the rejected request

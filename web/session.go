@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cmpay/cmpay/apitoken"
+	"github.com/cmpay/cmpay/intake"
 	"github.com/cmpay/cmpay/payments"
 	"github.com/cmpay/cmpay/staff"
 	"github.com/cmpay/cmpay/webhooks"
@@ -34,6 +35,9 @@ type AdminDeps struct {
 	Webhooks *webhooks.Service
 	// Tokens serves the API tokens page; nil without managed tokens.
 	Tokens *apitoken.Store
+	// ProcessorEvents lists the events the processor sent about a
+	// payment, on its page; nil when none are taken in.
+	ProcessorEvents *intake.Service
 	// Logger receives what goes wrong; nil means slog.Default.
 	Logger *slog.Logger
 }

@@ -15,6 +15,7 @@ import (
 	"net"
 	"net/http"
 	"runtime/debug"
+	"time"
 
 	"gorm.io/gorm"
 
@@ -24,6 +25,7 @@ import (
 	"github.com/cmpay/cmpay/events"
 	"github.com/cmpay/cmpay/graph"
 	"github.com/cmpay/cmpay/httpapi"
+	"github.com/cmpay/cmpay/intake"
 	"github.com/cmpay/cmpay/internal/startstop"
 	"github.com/cmpay/cmpay/metrics"
 	"github.com/cmpay/cmpay/payments"
@@ -148,6 +150,14 @@ func build(ctx context.Context, db *gorm.DB, replica *database.Replica, cfg conf
 		return nil, err
 	}
 	m.WatchUnknown(svc.OpenUnknown)
+	// The events Stripe posts, when a webhook secret is set (without one
+	// their route answers 404).
+	var in *intake.Service
+	if secret := pcfg.StripeWebhookSecret.Reveal(); secret != "" {
+		if in, err = newIntake(db, secret, svc); err != nil {
+			return nil, err
+		}
+	}
 	staffStore := staff.New(db, staff.Config{IdleTimeout: cfg.AdminSessionIdle})
 	admin, err := staffStore.Bootstrap(ctx, cfg.AdminUser, cfg.AdminPassword)
 	if err != nil {
@@ -170,15 +180,22 @@ func build(ctx context.Context, db *gorm.DB, replica *database.Replica, cfg conf
 			Subscriptions: graph.SubscriptionLimits{PerSocket: cfg.SubscriptionsPerSocket,
 				PerToken: cfg.SubscriptionsPerToken, PerInstance: cfg.SubscriptionsPerInstance},
 		},
-		Events:   ev,
-		Webhooks: wh,
-		Logger:   log,
+		Events:          ev,
+		Webhooks:        wh,
+		ProcessorEvents: in,
+		Sandbox:         pcfg.Processor == processor.NameSandbox,
+		Logger:          log,
 	})
 	// The clock is measured before anything serves; the sweeper and the
 	// debug endpoints depend on nothing started after them.
 	// Every instance resolves unknown processor outcomes (the Recoverer):
 	// the database's lease keeps two from resolving one at once.
-	background := []startstop.Service{svc.ClockSync(log), ev, wh, svc.Sweeper(cfg.SweepInterval, log), svc.Recoverer(0, log)}
+	// and reads the pending Pix and boleto whose news is late (the Poller).
+	background := []startstop.Service{svc.ClockSync(log), ev, wh, svc.Sweeper(cfg.SweepInterval, log), svc.Recoverer(0, log),
+		svc.Poller(pcfg.PollAfter, 0, log)}
+	if in != nil {
+		background = append(background, in.Retrier(5*time.Second, log))
+	}
 	if cfg.DebugAddr != "" {
 		background = append(background, debugServer(cfg.DebugAddr, stdout, log))
 	}
@@ -244,6 +261,15 @@ func (s *server) shutdown(served <-chan error) error {
 	}
 	s.log.Info("stopped")
 	return nil
+}
+
+// newIntake takes in the events Stripe posts, verified with secret, and
+// applies them through svc.
+func newIntake(db *gorm.DB, secret string, svc *payments.Service) (*intake.Service, error) {
+	return intake.New(db, intake.Options{Processor: processor.NameStripe, Decode: stripe.DecodeEvent, Apply: svc,
+		Verify: func(payload []byte, signature string, now time.Time) (processor.Event, error) {
+			return stripe.VerifyEvent(payload, signature, secret, now)
+		}})
 }
 
 // newProcessor is the processor pcfg names: the sandbox, or Stripe.

@@ -232,10 +232,14 @@ WHERE id = $1 AND settled_at IS NULL AND (lease_owner IS NULL OR lease_owner = $
 
 -- name: settle_created
 -- Sets a created payment to what its processor said ($2 status, $3
--- reference, $4 decline code, $5 now: the capture's time), and returns it.
+-- reference, $4 decline code, $5 now: the capture's time; for a PENDING
+-- Pix or boleto, its next action: $6 type, $7 Pix code, $8 boleto line, $9
+-- hosted URL, $10 expiry), and returns it.
 UPDATE payments SET status = CAST($2 AS TEXT), processor_reference = COALESCE($3, processor_reference), decline_code = $4,
        captured_minor = CASE WHEN CAST($2 AS TEXT) = 'CAPTURED' THEN amount_minor ELSE captured_minor END,
-       captured_at = CASE WHEN CAST($2 AS TEXT) = 'CAPTURED' THEN $5 ELSE captured_at END
+       captured_at = CASE WHEN CAST($2 AS TEXT) = 'CAPTURED' THEN $5 ELSE captured_at END,
+       next_action_type = $6, pix_code = $7, boleto_line = $8, hosted_url = $9, next_action_expires_at = $10,
+       processor_updated_at = $5
 WHERE id = $1
 RETURNING id, client_id, idempotency_key, amount_minor, currency, method, created_at,
           status, captured_minor, refunded_minor, captured_at, canceled_at, replay_count, rejected_count, processor, processor_reference, decline_code, pending_operation, reserved_minor, payment_method_token

@@ -299,11 +299,21 @@ func (s *Sandbox) Pay(_ context.Context, reference string) (processor.Payment, e
 		Code: CodePaymentNotPending, Message: "only a pending Pix or boleto can be paid", Reference: reference}
 }
 
+// PaysLater says whether Pix and boleto are left pending for their payer
+// (SANDBOX_METHODS=async) rather than paid at once.
+func (s *Sandbox) PaysLater() bool { return s.async }
+
 var _ processor.Foreseer = (*Sandbox)(nil)
 
-// ForeseesCreate is true for every token but the slow one's first send:
-// the sandbox's answer is a pure function of the request.
+// ForeseesCreate is true for every token but the slow one's first send,
+// and for Pix and boleto left pending (SANDBOX_METHODS=async): the
+// sandbox's answer is a pure function of the request, but a pending
+// payment's next action is recorded when the processor is asked, as with
+// any processor.
 func (s *Sandbox) ForeseesCreate(req processor.CreatePaymentRequest) bool {
+	if s.async && req.Method.Async() {
+		return false
+	}
 	return req.PaymentMethodToken != TokenSlow || req.Attempt > 0
 }
 

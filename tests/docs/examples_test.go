@@ -318,6 +318,15 @@ func TestExamples(t *testing.T) {
 	}
 	tr := readTree(t)
 	s := startServer(t)
+	// A file that needs the server configured otherwise says so on its
+	// first line (<!-- examples run with: NAME=value … -->) and gets a
+	// server of its own.
+	servers := map[string]*server{"": s}
+	for _, md := range tr.markdown {
+		if env := exampleEnv(md.body); servers[env] == nil {
+			servers[env] = startServer(t, strings.Fields(env)...)
+		}
+	}
 	// The files run at once, each in its own shell: no example may depend
 	// on another file's, or on what the others have done to the server.
 	t.Run("documents", func(t *testing.T) {
@@ -332,7 +341,7 @@ func TestExamples(t *testing.T) {
 			}
 			t.Run(md.file, func(t *testing.T) {
 				t.Parallel()
-				for _, p := range runExamples(t, s, blocks) {
+				for _, p := range runExamples(t, servers[exampleEnv(md.body)], blocks) {
 					t.Errorf("%s:%d: %s", md.file, p.line, p.msg)
 				}
 			})
@@ -343,6 +352,17 @@ func TestExamples(t *testing.T) {
 		log, _ := os.ReadFile(s.stderr)
 		t.Logf("the server's log:\n%s", tail(log, 40))
 	}
+}
+
+var envLine = regexp.MustCompile(`^<!-- examples run with: ((?:[A-Z_]+=\S+ ?)+) -->`)
+
+// exampleEnv is the environment a Markdown file's first line asks its
+// examples' server for, "" for none.
+func exampleEnv(body string) string {
+	if m := envLine.FindStringSubmatch(body); m != nil {
+		return strings.TrimSpace(m[1])
+	}
+	return ""
 }
 
 func tail(b []byte, lines int) string {

@@ -35,8 +35,9 @@ func goBuild(dir, out, pkg string) *exec.Cmd {
 }
 
 // startServer builds the binary once into a temporary folder and starts it
-// on a free port. The process is stopped when the test ends.
-func startServer(t *testing.T) *server {
+// on a free port, env added to its environment. The process is stopped when
+// the test ends.
+func startServer(t *testing.T, env ...string) *server {
 	t.Helper()
 	root, dir := repoRoot(t), t.TempDir()
 	s := &server{bin: filepath.Join(dir, "bin"), dbURL: "sqlite:" + filepath.Join(dir, "cmpay.db"),
@@ -62,6 +63,7 @@ func startServer(t *testing.T) *server {
 		// docs/api/events.md registers a webhook endpoint whose host
 		// resolves nowhere here; it says that it runs with this setting.
 		"WEBHOOK_ALLOW_PRIVATE=true")
+	cmd.Env = append(cmd.Env, env...)
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

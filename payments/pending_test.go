@@ -1,0 +1,154 @@
+package payments_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/cmpay/cmpay/internal/dbtest"
+	"github.com/cmpay/cmpay/payments"
+	"github.com/cmpay/cmpay/processor"
+	"github.com/cmpay/cmpay/processor/sandbox"
+	"github.com/cmpay/cmpay/processor/stripe"
+)
+
+// asyncSandboxSetup is a bundle on the sandbox with SANDBOX_METHODS=async,
+// both on the bundle's fake clock.
+func asyncSandboxSetup(t *testing.T, db dbtest.DB) *bundle {
+	t.Helper()
+	clock := &fakeClock{now: time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)}
+	cfg := processor.DefaultConfig()
+	cfg.SandboxMethods, cfg.Timeout = processor.SandboxAsync, testTimeout
+	svc := mustService(t, db.Gorm, payments.Config{KeyTTL: testTTL, Now: clock.Now,
+		Processor: sandbox.New(cfg, sandbox.WithClock(clock.Now)), ProcessorTimeout: testTimeout, RecoveryAfter: testRecovery})
+	return &bundle{db: db, svc: svc, clock: clock}
+}
+
+// A sandbox Pix is PENDING with its code until its payer pays it; then
+// CAPTURED with PAYMENT_CAPTURED, once. A boleto nobody pays is EXPIRED
+// once the poller reads it past its expiry, with PAYMENT_EXPIRED.
+func TestSandboxPixPaidAndBoletoExpired(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		b := asyncSandboxSetup(t, db)
+		pix := b.mustCreate(t, request("client-1", "pix-1", "25.00", "BRL", payments.MethodPix)).Payment
+		if pix.Status != payments.StatusPending {
+			t.Fatalf("a Pix is %s, want PENDING", pix.Status)
+		}
+		st, err := b.svc.AsyncStateOf(t.Context(), pix.ID)
+		if err != nil || st.NextAction == nil || st.NextAction.Type != payments.NextActionPixCode || st.NextAction.PixCode == "" ||
+			!st.NextAction.ExpiresAt.After(b.clock.Now()) {
+			t.Fatalf("the Pix's next action: %+v, %v", st.NextAction, err)
+		}
+		if replay := b.mustCreate(t, request("client-1", "pix-1", "25.00", "BRL", payments.MethodPix)); !replay.Replayed ||
+			replay.Payment.Status != payments.StatusPending {
+			t.Errorf("the replay: %s, replayed %v", replay.Payment.Status, replay.Replayed)
+		}
+
+		paid, err := b.svc.PaySandbox(t.Context(), pix.ID)
+		if err != nil || paid.Status != payments.StatusCaptured || paid.Captured != paid.Amount {
+			t.Fatalf("paid: %s captured %s, %v", paid.Status, paid.Captured, err)
+		}
+		if st, _ := b.svc.AsyncStateOf(t.Context(), pix.ID); st.PaidAt.IsZero() {
+			t.Error("a paid Pix has no paidAt")
+		}
+		if _, err := b.svc.PaySandbox(t.Context(), pix.ID); !errors.Is(err, payments.ErrStateConflict) {
+			t.Errorf("paying it again: %v, want a state conflict", err)
+		}
+		if ev := b.events(t, pix.ID); ev["PAYMENT_PENDING"] != 1 || ev["PAYMENT_CAPTURED"] != 1 || ev["PAYMENT_CREATED"] != 0 {
+			t.Errorf("the Pix's events: %v", ev)
+		}
+
+		boleto := b.mustCreate(t, request("client-1", "boleto-1", "99.90", "BRL", payments.MethodBoleto)).Payment
+		if n, err := b.svc.PollPending(t.Context(), time.Hour, 10); err != nil || n != 0 {
+			t.Fatalf("a fresh boleto was polled: %d, %v", n, err)
+		}
+		b.clock.Advance(73 * time.Hour) // SANDBOX_BOLETO_EXPIRY is 72 h
+		if n, err := b.svc.PollPending(t.Context(), time.Hour, 10); err != nil || n != 1 {
+			t.Fatalf("PollPending past the expiry: %d, %v", n, err)
+		}
+		got := b.mustGet(t, boleto.ID)
+		if got.Status != payments.StatusExpired || got.Captured.Minor != 0 {
+			t.Errorf("the unpaid boleto is %s, captured %s; want EXPIRED, nothing", got.Status, got.Captured)
+		}
+		if _, err := b.svc.PaySandbox(t.Context(), boleto.ID); !errors.Is(err, payments.ErrStateConflict) {
+			t.Errorf("paying an expired boleto: %v, want a state conflict", err)
+		}
+		if ev := b.events(t, boleto.ID); ev["PAYMENT_EXPIRED"] != 1 {
+			t.Errorf("the boleto's events: %v", ev)
+		}
+	})
+}
+
+// Through the Stripe connector: a Pix the payer pays is CAPTURED by the
+// processor's event, applied once however often it comes; one whose event
+// is lost is CAPTURED by the poller's read.
+func TestStripePixByEventAndByPoll(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		b, d := stripeSetup(t, db)
+		byEvent := b.mustCreate(t, request("client-1", "pix-event", "10.00", "BRL", payments.MethodPix)).Payment
+		byPoll := b.mustCreate(t, request("client-1", "pix-poll", "12.00", "BRL", payments.MethodPix)).Payment
+		for _, p := range []payments.Payment{byEvent, byPoll} {
+			if p.Status != payments.StatusPending || p.ProcessorReference == "" {
+				t.Fatalf("a Stripe Pix is %s (reference %q), want PENDING", p.Status, p.ProcessorReference)
+			}
+			if err := d.Pay(p.ProcessorReference); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, raw := range d.EventsFor(byEvent.ProcessorReference) {
+			ev, err := stripe.DecodeEvent(raw.Body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for range 2 { // repeated
+				if err := b.svc.ApplyProcessorEvent(t.Context(), ev); err != nil {
+					t.Fatalf("apply %s: %v", ev.Type, err)
+				}
+			}
+		}
+		if got := b.mustGet(t, byEvent.ID); got.Status != payments.StatusCaptured {
+			t.Errorf("after its events the Pix is %s, want CAPTURED", got.Status)
+		}
+		if ev := b.events(t, byEvent.ID); ev["PAYMENT_CAPTURED"] != 1 {
+			t.Errorf("its events: %v", ev)
+		}
+		if got := b.mustGet(t, byPoll.ID); got.Status != payments.StatusPending {
+			t.Fatalf("without its event the Pix is %s before a poll", got.Status)
+		}
+		b.clock.Advance(6 * time.Minute)
+		if _, err := b.svc.PollPending(t.Context(), 5*time.Minute, 10); err != nil {
+			t.Fatal(err)
+		}
+		if got := b.mustGet(t, byPoll.ID); got.Status != payments.StatusCaptured {
+			t.Errorf("after the poll the Pix is %s, want CAPTURED", got.Status)
+		}
+		if l := d.Ledger(byPoll.ProcessorReference); l.Captured != 1200 || l.Movements > 2 {
+			t.Errorf("the double's ledger: %+v", l)
+		}
+	})
+}
+
+// Where Pix and boleto are paid later, capture: false is bad input for
+// them: there is no authorization to capture. Paid at once (the default
+// sandbox), they keep the v2 behaviour.
+func TestAsyncMethodsRefuseCaptureFalse(t *testing.T) {
+	t.Parallel()
+	db := dbtest.SQLite(t)
+	later := asyncSandboxSetup(t, db)
+	req := request("client-1", "pix-auth", "5.00", "BRL", payments.MethodPix)
+	no := false
+	req.Capture = &no
+	var invalid *payments.InvalidInputError
+	if _, err := later.svc.Create(t.Context(), req); !errors.As(err, &invalid) || invalid.Problems[0].Field != "capture" {
+		t.Errorf("paid later, capture false: %v, want BAD_USER_INPUT on capture", err)
+	}
+	if got := later.count(t, "payments"); got != 0 {
+		t.Errorf("%d payments stored", got)
+	}
+	atOnce := setup(t, dbtest.SQLite(t))
+	if p := atOnce.mustCreate(t, req).Payment; p.Status != payments.StatusAuthorized {
+		t.Errorf("paid at once, capture false: %s, want AUTHORIZED", p.Status)
+	}
+}

@@ -1,0 +1,63 @@
+package web
+
+import (
+	"bytes"
+	"encoding/base64"
+	"image/png"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cmpay/cmpay/intake"
+	"github.com/cmpay/cmpay/payments"
+)
+
+// A pending Pix's page shows its code with a QR code of it, the expiry,
+// and the processor's events; a card payment's shows no such section.
+func TestPayLaterSection(t *testing.T) {
+	t.Parallel()
+	const code = "00020101021226800014br.gov.bcb.pix2558sandbox.example/pix/v2/cobv/abc520400005303986540525.005802BR6304ABCD"
+	qr, err := qrDataURL(code)
+	if err != nil {
+		t.Fatal(err)
+	}
+	expires := created.Add(15 * time.Minute)
+	applied := created.Add(time.Minute)
+	p := samplePayment("pay_pix", "order-1", 0, 0)
+	p.Status = payments.StatusPending
+	doc := renderDoc(t, payLater(paymentView{Payment: p, PixQR: qr,
+		Async: payments.AsyncState{NextAction: &payments.NextAction{Type: payments.NextActionPixCode, PixCode: code, ExpiresAt: expires}},
+		ProcessorEvents: []intake.Received{
+			{ID: "evt_1", Type: "payment_intent.succeeded", Created: created, ReceivedAt: created, AppliedAt: &applied},
+			{ID: "evt_2", Type: "charge.refunded", Created: created, ReceivedAt: created},
+		}}))
+	if got := doc.Find("dd code").First().Text(); got != code {
+		t.Errorf("the Pix code shown: %q", got)
+	}
+	src, _ := doc.Find("img.qr").Attr("src")
+	raw, ok := strings.CutPrefix(src, "data:image/png;base64,")
+	if !ok {
+		t.Fatalf("the QR code's src: %.40q", src)
+	}
+	pngBytes, err := base64.StdEncoding.DecodeString(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := png.Decode(bytes.NewReader(pngBytes))
+	if err != nil || img.Bounds().Dx() != 192 {
+		t.Errorf("the QR code is not a 192 px PNG: %v", err)
+	}
+	if !strings.Contains(doc.Text(), "Payable until") || !strings.Contains(doc.Text(), precise(expires)) {
+		t.Errorf("no expiry in %q", doc.Text())
+	}
+	rows := doc.Find("table tbody tr")
+	if rows.Length() != 2 || !strings.Contains(rows.Eq(1).Text(), "waiting for the payment to be recorded") {
+		t.Errorf("events: %q", rows.Text())
+	}
+
+	card := samplePayment("pay_card", "order-2", 0, 0)
+	card.Method = payments.MethodCreditCard
+	if got := renderDoc(t, payLater(paymentView{Payment: card})).Find("h2").Length(); got != 0 {
+		t.Errorf("a card payment shows the paid-later section")
+	}
+}
