@@ -129,6 +129,16 @@ type eventRow struct {
 	RefundReason      *string
 	RefundKey         *string
 	RefundCreatedAt   *time.Time
+	RefundStatus      *string
+	RefundFailureCode *string
+	// The payment's processor columns, read from the payment itself: each
+	// is set once (a reference when the processor first answers, a decline
+	// code with the final DECLINED), and no event is written before that,
+	// so they are what they were when the event was.
+	Processor          string
+	ProcessorReference *string
+	DeclineCode        *string
+	PaymentMethodToken *string
 }
 
 // scanEvent reads one row of a query of events.
@@ -137,7 +147,8 @@ func scanEvent(row sqlq.Row) (eventRow, error) {
 	err := row.Scan(&r.ID, &r.Seq, &r.Type, &r.At, &r.IdempotencyKey, &r.RefundID, &r.PaymentID, &r.ClientID, &r.PaymentKey,
 		&r.AmountMinor, &r.Currency, &r.Method, &r.PaymentCreatedAt, &r.Status, &r.CapturedMinor, &r.RefundedMinor,
 		&r.CapturedAt, &r.CanceledAt, &r.ReplayCount, &r.RejectedCount,
-		&r.RefundAmountMinor, &r.RefundReason, &r.RefundKey, &r.RefundCreatedAt)
+		&r.RefundAmountMinor, &r.RefundReason, &r.RefundKey, &r.RefundCreatedAt, &r.RefundStatus, &r.RefundFailureCode,
+		&r.Processor, &r.ProcessorReference, &r.DeclineCode, &r.PaymentMethodToken)
 	return r, err
 }
 
@@ -176,10 +187,13 @@ func (r eventRow) event() Event {
 		ID: r.ID, Type: payments.EventType(r.Type), At: r.At.UTC(), IdempotencyKey: r.IdempotencyKey,
 		Payment: payments.EventPayment(r.PaymentEvent),
 	}
+	e.Payment.Processor, e.Payment.ProcessorReference = r.Processor, deref(r.ProcessorReference)
+	e.Payment.DeclineCode, e.Payment.PaymentMethodToken = deref(r.DeclineCode), deref(r.PaymentMethodToken)
 	if r.RefundID != nil && r.RefundAmountMinor != nil {
 		e.Refund = &payments.Refund{ID: *r.RefundID, PaymentID: r.PaymentID,
 			Amount: payments.Money{Minor: *r.RefundAmountMinor, Currency: r.Currency}, Reason: r.RefundReason,
-			IdempotencyKey: deref(r.RefundKey), CreatedAt: deref(r.RefundCreatedAt).UTC()}
+			IdempotencyKey: deref(r.RefundKey), CreatedAt: deref(r.RefundCreatedAt).UTC(),
+			Status: payments.RefundStatus(deref(r.RefundStatus)), FailureCode: deref(r.RefundFailureCode)}
 	}
 	return e
 }

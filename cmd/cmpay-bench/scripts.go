@@ -144,12 +144,19 @@ func serverCreateSQL(replay bool) string {
 	// $1 client ids, $2 keys, $3 fingerprints, $4 params, $5 payment ids,
 	// $6 amounts, $7 currencies, $8 methods, $9 capture, $10 transports,
 	// $11 actors, $12 addresses; $13 the fingerprint version, $14 now,
-	// $15 expired-before (create_batch.sql).
+	// $15 expired-before; then the processor's part as the sandbox's
+	// foreseen approval gives it: $16 status, $17 processor, $18
+	// references, $19 decline codes, $20 tokens, $21 operation ids, $22
+	// their states, $23 their requests, $24 to $26 the lease (unused by a
+	// settled operation) (create_batch.sql).
 	return set + "\n" + oneRequest(payments.CreateBatchSQL, map[int]string{
 		1: "ARRAY['pgbench']", 2: "ARRAY[" + key + "]", 3: "ARRAY[" + createFP + "]", 4: "ARRAY['" + createParams + "']",
 		5: "ARRAY['p' || :n || '-' || :client_id]", 6: "ARRAY[1000::bigint]", 7: "ARRAY['BRL']", 8: "ARRAY['PIX']",
 		9: "ARRAY[true]", 10: "ARRAY['pgbench']", 11: "ARRAY['']", 12: "ARRAY['']",
 		13: "2", 14: "now()", 15: "now() - interval '24 hours'",
+		16: "ARRAY['CAPTURED']", 17: "'sandbox'", 18: "ARRAY['sbx_pi.' || :n]", 19: "ARRAY[NULL::text]", 20: "ARRAY[NULL::text]",
+		21: "ARRAY['op_p' || :n || '-' || :client_id]", 22: "ARRAY['SUCCEEDED']", 23: "ARRAY['{}']",
+		24: "'pgbench'", 25: "now()", 26: "now()",
 	})
 }
 
@@ -170,22 +177,26 @@ func serverChangeSQL(refund bool, clients int) string {
 	}
 	set, op, paymentID, key, params, given, refundID := nextPayment(clients), "CAPTURE_PAYMENT",
 		"'"+serverCapturePrefix+"' || :pay", "'sc' || :pay", captureParams(serverCapturePrefix), "false", "''"
+	opID := "'op_sc' || :pay" // each authorization is captured once
 	if refund {
 		set, op, paymentID, key, params, given, refundID = pickRefund, "REFUND_PAYMENT",
 			"'"+pgbenchRefundPrefix+"' || :pay", "'sr' || :n || '-' || :client_id", refundParams, "true",
 			"'ref_s' || :n || '-' || :client_id"
+		opID = "'op_sr' || :n || '-' || :client_id"
 	}
 	// $1 operations, $2 payment ids, $3 keys, $4 fingerprints, $5 params,
 	// $6 amount given, $7 reasons, $8 ids for new refunds, $9 transports,
 	// $10 actors, $11 addresses, $12 client scopes; $13 amounts by digits,
 	// $14 their number per request, $15 the fingerprint version, $16 now,
-	// $17 expired-before (change_batch.sql).
+	// $17 expired-before, $18 the ids of the changes' processor operations
+	// (change_batch.sql).
 	return set + oneRequest(payments.ChangeBatchSQL, map[int]string{
 		1: "ARRAY['" + op + "']", 2: "ARRAY[" + paymentID + "]", 3: "ARRAY[" + key + "]", 4: "ARRAY[" + changeFP + "]",
 		5: "ARRAY[" + params + "]", 6: "ARRAY[" + given + "]", 7: "ARRAY[NULL::text]", 8: "ARRAY[" + refundID + "]",
 		9: "ARRAY['pgbench']", 10: "ARRAY['']", 11: "ARRAY['']", 12: "ARRAY['']",
 		13: "ARRAY[" + strings.Join(minors, ", ") + "]::bigint[]", 14: strconv.Itoa(width),
 		15: "2", 16: "now()", 17: "now() - interval '24 hours'",
+		18: "ARRAY[" + opID + "]",
 	})
 }
 

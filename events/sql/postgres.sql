@@ -17,11 +17,13 @@ SELECT COALESCE(MAX(last_id), 0) FROM event_batches
 SELECT b.first_id + u.o - 1 AS id, e.seq, e.type, e.at, e.idempotency_key, e.refund_id, e.payment_id, e.client_id,
 	e.payment_key, e.amount_minor, e.currency, e.method, e.payment_created_at, e.status, e.captured_minor,
 	e.refunded_minor, e.captured_at, e.canceled_at, e.replay_count, e.rejected_count,
-	r.amount_minor, r.reason, r.idempotency_key, r.created_at
+	r.amount_minor, r.reason, r.idempotency_key, r.created_at, r.status, r.failure_code,
+	COALESCE(p.processor, 'sandbox'), p.processor_reference, p.decline_code, p.payment_method_token
 FROM event_batches b
 CROSS JOIN LATERAL unnest(b.seqs) WITH ORDINALITY AS u(seq, o)
 JOIN payment_events e ON e.seq = u.seq
 LEFT JOIN refunds r ON r.id = e.refund_id
+LEFT JOIN payments p ON p.id = e.payment_id
 WHERE b.last_id > $1 AND b.first_id <= $2 AND b.first_id + u.o - 1 > $1 AND b.first_id + u.o - 1 <= $2
 	AND ($3::text = '' OR e.client_id = $3::text) AND ($4::text = '' OR e.payment_id = $4::text)
 ORDER BY 1
@@ -32,8 +34,10 @@ ORDER BY 1
 SELECT 0::bigint AS id, e.seq, e.type, e.at, e.idempotency_key, e.refund_id, e.payment_id, e.client_id,
 	e.payment_key, e.amount_minor, e.currency, e.method, e.payment_created_at, e.status, e.captured_minor,
 	e.refunded_minor, e.captured_at, e.canceled_at, e.replay_count, e.rejected_count,
-	r.amount_minor, r.reason, r.idempotency_key, r.created_at
+	r.amount_minor, r.reason, r.idempotency_key, r.created_at, r.status, r.failure_code,
+	COALESCE(p.processor, 'sandbox'), p.processor_reference, p.decline_code, p.payment_method_token
 FROM payment_events e LEFT JOIN refunds r ON r.id = e.refund_id
+LEFT JOIN payments p ON p.id = e.payment_id
 WHERE e.seq = ANY($1::bigint[])
 
 -- name: outbox_schema
