@@ -107,3 +107,18 @@ func TestListFilterOffersProcessorStatuses(t *testing.T) {
 		t.Errorf("selected status %q, want PROCESSING", got)
 	}
 }
+
+// While a capture or cancel waits for the processor, the page offers no
+// second one; an authorization with nothing pending offers both.
+func TestNoActionWhileProcessorPending(t *testing.T) {
+	t.Parallel()
+	p := samplePayment("pay_6", "order-6", 0, 0)
+	p.Status = payments.StatusAuthorized
+	if f := newActionForms(p); f.Capture == nil || f.Cancel == nil {
+		t.Fatalf("an authorization: %+v, want capture and cancel", f)
+	}
+	p.PendingOperation = payments.OpCancel
+	if f := newActionForms(p); f.any() {
+		t.Errorf("a pending cancel: %+v, want no action", f)
+	}
+}
