@@ -82,10 +82,7 @@ func FromDomain(ctx context.Context, err error) Error {
 		return Error{Code: AmountExceeds, Status: http.StatusUnprocessableEntity, Message: exceeds.Error(),
 			Details: map[string]any{"available": exceeds.Available.String()}}
 	case errors.As(err, &refused):
-		// 402, as Stripe answers a refused request: the request was valid
-		// and the processor said no.
-		return Error{Code: ProcessorRefused, Status: http.StatusPaymentRequired, Message: refused.Error(),
-			Details: map[string]any{"processorCode": nullable(refused.Code), "paymentId": refused.PaymentID}}
+		return Refused(refused)
 	case errors.Is(err, payments.ErrNotFound):
 		return Error{Code: NotFound, Status: http.StatusNotFound, Message: "no such payment"}
 	case errors.Is(err, payments.ErrForbidden):
@@ -108,6 +105,14 @@ func FromInternal(ctx context.Context, err error) Error {
 	slog.ErrorContext(ctx, "internal error", "request_id", id, "err", err)
 	return Error{Code: Internal, Status: http.StatusInternalServerError,
 		Message: "internal error", Details: map[string]any{"requestId": id}}
+}
+
+// Refused is what a client sees of a capture, cancel or refund the
+// processor refused (or a refund it failed): 402, as Stripe answers a
+// refused request, since the request was valid and the processor said no.
+func Refused(e *payments.ProcessorRefusedError) Error {
+	return Error{Code: ProcessorRefused, Status: http.StatusPaymentRequired, Message: e.Error(),
+		Details: map[string]any{"processorCode": nullable(e.Code), "paymentId": e.PaymentID}}
 }
 
 // Declined is what a REST client sees of a payment the processor declined:

@@ -22,7 +22,7 @@ import (
 // answers 201 (a create, a refund) or 200 (a capture, a cancel); a replay
 // 200 with the same resource and Idempotent-Replayed: true; an operation
 // whose outcome at the processor is not known yet 202 with the same body
-// (answerOf); errors, a decline included, are RFC 9457 problems
+// (createAnswer, changeAnswer); errors, a decline included, are RFC 9457 problems
 // (writeProblem).
 
 // restPayment is a payment as the REST endpoints show it, and restRefund a
@@ -240,7 +240,7 @@ func changeAnswer(res payments.ChangeResult) restAnswer {
 	}
 	switch {
 	case res.Refund.Status == payments.RefundFailed:
-		e := apierror.FromDomain(context.Background(), &payments.ProcessorRefusedError{
+		e := apierror.Refused(&payments.ProcessorRefusedError{
 			Operation: payments.OpRefund, PaymentID: res.Payment.ID, Code: res.Refund.FailureCode})
 		a.problem = &e
 	case res.Refund.Status == payments.RefundProcessing:
