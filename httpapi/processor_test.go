@@ -236,3 +236,39 @@ func TestCORSExposesRetryAfter(t *testing.T) {
 		t.Errorf("Access-Control-Expose-Headers %q lacks Retry-After", res.Header.Get("Access-Control-Expose-Headers"))
 	}
 }
+
+// Each status a processor adds is a value of PaymentStatus on GraphQL, a
+// filter there and on the admin's list, and shows on REST: set on stored
+// payments here, since only the engine with a processor reaches them.
+func TestProcessorStatusesListed(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		b := setup(t, db)
+		statuses := []payments.Status{payments.StatusProcessing, payments.StatusDeclined, payments.StatusPending, payments.StatusExpired}
+		ids := map[payments.Status]string{}
+		for _, st := range statuses {
+			id := b.create(t, "key-"+string(st), input("c", "5", "BRL", "CREDIT_CARD")).Payment.ID
+			if err := db.Gorm.Model(&models.Payment{}).Where("id = ?", id).Update("status", string(st)).Error; err != nil {
+				t.Fatal(err)
+			}
+			ids[st] = id
+		}
+		for _, st := range statuses {
+			got := b.gql(t, `query($st: PaymentStatus) { payments(filter: {status: $st}) { edges { node { id status } } } }`,
+				map[string]any{"st": string(st)})
+			want := `{"edges":[{"node":{"id":"` + ids[st] + `","status":"` + string(st) + `"}}]}`
+			if len(got.Errors) > 0 || string(got.Data["payments"]) != want {
+				t.Errorf("payments with status %s: %s %+v, want %s", st, got.Data["payments"], got.Errors, want)
+			}
+			res, body := b.raw(t, "GET", "/api/payments/"+ids[st], restHeaders(""), "")
+			var p struct{ Status string }
+			if err := json.Unmarshal(body, &p); err != nil || res.StatusCode != http.StatusOK || p.Status != string(st) {
+				t.Errorf("GET a %s payment: %d %s", st, res.StatusCode, body)
+			}
+			res, doc := b.adminPage(t, "/admin?status="+string(st))
+			if keys := rowKeys(doc); res.StatusCode != http.StatusOK || keys != "key-"+string(st) {
+				t.Errorf("/admin?status=%s: %d, rows %q", st, res.StatusCode, keys)
+			}
+		}
+	})
+}
