@@ -23,6 +23,12 @@ const (
 	KeyReused     = "IDEMPOTENCY_KEY_REUSED"
 	StateConflict = "PAYMENT_STATE_CONFLICT"
 	AmountExceeds = "AMOUNT_EXCEEDS_AVAILABLE"
+	// ProcessorRefused: the processor refused a capture, cancel or refund;
+	// nothing was applied.
+	ProcessorRefused = "PROCESSOR_REFUSED"
+	// PaymentDeclined: the processor declined a payment's creation. GraphQL
+	// answers it as a DECLINED payment, not an error; REST as a 402 problem.
+	PaymentDeclined = "PAYMENT_DECLINED"
 	// Forbidden: the token lacks the scope, or acts for another client.
 	Forbidden       = "FORBIDDEN"
 	Unauthenticated = "UNAUTHENTICATED"
@@ -54,6 +60,7 @@ func FromDomain(ctx context.Context, err error) Error {
 	var reused *payments.KeyReusedError
 	var conflict *payments.StateConflictError
 	var exceeds *payments.AmountExceedsError
+	var refused *payments.ProcessorRefusedError
 	switch {
 	case errors.As(err, &invalid):
 		problems := make([]map[string]any, len(invalid.Problems))
@@ -66,11 +73,16 @@ func FromDomain(ctx context.Context, err error) Error {
 		return Error{Code: KeyReused, Status: http.StatusConflict, Message: reused.Error(),
 			Details: map[string]any{"paymentId": reused.PaymentID, "differingFields": reused.DifferingFields}}
 	case errors.As(err, &conflict):
-		return Error{Code: StateConflict, Status: http.StatusConflict, Message: conflict.Error(),
-			Details: map[string]any{"status": string(conflict.Status)}}
+		details := map[string]any{"status": string(conflict.Status)}
+		if conflict.PendingOperation != "" {
+			details["pendingOperation"] = string(conflict.PendingOperation)
+		}
+		return Error{Code: StateConflict, Status: http.StatusConflict, Message: conflict.Error(), Details: details}
 	case errors.As(err, &exceeds):
 		return Error{Code: AmountExceeds, Status: http.StatusUnprocessableEntity, Message: exceeds.Error(),
 			Details: map[string]any{"available": exceeds.Available.String()}}
+	case errors.As(err, &refused):
+		return Refused(refused)
 	case errors.Is(err, payments.ErrNotFound):
 		return Error{Code: NotFound, Status: http.StatusNotFound, Message: "no such payment"}
 	case errors.Is(err, payments.ErrForbidden):
@@ -93,4 +105,35 @@ func FromInternal(ctx context.Context, err error) Error {
 	slog.ErrorContext(ctx, "internal error", "request_id", id, "err", err)
 	return Error{Code: Internal, Status: http.StatusInternalServerError,
 		Message: "internal error", Details: map[string]any{"requestId": id}}
+}
+
+// Refused is what a client sees of a capture, cancel or refund the
+// processor refused (or a refund it failed): 402, as Stripe answers a
+// refused request, since the request was valid and the processor said no.
+func Refused(e *payments.ProcessorRefusedError) Error {
+	return Error{Code: ProcessorRefused, Status: http.StatusPaymentRequired, Message: e.Error(),
+		Details: map[string]any{"processorCode": nullable(e.Code), "paymentId": e.PaymentID}}
+}
+
+// Declined is what a REST client sees of a payment the processor declined:
+// a 402 problem naming the payment and the processor's decline code.
+// GraphQL shows the same payment as a DECLINED payload instead, so only
+// REST, whose answers are statuses, treats a decline as an error.
+func Declined(p payments.Payment) Error {
+	code := p.DeclineCode
+	msg := "the processor declined the payment"
+	if code != "" {
+		msg += " (" + code + ")"
+	}
+	return Error{Code: PaymentDeclined, Status: http.StatusPaymentRequired,
+		Message: msg + "; no money moved, and a new try needs a new idempotency key",
+		Details: map[string]any{"paymentId": p.ID, "declineCode": nullable(code)}}
+}
+
+// nullable is s, or nil (JSON null) when it is empty.
+func nullable(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
 }

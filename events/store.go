@@ -139,6 +139,10 @@ type eventRow struct {
 	ProcessorReference *string
 	DeclineCode        *string
 	PaymentMethodToken *string
+	// A Pix or boleto's next action, likewise set once, with the create's
+	// answer.
+	NextActionType, PixCode, BoletoLine, HostedURL *string
+	NextActionExpiresAt                            *time.Time
 }
 
 // scanEvent reads one row of a query of events.
@@ -148,7 +152,8 @@ func scanEvent(row sqlq.Row) (eventRow, error) {
 		&r.AmountMinor, &r.Currency, &r.Method, &r.PaymentCreatedAt, &r.Status, &r.CapturedMinor, &r.RefundedMinor,
 		&r.CapturedAt, &r.CanceledAt, &r.ReplayCount, &r.RejectedCount,
 		&r.RefundAmountMinor, &r.RefundReason, &r.RefundKey, &r.RefundCreatedAt, &r.RefundStatus, &r.RefundFailureCode,
-		&r.Processor, &r.ProcessorReference, &r.DeclineCode, &r.PaymentMethodToken)
+		&r.Processor, &r.ProcessorReference, &r.DeclineCode, &r.PaymentMethodToken,
+		&r.NextActionType, &r.PixCode, &r.BoletoLine, &r.HostedURL, &r.NextActionExpiresAt)
 	return r, err
 }
 
@@ -189,6 +194,10 @@ func (r eventRow) event() Event {
 	}
 	e.Payment.Processor, e.Payment.ProcessorReference = r.Processor, deref(r.ProcessorReference)
 	e.Payment.DeclineCode, e.Payment.PaymentMethodToken = deref(r.DeclineCode), deref(r.PaymentMethodToken)
+	if r.NextActionType != nil && r.NextActionExpiresAt != nil {
+		e.Payment.NextAction = &payments.NextAction{Type: payments.NextActionType(*r.NextActionType), PixCode: deref(r.PixCode),
+			BoletoLine: deref(r.BoletoLine), HostedURL: deref(r.HostedURL), ExpiresAt: r.NextActionExpiresAt.UTC()}
+	}
 	if r.RefundID != nil && r.RefundAmountMinor != nil {
 		e.Refund = &payments.Refund{ID: *r.RefundID, PaymentID: r.PaymentID,
 			Amount: payments.Money{Minor: *r.RefundAmountMinor, Currency: r.Currency}, Reason: r.RefundReason,

@@ -35,8 +35,10 @@ type Config = graphql.Config[ResolverRoot, DirectiveRoot, ComplexityRoot]
 type ResolverRoot interface {
 	IdempotencyAttempt() IdempotencyAttemptResolver
 	Mutation() MutationResolver
+	NextAction() NextActionResolver
 	Payment() PaymentResolver
 	PaymentEvent() PaymentEventResolver
+	ProcessorCall() ProcessorCallResolver
 	Query() QueryResolver
 	Refund() RefundResolver
 	Subscription() SubscriptionResolver
@@ -84,28 +86,44 @@ type ComplexityRoot struct {
 		RefundPayment         func(childComplexity int, paymentID string, amount *scalar.Decimal, reason *string, idempotencyKey string) int
 	}
 
+	NextAction struct {
+		BoletoLine func(childComplexity int) int
+		ExpiresAt  func(childComplexity int) int
+		HostedURL  func(childComplexity int) int
+		PixCode    func(childComplexity int) int
+		Type       func(childComplexity int) int
+	}
+
 	PageInfo struct {
 		EndCursor   func(childComplexity int) int
 		HasNextPage func(childComplexity int) int
 	}
 
 	Payment struct {
-		Amount         func(childComplexity int) int
-		Attempts       func(childComplexity int) int
-		CanceledAt     func(childComplexity int) int
-		CapturedAmount func(childComplexity int) int
-		CapturedAt     func(childComplexity int) int
-		ClientID       func(childComplexity int) int
-		CreatedAt      func(childComplexity int) int
-		Currency       func(childComplexity int) int
-		ID             func(childComplexity int) int
-		IdempotencyKey func(childComplexity int) int
-		Method         func(childComplexity int) int
-		RefundedAmount func(childComplexity int) int
-		Refunds        func(childComplexity int) int
-		RejectedCount  func(childComplexity int) int
-		ReplayCount    func(childComplexity int) int
-		Status         func(childComplexity int) int
+		Amount             func(childComplexity int) int
+		Attempts           func(childComplexity int) int
+		CanceledAt         func(childComplexity int) int
+		CapturedAmount     func(childComplexity int) int
+		CapturedAt         func(childComplexity int) int
+		ClientID           func(childComplexity int) int
+		CreatedAt          func(childComplexity int) int
+		Currency           func(childComplexity int) int
+		DeclineCode        func(childComplexity int) int
+		ExpiredAt          func(childComplexity int) int
+		ID                 func(childComplexity int) int
+		IdempotencyKey     func(childComplexity int) int
+		Method             func(childComplexity int) int
+		NextAction         func(childComplexity int) int
+		PaidAt             func(childComplexity int) int
+		PendingOperation   func(childComplexity int) int
+		Processor          func(childComplexity int) int
+		ProcessorCalls     func(childComplexity int) int
+		ProcessorReference func(childComplexity int) int
+		RefundedAmount     func(childComplexity int) int
+		Refunds            func(childComplexity int) int
+		RejectedCount      func(childComplexity int) int
+		ReplayCount        func(childComplexity int) int
+		Status             func(childComplexity int) int
 	}
 
 	PaymentConnection struct {
@@ -127,6 +145,15 @@ type ComplexityRoot struct {
 		Type           func(childComplexity int) int
 	}
 
+	ProcessorCall struct {
+		At           func(childComplexity int) int
+		Code         func(childComplexity int) int
+		DurationMs   func(childComplexity int) int
+		Operation    func(childComplexity int) int
+		Outcome      func(childComplexity int) int
+		ProcessorKey func(childComplexity int) int
+	}
+
 	Query struct {
 		Payment          func(childComplexity int, id string) int
 		Payments         func(childComplexity int, filter *model.PaymentFilter, first *int, after *string) int
@@ -136,10 +163,12 @@ type ComplexityRoot struct {
 	Refund struct {
 		Amount         func(childComplexity int) int
 		CreatedAt      func(childComplexity int) int
+		FailureCode    func(childComplexity int) int
 		ID             func(childComplexity int) int
 		IdempotencyKey func(childComplexity int) int
 		PaymentID      func(childComplexity int) int
 		Reason         func(childComplexity int) int
+		Status         func(childComplexity int) int
 	}
 
 	RefundPaymentPayload struct {
@@ -175,6 +204,11 @@ type MutationResolver interface {
 	CreateWebhookEndpoint(ctx context.Context, url string, events []payments.EventType) (*model.CreateWebhookEndpointPayload, error)
 	DeleteWebhookEndpoint(ctx context.Context, id string) (*bool, error)
 }
+type NextActionResolver interface {
+	PixCode(ctx context.Context, obj *payments.NextAction) (*string, error)
+	BoletoLine(ctx context.Context, obj *payments.NextAction) (*string, error)
+	HostedURL(ctx context.Context, obj *payments.NextAction) (*string, error)
+}
 type PaymentResolver interface {
 	Amount(ctx context.Context, obj *payments.Payment) (scalar.Decimal, error)
 	Currency(ctx context.Context, obj *payments.Payment) (string, error)
@@ -186,9 +220,22 @@ type PaymentResolver interface {
 	Refunds(ctx context.Context, obj *payments.Payment) ([]payments.Refund, error)
 	CapturedAt(ctx context.Context, obj *payments.Payment) (*time.Time, error)
 	CanceledAt(ctx context.Context, obj *payments.Payment) (*time.Time, error)
+	Processor(ctx context.Context, obj *payments.Payment) (string, error)
+	ProcessorReference(ctx context.Context, obj *payments.Payment) (*string, error)
+	DeclineCode(ctx context.Context, obj *payments.Payment) (*string, error)
+	PendingOperation(ctx context.Context, obj *payments.Payment) (*payments.Operation, error)
+	ProcessorCalls(ctx context.Context, obj *payments.Payment) ([]payments.ProcessorCall, error)
+	NextAction(ctx context.Context, obj *payments.Payment) (*payments.NextAction, error)
+	PaidAt(ctx context.Context, obj *payments.Payment) (*time.Time, error)
+	ExpiredAt(ctx context.Context, obj *payments.Payment) (*time.Time, error)
 }
 type PaymentEventResolver interface {
 	ID(ctx context.Context, obj *events.Event) (string, error)
+}
+type ProcessorCallResolver interface {
+	Code(ctx context.Context, obj *payments.ProcessorCall) (*string, error)
+
+	DurationMs(ctx context.Context, obj *payments.ProcessorCall) (int, error)
 }
 type QueryResolver interface {
 	Payment(ctx context.Context, id string) (*payments.Payment, error)
@@ -197,6 +244,9 @@ type QueryResolver interface {
 }
 type RefundResolver interface {
 	Amount(ctx context.Context, obj *payments.Refund) (scalar.Decimal, error)
+
+	Status(ctx context.Context, obj *payments.Refund) (payments.RefundStatus, error)
+	FailureCode(ctx context.Context, obj *payments.Refund) (*string, error)
 }
 type SubscriptionResolver interface {
 	PaymentEvents(ctx context.Context, clientID *string, paymentID *string, after *string) (<-chan *events.Event, error)
@@ -376,6 +426,37 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Mutation.RefundPayment(childComplexity, args["paymentId"].(string), args["amount"].(*scalar.Decimal), args["reason"].(*string), args["idempotencyKey"].(string)), true
 
+	case "NextAction.boletoLine":
+		if e.ComplexityRoot.NextAction.BoletoLine == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NextAction.BoletoLine(childComplexity), true
+	case "NextAction.expiresAt":
+		if e.ComplexityRoot.NextAction.ExpiresAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NextAction.ExpiresAt(childComplexity), true
+	case "NextAction.hostedUrl":
+		if e.ComplexityRoot.NextAction.HostedURL == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NextAction.HostedURL(childComplexity), true
+	case "NextAction.pixCode":
+		if e.ComplexityRoot.NextAction.PixCode == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NextAction.PixCode(childComplexity), true
+	case "NextAction.type":
+		if e.ComplexityRoot.NextAction.Type == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NextAction.Type(childComplexity), true
+
 	case "PageInfo.endCursor":
 		if e.ComplexityRoot.PageInfo.EndCursor == nil {
 			break
@@ -437,6 +518,18 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Payment.Currency(childComplexity), true
+	case "Payment.declineCode":
+		if e.ComplexityRoot.Payment.DeclineCode == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Payment.DeclineCode(childComplexity), true
+	case "Payment.expiredAt":
+		if e.ComplexityRoot.Payment.ExpiredAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Payment.ExpiredAt(childComplexity), true
 	case "Payment.id":
 		if e.ComplexityRoot.Payment.ID == nil {
 			break
@@ -455,6 +548,42 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Payment.Method(childComplexity), true
+	case "Payment.nextAction":
+		if e.ComplexityRoot.Payment.NextAction == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Payment.NextAction(childComplexity), true
+	case "Payment.paidAt":
+		if e.ComplexityRoot.Payment.PaidAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Payment.PaidAt(childComplexity), true
+	case "Payment.pendingOperation":
+		if e.ComplexityRoot.Payment.PendingOperation == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Payment.PendingOperation(childComplexity), true
+	case "Payment.processor":
+		if e.ComplexityRoot.Payment.Processor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Payment.Processor(childComplexity), true
+	case "Payment.processorCalls":
+		if e.ComplexityRoot.Payment.ProcessorCalls == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Payment.ProcessorCalls(childComplexity), true
+	case "Payment.processorReference":
+		if e.ComplexityRoot.Payment.ProcessorReference == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Payment.ProcessorReference(childComplexity), true
 	case "Payment.refundedAmount":
 		if e.ComplexityRoot.Payment.RefundedAmount == nil {
 			break
@@ -549,6 +678,43 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.PaymentEvent.Type(childComplexity), true
 
+	case "ProcessorCall.at":
+		if e.ComplexityRoot.ProcessorCall.At == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ProcessorCall.At(childComplexity), true
+	case "ProcessorCall.code":
+		if e.ComplexityRoot.ProcessorCall.Code == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ProcessorCall.Code(childComplexity), true
+	case "ProcessorCall.durationMs":
+		if e.ComplexityRoot.ProcessorCall.DurationMs == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ProcessorCall.DurationMs(childComplexity), true
+	case "ProcessorCall.operation":
+		if e.ComplexityRoot.ProcessorCall.Operation == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ProcessorCall.Operation(childComplexity), true
+	case "ProcessorCall.outcome":
+		if e.ComplexityRoot.ProcessorCall.Outcome == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ProcessorCall.Outcome(childComplexity), true
+	case "ProcessorCall.processorIdempotencyKey":
+		if e.ComplexityRoot.ProcessorCall.ProcessorKey == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ProcessorCall.ProcessorKey(childComplexity), true
+
 	case "Query.payment":
 		if e.ComplexityRoot.Query.Payment == nil {
 			break
@@ -590,6 +756,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Refund.CreatedAt(childComplexity), true
+	case "Refund.failureCode":
+		if e.ComplexityRoot.Refund.FailureCode == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Refund.FailureCode(childComplexity), true
 	case "Refund.id":
 		if e.ComplexityRoot.Refund.ID == nil {
 			break
@@ -614,6 +786,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Refund.Reason(childComplexity), true
+	case "Refund.status":
+		if e.ComplexityRoot.Refund.Status == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Refund.Status(childComplexity), true
 
 	case "RefundPaymentPayload.payment":
 		if e.ComplexityRoot.RefundPaymentPayload.Payment == nil {
@@ -821,6 +999,14 @@ enum PaymentStatus {
   REFUNDED
   "An authorization canceled before capture."
   CANCELED
+  "The processor was asked to create the payment and its answer is not known yet; CMPay resolves it by itself."
+  PROCESSING
+  "The processor refused the payment (see ` + "`" + `declineCode` + "`" + `); no money moved. Final: a new try needs a new key."
+  DECLINED
+  "Created at the processor; waiting for the payer (Pix, boleto): ` + "`" + `nextAction` + "`" + ` says what the payer does."
+  PENDING
+  "The payer did not pay before ` + "`" + `nextAction.expiresAt` + "`" + `; no money moved. Final."
+  EXPIRED
 }
 
 "What a request asked to do. Every operation takes an idempotency key; a client's keys are one namespace shared by all of them."
@@ -870,6 +1056,12 @@ type Mutation {
     ` + "`" + `extensions.differingFields` + "`" + ` and ` + "`" + `extensions.paymentId` + "`" + `; nothing is created or changed.
   - Keys are remembered for IDEMPOTENCY_KEY_TTL (24 hours by default); after that a key is handled as new.
 
+  The payment is made at the processor. A decline is not an error: the payload's payment is DECLINED with its
+  ` + "`" + `declineCode` + "`" + `, and the key stays bound to it (a new try needs a new key). When the processor's answer is not
+  known in time, the payment is PROCESSING (` + "`" + `replayed: false` + "`" + `); CMPay resolves it by itself, and a retry with the
+  same key is a replay of the payment as it is now, never a second charge. Pix and boleto payments may answer
+  PENDING with their ` + "`" + `nextAction` + "`" + `.
+
   Bad input fails with BAD_USER_INPUT, ` + "`" + `extensions.field` + "`" + ` naming the field, and writes nothing.
   """
   createPayment(
@@ -887,7 +1079,11 @@ type Mutation {
   Captures an AUTHORIZED payment. ` + "`" + `amount` + "`" + `: at most the authorized amount; omitted or null: all of it. Capturing less
   releases the rest. Errors: PAYMENT_STATE_CONFLICT (with ` + "`" + `extensions.status` + "`" + `) unless the payment is AUTHORIZED;
   AMOUNT_EXCEEDS_AVAILABLE (with ` + "`" + `extensions.available` + "`" + `) above the authorized amount; NOT_FOUND for an unknown payment;
-  IDEMPOTENCY_KEY_REUSED for a key used for anything else. A refused request leaves its key unused.
+  IDEMPOTENCY_KEY_REUSED for a key used for anything else. A refused request leaves its key unused. While a capture
+  or cancel waits for the processor's answer, the payment keeps its status with ` + "`" + `pendingOperation` + "`" + ` set (the answer
+  to the request that sent it), and another capture or cancel gets PAYMENT_STATE_CONFLICT with
+  ` + "`" + `extensions.pendingOperation` + "`" + `. PROCESSOR_REFUSED (with ` + "`" + `extensions.processorCode` + "`" + `): the processor refused the
+  capture; nothing was applied and the key stays bound to that refusal.
   """
   capturePayment(
     "The payment to capture."
@@ -912,7 +1108,9 @@ type Mutation {
   """
   Refunds a CAPTURED or PARTIALLY_REFUNDED payment, in part or in whole, any number of times. ` + "`" + `amount` + "`" + `: at most
   capturedAmount - refundedAmount; omitted or null: all that is left. Refunds never add up to more than was captured,
-  however many are sent at once. Errors as for capturePayment.
+  however many are sent at once. Errors as for capturePayment. The refund's ` + "`" + `status` + "`" + ` is SUCCEEDED once the processor
+  returned the money, FAILED when it did not (its amount is available again), PROCESSING while its answer is not
+  known: refunds in flight count against what is left to refund, and CMPay resolves them by itself.
   """
   refundPayment(
     "The payment to refund."
@@ -938,6 +1136,14 @@ input CreatePaymentInput {
   method: PaymentMethod!
   "false: authorize only; capture later with capturePayment, or cancel with cancelPayment."
   capture: Boolean = true
+  """
+  The payment method at the processor: for cards, the token its client-side library made (Stripe: a PaymentMethod
+  id, pm_…). Part of the payload a key is bound to. 1 to 255 printable ASCII characters. The sandbox answers by it:
+  none, ` + "`" + `pm_card_visa` + "`" + ` or ` + "`" + `pm_card_mastercard` + "`" + ` approve; ` + "`" + `pm_card_chargeDeclined` + "`" + ` declines with ` + "`" + `card_declined` + "`" + `;
+  ` + "`" + `pm_card_chargeDeclinedInsufficientFunds` + "`" + ` with ` + "`" + `insufficient_funds` + "`" + `; ` + "`" + `pm_sandbox_slow` + "`" + ` approves after the
+  processor timeout (the first answer is PROCESSING); any other token declines with ` + "`" + `invalid_payment_method` + "`" + `.
+  """
+  paymentMethodToken: String
 }
 
 "The result of createPayment."
@@ -988,6 +1194,20 @@ type Refund {
   idempotencyKey: String!
   "When the refund was made."
   createdAt: Time!
+  "Where the refund is at the processor: PROCESSING until it answers; only SUCCEEDED refunds count in refundedAmount."
+  status: RefundStatus!
+  "For a FAILED refund: the processor's code; null otherwise."
+  failureCode: String
+}
+
+"Where a refund is at the processor."
+enum RefundStatus {
+  "Sent to the processor, whose answer is not known yet; its amount already counts against what is left to refund."
+  PROCESSING
+  "The processor returned the money."
+  SUCCEEDED
+  "The processor did not return the money; its amount is available to refund again."
+  FAILED
 }
 
 "A payment, created by the first request made with its idempotency key."
@@ -1024,6 +1244,75 @@ type Payment {
   capturedAt: Time
   "When the payment was canceled; null unless it was."
   canceledAt: Time
+  "The processor that moves the payment's money: \"sandbox\" or \"stripe\"."
+  processor: String!
+  "The processor's id for the payment (Stripe: the PaymentIntent id), once known; null before."
+  processorReference: String
+  "DECLINED only: the processor's most specific code, e.g. \"card_declined\", \"insufficient_funds\"."
+  declineCode: String
+  """
+  A capture or cancel sent to the processor whose outcome is not known yet; CMPay resolves it by itself. The payment
+  keeps its status (AUTHORIZED) meanwhile. Null when nothing is pending.
+  """
+  pendingOperation: Operation
+  "Every call CMPay made to the processor for this payment, oldest first; reads made to resolve an operation are listed under that operation."
+  processorCalls: [ProcessorCall!]!
+  "For a Pix or boleto payment: what the payer does, and until when; null for other methods."
+  nextAction: NextAction
+  "When the payer paid a Pix or boleto payment; null unless they did."
+  paidAt: Time
+  "When a Pix or boleto payment expired unpaid; null unless it did."
+  expiredAt: Time
+}
+
+"One call CMPay made to the processor."
+type ProcessorCall {
+  "The operation the call was made for."
+  operation: Operation!
+  "The idempotency key CMPay sent the processor: the same for every try of one operation."
+  processorIdempotencyKey: String!
+  "What the call came to."
+  outcome: ProcessorCallOutcome!
+  "The processor's error or decline code, if any."
+  code: String
+  "When the call was made."
+  at: Time!
+  "How long the call took, in milliseconds."
+  durationMs: Int!
+}
+
+"What one processor call came to."
+enum ProcessorCallOutcome {
+  "The processor answered with its record."
+  SUCCEEDED
+  "The processor refused: a decline or a refusal."
+  DECLINED
+  "No answer that settles it (a timeout, a 5xx, 409, 429): CMPay asks again with the same key."
+  UNKNOWN
+  "A definite error that does not settle the operation (authentication, a record not found)."
+  ERROR
+}
+
+"What the payer of a Pix or boleto payment does to pay it."
+type NextAction {
+  "What kind of thing the payer does."
+  type: NextActionType!
+  "PIX_CODE: the Pix \"copia e cola\" text, which a QR code also carries."
+  pixCode: String
+  "BOLETO: the boleto's typeable line (linha digitável)."
+  boletoLine: String
+  "A page where the payer sees it, when the processor gives one."
+  hostedUrl: String
+  "Until when the payer may pay; after it the payment is EXPIRED."
+  expiresAt: Time!
+}
+
+"The kind of thing a payer does to pay."
+enum NextActionType {
+  "Pay a Pix code (copy and paste it, or scan its QR code)."
+  PIX_CODE
+  "Pay a boleto by its typeable line."
+  BOLETO
 }
 
 "One request made against a payment."
@@ -1034,7 +1323,7 @@ type IdempotencyAttempt {
   at: Time!
   """
   for REJECTED: the fields whose values differed from the request that first used the key: operation, paymentId,
-  amount, currency, method, capture, reason
+  amount, currency, method, capture, paymentMethodToken, reason
   """
   differingFields: [String!]!
   "What the request asked to do."
@@ -1089,8 +1378,16 @@ enum PaymentEventType {
   PAYMENT_CAPTURED
   "An authorized payment was canceled."
   PAYMENT_CANCELED
-  "A captured payment was refunded, in part or in whole."
+  "A captured payment was refunded, in part or in whole (the refund SUCCEEDED)."
   PAYMENT_REFUNDED
+  "The processor declined the payment's creation."
+  PAYMENT_DECLINED
+  "The processor failed a refund; its amount is available again."
+  PAYMENT_REFUND_FAILED
+  "A Pix or boleto payment was created and waits for the payer."
+  PAYMENT_PENDING
+  "A Pix or boleto payment expired unpaid."
+  PAYMENT_EXPIRED
 }
 
 """
@@ -1108,7 +1405,7 @@ type PaymentEvent {
   idempotencyKey: String!
   "The payment right after the event: its status and amounts as the event left them."
   payment: Payment!
-  "The refund a PAYMENT_REFUNDED event made; null for other events."
+  "The refund a PAYMENT_REFUNDED or PAYMENT_REFUND_FAILED event is about; null for other events."
   refund: Refund
 }
 
@@ -1244,6 +1541,22 @@ func (ec *executionContext) childFields_IdempotencyAttempt(ctx context.Context, 
 	return nil, fmt.Errorf("no field named %q was found under type IdempotencyAttempt", field.Name)
 }
 
+func (ec *executionContext) childFields_NextAction(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "type":
+		return ec.fieldContext_NextAction_type(ctx, field)
+	case "pixCode":
+		return ec.fieldContext_NextAction_pixCode(ctx, field)
+	case "boletoLine":
+		return ec.fieldContext_NextAction_boletoLine(ctx, field)
+	case "hostedUrl":
+		return ec.fieldContext_NextAction_hostedUrl(ctx, field)
+	case "expiresAt":
+		return ec.fieldContext_NextAction_expiresAt(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type NextAction", field.Name)
+}
+
 func (ec *executionContext) childFields_PageInfo(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "hasNextPage":
@@ -1288,6 +1601,22 @@ func (ec *executionContext) childFields_Payment(ctx context.Context, field graph
 		return ec.fieldContext_Payment_capturedAt(ctx, field)
 	case "canceledAt":
 		return ec.fieldContext_Payment_canceledAt(ctx, field)
+	case "processor":
+		return ec.fieldContext_Payment_processor(ctx, field)
+	case "processorReference":
+		return ec.fieldContext_Payment_processorReference(ctx, field)
+	case "declineCode":
+		return ec.fieldContext_Payment_declineCode(ctx, field)
+	case "pendingOperation":
+		return ec.fieldContext_Payment_pendingOperation(ctx, field)
+	case "processorCalls":
+		return ec.fieldContext_Payment_processorCalls(ctx, field)
+	case "nextAction":
+		return ec.fieldContext_Payment_nextAction(ctx, field)
+	case "paidAt":
+		return ec.fieldContext_Payment_paidAt(ctx, field)
+	case "expiredAt":
+		return ec.fieldContext_Payment_expiredAt(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Payment", field.Name)
 }
@@ -1330,6 +1659,24 @@ func (ec *executionContext) childFields_PaymentEvent(ctx context.Context, field 
 	return nil, fmt.Errorf("no field named %q was found under type PaymentEvent", field.Name)
 }
 
+func (ec *executionContext) childFields_ProcessorCall(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "operation":
+		return ec.fieldContext_ProcessorCall_operation(ctx, field)
+	case "processorIdempotencyKey":
+		return ec.fieldContext_ProcessorCall_processorIdempotencyKey(ctx, field)
+	case "outcome":
+		return ec.fieldContext_ProcessorCall_outcome(ctx, field)
+	case "code":
+		return ec.fieldContext_ProcessorCall_code(ctx, field)
+	case "at":
+		return ec.fieldContext_ProcessorCall_at(ctx, field)
+	case "durationMs":
+		return ec.fieldContext_ProcessorCall_durationMs(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ProcessorCall", field.Name)
+}
+
 func (ec *executionContext) childFields_Refund(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "id":
@@ -1344,6 +1691,10 @@ func (ec *executionContext) childFields_Refund(ctx context.Context, field graphq
 		return ec.fieldContext_Refund_idempotencyKey(ctx, field)
 	case "createdAt":
 		return ec.fieldContext_Refund_createdAt(ctx, field)
+	case "status":
+		return ec.fieldContext_Refund_status(ctx, field)
+	case "failureCode":
+		return ec.fieldContext_Refund_failureCode(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Refund", field.Name)
 }
@@ -2422,6 +2773,121 @@ func (ec *executionContext) fieldContext_Mutation_deleteWebhookEndpoint(ctx cont
 	return fc, nil
 }
 
+func (ec *executionContext) _NextAction_type(ctx context.Context, field graphql.CollectedField, obj *payments.NextAction) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NextAction_type(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Type, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v payments.NextActionType) graphql.Marshaler {
+			return ec.marshalNNextActionType2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐNextActionType(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NextAction_type(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NextAction", field, false, false, "NextActionType")
+}
+
+func (ec *executionContext) _NextAction_pixCode(ctx context.Context, field graphql.CollectedField, obj *payments.NextAction) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NextAction_pixCode(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.NextAction().PixCode(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_NextAction_pixCode(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NextAction", field, true, true, "String")
+}
+
+func (ec *executionContext) _NextAction_boletoLine(ctx context.Context, field graphql.CollectedField, obj *payments.NextAction) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NextAction_boletoLine(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.NextAction().BoletoLine(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_NextAction_boletoLine(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NextAction", field, true, true, "String")
+}
+
+func (ec *executionContext) _NextAction_hostedUrl(ctx context.Context, field graphql.CollectedField, obj *payments.NextAction) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NextAction_hostedUrl(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.NextAction().HostedURL(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_NextAction_hostedUrl(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NextAction", field, true, true, "String")
+}
+
+func (ec *executionContext) _NextAction_expiresAt(ctx context.Context, field graphql.CollectedField, obj *payments.NextAction) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NextAction_expiresAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ExpiresAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NextAction_expiresAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NextAction", field, false, false, "Time")
+}
+
 func (ec *executionContext) _PageInfo_hasNextPage(ctx context.Context, field graphql.CollectedField, obj *model.PageInfo) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -2854,6 +3320,208 @@ func (ec *executionContext) fieldContext_Payment_canceledAt(_ context.Context, f
 	return graphql.NewScalarFieldContext("Payment", field, true, true, "Time")
 }
 
+func (ec *executionContext) _Payment_processor(ctx context.Context, field graphql.CollectedField, obj *payments.Payment) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Payment_processor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Payment().Processor(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Payment_processor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Payment", field, true, true, "String")
+}
+
+func (ec *executionContext) _Payment_processorReference(ctx context.Context, field graphql.CollectedField, obj *payments.Payment) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Payment_processorReference(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Payment().ProcessorReference(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Payment_processorReference(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Payment", field, true, true, "String")
+}
+
+func (ec *executionContext) _Payment_declineCode(ctx context.Context, field graphql.CollectedField, obj *payments.Payment) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Payment_declineCode(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Payment().DeclineCode(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Payment_declineCode(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Payment", field, true, true, "String")
+}
+
+func (ec *executionContext) _Payment_pendingOperation(ctx context.Context, field graphql.CollectedField, obj *payments.Payment) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Payment_pendingOperation(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Payment().PendingOperation(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *payments.Operation) graphql.Marshaler {
+			return ec.marshalOOperation2ᚖgithubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐOperation(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Payment_pendingOperation(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Payment", field, true, true, "Operation")
+}
+
+func (ec *executionContext) _Payment_processorCalls(ctx context.Context, field graphql.CollectedField, obj *payments.Payment) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Payment_processorCalls(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Payment().ProcessorCalls(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []payments.ProcessorCall) graphql.Marshaler {
+			return ec.marshalNProcessorCall2ᚕgithubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐProcessorCallᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Payment_processorCalls(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Payment",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ProcessorCall(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Payment_nextAction(ctx context.Context, field graphql.CollectedField, obj *payments.Payment) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Payment_nextAction(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Payment().NextAction(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *payments.NextAction) graphql.Marshaler {
+			return ec.marshalONextAction2ᚖgithubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐNextAction(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Payment_nextAction(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Payment",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_NextAction(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Payment_paidAt(ctx context.Context, field graphql.CollectedField, obj *payments.Payment) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Payment_paidAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Payment().PaidAt(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Payment_paidAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Payment", field, true, true, "Time")
+}
+
+func (ec *executionContext) _Payment_expiredAt(ctx context.Context, field graphql.CollectedField, obj *payments.Payment) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Payment_expiredAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Payment().ExpiredAt(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Payment_expiredAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Payment", field, true, true, "Time")
+}
+
 func (ec *executionContext) _PaymentConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.PaymentConnection) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -3127,6 +3795,144 @@ func (ec *executionContext) fieldContext_PaymentEvent_refund(_ context.Context, 
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _ProcessorCall_operation(ctx context.Context, field graphql.CollectedField, obj *payments.ProcessorCall) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ProcessorCall_operation(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Operation, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v payments.Operation) graphql.Marshaler {
+			return ec.marshalNOperation2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐOperation(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ProcessorCall_operation(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ProcessorCall", field, false, false, "Operation")
+}
+
+func (ec *executionContext) _ProcessorCall_processorIdempotencyKey(ctx context.Context, field graphql.CollectedField, obj *payments.ProcessorCall) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ProcessorCall_processorIdempotencyKey(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ProcessorKey, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ProcessorCall_processorIdempotencyKey(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ProcessorCall", field, false, false, "String")
+}
+
+func (ec *executionContext) _ProcessorCall_outcome(ctx context.Context, field graphql.CollectedField, obj *payments.ProcessorCall) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ProcessorCall_outcome(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Outcome, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v payments.CallOutcome) graphql.Marshaler {
+			return ec.marshalNProcessorCallOutcome2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐCallOutcome(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ProcessorCall_outcome(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ProcessorCall", field, false, false, "ProcessorCallOutcome")
+}
+
+func (ec *executionContext) _ProcessorCall_code(ctx context.Context, field graphql.CollectedField, obj *payments.ProcessorCall) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ProcessorCall_code(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.ProcessorCall().Code(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ProcessorCall_code(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ProcessorCall", field, true, true, "String")
+}
+
+func (ec *executionContext) _ProcessorCall_at(ctx context.Context, field graphql.CollectedField, obj *payments.ProcessorCall) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ProcessorCall_at(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.At, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ProcessorCall_at(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ProcessorCall", field, false, false, "Time")
+}
+
+func (ec *executionContext) _ProcessorCall_durationMs(ctx context.Context, field graphql.CollectedField, obj *payments.ProcessorCall) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ProcessorCall_durationMs(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.ProcessorCall().DurationMs(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ProcessorCall_durationMs(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ProcessorCall", field, true, true, "Int")
 }
 
 func (ec *executionContext) _Query_payment(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
@@ -3461,6 +4267,52 @@ func (ec *executionContext) _Refund_createdAt(ctx context.Context, field graphql
 }
 func (ec *executionContext) fieldContext_Refund_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Refund", field, false, false, "Time")
+}
+
+func (ec *executionContext) _Refund_status(ctx context.Context, field graphql.CollectedField, obj *payments.Refund) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Refund_status(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Refund().Status(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v payments.RefundStatus) graphql.Marshaler {
+			return ec.marshalNRefundStatus2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐRefundStatus(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Refund_status(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Refund", field, true, true, "RefundStatus")
+}
+
+func (ec *executionContext) _Refund_failureCode(ctx context.Context, field graphql.CollectedField, obj *payments.Refund) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Refund_failureCode(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Refund().FailureCode(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Refund_failureCode(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Refund", field, true, true, "String")
 }
 
 func (ec *executionContext) _RefundPaymentPayload_refund(ctx context.Context, field graphql.CollectedField, obj *model.RefundPaymentPayload) (ret graphql.Marshaler) {
@@ -4774,7 +5626,7 @@ func (ec *executionContext) unmarshalInputCreatePaymentInput(ctx context.Context
 		asMap["capture"] = true
 	}
 
-	fieldsInOrder := [...]string{"clientId", "amount", "currency", "method", "capture"}
+	fieldsInOrder := [...]string{"clientId", "amount", "currency", "method", "capture", "paymentMethodToken"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -4816,6 +5668,13 @@ func (ec *executionContext) unmarshalInputCreatePaymentInput(ctx context.Context
 				return it, err
 			}
 			it.Capture = data
+		case "paymentMethodToken":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("paymentMethodToken"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.PaymentMethodToken = data
 		}
 	}
 	return it, nil
@@ -5193,6 +6052,62 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 	return out
 }
 
+var nextActionImplementors = []string{"NextAction"}
+
+func (ec *executionContext) _NextAction(ctx context.Context, sel ast.SelectionSet, obj *payments.NextAction) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, nextActionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("NextAction")
+		case "type":
+			out.Values[i] = ec._NextAction_type(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "pixCode":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._NextAction_pixCode(ctx, field, obj)
+				})
+		case "boletoLine":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._NextAction_boletoLine(ctx, field, obj)
+				})
+		case "hostedUrl":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._NextAction_hostedUrl(ctx, field, obj)
+				})
+		case "expiresAt":
+			out.Values[i] = ec._NextAction_expiresAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var pageInfoImplementors = []string{"PageInfo"}
 
 func (ec *executionContext) _PageInfo(ctx context.Context, sel ast.SelectionSet, obj *model.PageInfo) graphql.Marshaler {
@@ -5329,6 +6244,54 @@ func (ec *executionContext) _Payment(ctx context.Context, sel ast.SelectionSet, 
 				true, false,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Payment_canceledAt(ctx, field, obj)
+				})
+		case "processor":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Payment_processor(ctx, field, obj)
+				})
+		case "processorReference":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Payment_processorReference(ctx, field, obj)
+				})
+		case "declineCode":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Payment_declineCode(ctx, field, obj)
+				})
+		case "pendingOperation":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Payment_pendingOperation(ctx, field, obj)
+				})
+		case "processorCalls":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Payment_processorCalls(ctx, field, obj)
+				})
+		case "nextAction":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Payment_nextAction(ctx, field, obj)
+				})
+		case "paidAt":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Payment_paidAt(ctx, field, obj)
+				})
+		case "expiredAt":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Payment_expiredAt(ctx, field, obj)
 				})
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
@@ -5482,6 +6445,66 @@ func (ec *executionContext) _PaymentEvent(ctx context.Context, sel ast.Selection
 	return out
 }
 
+var processorCallImplementors = []string{"ProcessorCall"}
+
+func (ec *executionContext) _ProcessorCall(ctx context.Context, sel ast.SelectionSet, obj *payments.ProcessorCall) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, processorCallImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ProcessorCall")
+		case "operation":
+			out.Values[i] = ec._ProcessorCall_operation(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "processorIdempotencyKey":
+			out.Values[i] = ec._ProcessorCall_processorIdempotencyKey(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "outcome":
+			out.Values[i] = ec._ProcessorCall_outcome(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "code":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._ProcessorCall_code(ctx, field, obj)
+				})
+		case "at":
+			out.Values[i] = ec._ProcessorCall_at(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "durationMs":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._ProcessorCall_durationMs(ctx, field, obj)
+				})
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var queryImplementors = []string{"Query"}
 
 func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) graphql.Marshaler {
@@ -5592,6 +6615,18 @@ func (ec *executionContext) _Refund(ctx context.Context, sel ast.SelectionSet, o
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "status":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Refund_status(ctx, field, obj)
+				})
+		case "failureCode":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Refund_failureCode(ctx, field, obj)
+				})
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -6191,6 +7226,32 @@ func (ec *executionContext) marshalNInt2int(ctx context.Context, sel ast.Selecti
 	return res
 }
 
+func (ec *executionContext) unmarshalNNextActionType2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐNextActionType(ctx context.Context, v any) (payments.NextActionType, error) {
+	tmp, err := scalar.UnmarshalString(v)
+	res := unmarshalNNextActionType2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐNextActionType[tmp]
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNNextActionType2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐNextActionType(ctx context.Context, sel ast.SelectionSet, v payments.NextActionType) graphql.Marshaler {
+	_ = sel
+	res := scalar.MarshalString(marshalNNextActionType2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐNextActionType[v])
+	if res == graphql.Null {
+		graphql.AddInvalidNullFromMarshaler(ctx, "NextActionType!")
+	}
+	return res
+}
+
+var (
+	unmarshalNNextActionType2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐNextActionType = map[string]payments.NextActionType{
+		"PIX_CODE": payments.NextActionPixCode,
+		"BOLETO":   payments.NextActionBoleto,
+	}
+	marshalNNextActionType2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐNextActionType = map[payments.NextActionType]string{
+		payments.NextActionPixCode: "PIX_CODE",
+		payments.NextActionBoleto:  "BOLETO",
+	}
+)
+
 func (ec *executionContext) unmarshalNOperation2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐOperation(ctx context.Context, v any) (payments.Operation, error) {
 	tmp, err := scalar.UnmarshalString(v)
 	res := unmarshalNOperation2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐOperation[tmp]
@@ -6294,16 +7355,24 @@ func (ec *executionContext) marshalNPaymentEventType2githubᚗcomᚋcmpayᚋcmpa
 
 var (
 	unmarshalNPaymentEventType2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐEventType = map[string]payments.EventType{
-		"PAYMENT_CREATED":  payments.EventCreated,
-		"PAYMENT_CAPTURED": payments.EventCaptured,
-		"PAYMENT_CANCELED": payments.EventCanceled,
-		"PAYMENT_REFUNDED": payments.EventRefunded,
+		"PAYMENT_CREATED":       payments.EventCreated,
+		"PAYMENT_CAPTURED":      payments.EventCaptured,
+		"PAYMENT_CANCELED":      payments.EventCanceled,
+		"PAYMENT_REFUNDED":      payments.EventRefunded,
+		"PAYMENT_DECLINED":      payments.EventDeclined,
+		"PAYMENT_REFUND_FAILED": payments.EventRefundFailed,
+		"PAYMENT_PENDING":       payments.EventPending,
+		"PAYMENT_EXPIRED":       payments.EventExpired,
 	}
 	marshalNPaymentEventType2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐEventType = map[payments.EventType]string{
-		payments.EventCreated:  "PAYMENT_CREATED",
-		payments.EventCaptured: "PAYMENT_CAPTURED",
-		payments.EventCanceled: "PAYMENT_CANCELED",
-		payments.EventRefunded: "PAYMENT_REFUNDED",
+		payments.EventCreated:      "PAYMENT_CREATED",
+		payments.EventCaptured:     "PAYMENT_CAPTURED",
+		payments.EventCanceled:     "PAYMENT_CANCELED",
+		payments.EventRefunded:     "PAYMENT_REFUNDED",
+		payments.EventDeclined:     "PAYMENT_DECLINED",
+		payments.EventRefundFailed: "PAYMENT_REFUND_FAILED",
+		payments.EventPending:      "PAYMENT_PENDING",
+		payments.EventExpired:      "PAYMENT_EXPIRED",
 	}
 )
 
@@ -6389,6 +7458,10 @@ var (
 		"PARTIALLY_REFUNDED": payments.StatusPartiallyRefunded,
 		"REFUNDED":           payments.StatusRefunded,
 		"CANCELED":           payments.StatusCanceled,
+		"PROCESSING":         payments.StatusProcessing,
+		"DECLINED":           payments.StatusDeclined,
+		"PENDING":            payments.StatusPending,
+		"EXPIRED":            payments.StatusExpired,
 	}
 	marshalNPaymentStatus2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐStatus = map[payments.Status]string{
 		payments.StatusAuthorized:        "AUTHORIZED",
@@ -6396,6 +7469,60 @@ var (
 		payments.StatusPartiallyRefunded: "PARTIALLY_REFUNDED",
 		payments.StatusRefunded:          "REFUNDED",
 		payments.StatusCanceled:          "CANCELED",
+		payments.StatusProcessing:        "PROCESSING",
+		payments.StatusDeclined:          "DECLINED",
+		payments.StatusPending:           "PENDING",
+		payments.StatusExpired:           "EXPIRED",
+	}
+)
+
+func (ec *executionContext) marshalNProcessorCall2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐProcessorCall(ctx context.Context, sel ast.SelectionSet, v payments.ProcessorCall) graphql.Marshaler {
+	return ec._ProcessorCall(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNProcessorCall2ᚕgithubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐProcessorCallᚄ(ctx context.Context, sel ast.SelectionSet, v []payments.ProcessorCall) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNProcessorCall2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐProcessorCall(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) unmarshalNProcessorCallOutcome2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐCallOutcome(ctx context.Context, v any) (payments.CallOutcome, error) {
+	tmp, err := scalar.UnmarshalString(v)
+	res := unmarshalNProcessorCallOutcome2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐCallOutcome[tmp]
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNProcessorCallOutcome2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐCallOutcome(ctx context.Context, sel ast.SelectionSet, v payments.CallOutcome) graphql.Marshaler {
+	_ = sel
+	res := scalar.MarshalString(marshalNProcessorCallOutcome2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐCallOutcome[v])
+	if res == graphql.Null {
+		graphql.AddInvalidNullFromMarshaler(ctx, "ProcessorCallOutcome!")
+	}
+	return res
+}
+
+var (
+	unmarshalNProcessorCallOutcome2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐCallOutcome = map[string]payments.CallOutcome{
+		"SUCCEEDED": payments.CallSucceeded,
+		"DECLINED":  payments.CallDeclined,
+		"UNKNOWN":   payments.CallUnknown,
+		"ERROR":     payments.CallError,
+	}
+	marshalNProcessorCallOutcome2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐCallOutcome = map[payments.CallOutcome]string{
+		payments.CallSucceeded: "SUCCEEDED",
+		payments.CallDeclined:  "DECLINED",
+		payments.CallUnknown:   "UNKNOWN",
+		payments.CallError:     "ERROR",
 	}
 )
 
@@ -6426,6 +7553,34 @@ func (ec *executionContext) marshalNRefund2ᚖgithubᚗcomᚋcmpayᚋcmpayᚋpay
 	}
 	return ec._Refund(ctx, sel, v)
 }
+
+func (ec *executionContext) unmarshalNRefundStatus2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐRefundStatus(ctx context.Context, v any) (payments.RefundStatus, error) {
+	tmp, err := scalar.UnmarshalString(v)
+	res := unmarshalNRefundStatus2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐRefundStatus[tmp]
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNRefundStatus2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐRefundStatus(ctx context.Context, sel ast.SelectionSet, v payments.RefundStatus) graphql.Marshaler {
+	_ = sel
+	res := scalar.MarshalString(marshalNRefundStatus2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐRefundStatus[v])
+	if res == graphql.Null {
+		graphql.AddInvalidNullFromMarshaler(ctx, "RefundStatus!")
+	}
+	return res
+}
+
+var (
+	unmarshalNRefundStatus2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐRefundStatus = map[string]payments.RefundStatus{
+		"PROCESSING": payments.RefundProcessing,
+		"SUCCEEDED":  payments.RefundSucceeded,
+		"FAILED":     payments.RefundFailed,
+	}
+	marshalNRefundStatus2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐRefundStatus = map[payments.RefundStatus]string{
+		payments.RefundProcessing: "PROCESSING",
+		payments.RefundSucceeded:  "SUCCEEDED",
+		payments.RefundFailed:     "FAILED",
+	}
+)
 
 func (ec *executionContext) unmarshalNString2string(ctx context.Context, v any) (string, error) {
 	res, err := scalar.UnmarshalString(v)
@@ -6764,6 +7919,47 @@ func (ec *executionContext) marshalOInt2ᚖint(ctx context.Context, sel ast.Sele
 	return res
 }
 
+func (ec *executionContext) marshalONextAction2ᚖgithubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐNextAction(ctx context.Context, sel ast.SelectionSet, v *payments.NextAction) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._NextAction(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalOOperation2ᚖgithubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐOperation(ctx context.Context, v any) (*payments.Operation, error) {
+	if v == nil {
+		return nil, nil
+	}
+	tmp, err := scalar.UnmarshalString(v)
+	res := unmarshalOOperation2ᚖgithubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐOperation[tmp]
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOOperation2ᚖgithubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐOperation(ctx context.Context, sel ast.SelectionSet, v *payments.Operation) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	_ = sel
+	_ = ctx
+	res := scalar.MarshalString(marshalOOperation2ᚖgithubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐOperation[*v])
+	return res
+}
+
+var (
+	unmarshalOOperation2ᚖgithubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐOperation = map[string]payments.Operation{
+		"CREATE_PAYMENT":  payments.OpCreate,
+		"CAPTURE_PAYMENT": payments.OpCapture,
+		"CANCEL_PAYMENT":  payments.OpCancel,
+		"REFUND_PAYMENT":  payments.OpRefund,
+	}
+	marshalOOperation2ᚖgithubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐOperation = map[payments.Operation]string{
+		payments.OpCreate:  "CREATE_PAYMENT",
+		payments.OpCapture: "CAPTURE_PAYMENT",
+		payments.OpCancel:  "CANCEL_PAYMENT",
+		payments.OpRefund:  "REFUND_PAYMENT",
+	}
+)
+
 func (ec *executionContext) marshalOPayment2ᚖgithubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐPayment(ctx context.Context, sel ast.SelectionSet, v *payments.Payment) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
@@ -6841,6 +8037,10 @@ var (
 		"PARTIALLY_REFUNDED": payments.StatusPartiallyRefunded,
 		"REFUNDED":           payments.StatusRefunded,
 		"CANCELED":           payments.StatusCanceled,
+		"PROCESSING":         payments.StatusProcessing,
+		"DECLINED":           payments.StatusDeclined,
+		"PENDING":            payments.StatusPending,
+		"EXPIRED":            payments.StatusExpired,
 	}
 	marshalOPaymentStatus2ᚖgithubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐStatus = map[payments.Status]string{
 		payments.StatusAuthorized:        "AUTHORIZED",
@@ -6848,6 +8048,10 @@ var (
 		payments.StatusPartiallyRefunded: "PARTIALLY_REFUNDED",
 		payments.StatusRefunded:          "REFUNDED",
 		payments.StatusCanceled:          "CANCELED",
+		payments.StatusProcessing:        "PROCESSING",
+		payments.StatusDeclined:          "DECLINED",
+		payments.StatusPending:           "PENDING",
+		payments.StatusExpired:           "EXPIRED",
 	}
 )
 

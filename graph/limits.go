@@ -83,7 +83,7 @@ var noIntrospectionRule = core.Rule{
 const codeTooComplex = "COMPLEXITY_LIMIT_EXCEEDED"
 
 // listMultiplier is how many items complexity assumes an unbounded list
-// (a payment's attempts) holds.
+// (a payment's attempts, refunds or processor calls) holds.
 const listMultiplier = 10
 
 // complexity prices lists by their size, so that a query cannot ask for a
@@ -98,6 +98,7 @@ func complexity() ComplexityRoot {
 		return 1 + n*child
 	}
 	c.Payment.Attempts = func(child int) int { return 1 + listMultiplier*child }
+	c.Payment.ProcessorCalls = func(child int) int { return 1 + listMultiplier*child }
 	return c
 }
 

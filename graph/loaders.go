@@ -13,14 +13,18 @@ import (
 )
 
 // Loaders batch what each payment of a list needs beside itself, so that a
-// page of payments with their attempts and refunds costs one query for
-// each, not one per payment (the N+1 queries of resolving them one by one).
+// page of payments with their attempts, refunds and processor calls costs
+// one query for each, not one per payment (the N+1 queries of resolving them one by one).
 // gqlgen resolves the payments of a list concurrently; a loader collects
 // the keys they ask for during loaderWait, then fetches them together.
 // Loaders live for one request: nothing is cached across requests.
 type loaders struct {
 	attempts *dataloadgen.Loader[payments.Payment, []payments.Attempt]
 	refunds  *dataloadgen.Loader[payments.Payment, []payments.Refund]
+	// processorCalls are each payment's calls to its processor.
+	processorCalls *dataloadgen.Loader[payments.Payment, []payments.ProcessorCall]
+	// async are each Pix or boleto's next action, paidAt and expiredAt.
+	async *dataloadgen.Loader[payments.Payment, payments.AsyncState]
 }
 
 // loaderWait is how long a loader waits for more keys before it fetches.
@@ -30,8 +34,10 @@ type loadersKey struct{}
 
 func newLoaders(svc *payments.Service) *loaders {
 	return &loaders{
-		attempts: dataloadgen.NewLoader(batched(svc.AttemptsOf), dataloadgen.WithWait(loaderWait)),
-		refunds:  dataloadgen.NewLoader(batched(svc.RefundsOf), dataloadgen.WithWait(loaderWait)),
+		attempts:       dataloadgen.NewLoader(batched(svc.AttemptsOf), dataloadgen.WithWait(loaderWait)),
+		refunds:        dataloadgen.NewLoader(batched(svc.RefundsOf), dataloadgen.WithWait(loaderWait)),
+		processorCalls: dataloadgen.NewLoader(batched(svc.ProcessorCallsOf), dataloadgen.WithWait(loaderWait)),
+		async:          dataloadgen.NewLoader(batched(svc.AsyncStatesOf), dataloadgen.WithWait(loaderWait)),
 	}
 }
 
@@ -100,6 +106,15 @@ func prime(ctx context.Context, svc *payments.Service, page []payments.Payment, 
 		}
 		for i, p := range page {
 			l.refunds.Prime(p, all[i])
+		}
+	}
+	if asked(ctx, append(path, "processorCalls")...) {
+		all, err := svc.ProcessorCallsOf(ctx, page)
+		if err != nil {
+			return err
+		}
+		for i, p := range page {
+			l.processorCalls.Prime(p, all[i])
 		}
 	}
 	return nil

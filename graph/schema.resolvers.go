@@ -16,6 +16,7 @@ import (
 	"github.com/cmpay/cmpay/graph/model"
 	"github.com/cmpay/cmpay/graph/scalar"
 	"github.com/cmpay/cmpay/payments"
+	"github.com/cmpay/cmpay/restjson"
 	"github.com/cmpay/cmpay/webhooks"
 )
 
@@ -27,13 +28,14 @@ func (r *idempotencyAttemptResolver) Refusal(ctx context.Context, obj *payments.
 // CreatePayment is the resolver for the createPayment field.
 func (r *mutationResolver) CreatePayment(ctx context.Context, input model.CreatePaymentInput, idempotencyKey string) (*model.CreatePaymentPayload, error) {
 	res, err := r.Service.Create(ctx, payments.CreateRequest{
-		ClientID:       input.ClientID,
-		Amount:         string(input.Amount),
-		Currency:       input.Currency,
-		Method:         input.Method,
-		Capture:        input.Capture,
-		IdempotencyKey: idempotencyKey,
-		Origin:         origin(ctx),
+		ClientID:           input.ClientID,
+		Amount:             string(input.Amount),
+		Currency:           input.Currency,
+		Method:             input.Method,
+		Capture:            input.Capture,
+		PaymentMethodToken: input.PaymentMethodToken,
+		IdempotencyKey:     idempotencyKey,
+		Origin:             origin(ctx),
 	})
 	if err != nil {
 		return nil, err
@@ -96,6 +98,21 @@ func (r *mutationResolver) DeleteWebhookEndpoint(ctx context.Context, id string)
 	return &ok, nil
 }
 
+// PixCode is the resolver for the pixCode field.
+func (r *nextActionResolver) PixCode(ctx context.Context, obj *payments.NextAction) (*string, error) {
+	return nonEmpty(obj.PixCode), nil
+}
+
+// BoletoLine is the resolver for the boletoLine field.
+func (r *nextActionResolver) BoletoLine(ctx context.Context, obj *payments.NextAction) (*string, error) {
+	return nonEmpty(obj.BoletoLine), nil
+}
+
+// HostedURL is the resolver for the hostedUrl field.
+func (r *nextActionResolver) HostedURL(ctx context.Context, obj *payments.NextAction) (*string, error) {
+	return nonEmpty(obj.HostedURL), nil
+}
+
 // Amount is the resolver for the amount field.
 func (r *paymentResolver) Amount(ctx context.Context, obj *payments.Payment) (scalar.Decimal, error) {
 	return scalar.Decimal(obj.Amount.String()), nil
@@ -136,9 +153,66 @@ func (r *paymentResolver) CanceledAt(ctx context.Context, obj *payments.Payment)
 	return nonZero(obj.CanceledAt), nil
 }
 
+// Processor is the resolver for the processor field.
+func (r *paymentResolver) Processor(ctx context.Context, obj *payments.Payment) (string, error) {
+	return restjson.ProcessorOf(*obj), nil
+}
+
+// ProcessorReference is the resolver for the processorReference field.
+func (r *paymentResolver) ProcessorReference(ctx context.Context, obj *payments.Payment) (*string, error) {
+	return nonEmpty(obj.ProcessorReference), nil
+}
+
+// DeclineCode is the resolver for the declineCode field.
+func (r *paymentResolver) DeclineCode(ctx context.Context, obj *payments.Payment) (*string, error) {
+	return nonEmpty(obj.DeclineCode), nil
+}
+
+// PendingOperation is the resolver for the pendingOperation field.
+func (r *paymentResolver) PendingOperation(ctx context.Context, obj *payments.Payment) (*payments.Operation, error) {
+	if obj.PendingOperation == "" {
+		return nil, nil // nothing pending: null
+	}
+	op := obj.PendingOperation
+	return &op, nil
+}
+
+// ProcessorCalls is the resolver for the processorCalls field.
+func (r *paymentResolver) ProcessorCalls(ctx context.Context, obj *payments.Payment) ([]payments.ProcessorCall, error) {
+	return loadersFrom(ctx, r.Service).processorCalls.Load(ctx, *obj)
+}
+
+// NextAction is the resolver for the nextAction field.
+func (r *paymentResolver) NextAction(ctx context.Context, obj *payments.Payment) (*payments.NextAction, error) {
+	st, err := loadersFrom(ctx, r.Service).async.Load(ctx, *obj)
+	return st.NextAction, err
+}
+
+// PaidAt is the resolver for the paidAt field.
+func (r *paymentResolver) PaidAt(ctx context.Context, obj *payments.Payment) (*time.Time, error) {
+	st, err := loadersFrom(ctx, r.Service).async.Load(ctx, *obj)
+	return nonZero(st.PaidAt), err
+}
+
+// ExpiredAt is the resolver for the expiredAt field.
+func (r *paymentResolver) ExpiredAt(ctx context.Context, obj *payments.Payment) (*time.Time, error) {
+	st, err := loadersFrom(ctx, r.Service).async.Load(ctx, *obj)
+	return nonZero(st.ExpiredAt), err
+}
+
 // ID is the resolver for the id field.
 func (r *paymentEventResolver) ID(ctx context.Context, obj *events.Event) (string, error) {
 	return strconv.FormatInt(obj.ID, 10), nil
+}
+
+// Code is the resolver for the code field.
+func (r *processorCallResolver) Code(ctx context.Context, obj *payments.ProcessorCall) (*string, error) {
+	return nonEmpty(obj.Code), nil
+}
+
+// DurationMs is the resolver for the durationMs field.
+func (r *processorCallResolver) DurationMs(ctx context.Context, obj *payments.ProcessorCall) (int, error) {
+	return int(obj.Duration.Milliseconds()), nil
 }
 
 // Payment is the resolver for the payment field.
@@ -209,6 +283,16 @@ func (r *refundResolver) Amount(ctx context.Context, obj *payments.Refund) (scal
 	return scalar.Decimal(obj.Amount.String()), nil
 }
 
+// Status is the resolver for the status field.
+func (r *refundResolver) Status(ctx context.Context, obj *payments.Refund) (payments.RefundStatus, error) {
+	return restjson.RefundStatusOf(*obj), nil
+}
+
+// FailureCode is the resolver for the failureCode field.
+func (r *refundResolver) FailureCode(ctx context.Context, obj *payments.Refund) (*string, error) {
+	return nonEmpty(obj.FailureCode), nil
+}
+
 // PaymentEvents is the resolver for the paymentEvents field.
 func (r *subscriptionResolver) PaymentEvents(ctx context.Context, clientID *string, paymentID *string, after *string) (<-chan *events.Event, error) {
 	return r.paymentEvents(ctx, deref(clientID), deref(paymentID), after)
@@ -222,11 +306,17 @@ func (r *Resolver) IdempotencyAttempt() IdempotencyAttemptResolver {
 // Mutation returns MutationResolver implementation.
 func (r *Resolver) Mutation() MutationResolver { return &mutationResolver{r} }
 
+// NextAction returns NextActionResolver implementation.
+func (r *Resolver) NextAction() NextActionResolver { return &nextActionResolver{r} }
+
 // Payment returns PaymentResolver implementation.
 func (r *Resolver) Payment() PaymentResolver { return &paymentResolver{r} }
 
 // PaymentEvent returns PaymentEventResolver implementation.
 func (r *Resolver) PaymentEvent() PaymentEventResolver { return &paymentEventResolver{r} }
+
+// ProcessorCall returns ProcessorCallResolver implementation.
+func (r *Resolver) ProcessorCall() ProcessorCallResolver { return &processorCallResolver{r} }
 
 // Query returns QueryResolver implementation.
 func (r *Resolver) Query() QueryResolver { return &queryResolver{r} }
@@ -240,8 +330,10 @@ func (r *Resolver) Subscription() SubscriptionResolver { return &subscriptionRes
 type (
 	idempotencyAttemptResolver struct{ *Resolver }
 	mutationResolver           struct{ *Resolver }
+	nextActionResolver         struct{ *Resolver }
 	paymentResolver            struct{ *Resolver }
 	paymentEventResolver       struct{ *Resolver }
+	processorCallResolver      struct{ *Resolver }
 	queryResolver              struct{ *Resolver }
 	refundResolver             struct{ *Resolver }
 	subscriptionResolver       struct{ *Resolver }

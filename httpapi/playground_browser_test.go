@@ -28,6 +28,9 @@ const editorJS = `function editor(test) {
 const graphqlErrorsJS = `monaco.editor.getModelMarkers({owner: "graphql"})
   .filter(m => m.severity === monaco.MarkerSeverity.Error).map(m => m.message).join("\n")`
 
+// exampleTabs are the Playground's example tabs, by title.
+const exampleTabs = "CreatePayment,RetryPayment,Payments,Authorize,DeclinedPayment,SlowPayment"
+
 // tabsJS lists the titles of GraphiQL's tabs.
 const tabsJS = `[...document.querySelectorAll(".graphiql-tab-button")].map(b => b.textContent.trim()).join(",")`
 
@@ -59,8 +62,8 @@ func TestPlaygroundInBrowser(t *testing.T) {
 	if !strings.Contains(variables, `"idempotencyKey": "`+key+`"`) {
 		t.Errorf("the first tab's variables do not carry the page's key %q:\n%s", key, variables)
 	}
-	if tabs := evalString(t, ctx, tabsJS); tabs != "CreatePayment,RetryPayment,Payments,Authorize" {
-		t.Errorf("tabs %q, want the createPayment, retry, payments and lifecycle examples", tabs)
+	if tabs := evalString(t, ctx, tabsJS); tabs != exampleTabs {
+		t.Errorf("tabs %q, want the createPayment, retry, payments, lifecycle, decline and slow payment examples", tabs)
 	}
 	// The headers hint is there; replace it with a real token.
 	setHeaders := fmt.Sprintf(editorJS+`; editor(v => v.includes("Authorization")).setValue(%q); "ok"`, `{"Authorization": "Bearer `+token+`"}`)
@@ -96,10 +99,10 @@ func TestPlaygroundInBrowser(t *testing.T) {
 	evalString(t, ctx, editorJS+fmt.Sprintf(`; editor(v => v.includes("mutation Broken")).setValue(%q); ""`, query))
 	// GraphiQL saves the editor into the tab a moment later, and names the
 	// tab after the operation: wait for that before switching tabs.
-	poll(t, ctx, 10*time.Second, `(`+tabsJS+`) === "CreatePayment,RetryPayment,Payments,Authorize" ? "saved" : ""`)
+	poll(t, ctx, 10*time.Second, `(`+tabsJS+`) === "`+exampleTabs+`" ? "saved" : ""`)
 	// The lifecycle tab (authorize, capture, refund, cancel) is named after
-	// its first operation.
-	for i, tab := range []string{"CreatePayment", "RetryPayment", "Payments", "Authorize"} {
+	// its first operation, the slow payment's (create, then read) too.
+	for i, tab := range strings.Split(exampleTabs, ",") {
 		if i > 0 {
 			if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(fmt.Sprintf(".graphiql-tab:nth-of-type(%d) .graphiql-tab-button", i+1)))); err != nil {
 				t.Fatal(err)

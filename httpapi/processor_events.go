@@ -51,6 +51,6 @@ func paySandboxREST(svc *payments.Service) http.HandlerFunc {
 			writeProblem(w, r, apierror.FromDomain(r.Context(), err))
 			return
 		}
-		writePayment(w, r, svc, p, false, http.StatusOK)
+		writePayment(w, r, svc, p, http.StatusOK, true)
 	}
 }

@@ -20,8 +20,10 @@ import (
 // The REST endpoints: the same domain calls as the GraphQL mutations, so a
 // key used on one transport replays on the other. A request that applies
 // answers 201 (a create, a refund) or 200 (a capture, a cancel); a replay
-// 200 with the same resource and Idempotent-Replayed: true; errors are
-// RFC 9457 problems (writeProblem).
+// 200 with the same resource and Idempotent-Replayed: true; an operation
+// whose outcome at the processor is not known yet 202 with the same body
+// (createAnswer, changeAnswer); errors, a decline included, are RFC 9457 problems
+// (writeProblem).
 
 // restPayment is a payment as the REST endpoints show it, and restRefund a
 // refund: package restjson holds the one definition, which webhook
@@ -40,15 +42,25 @@ type restRefundAnswer struct {
 
 func restRefundOf(r payments.Refund) restRefund { return restjson.RefundOf(r) }
 
-// restPaymentOf shows p with its refunds, read only when it has any.
-func restPaymentOf(ctx context.Context, svc *payments.Service, p payments.Payment) (restPayment, error) {
+// restPaymentOf shows p with its refunds, read only when it may have any:
+// a payment that captured nothing has none, and neither has one that fresh
+// says this request has just created, captured or canceled (the hot path
+// of a create skips the read).
+func restPaymentOf(ctx context.Context, svc *payments.Service, p payments.Payment, fresh bool) (restPayment, error) {
 	var refunds []payments.Refund
-	if p.Refunded.Minor != 0 {
+	if p.Captured.Minor != 0 && !fresh {
 		var err error
 		if refunds, err = svc.Refunds(ctx, p); err != nil {
 			return restPayment{}, err
 		}
 	}
+	// A Pix or boleto paid later: its next action and times live beside
+	// the payment's row (payments.AsyncStateOf).
+	async, err := svc.AsyncStatesOf(ctx, []payments.Payment{p})
+	if err != nil {
+		return restPayment{}, err
+	}
+	p.NextAction, p.PaidAt, p.ExpiredAt = async[0].NextAction, async[0].PaidAt, async[0].ExpiredAt
 	return restjson.PaymentOf(p, refunds), nil
 }
 
@@ -60,6 +72,9 @@ type restCreateBody struct {
 	Currency string          `json:"currency"`
 	Method   string          `json:"method"`
 	Capture  *bool           `json:"capture"`
+	// PaymentMethodToken is the payment method at the processor (Stripe:
+	// pm_…); part of the payload the key is bound to.
+	PaymentMethodToken *string `json:"paymentMethodToken"`
 }
 
 // restChangeBody is the optional JSON body of a capture or refund.
@@ -82,21 +97,35 @@ func createPaymentREST(svc *payments.Service) http.HandlerFunc {
 			return
 		}
 		res, err := svc.Create(r.Context(), payments.CreateRequest{
-			ClientID:       body.ClientID,
-			Amount:         amountText(body.Amount),
-			Currency:       body.Currency,
-			Method:         payments.Method(body.Method),
-			Capture:        body.Capture,
-			IdempotencyKey: key,
-			Origin:         restOrigin(r),
+			ClientID:           body.ClientID,
+			Amount:             amountText(body.Amount),
+			Currency:           body.Currency,
+			Method:             payments.Method(body.Method),
+			Capture:            body.Capture,
+			PaymentMethodToken: body.PaymentMethodToken,
+			IdempotencyKey:     key,
+			Origin:             restOrigin(r),
 		})
 		if err != nil {
 			writeProblem(w, r, apierror.FromDomain(r.Context(), err))
 			return
 		}
-		w.Header().Set("Location", "/api/payments/"+res.Payment.ID)
-		writePayment(w, r, svc, res.Payment, res.Replayed, http.StatusCreated)
+		writeCreated(w, r, svc, res)
 	}
+}
+
+// writeCreated answers a create the engine did not refuse (createAnswer).
+func writeCreated(w http.ResponseWriter, r *http.Request, svc *payments.Service, res payments.CreateResult) {
+	w.Header().Set("Location", "/api/payments/"+res.Payment.ID)
+	a := createAnswer(res)
+	if a.replayed {
+		w.Header().Set("Idempotent-Replayed", "true")
+	}
+	if a.problem != nil {
+		writeProblem(w, r, *a.problem)
+		return
+	}
+	writePayment(w, r, svc, res.Payment, a.status, !res.Replayed)
 }
 
 // capturePaymentREST is POST /api/payments/{id}/capture, body optional:
@@ -149,23 +178,90 @@ func changeREST(svc *payments.Service, operation string,
 			writeProblem(w, r, apierror.FromDomain(r.Context(), err))
 			return
 		}
-		if res.Refund == nil {
-			writePayment(w, r, svc, res.Payment, res.Replayed, http.StatusOK)
-			return
-		}
-		p, err := restPaymentOf(r.Context(), svc, res.Payment)
-		if err != nil {
-			writeProblem(w, r, apierror.FromInternal(r.Context(), err))
-			return
-		}
-		w.Header().Set("Location", "/api/payments/"+res.Payment.ID+"/refunds/"+res.Refund.ID)
-		status := http.StatusCreated
-		if res.Replayed {
-			status = http.StatusOK
-			w.Header().Set("Idempotent-Replayed", "true")
-		}
-		writeJSON(w, status, restRefundAnswer{restRefund: restRefundOf(*res.Refund), Payment: p})
+		writeChanged(w, r, svc, res)
 	}
+}
+
+// writeChanged answers a capture, cancel or refund the engine did not
+// refuse (changeAnswer).
+func writeChanged(w http.ResponseWriter, r *http.Request, svc *payments.Service, res payments.ChangeResult) {
+	a := changeAnswer(res)
+	if a.replayed {
+		w.Header().Set("Idempotent-Replayed", "true")
+	}
+	if a.problem != nil {
+		writeProblem(w, r, *a.problem)
+		return
+	}
+	if res.Refund == nil {
+		writePayment(w, r, svc, res.Payment, a.status, !res.Replayed)
+		return
+	}
+	p, err := restPaymentOf(r.Context(), svc, res.Payment, false)
+	if err != nil {
+		writeProblem(w, r, apierror.FromInternal(r.Context(), err))
+		return
+	}
+	w.Header().Set("Location", "/api/payments/"+res.Payment.ID+"/refunds/"+res.Refund.ID)
+	writeJSON(w, a.status, restRefundAnswer{restRefund: restRefundOf(*res.Refund), Payment: p})
+}
+
+// restAnswer is how a REST operation answers a result the engine gave: a
+// status for the resource, or a problem; and whether it is a replay
+// (Idempotent-Replayed: true, whatever the status).
+type restAnswer struct {
+	status   int
+	problem  *apierror.Error
+	replayed bool
+}
+
+// createAnswer answers a create: 201 (200 on a replay) once the processor
+// has created the payment; 202 while its answer is not known (PROCESSING),
+// on a replay too, since the client still has to look again; a 402
+// PAYMENT_DECLINED problem for a payment the processor declined.
+func createAnswer(res payments.CreateResult) restAnswer {
+	a := restAnswer{status: http.StatusCreated, replayed: res.Replayed}
+	switch {
+	case res.Payment.Status == payments.StatusDeclined:
+		e := apierror.Declined(res.Payment)
+		a.problem = &e
+	case unresolved(res.Payment):
+		a.status = http.StatusAccepted
+	case res.Replayed:
+		a.status = http.StatusOK
+	}
+	return a
+}
+
+// changeAnswer answers a capture or cancel (200) or a refund (201), 200 on
+// a replay; 202 while the processor's answer is not known (a pending
+// capture or cancel, a PROCESSING refund); a refund the processor failed is
+// the 402 PROCESSOR_REFUSED problem a refusal gets.
+func changeAnswer(res payments.ChangeResult) restAnswer {
+	a := restAnswer{status: http.StatusOK, replayed: res.Replayed}
+	if res.Refund == nil {
+		if res.Payment.PendingOperation != "" {
+			a.status = http.StatusAccepted
+		}
+		return a
+	}
+	switch {
+	case res.Refund.Status == payments.RefundFailed:
+		e := apierror.Refused(&payments.ProcessorRefusedError{
+			Operation: payments.OpRefund, PaymentID: res.Payment.ID, Code: res.Refund.FailureCode})
+		a.problem = &e
+	case res.Refund.Status == payments.RefundProcessing:
+		a.status = http.StatusAccepted
+	case !res.Replayed:
+		a.status = http.StatusCreated
+	}
+	return a
+}
+
+// unresolved reports whether p waits for the processor's answer: created
+// without one yet, or with a capture or cancel sent and not answered.
+func unresolved(p payments.Payment) bool {
+	return p.Status == payments.StatusProcessing || p.PendingOperation != ""
 }
 
 // getPaymentREST is GET /api/payments/{id}.
@@ -177,7 +273,7 @@ func getPaymentREST(svc *payments.Service) http.HandlerFunc {
 			writeProblem(w, r, apierror.FromDomain(r.Context(), err))
 			return
 		}
-		writePayment(w, r, svc, p, false, http.StatusOK)
+		writePayment(w, r, svc, p, http.StatusOK, false)
 	}
 }
 
@@ -206,17 +302,13 @@ func getRefundREST(svc *payments.Service) http.HandlerFunc {
 	}
 }
 
-// writePayment answers with a payment: status on an applied request, 200
-// and Idempotent-Replayed: true on a replay.
-func writePayment(w http.ResponseWriter, r *http.Request, svc *payments.Service, p payments.Payment, replayed bool, status int) {
-	body, err := restPaymentOf(r.Context(), svc, p)
+// writePayment answers with a payment and status (createAnswer,
+// changeAnswer); fresh as for restPaymentOf.
+func writePayment(w http.ResponseWriter, r *http.Request, svc *payments.Service, p payments.Payment, status int, fresh bool) {
+	body, err := restPaymentOf(r.Context(), svc, p, fresh)
 	if err != nil {
 		writeProblem(w, r, apierror.FromInternal(r.Context(), err))
 		return
-	}
-	if replayed {
-		status = http.StatusOK
-		w.Header().Set("Idempotent-Replayed", "true")
 	}
 	writeJSON(w, status, body)
 }

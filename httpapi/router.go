@@ -109,7 +109,7 @@ func NewHandler(d Deps) http.Handler {
 			AllowedOrigins: d.CORSOrigins,
 			AllowedMethods: []string{http.MethodGet, http.MethodPost},
 			AllowedHeaders: []string{"Authorization", "Content-Type", "Idempotency-Key"},
-			ExposedHeaders: []string{requestid.Header, "Idempotent-Replayed", "Location"},
+			ExposedHeaders: []string{requestid.Header, "Idempotent-Replayed", "Location", "Retry-After"},
 			MaxAge:         600,
 		}).Handler)
 	}

@@ -60,6 +60,26 @@ func (s *Service) AsyncStateOf(ctx context.Context, id string) (AsyncState, erro
 	return st, nil
 }
 
+// AsyncStatesOf reads AsyncStateOf for each payment, in order: the zero
+// AsyncState, without a query, for a card payment or where Pix and boleto
+// are paid at once.
+func (s *Service) AsyncStatesOf(ctx context.Context, ps []Payment) ([]AsyncState, error) {
+	out := make([]AsyncState, len(ps))
+	if !s.paysLater() {
+		return out, nil
+	}
+	for i, p := range ps {
+		if !p.Method.async() {
+			continue
+		}
+		var err error
+		if out[i], err = s.AsyncStateOf(ctx, p.ID); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
 // ApplyProcessorEvent applies an event the processor posted to the payment
 // it names. The event is news, not the record: the payment's unsettled
 // operations are made due for recovery, which settles them on the

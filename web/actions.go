@@ -42,15 +42,19 @@ func newActionKey() string { return "admin-" + rand.Text() }
 
 // newActionForms offers what p's status allows, each with a new key:
 // capture (prefilled with all that was authorized) and cancel while
-// authorized; refund while something captured is left to refund (the
-// amount left blank: a refund's amount is typed, never assumed).
+// authorized and no capture or cancel waits for the processor; refund
+// while something captured is left to refund (the amount left blank: a
+// refund's amount is typed, never assumed).
 func newActionForms(p payments.Payment) *actionForms {
 	f := &actionForms{}
-	switch p.Status {
-	case payments.StatusAuthorized:
+	switch {
+	case p.PendingOperation != "":
+		// The processor has not answered the capture or cancel sent: a
+		// second one would be refused (PAYMENT_STATE_CONFLICT).
+	case p.Status == payments.StatusAuthorized:
 		f.Capture = &actionForm{Key: newActionKey(), Amount: p.Amount.String(), Max: money(p.Amount)}
 		f.Cancel = &actionForm{Key: newActionKey()}
-	case payments.StatusCaptured, payments.StatusPartiallyRefunded:
+	case p.Status == payments.StatusCaptured || p.Status == payments.StatusPartiallyRefunded:
 		if left := p.Refundable(); left.Minor > 0 {
 			f.Refund = &actionForm{Key: newActionKey(), Max: money(left)}
 		}
@@ -123,6 +127,7 @@ func (a *admin) actionFailed(w http.ResponseWriter, r *http.Request, action staf
 		conflict *payments.StateConflictError
 		exceeds  *payments.AmountExceedsError
 		reused   *payments.KeyReusedError
+		refused  *payments.ProcessorRefusedError
 		status   int
 		msg      string
 	)
@@ -134,6 +139,9 @@ func (a *admin) actionFailed(w http.ResponseWriter, r *http.Request, action staf
 	case errors.As(err, &exceeds):
 		status, msg = http.StatusUnprocessableEntity, "Nothing was done: cannot "+string(action)+" "+money(exceeds.Requested)+
 			"; "+money(exceeds.Available)+" is available."
+	case errors.As(err, &refused):
+		status, msg = http.StatusPaymentRequired, "Nothing was done: the processor refused to "+string(action)+
+			" ("+or(refused.Code, "no code given")+"). Check the payment at the processor before trying again."
 	case errors.As(err, &reused):
 		status, msg = http.StatusConflict, "Nothing was done: this form's idempotency key was already used for a different request "+
 			"(another amount or action, perhaps from another tab). Check the payment as it is now before trying again."

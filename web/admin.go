@@ -331,6 +331,9 @@ type paymentView struct {
 	Payment  payments.Payment
 	Refunds  []payments.Refund
 	Attempts []attemptView
+	// ProcessorCalls are the calls made to the payment's processor, oldest
+	// first.
+	ProcessorCalls []payments.ProcessorCall
 	// Lookalikes are the client's other payments of the same amount within
 	// a day: a double charge made with two different keys, which no
 	// idempotency key can catch, shows up here.
@@ -396,6 +399,11 @@ func (a *admin) paymentView(ctx context.Context, id string) (paymentView, error)
 	if err != nil {
 		return paymentView{}, err
 	}
+	calls, err := a.svc.ProcessorCallsOf(ctx, []payments.Payment{p})
+	if err != nil {
+		return paymentView{}, err
+	}
+	view.ProcessorCalls = calls[0]
 	view.Attempts = make([]attemptView, len(attempts))
 	for i, at := range attempts {
 		view.Attempts[i] = attemptView{Attempt: at, Diffs: diffs(p, at), Amount: paramAmount(at.Params, p.Amount.Currency)}

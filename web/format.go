@@ -50,6 +50,10 @@ func statusClass(st payments.Status) string {
 		return "status canceled"
 	case payments.StatusRefunded, payments.StatusPartiallyRefunded:
 		return "status refunded"
+	case payments.StatusProcessing, payments.StatusPending:
+		return "status pending"
+	case payments.StatusDeclined, payments.StatusExpired:
+		return "status declined"
 	}
 	return "status captured"
 }

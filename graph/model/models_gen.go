@@ -36,6 +36,12 @@ type CreatePaymentInput struct {
 	Method payments.Method `json:"method"`
 	// false: authorize only; capture later with capturePayment, or cancel with cancelPayment.
 	Capture *bool `json:"capture,omitempty"`
+	// The payment method at the processor: for cards, the token its client-side library made (Stripe: a PaymentMethod
+	// id, pm_…). Part of the payload a key is bound to. 1 to 255 printable ASCII characters. The sandbox answers by it:
+	// none, `pm_card_visa` or `pm_card_mastercard` approve; `pm_card_chargeDeclined` declines with `card_declined`;
+	// `pm_card_chargeDeclinedInsufficientFunds` with `insufficient_funds`; `pm_sandbox_slow` approves after the
+	// processor timeout (the first answer is PROCESSING); any other token declines with `invalid_payment_method`.
+	PaymentMethodToken *string `json:"paymentMethodToken,omitempty"`
 }
 
 // The result of createPayment.

@@ -1,4 +1,4 @@
-// CMPay's Playground: GraphiQL 5 with four ready examples in tabs, the
+// CMPay's Playground: GraphiQL 5 with six ready examples in tabs, the
 // Authorization header to fill in, and a fresh idempotency key from the
 // server on every load. scripts/build-playground.sh bundles this file and
 // everything it imports into web/static/playground/playground.js (and
@@ -146,6 +146,58 @@ const lifecycleVariables = JSON.stringify(
   2,
 );
 
+// The processor's answers: the sandbox answers by paymentMethodToken, with
+// Stripe's test tokens, so the same requests work against PROCESSOR=stripe.
+const declineMutation = `# A payment the processor declines. pm_card_chargeDeclined is a Stripe test token; the sandbox
+# declines it with card_declined (pm_card_chargeDeclinedInsufficientFunds: insufficient_funds).
+# The answer is not an error: the payment is DECLINED with its declineCode, and no money moved.
+# Run it again: replayed is true, the same declined payment. A new try needs a new key.
+mutation DeclinedPayment($input: CreatePaymentInput!, $idempotencyKey: String!) {
+  createPayment(input: $input, idempotencyKey: $idempotencyKey) {
+    replayed
+    payment {
+      id
+      status
+      declineCode
+      processor
+      processorCalls { operation outcome code durationMs }
+    }
+  }
+}
+`;
+
+const slowMutation = `# A payment whose processor is slow. The sandbox answers pm_sandbox_slow only after PROCESSOR_TIMEOUT
+# (10s by default), so the first answer is PROCESSING: the processor's answer is not known yet.
+# CMPay resolves it by itself within PROCESSOR_RECOVERY_AFTER (30s by default). Run SlowPayment again
+# with the same key meanwhile or later: replayed is true, never a second charge; once resolved the
+# payment is CAPTURED. Or put its id in paymentId and run PaymentAtProcessor to watch it.
+mutation SlowPayment($input: CreatePaymentInput!, $idempotencyKey: String!) {
+  createPayment(input: $input, idempotencyKey: $idempotencyKey) {
+    replayed
+    payment { id status processorReference processorCalls { operation outcome at durationMs } }
+  }
+}
+
+query PaymentAtProcessor($paymentId: ID!) {
+  payment(id: $paymentId) {
+    status
+    pendingOperation
+    processorCalls { operation processorIdempotencyKey outcome code at durationMs }
+  }
+}
+`;
+
+const tokenVariables = (suffix, token, extra = {}) =>
+  JSON.stringify(
+    {
+      idempotencyKey: key + suffix,
+      input: { clientId: "playground", amount: "25.00", currency: "BRL", method: "CREDIT_CARD", paymentMethodToken: token },
+      ...extra,
+    },
+    null,
+    2,
+  );
+
 // Keep GraphiQL's preferences (theme, panes), but not its tabs or editors:
 // a reload must bring the examples back with a new key instead of the last
 // session's, and headers (the token) are never written to localStorage.
@@ -190,6 +242,8 @@ createRoot(root).render(
       { query: replayMutation, variables: variables("49.9"), headers },
       { query: listQuery, variables: "{}", headers },
       { query: lifecycleOperations, variables: lifecycleVariables, headers },
+      { query: declineMutation, variables: tokenVariables("-declined", "pm_card_chargeDeclined"), headers },
+      { query: slowMutation, variables: tokenVariables("-slow", "pm_sandbox_slow", { paymentId: "<the id SlowPayment returned>" }), headers },
     ]}
   />,
 );

@@ -16,7 +16,29 @@ export type CreatePaymentInput = {
   currency: string;
   /** How the payment is paid. */
   method: PaymentMethod;
+  /**
+   * The payment method at the processor: for cards, the token its client-side library made (Stripe: a PaymentMethod
+   * id, pm_…). Part of the payload a key is bound to. 1 to 255 printable ASCII characters. The sandbox answers by it:
+   * none, `pm_card_visa` or `pm_card_mastercard` approve; `pm_card_chargeDeclined` declines with `card_declined`;
+   * `pm_card_chargeDeclinedInsufficientFunds` with `insufficient_funds`; `pm_sandbox_slow` approves after the
+   * processor timeout (the first answer is PROCESSING); any other token declines with `invalid_payment_method`.
+   */
+  paymentMethodToken?: string | null | undefined;
 };
+
+/** The kind of thing a payer does to pay. */
+export type NextActionType =
+  /** Pay a boleto by its typeable line. */
+  | 'BOLETO'
+  /** Pay a Pix code (copy and paste it, or scan its QR code). */
+  | 'PIX_CODE';
+
+/** What a request asked to do. Every operation takes an idempotency key; a client's keys are one namespace shared by all of them. */
+export type Operation =
+  | 'CANCEL_PAYMENT'
+  | 'CAPTURE_PAYMENT'
+  | 'CREATE_PAYMENT'
+  | 'REFUND_PAYMENT';
 
 /** What happened to a payment. */
 export type PaymentEventType =
@@ -26,8 +48,16 @@ export type PaymentEventType =
   | 'PAYMENT_CAPTURED'
   /** The payment was created (captured, or only authorized). */
   | 'PAYMENT_CREATED'
-  /** A captured payment was refunded, in part or in whole. */
-  | 'PAYMENT_REFUNDED';
+  /** The processor declined the payment's creation. */
+  | 'PAYMENT_DECLINED'
+  /** A Pix or boleto payment expired unpaid. */
+  | 'PAYMENT_EXPIRED'
+  /** A Pix or boleto payment was created and waits for the payer. */
+  | 'PAYMENT_PENDING'
+  /** A captured payment was refunded, in part or in whole (the refund SUCCEEDED). */
+  | 'PAYMENT_REFUNDED'
+  /** The processor failed a refund; its amount is available again. */
+  | 'PAYMENT_REFUND_FAILED';
 
 /** How a payment is paid. */
 export type PaymentMethod =
@@ -48,14 +78,31 @@ export type PaymentStatus =
   | 'CANCELED'
   /** Captured: at creation (the default) or by capturePayment. */
   | 'CAPTURED'
+  /** The processor refused the payment (see `declineCode`); no money moved. Final: a new try needs a new key. */
+  | 'DECLINED'
+  /** The payer did not pay before `nextAction.expiresAt`; no money moved. Final. */
+  | 'EXPIRED'
   /** Partly refunded: 0 < refundedAmount < capturedAmount. */
   | 'PARTIALLY_REFUNDED'
+  /** Created at the processor; waiting for the payer (Pix, boleto): `nextAction` says what the payer does. */
+  | 'PENDING'
+  /** The processor was asked to create the payment and its answer is not known yet; CMPay resolves it by itself. */
+  | 'PROCESSING'
   /** Refunded in full: refundedAmount = capturedAmount. */
   | 'REFUNDED';
 
-export type RefundFieldsFragment = { id: string, paymentId: string, amount: string, reason: string | null, idempotencyKey: string, createdAt: string };
+/** Where a refund is at the processor. */
+export type RefundStatus =
+  /** The processor did not return the money; its amount is available to refund again. */
+  | 'FAILED'
+  /** Sent to the processor, whose answer is not known yet; its amount already counts against what is left to refund. */
+  | 'PROCESSING'
+  /** The processor returned the money. */
+  | 'SUCCEEDED';
 
-export type PaymentFieldsFragment = { id: string, clientId: string, amount: string, currency: string, method: PaymentMethod, idempotencyKey: string, createdAt: string, replayCount: number, rejectedCount: number, status: PaymentStatus, capturedAmount: string, refundedAmount: string, capturedAt: string | null, canceledAt: string | null, refunds: Array<{ id: string, paymentId: string, amount: string, reason: string | null, idempotencyKey: string, createdAt: string }> };
+export type RefundFieldsFragment = { id: string, paymentId: string, amount: string, reason: string | null, idempotencyKey: string, createdAt: string, status: RefundStatus, failureCode: string | null };
+
+export type PaymentFieldsFragment = { id: string, clientId: string, amount: string, currency: string, method: PaymentMethod, idempotencyKey: string, createdAt: string, replayCount: number, rejectedCount: number, status: PaymentStatus, capturedAmount: string, refundedAmount: string, capturedAt: string | null, canceledAt: string | null, processor: string, processorReference: string | null, declineCode: string | null, pendingOperation: Operation | null, paidAt: string | null, expiredAt: string | null, refunds: Array<{ id: string, paymentId: string, amount: string, reason: string | null, idempotencyKey: string, createdAt: string, status: RefundStatus, failureCode: string | null }>, nextAction: { type: NextActionType, pixCode: string | null, boletoLine: string | null, hostedUrl: string | null, expiresAt: string } | null };
 
 export type CreatePaymentMutationVariables = Exact<{
   input: CreatePaymentInput;
@@ -63,7 +110,7 @@ export type CreatePaymentMutationVariables = Exact<{
 }>;
 
 
-export type CreatePaymentMutation = { createPayment: { replayed: boolean, payment: { id: string, clientId: string, amount: string, currency: string, method: PaymentMethod, idempotencyKey: string, createdAt: string, replayCount: number, rejectedCount: number, status: PaymentStatus, capturedAmount: string, refundedAmount: string, capturedAt: string | null, canceledAt: string | null, refunds: Array<{ id: string, paymentId: string, amount: string, reason: string | null, idempotencyKey: string, createdAt: string }> } } | null };
+export type CreatePaymentMutation = { createPayment: { replayed: boolean, payment: { id: string, clientId: string, amount: string, currency: string, method: PaymentMethod, idempotencyKey: string, createdAt: string, replayCount: number, rejectedCount: number, status: PaymentStatus, capturedAmount: string, refundedAmount: string, capturedAt: string | null, canceledAt: string | null, processor: string, processorReference: string | null, declineCode: string | null, pendingOperation: Operation | null, paidAt: string | null, expiredAt: string | null, refunds: Array<{ id: string, paymentId: string, amount: string, reason: string | null, idempotencyKey: string, createdAt: string, status: RefundStatus, failureCode: string | null }>, nextAction: { type: NextActionType, pixCode: string | null, boletoLine: string | null, hostedUrl: string | null, expiresAt: string } | null } } | null };
 
 export type CapturePaymentMutationVariables = Exact<{
   paymentId: string | number;
@@ -72,7 +119,7 @@ export type CapturePaymentMutationVariables = Exact<{
 }>;
 
 
-export type CapturePaymentMutation = { capturePayment: { replayed: boolean, payment: { id: string, clientId: string, amount: string, currency: string, method: PaymentMethod, idempotencyKey: string, createdAt: string, replayCount: number, rejectedCount: number, status: PaymentStatus, capturedAmount: string, refundedAmount: string, capturedAt: string | null, canceledAt: string | null, refunds: Array<{ id: string, paymentId: string, amount: string, reason: string | null, idempotencyKey: string, createdAt: string }> } } | null };
+export type CapturePaymentMutation = { capturePayment: { replayed: boolean, payment: { id: string, clientId: string, amount: string, currency: string, method: PaymentMethod, idempotencyKey: string, createdAt: string, replayCount: number, rejectedCount: number, status: PaymentStatus, capturedAmount: string, refundedAmount: string, capturedAt: string | null, canceledAt: string | null, processor: string, processorReference: string | null, declineCode: string | null, pendingOperation: Operation | null, paidAt: string | null, expiredAt: string | null, refunds: Array<{ id: string, paymentId: string, amount: string, reason: string | null, idempotencyKey: string, createdAt: string, status: RefundStatus, failureCode: string | null }>, nextAction: { type: NextActionType, pixCode: string | null, boletoLine: string | null, hostedUrl: string | null, expiresAt: string } | null } } | null };
 
 export type CancelPaymentMutationVariables = Exact<{
   paymentId: string | number;
@@ -80,7 +127,7 @@ export type CancelPaymentMutationVariables = Exact<{
 }>;
 
 
-export type CancelPaymentMutation = { cancelPayment: { replayed: boolean, payment: { id: string, clientId: string, amount: string, currency: string, method: PaymentMethod, idempotencyKey: string, createdAt: string, replayCount: number, rejectedCount: number, status: PaymentStatus, capturedAmount: string, refundedAmount: string, capturedAt: string | null, canceledAt: string | null, refunds: Array<{ id: string, paymentId: string, amount: string, reason: string | null, idempotencyKey: string, createdAt: string }> } } | null };
+export type CancelPaymentMutation = { cancelPayment: { replayed: boolean, payment: { id: string, clientId: string, amount: string, currency: string, method: PaymentMethod, idempotencyKey: string, createdAt: string, replayCount: number, rejectedCount: number, status: PaymentStatus, capturedAmount: string, refundedAmount: string, capturedAt: string | null, canceledAt: string | null, processor: string, processorReference: string | null, declineCode: string | null, pendingOperation: Operation | null, paidAt: string | null, expiredAt: string | null, refunds: Array<{ id: string, paymentId: string, amount: string, reason: string | null, idempotencyKey: string, createdAt: string, status: RefundStatus, failureCode: string | null }>, nextAction: { type: NextActionType, pixCode: string | null, boletoLine: string | null, hostedUrl: string | null, expiresAt: string } | null } } | null };
 
 export type RefundPaymentMutationVariables = Exact<{
   paymentId: string | number;
@@ -90,14 +137,14 @@ export type RefundPaymentMutationVariables = Exact<{
 }>;
 
 
-export type RefundPaymentMutation = { refundPayment: { replayed: boolean, refund: { id: string, paymentId: string, amount: string, reason: string | null, idempotencyKey: string, createdAt: string }, payment: { id: string, clientId: string, amount: string, currency: string, method: PaymentMethod, idempotencyKey: string, createdAt: string, replayCount: number, rejectedCount: number, status: PaymentStatus, capturedAmount: string, refundedAmount: string, capturedAt: string | null, canceledAt: string | null, refunds: Array<{ id: string, paymentId: string, amount: string, reason: string | null, idempotencyKey: string, createdAt: string }> } } | null };
+export type RefundPaymentMutation = { refundPayment: { replayed: boolean, refund: { id: string, paymentId: string, amount: string, reason: string | null, idempotencyKey: string, createdAt: string, status: RefundStatus, failureCode: string | null }, payment: { id: string, clientId: string, amount: string, currency: string, method: PaymentMethod, idempotencyKey: string, createdAt: string, replayCount: number, rejectedCount: number, status: PaymentStatus, capturedAmount: string, refundedAmount: string, capturedAt: string | null, canceledAt: string | null, processor: string, processorReference: string | null, declineCode: string | null, pendingOperation: Operation | null, paidAt: string | null, expiredAt: string | null, refunds: Array<{ id: string, paymentId: string, amount: string, reason: string | null, idempotencyKey: string, createdAt: string, status: RefundStatus, failureCode: string | null }>, nextAction: { type: NextActionType, pixCode: string | null, boletoLine: string | null, hostedUrl: string | null, expiresAt: string } | null } } | null };
 
 export type PaymentQueryVariables = Exact<{
   id: string | number;
 }>;
 
 
-export type PaymentQuery = { payment: { id: string, clientId: string, amount: string, currency: string, method: PaymentMethod, idempotencyKey: string, createdAt: string, replayCount: number, rejectedCount: number, status: PaymentStatus, capturedAmount: string, refundedAmount: string, capturedAt: string | null, canceledAt: string | null, refunds: Array<{ id: string, paymentId: string, amount: string, reason: string | null, idempotencyKey: string, createdAt: string }> } | null };
+export type PaymentQuery = { payment: { id: string, clientId: string, amount: string, currency: string, method: PaymentMethod, idempotencyKey: string, createdAt: string, replayCount: number, rejectedCount: number, status: PaymentStatus, capturedAmount: string, refundedAmount: string, capturedAt: string | null, canceledAt: string | null, processor: string, processorReference: string | null, declineCode: string | null, pendingOperation: Operation | null, paidAt: string | null, expiredAt: string | null, refunds: Array<{ id: string, paymentId: string, amount: string, reason: string | null, idempotencyKey: string, createdAt: string, status: RefundStatus, failureCode: string | null }>, nextAction: { type: NextActionType, pixCode: string | null, boletoLine: string | null, hostedUrl: string | null, expiresAt: string } | null } | null };
 
 export type PaymentEventsSubscriptionVariables = Exact<{
   paymentId?: string | number | null | undefined;
@@ -105,7 +152,7 @@ export type PaymentEventsSubscriptionVariables = Exact<{
 }>;
 
 
-export type PaymentEventsSubscription = { paymentEvents: { id: string, type: PaymentEventType, at: string, idempotencyKey: string, payment: { id: string, clientId: string, amount: string, currency: string, method: PaymentMethod, idempotencyKey: string, createdAt: string, replayCount: number, rejectedCount: number, status: PaymentStatus, capturedAmount: string, refundedAmount: string, capturedAt: string | null, canceledAt: string | null, refunds: Array<{ id: string, paymentId: string, amount: string, reason: string | null, idempotencyKey: string, createdAt: string }> }, refund: { id: string, paymentId: string, amount: string, reason: string | null, idempotencyKey: string, createdAt: string } | null } };
+export type PaymentEventsSubscription = { paymentEvents: { id: string, type: PaymentEventType, at: string, idempotencyKey: string, payment: { id: string, clientId: string, amount: string, currency: string, method: PaymentMethod, idempotencyKey: string, createdAt: string, replayCount: number, rejectedCount: number, status: PaymentStatus, capturedAmount: string, refundedAmount: string, capturedAt: string | null, canceledAt: string | null, processor: string, processorReference: string | null, declineCode: string | null, pendingOperation: Operation | null, paidAt: string | null, expiredAt: string | null, refunds: Array<{ id: string, paymentId: string, amount: string, reason: string | null, idempotencyKey: string, createdAt: string, status: RefundStatus, failureCode: string | null }>, nextAction: { type: NextActionType, pixCode: string | null, boletoLine: string | null, hostedUrl: string | null, expiresAt: string } | null }, refund: { id: string, paymentId: string, amount: string, reason: string | null, idempotencyKey: string, createdAt: string, status: RefundStatus, failureCode: string | null } | null } };
 
 export class TypedDocumentString<TResult, TVariables>
   extends String
@@ -133,6 +180,8 @@ export const RefundFieldsFragmentDoc = new TypedDocumentString(`
   reason
   idempotencyKey
   createdAt
+  status
+  failureCode
 }
     `, {"fragmentName":"RefundFields"}) as unknown as TypedDocumentString<RefundFieldsFragment, unknown>;
 export const PaymentFieldsFragmentDoc = new TypedDocumentString(`
@@ -154,6 +203,19 @@ export const PaymentFieldsFragmentDoc = new TypedDocumentString(`
   }
   capturedAt
   canceledAt
+  processor
+  processorReference
+  declineCode
+  pendingOperation
+  nextAction {
+    type
+    pixCode
+    boletoLine
+    hostedUrl
+    expiresAt
+  }
+  paidAt
+  expiredAt
 }
     fragment RefundFields on Refund {
   id
@@ -162,6 +224,8 @@ export const PaymentFieldsFragmentDoc = new TypedDocumentString(`
   reason
   idempotencyKey
   createdAt
+  status
+  failureCode
 }`, {"fragmentName":"PaymentFields"}) as unknown as TypedDocumentString<PaymentFieldsFragment, unknown>;
 export const CreatePaymentDocument = new TypedDocumentString(`
     mutation CreatePayment($input: CreatePaymentInput!, $idempotencyKey: String!) {
@@ -179,6 +243,8 @@ export const CreatePaymentDocument = new TypedDocumentString(`
   reason
   idempotencyKey
   createdAt
+  status
+  failureCode
 }
 fragment PaymentFields on Payment {
   id
@@ -198,6 +264,19 @@ fragment PaymentFields on Payment {
   }
   capturedAt
   canceledAt
+  processor
+  processorReference
+  declineCode
+  pendingOperation
+  nextAction {
+    type
+    pixCode
+    boletoLine
+    hostedUrl
+    expiresAt
+  }
+  paidAt
+  expiredAt
 }`) as unknown as TypedDocumentString<CreatePaymentMutation, CreatePaymentMutationVariables>;
 export const CapturePaymentDocument = new TypedDocumentString(`
     mutation CapturePayment($paymentId: ID!, $amount: Decimal, $idempotencyKey: String!) {
@@ -219,6 +298,8 @@ export const CapturePaymentDocument = new TypedDocumentString(`
   reason
   idempotencyKey
   createdAt
+  status
+  failureCode
 }
 fragment PaymentFields on Payment {
   id
@@ -238,6 +319,19 @@ fragment PaymentFields on Payment {
   }
   capturedAt
   canceledAt
+  processor
+  processorReference
+  declineCode
+  pendingOperation
+  nextAction {
+    type
+    pixCode
+    boletoLine
+    hostedUrl
+    expiresAt
+  }
+  paidAt
+  expiredAt
 }`) as unknown as TypedDocumentString<CapturePaymentMutation, CapturePaymentMutationVariables>;
 export const CancelPaymentDocument = new TypedDocumentString(`
     mutation CancelPayment($paymentId: ID!, $idempotencyKey: String!) {
@@ -255,6 +349,8 @@ export const CancelPaymentDocument = new TypedDocumentString(`
   reason
   idempotencyKey
   createdAt
+  status
+  failureCode
 }
 fragment PaymentFields on Payment {
   id
@@ -274,6 +370,19 @@ fragment PaymentFields on Payment {
   }
   capturedAt
   canceledAt
+  processor
+  processorReference
+  declineCode
+  pendingOperation
+  nextAction {
+    type
+    pixCode
+    boletoLine
+    hostedUrl
+    expiresAt
+  }
+  paidAt
+  expiredAt
 }`) as unknown as TypedDocumentString<CancelPaymentMutation, CancelPaymentMutationVariables>;
 export const RefundPaymentDocument = new TypedDocumentString(`
     mutation RefundPayment($paymentId: ID!, $amount: Decimal, $reason: String, $idempotencyKey: String!) {
@@ -299,6 +408,8 @@ export const RefundPaymentDocument = new TypedDocumentString(`
   reason
   idempotencyKey
   createdAt
+  status
+  failureCode
 }
 fragment PaymentFields on Payment {
   id
@@ -318,6 +429,19 @@ fragment PaymentFields on Payment {
   }
   capturedAt
   canceledAt
+  processor
+  processorReference
+  declineCode
+  pendingOperation
+  nextAction {
+    type
+    pixCode
+    boletoLine
+    hostedUrl
+    expiresAt
+  }
+  paidAt
+  expiredAt
 }`) as unknown as TypedDocumentString<RefundPaymentMutation, RefundPaymentMutationVariables>;
 export const PaymentDocument = new TypedDocumentString(`
     query Payment($id: ID!) {
@@ -332,6 +456,8 @@ export const PaymentDocument = new TypedDocumentString(`
   reason
   idempotencyKey
   createdAt
+  status
+  failureCode
 }
 fragment PaymentFields on Payment {
   id
@@ -351,6 +477,19 @@ fragment PaymentFields on Payment {
   }
   capturedAt
   canceledAt
+  processor
+  processorReference
+  declineCode
+  pendingOperation
+  nextAction {
+    type
+    pixCode
+    boletoLine
+    hostedUrl
+    expiresAt
+  }
+  paidAt
+  expiredAt
 }`) as unknown as TypedDocumentString<PaymentQuery, PaymentQueryVariables>;
 export const PaymentEventsDocument = new TypedDocumentString(`
     subscription PaymentEvents($paymentId: ID, $after: ID) {
@@ -374,6 +513,8 @@ export const PaymentEventsDocument = new TypedDocumentString(`
   reason
   idempotencyKey
   createdAt
+  status
+  failureCode
 }
 fragment PaymentFields on Payment {
   id
@@ -393,4 +534,17 @@ fragment PaymentFields on Payment {
   }
   capturedAt
   canceledAt
+  processor
+  processorReference
+  declineCode
+  pendingOperation
+  nextAction {
+    type
+    pixCode
+    boletoLine
+    hostedUrl
+    expiresAt
+  }
+  paidAt
+  expiredAt
 }`) as unknown as TypedDocumentString<PaymentEventsSubscription, PaymentEventsSubscriptionVariables>;

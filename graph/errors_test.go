@@ -1,0 +1,26 @@
+package graph
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/cmpay/cmpay/payments"
+)
+
+// GraphQL clients get the processor's refusal and a pending operation in
+// extensions, through the same mapping as REST.
+func TestPresentProcessorErrors(t *testing.T) {
+	ctx := context.Background()
+	refused := presentError(ctx, fmt.Errorf("refund p1: %w",
+		&payments.ProcessorRefusedError{Operation: payments.OpRefund, PaymentID: "p1", Code: "charge_disputed"}))
+	if refused.Extensions["code"] != "PROCESSOR_REFUSED" || refused.Extensions["processorCode"] != "charge_disputed" {
+		t.Errorf("refused: %q %v", refused.Message, refused.Extensions)
+	}
+	conflict := presentError(ctx, &payments.StateConflictError{Operation: payments.OpCancel, Status: payments.StatusAuthorized,
+		PendingOperation: payments.OpCapture})
+	if conflict.Extensions["code"] != "PAYMENT_STATE_CONFLICT" || conflict.Extensions["status"] != "AUTHORIZED" ||
+		conflict.Extensions["pendingOperation"] != "CAPTURE_PAYMENT" {
+		t.Errorf("conflict: %q %v", conflict.Message, conflict.Extensions)
+	}
+}

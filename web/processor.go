@@ -1,0 +1,95 @@
+package web
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/cmpay/cmpay/payments"
+)
+
+// processorNote is one sentence about a payment at its processor, and the
+// class that colours it.
+type processorNote struct{ Text, Class string }
+
+// processorNotes says in plain words what support staff need to know of a
+// payment at its processor: work sent whose answer is not known yet (which
+// CMPay resolves by itself, so nobody should redo it), a decline, a failed
+// refund, a Pix or boleto waiting for the payer.
+func processorNotes(p payments.Payment, refunds []payments.Refund) []processorNote {
+	const unknown = "; its answer is not known yet. CMPay will resolve it by itself."
+	var notes []processorNote
+	switch p.Status {
+	case payments.StatusProcessing:
+		notes = append(notes, processorNote{"Payment sent to the processor" + unknown, "pending"})
+	case payments.StatusDeclined:
+		notes = append(notes, processorNote{"The processor declined this payment (" + or(p.DeclineCode, "no code given") +
+			"); no money moved. A new try needs a new idempotency key.", "declined"})
+	case payments.StatusPending:
+		text := "Created at the processor; waiting for the payer to pay"
+		if p.NextAction != nil {
+			text += " until " + stamp(p.NextAction.ExpiresAt)
+		}
+		notes = append(notes, processorNote{text + ".", "pending"})
+	case payments.StatusExpired:
+		notes = append(notes, processorNote{"The payer did not pay in time; no money moved.", "declined"})
+	}
+	switch p.PendingOperation {
+	case payments.OpCapture:
+		notes = append(notes, processorNote{"Capture sent to the processor" + unknown, "pending"})
+	case payments.OpCancel:
+		notes = append(notes, processorNote{"Cancel sent to the processor" + unknown, "pending"})
+	}
+	for _, r := range refunds {
+		switch r.Status {
+		case payments.RefundProcessing:
+			notes = append(notes, processorNote{"Refund of " + money(r.Amount) + " sent to the processor" + unknown, "pending"})
+		case payments.RefundFailed:
+			notes = append(notes, processorNote{"The processor failed the refund of " + money(r.Amount) + " (" +
+				or(r.FailureCode, "no code given") + "); no money went back, and the amount can be refunded again.", "declined"})
+		}
+	}
+	return notes
+}
+
+// callOutcomeClass is the badge class of a processor call's outcome.
+func callOutcomeClass(o payments.CallOutcome) string {
+	switch o {
+	case payments.CallSucceeded:
+		return "created"
+	case payments.CallUnknown:
+		return "unknown"
+	}
+	return "rejected"
+}
+
+// callOutcomeText says what a processor call's outcome means.
+func callOutcomeText(o payments.CallOutcome) string {
+	switch o {
+	case payments.CallSucceeded:
+		return "the processor answered with its record"
+	case payments.CallDeclined:
+		return "the processor refused"
+	case payments.CallUnknown:
+		return "no answer that settles it (a timeout, a 5xx, 409 or 429): asked again with the same key"
+	}
+	return "an error that does not settle the operation"
+}
+
+// duration shows how long a call took: "42 ms", "10.0 s".
+func duration(d time.Duration) string {
+	if d < 10*time.Second {
+		return strconv.FormatInt(d.Milliseconds(), 10) + " ms"
+	}
+	return strconv.FormatFloat(d.Seconds(), 'f', 1, 64) + " s"
+}
+
+// refundStatusClass is the badge class of a refund's status.
+func refundStatusClass(st payments.RefundStatus) string {
+	switch st {
+	case payments.RefundProcessing:
+		return "unknown"
+	case payments.RefundFailed:
+		return "rejected"
+	}
+	return "created"
+}

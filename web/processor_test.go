@@ -1,0 +1,124 @@
+package web
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/PuerkitoBio/goquery"
+
+	"github.com/cmpay/cmpay/payments"
+)
+
+// The payment page's processor section: the processor and reference, the
+// pending capture and the refund in flight in plain words, a failed
+// refund's code, and one row per processor call with its key, outcome,
+// code, time and duration.
+func TestPaymentPageProcessorSection(t *testing.T) {
+	t.Parallel()
+	p := samplePayment("pay_7", "order-7", 0, 0)
+	p.Processor, p.ProcessorReference = "stripe", "pi_3Qx"
+	p.Status, p.Captured, p.CapturedAt = payments.StatusAuthorized, payments.Money{Currency: "BRL"}, time.Time{}
+	p.PendingOperation = payments.OpCapture
+	brl := func(minor int64) payments.Money { return payments.Money{Minor: minor, Currency: "BRL"} }
+	view := paymentView{
+		Payment: p,
+		Refunds: []payments.Refund{
+			{ID: "ref_1", Amount: brl(300), IdempotencyKey: "r1", CreatedAt: created, Status: payments.RefundProcessing},
+			{ID: "ref_2", Amount: brl(200), IdempotencyKey: "r2", CreatedAt: created, Status: payments.RefundFailed, FailureCode: "charge_disputed"},
+			{ID: "ref_3", Amount: brl(100), IdempotencyKey: "r3", CreatedAt: created}, // stored before processors: succeeded
+		},
+		ProcessorCalls: []payments.ProcessorCall{
+			{Operation: payments.OpCreate, ProcessorKey: "cmpay_op1", Outcome: payments.CallSucceeded, At: created, Duration: 42 * time.Millisecond},
+			{Operation: payments.OpCapture, ProcessorKey: "cmpay_op2", Outcome: payments.CallUnknown, At: created.Add(time.Minute), Duration: 10 * time.Second},
+			{Operation: payments.OpCapture, ProcessorKey: "cmpay_op2", Outcome: payments.CallError, Code: "rate_limit", At: created.Add(2 * time.Minute), Duration: 7 * time.Millisecond},
+		},
+	}
+	doc := renderDoc(t, paymentPage(view))
+	section := doc.Find("section.processor")
+	if section.Length() != 1 {
+		t.Fatal("no processor section")
+	}
+	text := strings.Join(strings.Fields(section.Text()), " ")
+	for _, want := range []string{
+		"stripe", "pi_3Qx",
+		"Capture sent to the processor; its answer is not known yet. CMPay will resolve it by itself.",
+		"Refund of 3.00 BRL sent to the processor; its answer is not known yet.",
+		"failed the refund of 2.00 BRL (charge_disputed)",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("processor section lacks %q: %s", want, text)
+		}
+	}
+	rows := section.Find("table.processor-calls tbody tr")
+	if rows.Length() != 3 {
+		t.Fatalf("%d call rows, want 3", rows.Length())
+	}
+	cells := func(i int) string {
+		return strings.Join(rows.Eq(i).Find("td").Map(func(_ int, s *goquery.Selection) string { return strings.TrimSpace(s.Text()) }), "|")
+	}
+	for i, want := range []string{
+		"2026-12-02 09:30:15.123456|create|cmpay_op1|SUCCEEDED||42 ms",
+		"2026-12-02 09:31:15.123456|capture|cmpay_op2|UNKNOWN||10.0 s",
+		"2026-12-02 09:32:15.123456|capture|cmpay_op2|ERROR|rate_limit|7 ms",
+	} {
+		if got := cells(i); got != want {
+			t.Errorf("call row %d: %q, want %q", i, got, want)
+		}
+	}
+	statuses := doc.Find("table.refunds .refund-status").Map(func(_ int, s *goquery.Selection) string { return s.Text() })
+	if strings.Join(statuses, ",") != "PROCESSING,FAILED,SUCCEEDED" {
+		t.Errorf("refund statuses %v", statuses)
+	}
+}
+
+// A declined payment says so, with its code; one with no calls says that.
+func TestPaymentPageDeclined(t *testing.T) {
+	t.Parallel()
+	p := samplePayment("pay_8", "order-8", 0, 0)
+	p.Status, p.DeclineCode = payments.StatusDeclined, "insufficient_funds"
+	doc := renderDoc(t, paymentPage(paymentView{Payment: p}))
+	text := strings.Join(strings.Fields(doc.Find("section.processor").Text()), " ")
+	for _, want := range []string{"declined this payment (insufficient_funds); no money moved",
+		"sandbox", "none yet", "No call to the processor is recorded"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("declined payment's section lacks %q: %s", want, text)
+		}
+	}
+	if got := doc.Find("section.processor .decline-code").Text(); got != "insufficient_funds" {
+		t.Errorf("decline code %q", got)
+	}
+	if got := doc.Find(".badge.status").First().AttrOr("class", ""); !strings.Contains(got, "declined") {
+		t.Errorf("DECLINED badge class %q", got)
+	}
+}
+
+// The list filters by every status a processor adds, PROCESSING first.
+func TestListFilterOffersProcessorStatuses(t *testing.T) {
+	t.Parallel()
+	doc := renderDoc(t, listPage(listView{Form: filterForm{Status: "PROCESSING"},
+		Chart: newChart(payments.Stats{Hours: make([]payments.HourStats, 24)})}))
+	for _, st := range []string{"PROCESSING", "DECLINED", "PENDING", "EXPIRED"} {
+		if doc.Find(`select[name=status] option[value=`+st+`]`).Length() != 1 {
+			t.Errorf("the status filter lacks %s", st)
+		}
+	}
+	if got := doc.Find(`select[name=status] option[selected]`).AttrOr("value", ""); got != "PROCESSING" {
+		t.Errorf("selected status %q, want PROCESSING", got)
+	}
+}
+
+// While a capture or cancel waits for the processor, the page offers no
+// second one; an authorization with nothing pending offers both.
+func TestNoActionWhileProcessorPending(t *testing.T) {
+	t.Parallel()
+	p := samplePayment("pay_6", "order-6", 0, 0)
+	p.Status = payments.StatusAuthorized
+	if f := newActionForms(p); f.Capture == nil || f.Cancel == nil {
+		t.Fatalf("an authorization: %+v, want capture and cancel", f)
+	}
+	p.PendingOperation = payments.OpCancel
+	if f := newActionForms(p); f.any() {
+		t.Errorf("a pending cancel: %+v, want no action", f)
+	}
+}
