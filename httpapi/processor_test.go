@@ -121,8 +121,8 @@ func TestRESTProcessorOutcomes(t *testing.T) {
 }
 
 // paymentMethodToken is a field of the REST body and of createPayment, and
-// every payment shows its processor's fields, on both transports, null
-// while the processor has said nothing of them.
+// every payment shows its processor's fields, on both transports: the
+// sandbox's reference and calls, and null for what it has not said.
 func TestProcessorFieldsShown(t *testing.T) {
 	t.Parallel()
 	b := setup(t, dbtest.SQLite(t))
@@ -135,7 +135,10 @@ func TestProcessorFieldsShown(t *testing.T) {
 	if err := json.Unmarshal(body, &rest); err != nil {
 		t.Fatal(err)
 	}
-	for _, field := range []string{"processorReference", "declineCode", "pendingOperation", "nextAction", "paidAt", "expiredAt"} {
+	if ref, _ := rest["processorReference"].(string); !strings.HasPrefix(ref, "sbx_pi.CREDIT_CARD.c.1050.BRL.") {
+		t.Errorf("REST processorReference = %v, want the sandbox's", rest["processorReference"])
+	}
+	for _, field := range []string{"declineCode", "pendingOperation", "nextAction", "paidAt", "expiredAt"} {
 		if v, ok := rest[field]; !ok || v != nil {
 			t.Errorf("REST %s = %v (present %v), want null", field, v, ok)
 		}
@@ -155,10 +158,17 @@ func TestProcessorFieldsShown(t *testing.T) {
 	if len(got.Errors) > 0 {
 		t.Fatalf("payment query: %+v", got.Errors)
 	}
-	const want = `{"processor":"sandbox","processorReference":null,"declineCode":null,"pendingOperation":null,` +
-		`"nextAction":null,"paidAt":null,"expiredAt":null,"processorCalls":[],"refunds":[{"status":"SUCCEEDED","failureCode":null}]}`
-	if string(got.Data["payment"]) != want {
-		t.Errorf("payment\n got %s\nwant %s", got.Data["payment"], want)
+	var p map[string]any
+	if err := json.Unmarshal(got.Data["payment"], &p); err != nil {
+		t.Fatal(err)
+	}
+	ref, _ := p["processorReference"].(string)
+	delete(p, "processorReference")
+	const want = `{"declineCode":null,"expiredAt":null,"nextAction":null,"paidAt":null,"pendingOperation":null,` +
+		`"processor":"sandbox","processorCalls":[{"operation":"CREATE_PAYMENT"},{"operation":"REFUND_PAYMENT"}],` +
+		`"refunds":[{"failureCode":null,"status":"SUCCEEDED"}]}`
+	if rest, _ := json.Marshal(p); string(rest) != want || !strings.HasPrefix(ref, "sbx_pi.CREDIT_CARD.") {
+		t.Errorf("payment\n got %s (reference %q)\nwant %s and the sandbox's reference", rest, ref, want)
 	}
 }
 
@@ -171,6 +181,11 @@ func TestProcessorCallsOverGraphQL(t *testing.T) {
 		ids := []string{b.create(t, "a", input("c", "1", "BRL", "PIX")).Payment.ID, b.create(t, "b", input("c", "2", "BRL", "PIX")).Payment.ID}
 		at := time.Date(2026, 12, 6, 10, 0, 0, 0, time.UTC)
 		code := "processing_error"
+		// The sandbox's own call of each create makes way for calls of
+		// every outcome, which it never makes.
+		if err := db.Gorm.Exec(`DELETE FROM processor_calls`).Error; err != nil {
+			t.Fatal(err)
+		}
 		calls := []models.ProcessorCall{
 			{OperationID: "op1", PaymentID: ids[0], Operation: "CREATE_PAYMENT", ProcessorKey: "cmpay_op1", Kind: "WRITE", Outcome: "UNKNOWN", At: at, DurationMs: 10000},
 			{OperationID: "op1", PaymentID: ids[0], Operation: "CREATE_PAYMENT", ProcessorKey: "cmpay_op1", Kind: "READ", Outcome: "SUCCEEDED", At: at.Add(time.Minute), DurationMs: 42},
