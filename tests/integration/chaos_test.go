@@ -1,0 +1,212 @@
+package integration_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cmpay/cmpay/internal/dbtest"
+	"github.com/cmpay/cmpay/internal/stripedouble"
+)
+
+// TestChaosAtTheProcessor: two server processes on one PostgreSQL, paying
+// through the Stripe connector against the in-repo double, which fails
+// requests at random in every way it knows (dropped requests and answers,
+// slow answers, 500s before and after processing, 429s, 409s). Concurrent
+// clients create, capture, cancel and refund, retrying with their keys as a
+// well-behaved client does; one process is SIGKILLed mid-load and started
+// again. Afterwards: no operation is left unresolved, every payment is in
+// the state the double holds, and the double moved each amount once.
+func TestChaosAtTheProcessor(t *testing.T) {
+	t.Parallel()
+	const flows, workers = 240, 12
+	db := dbtest.Postgres(t)
+	double := stripedouble.New(stripedouble.Options{})
+	t.Cleanup(double.Close)
+	double.FailRandomly(7, 0.15, 1500*time.Millisecond, stripedouble.Faults, stripedouble.Endpoints...)
+	env := []string{"PROCESSOR=stripe", "STRIPE_API_KEY=sk_test_chaos", "STRIPE_API_BASE=" + double.URL(),
+		"PROCESSOR_TIMEOUT=1s", "PROCESSOR_RECOVERY_AFTER=1s"}
+
+	var servers [2]atomic.Pointer[process]
+	servers[0].Store(startServer(t, db.URL, env...))
+	servers[1].Store(startServer(t, db.URL, env...))
+	url := func(i int) string { return servers[i%2].Load().url }
+
+	var done atomic.Int64
+	next := atomic.Int64{}
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := int(next.Add(1)) - 1; i < flows; i = int(next.Add(1)) - 1 {
+				chaosFlow(t, i, func(try int) string { return url(w + try) })
+				done.Add(1)
+			}
+		})
+	}
+	waitUntil(t, "a third of the flows", time.Minute, 10*time.Millisecond, func() bool { return done.Load() >= flows/3 })
+	if n := done.Load(); n >= flows {
+		t.Fatalf("all %d flows were done before the kill", n)
+	}
+	victim := servers[0].Load()
+	if err := victim.cmd.Process.Kill(); err != nil { // SIGKILL: no shutdown, calls cut mid-way
+		t.Fatalf("kill: %v", err)
+	}
+	victim.exited <- <-victim.exited // waited for; left for its cleanup, which waits too
+	servers[0].Store(startServer(t, db.URL, env...))
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+
+	// Recovery finishes the work with the processor answering again.
+	double.FailRandomly(0, 0, 0, nil) // a rate of 0 stops the faults
+	waitUntil(t, "every processor operation resolved", 45*time.Second, 100*time.Millisecond, func() bool {
+		var open int64
+		if err := db.Gorm.Raw(`SELECT
+			(SELECT COUNT(*) FROM processor_operations WHERE settled_at IS NULL) +
+			(SELECT COUNT(*) FROM payments WHERE status = 'PROCESSING' OR pending_operation IS NOT NULL) +
+			(SELECT COUNT(*) FROM refunds WHERE status = 'PROCESSING')`).Scan(&open).Error; err != nil {
+			t.Fatal(err)
+		}
+		return open == 0
+	})
+	checkAgainstLedger(t, db, double, flows)
+
+	// The test proves something only if the faults reached CMPay.
+	var unknown, resolvedLater int64
+	if err := db.Gorm.Raw(`SELECT COUNT(*) FROM processor_calls WHERE outcome = 'UNKNOWN'`).Scan(&unknown).Error; err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Gorm.Raw(`SELECT COUNT(*) FROM processor_operations WHERE sends > 1`).Scan(&resolvedLater).Error; err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d calls with an unknown outcome, %d operations sent more than once", unknown, resolvedLater)
+	if unknown == 0 || resolvedLater == 0 {
+		t.Errorf("no fault reached CMPay: %d unknown calls, %d operations sent again", unknown, resolvedLater)
+	}
+}
+
+// chaosFlow is one customer's payment: created (captured at once, or
+// authorized), then refunded, captured or canceled depending on i. A
+// token that declines is used now and then. Each request is retried with
+// its key until it has a final answer, on whichever server urlFor gives.
+func chaosFlow(t *testing.T, i int, urlFor func(try int) string) {
+	token := "pm_card_visa"
+	if i%17 == 0 {
+		token = "pm_card_chargeDeclined"
+	}
+	capture := i%3 == 0
+	var created struct {
+		CreatePayment struct{ Payment struct{ ID, Status string } }
+	}
+	if !retryFinal(t, urlFor, `mutation($key: String!, $capture: Boolean, $token: String) {
+		createPayment(input: {clientId: "chaos", amount: "20.00", currency: "USD", method: CREDIT_CARD, capture: $capture,
+			paymentMethodToken: $token}, idempotencyKey: $key) { payment { id status } } }`,
+		map[string]any{"key": fmt.Sprintf("chaos-%d", i), "capture": capture, "token": token}, &created) {
+		return
+	}
+	p := created.CreatePayment.Payment
+	var op string
+	switch {
+	case p.Status == "CAPTURED":
+		op = `mutation($id: ID!, $key: String!) { refundPayment(paymentId: $id, amount: "5.00", idempotencyKey: $key) { refund { id } } }`
+	case p.Status == "AUTHORIZED" && i%3 == 1:
+		op = `mutation($id: ID!, $key: String!) { capturePayment(paymentId: $id, idempotencyKey: $key) { payment { status } } }`
+	case p.Status == "AUTHORIZED":
+		op = `mutation($id: ID!, $key: String!) { cancelPayment(paymentId: $id, idempotencyKey: $key) { payment { status } } }`
+	default: // DECLINED, or PROCESSING: recovery settles it
+		return
+	}
+	var ignored json.RawMessage
+	retryFinal(t, urlFor, op, map[string]any{"id": p.ID, "key": fmt.Sprintf("chaos-%d-then", i)}, &ignored)
+}
+
+// retryFinal sends one operation until it has a final answer, with the
+// same key every time: a transport error, a 5xx or SERVICE_UNAVAILABLE is
+// retried (on the next server), anything else is final. It decodes data
+// into out and reports whether the answer had data.
+func retryFinal(t *testing.T, urlFor func(try int) string, query string, vars map[string]any, out any) bool {
+	deadline := time.Now().Add(30 * time.Second)
+	for try := 0; ; try++ {
+		a, err := gql(urlFor(try), query, vars)
+		retry := err != nil || a.code() == "SERVICE_UNAVAILABLE" || a.code() == "INTERNAL_SERVER_ERROR"
+		if !retry {
+			if a.code() != "" {
+				t.Errorf("%v: %s", vars, a.code())
+				return false
+			}
+			raw, _ := json.Marshal(a.Data)
+			if err := json.Unmarshal(raw, out); err != nil {
+				t.Errorf("%v: %v", vars, err)
+				return false
+			}
+			return true
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("%v: no final answer in 30 s; last: %v %s", vars, err, a.code())
+			return false
+		}
+		time.Sleep(time.Duration(rand.IntN(50)) * time.Millisecond) // a client's backoff, not a wait for an event
+	}
+}
+
+// checkAgainstLedger holds every payment to the double's record: one
+// PaymentIntent at most, in the state CMPay says, with the money CMPay
+// says, and each refund made once.
+func checkAgainstLedger(t *testing.T, db dbtest.DB, double *stripedouble.Double, flows int) {
+	var rows []struct {
+		ID, Status                      string
+		AmountMinor, CapturedMinor      int64
+		RefundedMinor                   int64
+		ProcessorReference, DeclineCode *string
+	}
+	if err := db.Gorm.Raw(`SELECT id, status, amount_minor, captured_minor, refunded_minor, processor_reference, decline_code
+		FROM payments WHERE client_id = 'chaos'`).Scan(&rows).Error; err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != flows {
+		t.Errorf("%d payments, want %d (one per flow)", len(rows), flows)
+	}
+	for _, p := range rows {
+		intents := double.IntentsFor(p.ID)
+		if len(intents) > 1 {
+			t.Errorf("%s: %d PaymentIntents at the processor", p.ID, len(intents))
+			continue
+		}
+		var l stripedouble.Ledger
+		if len(intents) == 1 {
+			l = double.Ledger(intents[0])
+			if p.ProcessorReference == nil || *p.ProcessorReference != intents[0] {
+				t.Errorf("%s: reference %v, the processor's intent %s", p.ID, p.ProcessorReference, intents[0])
+			}
+		}
+		if l.Authorizations > 1 || l.Captures > 1 || l.Cancels > 1 {
+			t.Errorf("%s: money moved more than once: %+v", p.ID, l)
+		}
+		want := map[string]bool{
+			"DECLINED":           l.Authorizations == 0 && p.DeclineCode != nil,
+			"AUTHORIZED":         l.Authorized == p.AmountMinor && l.Captured == 0,
+			"CAPTURED":           l.Captured == p.CapturedMinor && l.Refunded == 0,
+			"PARTIALLY_REFUNDED": l.Captured == p.CapturedMinor && l.Refunded == p.RefundedMinor,
+			"CANCELED":           l.Cancels == 1 && l.Captured == 0,
+		}
+		if ok, known := want[p.Status]; !known || !ok {
+			t.Errorf("%s is %s in CMPay (captured %d, refunded %d); the processor's ledger: %+v",
+				p.ID, p.Status, p.CapturedMinor, p.RefundedMinor, l)
+		}
+	}
+	var refunds []struct{ ID, Status string }
+	if err := db.Gorm.Raw(`SELECT r.id, r.status FROM refunds r JOIN payments p ON p.id = r.payment_id
+		WHERE p.client_id = 'chaos'`).Scan(&refunds).Error; err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range refunds {
+		if n := len(double.RefundsFor(r.ID)); n != 1 || r.Status != "SUCCEEDED" {
+			t.Errorf("refund %s is %s in CMPay, with %d refunds at the processor (want SUCCEEDED and 1)", r.ID, r.Status, n)
+		}
+	}
+}
