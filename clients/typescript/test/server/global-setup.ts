@@ -68,6 +68,10 @@ function startServer(bin: string, dir: string, token: string, origin: string): P
       API_TOKENS: token,
       ADMIN_PASSWORD: 'not-used-by-these-tests',
       CORS_ORIGINS: origin,
+      // pm_sandbox_slow's first call gives up after this, and recovery
+      // settles it this long after: short, for waitForSettled's test.
+      PROCESSOR_TIMEOUT: '1s',
+      PROCESSOR_RECOVERY_AFTER: '1s',
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -9,6 +9,7 @@ import {
   AmountExceedsAvailableError,
   BadUserInputError,
   CMPayClient,
+  DeclinedError,
   KeyReusedError,
   NotFoundError,
   StateConflictError,
@@ -119,6 +120,24 @@ describe('against the real server', () => {
     expect(statuses.at(-1)).toBe('CAPTURED');
     expect(new Set(statuses.slice(0, -1))).toEqual(new Set(['AUTHORIZED']));
     expect(sub.transport()).toBe(transport);
+  });
+
+  test('a declined card is a DeclinedError with its code, and its key leaves storage', async () => {
+    const c = client();
+    const err = await c.createPayment(input({ paymentMethodToken: 'pm_card_chargeDeclined' })).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(DeclinedError);
+    expect(err).toMatchObject({ declineCode: 'card_declined' });
+    expect(c.pending()).toEqual([]);
+  });
+
+  test('a PROCESSING payment stays pending until waitForSettled sees the processor answer', async () => {
+    const c = client();
+    const slow = await c.createPayment(input({ paymentMethodToken: 'pm_sandbox_slow' }));
+    expect(slow).toMatchObject({ settled: false, payment: { status: 'PROCESSING' } });
+    expect(c.pending().map((p) => p.idempotencyKey)).toEqual([slow.idempotencyKey]);
+    expect((await c.waitForSettled(slow.payment.id, { timeoutMs: 20_000 })).status).toBe('CAPTURED');
+    // The settled payment proves its create: the key leaves storage.
+    expect(c.pending()).toEqual([]);
   });
 
   test('waitForSettled on a settled payment answers at once', async () => {
