@@ -5,7 +5,7 @@
 // create or refund. The page calls resumePending() at every load. Afterwards
 // the server holds exactly one payment per intended payment whose key was
 // stored, one refund per stored refund key, and nothing else; nothing is
-// left pending. Rounds: CMPAY_TS_BROWSER_ROUNDS (default 160), or
+// left pending. Rounds: CMPAY_TS_BROWSER_ROUNDS (default 200), or
 // CMPAY_TS_ROUNDS for both this test and the Node one.
 import { existsSync } from 'node:fs';
 import { createServer, connect, type Server, type Socket } from 'node:net';
@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
 import type { PendingOperation } from '../../dist/index.js';
 import { checkExactlyOnce, paymentsOf } from './check.js';
 
-const rounds = Number(process.env.CMPAY_TS_BROWSER_ROUNDS ?? process.env.CMPAY_TS_ROUNDS ?? 160);
+const rounds = Number(process.env.CMPAY_TS_BROWSER_ROUNDS ?? process.env.CMPAY_TS_ROUNDS ?? 200);
 const batch = 20;
 
 function findChromium(): string | undefined {
