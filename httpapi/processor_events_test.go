@@ -99,3 +99,150 @@ func TestSandboxPayRoute(t *testing.T) {
 		t.Errorf("without the sandbox: %d, want 404", res.StatusCode)
 	}
 }
+
+// stripeInstance is one CMPay instance paying through the Stripe connector
+// against d and taking in its events, over db.
+func stripeInstance(t *testing.T, db dbtest.DB, d *stripedouble.Double) (*bundle, *payments.Service, *intake.Service) {
+	t.Helper()
+	cfg := processor.DefaultConfig()
+	cfg.Processor, cfg.StripeAPIKey, cfg.StripeAPIBase, cfg.Timeout = processor.NameStripe, "sk_test_events", d.URL(), 2*time.Second
+	conn, err := stripe.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(conn.CloseIdleConnections)
+	svc, err := payments.NewService(db.Gorm, payments.Config{Processor: conn, ProcessorTimeout: cfg.Timeout, RecoveryAfter: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := intake.New(db.Gorm, intake.Options{Processor: processor.NameStripe, Decode: stripe.DecodeEvent, Apply: svc,
+		Verify: func(p []byte, sig string, now time.Time) (processor.Event, error) {
+			return stripe.VerifyEvent(p, sig, eventSecret, now)
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return setup(t, db, func(deps *httpapi.Deps) { deps.Service, deps.ProcessorEvents = svc, in }), svc, in
+}
+
+const eventSecret = "whsec_events_test"
+
+// Stripe's events settle Pix payments and refunds whatever they do: each
+// event three times, shuffled, all at once, half to each of two instances
+// (applied once); an event that comes before CMPay has recorded the
+// create's answer (kept, then applied); a refund's events (its pending
+// refund settled). Bad signatures and old timestamps: intake's tests.
+func TestStripeEventsSettlePayments(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		d := stripedouble.New(stripedouble.Options{RefundsPending: true})
+		t.Cleanup(d.Close)
+		one, svc, in := stripeInstance(t, db, d)
+		two, _, _ := stripeInstance(t, db, d)
+		ctx := t.Context()
+		pix := func(key string) payments.Payment {
+			res, err := svc.Create(ctx, payments.CreateRequest{ClientID: "shop-7", IdempotencyKey: key, Amount: "30.00",
+				Currency: "BRL", Method: payments.MethodPix, Origin: payments.Origin{Transport: "test"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return res.Payment
+		}
+		deliver := func(ref string) {
+			events := d.EventsFor(ref)
+			for i, b := range []*bundle{one, two} {
+				statuses, err := d.Deliver(ctx, b.srv.URL+"/processor/stripe/events", eventSecret, events,
+					stripedouble.Delivery{Order: stripedouble.Shuffled, Seed: uint64(i), Copies: 3, Concurrent: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, s := range statuses {
+					if s != http.StatusOK {
+						t.Fatalf("delivery statuses %v", statuses)
+					}
+				}
+			}
+		}
+		captured := func(id string) int64 {
+			var n int64
+			db.Gorm.Raw(`SELECT COUNT(*) FROM payment_events WHERE payment_id = ? AND type = 'PAYMENT_CAPTURED'`, id).Scan(&n)
+			return n
+		}
+
+		paid := pix("pix-events-1")
+		if err := d.Pay(paid.ProcessorReference); err != nil {
+			t.Fatal(err)
+		}
+		deliver(paid.ProcessorReference)
+		if got, _ := svc.Get(ctx, paid.ID); got.Status != payments.StatusCaptured || captured(paid.ID) != 1 {
+			t.Errorf("after its events: %s with %d PAYMENT_CAPTURED events; want CAPTURED, one", got.Status, captured(paid.ID))
+		}
+
+		// The create's answer lost: the payment is PROCESSING, with no
+		// reference, when its events come.
+		d.FailNext(stripedouble.CreatePaymentIntent, stripedouble.Fault{Kind: stripedouble.ServerErrorAfter})
+		early := pix("pix-events-2")
+		intents := d.IntentsFor(early.ID)
+		if early.Status != payments.StatusProcessing || len(intents) != 1 {
+			t.Fatalf("a create whose answer was lost: %s, %d intents", early.Status, len(intents))
+		}
+		if err := d.Pay(intents[0]); err != nil {
+			t.Fatal(err)
+		}
+		deliver(intents[0])
+		if got, _ := svc.Get(ctx, early.ID); got.Status != payments.StatusProcessing {
+			t.Fatalf("before recovery: %s", got.Status)
+		}
+		// What the Recoverer and the Retrier do on their timers: the events
+		// made the create due at once; asking again gets Stripe's replayed
+		// 500, so recovery reads the record a second later.
+		for deadline := time.Now().Add(10 * time.Second); ; {
+			if _, err := svc.RecoverDue(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := in.Retry(ctx, 10); err != nil {
+				t.Fatal(err)
+			}
+			if got, _ := svc.Get(ctx, early.ID); got.Status == payments.StatusCaptured || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(50 * time.Millisecond) // polling, with the deadline above
+		}
+		if got, _ := svc.Get(ctx, early.ID); got.Status != payments.StatusCaptured || captured(early.ID) != 1 {
+			t.Errorf("an event before the create's answer: %s with %d PAYMENT_CAPTURED; want CAPTURED, one", got.Status, captured(early.ID))
+		}
+		var pendingEvents int64
+		db.Gorm.Raw(`SELECT COUNT(*) FROM payment_events WHERE payment_id = ? AND type = 'PAYMENT_PENDING'`, early.ID).Scan(&pendingEvents)
+		if st, err := svc.AsyncStateOf(ctx, early.ID); err != nil || st.PaidAt.IsZero() || pendingEvents != 1 {
+			t.Errorf("paid before its create was known: paidAt %v (%v), %d PAYMENT_PENDING; want a time and one", st.PaidAt, err, pendingEvents)
+		}
+
+		// A refund Stripe leaves pending, then settles.
+		tok := "pm_card_visa"
+		card, err := svc.Create(ctx, payments.CreateRequest{ClientID: "shop-7", IdempotencyKey: "card-events", Amount: "50",
+			Currency: "BRL", Method: payments.MethodCreditCard, PaymentMethodToken: &tok, Origin: payments.Origin{Transport: "test"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref, err := svc.Refund(ctx, payments.RefundRequest{PaymentID: card.Payment.ID, IdempotencyKey: "card-events-r",
+			Origin: payments.Origin{Transport: "test"}})
+		if err != nil || ref.Refund == nil || ref.Refund.Status != payments.RefundProcessing {
+			t.Fatalf("a refund Stripe leaves pending: %+v, %v", ref.Refund, err)
+		}
+		refunds := d.RefundsFor(ref.Refund.ID)
+		if len(refunds) != 1 {
+			t.Fatalf("%d refunds at the double", len(refunds))
+		}
+		if err := d.SettleRefund(refunds[0], true, ""); err != nil {
+			t.Fatal(err)
+		}
+		deliver(card.Payment.ProcessorReference)
+		if _, err := svc.RecoverDue(ctx); err != nil {
+			t.Fatal(err)
+		}
+		all, err := svc.Refunds(ctx, card.Payment)
+		if err != nil || len(all) != 1 || all[0].Status != payments.RefundSucceeded {
+			t.Errorf("after its events: %+v, %v; want the refund SUCCEEDED", all, err)
+		}
+	})
+}

@@ -357,12 +357,36 @@ func (s *Service) applyCreate(ctx context.Context, r sqlq.Runner, op operationRo
 		return fmt.Errorf("settle payment %s: %w", op.paymentID, err)
 	}
 	*p = got
+	if got.Method.async() && s.paysLater() && (got.Status == StatusCaptured || got.Status == StatusExpired) {
+		return s.paidBeforeKnown(ctx, r, got, now)
+	}
 	typ := EventCreated
 	switch out.status {
 	case StatusDeclined:
 		typ = EventDeclined
 	case StatusPending:
 		typ = EventPending
+	}
+	return insertEvent(ctx, r, typ, got.IdempotencyKey, got, nil, now)
+}
+
+// paidBeforeKnown records a Pix or boleto whose create's answer CMPay
+// learned only once the payer had paid (or it had expired): the story a
+// client follows is the same as when the answer came in time, PENDING
+// then CAPTURED with paidAt (or EXPIRED with expiredAt), each with its
+// event.
+func (s *Service) paidBeforeKnown(ctx context.Context, r sqlq.Runner, got Payment, now time.Time) error {
+	if _, err := r.Exec(ctx, commonSQL.SQL("mark_paid_later"), got.ID, now); err != nil {
+		return fmt.Errorf("settle payment %s: %w", got.ID, err)
+	}
+	pending := got
+	pending.Status, pending.Captured.Minor, pending.CapturedAt = StatusPending, 0, time.Time{}
+	if err := insertEvent(ctx, r, EventPending, got.IdempotencyKey, pending, nil, now); err != nil {
+		return err
+	}
+	typ := EventCaptured
+	if got.Status == StatusExpired {
+		typ = EventExpired
 	}
 	return insertEvent(ctx, r, typ, got.IdempotencyKey, got, nil, now)
 }

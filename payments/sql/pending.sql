@@ -51,3 +51,11 @@ UPDATE payments SET processor_updated_at = $2 WHERE id = $1 AND status = 'PENDIN
 SELECT id FROM payments
 WHERE status = 'PENDING' AND (next_action_expires_at <= $1 OR COALESCE(processor_updated_at, created_at) <= $2)
 ORDER BY COALESCE(processor_updated_at, created_at) LIMIT $3
+
+-- name: mark_paid_later
+-- Stamps a Pix or boleto settled straight from PROCESSING (its create's
+-- answer came only after the payer paid, or it expired) with when: $2
+-- paid_at for a CAPTURED one, expired_at for an EXPIRED one.
+UPDATE payments SET paid_at = CASE WHEN status = 'CAPTURED' THEN $2 ELSE paid_at END,
+       expired_at = CASE WHEN status = 'EXPIRED' THEN $2 ELSE expired_at END
+WHERE id = $1
