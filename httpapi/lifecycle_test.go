@@ -210,7 +210,7 @@ func TestLifecycleOverHTTP(t *testing.T) {
 				if refunded.ext[statusKey] != "REFUNDED" {
 					t.Errorf("a refund of a REFUNDED payment: %s %v, want REFUNDED", statusKey, refunded.ext[statusKey])
 				}
-				wantError(send("refundPayment", auth2, k("ref-4"), nil), "PAYMENT_STATE_CONFLICT", 409)  // never captured
+				wantError(send("refundPayment", auth2, k("ref-4"), nil), "PAYMENT_STATE_CONFLICT", 409) // never captured
 				// A createPayment key reused for a refund.
 				createKey := send("refundPayment", paid, k("paid"), nil)
 				wantError(createKey, "IDEMPOTENCY_KEY_REUSED", 409)
