@@ -1,0 +1,96 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log"
+	"net/http"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/cmpay/cmpay/internal/stripedouble"
+)
+
+// benchWebhookSecret signs the events the intake run posts.
+const benchWebhookSecret = "whsec_cmpay_bench"
+
+// eventResult is what the intake run measured.
+type eventResult struct {
+	posted, failed int
+	elapsed        time.Duration
+	p50, p99       time.Duration
+}
+
+// eventRun posts Stripe events to srv's POST /processor/stripe/events from
+// *clients senders, each a new event (its own id) about one of the Stripe
+// payments the create run left, signed as Stripe signs: each is verified,
+// stored once and applied (its payment found, its operations woken, no
+// processor read, since a captured card payment has nothing pending).
+func eventRun(srv *server, db *gorm.DB) eventResult {
+	type target struct{ id, ref string }
+	var targets []target
+	check(db.Raw(`SELECT id, processor_reference AS ref FROM payments WHERE processor = 'stripe' AND processor_reference IS NOT NULL LIMIT 10000`).
+		Scan(&targets).Error)
+	if len(targets) == 0 {
+		log.Fatal("event intake: the create run left no Stripe payment to post events about")
+	}
+	log.Printf("posting events at %d senders", *clients)
+	url := srv.url + "/processor/stripe/events"
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: *clients}}
+	var seq atomic.Int64
+	var mu sync.Mutex
+	var latencies []time.Duration
+	var failed int
+	measureFrom := time.Now().Add(*warmup)
+	end := measureFrom.Add(*measure)
+	var wg sync.WaitGroup
+	for range *clients {
+		wg.Go(func() {
+			for time.Now().Before(end) {
+				n := seq.Add(1)
+				tg := targets[int(n)%len(targets)]
+				body := []byte(fmt.Sprintf(`{"id":"evt_bench_%d","object":"event","created":%d,"type":"payment_intent.succeeded",`+
+					`"data":{"object":{"id":%q,"object":"payment_intent","amount":1000,"currency":"brl","status":"succeeded",`+
+					`"metadata":{"cmpay_payment_id":%q}}}}`, n, time.Now().Unix(), tg.ref, tg.id))
+				start := time.Now()
+				ok := postEvent(client, url, body)
+				took := time.Since(start)
+				if start.Before(measureFrom) {
+					continue
+				}
+				mu.Lock()
+				latencies = append(latencies, took)
+				if !ok {
+					failed++
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	slices.Sort(latencies)
+	r := eventResult{posted: len(latencies), failed: failed, elapsed: *measure}
+	if len(latencies) > 0 {
+		r.p50, r.p99 = latencies[len(latencies)/2], latencies[len(latencies)*99/100]
+	}
+	return r
+}
+
+// postEvent posts one signed event and says whether it got a 200.
+func postEvent(client *http.Client, url string, body []byte) bool {
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, url, bytes.NewReader(body))
+	check(err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Stripe-Signature", stripedouble.Sign(body, time.Now(), benchWebhookSecret))
+	res, err := client.Do(req)
+	if err != nil {
+		return false
+	}
+	res.Body.Close()
+	return res.StatusCode == http.StatusOK
+}
