@@ -10,19 +10,41 @@ import (
 	"github.com/cmpay/cmpay/auth"
 	"github.com/cmpay/cmpay/clientaddr"
 	"github.com/cmpay/cmpay/staff"
+	"github.com/cmpay/cmpay/web"
 )
 
-// adminSignInLimiter lets the admin's sign-in form spend the same failure
-// budgets as every other credential check: per address and per username.
+// adminSignInLimiter lets the admin's sign-in form and password change
+// spend the failure budgets every credential check spends (per address and
+// per username), and refuse by the budget of the address for the username
+// before a password is checked (auth.FailureLimiter.TakePair).
 type adminSignInLimiter struct{ l *auth.FailureLimiter }
 
-func (a adminSignInLimiter) Blocked(addr, username string) (bool, time.Duration) {
-	b := a.l.Blocked(auth.Attempt{Addr: addr, Identity: "staff:" + username})
-	return b.Any(), b.RetryAfter
+func staffAttempt(addr, username string) auth.Attempt {
+	return auth.Attempt{Addr: addr, Identity: "staff:" + username}
 }
 
-func (a adminSignInLimiter) Failed(addr, username string) {
-	a.l.Failed(auth.Attempt{Addr: addr, Identity: "staff:" + username})
+// anonymousIdentity counts an address's failures with usernames that are
+// no account's; no username normalises to it (it holds a NUL).
+const anonymousIdentity = "staff-unknown:\x00"
+
+func (a adminSignInLimiter) Take(addr, username string) (web.SignInTry, bool, time.Duration) {
+	try, wait := a.l.TakePair(staffAttempt(addr, username))
+	if try == nil {
+		return nil, a.l.PairSpent(staffAttempt(addr, username)), wait
+	}
+	return try, false, 0
+}
+
+func (a adminSignInLimiter) Refused(addr, username string) (bool, int) {
+	return a.l.PairRefused(staffAttempt(addr, username))
+}
+
+func (a adminSignInLimiter) AnonymousSpent(addr string) bool {
+	return a.l.PairSpent(auth.Attempt{Addr: addr, Identity: anonymousIdentity})
+}
+
+func (a adminSignInLimiter) AnonymousFailed(addr string) {
+	a.l.SpendPair(auth.Attempt{Addr: addr, Identity: anonymousIdentity})
 }
 
 // staffBasic accepts HTTP Basic credentials of an enabled staff account
