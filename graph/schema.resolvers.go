@@ -77,6 +77,9 @@ func (r *mutationResolver) CreateWebhookEndpoint(ctx context.Context, url string
 	if r.Webhooks == nil {
 		return nil, errNoWebhooks
 	}
+	if err := r.mayReceive(ctx); err != nil {
+		return nil, err
+	}
 	ep, secret, err := r.Webhooks.CreateEndpoint(ctx, r.clientOf(ctx), url, events)
 	if err != nil {
 		return nil, err
@@ -89,7 +92,7 @@ func (r *mutationResolver) DeleteWebhookEndpoint(ctx context.Context, id string)
 	if r.Webhooks == nil {
 		return nil, errNoWebhooks
 	}
-	ok, err := r.Webhooks.DeleteEndpoint(ctx, r.clientOf(ctx), id)
+	ok, err := r.Webhooks.DeleteEndpointOf(ctx, r.webhookOwner(ctx), id)
 	if err != nil {
 		return nil, err
 	}
@@ -201,7 +204,7 @@ func (r *queryResolver) WebhookEndpoints(ctx context.Context) ([]webhooks.Endpoi
 	if r.Webhooks == nil {
 		return nil, errNoWebhooks
 	}
-	return r.Webhooks.Endpoints(ctx, r.clientOf(ctx))
+	return r.Webhooks.EndpointsOf(ctx, r.webhookOwner(ctx))
 }
 
 // Amount is the resolver for the amount field.

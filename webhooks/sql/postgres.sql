@@ -45,3 +45,8 @@ SELECT r.id, r.at, r.code, r.problem, r.took_ms FROM r JOIN done ON done.id = r.
 SELECT id, payment_id, amount_minor, reason, idempotency_key, created_at
 FROM refunds WHERE payment_id = ANY($1::text[])
 ORDER BY created_at, id
+
+-- name: lock_client_endpoints
+-- Serialises the creation of the client $1's endpoints until the end of
+-- the transaction, so that count_client_endpoints holds until add_endpoint.
+SELECT pg_advisory_xact_lock(hashtextextended('cmpay.webhook_endpoints:' || $1, 0))

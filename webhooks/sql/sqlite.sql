@@ -40,3 +40,9 @@ INSERT INTO webhook_attempts (delivery_id, at, status, error, duration_ms) VALUE
 SELECT id, payment_id, amount_minor, reason, idempotency_key, created_at
 FROM refunds WHERE payment_id IN (SELECT value FROM json_each($1))
 ORDER BY created_at, id
+
+-- name: lock_client_endpoints
+-- Nothing to lock: the server's one SQLite connection runs one transaction
+-- at a time, so count_client_endpoints holds until add_endpoint. ($1 is the
+-- client, as on PostgreSQL.)
+SELECT length($1)
