@@ -3,6 +3,7 @@ package webhooks
 import (
 	"context"
 	"embed"
+	"math"
 	"time"
 
 	"gorm.io/gorm"
@@ -43,7 +44,7 @@ type store interface {
 	backlog(ctx context.Context) (int64, error)
 	// claim leases up to n deliveries due at now until until, under token,
 	// so that no other claim takes them meanwhile.
-	claim(ctx context.Context, now, until time.Time, token int64, n int) ([]claim, error)
+	claim(ctx context.Context, now, until time.Time, token int64, n int, l inFlight) ([]claim, error)
 	// record writes each result's outcome, where its claim still holds,
 	// with an attempt row.
 	record(ctx context.Context, batch []result, outs []outcome) error
@@ -202,7 +203,7 @@ func (st shared) replaceSecret(ctx context.Context, id, old, secret string) (boo
 // scanClaim reads a claimed delivery with its endpoint.
 func scanClaim(r sqlq.Row) (claim, error) {
 	var c claim
-	err := r.Scan(&c.ID, &c.EventID, &c.EventSeq, &c.EndpointID, &c.Retries, &c.EventAt, &c.ExpiresAt, &c.URL, &c.Secret)
+	err := r.Scan(&c.ID, &c.EventID, &c.EventSeq, &c.EndpointID, &c.Retries, &c.EventAt, &c.ExpiresAt, &c.URL, &c.Secret, &c.ClientID)
 	c.EventAt = c.EventAt.UTC()
 	return c, err
 }
@@ -213,3 +214,29 @@ func scanRefund(r sqlq.Row) (models.Refund, error) {
 	err := r.Scan(&f.ID, &f.PaymentID, &f.AmountMinor, &f.Reason, &f.IdempotencyKey, &f.CreatedAt)
 	return f, err
 }
+
+// inFlight is what a claim must leave room for: the attempts this
+// instance has under way by endpoint and by client, and the most each may
+// have (zero: no limit), counting only endpoints not in Fast: those that
+// answered quickly last time, which take what is due.
+type inFlight struct {
+	PerEndpoint, PerClient int
+	Endpoints, Clients     map[string]int
+	Fast                   []string
+}
+
+// caps are l's limits as the claim statements bind them.
+func (l inFlight) caps() (perEndpoint, perClient int) {
+	perEndpoint, perClient = l.PerEndpoint, l.PerClient
+	if perEndpoint <= 0 {
+		perEndpoint = math.MaxInt32
+	}
+	if perClient <= 0 {
+		perClient = math.MaxInt32
+	}
+	return perEndpoint, perClient
+}
+
+// claimWindow is how many of the oldest due deliveries a claim of n looks
+// at to choose fairly among them.
+func claimWindow(n int) int { return 8 * n }

@@ -181,7 +181,7 @@ func TestStoreClaimAndRecord(t *testing.T) {
 		}
 
 		until, claimAt := at.Add(lease), at.Add(time.Second)
-		first, err := st.claim(ctx, claimAt, until, 7, 2)
+		first, err := st.claim(ctx, claimAt, until, 7, 2, inFlight{})
 		if err != nil || len(first) != 2 {
 			t.Fatalf("claim of 2 = %+v, %v", first, err)
 		}
@@ -190,11 +190,11 @@ func TestStoreClaimAndRecord(t *testing.T) {
 			c.EventID != c.EventSeq || !c.EventAt.Equal(at) || c.ExpiresAt != nil || c.Retries != 0 {
 			t.Errorf("claimed %+v", c)
 		}
-		second, err := st.claim(ctx, claimAt, until, 8, 10)
+		second, err := st.claim(ctx, claimAt, until, 8, 10, inFlight{})
 		if err != nil || fmt.Sprint(claimIDs(second)) != fmt.Sprint(ids[2:3]) {
 			t.Fatalf("second claim = %v, %v; want only %d (the others are held, or not due)", claimIDs(second), err, ids[2])
 		}
-		if none, err := st.claim(ctx, claimAt, until, 9, 10); len(none) != 0 || err != nil {
+		if none, err := st.claim(ctx, claimAt, until, 9, 10, inFlight{}); len(none) != 0 || err != nil {
 			t.Errorf("a third claim took %v, %v", claimIDs(none), err)
 		}
 
@@ -262,7 +262,7 @@ func TestStoreClaimsAtOnce(t *testing.T) {
 					<-start
 					for j := 1; ; j++ {
 						token := int64(10000*round + 1000*i + j) // a token a claim, as the dispatcher's
-						cs, err := st.claim(t.Context(), at.Add(time.Second), at.Add(lease), token, 10)
+						cs, err := st.claim(t.Context(), at.Add(time.Second), at.Add(lease), token, 10, inFlight{})
 						if err != nil || len(cs) == 0 {
 							if err != nil {
 								t.Error(err)

@@ -120,6 +120,7 @@ type Service struct {
 	secrets secretBox
 	client  *http.Client
 	wake    chan struct{}
+	busy    *busy
 	timer   struct {
 		sync.Mutex
 		t  *time.Timer
@@ -161,7 +162,8 @@ func New(db *gorm.DB, ev *events.Service, cfg Config) (*Service, error) {
 		return nil, err
 	}
 	s := &Service{store: st, events: ev, cfg: cfg, log: cfg.Logger,
-		guard: guard{allowPrivate: cfg.AllowPrivate, resolver: cfg.Resolver}, secrets: secrets, wake: make(chan struct{}, 1)}
+		guard: guard{allowPrivate: cfg.AllowPrivate, resolver: cfg.Resolver}, secrets: secrets, wake: make(chan struct{}, 1),
+		busy: newBusy(cfg.Concurrency)}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
