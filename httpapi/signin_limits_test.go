@@ -148,3 +148,17 @@ func TestSignInFloodDoesNotBlockStaff(t *testing.T) {
 	}
 	t.Logf("real sign-in took %v; the flood was answered %v", took, byCode)
 }
+
+// What others typed shows escaped in the audit log: a username tried at
+// sign-in with a bidi override or a line break cannot pass for another
+// entry.
+func TestAuditShowsControlCharactersEscaped(t *testing.T) {
+	t.Parallel()
+	b := setup(t, dbtest.SQLite(t))
+	formSignIn(b.handler, "203.0.113.7", "mallory\u202Enimda\nok", "guess")
+	_, doc := b.asAdmin(t).get(t, "/admin/audit?action=sign-in")
+	text := doc.Find("table").Text()
+	if strings.ContainsAny(text, "\u202E") || !strings.Contains(text, `mallory\u202Enimda\u000Aok`) {
+		t.Errorf("the audit page shows the typed username as %q; want its control characters escaped", text)
+	}
+}

@@ -29,3 +29,23 @@ func TestCell(t *testing.T) {
 		}
 	}
 }
+
+// TestVisible: control and format characters, separators and bytes that
+// are not UTF-8 are shown as escapes; other text as it is.
+func TestVisible(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"alice":                 "alice",
+		"café ☕ \uFFFD":         "café ☕ \uFFFD",
+		"adm\u202Enimda":        `adm\u202Enimda`,
+		"a\u200Bb":              `a\u200Bb`,
+		"line\nbreak\r\t":       `line\u000Abreak\u000D\u0009`,
+		"x\u2028y\u2066z\u2069": `x\u2028y\u2066z\u2069`,
+		"bad \xff byte":         `bad \xFF byte`,
+		"\x1b[31mred":           `\u001B[31mred`,
+	} {
+		if got := visible(in); got != want {
+			t.Errorf("visible(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
