@@ -138,3 +138,15 @@ func visible(s string) string {
 func hidden(r rune) bool {
 	return unicode.In(r, unicode.Cc, unicode.Cf, unicode.Zl, unicode.Zp)
 }
+
+// maxShownInput is how many characters of someone's input a page repeats.
+const maxShownInput = 100
+
+// clipped is s cut to maxShownInput characters, with an ellipsis when cut:
+// an error page never repeats an over-long input whole.
+func clipped(s string) string {
+	if utf8.RuneCountInString(s) <= maxShownInput {
+		return s
+	}
+	return string([]rune(s)[:maxShownInput]) + "…"
+}
