@@ -260,6 +260,13 @@ func (t *PairTry) Failed() (nowBlocked bool) {
 	return nowBlocked
 }
 
+// Kept ends a try whose credentials were wrong, keeping its try, for a
+// caller that counts the failure against the address's and the identity's
+// budgets itself (Failed).
+func (t *PairTry) Kept() {
+	t.once.Do(func() { t.l.leave(addrKey(t.a.Addr)) })
+}
+
 // PairRefused counts a try TakePair refused for a spent budget, and
 // reports whether it is the first since the budget was spent (the one to
 // write down: the others are counted, not recorded one by one) and how

@@ -50,14 +50,23 @@ func (a adminSignInLimiter) AnonymousFailed(addr string) {
 // staffBasic accepts HTTP Basic credentials of an enabled staff account
 // with the admin role: how Prometheus, or an operator with curl, reads
 // /metrics without an API token. The password check costs what a sign-in
-// costs (argon2id), for unknown usernames too. A failed check that named a
-// username is audited as a failed sign-in; successful scrapes, every few
-// seconds, are not.
-func staffBasic(st *staff.Store) check {
+// costs (argon2id), for unknown usernames too, and is refused unchecked
+// as the sign-in form's is: when the address has spent its failures for
+// the username, or has too many checks under way (auth.FailureLimiter's
+// TakePair), so that a flood of bogus Basic credentials cannot take the
+// hashing from staff signing in. A failed check that named a username is
+// audited as a failed sign-in; successful scrapes, every few seconds, are
+// not.
+func staffBasic(st *staff.Store, limiter *auth.FailureLimiter) check {
 	return func(r *http.Request) (signIn, error) {
 		user, pass, found := r.BasicAuth()
 		if !found || st == nil {
 			return signIn{}, nil
+		}
+		refused := signIn{identity: "staff:" + staff.NormalizeUsername(user)}
+		try, _ := limiter.TakePair(staffAttempt(clientaddr.From(r.Context()), staff.NormalizeUsername(user)))
+		if try == nil {
+			return refused, nil // counted by the guard, answered 429 once spent
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), credentialCheckTimeout)
 		defer cancel()
@@ -65,17 +74,26 @@ func staffBasic(st *staff.Store) check {
 		// An admin with a temporary password has it changed at first
 		// sign-in, in the browser, before it serves anything else.
 		if err == nil && acct.Role == staff.Admin && !acct.MustChangePassword {
+			try.Succeeded()
 			return signIn{ok: true, principal: auth.FullAccess(auth.KindAdmin, acct.Username)}, nil
 		}
 		if err != nil && !errors.Is(err, staff.ErrBadCredentials) {
-			// The database did not answer (SERVICE_UNAVAILABLE): not a
-			// failed sign-in, and not to be spent from the address's budget.
+			// The database did not answer (SERVICE_UNAVAILABLE), or every
+			// hashing slot stayed busy: not a failed sign-in, and not to be
+			// spent from the address's budget.
+			try.Abandoned()
+			if errors.Is(err, staff.ErrBusy) {
+				// No slot came free in time: a 503 with Retry-After, as
+				// for a database that did not answer in time.
+				return signIn{}, fmt.Errorf("check staff credentials: %w (%w)", err, context.DeadlineExceeded)
+			}
 			return signIn{}, fmt.Errorf("check staff credentials: %w", err)
 		}
+		try.Kept()
 		if user != "" {
 			_ = st.RecordFailedSignIn(r.Context(), user, clientaddr.From(r.Context()),
 				"HTTP Basic on "+r.URL.Path+": wrong username or password, disabled, not an admin, or a temporary password")
 		}
-		return signIn{identity: "staff:" + staff.NormalizeUsername(user)}, nil
+		return refused, nil
 	}
 }
