@@ -99,6 +99,19 @@ func FromDomain(ctx context.Context, err error) Error {
 	return FromInternal(ctx, err)
 }
 
+// OthersNotFound is err as answered to a request on a payment given by its
+// id: a payment of a client the token may not act for is NOT_FOUND, never
+// FORBIDDEN, so that a client-bound token cannot learn that another
+// client's payment exists (as GET /api/payments/{id} and payment(id:)
+// answer it). A create for another client stays FORBIDDEN: the client id
+// is the caller's own input.
+func OthersNotFound(err error) error {
+	if errors.Is(err, payments.ErrForbidden) {
+		return payments.ErrNotFound
+	}
+	return err
+}
+
 // FromInternal logs err and returns what the client may see of it.
 func FromInternal(ctx context.Context, err error) Error {
 	id := requestid.From(ctx)

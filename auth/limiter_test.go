@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -105,5 +106,64 @@ func TestFailureLimiterKeepsNoIdentity(t *testing.T) {
 	}
 	if l.byIdentity.Len() != 1 {
 		t.Errorf("%d identities counted, want 1", l.byIdentity.Len())
+	}
+}
+
+// TestTakePair: a pair's try is taken before the check, given back by a
+// right password and kept by a wrong one; other addresses keep their own
+// budget for the identity; an address has at most MaxConcurrentPerAddress
+// checks under way; the first refusal of a lockout is told apart.
+func TestTakePair(t *testing.T) {
+	t.Parallel()
+	l := NewFailureLimiter(3)
+	a := Attempt{Addr: "203.0.113.7", Identity: "staff:admin"}
+	for range 10 { // right passwords cost nothing
+		try, _ := l.TakePair(a)
+		if try == nil {
+			t.Fatal("a right password was refused")
+		}
+		try.Succeeded()
+	}
+	for i := range 3 {
+		try, _ := l.TakePair(a)
+		if try == nil {
+			t.Fatalf("failure %d refused", i+1)
+		}
+		if now := try.Failed(); now != (i == 2) {
+			t.Errorf("failure %d: now blocked %v", i+1, now)
+		}
+	}
+	if try, wait := l.TakePair(a); try != nil || wait <= 0 || !l.PairSpent(a) {
+		t.Errorf("after 3 failures: %v, %v; want refused with a wait", try, wait)
+	}
+	if first, n := l.PairRefused(a); !first || n != 1 {
+		t.Errorf("first refusal: %v %d", first, n)
+	}
+	if first, n := l.PairRefused(a); first || n != 2 {
+		t.Errorf("second refusal: %v %d", first, n)
+	}
+	if try, _ := l.TakePair(Attempt{Addr: "198.51.100.1", Identity: "staff:admin"}); try == nil {
+		t.Error("another address is refused for the identity")
+	}
+	if try, _ := l.TakePair(Attempt{Addr: "203.0.113.7", Identity: "staff:carol"}); try == nil {
+		t.Error("another identity is refused from the address")
+	}
+
+	busy := Attempt{Addr: "192.0.2.1", Identity: "staff:x"}
+	var held []*PairTry
+	for i := range MaxConcurrentPerAddress {
+		try, _ := l.TakePair(Attempt{Addr: busy.Addr, Identity: busy.Identity + strconv.Itoa(i)})
+		if try == nil {
+			t.Fatal("refused under the concurrency cap")
+		}
+		held = append(held, try)
+	}
+	if try, _ := l.TakePair(Attempt{Addr: "192.0.2.1", Identity: "staff:y"}); try != nil || l.PairSpent(Attempt{Addr: "192.0.2.1", Identity: "staff:y"}) {
+		t.Error("one check too many from an address: want refused, its budget not spent")
+	}
+	held[0].Abandoned()
+	held[0].Failed() // ended once: a second end changes nothing
+	if try, _ := l.TakePair(busy); try == nil {
+		t.Error("a freed check is still counted")
 	}
 }

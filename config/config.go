@@ -84,6 +84,10 @@ type Config struct {
 	// WebhookSecretKeyPrevious opens secrets sealed under the key before
 	// it, while a key is rotated (WEBHOOK_SECRET_KEY_PREVIOUS).
 	WebhookSecretKey, WebhookSecretKeyPrevious []byte
+	// WebhookEndpointsPerClient caps the webhook endpoints one client may
+	// have (WEBHOOK_ENDPOINTS_PER_CLIENT); zero: webhooks'
+	// DefaultEndpointsPerClient.
+	WebhookEndpointsPerClient int
 
 	// SubscriptionsPerSocket, SubscriptionsPerToken and
 	// SubscriptionsPerInstance cap the open GraphQL subscriptions
@@ -148,6 +152,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	positive("SUBSCRIPTIONS_PER_TOKEN", func(n int64) { c.SubscriptionsPerToken = int(n) })
 	positive("SUBSCRIPTIONS_PER_INSTANCE", func(n int64) { c.SubscriptionsPerInstance = int(n) })
 	positive("SUBSCRIPTION_REPLAY_RATE", func(n int64) { c.SubscriptionReplayRate = int(n) })
+	positive("WEBHOOK_ENDPOINTS_PER_CLIENT", func(n int64) { c.WebhookEndpointsPerClient = int(n) })
 	if v := getenv("GRAPHQL_INTROSPECTION"); v != "" {
 		on, err := strconv.ParseBool(v)
 		if err != nil {

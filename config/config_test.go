@@ -177,6 +177,9 @@ func TestSubscriptionSettings(t *testing.T) {
 	if c.SubscriptionsPerSocket != 5 || c.SubscriptionsPerToken != 6 || c.SubscriptionsPerInstance != 7 || c.SubscriptionReplayRate != 8 {
 		t.Errorf("subscription settings: %d, %d, %d, %d", c.SubscriptionsPerSocket, c.SubscriptionsPerToken, c.SubscriptionsPerInstance, c.SubscriptionReplayRate)
 	}
+	if c, err := FromEnv(env(map[string]string{"WEBHOOK_ENDPOINTS_PER_CLIENT": "3"})); err != nil || c.WebhookEndpointsPerClient != 3 {
+		t.Errorf("WEBHOOK_ENDPOINTS_PER_CLIENT=3: %d, %v", c.WebhookEndpointsPerClient, err)
+	}
 	_, err = FromEnv(env(map[string]string{"SUBSCRIPTIONS_PER_TOKEN": "0", "SUBSCRIPTION_REPLAY_RATE": "fast"}))
 	if err == nil || !strings.Contains(err.Error(), "SUBSCRIPTIONS_PER_TOKEN") || !strings.Contains(err.Error(), "SUBSCRIPTION_REPLAY_RATE") {
 		t.Errorf("err = %v, want both variables named", err)

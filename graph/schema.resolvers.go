@@ -49,7 +49,7 @@ func (r *mutationResolver) CapturePayment(ctx context.Context, paymentID string,
 		PaymentID: paymentID, Amount: decimalText(amount), IdempotencyKey: idempotencyKey, Origin: origin(ctx),
 	})
 	if err != nil {
-		return nil, err
+		return nil, othersNotFound(err)
 	}
 	return &model.CapturePaymentPayload{Payment: &res.Payment, Replayed: res.Replayed}, nil
 }
@@ -58,7 +58,7 @@ func (r *mutationResolver) CapturePayment(ctx context.Context, paymentID string,
 func (r *mutationResolver) CancelPayment(ctx context.Context, paymentID string, idempotencyKey string) (*model.CancelPaymentPayload, error) {
 	res, err := r.Service.Cancel(ctx, payments.CancelRequest{PaymentID: paymentID, IdempotencyKey: idempotencyKey, Origin: origin(ctx)})
 	if err != nil {
-		return nil, err
+		return nil, othersNotFound(err)
 	}
 	return &model.CancelPaymentPayload{Payment: &res.Payment, Replayed: res.Replayed}, nil
 }
@@ -69,7 +69,7 @@ func (r *mutationResolver) RefundPayment(ctx context.Context, paymentID string, 
 		PaymentID: paymentID, Amount: decimalText(amount), Reason: reason, IdempotencyKey: idempotencyKey, Origin: origin(ctx),
 	})
 	if err != nil {
-		return nil, err
+		return nil, othersNotFound(err)
 	}
 	return &model.RefundPaymentPayload{Refund: res.Refund, Payment: &res.Payment, Replayed: res.Replayed}, nil
 }
@@ -78,6 +78,9 @@ func (r *mutationResolver) RefundPayment(ctx context.Context, paymentID string, 
 func (r *mutationResolver) CreateWebhookEndpoint(ctx context.Context, url string, events []payments.EventType) (*model.CreateWebhookEndpointPayload, error) {
 	if r.Webhooks == nil {
 		return nil, errNoWebhooks
+	}
+	if err := r.mayReceive(ctx); err != nil {
+		return nil, err
 	}
 	ep, secret, err := r.Webhooks.CreateEndpoint(ctx, r.clientOf(ctx), url, events)
 	if err != nil {
@@ -91,7 +94,7 @@ func (r *mutationResolver) DeleteWebhookEndpoint(ctx context.Context, id string)
 	if r.Webhooks == nil {
 		return nil, errNoWebhooks
 	}
-	ok, err := r.Webhooks.DeleteEndpoint(ctx, r.clientOf(ctx), id)
+	ok, err := r.Webhooks.DeleteEndpointOf(ctx, r.webhookOwner(ctx), id)
 	if err != nil {
 		return nil, err
 	}
@@ -275,7 +278,7 @@ func (r *queryResolver) WebhookEndpoints(ctx context.Context) ([]webhooks.Endpoi
 	if r.Webhooks == nil {
 		return nil, errNoWebhooks
 	}
-	return r.Webhooks.Endpoints(ctx, r.clientOf(ctx))
+	return r.Webhooks.EndpointsOf(ctx, r.webhookOwner(ctx))
 }
 
 // Amount is the resolver for the amount field.

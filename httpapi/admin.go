@@ -10,32 +10,63 @@ import (
 	"github.com/cmpay/cmpay/auth"
 	"github.com/cmpay/cmpay/clientaddr"
 	"github.com/cmpay/cmpay/staff"
+	"github.com/cmpay/cmpay/web"
 )
 
-// adminSignInLimiter lets the admin's sign-in form spend the same failure
-// budgets as every other credential check: per address and per username.
+// adminSignInLimiter lets the admin's sign-in form and password change
+// spend the failure budgets every credential check spends (per address and
+// per username), and refuse by the budget of the address for the username
+// before a password is checked (auth.FailureLimiter.TakePair).
 type adminSignInLimiter struct{ l *auth.FailureLimiter }
 
-func (a adminSignInLimiter) Blocked(addr, username string) (bool, time.Duration) {
-	b := a.l.Blocked(auth.Attempt{Addr: addr, Identity: "staff:" + username})
-	return b.Any(), b.RetryAfter
+func staffAttempt(addr, username string) auth.Attempt {
+	return auth.Attempt{Addr: addr, Identity: "staff:" + username}
 }
 
-func (a adminSignInLimiter) Failed(addr, username string) {
-	a.l.Failed(auth.Attempt{Addr: addr, Identity: "staff:" + username})
+// anonymousIdentity counts an address's failures with usernames that are
+// no account's; no username normalises to it (it holds a NUL).
+const anonymousIdentity = "staff-unknown:\x00"
+
+func (a adminSignInLimiter) Take(addr, username string) (web.SignInTry, bool, time.Duration) {
+	try, wait := a.l.TakePair(staffAttempt(addr, username))
+	if try == nil {
+		return nil, a.l.PairSpent(staffAttempt(addr, username)), wait
+	}
+	return try, false, 0
+}
+
+func (a adminSignInLimiter) Refused(addr, username string) (bool, int) {
+	return a.l.PairRefused(staffAttempt(addr, username))
+}
+
+func (a adminSignInLimiter) AnonymousSpent(addr string) bool {
+	return a.l.PairSpent(auth.Attempt{Addr: addr, Identity: anonymousIdentity})
+}
+
+func (a adminSignInLimiter) AnonymousFailed(addr string) {
+	a.l.SpendPair(auth.Attempt{Addr: addr, Identity: anonymousIdentity})
 }
 
 // staffBasic accepts HTTP Basic credentials of an enabled staff account
 // with the admin role: how Prometheus, or an operator with curl, reads
 // /metrics without an API token. The password check costs what a sign-in
-// costs (argon2id), for unknown usernames too. A failed check that named a
-// username is audited as a failed sign-in; successful scrapes, every few
-// seconds, are not.
-func staffBasic(st *staff.Store) check {
+// costs (argon2id), for unknown usernames too, and is refused unchecked
+// as the sign-in form's is: when the address has spent its failures for
+// the username, or has too many checks under way (auth.FailureLimiter's
+// TakePair), so that a flood of bogus Basic credentials cannot take the
+// hashing from staff signing in. A failed check that named a username is
+// audited as a failed sign-in; successful scrapes, every few seconds, are
+// not.
+func staffBasic(st *staff.Store, limiter *auth.FailureLimiter) check {
 	return func(r *http.Request) (signIn, error) {
 		user, pass, found := r.BasicAuth()
 		if !found || st == nil {
 			return signIn{}, nil
+		}
+		refused := signIn{identity: "staff:" + staff.NormalizeUsername(user)}
+		try, _ := limiter.TakePair(staffAttempt(clientaddr.From(r.Context()), staff.NormalizeUsername(user)))
+		if try == nil {
+			return refused, nil // counted by the guard, answered 429 once spent
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), credentialCheckTimeout)
 		defer cancel()
@@ -43,17 +74,26 @@ func staffBasic(st *staff.Store) check {
 		// An admin with a temporary password has it changed at first
 		// sign-in, in the browser, before it serves anything else.
 		if err == nil && acct.Role == staff.Admin && !acct.MustChangePassword {
+			try.Succeeded()
 			return signIn{ok: true, principal: auth.FullAccess(auth.KindAdmin, acct.Username)}, nil
 		}
 		if err != nil && !errors.Is(err, staff.ErrBadCredentials) {
-			// The database did not answer (SERVICE_UNAVAILABLE): not a
-			// failed sign-in, and not to be spent from the address's budget.
+			// The database did not answer (SERVICE_UNAVAILABLE), or every
+			// hashing slot stayed busy: not a failed sign-in, and not to be
+			// spent from the address's budget.
+			try.Abandoned()
+			if errors.Is(err, staff.ErrBusy) {
+				// No slot came free in time: a 503 with Retry-After, as
+				// for a database that did not answer in time.
+				return signIn{}, fmt.Errorf("check staff credentials: %w (%w)", err, context.DeadlineExceeded)
+			}
 			return signIn{}, fmt.Errorf("check staff credentials: %w", err)
 		}
+		try.Kept()
 		if user != "" {
 			_ = st.RecordFailedSignIn(r.Context(), user, clientaddr.From(r.Context()),
 				"HTTP Basic on "+r.URL.Path+": wrong username or password, disabled, not an admin, or a temporary password")
 		}
-		return signIn{identity: "staff:" + staff.NormalizeUsername(user)}, nil
+		return refused, nil
 	}
 }

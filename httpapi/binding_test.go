@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -38,13 +39,26 @@ func TestTokenBoundToAClient(t *testing.T) {
 		if r := gql(`mutation { createPayment(input: {clientId: "shop-8", amount: "0.01", currency: "BRL", method: PIX}, idempotencyKey: "order-2000") { replayed } }`); r.code() != "FORBIDDEN" {
 			t.Errorf("GraphQL create for another client: %+v", r.Errors)
 		}
-		// Changing another client's payment: refused.
-		res, body = b.raw(t, "POST", "/api/payments/"+theirs+"/refunds", as("r-1"), "")
-		if p := decodeProblem(t, res, body); res.StatusCode != 403 || p.Code != "FORBIDDEN" {
-			t.Errorf("REST refund of another client's payment: %d %s", res.StatusCode, p.Code)
+		// Changing another client's payment: NOT_FOUND on every route, as
+		// for an id never issued, so that no answer tells that it exists.
+		for _, path := range []string{"/capture", "/cancel", "/refunds"} {
+			for _, id := range []string{theirs, "pay_never_issued"} {
+				res, body := b.raw(t, "POST", "/api/payments/"+id+path, as("r-1"+path), "")
+				if p := decodeProblem(t, res, body); res.StatusCode != 404 || p.Code != "NOT_FOUND" || p.Detail != "no such payment" {
+					t.Errorf("REST %s of %s: %d %+v; want 404 NOT_FOUND, no such payment", path, id, res.StatusCode, p)
+				}
+			}
 		}
-		if r := gql(`mutation { refundPayment(paymentId: "` + theirs + `", idempotencyKey: "r-2") { replayed } }`); r.code() != "FORBIDDEN" {
-			t.Errorf("GraphQL refund of another client's payment: %+v", r.Errors)
+		for _, m := range []string{
+			`capturePayment(paymentId: "%s", idempotencyKey: "r-2") { replayed }`,
+			`cancelPayment(paymentId: "%s", idempotencyKey: "r-3") { replayed }`,
+			`refundPayment(paymentId: "%s", idempotencyKey: "r-4") { replayed }`,
+		} {
+			for _, id := range []string{theirs, "pay_never_issued"} {
+				if r := gql("mutation { " + fmt.Sprintf(m, id) + " }"); r.code() != "NOT_FOUND" {
+					t.Errorf("GraphQL %.14s of %s: %+v; want NOT_FOUND", m, id, r.Errors)
+				}
+			}
 		}
 		if got := len(b.listed(t)); got != before {
 			t.Errorf("%d payments, want %d: a refused request created one", got, before)

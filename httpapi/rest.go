@@ -175,7 +175,7 @@ func changeREST(svc *payments.Service, operation string,
 		}
 		res, err := call(r.Context(), chi.URLParam(r, "id"), key, body, restOrigin(r))
 		if err != nil {
-			writeProblem(w, r, apierror.FromDomain(r.Context(), err))
+			writeProblem(w, r, apierror.FromDomain(r.Context(), apierror.OthersNotFound(err)))
 			return
 		}
 		writeChanged(w, r, svc, res)
@@ -375,6 +375,9 @@ func badInput(field, message string) apierror.Error {
 // retryAfterSeconds is the Retry-After of a 503 answer.
 const retryAfterSeconds = "1"
 
+// maxInstanceLen is the longest path a problem repeats as its instance.
+const maxInstanceLen = 256
+
 // writeProblem answers with an RFC 9457 problem: the standard members plus
 // code and the error's details (field, problems, paymentId,
 // differingFields, available, requestId). A detail named like a standard
@@ -389,6 +392,15 @@ func writeProblem(w http.ResponseWriter, r *http.Request, e apierror.Error) {
 		"detail":   e.Message,
 		"code":     e.Code,
 		"instance": r.URL.Path,
+	}
+	if len(r.URL.Path) > maxInstanceLen {
+		// An error never repeats an over-long input whole, a path
+		// included: its start, still a path, cut before an escape.
+		p := r.URL.EscapedPath()[:maxInstanceLen]
+		if i := strings.LastIndexByte(p, '%'); i >= len(p)-2 {
+			p = p[:i]
+		}
+		body["instance"] = p
 	}
 	for k, v := range e.Details {
 		if _, standard := body[k]; standard {

@@ -93,7 +93,7 @@ func NewHandler(d Deps) http.Handler {
 	failures := auth.NewFailureLimiter(d.AuthFailuresPerMinute)
 	apiToken := guard(creds.bearer, failures, styleGraphQL, bearerChallenge, log)
 	restToken := guard(creds.bearer, failures, styleProblem, bearerChallenge, log)
-	adminOrToken := guard(either(staffBasic(d.Staff), creds.bearer), failures, styleProblem, basicChallenge, log)
+	adminOrToken := guard(either(staffBasic(d.Staff, failures), creds.bearer), failures, styleProblem, basicChallenge, log)
 	gqlOpts.Events, gqlOpts.Webhooks = d.Events, d.Webhooks
 	gqlOpts.Authenticate = websocketAuthenticator(creds, failures)
 	gqlOpts.Recheck = connectionRecheck(creds)

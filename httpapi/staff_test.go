@@ -11,11 +11,13 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/PuerkitoBio/goquery"
 
 	"github.com/cmpay/cmpay/auth"
 	"github.com/cmpay/cmpay/internal/dbtest"
+	"github.com/cmpay/cmpay/models"
 	"github.com/cmpay/cmpay/payments"
 	"github.com/cmpay/cmpay/staff"
 	"github.com/cmpay/cmpay/web"
@@ -599,6 +601,71 @@ func TestAdminTokensPage(t *testing.T) {
 			if !strings.Contains(lines, want) {
 				t.Errorf("the audit log lacks %q:\n%s", want, lines)
 			}
+		}
+	})
+}
+
+// endingRecorder ends the export's session at its first flush.
+type endingRecorder struct {
+	*httptest.ResponseRecorder
+	end     func()
+	flushes int
+}
+
+func (f *endingRecorder) Flush() {
+	if f.flushes++; f.flushes == 1 {
+		f.end()
+	}
+	f.ResponseRecorder.Flush()
+}
+
+// TestAdminCSVStopsWhenItsSessionEnds: an export whose session ends
+// mid-stream (here: the account is disabled) stops at its next flush, as a
+// broken download, and the audit log says why.
+func TestAdminCSVStopsWhenItsSessionEnds(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		b := setup(t, db)
+		ctx := context.Background()
+		at := time.Now().UTC()
+		rows := make([]models.Payment, 3500)
+		for i := range rows {
+			rows[i] = models.Payment{ID: fmt.Sprintf("pay_end_%06d", i), ClientID: "stream", IdempotencyKey: fmt.Sprint("key-", i),
+				AmountMinor: 100, Currency: "BRL", Method: "PIX", CreatedAt: at.Add(-time.Duration(i) * time.Second),
+				Status: "CAPTURED", CapturedMinor: 100}
+		}
+		if err := db.Gorm.CreateInBatches(rows, 500).Error; err != nil {
+			t.Fatal(err)
+		}
+		c := b.addStaff(t, "carol", staff.Viewer)
+		u, _ := url.Parse(b.srv.URL + "/admin/payments.csv")
+		req := httptest.NewRequest("GET", "/admin/payments.csv?client=stream", nil)
+		for _, ck := range c.jar.Cookies(u) {
+			req.AddCookie(ck)
+		}
+		rec := &endingRecorder{ResponseRecorder: httptest.NewRecorder(), end: func() {
+			if err := b.staff.Disable(ctx, staff.CommandLine, "carol"); err != nil {
+				t.Error(err)
+			}
+		}}
+		func() {
+			defer func() {
+				if p := recover(); p != nil && p != http.ErrAbortHandler {
+					panic(p)
+				}
+			}()
+			b.handler.ServeHTTP(rec, req)
+		}()
+		lines := strings.Count(rec.Body.String(), "\n")
+		if lines >= 3501 || lines < 1000 {
+			t.Errorf("%d lines sent; want the export stopped at its first flush after the session ended", lines)
+		}
+		page, err := b.staff.AuditLog(ctx, staff.AuditFilter{Action: staff.ActExport}, 10, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page.Entries) == 0 || !strings.Contains(page.Entries[0].Detail, "session ended") {
+			t.Errorf("the export's last entry: %+v; want it stopped because the session ended", page.Entries)
 		}
 	})
 }

@@ -60,6 +60,8 @@ const (
 	OutcomeDenied  = "denied"
 	OutcomeStarted = "started"
 	OutcomeError   = "error"
+	// OutcomeRefused: a sign-in refused (429) without its password checked.
+	OutcomeRefused = "refused"
 )
 
 // Actor is who an entry is about and where they were.

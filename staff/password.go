@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"golang.org/x/crypto/argon2"
@@ -102,11 +103,20 @@ func burnHash(password string, p HashParams) {
 	argon2.IDKey([]byte(password), dummySalt, p.Time, p.Memory, p.Threads, keyLen)
 }
 
+// ErrBusy: every hashing slot stayed busy for the store's HashWait, so the
+// password was not checked. Nothing was learnt: try again in a moment.
+var ErrBusy = errors.New("every password-hashing slot is busy: try again in a moment")
+
 // hash runs f in one of the store's hashing slots, waiting for one while
-// ctx lasts: each hash holds Memory KiB for its duration.
+// ctx lasts, and at most HashWait: each hash holds Memory KiB for its
+// duration.
 func (s *Store) hash(ctx context.Context, f func()) error {
+	wait := time.NewTimer(s.hashWait)
+	defer wait.Stop()
 	select {
 	case s.hashSlots <- struct{}{}:
+	case <-wait.C:
+		return ErrBusy
 	case <-ctx.Done():
 		// Still a 503 (the deadline), but the log says what was busy.
 		return fmt.Errorf("wait for a password-hashing slot, all busy: %w", ctx.Err())

@@ -48,10 +48,21 @@ type SignInRequest struct {
 	Username, Password string
 	// Address is where it comes from, for the session and the audit log.
 	Address string
-	// Limited is set when the address has used up its failed sign-ins: a
-	// failure is then answered 429, which the audit entry says.
-	Limited bool
+	// QuietUnknown leaves a failure with a username that is no account's
+	// out of the audit log: the address has spent its budget of such
+	// failures, which are then counted, not recorded one by one.
+	QuietUnknown bool
 }
+
+// ErrUnknownUsername is the ErrBadCredentials of a sign-in whose username
+// is no account's, with the same words: callers tell the user no more
+// than ErrBadCredentials does.
+var ErrUnknownUsername error = unknownUsernameError{}
+
+type unknownUsernameError struct{}
+
+func (unknownUsernameError) Error() string { return ErrBadCredentials.Error() }
+func (unknownUsernameError) Unwrap() error { return ErrBadCredentials }
 
 // whyUnknown is verify's reason for a username that is no account's.
 const whyUnknown = "unknown username"
@@ -65,6 +76,16 @@ const unknownUsername = "(unknown username)"
 // RecordFailedSignIn audits a failed sign-in made otherwise than with the
 // form (HTTP Basic), as SignIn audits the form's.
 func (s *Store) RecordFailedSignIn(ctx context.Context, username, address, detail string) error {
+	return s.recordSignIn(ctx, username, address, OutcomeFailed, detail)
+}
+
+// RecordRefusedSignIn audits a sign-in refused (429) without its password
+// being checked: the address has spent its failures for that username.
+func (s *Store) RecordRefusedSignIn(ctx context.Context, username, address, detail string) error {
+	return s.recordSignIn(ctx, username, address, OutcomeRefused, detail)
+}
+
+func (s *Store) recordSignIn(ctx context.Context, username, address, outcome, detail string) error {
 	typed := NormalizeUsername(username)
 	who := Actor{Username: typed, Address: address}
 	_, known, err := s.st.account(ctx, typed)
@@ -74,7 +95,7 @@ func (s *Store) RecordFailedSignIn(ctx context.Context, username, address, detai
 	if !known {
 		who.Username = unknownUsername
 	}
-	return s.Record(ctx, who, ActSignIn, typed, OutcomeFailed, detail)
+	return s.Record(ctx, who, ActSignIn, typed, outcome, detail)
 }
 
 // SignIn checks a username and password and, when they are right, starts a
@@ -89,15 +110,16 @@ func (s *Store) SignIn(ctx context.Context, req SignInRequest) (token string, ac
 	acct, why, err := s.verify(ctx, typed, req.Password)
 	if errors.Is(err, ErrBadCredentials) {
 		if why == whyUnknown {
+			if req.QuietUnknown {
+				return "", Account{}, ErrUnknownUsername
+			}
 			who.Username = unknownUsername
-		}
-		if req.Limited {
-			why += "; too many failed sign-ins from this address (429)"
+			err = ErrUnknownUsername
 		}
 		if err := s.Record(ctx, who, ActSignIn, typed, OutcomeFailed, why); err != nil {
 			return "", Account{}, err
 		}
-		return "", Account{}, ErrBadCredentials
+		return "", Account{}, err
 	}
 	if err != nil {
 		return "", Account{}, err

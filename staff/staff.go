@@ -110,7 +110,15 @@ type Config struct {
 	// Hash is the argon2id cost of new hashes; zero means
 	// DefaultHashParams. Tests make it cheap.
 	Hash HashParams
+	// HashWait is the longest a password check waits for a hashing slot
+	// before it gives up with ErrBusy; zero means DefaultHashWait.
+	HashWait time.Duration
 }
+
+// DefaultHashWait bounds the wait for a hashing slot: a flood of sign-ins
+// is answered "busy, try again" within it instead of holding everyone's
+// sign-in until its deadline.
+const DefaultHashWait = 2 * time.Second
 
 // Defaults of Config.
 const (
@@ -132,6 +140,7 @@ type Store struct {
 	clock     func() time.Time
 	params    HashParams
 	hashSlots chan struct{}
+	hashWait  time.Duration
 }
 
 // New returns a Store over db, whose schema must be migrated
@@ -143,7 +152,10 @@ func New(db *gorm.DB, cfg Config) *Store {
 	if err != nil {
 		panic(fmt.Sprintf("staff: %v", err))
 	}
-	s := &Store{st: st, idle: cfg.IdleTimeout, maxAge: cfg.MaxAge, clock: cfg.Now, params: cfg.Hash}
+	s := &Store{st: st, idle: cfg.IdleTimeout, maxAge: cfg.MaxAge, clock: cfg.Now, params: cfg.Hash, hashWait: cfg.HashWait}
+	if s.hashWait <= 0 {
+		s.hashWait = DefaultHashWait
+	}
 	if s.idle <= 0 {
 		s.idle = DefaultIdleTimeout
 	}

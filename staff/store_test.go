@@ -417,6 +417,46 @@ func TestAuditIsAppendOnly(t *testing.T) {
 	})
 }
 
+// TestAdminAttemptsAreAppendOnly: the staff's captures, cancels and
+// refunds, recorded as payment attempts with transport admin, are part of
+// the audit log and as append-only as staff_audit; API clients' attempts
+// are not.
+func TestAdminAttemptsAreAppendOnly(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		for _, a := range []models.IdempotencyAttempt{
+			{PaymentID: "pay_1", Operation: "REFUND_PAYMENT", Outcome: "APPLIED", At: at0(), Transport: "admin", Actor: "alice"},
+			{PaymentID: "pay_1", Operation: "CREATE_PAYMENT", Outcome: "CREATED", At: at0(), Transport: "graphql"},
+		} {
+			if err := db.Gorm.Create(&a).Error; err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, stmt := range []string{
+			`UPDATE idempotency_attempts SET actor = 'mallory' WHERE transport = 'admin'`,
+			`DELETE FROM idempotency_attempts WHERE transport = 'admin'`,
+			`DELETE FROM idempotency_attempts`,
+		} {
+			if err := db.Gorm.Exec(stmt).Error; err == nil || !strings.Contains(err.Error(), "append-only") {
+				t.Errorf("%s: %v; want refused", stmt, err)
+			}
+		}
+		if db.Dialect == "postgres" {
+			if err := db.Gorm.Exec(`TRUNCATE idempotency_attempts`).Error; err == nil {
+				t.Error("TRUNCATE allowed while it holds staff actions")
+			}
+		}
+		if err := db.Gorm.Exec(`UPDATE idempotency_attempts SET outcome = 'REPLAYED' WHERE transport = 'graphql'`).Error; err != nil {
+			t.Errorf("an API attempt: %v; the triggers are for staff actions only", err)
+		}
+		var actors []string
+		db.Gorm.Table("idempotency_attempts").Where("transport = 'admin'").Pluck("actor", &actors)
+		if len(actors) != 1 || actors[0] != "alice" {
+			t.Errorf("staff actions left: %v; want alice's, as written", actors)
+		}
+	})
+}
+
 // TestDisableRacesSignIns: sign-ins made while the account is disabled
 // either commit first, and the disable ends their sessions, or see it
 // disabled and roll back: none leaves a session. Every sign-in made at

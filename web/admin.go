@@ -372,7 +372,7 @@ type fieldDiff struct{ Field, Original, Attempted string }
 func (a *admin) payment(w http.ResponseWriter, r *http.Request) {
 	view, err := a.paymentView(r.Context(), r.PathValue("id"))
 	if errors.Is(err, payments.ErrNotFound) {
-		render(w, r, http.StatusNotFound, notFoundPage(r.PathValue("id")))
+		render(w, r, http.StatusNotFound, notFoundPage(clipped(visible(r.PathValue("id")))))
 		return
 	}
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/cmpay/cmpay/payments"
 	"github.com/cmpay/cmpay/requestid"
@@ -92,6 +93,14 @@ func (a *admin) export(w http.ResponseWriter, r *http.Request) {
 			cw.Flush()
 			_ = rc.Flush()
 			_ = rc.SetWriteDeadline(time.Now().Add(exportWriteTime))
+			// The session may have ended meanwhile (sign-out, account
+			// disabled, expiry): then so does the export, as a broken
+			// download. One primary-key read per thousand rows.
+			if _, err := a.session(r); errors.Is(err, staff.ErrNoSession) {
+				_ = a.staff.Record(ctx, who, staff.ActExport, target, staff.OutcomeFailed,
+					"stopped after "+strconv.Itoa(rows)+" rows: the session ended")
+				panic(http.ErrAbortHandler)
+			}
 		}
 	}
 	if !started {
@@ -142,12 +151,14 @@ func csvRecord(record []string, p payments.Payment) []string {
 }
 
 // cell neutralises a text cell a spreadsheet would run as a formula: one
-// starting with =, +, - or @ (and tab or carriage return, which some
-// spreadsheets skip before looking for those) gets a leading apostrophe, so
-// it shows as the text it is. Client ids and idempotency keys are the
-// clients' own text, and may start with anything printable.
+// starting with =, +, - or @, after any spaces (a no-break space too),
+// tabs or line breaks, which some spreadsheets skip before looking for
+// those, gets a leading apostrophe, so it shows as the text it is. Client
+// ids and idempotency keys are the clients' own text, and may start with
+// anything printable.
 func cell(s string) string {
-	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
+	rest := strings.TrimLeftFunc(s, unicode.IsSpace)
+	if rest != "" && strings.ContainsRune("=+-@", rune(rest[0])) || s != "" && strings.ContainsRune("\t\r", rune(s[0])) {
 		return "'" + s
 	}
 	return s

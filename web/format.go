@@ -1,8 +1,12 @@
 package web
 
 import (
+	"fmt"
 	"strconv"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/cmpay/cmpay/payments"
 	"github.com/cmpay/cmpay/staff"
@@ -107,4 +111,46 @@ func auditOutcomeClass(e staff.Entry) string {
 		return "replayed"
 	}
 	return "rejected"
+}
+
+// visible shows text that others typed (a username tried at sign-in, a
+// detail) as the characters it holds: control and format characters (bidi
+// overrides that reorder what follows, zero-width spaces, line breaks) and
+// bytes that are not UTF-8 are written as escapes such as \u202E, so that
+// an audit entry reads as what was sent, not as what it pretends to be.
+func visible(s string) string {
+	if !strings.ContainsFunc(s, hidden) && utf8.ValidString(s) {
+		return s
+	}
+	var b strings.Builder
+	for i, r := range s {
+		switch {
+		case r == utf8.RuneError && !strings.HasPrefix(s[i:], "\uFFFD"):
+			fmt.Fprintf(&b, `\x%02X`, s[i])
+		case hidden(r):
+			fmt.Fprintf(&b, `\u%04X`, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// hidden reports whether r changes how text around it shows, or shows as
+// nothing: Unicode's control (Cc), format (Cf) and line and paragraph
+// separator characters.
+func hidden(r rune) bool {
+	return unicode.In(r, unicode.Cc, unicode.Cf, unicode.Zl, unicode.Zp)
+}
+
+// maxShownInput is how many characters of someone's input a page repeats.
+const maxShownInput = 100
+
+// clipped is s cut to maxShownInput characters, with an ellipsis when cut:
+// an error page never repeats an over-long input whole.
+func clipped(s string) string {
+	if utf8.RuneCountInString(s) <= maxShownInput {
+		return s
+	}
+	return string([]rune(s)[:maxShownInput]) + "…"
 }

@@ -42,19 +42,47 @@ type AdminDeps struct {
 	Logger *slog.Logger
 }
 
-// SignInLimiter keeps password guessing slow. Blocked reports, before a
-// sign-in is checked, whether the client has no failures left, and for how
-// long; Failed spends one. A right password is never refused because of
-// it: the limit only changes how a wrong one is answered (429).
+// SignInLimiter keeps password guessing slow. Take is asked before a
+// password is checked: it takes a try of the address's budget for that
+// username, or refuses (nil) when the budget is spent (spent true) or the
+// address has too many checks under way; a refused try is answered 429
+// without the password being checked, and counted with Refused (first:
+// the first since the budget was spent). Failures from other addresses
+// never spend an address's budget, so a staff member signing in from
+// their own address is never locked out by a guesser elsewhere.
+// AnonymousSpent and AnonymousFailed are the address's budget of failures
+// with usernames that are no account's, past which those are no longer
+// audited one by one.
 type SignInLimiter interface {
-	Blocked(addr, username string) (bool, time.Duration)
-	Failed(addr, username string)
+	Take(addr, username string) (try SignInTry, spent bool, wait time.Duration)
+	Refused(addr, username string) (first bool, count int)
+	AnonymousSpent(addr string) bool
+	AnonymousFailed(addr string)
+}
+
+// SignInTry is a password check Take let through; exactly one of its
+// methods ends it.
+type SignInTry interface {
+	// Succeeded: the password was right; the try is given back.
+	Succeeded()
+	// Failed: wrong credentials; the try stays spent.
+	Failed() (nowBlocked bool)
+	// Abandoned: not checked (an error); the try is given back.
+	Abandoned()
 }
 
 type noLimit struct{}
 
-func (noLimit) Blocked(string, string) (bool, time.Duration) { return false, 0 }
-func (noLimit) Failed(string, string)                        {}
+func (noLimit) Take(string, string) (SignInTry, bool, time.Duration) { return noTry{}, false, 0 }
+func (noLimit) Refused(string, string) (bool, int)                   { return false, 0 }
+func (noLimit) AnonymousSpent(string) bool                           { return false }
+func (noLimit) AnonymousFailed(string)                               {}
+
+type noTry struct{}
+
+func (noTry) Succeeded()   {}
+func (noTry) Failed() bool { return false }
+func (noTry) Abandoned()   {}
 
 // sessionCookie is the one cookie the admin sets: the session token.
 const sessionCookie = "cmpay_admin"

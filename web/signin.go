@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/cmpay/cmpay/staff"
 )
@@ -34,10 +35,12 @@ func (a *admin) loginForm(w http.ResponseWriter, r *http.Request) {
 
 // login signs in: 303 to next with a new session cookie; wrong credentials
 // get the form again with one message for every reason (unknown user,
-// wrong password, disabled account); once the address has used up its
-// failures, 429. Right credentials always sign in: failures from the same
-// address (a shared office, a proxy) never lock out someone who knows
-// their password. Every attempt is audited (staff.SignIn).
+// wrong password, disabled account). Once this address has used up its
+// failures for this username, 429 without the password being checked: a
+// guesser learns nothing more until the budget refills, while the same
+// staff member signing in from another address is never blocked by it
+// (SignInLimiter). Every checked attempt is audited (staff.SignIn); of
+// the refused ones, the first of each lockout.
 func (a *admin) login(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
 	if err := r.ParseForm(); err != nil {
@@ -46,25 +49,36 @@ func (a *admin) login(w http.ResponseWriter, r *http.Request) {
 	}
 	username, password := r.PostFormValue("username"), r.PostFormValue("password")
 	next := safeNext(r.PostFormValue("next"))
-	addr := a.addr(r)
-	blocked, wait := a.limiter.Blocked(addr, staff.NormalizeUsername(username))
-	token, acct, err := a.staff.SignIn(r.Context(), staff.SignInRequest{Username: username, Password: password, Address: addr, Limited: blocked})
+	addr, typed := a.addr(r), staff.NormalizeUsername(username)
+	view := loginView{Username: username, Next: next}
+	try, spent, wait := a.limiter.Take(addr, typed)
+	if try == nil {
+		a.refuseSignIn(w, r, view, addr, typed, spent, wait)
+		return
+	}
+	token, acct, err := a.staff.SignIn(r.Context(), staff.SignInRequest{Username: username, Password: password,
+		Address: addr, QuietUnknown: a.limiter.AnonymousSpent(addr)})
 	if errors.Is(err, staff.ErrBadCredentials) {
-		a.limiter.Failed(addr, staff.NormalizeUsername(username))
-		view := loginView{Username: username, Next: next, Error: "Wrong username or password."}
-		if blocked {
-			w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
-			view.Error = "Too many failed sign-ins from this address. Wait a minute and try again."
-			render(w, r, http.StatusTooManyRequests, loginPage(view))
-			return
+		try.Failed()
+		if errors.Is(err, staff.ErrUnknownUsername) {
+			a.limiter.AnonymousFailed(addr)
 		}
+		view.Error = "Wrong username or password."
 		render(w, r, http.StatusUnauthorized, loginPage(view))
 		return
 	}
 	if err != nil {
+		try.Abandoned()
+		if errors.Is(err, staff.ErrBusy) {
+			w.Header().Set("Retry-After", "1")
+			view.Error = "The server is busy checking other sign-ins. Try again in a moment."
+			render(w, r, http.StatusServiceUnavailable, loginPage(view))
+			return
+		}
 		serverError(w, r, err)
 		return
 	}
+	try.Succeeded()
 	// A new token at every sign-in: a session id planted before it
 	// (fixation) is worth nothing after. The old session, if any, ends.
 	if old, err := a.session(r); err == nil {
@@ -75,6 +89,28 @@ func (a *admin) login(w http.ResponseWriter, r *http.Request) {
 		next = accountPath
 	}
 	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+// refuseSignIn answers a sign-in the limiter refused before its password
+// was checked: 429 with Retry-After. The first refusal of a lockout is
+// audited; the others are counted in it, not recorded one by one, so that
+// a guesser cannot fill the audit log.
+func (a *admin) refuseSignIn(w http.ResponseWriter, r *http.Request, view loginView, addr, typed string, spent bool, wait time.Duration) {
+	w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
+	view.Error = "Too many sign-ins at once from this address. Wait a moment and try again."
+	if spent {
+		view.Error = "Too many failed sign-ins from this address. Wait a minute and try again."
+		if first, _ := a.limiter.Refused(addr, typed); first {
+			err := a.staff.RecordRefusedSignIn(r.Context(), typed, addr,
+				"too many failed sign-ins to this username from this address: refused (429) without checking the password; "+
+					"further refusals until the budget refills are counted in the log, not audited one by one")
+			if err != nil {
+				a.log.Warn("audit a refused sign-in", "err", err)
+			}
+		}
+		a.log.Info("sign-in refused", "client", addr, "reason", "failures spent")
+	}
+	render(w, r, http.StatusTooManyRequests, loginPage(view))
 }
 
 // logout ends the session (server-side: the cookie is worth nothing after,
@@ -116,21 +152,28 @@ func (a *admin) changePassword(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	addr := a.addr(r)
-	blocked, wait := a.limiter.Blocked(addr, sess.Account.Username)
+	try, _, wait := a.limiter.Take(addr, sess.Account.Username)
+	if try == nil {
+		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
+		view.Error = "Too many failed attempts from this address. Wait a minute and try again."
+		render(w, r, http.StatusTooManyRequests, accountPage(view))
+		return
+	}
 	err := a.staff.ChangePassword(ctx, sess, addr, current, next)
+	if errors.Is(err, staff.ErrBadCredentials) {
+		try.Failed()
+	} else if err == nil {
+		try.Succeeded()
+	} else {
+		try.Abandoned()
+	}
 	var bad *staff.InputError
 	switch {
 	case err == nil:
 		http.Redirect(w, r, accountPath+"?changed=1", http.StatusSeeOther)
 	case errors.Is(err, staff.ErrBadCredentials):
-		a.limiter.Failed(addr, sess.Account.Username)
 		view.Error = "The current password is wrong."
-		status := http.StatusUnauthorized
-		if blocked {
-			w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
-			view.Error, status = "Too many failed attempts from this address. Wait a minute and try again.", http.StatusTooManyRequests
-		}
-		render(w, r, status, accountPage(view))
+		render(w, r, http.StatusUnauthorized, accountPage(view))
 	case errors.As(err, &bad):
 		view.Error = bad.Message + "."
 		render(w, r, http.StatusBadRequest, accountPage(view))

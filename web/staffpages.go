@@ -198,6 +198,10 @@ func (a *admin) auditLog(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		view.Entries = page.Entries
+		for i, e := range view.Entries {
+			e.Actor, e.Address, e.Target, e.Detail = visible(e.Actor), visible(e.Address), visible(e.Target), visible(e.Detail)
+			view.Entries[i] = e
+		}
 		if page.Next != "" {
 			view.NextURL = form.url(page.Next)
 		}

@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -52,7 +54,9 @@ type claim struct {
 	ExpiresAt  *time.Time
 	URL        string
 	Secret     string
-	Token      int64
+	// ClientID is the endpoint's client ("" for every client's).
+	ClientID string
+	Token    int64
 }
 
 // result is the outcome of one attempt.
@@ -108,8 +112,11 @@ func (s *Service) Run(ctx context.Context) {
 		if full && len(slots) < s.cfg.Concurrency {
 			continue
 		}
+		// A freed slot is worth a look whenever attempts are under way: the
+		// last claim may have left due deliveries for endpoints or
+		// clients that had no room then (busy).
 		var slot <-chan struct{}
-		if full {
+		if full || len(slots) > 0 {
 			slot = freed
 		}
 		select {
@@ -132,8 +139,11 @@ func (s *Service) start(batch []claim, slots, freed chan struct{}, inFlight *syn
 	bodies, err := s.bodies(context.Background(), batch)
 	for _, c := range batch {
 		slots <- struct{}{}
+		end := s.busy.begin(c)
 		inFlight.Go(func() {
+			var answered time.Duration = -1
 			defer func() {
+				end(answered >= 0 && answered < fastAnswer)
 				<-slots
 				select {
 				case freed <- struct{}{}:
@@ -151,7 +161,11 @@ func (s *Service) start(batch []claim, slots, freed chan struct{}, inFlight *syn
 				results <- result{claim: c, at: s.now(), problem: problem}
 				return
 			}
-			results <- s.attempt(c, body)
+			r := s.attempt(c, body)
+			if r.status != 0 {
+				answered = r.took
+			}
+			results <- r
 		})
 	}
 }
@@ -400,10 +414,74 @@ func (s *Service) record(batch []result) {
 }
 
 // claim takes up to n due deliveries for this instance, under a lease
-// longer than an attempt may take and a fresh token.
+// longer than an attempt may take and a fresh token, leaving room for
+// every client and endpoint (see busy).
 func (s *Service) claim(ctx context.Context, n int) ([]claim, error) {
 	now := s.now()
-	return s.store.claim(ctx, now, now.Add(lease), rand.Int64N(1<<62)+1, n)
+	return s.store.claim(ctx, now, now.Add(lease), rand.Int64N(1<<62)+1, n, s.busy.snapshot())
+}
+
+// busy counts this instance's attempts under way by endpoint and by
+// client, so that claims are fair. An endpoint whose last attempt here was
+// answered within fastAnswer takes what is due: it frees its slots at
+// once. Any other (new, slow, hanging, unreachable) may have a sixteenth
+// of the instance's Concurrency under way (at least one), and a client a
+// quarter in all such attempts; each claim takes every client's oldest in
+// turn. An endpoint that hangs then holds its own few slots for
+// AttemptTimeout and slows nobody else; a client with many slow endpoints
+// slows only itself.
+type busy struct {
+	perEndpoint, perClient int
+	mu                     sync.Mutex
+	endpoints, clients     map[string]int
+	// fast holds the endpoints whose last attempt was answered within
+	// fastAnswer. Endpoints are capped per client, so it stays small.
+	fast map[string]bool
+}
+
+// fastAnswer is how soon an endpoint must answer (any status) to count as
+// fast.
+const fastAnswer = time.Second
+
+func newBusy(concurrency int) *busy {
+	return &busy{perEndpoint: max(1, concurrency/16), perClient: max(1, concurrency/4),
+		endpoints: map[string]int{}, clients: map[string]int{}, fast: map[string]bool{}}
+}
+
+func (b *busy) snapshot() inFlight {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return inFlight{PerEndpoint: b.perEndpoint, PerClient: b.perClient,
+		Endpoints: maps.Clone(b.endpoints), Clients: maps.Clone(b.clients), Fast: slices.Collect(maps.Keys(b.fast))}
+}
+
+// begin counts c's attempt as under way unless its endpoint is fast, and
+// returns what ends it: end(answered quickly or not).
+func (b *busy) begin(c claim) (end func(fast bool)) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	counted := !b.fast[c.EndpointID]
+	if counted {
+		b.endpoints[c.EndpointID]++
+		b.clients[c.ClientID]++
+	}
+	return func(fast bool) {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if fast {
+			b.fast[c.EndpointID] = true
+		} else {
+			delete(b.fast, c.EndpointID)
+		}
+		if !counted {
+			return
+		}
+		for m, key := range map[*map[string]int]string{&b.endpoints: c.EndpointID, &b.clients: c.ClientID} {
+			if (*m)[key]--; (*m)[key] <= 0 {
+				delete(*m, key) // only what is under way: the map stays small
+			}
+		}
+	}
 }
 
 // Backlog counts the deliveries not yet delivered nor given up.

@@ -125,7 +125,7 @@ func TestSealedSecrets(t *testing.T) {
 func TestSealSecretsAtOnce(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
-		e := newEnv(t, db, webhooks.Config{AllowPrivate: true})
+		e := newEnv(t, db, webhooks.Config{AllowPrivate: true, EndpointsPerClient: 40})
 		const endpoints, instances = 40, 3
 		for i := range endpoints {
 			if _, _, err := e.wh.CreateEndpoint(t.Context(), "", fmt.Sprintf("http://127.0.0.1:1/%d", i), nil); err != nil {

@@ -3,6 +3,7 @@ package webhooks
 import (
 	"context"
 	"embed"
+	"math"
 	"time"
 
 	"gorm.io/gorm"
@@ -18,19 +19,20 @@ import (
 // dialect's (store_postgres.go, store_sqlite.go). One test suite runs
 // against both implementations (store_test.go).
 type store interface {
-	// addEndpoint stores a new endpoint.
-	addEndpoint(ctx context.Context, e models.WebhookEndpoint) error
-	// endpoints lists the endpoints not deleted of client (every one for
-	// ""), oldest first, without their secrets.
-	endpoints(ctx context.Context, client string) ([]models.WebhookEndpoint, error)
+	// addEndpoint stores a new endpoint unless its client already has max
+	// endpoints not deleted; it says whether it stored it.
+	addEndpoint(ctx context.Context, e models.WebhookEndpoint, max int) (bool, error)
+	// endpoints lists the endpoints not deleted of o's client (every one
+	// for o.All), oldest first, without their secrets.
+	endpoints(ctx context.Context, o Owner) ([]models.WebhookEndpoint, error)
 	// allEndpoints lists the newest limit endpoints, deleted ones too,
 	// without their secrets.
 	allEndpoints(ctx context.Context, limit int) ([]models.WebhookEndpoint, error)
-	// deleteEndpoint stamps the endpoint id deleted at at, if client (any
-	// for "") owns it and it was not deleted, and cancels its deliveries
-	// still to be made or resent, in one transaction. It says whether it
-	// found such an endpoint.
-	deleteEndpoint(ctx context.Context, client, id string, at time.Time) (bool, error)
+	// deleteEndpoint stamps the endpoint id deleted at at, if it is o's
+	// and was not deleted, and cancels its deliveries still to be made or
+	// resent, in one transaction. It says whether it found such an
+	// endpoint.
+	deleteEndpoint(ctx context.Context, o Owner, id string, at time.Time) (bool, error)
 	// rearm makes the FAILED delivery id pending again, due at due and
 	// retried until expires, and runs audit (if not nil) in the same
 	// transaction. It says whether the delivery was FAILED.
@@ -42,7 +44,7 @@ type store interface {
 	backlog(ctx context.Context) (int64, error)
 	// claim leases up to n deliveries due at now until until, under token,
 	// so that no other claim takes them meanwhile.
-	claim(ctx context.Context, now, until time.Time, token int64, n int) ([]claim, error)
+	claim(ctx context.Context, now, until time.Time, token int64, n int, l inFlight) ([]claim, error)
 	// record writes each result's outcome, where its claim still holds,
 	// with an attempt row.
 	record(ctx context.Context, batch []result, outs []outcome) error
@@ -74,13 +76,36 @@ type shared struct {
 	q  sqlq.Statements
 }
 
-func (st shared) addEndpoint(ctx context.Context, e models.WebhookEndpoint) error {
-	_, err := st.db.Exec(ctx, st.q.SQL("add_endpoint"), e.ID, e.URL, e.Secret, e.EventTypes, e.ClientID, e.CreatedAt)
-	return err
+func (st shared) addEndpoint(ctx context.Context, e models.WebhookEndpoint, max int) (bool, error) {
+	var added bool
+	err := st.db.Tx(ctx, func(tx sqlq.Runner) error {
+		if _, err := tx.Exec(ctx, st.q.SQL("lock_client_endpoints"), e.ClientID); err != nil {
+			return err
+		}
+		var n int
+		if err := tx.QueryRow(ctx, st.q.SQL("count_client_endpoints"), e.ClientID).Scan(&n); err != nil {
+			return err
+		}
+		if n >= max {
+			return nil
+		}
+		_, err := tx.Exec(ctx, st.q.SQL("add_endpoint"), e.ID, e.URL, e.Secret, e.EventTypes, e.ClientID, e.CreatedAt)
+		added = err == nil
+		return err
+	})
+	return added, err
 }
 
-func (st shared) endpoints(ctx context.Context, client string) ([]models.WebhookEndpoint, error) {
-	return sqlq.Collect(ctx, st.db, st.q.SQL("endpoints"), []any{client}, scanEndpoint)
+func (st shared) endpoints(ctx context.Context, o Owner) ([]models.WebhookEndpoint, error) {
+	return sqlq.Collect(ctx, st.db, st.q.SQL("endpoints"), []any{o.Client, flag(o.All)}, scanEndpoint)
+}
+
+// flag is a bool as both dialects compare it: 1 or 0.
+func flag(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func (st shared) allEndpoints(ctx context.Context, limit int) ([]models.WebhookEndpoint, error) {
@@ -94,10 +119,10 @@ func scanEndpoint(r sqlq.Row) (models.WebhookEndpoint, error) {
 	return e, err
 }
 
-func (st shared) deleteEndpoint(ctx context.Context, client, id string, at time.Time) (bool, error) {
+func (st shared) deleteEndpoint(ctx context.Context, o Owner, id string, at time.Time) (bool, error) {
 	var found bool
 	err := st.db.Tx(ctx, func(tx sqlq.Runner) error {
-		n, err := tx.Exec(ctx, st.q.SQL("delete_endpoint"), id, client, at)
+		n, err := tx.Exec(ctx, st.q.SQL("delete_endpoint"), id, o.Client, at, flag(o.All))
 		if err != nil || n != 1 {
 			return err
 		}
@@ -178,7 +203,7 @@ func (st shared) replaceSecret(ctx context.Context, id, old, secret string) (boo
 // scanClaim reads a claimed delivery with its endpoint.
 func scanClaim(r sqlq.Row) (claim, error) {
 	var c claim
-	err := r.Scan(&c.ID, &c.EventID, &c.EventSeq, &c.EndpointID, &c.Retries, &c.EventAt, &c.ExpiresAt, &c.URL, &c.Secret)
+	err := r.Scan(&c.ID, &c.EventID, &c.EventSeq, &c.EndpointID, &c.Retries, &c.EventAt, &c.ExpiresAt, &c.URL, &c.Secret, &c.ClientID)
 	c.EventAt = c.EventAt.UTC()
 	return c, err
 }
@@ -189,3 +214,29 @@ func scanRefund(r sqlq.Row) (models.Refund, error) {
 	err := r.Scan(&f.ID, &f.PaymentID, &f.AmountMinor, &f.Reason, &f.IdempotencyKey, &f.CreatedAt)
 	return f, err
 }
+
+// inFlight is what a claim must leave room for: the attempts this
+// instance has under way by endpoint and by client, and the most each may
+// have (zero: no limit), counting only endpoints not in Fast: those that
+// answered quickly last time, which take what is due.
+type inFlight struct {
+	PerEndpoint, PerClient int
+	Endpoints, Clients     map[string]int
+	Fast                   []string
+}
+
+// caps are l's limits as the claim statements bind them.
+func (l inFlight) caps() (perEndpoint, perClient int) {
+	perEndpoint, perClient = l.PerEndpoint, l.PerClient
+	if perEndpoint <= 0 {
+		perEndpoint = math.MaxInt32
+	}
+	if perClient <= 0 {
+		perClient = math.MaxInt32
+	}
+	return perEndpoint, perClient
+}
+
+// claimWindow is how many of the oldest due deliveries a claim of n looks
+// at to choose fairly among them.
+func claimWindow(n int) int { return 8 * n }

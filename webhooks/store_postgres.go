@@ -21,10 +21,14 @@ func newPostgresStore(db *sqlq.PG) store {
 	return &postgresStore{shared{db: db, q: sqlq.MustLoad(sqlFiles, "sql/common.sql", "sql/postgres.sql")}}
 }
 
-func (st *postgresStore) claim(ctx context.Context, now, until time.Time, token int64, n int) ([]claim, error) {
+func (st *postgresStore) claim(ctx context.Context, now, until time.Time, token int64, n int, l inFlight) ([]claim, error) {
+	perEndpoint, perClient := l.caps()
+	endpoints, endpointLoads := loadArrays(l.Endpoints)
+	clients, clientLoads := loadArrays(l.Clients)
 	// Planned for its arguments every time: a cached generic plan might
 	// scan every delivery ever made.
-	out, err := sqlq.Collect(ctx, st.db, st.q.SQL("claim"), []any{pgx.QueryExecModeExec, now, n, until, token}, scanClaim)
+	out, err := sqlq.Collect(ctx, st.db, st.q.SQL("claim"), []any{pgx.QueryExecModeExec, now, n, until, token,
+		endpoints, endpointLoads, claimWindow(n), perEndpoint, perClient, clients, clientLoads, fast(l.Fast)}, scanClaim)
 	for i := range out {
 		out[i].Token = token
 	}
@@ -49,4 +53,22 @@ func (st *postgresStore) record(ctx context.Context, batch []result, outs []outc
 
 func (st *postgresStore) refundsOf(ctx context.Context, ids []string) ([]models.Refund, error) {
 	return sqlq.Collect(ctx, st.db, st.q.SQL("refunds_of"), []any{ids}, scanRefund)
+}
+
+// fast is ids, never nil: pgx binds a nil slice as NULL, and x = ANY(NULL)
+// is NULL, not false.
+func fast(ids []string) []string {
+	if ids == nil {
+		return []string{}
+	}
+	return ids
+}
+
+// loadArrays is m as two arrays PostgreSQL unnests side by side.
+func loadArrays(m map[string]int) ([]string, []int32) {
+	ids, loads := make([]string, 0, len(m)), make([]int32, 0, len(m))
+	for id, n := range m {
+		ids, loads = append(ids, id), append(loads, int32(n))
+	}
+	return ids, loads
 }

@@ -20,7 +20,20 @@ func newSQLiteStore(db *sqlq.Lite) store {
 	return &sqliteStore{shared{db: db, q: sqlq.MustLoad(sqlFiles, "sql/common.sql", "sql/sqlite.sql")}}
 }
 
-func (st *sqliteStore) claim(ctx context.Context, now, until time.Time, token int64, n int) ([]claim, error) {
+func (st *sqliteStore) claim(ctx context.Context, now, until time.Time, token int64, n int, l inFlight) ([]claim, error) {
+	perEndpoint, perClient := l.caps()
+	endpoints, err := loadJSON(l.Endpoints)
+	if err != nil {
+		return nil, err
+	}
+	clients, err := loadJSON(l.Clients)
+	if err != nil {
+		return nil, err
+	}
+	fast, err := json.Marshal(append([]string{}, l.Fast...))
+	if err != nil {
+		return nil, err
+	}
 	// Look before taking the write lock, which the one writer needs for
 	// payments.
 	var due bool
@@ -28,8 +41,8 @@ func (st *sqliteStore) claim(ctx context.Context, now, until time.Time, token in
 		return nil, err
 	}
 	var out []claim
-	err := st.db.Tx(ctx, func(tx sqlq.Runner) error {
-		claimed, err := tx.Exec(ctx, st.q.SQL("claim"), until, token, now, n)
+	err = st.db.Tx(ctx, func(tx sqlq.Runner) error {
+		claimed, err := tx.Exec(ctx, st.q.SQL("claim"), until, token, now, n, endpoints, clients, perEndpoint, perClient, claimWindow(n), string(fast))
 		if err != nil || claimed == 0 {
 			return err
 		}
@@ -71,4 +84,15 @@ func (st *sqliteStore) refundsOf(ctx context.Context, ids []string) ([]models.Re
 		return nil, err
 	}
 	return sqlq.Collect(ctx, st.db, st.q.SQL("refunds_of"), []any{string(list)}, scanRefund)
+}
+
+// loadJSON is m as the JSON array of [id, n] pairs the claim reads with
+// json_each.
+func loadJSON(m map[string]int) (string, error) {
+	pairs := make([][2]any, 0, len(m))
+	for id, n := range m {
+		pairs = append(pairs, [2]any{id, n})
+	}
+	b, err := json.Marshal(pairs)
+	return string(b), err
 }

@@ -88,9 +88,14 @@ func TestStoreEndpoints(t *testing.T) {
 			{ID: "we_3", URL: "https://three.test/", Secret: "s3", ClientID: "client-1"},
 		} {
 			e.CreatedAt = at.Add(time.Duration(i) * time.Second)
-			if err := st.addEndpoint(ctx, e); err != nil {
-				t.Fatal(err)
+			if added, err := st.addEndpoint(ctx, e, 2); !added || err != nil {
+				t.Fatal(added, err)
 			}
+		}
+		// The cap counts by client: client-1 has 2 endpoints, the most.
+		if added, err := st.addEndpoint(ctx, models.WebhookEndpoint{ID: "we_5", URL: "https://five.test/", Secret: "s5",
+			ClientID: "client-1", CreatedAt: at}, 2); added || err != nil {
+			t.Errorf("a third endpoint of client-1 under a cap of 2: %v, %v; want not added", added, err)
 		}
 		list := func(es []models.WebhookEndpoint, err error) string {
 			if err != nil {
@@ -103,12 +108,15 @@ func TestStoreEndpoints(t *testing.T) {
 			}
 			return fmt.Sprint(out)
 		}
-		if got, want := list(st.endpoints(ctx, "")),
+		if got, want := list(st.endpoints(ctx, OwnerOf(""))),
 			"[we_1:https://one.test/:client-1:::0s:false we_2:https://two.test/::,PAYMENT_REFUNDED,::1s:false we_3:https://three.test/:client-1:::2s:false]"; got != want {
 			t.Errorf("endpoints(\"\") = %s\nwant %s", got, want)
 		}
-		if got, want := list(st.endpoints(ctx, "client-1")), "[we_1:https://one.test/:client-1:::0s:false we_3:https://three.test/:client-1:::2s:false]"; got != want {
+		if got, want := list(st.endpoints(ctx, OwnerOf("client-1"))), "[we_1:https://one.test/:client-1:::0s:false we_3:https://three.test/:client-1:::2s:false]"; got != want {
 			t.Errorf("endpoints(client-1) = %s\nwant %s", got, want)
+		}
+		if got, want := list(st.endpoints(ctx, Owner{})), "[we_2:https://two.test/::,PAYMENT_REFUNDED,::1s:false]"; got != want {
+			t.Errorf("endpoints of no client = %s\nwant %s", got, want)
 		}
 
 		ids := addDeliveries(t, db, "we_4", 4, at.Add(time.Hour))
@@ -116,13 +124,16 @@ func TestStoreEndpoints(t *testing.T) {
 			db.Gorm.Model(&models.WebhookDelivery{}).Where("id = ?", ids[i]).Update("status", status)
 		}
 		db.Gorm.Model(&models.WebhookEndpoint{}).Where("id = ?", "we_4").Update("client_id", "client-2")
-		if found, err := st.deleteEndpoint(ctx, "client-1", "we_4", at); found || err != nil {
+		if found, err := st.deleteEndpoint(ctx, OwnerOf("client-1"), "we_4", at); found || err != nil {
 			t.Errorf("another client's delete = %v, %v; want false", found, err)
 		}
-		if found, err := st.deleteEndpoint(ctx, "client-2", "we_4", at.Add(time.Hour)); !found || err != nil {
+		if found, err := st.deleteEndpoint(ctx, Owner{}, "we_4", at); found || err != nil {
+			t.Errorf("a delete by the owner of endpoints of no client = %v, %v; want false", found, err)
+		}
+		if found, err := st.deleteEndpoint(ctx, OwnerOf("client-2"), "we_4", at.Add(time.Hour)); !found || err != nil {
 			t.Errorf("the owner's delete = %v, %v; want true", found, err)
 		}
-		if found, err := st.deleteEndpoint(ctx, "", "we_4", at); found || err != nil {
+		if found, err := st.deleteEndpoint(ctx, OwnerOf(""), "we_4", at); found || err != nil {
 			t.Errorf("a second delete = %v, %v; want false", found, err)
 		}
 		var statuses []string
@@ -135,7 +146,7 @@ func TestStoreEndpoints(t *testing.T) {
 		if got, want := list(st.allEndpoints(ctx, 2)), "[we_4:https://we_4.test/:client-2:::1h0m0s:true we_3:https://three.test/:client-1:::2s:false]"; got != want {
 			t.Errorf("allEndpoints(2) = %s\nwant %s", got, want)
 		}
-		if got := list(st.endpoints(ctx, "client-2")); got != "[]" {
+		if got := list(st.endpoints(ctx, OwnerOf("client-2"))); got != "[]" {
 			t.Errorf("a deleted endpoint is listed: %s", got)
 		}
 
@@ -170,7 +181,7 @@ func TestStoreClaimAndRecord(t *testing.T) {
 		}
 
 		until, claimAt := at.Add(lease), at.Add(time.Second)
-		first, err := st.claim(ctx, claimAt, until, 7, 2)
+		first, err := st.claim(ctx, claimAt, until, 7, 2, inFlight{})
 		if err != nil || len(first) != 2 {
 			t.Fatalf("claim of 2 = %+v, %v", first, err)
 		}
@@ -179,11 +190,11 @@ func TestStoreClaimAndRecord(t *testing.T) {
 			c.EventID != c.EventSeq || !c.EventAt.Equal(at) || c.ExpiresAt != nil || c.Retries != 0 {
 			t.Errorf("claimed %+v", c)
 		}
-		second, err := st.claim(ctx, claimAt, until, 8, 10)
+		second, err := st.claim(ctx, claimAt, until, 8, 10, inFlight{})
 		if err != nil || fmt.Sprint(claimIDs(second)) != fmt.Sprint(ids[2:3]) {
 			t.Fatalf("second claim = %v, %v; want only %d (the others are held, or not due)", claimIDs(second), err, ids[2])
 		}
-		if none, err := st.claim(ctx, claimAt, until, 9, 10); len(none) != 0 || err != nil {
+		if none, err := st.claim(ctx, claimAt, until, 9, 10, inFlight{}); len(none) != 0 || err != nil {
 			t.Errorf("a third claim took %v, %v", claimIDs(none), err)
 		}
 
@@ -251,7 +262,7 @@ func TestStoreClaimsAtOnce(t *testing.T) {
 					<-start
 					for j := 1; ; j++ {
 						token := int64(10000*round + 1000*i + j) // a token a claim, as the dispatcher's
-						cs, err := st.claim(t.Context(), at.Add(time.Second), at.Add(lease), token, 10)
+						cs, err := st.claim(t.Context(), at.Add(time.Second), at.Add(lease), token, 10, inFlight{})
 						if err != nil || len(cs) == 0 {
 							if err != nil {
 								t.Error(err)

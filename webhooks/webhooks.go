@@ -50,6 +50,10 @@ const (
 	DefaultMaxAge   = 72 * time.Hour
 	// MaxRetryInterval caps the backoff: attempts are at most an hour apart.
 	MaxRetryInterval = time.Hour
+	// DefaultEndpointsPerClient caps the endpoints one client (or, all
+	// together, the endpoints of no client) may have at once
+	// (WEBHOOK_ENDPOINTS_PER_CLIENT).
+	DefaultEndpointsPerClient = 20
 	// AttemptTimeout is how long an endpoint has to answer.
 	AttemptTimeout = 10 * time.Second
 	// lease is how long a claim keeps other instances away: longer than an
@@ -74,6 +78,10 @@ type Config struct {
 	// Concurrency is how many attempts one instance makes at once; zero
 	// means 64.
 	Concurrency int
+	// EndpointsPerClient is the most endpoints one client may have at
+	// once (WEBHOOK_ENDPOINTS_PER_CLIENT); zero means
+	// DefaultEndpointsPerClient.
+	EndpointsPerClient int
 	// Poll is how often the dispatcher looks for due deliveries without
 	// being woken; zero means 500ms.
 	Poll time.Duration
@@ -112,6 +120,7 @@ type Service struct {
 	secrets secretBox
 	client  *http.Client
 	wake    chan struct{}
+	busy    *busy
 	timer   struct {
 		sync.Mutex
 		t  *time.Timer
@@ -136,6 +145,9 @@ func New(db *gorm.DB, ev *events.Service, cfg Config) (*Service, error) {
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = 64
 	}
+	if cfg.EndpointsPerClient <= 0 {
+		cfg.EndpointsPerClient = DefaultEndpointsPerClient
+	}
 	if cfg.Poll <= 0 {
 		cfg.Poll = 500 * time.Millisecond
 	}
@@ -150,7 +162,8 @@ func New(db *gorm.DB, ev *events.Service, cfg Config) (*Service, error) {
 		return nil, err
 	}
 	s := &Service{store: st, events: ev, cfg: cfg, log: cfg.Logger,
-		guard: guard{allowPrivate: cfg.AllowPrivate, resolver: cfg.Resolver}, secrets: secrets, wake: make(chan struct{}, 1)}
+		guard: guard{allowPrivate: cfg.AllowPrivate, resolver: cfg.Resolver}, secrets: secrets, wake: make(chan struct{}, 1),
+		busy: newBusy(cfg.Concurrency)}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -242,8 +255,13 @@ func (s *Service) CreateEndpoint(ctx context.Context, client, rawURL string, typ
 	secret, id := newSecret(), "we_"+ulid.Make().String()
 	row := models.WebhookEndpoint{ID: id, URL: u.String(), Secret: s.secrets.seal(id, secret),
 		EventTypes: stored, ClientID: client, CreatedAt: s.now()}
-	if err := s.store.addEndpoint(ctx, row); err != nil {
+	added, err := s.store.addEndpoint(ctx, row, s.cfg.EndpointsPerClient)
+	if err != nil {
 		return Endpoint{}, "", fmt.Errorf("create webhook endpoint: %w", err)
+	}
+	if !added {
+		return Endpoint{}, "", invalid("url", fmt.Sprintf(
+			"this client already has %d webhook endpoints, the most it may have: delete one first", s.cfg.EndpointsPerClient))
 	}
 	return endpointFromRow(row), secret, nil
 }
@@ -255,12 +273,27 @@ func newSecret() string {
 	return "whsec_" + base64.RawURLEncoding.EncodeToString(b)
 }
 
+// Owner is whose endpoints a caller lists and deletes: those of Client
+// ("" for the endpoints of no client), or with All every client's.
+type Owner struct {
+	Client string
+	All    bool
+}
+
+// OwnerOf is the Owner of a caller bound to client ("" for none).
+func OwnerOf(client string) Owner { return Owner{Client: client, All: client == ""} }
+
 // Endpoints lists the endpoints client may see (all of them for ""),
 // oldest first.
 func (s *Service) Endpoints(ctx context.Context, client string) ([]Endpoint, error) {
+	return s.EndpointsOf(ctx, OwnerOf(client))
+}
+
+// EndpointsOf lists o's endpoints, oldest first.
+func (s *Service) EndpointsOf(ctx context.Context, o Owner) ([]Endpoint, error) {
 	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
-	rows, err := s.store.endpoints(ctx, client)
+	rows, err := s.store.endpoints(ctx, o)
 	if err != nil {
 		return nil, fmt.Errorf("list webhook endpoints: %w", err)
 	}
@@ -274,9 +307,14 @@ func (s *Service) Endpoints(ctx context.Context, client string) ([]Endpoint, err
 // DeleteEndpoint deletes an endpoint client may see, and cancels its
 // pending deliveries; it reports whether there was such an endpoint.
 func (s *Service) DeleteEndpoint(ctx context.Context, client, id string) (bool, error) {
+	return s.DeleteEndpointOf(ctx, OwnerOf(client), id)
+}
+
+// DeleteEndpointOf deletes o's endpoint id, as DeleteEndpoint does.
+func (s *Service) DeleteEndpointOf(ctx context.Context, o Owner, id string) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
-	found, err := s.store.deleteEndpoint(ctx, client, id, s.now())
+	found, err := s.store.deleteEndpoint(ctx, o, id, s.now())
 	if err != nil {
 		return false, fmt.Errorf("delete webhook endpoint: %w", err)
 	}

@@ -35,11 +35,12 @@ func newEvents(db *gorm.DB, cfg config.Config, m *metrics.Metrics, log *slog.Log
 		return nil, nil, err
 	}
 	wh, err := webhooks.New(db, ev, webhooks.Config{
-		RetryMin:     cfg.WebhookRetryMin,
-		MaxAge:       cfg.WebhookMaxAge,
-		AllowPrivate: cfg.WebhookAllowPrivate,
-		Logger:       log,
-		Hooks:        m.WebhookHooks(),
+		RetryMin:           cfg.WebhookRetryMin,
+		MaxAge:             cfg.WebhookMaxAge,
+		AllowPrivate:       cfg.WebhookAllowPrivate,
+		EndpointsPerClient: cfg.WebhookEndpointsPerClient,
+		Logger:             log,
+		Hooks:              m.WebhookHooks(),
 		// Checked by config.FromEnv: either empty or config.SecretKeySize
 		// (webhooks.KeySize) bytes.
 		SecretKey:         cfg.WebhookSecretKey,

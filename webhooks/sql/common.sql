@@ -1,16 +1,23 @@
 -- Statements of package webhooks that PostgreSQL and SQLite run as written.
 
+-- name: count_client_endpoints
+-- How many endpoints not deleted the client $1 has ('' for endpoints of no
+-- client). Run after lock_client_endpoints, in its transaction, so that
+-- the count holds until add_endpoint.
+SELECT count(*) FROM webhook_endpoints WHERE client_id = $1 AND deleted_at IS NULL
+
 -- name: add_endpoint
 -- Stores a new endpoint.
 INSERT INTO webhook_endpoints (id, url, secret, event_types, client_id, created_at)
 VALUES ($1, $2, $3, $4, $5, $6)
 
 -- name: endpoints
--- The endpoints not deleted, of the client $1 unless it is empty, oldest
--- first. Their secrets stay in the database: listing never shows them.
+-- The endpoints not deleted, of the client $1, or of every client when $2
+-- is 1, oldest first. Their secrets stay in the database: listing never
+-- shows them.
 SELECT id, url, event_types, client_id, created_at, deleted_at
 FROM webhook_endpoints
-WHERE deleted_at IS NULL AND (client_id = $1 OR $1 = '')
+WHERE deleted_at IS NULL AND (client_id = $1 OR $2 = 1)
 ORDER BY created_at, id
 
 -- name: all_endpoints
@@ -23,10 +30,10 @@ LIMIT $1
 
 -- name: delete_endpoint
 -- Stamps the endpoint $1 deleted at $3, if it is not already and the client
--- $2 (unless empty) owns it. Its row stays, for the admin to see its
--- deliveries.
+-- $2 owns it (any client when $4 is 1). Its row stays, for the admin to
+-- see its deliveries.
 UPDATE webhook_endpoints SET deleted_at = $3
-WHERE id = $1 AND deleted_at IS NULL AND (client_id = $2 OR $2 = '')
+WHERE id = $1 AND deleted_at IS NULL AND (client_id = $2 OR $4 = 1)
 
 -- name: cancel_endpoint_deliveries
 -- Cancels the deliveries of the deleted endpoint $1 that were still to be

@@ -5,20 +5,47 @@
 -- Takes up to $2 deliveries due at $1 that no other transaction holds
 -- (SKIP LOCKED: two instances never claim the same one), leases them until
 -- $3 (when they fall due again if this instance never records them) under
--- the token $4, and returns them with their endpoint. Run planned for its
--- arguments every time: a cached generic plan might scan every delivery
--- ever made.
-WITH due AS (
-	SELECT id FROM webhook_deliveries
-	WHERE status = 'PENDING' AND next_attempt_at <= $1
-	ORDER BY next_attempt_at LIMIT $2
-	FOR UPDATE SKIP LOCKED
+-- the token $4, and returns them with their endpoint. Fair: the endpoints
+-- $12 answered quickly last time and take what is due; any other endpoint
+-- with $8 attempts in flight on this instance, or a client with $9 such
+-- attempts, gets no more ($5/$6 and $10/$11 list them), and the batch
+-- takes each client's oldest in turn, so that slow endpoints cannot take
+-- every slot. Only the $7 oldest due deliveries of endpoints and clients
+-- with room are looked at. Run planned for its arguments every time: a
+-- cached generic plan might scan every delivery ever made.
+WITH load_e AS (
+	SELECT * FROM unnest($5::text[], $6::int[]) AS t(id, n)
+), load_c AS (
+	SELECT * FROM unnest($10::text[], $11::int[]) AS t(id, n)
+), due AS (
+	SELECT d.id, d.endpoint_id, w.client_id, d.next_attempt_at, d.endpoint_id = ANY($12::text[]) AS fast,
+		COALESCE(le.n, 0) AS endpoint_load, COALESCE(lc.n, 0) AS client_load
+	FROM webhook_deliveries d JOIN webhook_endpoints w ON w.id = d.endpoint_id
+	LEFT JOIN load_e le ON le.id = d.endpoint_id
+	LEFT JOIN load_c lc ON lc.id = w.client_id
+	WHERE d.status = 'PENDING' AND d.next_attempt_at <= $1
+		AND (d.endpoint_id = ANY($12::text[]) OR COALESCE(le.n, 0) < $8 AND COALESCE(lc.n, 0) < $9)
+	ORDER BY d.next_attempt_at LIMIT $7
+), ranked AS (
+	SELECT id, next_attempt_at, fast, endpoint_load, client_load,
+		row_number() OVER (PARTITION BY endpoint_id ORDER BY next_attempt_at, id) AS by_endpoint,
+		row_number() OVER (PARTITION BY client_id, fast ORDER BY next_attempt_at, id) AS by_client,
+		row_number() OVER (PARTITION BY client_id ORDER BY next_attempt_at, id) AS turn
+	FROM due
+), fair AS (
+	SELECT id FROM ranked
+	WHERE fast OR endpoint_load + by_endpoint <= $8 AND client_load + by_client <= $9
+	ORDER BY turn, next_attempt_at LIMIT $2
+), locked AS (
+	SELECT d.id FROM webhook_deliveries d JOIN fair ON fair.id = d.id
+	WHERE d.status = 'PENDING' AND d.next_attempt_at <= $1
+	FOR UPDATE OF d SKIP LOCKED
 ), claimed AS (
 	UPDATE webhook_deliveries d SET lease_until = $3, next_attempt_at = $3, claim_token = $4
-	FROM due WHERE d.id = due.id
+	FROM locked WHERE d.id = locked.id
 	RETURNING d.id, d.event_id, d.event_seq, d.endpoint_id, d.retries, d.event_at, d.expires_at
 )
-SELECT c.id, c.event_id, c.event_seq, c.endpoint_id, c.retries, c.event_at, c.expires_at, w.url, w.secret
+SELECT c.id, c.event_id, c.event_seq, c.endpoint_id, c.retries, c.event_at, c.expires_at, w.url, w.secret, w.client_id
 FROM claimed c JOIN webhook_endpoints w ON w.id = c.endpoint_id
 
 -- name: record
@@ -45,3 +72,8 @@ SELECT r.id, r.at, r.code, r.problem, r.took_ms FROM r JOIN done ON done.id = r.
 SELECT id, payment_id, amount_minor, reason, idempotency_key, created_at
 FROM refunds WHERE payment_id = ANY($1::text[])
 ORDER BY created_at, id
+
+-- name: lock_client_endpoints
+-- Serialises the creation of the client $1's endpoints until the end of
+-- the transaction, so that count_client_endpoints holds until add_endpoint.
+SELECT pg_advisory_xact_lock(hashtextextended('cmpay.webhook_endpoints:' || $1, 0))

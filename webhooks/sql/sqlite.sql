@@ -9,14 +9,44 @@ SELECT EXISTS (SELECT 1 FROM webhook_deliveries WHERE status = 'PENDING' AND nex
 -- name: claim
 -- Leases up to $4 deliveries due at $3 until $1 (when they fall due again
 -- if this instance never records them) under the token $2. Inside a write
--- transaction nothing else claims meanwhile.
+-- transaction nothing else claims meanwhile. Fair, as PostgreSQL's claim:
+-- the endpoints of the JSON array $10 answered quickly last time and take
+-- what is due; any other endpoint with $7 attempts in flight, or a client
+-- with $8 such attempts, gets no more ($5 and $6 are JSON arrays of [id,
+-- attempts in flight]), each client's oldest are taken in turn, and only
+-- the $9 oldest due deliveries of endpoints and clients with room are
+-- looked at.
+WITH load_e AS (
+	SELECT value ->> 0 AS id, value ->> 1 AS n FROM json_each($5)
+), load_c AS (
+	SELECT value ->> 0 AS id, value ->> 1 AS n FROM json_each($6)
+), fast_e AS (
+	SELECT value AS id FROM json_each($10)
+), due AS (
+	SELECT d.id, d.endpoint_id, w.client_id, d.next_attempt_at, f.id IS NOT NULL AS fast,
+		COALESCE(le.n, 0) AS endpoint_load, COALESCE(lc.n, 0) AS client_load
+	FROM webhook_deliveries d JOIN webhook_endpoints w ON w.id = d.endpoint_id
+	LEFT JOIN load_e le ON le.id = d.endpoint_id
+	LEFT JOIN load_c lc ON lc.id = w.client_id
+	LEFT JOIN fast_e f ON f.id = d.endpoint_id
+	WHERE d.status = 'PENDING' AND d.next_attempt_at <= $3
+		AND (f.id IS NOT NULL OR COALESCE(le.n, 0) < $7 AND COALESCE(lc.n, 0) < $8)
+	ORDER BY d.next_attempt_at LIMIT $9
+), ranked AS (
+	SELECT id, next_attempt_at, fast, endpoint_load, client_load,
+		row_number() OVER (PARTITION BY endpoint_id ORDER BY next_attempt_at, id) AS by_endpoint,
+		row_number() OVER (PARTITION BY client_id, fast ORDER BY next_attempt_at, id) AS by_client,
+		row_number() OVER (PARTITION BY client_id ORDER BY next_attempt_at, id) AS turn
+	FROM due
+)
 UPDATE webhook_deliveries SET lease_until = $1, next_attempt_at = $1, claim_token = $2
-WHERE id IN (SELECT id FROM webhook_deliveries WHERE status = 'PENDING' AND next_attempt_at <= $3
-             ORDER BY next_attempt_at LIMIT $4)
+WHERE id IN (SELECT id FROM ranked
+             WHERE fast OR endpoint_load + by_endpoint <= $7 AND client_load + by_client <= $8
+             ORDER BY turn, next_attempt_at LIMIT $4)
 
 -- name: claimed
 -- The deliveries claim leased under the token $1, with their endpoint.
-SELECT d.id, d.event_id, d.event_seq, d.endpoint_id, d.retries, d.event_at, d.expires_at, w.url, w.secret
+SELECT d.id, d.event_id, d.event_seq, d.endpoint_id, d.retries, d.event_at, d.expires_at, w.url, w.secret, w.client_id
 FROM webhook_deliveries d JOIN webhook_endpoints w ON w.id = d.endpoint_id
 WHERE d.claim_token = $1 AND d.status = 'PENDING'
 
@@ -40,3 +70,9 @@ INSERT INTO webhook_attempts (delivery_id, at, status, error, duration_ms) VALUE
 SELECT id, payment_id, amount_minor, reason, idempotency_key, created_at
 FROM refunds WHERE payment_id IN (SELECT value FROM json_each($1))
 ORDER BY created_at, id
+
+-- name: lock_client_endpoints
+-- Nothing to lock: the server's one SQLite connection runs one transaction
+-- at a time, so count_client_endpoints holds until add_endpoint. ($1 is the
+-- client, as on PostgreSQL.)
+SELECT length($1)
