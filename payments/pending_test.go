@@ -152,3 +152,23 @@ func TestAsyncMethodsRefuseCaptureFalse(t *testing.T) {
 		t.Errorf("paid at once, capture false: %s, want AUTHORIZED", p.Status)
 	}
 }
+
+// The overview counts the payments of the window that wait for their payer
+// or the processor, and those that ended with no money moved.
+func TestRecentStatsCountUnsettledAndUnpaid(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		b := asyncSandboxSetup(t, db)
+		b.mustCreate(t, request("client-1", "pix-a", "1.00", "BRL", payments.MethodPix))
+		b.mustCreate(t, request("client-1", "pix-b", "1.00", "BRL", payments.MethodPix))
+		b.mustCreate(t, withToken(card("declined"), "pm_card_chargeDeclined"))
+		b.mustCreate(t, withToken(card("approved"), "pm_card_visa"))
+		st, err := b.svc.RecentStats(t.Context(), 24)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Unsettled[payments.StatusPending] != 2 || st.Unpaid[payments.StatusDeclined] != 1 || len(st.Unsettled)+len(st.Unpaid) != 2 {
+			t.Errorf("unsettled %v, unpaid %v; want 2 PENDING and 1 DECLINED", st.Unsettled, st.Unpaid)
+		}
+	})
+}

@@ -6,7 +6,15 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+
+	"github.com/cmpay/cmpay/internal/sqlq"
 )
+
+// statusCount is how many payments of the window are in one status.
+type statusCount struct {
+	status Status
+	n      int
+}
 
 // Counts counts attempts by outcome.
 type Counts struct {
@@ -39,6 +47,10 @@ type HourStats struct {
 type Stats struct {
 	Counts
 	Hours []HourStats
+	// Unsettled counts the payments created in the window that wait for
+	// the processor (PROCESSING) or their payer (PENDING), and Unpaid
+	// those that ended with no money moved (DECLINED, EXPIRED), by status.
+	Unsettled, Unpaid map[Status]int
 }
 
 // RecentStats counts the attempts of the last `hours` hours, per hour and
@@ -51,19 +63,34 @@ func (s *Service) RecentStats(ctx context.Context, hours int) (Stats, error) {
 	first := now.Truncate(time.Hour).Add(-time.Duration(hours-1) * time.Hour)
 
 	var rows []hourCount
+	var statuses []statusCount
 	err := s.reads.Read(func(db *gorm.DB) error {
 		r, err := s.store.runnerOn(db)
 		if err != nil {
 			return err
 		}
-		rows, err = s.store.attemptCounts(ctx, r, first)
+		if rows, err = s.store.attemptCounts(ctx, r, first); err != nil {
+			return err
+		}
+		statuses, err = sqlq.Collect(ctx, r, commonSQL.SQL("status_counts"), []any{first}, func(row sqlq.Row) (statusCount, error) {
+			var c statusCount
+			return c, row.Scan(&c.status, &c.n)
+		})
 		return err
 	})
 	if err != nil {
 		return Stats{}, fmt.Errorf("recent stats: %w", err)
 	}
 
-	st := Stats{Hours: make([]HourStats, hours)}
+	st := Stats{Hours: make([]HourStats, hours), Unsettled: map[Status]int{}, Unpaid: map[Status]int{}}
+	for _, c := range statuses {
+		switch c.status {
+		case StatusProcessing, StatusPending:
+			st.Unsettled[c.status] = c.n
+		default:
+			st.Unpaid[c.status] = c.n
+		}
+	}
 	for i := range st.Hours {
 		st.Hours[i].Start = first.Add(time.Duration(i) * time.Hour)
 	}
