@@ -49,18 +49,25 @@ func VerifyEvent(payload []byte, header, secret string, now time.Time) (processo
 	return DecodeEvent(payload)
 }
 
-// signedAt reads the t= element of a Stripe-Signature header.
+// signedAt reads the one t= element of a Stripe-Signature header. A
+// header with two is refused: stripe-go checks the signature against the
+// last one, and the tolerance checked here against another would let an
+// old event through under a fresh timestamp.
 func signedAt(header string) (time.Time, error) {
+	var at []string
 	for part := range strings.SplitSeq(header, ",") {
 		if v, ok := strings.CutPrefix(part, "t="); ok {
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil {
-				return time.Time{}, fmt.Errorf("bad timestamp %q", v)
-			}
-			return time.Unix(n, 0), nil
+			at = append(at, v)
 		}
 	}
-	return time.Time{}, errors.New("no timestamp")
+	if len(at) != 1 {
+		return time.Time{}, fmt.Errorf("%d timestamps, want one", len(at))
+	}
+	n, err := strconv.ParseInt(at[0], 10, 64)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("bad timestamp %q", at[0])
+	}
+	return time.Unix(n, 0), nil
 }
 
 // DecodeEvent decodes a verified event's body. The payment_intent.*,

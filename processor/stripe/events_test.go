@@ -90,6 +90,11 @@ func TestVerifyRefuses(t *testing.T) {
 		"old":            {stripedouble.Sign(e.Body, now.Add(-301*time.Second), secret), ErrEventTimestamp},
 		"future":         {stripedouble.Sign(e.Body, now.Add(301*time.Second), secret), ErrEventTimestamp},
 		"garbage header": {"v1=zz,t=x", ErrEventSignature},
+		// An old event's signature under a fresh timestamp in front:
+		// stripe-go verifies against the last t=, the tolerance must not
+		// be checked against another.
+		"two timestamps": {"t=" + strconv.FormatInt(now.Unix(), 10) + "," + stripedouble.Sign(e.Body, now.Add(-48*time.Hour), secret),
+			ErrEventSignature},
 	} {
 		if _, err := VerifyEvent(e.Body, tc.header, secret, now); !errors.Is(err, tc.want) {
 			t.Errorf("%s: %v, want %v", name, err, tc.want)
