@@ -230,9 +230,11 @@ func errorOutcome(err error) outcome {
 	if pe.Known() {
 		o.call = CallError
 	}
+	// A replayed 500 and a mismatch answer the same under the key every
+	// time: only a read can settle them. A 401 or 403 is not stored under
+	// the key, so once the operator fixes the key, asking again is safe.
 	switch {
-	case pe.Kind == processor.KindServerError && pe.Replayed, pe.Kind == processor.KindIdempotencyMismatch,
-		pe.Kind == processor.KindAuthentication:
+	case pe.Kind == processor.KindServerError && pe.Replayed, pe.Kind == processor.KindIdempotencyMismatch:
 		o.next = "read"
 	}
 	if o.code == "" {
