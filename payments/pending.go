@@ -254,8 +254,11 @@ func (s *Service) PollPending(ctx context.Context, pollAfter time.Duration, limi
 	var errs []error
 	for _, id := range ids {
 		p, ok, err := s.store.readPayment(ctx, id)
-		if err != nil || !ok {
-			errs = append(errs, fmt.Errorf("payment %s: %v %w", id, ok, err))
+		if err == nil && !ok {
+			err = ErrNotFound
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("pending payment %s: %w", id, err))
 			continue
 		}
 		if _, err := s.settlePending(ctx, p, nil); err != nil {
