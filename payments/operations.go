@@ -256,13 +256,16 @@ type operationRow struct {
 	state         string
 	sends         int
 	lastError     *string
+	// createdAt is when the operation was stored, and its key first sent
+	// (read_operation only; zero elsewhere).
+	createdAt time.Time
 }
 
 func scanOperation(row sqlq.Row) (operationRow, error) {
 	var o operationRow
 	var req string
 	if err := row.Scan(&o.id, &o.paymentID, &o.refundID, &o.operation, &o.processor, &o.key, &o.amountMinor,
-		&o.currency, &req, &o.state, &o.sends, &o.lastError); err != nil {
+		&o.currency, &req, &o.state, &o.sends, &o.lastError, &o.createdAt); err != nil {
 		return operationRow{}, err
 	}
 	if err := json.Unmarshal([]byte(req), &o.request); err != nil {

@@ -623,3 +623,37 @@ func TestRecovererResolvesInTheBackground(t *testing.T) {
 		}
 	})
 }
+
+// Past Stripe's 24 hours a key is forgotten, and the same key would be a
+// new request: recovery then only reads. A create that never reached the
+// processor is not sent again, and so never charged late; one that did is
+// found and settled.
+func TestRecoveryNeverResendsAForgottenKey(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		b, d := stripeSetup(t, db)
+		d.FailNext(stripedouble.CreatePaymentIntent, stripedouble.Fault{Kind: stripedouble.ServerErrorBefore})
+		lost := b.mustCreate(t, withToken(card("lost-a-day"), "pm_card_visa")).Payment
+		d.FailNext(stripedouble.CreatePaymentIntent, stripedouble.Fault{Kind: stripedouble.ServerErrorAfter})
+		made := b.mustCreate(t, withToken(card("made-a-day"), "pm_card_visa")).Payment
+		if lost.Status != payments.StatusProcessing || made.Status != payments.StatusProcessing {
+			t.Fatalf("first answers %s and %s, want PROCESSING", lost.Status, made.Status)
+		}
+		b.clock.Advance(25 * time.Hour) // every instance down for a day
+		for range 3 {
+			b.clock.Advance(testRecovery + time.Second)
+			if _, err := b.svc.RecoverDue(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n := len(d.IntentsFor(lost.ID)); n != 0 {
+			t.Errorf("a create a day old was sent again: %d intents", n)
+		}
+		if got := b.mustGet(t, lost.ID); got.Status != payments.StatusProcessing {
+			t.Errorf("nothing found at the processor, yet the payment is %s", got.Status)
+		}
+		if got := b.mustGet(t, made.ID); got.Status != payments.StatusCaptured || len(d.IntentsFor(made.ID)) != 1 {
+			t.Errorf("a create the processor made: %s, %d intents; want CAPTURED, one", got.Status, len(d.IntentsFor(made.ID)))
+		}
+	})
+}

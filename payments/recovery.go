@@ -60,7 +60,7 @@ func (s *Service) resolve(ctx context.Context, id string) error {
 	start := time.Now()
 	var out outcome
 	kind := callWrite
-	read := op.lastError != nil && *op.lastError == "read"
+	read := op.lastError != nil && *op.lastError == "read" || s.keyForgotten(op)
 	if read {
 		kind = callRead
 	}
@@ -83,6 +83,24 @@ func (s *Service) resolve(ctx context.Context, id string) error {
 	}
 	_, err = s.record(ctx, op, out, kind, time.Since(start))
 	return err
+}
+
+// keyMargin is how long before a processor forgets a key recovery stops
+// sending it: a clock's skew and the call's own time fit well within it.
+const keyMargin = time.Hour
+
+// keyForgotten says whether op's key may be past the time its processor
+// remembers it (Stripe: 24 hours), when sending a create or a refund again
+// with it would be a new request that moves money again. Such an
+// operation is only ever read: found, it settles; not found, it waits,
+// never charged twice. A capture or cancel is safe to send again (the
+// connector reads an intent already captured or canceled as the answer).
+func (s *Service) keyForgotten(op operationRow) bool {
+	kl, ok := s.proc.(interface{ KeyLifetime() time.Duration })
+	if !ok || op.createdAt.IsZero() || op.operation == OpCapture || op.operation == OpCancel {
+		return false
+	}
+	return s.now().Sub(op.createdAt) > kl.KeyLifetime()-keyMargin
 }
 
 // readCreate reads the processor's record of a create: by its reference

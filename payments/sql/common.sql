@@ -209,7 +209,7 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
 -- Reads one processor operation, in scanOperation's column order
 -- (operations.go).
 SELECT id, payment_id, refund_id, operation, processor, key, amount_minor, currency, request, state, sends,
-       last_error
+       last_error, created_at
 FROM processor_operations WHERE id = $1
 
 -- name: settle_operation

@@ -51,6 +51,11 @@ func WithHTTPClient(hc *http.Client) Option {
 
 // New makes a connector from the configuration's STRIPE_API_KEY,
 // STRIPE_API_BASE and PROCESSOR_TIMEOUT.
+// KeyLifetime is how long Stripe remembers an idempotency key: 24 hours,
+// after which the same key is a new request. CMPay's recovery stops
+// sending a key well before (payments: keyForgotten).
+func (c *Connector) KeyLifetime() time.Duration { return 24 * time.Hour }
+
 func New(cfg processor.Config, opts ...Option) (*Connector, error) {
 	if cfg.StripeAPIKey == "" {
 		return nil, errors.New("stripe connector: STRIPE_API_KEY is required")
