@@ -100,3 +100,36 @@ ensure_node() {
     npm ci --silent --no-audit --no-fund --prefix scripts/graphql-http-audit
   fi
 }
+
+# Steps run side by side: start_step NAME CMD... runs CMD in the background
+# with its output in a file; finish_step NAME waits for it, prints that
+# output, and fails (returns CMD's status) if CMD failed. Output is shown
+# whole and in the order the steps are finished, not interleaved. CMD runs
+# where `set -e` does not apply: a function given as CMD must return its
+# failures itself.
+CMPAY_STEPS_DIR=
+declare -A CMPAY_STEP_PIDS
+start_step() {
+  local name=$1
+  shift
+  [ -n "$CMPAY_STEPS_DIR" ] || CMPAY_STEPS_DIR=$(mktemp -d "${TMPDIR:-/tmp}/cmpay-steps.XXXXXX")
+  log "started: $name"
+  (
+    s=$(date +%s)
+    status=0
+    "$@" || status=$?
+    echo "($name: $(($(date +%s) - s))s)"
+    exit "$status"
+  ) >"$CMPAY_STEPS_DIR/$name.log" 2>&1 &
+  CMPAY_STEP_PIDS[$name]=$!
+}
+finish_step() {
+  local name=$1 status=0
+  wait "${CMPAY_STEP_PIDS[$name]}" || status=$?
+  log "finished: $name"
+  cat "$CMPAY_STEPS_DIR/$name.log" >&2
+  if [ "$status" != 0 ]; then
+    echo "$name failed (exit status $status)" >&2
+    return "$status"
+  fi
+}
