@@ -149,7 +149,7 @@ func listPage(v listView) templ.Component {
 					return templ_7745c5c3_Err
 				}
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 11, "</caption> <thead><tr><th scope=\"col\">Created (UTC)</th><th scope=\"col\">Client</th><th scope=\"col\" class=\"num\">Amount</th><th scope=\"col\">Method</th><th scope=\"col\">Status</th><th scope=\"col\">Idempotency key</th><th scope=\"col\">Key used again</th></tr></thead> <tbody>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 11, "</caption> <thead><tr><th scope=\"col\">Created (UTC)</th><th scope=\"col\">Client</th><th scope=\"col\" class=\"num\">Amount</th><th scope=\"col\">Method</th><th scope=\"col\">Status</th><th scope=\"col\">Idempotency key</th><th scope=\"col\">Keys used again</th></tr></thead> <tbody>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -384,7 +384,7 @@ func paymentRow(p payments.Payment) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 32, "</code></a></td><td data-label=\"Key used again\">")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 32, "</code></a></td><td data-label=\"Keys used again\">")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -2277,7 +2277,7 @@ func lookalikes(v paymentView) templ.Component {
 		ctx = templ.InitializeContext(ctx)
 		ctx = templ.ClearChildren(ctx)
 		if len(v.Lookalikes) > 0 {
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 191, "<h2 id=\"lookalikes\">Same client, same amount, within a day</h2><div class=\"table-wrap\"><table class=\"payments\" aria-labelledby=\"lookalikes\"><thead><tr><th scope=\"col\">Created (UTC)</th><th scope=\"col\">Client</th><th scope=\"col\" class=\"num\">Amount</th><th scope=\"col\">Method</th><th scope=\"col\">Status</th><th scope=\"col\">Idempotency key</th><th scope=\"col\">Key used again</th></tr></thead> <tbody>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 191, "<h2 id=\"lookalikes\">Same client, same amount, within a day</h2><div class=\"table-wrap\"><table class=\"payments\" aria-labelledby=\"lookalikes\"><thead><tr><th scope=\"col\">Created (UTC)</th><th scope=\"col\">Client</th><th scope=\"col\" class=\"num\">Amount</th><th scope=\"col\">Method</th><th scope=\"col\">Status</th><th scope=\"col\">Idempotency key</th><th scope=\"col\">Keys used again</th></tr></thead> <tbody>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
