@@ -128,8 +128,44 @@ finish_step() {
   wait "${CMPAY_STEP_PIDS[$name]}" || status=$?
   log "finished: $name"
   cat "$CMPAY_STEPS_DIR/$name.log" >&2
+  unset 'CMPAY_STEP_PIDS[$name]'
   if [ "$status" != 0 ]; then
     echo "$name failed (exit status $status)" >&2
     return "$status"
   fi
+}
+
+# stop_steps ends the steps still running, with every process they
+# started (when the script stops early: one step failed, or Ctrl-C), and
+# removes their output; for the calling script's EXIT trap.
+stop_steps() {
+  local pid alive ended=() tries
+  for pid in "${CMPAY_STEP_PIDS[@]}"; do
+    mapfile -t -O "${#ended[@]}" ended < <(kill_tree "$pid")
+  done
+  for pid in "${CMPAY_STEP_PIDS[@]}"; do
+    wait "$pid" 2>/dev/null || true
+  done
+  # Then wait (up to 10 s) until their descendants are gone too: a go
+  # command still ending could write into a folder about to be removed.
+  for ((tries = 0; tries < 100; tries++)); do
+    alive=0
+    for pid in "${ended[@]}"; do
+      if kill -0 "$pid" 2>/dev/null; then alive=1; fi
+    done
+    [ "$alive" = 1 ] || break
+    sleep 0.1
+  done
+  [ -z "$CMPAY_STEPS_DIR" ] || rm -rf "$CMPAY_STEPS_DIR"
+}
+
+# kill_tree ends a process and its descendants, the children first, and
+# prints their ids.
+kill_tree() {
+  local child
+  for child in $(pgrep -P "$1"); do
+    kill_tree "$child"
+  done
+  kill "$1" 2>/dev/null || true
+  echo "$1"
 }

@@ -36,7 +36,7 @@ scripts/check-generated.sh
 # package's binary instead of `go test -fuzz` compiling and linking once
 # per target.
 fuzz_bin=$(mktemp -d "${TMPDIR:-/tmp}/cmpay-fuzz.XXXXXX")
-trap 'rm -rf "$fuzz_bin"; stop_postgres' EXIT
+trap 'stop_steps; rm -rf "$fuzz_bin"; stop_postgres' EXIT
 fuzz_packages="payments httpapi processor/stripe"
 build_fuzz_binaries() {
   local pkg
