@@ -104,8 +104,8 @@ func (s strictVariables) check(v any, t *ast.Type) *badValue {
 	case ast.Enum:
 		name, _ := v.(string)
 		if def.EnumValues.ForName(name) == nil {
-			return &badValue{message: fmt.Sprintf("%s is not a %s: use one of %s (enum values are case-sensitive)",
-				quoteValue(v), def.Name, enumNames(def))}
+			return &badValue{message: fmt.Sprintf("%s is not a %s: use one of %s %s",
+				quoteValue(v), def.Name, enumNames(def), enumCaseNote(def, name))}
 		}
 	case ast.InputObject:
 		fields, ok := v.(map[string]any)

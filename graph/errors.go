@@ -45,6 +45,7 @@ func presentError(ctx context.Context, err error) *gqlerror.Error {
 			gqlErr.Extensions[k] = v
 		}
 	}
+	suggestVariableField(ctx, gqlErr)
 	tidy(gqlErr)
 	return gqlErr
 }
@@ -96,7 +97,7 @@ func tidy(e *gqlerror.Error) {
 		parts := notAnEnumValue.FindStringSubmatch(m)
 		m = fmt.Sprintf("%s is not a %s", clip(strconv.Quote(parts[1])), parts[2])
 		if def := parsedSchema.Types[parts[2]]; def != nil && def.Kind == ast.Enum {
-			m += ": use one of " + enumNames(def) + " (enum values are case-sensitive)"
+			m += ": use one of " + enumNames(def) + " " + enumCaseNote(def, parts[1])
 		}
 	case m == "enums must be ints or strings":
 		m = "an enum value must be a string"

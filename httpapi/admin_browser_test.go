@@ -112,6 +112,13 @@ func TestAdminInBrowser(t *testing.T) {
 	); err != nil {
 		t.Fatal(err)
 	}
+	summary := evalString(t, ctx, `document.querySelector(".answer").innerText.replace(/\s+/g, " ")`)
+	for _, want := range []string{"The client (GraphQL API) retried the create request once with the same key order-1002",
+		"The client (REST API) retried the create request once with the same key order-1002", "nothing was charged again"} {
+		if !strings.Contains(summary, want) {
+			t.Errorf("the retried payment's summary lacks %q: %s", want, summary)
+		}
+	}
 	browsertest.Screenshot(t, ctx, "admin-payment-replayed")
 
 	// The first payment's page points at the lookalike made with another key.

@@ -294,7 +294,7 @@ func TestAdminWebhooksPage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.create(t, "admin-hook", input("shop-admin", "1.00", "BRL", "PIX"))
+	paid := b.create(t, "admin-hook", input("shop-admin", "1.00", "BRL", "PIX")).Payment
 	deadline := time.Now().Add(5 * time.Second)
 	var id int64
 	for id == 0 && time.Now().Before(deadline) {
@@ -322,6 +322,9 @@ func TestAdminWebhooksPage(t *testing.T) {
 	if res.StatusCode != 200 || !strings.Contains(page, ep.ID) || !strings.Contains(page, "FAILED") ||
 		!strings.Contains(page, "HTTP 503: down") || !strings.Contains(page, fmt.Sprintf("/admin/webhooks/deliveries/%d/resend", id)) {
 		t.Fatalf("webhooks page: %d\n%s", res.StatusCode, page)
+	}
+	if !strings.Contains(page, `href="/admin/payments/`+paid.ID+`"`) {
+		t.Errorf("the delivery does not link the payment %s it is about", paid.ID)
 	}
 	if _, home := admin.do(t, "GET", "/admin", nil, ""); !strings.Contains(string(home), `href="/admin/webhooks"`) {
 		t.Error("the nav has no link to the Webhooks page")

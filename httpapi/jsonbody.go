@@ -8,12 +8,14 @@ import (
 	"mime"
 	"net/http"
 	"reflect"
+	"regexp"
 	"strings"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/cmpay/cmpay/apierror"
+	"github.com/cmpay/cmpay/internal/suggest"
 )
 
 // decodeJSONBody reads r's body into dst, a pointer to a struct, strictly,
@@ -140,7 +142,7 @@ func semanticProblem(err error, dst any) error {
 		return badBody("the body does not fit the fields %s", fieldList(dst))
 	}
 	if errors.Is(sem.Err, json.ErrUnknownName) {
-		return badBody("the body has a field this endpoint does not take; it takes %s, spelt exactly so (names are case-sensitive)", fieldList(dst))
+		return unknownFieldProblem(sem.JSONPointer, dst)
 	}
 	if name, ok := knownField(sem.JSONPointer, dst); ok {
 		if want := jsonKindOf(sem.GoType); want != "" {
@@ -149,6 +151,26 @@ func semanticProblem(err error, dst any) error {
 		return badBody("the field %s has a value it cannot take", name)
 	}
 	return badBody("the body does not fit the fields %s", fieldList(dst))
+}
+
+// plainName is a field name safe to repeat in an error: a short identifier.
+// Anything else a client sent as a name is not repeated (error messages do
+// not echo the body; a name like this one is the client's typo, not data).
+var plainName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,39}$`)
+
+// unknownFieldProblem names a top-level field dst does not take, and the
+// field that was probably meant, as GraphQL validation does for a misspelt
+// input field.
+func unknownFieldProblem(p jsontext.Pointer, dst any) error {
+	fields := jsonFields(dst)
+	name := p.LastToken()
+	if p.Parent() != "" || !plainName.MatchString(name) {
+		return badBody("the body has a field this endpoint does not take; it takes %s, spelt exactly so (names are case-sensitive)", fieldList(dst))
+	}
+	if hint := suggest.DidYouMean(name, fields); hint != "" {
+		return badBody("the field %q is not one this endpoint takes.%s Names are case-sensitive; it takes %s", name, hint, fieldList(dst))
+	}
+	return badBody("the field %q is not one this endpoint takes; it takes %s, spelt exactly so (names are case-sensitive)", name, fieldList(dst))
 }
 
 // jsonFields are the JSON names of the struct dst points to, in order.

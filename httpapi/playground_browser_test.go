@@ -29,7 +29,7 @@ const graphqlErrorsJS = `monaco.editor.getModelMarkers({owner: "graphql"})
   .filter(m => m.severity === monaco.MarkerSeverity.Error).map(m => m.message).join("\n")`
 
 // exampleTabs are the Playground's example tabs, by title.
-const exampleTabs = "CreatePayment,RetryPayment,Payments,Authorize,DeclinedPayment,SlowPayment"
+const exampleTabs = "CreatePayment,RetryPayment,Payments,Authorize,DeclinedPayment,SlowPayment,PixLater"
 
 // tabsJS lists the titles of GraphiQL's tabs.
 const tabsJS = `[...document.querySelectorAll(".graphiql-tab-button")].map(b => b.textContent.trim()).join(",")`
@@ -63,7 +63,7 @@ func TestPlaygroundInBrowser(t *testing.T) {
 		t.Errorf("the first tab's variables do not carry the page's key %q:\n%s", key, variables)
 	}
 	if tabs := evalString(t, ctx, tabsJS); tabs != exampleTabs {
-		t.Errorf("tabs %q, want the createPayment, retry, payments, lifecycle, decline and slow payment examples", tabs)
+		t.Errorf("tabs %q, want the createPayment, retry, payments, lifecycle, decline, slow payment and Pix examples", tabs)
 	}
 	// The headers hint is there; replace it with a real token.
 	setHeaders := fmt.Sprintf(editorJS+`; editor(v => v.includes("Authorization")).setValue(%q); "ok"`, `{"Authorization": "Bearer `+token+`"}`)

@@ -107,6 +107,7 @@ func createPaymentREST(svc *payments.Service) http.HandlerFunc {
 			Origin:             restOrigin(r),
 		})
 		if err != nil {
+			err = hintMethod(err, body.Method)
 			writeProblem(w, r, apierror.FromDomain(r.Context(), err))
 			return
 		}

@@ -126,6 +126,7 @@ func NewHandler(d Deps) http.Handler {
 	r.Method(http.MethodGet, "/playground", web.Playground())
 	r.Method(http.MethodGet, "/playground/assets/*", web.PlaygroundAssets())
 	r.Get("/api/openapi.json", openAPI)
+	r.Method(http.MethodGet, "/favicon.ico", web.Favicon())
 
 	// The APIs: bearer token. Credentials are checked before the body is
 	// read: a stranger's body, however slow or long, costs nothing.

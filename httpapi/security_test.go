@@ -32,6 +32,7 @@ var open = map[string]bool{
 	"GET /playground":          true,
 	"GET /playground/assets/*": true,
 	"GET /api/openapi.json":    true,
+	"GET /favicon.ico":         true,
 }
 
 // TestEveryRouteNeedsCredentials walks every route the router knows and

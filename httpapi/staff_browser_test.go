@@ -239,6 +239,12 @@ func TestStaffInBrowser(t *testing.T) {
 	if n := evalString(t, ctx, `String(document.querySelectorAll("table.refunds tbody tr").length)`); n != "1" {
 		t.Errorf("%s refunds listed, want 1", n)
 	}
+	// Support staff must not read the staff member's second press as the
+	// client retrying the payment.
+	if got := text(`.answer`); !strings.Contains(got, "Staff member olga resubmitted the refund form once") ||
+		!strings.Contains(got, "nothing was refunded again") || strings.Contains(got, "The client retried") {
+		t.Errorf("after a double click the summary says %q", got)
+	}
 	browsertest.Screenshot(t, ctx, "staff-double-click")
 	watch.Check(t, base)
 

@@ -100,3 +100,72 @@ ensure_node() {
     npm ci --silent --no-audit --no-fund --prefix scripts/graphql-http-audit
   fi
 }
+
+# Steps run side by side: start_step NAME CMD... runs CMD in the background
+# with its output in a file; finish_step NAME waits for it, prints that
+# output, and fails (returns CMD's status) if CMD failed. Output is shown
+# whole and in the order the steps are finished, not interleaved. CMD runs
+# where `set -e` does not apply: a function given as CMD must return its
+# failures itself.
+CMPAY_STEPS_DIR=
+declare -A CMPAY_STEP_PIDS
+start_step() {
+  local name=$1
+  shift
+  [ -n "$CMPAY_STEPS_DIR" ] || CMPAY_STEPS_DIR=$(mktemp -d "${TMPDIR:-/tmp}/cmpay-steps.XXXXXX")
+  log "started: $name"
+  (
+    s=$(date +%s)
+    status=0
+    "$@" || status=$?
+    echo "($name: $(($(date +%s) - s))s)"
+    exit "$status"
+  ) >"$CMPAY_STEPS_DIR/$name.log" 2>&1 &
+  CMPAY_STEP_PIDS[$name]=$!
+}
+finish_step() {
+  local name=$1 status=0
+  wait "${CMPAY_STEP_PIDS[$name]}" || status=$?
+  log "finished: $name"
+  cat "$CMPAY_STEPS_DIR/$name.log" >&2
+  unset 'CMPAY_STEP_PIDS[$name]'
+  if [ "$status" != 0 ]; then
+    echo "$name failed (exit status $status)" >&2
+    return "$status"
+  fi
+}
+
+# stop_steps ends the steps still running, with every process they
+# started (when the script stops early: one step failed, or Ctrl-C), and
+# removes their output; for the calling script's EXIT trap.
+stop_steps() {
+  local pid alive ended=() tries
+  for pid in "${CMPAY_STEP_PIDS[@]}"; do
+    mapfile -t -O "${#ended[@]}" ended < <(kill_tree "$pid")
+  done
+  for pid in "${CMPAY_STEP_PIDS[@]}"; do
+    wait "$pid" 2>/dev/null || true
+  done
+  # Then wait (up to 10 s) until their descendants are gone too: a go
+  # command still ending could write into a folder about to be removed.
+  for ((tries = 0; tries < 100; tries++)); do
+    alive=0
+    for pid in "${ended[@]}"; do
+      if kill -0 "$pid" 2>/dev/null; then alive=1; fi
+    done
+    [ "$alive" = 1 ] || break
+    sleep 0.1
+  done
+  [ -z "$CMPAY_STEPS_DIR" ] || rm -rf "$CMPAY_STEPS_DIR"
+}
+
+# kill_tree ends a process and its descendants, the children first, and
+# prints their ids.
+kill_tree() {
+  local child
+  for child in $(pgrep -P "$1"); do
+    kill_tree "$child"
+  done
+  kill "$1" 2>/dev/null || true
+  echo "$1"
+}

@@ -188,7 +188,8 @@ func TestPaymentPageTimeline(t *testing.T) {
 		t.Errorf("full key %q", got)
 	}
 	summary := doc.Find(".answer").Text()
-	for _, want := range []string{"One payment for this key", "retried once", "nothing was charged again", "reused once", "no other payment of this amount"} {
+	for _, want := range []string{"One payment for this key", "The client (REST API) retried the create request once", "nothing was charged again",
+		"The client (GraphQL API) reused the key order-9 of the create request once", "no other payment of this amount"} {
 		if !strings.Contains(summary, want) {
 			t.Errorf("summary lacks %q: %s", want, summary)
 		}
@@ -235,4 +236,43 @@ func mustQuery(t *testing.T, u string) map[string][]string {
 		t.Fatal(err)
 	}
 	return v
+}
+
+// TestPaymentPageAttributesRepeats: two repeats of a refund, one the
+// client's retry and one a staff member's resubmitted form, are told apart
+// and counted against the refund's key, not the payment's.
+func TestPaymentPageAttributesRepeats(t *testing.T) {
+	t.Parallel()
+	p := samplePayment("pay_8", "order-8", 2, 0)
+	refund := payments.Params{payments.FieldOperation: "REFUND_PAYMENT", payments.FieldAmount: "1"}
+	attempts := []payments.Attempt{
+		{Operation: payments.OpCreate, IdempotencyKey: "order-8", Outcome: payments.OutcomeCreated, At: created, Transport: "rest"},
+		{Operation: payments.OpRefund, IdempotencyKey: "ref-1", Outcome: payments.OutcomeApplied, At: created.Add(time.Minute), Transport: "rest", Params: refund},
+		{Operation: payments.OpRefund, IdempotencyKey: "ref-1", Outcome: payments.OutcomeReplayed, At: created.Add(2 * time.Minute), Transport: "rest", Params: refund},
+		{Operation: payments.OpRefund, IdempotencyKey: "admin-ref-2", Outcome: payments.OutcomeApplied, At: created.Add(3 * time.Minute), Transport: "admin", Actor: "ana", Params: refund},
+		{Operation: payments.OpRefund, IdempotencyKey: "admin-ref-2", Outcome: payments.OutcomeReplayed, At: created.Add(4 * time.Minute), Transport: "admin", Actor: "ana", Params: refund},
+	}
+	view := paymentView{Payment: p}
+	for _, a := range attempts {
+		view.Attempts = append(view.Attempts, attemptView{Attempt: a})
+	}
+	doc := renderDoc(t, paymentPage(view))
+	summary := strings.Join(strings.Fields(doc.Find(".answer").Text()), " ")
+	for _, want := range []string{
+		"The client (REST API) retried the refund request once with the same key ref-1 and the same request: each retry got the first result back and nothing was refunded again.",
+		"Staff member ana resubmitted the refund form once with its key admin-ref-2: it got the first result back and nothing was refunded again.",
+	} {
+		if !strings.Contains(summary, want) {
+			t.Errorf("summary lacks %q:\n%s", want, summary)
+		}
+	}
+	for _, wrong := range []string{"retried twice", "nothing was charged again"} {
+		if strings.Contains(summary, wrong) {
+			t.Errorf("summary says %q, but the create request was never repeated:\n%s", wrong, summary)
+		}
+	}
+	badges := doc.Find(".key-uses li").Map(func(_ int, s *goquery.Selection) string { return strings.Join(strings.Fields(s.Text()), " ") })
+	if want := []string{"refund ref-1 replayed ×1 by the client (REST API)", "refund admin-ref-2 replayed ×1 by staff member ana"}; strings.Join(badges, "|") != strings.Join(want, "|") {
+		t.Errorf("badges %q, want %q", badges, want)
+	}
 }

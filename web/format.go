@@ -18,8 +18,10 @@ func money(m payments.Money) string { return m.String() + " " + m.Currency }
 // stamp shows a time in UTC to the second, the way support staff quote it.
 func stamp(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05") + " UTC" }
 
-// precise shows a time to the microsecond, for telling attempts apart.
-func precise(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05.000000") }
+// precise shows a time in UTC to the second, without the zone (the column
+// says UTC). Microseconds are noise to a reader; the <time datetime>
+// attribute around it keeps them, and rows stay in their order.
+func precise(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05") }
 
 func itoa(n int) string { return strconv.Itoa(n) }
 

@@ -104,3 +104,10 @@ func gunzip(data []byte) ([]byte, error) {
 	}
 	return io.ReadAll(zr)
 }
+
+// Favicon serves GET /favicon.ico, which browsers ask every host for
+// whether a page names an icon or not (a 404 on every page otherwise).
+// The pages name it too, with <link rel="icon">.
+func Favicon() http.Handler {
+	return secureHeaders(adminCSP, staticFiles("icon"))
+}

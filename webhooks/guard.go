@@ -116,7 +116,7 @@ func (g guard) checkURL(ctx context.Context, raw string) (*url.URL, error) {
 	}
 	if ip, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil {
 		if Blocked(ip) {
-			return nil, errors.New("url points at a loopback, private or link-local address; webhooks must reach a public address")
+			return nil, errors.New("url points at a loopback, private or link-local address; webhooks must reach a public address (for development, WEBHOOK_ALLOW_PRIVATE=true allows it)")
 		}
 		return u, nil
 	}
@@ -129,7 +129,7 @@ func (g guard) checkURL(ctx context.Context, raw string) (*url.URL, error) {
 	for _, a := range addrs {
 		ip, ok := netip.AddrFromSlice(a.IP)
 		if !ok || Blocked(ip) {
-			return nil, errors.New("url's host resolves to a loopback, private or link-local address; webhooks must reach a public address")
+			return nil, errors.New("url's host resolves to a loopback, private or link-local address; webhooks must reach a public address (for development, WEBHOOK_ALLOW_PRIVATE=true allows it)")
 		}
 	}
 	return u, nil

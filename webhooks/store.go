@@ -154,7 +154,7 @@ func (st shared) recentDeliveries(ctx context.Context, limit int) ([]Delivery, e
 		var d Delivery
 		err := r.Scan(&d.ID, &d.EventID, &d.EventSeq, &d.EndpointID, &d.Status, &d.EventAt, &d.CreatedAt, &d.Attempts,
 			&d.Retries, &d.NextAttemptAt, &d.ExpiresAt, &d.LeaseUntil, &d.ClaimToken, &d.LastAttemptAt, &d.LastStatus,
-			&d.LastError, &d.DeliveredAt, &d.EventType, &d.URL)
+			&d.LastError, &d.DeliveredAt, &d.EventType, &d.URL, &d.PaymentID)
 		return d, err
 	})
 	if err != nil || len(out) == 0 {

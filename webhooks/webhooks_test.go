@@ -230,6 +230,16 @@ func TestDeliveries(t *testing.T) {
 		if len(rows) != 3 || attempts != 6 || logged != 6 {
 			t.Errorf("%d deliveries, %d attempts counted, %d logged; want 3, 6 (3 failed first), 6", len(rows), attempts, logged)
 		}
+		// The admin's list names each delivery's payment.
+		recent, err := e.wh.RecentDeliveries(t.Context(), 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range recent {
+			if d.PaymentID == "" || d.EventType != "PAYMENT_CREATED" && d.PaymentID != p.ID {
+				t.Errorf("delivery %d of %s names payment %q", d.ID, d.EventType, d.PaymentID)
+			}
+		}
 	})
 }
 

@@ -4,6 +4,7 @@
 // everything it imports into web/static/playground/playground.js (and
 // playground.css), so the page loads nothing from any other host and runs
 // under the Playground's strict Content-Security-Policy (web/playground.go).
+import { useMemo, useRef, useState } from "react";
 import { createRoot } from "react-dom/client";
 import { GraphiQL } from "graphiql";
 import { createGraphiQLFetcher } from "@graphiql/toolkit";
@@ -11,6 +12,10 @@ import { createGraphiQLFetcher } from "@graphiql/toolkit";
 // esbuild already takes Monaco's CSS from the modules that import it.
 import "@graphiql/react/style.css";
 import "graphiql/graphiql.css";
+// The Docs and History panes are plugins with styles of their own, which
+// graphiql.css does not include (graphiql/style.css would, with Monaco's).
+import "@graphiql/plugin-doc-explorer/style.css";
+import "@graphiql/plugin-history/style.css";
 // The fonts GraphiQL's UI uses, inlined as data: URIs (font-src data:).
 import "@graphiql/react/font/roboto.css";
 import "@graphiql/react/font/fira-code.css";
@@ -38,11 +43,33 @@ const root = document.getElementById("graphiql");
 const key = root.dataset.idempotencyKey;
 const endpoint = new URL(root.dataset.endpoint, location.href);
 
-const headers = JSON.stringify(
+const placeholderHeaders = JSON.stringify(
   { Authorization: "Bearer <paste the API token cmpay printed at start, or one from API_TOKENS>" },
   null,
   2,
 );
+
+// bearerToken is the token in a Headers tab's text, or "" while it holds
+// the placeholder, no token, or text that is not (yet) JSON.
+function bearerToken(text) {
+  try {
+    const value = JSON.parse(text || "{}");
+    const auth = Object.entries(value).find(([name]) => name.toLowerCase() === "authorization");
+    const m = auth && typeof auth[1] === "string" && auth[1].match(/^Bearer\s+([^\s<>]+)$/);
+    return m ? m[1] : "";
+  } catch {
+    return "";
+  }
+}
+
+// The token survives a reload in GraphiQL's own storage (the Headers tab is
+// persisted: shouldPersistHeaders, which GraphiQL's settings can turn off),
+// per origin, under GraphiQL's key for it. Only headers with a real token
+// are kept, so switching to a tab that still shows the placeholder does not
+// wipe a token already given.
+const headersKey = "graphiql:headers";
+const storedHeaders = localStorage.getItem(headersKey);
+const headers = bearerToken(storedHeaders) ? storedHeaders : placeholderHeaders;
 
 const createMutation = `# Create a payment. Run it once: replayed is false.
 # Run it again: the same payment comes back with replayed true; nothing new is charged.
@@ -198,14 +225,42 @@ const tokenVariables = (suffix, token, extra = {}) =>
     2,
   );
 
-// Keep GraphiQL's preferences (theme, panes), but not its tabs or editors:
-// a reload must bring the examples back with a new key instead of the last
-// session's, and headers (the token) are never written to localStorage.
-const volatile = /tabState|query|variables|headers/;
+const pixMutation = `# A Pix the payer pays later. With SANDBOX_METHODS=async (or Stripe) the create answers PENDING with
+# the Pix code to show the payer (nextAction); with the default sandbox it is paid at once, as before.
+# In the sandbox, the payer pays with POST /sandbox/payments/{id}/pay (a token with payments:write);
+# then PixPayment shows it CAPTURED with paidAt. Four requests from creation to payment: create, show
+# the code again (run PixPayment), pay, read it back.
+mutation PixLater($input: CreatePaymentInput!, $idempotencyKey: String!) {
+  createPayment(input: $input, idempotencyKey: $idempotencyKey) {
+    replayed
+    payment { id status nextAction { type pixCode expiresAt } }
+  }
+}
+
+query PixPayment($paymentId: ID!) {
+  payment(id: $paymentId) { status nextAction { pixCode expiresAt } paidAt expiredAt }
+}
+`;
+
+const pixVariables = JSON.stringify(
+  {
+    idempotencyKey: key + "-pix",
+    input: { clientId: "playground", amount: "25.00", currency: "BRL", method: "PIX" },
+    paymentId: "<the id PixLater returned>",
+  },
+  null,
+  2,
+);
+
+// Keep GraphiQL's preferences (theme, panes) and the Headers tab, but not
+// its tabs or other editors: a reload must bring the examples back with a
+// new key instead of the last session's.
+const volatile = new Set(["graphiql:tabState", "graphiql:query", "graphiql:variables"]);
 const storage = {
-  getItem: (k) => (volatile.test(k) ? null : localStorage.getItem(k)),
+  getItem: (k) => (volatile.has(k) ? null : localStorage.getItem(k)),
   setItem: (k, v) => {
-    if (!volatile.test(k)) localStorage.setItem(k, v);
+    if (volatile.has(k) || (k === headersKey && !bearerToken(v))) return;
+    localStorage.setItem(k, v);
   },
   removeItem: (k) => localStorage.removeItem(k),
   clear: () => localStorage.clear(),
@@ -219,31 +274,57 @@ const storage = {
 // protocol): the toolkit opens one per subscription and sends the Headers
 // tab's JSON, merged over wsConnectionParams, as the connection_init
 // payload, so {"Authorization": "Bearer <token>"} reaches the server there.
-const fetcher = createGraphiQLFetcher({
-  url: endpoint.href,
-  subscriptionUrl: endpoint.href.replace(/^http/, "ws"),
-});
+const newFetcher = () =>
+  createGraphiQLFetcher({
+    url: endpoint.href,
+    subscriptionUrl: endpoint.href.replace(/^http/, "ws"),
+  });
 
 const createVariables = variables("49.90");
-createRoot(root).render(
-  <GraphiQL
-    fetcher={fetcher}
-    storage={storage}
-    shouldPersistHeaders={false}
-    defaultEditorToolsVisibility="headers"
-    // The first tab's editors start from these, not from defaultTabs[0];
-    // new tabs get defaultHeaders.
-    initialQuery={createMutation}
-    initialVariables={createVariables}
-    initialHeaders={headers}
-    defaultHeaders={headers}
-    defaultTabs={[
-      { query: createMutation, variables: createVariables, headers },
-      { query: replayMutation, variables: variables("49.9"), headers },
-      { query: listQuery, variables: "{}", headers },
-      { query: lifecycleOperations, variables: lifecycleVariables, headers },
-      { query: declineMutation, variables: tokenVariables("-declined", "pm_card_chargeDeclined"), headers },
-      { query: slowMutation, variables: tokenVariables("-slow", "pm_sandbox_slow", { paymentId: "<the id SlowPayment returned>" }), headers },
-    ]}
-  />,
-);
+
+// Playground sends nothing until there is a token: GraphiQL's schema
+// request on load would only get a 401, shown in the response pane and
+// left there after the token is put in. schema={null} tells GraphiQL not
+// to ask; once the Headers tab holds a token (typed, pasted, or kept from
+// the last visit) the schema is fetched with it, and fetched again when the
+// token changes (a new fetcher), after a pause so that typing one does not
+// send a request per key.
+function Playground() {
+  const [token, setToken] = useState(bearerToken(headers));
+  const timer = useRef(0);
+  const fetcher = useMemo(newFetcher, [token]);
+  const onEditHeaders = (text) => {
+    clearTimeout(timer.current);
+    timer.current = setTimeout(() => {
+      const next = bearerToken(text);
+      if (next) setToken(next);
+    }, 400);
+  };
+  return (
+    <GraphiQL
+      fetcher={fetcher}
+      schema={token ? undefined : null}
+      onEditHeaders={onEditHeaders}
+      storage={storage}
+      shouldPersistHeaders
+      defaultEditorToolsVisibility="headers"
+      // The first tab's editors start from these, not from defaultTabs[0];
+      // new tabs get defaultHeaders.
+      initialQuery={createMutation}
+      initialVariables={createVariables}
+      initialHeaders={headers}
+      defaultHeaders={headers}
+      defaultTabs={[
+        { query: createMutation, variables: createVariables, headers },
+        { query: replayMutation, variables: variables("49.9"), headers },
+        { query: listQuery, variables: "{}", headers },
+        { query: lifecycleOperations, variables: lifecycleVariables, headers },
+        { query: declineMutation, variables: tokenVariables("-declined", "pm_card_chargeDeclined"), headers },
+        { query: slowMutation, variables: tokenVariables("-slow", "pm_sandbox_slow", { paymentId: "<the id SlowPayment returned>" }), headers },
+        { query: pixMutation, variables: pixVariables, headers },
+      ]}
+    />
+  );
+}
+
+createRoot(root).render(<Playground />);

@@ -51,10 +51,10 @@ WHERE id = $1 AND status = 'FAILED'
 
 -- name: recent_deliveries
 -- The newest $1 deliveries, newest first, with their endpoint's URL and
--- their event's type ('' once the event is swept).
+-- their event's type and payment ('' once the event is swept).
 SELECT d.id, d.event_id, d.event_seq, d.endpoint_id, d.status, d.event_at, d.created_at, d.attempts, d.retries,
 	d.next_attempt_at, d.expires_at, d.lease_until, d.claim_token, d.last_attempt_at, d.last_status, d.last_error,
-	d.delivered_at, COALESCE(e.type, ''), w.url
+	d.delivered_at, COALESCE(e.type, ''), w.url, COALESCE(e.payment_id, '')
 FROM webhook_deliveries d JOIN webhook_endpoints w ON w.id = d.endpoint_id
 LEFT JOIN payment_events e ON e.seq = d.event_seq
 ORDER BY d.id DESC LIMIT $1

@@ -1,0 +1,114 @@
+package web
+
+import (
+	"github.com/cmpay/cmpay/payments"
+)
+
+// keyUse is every repeat of one idempotency key for one operation by one
+// party: the client through an API, or one staff member through the admin.
+// A payment's replay and rejection counts cover all its keys and
+// operations together; support staff need to know whose retry of which
+// request it was before they tell a customer anything.
+type keyUse struct {
+	Operation payments.Operation
+	Key       string
+	Transport string // graphql, rest or admin
+	Actor     string // the staff member, for the admin
+	Replayed  int
+	Rejected  int
+}
+
+// ByStaff reports whether a staff member made these requests in the admin.
+func (u keyUse) ByStaff() bool { return u.Transport == "admin" }
+
+// keyUses groups a payment's replayed and rejected attempts by operation,
+// key and party, in the order each group first appears in the timeline.
+func keyUses(attempts []attemptView) []keyUse {
+	var uses []keyUse
+	index := map[keyUse]int{}
+	for _, a := range attempts {
+		if a.Outcome != payments.OutcomeReplayed && a.Outcome != payments.OutcomeRejected {
+			continue
+		}
+		id := keyUse{Operation: a.Operation, Key: a.IdempotencyKey, Transport: a.Transport, Actor: a.Actor}
+		i, ok := index[id]
+		if !ok {
+			i = len(uses)
+			index[id] = i
+			uses = append(uses, id)
+		}
+		if a.Outcome == payments.OutcomeReplayed {
+			uses[i].Replayed++
+		} else {
+			uses[i].Rejected++
+		}
+	}
+	return uses
+}
+
+// who names the party behind a keyUse in a sentence: "the client (REST)",
+// "staff member ana".
+func (u keyUse) who() string {
+	if u.ByStaff() {
+		if u.Actor == "" {
+			return "a staff member"
+		}
+		return "staff member " + u.Actor
+	}
+	switch u.Transport {
+	case "rest":
+		return "the client (REST API)"
+	case "graphql":
+		return "the client (GraphQL API)"
+	}
+	return "the client"
+}
+
+// what names the request a key was for: "the create request",
+// "the refund form".
+func (u keyUse) what() string {
+	if u.ByStaff() {
+		return "the " + operationName(u.Operation) + " form"
+	}
+	return "the " + operationName(u.Operation) + " request"
+}
+
+// undone says what a replay did not do again, in the operation's words.
+func (u keyUse) undone() string {
+	switch u.Operation {
+	case payments.OpCreate:
+		return "nothing was charged again"
+	case payments.OpCapture:
+		return "nothing was captured again"
+	case payments.OpRefund:
+		return "nothing was refunded again"
+	case payments.OpCancel:
+		return "nothing was canceled again"
+	}
+	return "nothing was done again"
+}
+
+// capital starts s with a capital letter.
+func capital(s string) string {
+	if s == "" || s[0] < 'a' || s[0] > 'z' {
+		return s
+	}
+	return string(s[0]-'a'+'A') + s[1:]
+}
+
+// reasonText is " (reason)" for a request that gave a reason, else "":
+// glued to the words before it, so no space comes before the full stop.
+func reasonText(params payments.Params) string {
+	if reason, ok := params[payments.FieldReason]; ok {
+		return " (" + reason + ")"
+	}
+	return ""
+}
+
+// askedFor is " (asked for AMOUNT)", or "" when the request named none.
+func askedFor(amount string) string {
+	if amount == "" {
+		return ""
+	}
+	return " (asked for " + amount + ")"
+}

@@ -1,0 +1,102 @@
+package web
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/PuerkitoBio/goquery"
+
+	"github.com/cmpay/cmpay/apitoken"
+	"github.com/cmpay/cmpay/models"
+	"github.com/cmpay/cmpay/payments"
+	"github.com/cmpay/cmpay/staff"
+	"github.com/cmpay/cmpay/webhooks"
+)
+
+func squash(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// The payment page's sentences have no space before their punctuation, and
+// its times are to the second.
+func TestPaymentPageWording(t *testing.T) {
+	t.Parallel()
+	p := samplePayment("pay_5", "order-5", 0, 0)
+	refund := payments.Params{payments.FieldOperation: "REFUND_PAYMENT", payments.FieldAmount: "1", payments.FieldReason: "one item returned"}
+	view := paymentView{Payment: p}
+	for _, a := range []payments.Attempt{
+		{Operation: payments.OpCreate, IdempotencyKey: "order-5", Outcome: payments.OutcomeCreated, At: created, Transport: "rest"},
+		{Operation: payments.OpRefund, IdempotencyKey: "r-1", Outcome: payments.OutcomeApplied, At: created.Add(time.Minute), Transport: "rest", Params: refund},
+		{Operation: payments.OpRefund, IdempotencyKey: "r-2", Outcome: payments.OutcomeRefused, At: created.Add(2 * time.Minute), Transport: "rest",
+			Refusal: "AMOUNT_EXCEEDS_AVAILABLE", Params: refund},
+	} {
+		view.Attempts = append(view.Attempts, attemptView{Attempt: a, Amount: paramAmount(a.Params, "BRL")})
+	}
+	doc := renderDoc(t, paymentPage(view))
+	steps := doc.Find("table.timeline > tbody > tr")
+	if got := squash(steps.Eq(1).Find(`td[data-label="What happened"]`).Text()); got != "Refunded 1.00 BRL (one item returned)." {
+		t.Errorf("refund row %q", got)
+	}
+	if got := squash(steps.Eq(2).Find(`td[data-label="What happened"]`).Text()); strings.Contains(got, " ;") || strings.Contains(got, " .") ||
+		!strings.Contains(got, "(asked for 1.00 BRL); nothing was done") {
+		t.Errorf("refused row %q", got)
+	}
+	toSecond := regexp.MustCompile(`^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$`)
+	steps.Find("time").Each(func(_ int, s *goquery.Selection) {
+		if !toSecond.MatchString(s.Text()) {
+			t.Errorf("timeline time %q, want it to the second", s.Text())
+		}
+	})
+	if doc.Find(`link[rel=icon][href="/favicon.ico"]`).Length() != 1 {
+		t.Error("the page names no icon")
+	}
+}
+
+// The chart's caption says what its bars count, and the busiest hour's
+// number reads as a count, not a time of day.
+func TestChartCaption(t *testing.T) {
+	t.Parallel()
+	st := payments.Stats{Hours: make([]payments.HourStats, 24)}
+	st.Hours[5].Counts = payments.Counts{Created: 12, Replayed: 4, Rejected: 1}
+	caption := squash(renderDoc(t, glance(st, newChart(st))).Find("figcaption").Text())
+	for _, want := range []string{"Requests per hour (UTC)", "payments created", "requests replayed", "requests rejected", "The busiest hour had 17 requests."} {
+		if !strings.Contains(caption, want) {
+			t.Errorf("caption lacks %q: %s", want, caption)
+		}
+	}
+	if strings.Contains(caption, "busiest hour 17") {
+		t.Errorf("caption reads as a time: %s", caption)
+	}
+}
+
+// Revoking a token and disabling an account take two steps in the page: the
+// first only opens the question (a <details>), the form is inside it.
+func TestDangerousButtonsAskFirst(t *testing.T) {
+	t.Parallel()
+	tokens := renderDoc(t, tokensPage(tokensView{Available: true, Tokens: []apitoken.Token{{ID: "tok_1", Name: "shop", CreatedAt: created}}}))
+	accounts := renderDoc(t, staffPage(staffView{Me: "root", Accounts: []staff.Account{{Username: "ana", Role: staff.Viewer, CreatedAt: created}}}))
+	for name, doc := range map[string]*goquery.Document{"tokens": tokens, "staff": accounts} {
+		form := doc.Find(`form[action$="/revoke"], form[action$="/disable"]`)
+		if form.Length() != 1 || form.ParentsFiltered("details.confirm").Length() != 1 || form.Parent().Find("summary").Length() != 1 {
+			t.Errorf("%s: the form is not behind a confirming <details>", name)
+		}
+		if !strings.HasPrefix(squash(form.Find("button").Text()), "Yes, ") {
+			t.Errorf("%s: button %q", name, form.Find("button").Text())
+		}
+	}
+	if got := tokens.Find(`td[data-label="Created"] time.when`).Text(); got != "2026-12-02 09:30:15" {
+		t.Errorf("token created %q", got)
+	}
+}
+
+// A delivery names the payment its event is about, with a link to it.
+func TestDeliveriesNameTheirPayment(t *testing.T) {
+	t.Parallel()
+	d := webhooks.Delivery{WebhookDelivery: models.WebhookDelivery{ID: 3, EventID: 9, Status: "DELIVERED"}, EventType: "PAYMENT_REFUNDED",
+		URL: "https://shop.test/hooks", PaymentID: "pay_42"}
+	doc := renderDoc(t, webhooksPage(webhooksView{Available: true, Deliveries: []webhooks.Delivery{d}, Now: created}))
+	link := doc.Find(`table.deliveries td[data-label="Event"] a[href="/admin/payments/pay_42"]`)
+	if link.Length() != 1 || !strings.Contains(squash(doc.Find(`td[data-label="Event"]`).Text()), "PAYMENT_REFUNDED payment pay_42") {
+		t.Errorf("event cell %q", squash(doc.Find(`td[data-label="Event"]`).Text()))
+	}
+}
