@@ -61,3 +61,25 @@ func TestPayLaterSection(t *testing.T) {
 		t.Errorf("a card payment shows the paid-later section")
 	}
 }
+
+// The overview counts the day's payments that wait, or ended unpaid, each
+// a link to the list of that status.
+func TestGlanceCountsWaitingAndUnpaid(t *testing.T) {
+	t.Parallel()
+	st := payments.Stats{Hours: make([]payments.HourStats, 24),
+		Unsettled: map[payments.Status]int{payments.StatusPending: 2},
+		Unpaid:    map[payments.Status]int{payments.StatusExpired: 1}}
+	doc := renderDoc(t, glance(st, newChart(st)))
+	items := doc.Find("ul.statuses li")
+	if items.Length() != 4 {
+		t.Fatalf("%d status counts, want 4", items.Length())
+	}
+	for i, want := range []string{"0 waiting for the processor", "2 waiting for their payer", "0 declined", "1 expired unpaid"} {
+		if got := strings.Join(strings.Fields(items.Eq(i).Find("a").Text()), " "); got != want {
+			t.Errorf("count %d: %q, want %q", i, got, want)
+		}
+	}
+	if href, _ := items.Eq(1).Find("a").Attr("href"); !strings.Contains(href, "status=PENDING") {
+		t.Errorf("the PENDING count links to %q", href)
+	}
+}
