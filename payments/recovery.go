@@ -42,8 +42,18 @@ func (s *Service) RecoverDue(ctx context.Context) (int, error) {
 	return len(ids), errors.Join(errs...)
 }
 
-// resolve makes one call for the leased operation id and records it.
+// resolve makes one call for the leased operation id and records it. The
+// lease is renewed first: it was claimed with the batch, and the calls of
+// the operations before it may have used up its time; one another instance
+// has taken over since is left to it.
 func (s *Service) resolve(ctx context.Context, id string) error {
+	renewed, err := s.store.db().Exec(ctx, commonSQL.SQL("renew_lease"), id, s.instance, s.now().Add(s.timeout+leaseMargin))
+	if err != nil {
+		return fmt.Errorf("renew the lease: %w", err)
+	}
+	if renewed == 0 {
+		return nil
+	}
 	op, err := scanOperation(s.store.db().QueryRow(ctx, commonSQL.SQL("read_operation"), id))
 	if err != nil {
 		return fmt.Errorf("read operation: %w", err)

@@ -348,3 +348,10 @@ SELECT processor_reference FROM refunds WHERE id = $1
 -- name: operation_key
 -- The key of the request that started processor operation $1.
 SELECT idempotency_key FROM idempotency_keys WHERE processor_operation_id = $1
+
+-- name: renew_lease
+-- Extends to $3 the lease of operation $1 while $2 still holds it and it is
+-- unsettled: recovery renews a claimed operation's lease just before asking,
+-- since a batch's later operations wait for the earlier ones' calls. No
+-- row: another instance took it over, or someone settled it.
+UPDATE processor_operations SET lease_until = $3 WHERE id = $1 AND lease_owner = $2 AND settled_at IS NULL
