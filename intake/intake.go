@@ -53,6 +53,13 @@ type Options struct {
 	Apply Applier
 	// Now is the clock; default time.Now.
 	Now func() time.Time
+	// ApplyWithin bounds the apply that Receive does before it answers
+	// (default 2 s): the processor is answered once the event is stored,
+	// and an apply that takes longer is finished by Retry.
+	ApplyWithin time.Duration
+	// RetryFor is how long after its receipt an unapplied event is tried
+	// again (default 24 h); by then the poller has read its payment.
+	RetryFor time.Duration
 }
 
 // Service takes in one processor's events.
@@ -74,6 +81,12 @@ func New(db *gorm.DB, opts Options) (*Service, error) {
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.ApplyWithin <= 0 {
+		opts.ApplyWithin = 2 * time.Second
+	}
+	if opts.RetryFor <= 0 {
+		opts.RetryFor = 24 * time.Hour
 	}
 	run, err := sqlq.Pick(db, func(pg *sqlq.PG) sqlq.DB { return pg }, func(lite *sqlq.Lite) sqlq.DB { return lite })
 	if err != nil {
@@ -106,8 +119,11 @@ func (s *Service) Receive(ctx context.Context, payload []byte, signature string)
 		return processor.Event{}, fmt.Errorf("read event %s: %w", ev.ID, err)
 	}
 	if !applied {
-		// Not applied now is not a failure of the delivery: it is stored.
-		_ = s.apply(ctx, ev)
+		// Not applied now is not a failure of the delivery: it is stored,
+		// and Retry finishes what does not fit in ApplyWithin.
+		applyCtx, cancel := context.WithTimeout(ctx, s.opts.ApplyWithin)
+		defer cancel()
+		_ = s.apply(applyCtx, ev)
 	}
 	return ev, nil
 }
@@ -126,11 +142,14 @@ func (s *Service) apply(ctx context.Context, ev processor.Event) error {
 	return nil
 }
 
-// Retry applies up to limit stored events that are not applied yet, oldest
-// first, and returns how many it applied. An event that still cannot be
-// applied stays for the next call.
+// Retry applies up to limit stored events that are not applied yet,
+// received within RetryFor, newest first, and returns how many it applied.
+// An event that still cannot be applied stays for the next call. The error
+// joins what went wrong other than an event's payment not being ready
+// (ErrNotYet): a stored event that no longer decodes, a database error.
 func (s *Service) Retry(ctx context.Context, limit int) (int, error) {
-	payloads, err := sqlq.Collect(ctx, s.db, statements.SQL("unapplied"), []any{limit}, func(r sqlq.Row) (string, error) {
+	since := s.opts.Now().UTC().Add(-s.opts.RetryFor)
+	payloads, err := sqlq.Collect(ctx, s.db, statements.SQL("unapplied"), []any{limit, since}, func(r sqlq.Row) (string, error) {
 		var p string
 		return p, r.Scan(&p)
 	})
@@ -138,16 +157,21 @@ func (s *Service) Retry(ctx context.Context, limit int) (int, error) {
 		return 0, fmt.Errorf("read unapplied events: %w", err)
 	}
 	applied := 0
+	var errs []error
 	for _, p := range payloads {
 		ev, err := s.opts.Decode([]byte(p))
 		if err != nil {
-			return applied, fmt.Errorf("decode a stored event: %w", err)
+			errs = append(errs, fmt.Errorf("decode a stored event: %w", err))
+			continue
 		}
-		if s.apply(ctx, ev) == nil {
+		switch err := s.apply(ctx, ev); {
+		case err == nil:
 			applied++
+		case !errors.Is(err, ErrNotYet):
+			errs = append(errs, err)
 		}
 	}
-	return applied, nil
+	return applied, errors.Join(errs...)
 }
 
 // Received is one event as the admin lists it.

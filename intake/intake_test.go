@@ -3,6 +3,7 @@ package intake_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -149,4 +150,44 @@ func TestReceive(t *testing.T) {
 			t.Errorf("after applying: %+v", got)
 		}
 	})
+}
+
+// Events that wait on a payment do not keep a newer, applicable one from
+// its turn, however many of them there are.
+func TestRetryReachesNewEventsBehindWaitingOnes(t *testing.T) {
+	t.Parallel()
+	db := dbtest.SQLite(t)
+	now := time.Now()
+	a := &applier{notYet: map[string]bool{"pi_waiting": true}}
+	s, err := intake.New(db.Gorm, intake.Options{Processor: "stripe", Apply: a, Decode: stripe.DecodeEvent,
+		Verify: func(p []byte, _ string, _ time.Time) (processor.Event, error) { return stripe.DecodeEvent(p) },
+		Now:    func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	post := func(id, ref string) {
+		body := fmt.Sprintf(`{"id":%q,"object":"event","created":%d,"type":"payment_intent.succeeded",`+
+			`"data":{"object":{"id":%q,"object":"payment_intent","status":"succeeded"}}}`, id, now.Unix(), ref)
+		if _, err := s.Receive(t.Context(), []byte(body), "signed"); err != nil {
+			t.Fatal(err)
+		}
+		now = now.Add(time.Millisecond)
+	}
+	for i := range 70 {
+		post(fmt.Sprintf("evt_wait_%d", i), "pi_waiting")
+	}
+	a.mu.Lock()
+	a.notYet["pi_late"] = true // not ready when it comes either
+	a.mu.Unlock()
+	post("evt_late", "pi_late")
+	a.mu.Lock()
+	delete(a.notYet, "pi_late")
+	a.mu.Unlock()
+	if n, err := s.Retry(t.Context(), 64); err != nil || n != 1 || a.count("evt_late") != 1 {
+		t.Errorf("Retry: %d applied, %v; evt_late applied %d times, want once", n, err, a.count("evt_late"))
+	}
+	now = now.Add(25 * time.Hour) // past RetryFor: left to the poller
+	if n, err := s.Retry(t.Context(), 64); err != nil || n != 0 {
+		t.Errorf("Retry a day later: %d, %v", n, err)
+	}
 }

@@ -22,8 +22,8 @@ import (
 // payment twice or back.
 
 // ErrPaymentNotKnown is what ApplyProcessorEvent answers for an event whose
-// payment CMPay has not recorded yet, or whose create is still unsettled:
-// the event is to be applied again later.
+// payment's create is still unsettled (its answer not recorded yet): the
+// event is to be applied again later.
 var ErrPaymentNotKnown = errors.New("the event's payment is not recorded yet")
 
 // AsyncState is what a Pix or boleto payment adds to a payment: what the
@@ -84,8 +84,11 @@ func (s *Service) AsyncStatesOf(ctx context.Context, ps []Payment) ([]AsyncState
 // it names. The event is news, not the record: the payment's unsettled
 // operations are made due for recovery, which settles them on the
 // processor's word, and a PENDING payment is read from the processor and
-// settled as the record says. An event whose payment is not recorded, or
-// still PROCESSING, answers ErrPaymentNotKnown, to be applied again later.
+// settled as the record says. An event about a payment still PROCESSING
+// answers ErrPaymentNotKnown, to be applied again later. An event that
+// names no payment of CMPay's is applied as nothing: a payment's row is
+// stored before the processor is asked, so one that is not there now never
+// will be (the account's other payments, other event types).
 func (s *Service) ApplyProcessorEvent(ctx context.Context, ev processor.Event) error {
 	id := ""
 	if ev.Payment != nil {
@@ -98,14 +101,14 @@ func (s *Service) ApplyProcessorEvent(ctx context.Context, ev processor.Event) e
 		}
 	}
 	if id == "" {
-		return ErrPaymentNotKnown
+		return nil // not about a payment of CMPay's
 	}
 	p, ok, err := s.store.readPayment(ctx, id)
 	if err != nil {
 		return err
 	}
 	if !ok {
-		return ErrPaymentNotKnown
+		return nil // not about a payment of CMPay's
 	}
 	if _, err := s.store.db().Exec(ctx, commonSQL.SQL("wake_operations"), p.ID, s.now()); err != nil {
 		return fmt.Errorf("wake payment %s's operations: %w", p.ID, err)

@@ -172,3 +172,25 @@ func TestRecentStatsCountUnsettledAndUnpaid(t *testing.T) {
 		}
 	})
 }
+
+// An event about a payment that is not CMPay's is applied as nothing, so
+// that it is not tried again for ever; one about a payment whose create is
+// still unsettled is to be tried again.
+func TestEventsAboutOthersAreIgnored(t *testing.T) {
+	t.Parallel()
+	b := setup(t, dbtest.SQLite(t))
+	for _, ev := range []processor.Event{
+		{ID: "evt_1", Type: processor.EventPaymentSucceeded, PaymentReference: "pi_someone_elses",
+			Payment: &processor.Payment{Reference: "pi_someone_elses", State: processor.PaymentCaptured}},
+		{ID: "evt_2", Type: processor.EventPaymentSucceeded, PaymentReference: "pi_x",
+			Payment: &processor.Payment{Reference: "pi_x", PaymentID: "pay_01NOTOURS0000000000000000", State: processor.PaymentCaptured}},
+		{ID: "evt_3", Type: processor.EventRefundUpdated, PaymentReference: "pi_y"},
+	} {
+		if err := b.svc.ApplyProcessorEvent(t.Context(), ev); err != nil {
+			t.Errorf("%s: %v, want it applied as nothing", ev.ID, err)
+		}
+	}
+	if got := b.count(t, "payment_events"); got != 0 {
+		t.Errorf("%d events written", got)
+	}
+}

@@ -19,9 +19,12 @@ SELECT applied_at IS NOT NULL FROM processor_events WHERE id = $1
 UPDATE processor_events SET applied_at = $2 WHERE id = $1 AND applied_at IS NULL
 
 -- name: unapplied
--- Up to $1 stored events not applied yet, oldest first by the processor's
--- time: what the retry loop applies again.
-SELECT payload FROM processor_events WHERE applied_at IS NULL ORDER BY created, id LIMIT $1
+-- Up to $1 stored events not applied yet and received after $2, newest
+-- first: what the retry loop applies again. Newest first, so that events
+-- waiting on a payment that stays unresolved cannot keep newer ones from
+-- their turn; past the window the poller has settled their payments.
+SELECT payload FROM processor_events WHERE applied_at IS NULL AND received_at > $2
+ORDER BY received_at DESC, id LIMIT $1
 
 -- name: events_of
 -- Every event received for the payment reference $1, in the processor's

@@ -266,7 +266,7 @@ func (s *server) shutdown(served <-chan error) error {
 // newIntake takes in the events Stripe posts, verified with secret, and
 // applies them through svc.
 func newIntake(db *gorm.DB, secret string, svc *payments.Service) (*intake.Service, error) {
-	return intake.New(db, intake.Options{Processor: processor.NameStripe, Decode: stripe.DecodeEvent, Apply: svc,
+	return intake.New(db, intake.Options{Processor: processor.NameStripe, Decode: stripe.DecodeEvent, Apply: eventApplier{svc},
 		Verify: func(payload []byte, signature string, now time.Time) (processor.Event, error) {
 			return stripe.VerifyEvent(payload, signature, secret, now)
 		}})
@@ -278,4 +278,16 @@ func newProcessor(pcfg processor.Config) (processor.Processor, error) {
 		return stripe.New(pcfg)
 	}
 	return sandbox.New(pcfg), nil
+}
+
+// eventApplier applies the processor's events through payments, telling
+// intake which failures only mean "not yet" (a payment still PROCESSING).
+type eventApplier struct{ svc *payments.Service }
+
+func (a eventApplier) ApplyProcessorEvent(ctx context.Context, ev processor.Event) error {
+	err := a.svc.ApplyProcessorEvent(ctx, ev)
+	if errors.Is(err, payments.ErrPaymentNotKnown) {
+		return fmt.Errorf("%w: %w", intake.ErrNotYet, err)
+	}
+	return err
 }
