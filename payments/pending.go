@@ -240,13 +240,18 @@ func (s *Service) PaySandbox(ctx context.Context, id string) (Payment, error) {
 	return s.settlePending(ctx, p, &rec)
 }
 
+// expiredPollEvery is how often a payment past its expiry that the
+// processor still says is pending is read again.
+const expiredPollEvery = time.Minute
+
 // PollPending reads from the processor up to limit PENDING payments that
 // are past their expiry or have had no news for pollAfter, and settles
 // each as its record says; it returns how many it read. No event is needed
 // for correctness: a lost one costs at most pollAfter.
 func (s *Service) PollPending(ctx context.Context, pollAfter time.Duration, limit int) (int, error) {
 	now := s.now()
-	ids, err := sqlq.Collect(ctx, s.store.db(), commonSQL.SQL("pending_due"), []any{now, now.Add(-pollAfter), limit},
+	ids, err := sqlq.Collect(ctx, s.store.db(), commonSQL.SQL("pending_due"),
+		[]any{now, now.Add(-pollAfter), limit, now.Add(-min(pollAfter, expiredPollEvery))},
 		func(r sqlq.Row) (string, error) {
 			var id string
 			return id, r.Scan(&id)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cmpay/cmpay/internal/dbtest"
+	"github.com/cmpay/cmpay/internal/stripedouble"
 	"github.com/cmpay/cmpay/payments"
 	"github.com/cmpay/cmpay/processor"
 	"github.com/cmpay/cmpay/processor/sandbox"
@@ -193,4 +194,37 @@ func TestEventsAboutOthersAreIgnored(t *testing.T) {
 	if got := b.count(t, "payment_events"); got != 0 {
 		t.Errorf("%d events written", got)
 	}
+}
+
+// A payment past its expiry that the processor still says is pending (a
+// boleto paid on its last day clears days later) is read once a minute,
+// not at every tick.
+func TestExpiredButPendingIsReadOnceAMinute(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		b, d := stripeSetup(t, db)
+		p := b.mustCreate(t, request("client-1", "boleto-slow", "99.00", "BRL", payments.MethodBoleto)).Payment
+		st, err := b.svc.AsyncStateOf(t.Context(), p.ID)
+		if err != nil || st.NextAction == nil {
+			t.Fatalf("next action: %+v, %v", st, err)
+		}
+		b.clock.Advance(st.NextAction.ExpiresAt.Sub(b.clock.Now()) + time.Second) // the double is not told: still pending
+		reads := func() int { return d.Calls(stripedouble.GetPaymentIntent) }
+		before := reads()
+		for range 3 {
+			if _, err := b.svc.PollPending(t.Context(), time.Hour, 10); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := reads() - before; got != 1 {
+			t.Errorf("three polls within the minute read it %d times, want once", got)
+		}
+		b.clock.Advance(time.Minute + time.Second)
+		if _, err := b.svc.PollPending(t.Context(), time.Hour, 10); err != nil {
+			t.Fatal(err)
+		}
+		if got := reads() - before; got != 2 {
+			t.Errorf("a minute later: %d reads in all, want 2", got)
+		}
+	})
 }

@@ -46,10 +46,13 @@ UPDATE payments SET processor_updated_at = $2 WHERE id = $1 AND status = 'PENDIN
 
 -- name: pending_due
 -- Up to $3 PENDING payments to read from the processor now: past their
--- expiry ($1 now), or not heard of since $2 (now less
+-- expiry ($1 now) and not read since $4 (a minute ago: a boleto paid on
+-- its last day takes days to clear, and is read once a minute meanwhile,
+-- not at every tick), or not heard of since $2 (now less
 -- PROCESSOR_POLL_AFTER), oldest news first.
 SELECT id FROM payments
-WHERE status = 'PENDING' AND (next_action_expires_at <= $1 OR COALESCE(processor_updated_at, created_at) <= $2)
+WHERE status = 'PENDING' AND (next_action_expires_at <= $1 AND COALESCE(processor_updated_at, created_at) <= $4
+                              OR COALESCE(processor_updated_at, created_at) <= $2)
 ORDER BY COALESCE(processor_updated_at, created_at) LIMIT $3
 
 -- name: mark_paid_later
