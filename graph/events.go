@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/99designs/gqlgen/graphql"
@@ -129,11 +130,64 @@ func endSubscription(ctx context.Context, conn *connection, e *gqlerror.Error) {
 		select {
 		case <-conn.refused:
 		default:
-			transport.AddSubscriptionError(ctx, e)
+			if en, ok := ctx.Value(endingKey{}).(*ending); ok {
+				en.set(e)
+			}
 		}
 	case conn != nil:
 		conn.ended(e)
 	}
+}
+
+// ending carries the error a WebSocket subscription ends with from the
+// goroutine that forwards its events to gqlgen's, which sends it. gqlgen
+// keeps a subscription's errors unguarded and reads them on its own
+// goroutine, which may return the moment the operation's context ends:
+// writing them from ours (transport.AddSubscriptionError) raced with that
+// read. The error crosses here, under a lock, and endWithError hands it to
+// gqlgen from gqlgen's goroutine.
+type ending struct {
+	mu  sync.Mutex
+	err *gqlerror.Error
+}
+
+type endingKey struct{}
+
+func (en *ending) set(e *gqlerror.Error) {
+	en.mu.Lock()
+	defer en.mu.Unlock()
+	en.err = e
+}
+
+func (en *ending) take() *gqlerror.Error {
+	en.mu.Lock()
+	defer en.mu.Unlock()
+	e := en.err
+	en.err = nil
+	return e
+}
+
+// withEnding gives each WebSocket subscription an ending.
+func withEnding(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
+	if rc := graphql.GetOperationContext(ctx); rc.Operation != nil && rc.Operation.Operation == ast.Subscription && overWebsocket(ctx) {
+		ctx = context.WithValue(ctx, endingKey{}, &ending{})
+	}
+	return next(ctx)
+}
+
+// endWithError runs on gqlgen's goroutine for each response of an
+// operation: when a subscription's stream ends (no response) with an
+// error left in its ending, it becomes the subscription's error message.
+func endWithError(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {
+	resp := next(ctx)
+	if resp == nil {
+		if en, ok := ctx.Value(endingKey{}).(*ending); ok {
+			if e := en.take(); e != nil {
+				transport.AddSubscriptionError(ctx, e)
+			}
+		}
+	}
+	return resp
 }
 
 // Codes a subscription can end with.

@@ -142,6 +142,7 @@ func NewHandler(svc *payments.Service, opts Options) http.Handler {
 	srv.Use(extension.FixedComplexityLimit(opts.MaxComplexity))
 	srv.AroundOperations(recheck.aroundOperations)
 	srv.AroundOperations(streamsOnly)
+	srv.AroundOperations(withEnding)
 	if opts.OnOperation != nil {
 		srv.AroundOperations(func(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
 			// A WebSocket carries many operations, run concurrently, for one
@@ -154,6 +155,7 @@ func NewHandler(svc *payments.Service, opts Options) http.Handler {
 	}
 
 	srv.AroundResponses(streamEnd)
+	srv.AroundResponses(endWithError)
 	srv.AroundResponses(capErrors)
 	srv.SetErrorPresenter(presentError)
 	srv.SetRecoverFunc(recoverPanic)

@@ -372,3 +372,45 @@ func TestSubscriptionNeedsAStream(t *testing.T) {
 		t.Errorf("plain POST subscription: %d %+v", res.Status, res.Errors)
 	}
 }
+
+// A subscription the server ends (here: its events service stops, as at a
+// shutdown) gets an error message with its code over graphql-transport-ws,
+// not a plain complete, so the client knows to resume with `after`.
+func TestSubscriptionEndsWithItsError(t *testing.T) {
+	t.Parallel()
+	db := dbtest.SQLite(t)
+	ev, err := events.New(db.Gorm, events.Options{Logger: slog.New(slog.DiscardHandler), Poll: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { ev.Run(runCtx); close(done) }()
+	t.Cleanup(func() { stop(); <-done })
+	b := setup(t, db, func(d *httpapi.Deps) { d.Events = ev })
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	ws, err := streamtest.DialWS(ctx, b.srv.URL, "Bearer "+token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	if err := ws.Subscribe(ctx, "1", streamtest.EventsQuery, nil); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ev.Subscribers() != 1; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the subscription never started")
+		}
+	}
+	stop()
+	<-done
+	m, err := ws.Next(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errs []struct{ Extensions struct{ Code string } }
+	if m.Type != "error" || m.ID != "1" || json.Unmarshal(m.Payload, &errs) != nil || len(errs) != 1 || errs[0].Extensions.Code != "SERVICE_UNAVAILABLE" {
+		t.Errorf("the subscription ended with %s %s %s, want an error with SERVICE_UNAVAILABLE", m.Type, m.ID, m.Payload)
+	}
+}
