@@ -110,8 +110,12 @@ func (s *Service) ApplyProcessorEvent(ctx context.Context, ev processor.Event) e
 	if !ok {
 		return nil // not about a payment of CMPay's
 	}
-	if _, err := s.store.db().Exec(ctx, commonSQL.SQL("wake_operations"), p.ID, s.now()); err != nil {
-		return fmt.Errorf("wake payment %s's operations: %w", p.ID, err)
+	// Only a payment with work in flight has operations to wake: the rest
+	// (most events, about payments long settled) cost no write here.
+	if p.Status == StatusProcessing || p.PendingOperation != "" || p.Reserved.Minor > 0 {
+		if _, err := s.store.db().Exec(ctx, commonSQL.SQL("wake_operations"), p.ID, s.now()); err != nil {
+			return fmt.Errorf("wake payment %s's operations: %w", p.ID, err)
+		}
 	}
 	switch p.Status {
 	case StatusProcessing:
