@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"log"
 	"net/http"
 	"slices"
@@ -32,7 +33,7 @@ type eventResult struct {
 // stored once and applied (its payment found, its operations woken, no
 // processor read, since a captured card payment has nothing pending).
 func eventRun(srv *server, db *gorm.DB) eventResult {
-	type target struct{ id, ref string }
+	type target struct{ ID, Ref string }
 	var targets []target
 	check(db.Raw(`SELECT id, processor_reference AS ref FROM payments WHERE processor = 'stripe' AND processor_reference IS NOT NULL LIMIT 10000`).
 		Scan(&targets).Error)
@@ -56,7 +57,7 @@ func eventRun(srv *server, db *gorm.DB) eventResult {
 				tg := targets[int(n)%len(targets)]
 				body := []byte(fmt.Sprintf(`{"id":"evt_bench_%d","object":"event","created":%d,"type":"payment_intent.succeeded",`+
 					`"data":{"object":{"id":%q,"object":"payment_intent","amount":1000,"currency":"brl","status":"succeeded",`+
-					`"metadata":{"cmpay_payment_id":%q}}}}`, n, time.Now().Unix(), tg.ref, tg.id))
+					`"metadata":{"cmpay_payment_id":%q}}}}`, n, time.Now().Unix(), tg.Ref, tg.ID))
 				start := time.Now()
 				ok := postEvent(client, url, body)
 				took := time.Since(start)
@@ -81,7 +82,8 @@ func eventRun(srv *server, db *gorm.DB) eventResult {
 	return r
 }
 
-// postEvent posts one signed event and says whether it got a 200.
+// postEvent posts one signed event and says whether it got a 200; the
+// first answer that is not is logged.
 func postEvent(client *http.Client, url string, body []byte) bool {
 	req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, url, bytes.NewReader(body))
 	check(err)
@@ -89,8 +91,16 @@ func postEvent(client *http.Client, url string, body []byte) bool {
 	req.Header.Set("Stripe-Signature", stripedouble.Sign(body, time.Now(), benchWebhookSecret))
 	res, err := client.Do(req)
 	if err != nil {
+		firstFailure.Do(func() { log.Printf("event intake: %v", err) })
 		return false
 	}
-	res.Body.Close()
-	return res.StatusCode == http.StatusOK
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		answer, _ := io.ReadAll(io.LimitReader(res.Body, 300))
+		firstFailure.Do(func() { log.Printf("event intake: %d %s", res.StatusCode, answer) })
+		return false
+	}
+	return true
 }
+
+var firstFailure sync.Once
