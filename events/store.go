@@ -143,6 +143,10 @@ type eventRow struct {
 	// answer.
 	NextActionType, PixCode, BoletoLine, HostedURL *string
 	NextActionExpiresAt                            *time.Time
+	// When a Pix or boleto was paid or expired: shown only by the events
+	// of the payment from then on (their status says so), so that an
+	// earlier event's payment is as it was.
+	PaidAt, ExpiredAt *time.Time
 }
 
 // scanEvent reads one row of a query of events.
@@ -153,7 +157,7 @@ func scanEvent(row sqlq.Row) (eventRow, error) {
 		&r.CapturedAt, &r.CanceledAt, &r.ReplayCount, &r.RejectedCount,
 		&r.RefundAmountMinor, &r.RefundReason, &r.RefundKey, &r.RefundCreatedAt, &r.RefundStatus, &r.RefundFailureCode,
 		&r.Processor, &r.ProcessorReference, &r.DeclineCode, &r.PaymentMethodToken,
-		&r.NextActionType, &r.PixCode, &r.BoletoLine, &r.HostedURL, &r.NextActionExpiresAt)
+		&r.NextActionType, &r.PixCode, &r.BoletoLine, &r.HostedURL, &r.NextActionExpiresAt, &r.PaidAt, &r.ExpiredAt)
 	return r, err
 }
 
@@ -197,6 +201,12 @@ func (r eventRow) event() Event {
 	if r.NextActionType != nil && r.NextActionExpiresAt != nil {
 		e.Payment.NextAction = &payments.NextAction{Type: payments.NextActionType(*r.NextActionType), PixCode: deref(r.PixCode),
 			BoletoLine: deref(r.BoletoLine), HostedURL: deref(r.HostedURL), ExpiresAt: r.NextActionExpiresAt.UTC()}
+	}
+	switch st := e.Payment.Status; {
+	case r.PaidAt != nil && st != payments.StatusPending && st != payments.StatusExpired:
+		e.Payment.PaidAt = r.PaidAt.UTC()
+	case r.ExpiredAt != nil && st == payments.StatusExpired:
+		e.Payment.ExpiredAt = r.ExpiredAt.UTC()
 	}
 	if r.RefundID != nil && r.RefundAmountMinor != nil {
 		e.Refund = &payments.Refund{ID: *r.RefundID, PaymentID: r.PaymentID,

@@ -19,7 +19,7 @@ SELECT b.first_id + u.o - 1 AS id, e.seq, e.type, e.at, e.idempotency_key, e.ref
 	e.refunded_minor, e.captured_at, e.canceled_at, e.replay_count, e.rejected_count,
 	r.amount_minor, r.reason, r.idempotency_key, r.created_at, r.status, r.failure_code,
 	COALESCE(p.processor, 'sandbox'), p.processor_reference, p.decline_code, p.payment_method_token,
-	p.next_action_type, p.pix_code, p.boleto_line, p.hosted_url, p.next_action_expires_at
+	p.next_action_type, p.pix_code, p.boleto_line, p.hosted_url, p.next_action_expires_at, p.paid_at, p.expired_at
 FROM event_batches b
 CROSS JOIN LATERAL unnest(b.seqs) WITH ORDINALITY AS u(seq, o)
 JOIN payment_events e ON e.seq = u.seq
@@ -37,7 +37,7 @@ SELECT 0::bigint AS id, e.seq, e.type, e.at, e.idempotency_key, e.refund_id, e.p
 	e.refunded_minor, e.captured_at, e.canceled_at, e.replay_count, e.rejected_count,
 	r.amount_minor, r.reason, r.idempotency_key, r.created_at, r.status, r.failure_code,
 	COALESCE(p.processor, 'sandbox'), p.processor_reference, p.decline_code, p.payment_method_token,
-	p.next_action_type, p.pix_code, p.boleto_line, p.hosted_url, p.next_action_expires_at
+	p.next_action_type, p.pix_code, p.boleto_line, p.hosted_url, p.next_action_expires_at, p.paid_at, p.expired_at
 FROM payment_events e LEFT JOIN refunds r ON r.id = e.refund_id
 LEFT JOIN payments p ON p.id = e.payment_id
 WHERE e.seq = ANY($1::bigint[])

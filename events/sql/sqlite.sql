@@ -14,7 +14,7 @@ SELECT e.seq AS id, e.seq, e.type, e.at, e.idempotency_key, e.refund_id, e.payme
 	e.refunded_minor, e.captured_at, e.canceled_at, e.replay_count, e.rejected_count,
 	r.amount_minor, r.reason, r.idempotency_key, r.created_at, r.status, r.failure_code,
 	COALESCE(p.processor, 'sandbox'), p.processor_reference, p.decline_code, p.payment_method_token,
-	p.next_action_type, p.pix_code, p.boleto_line, p.hosted_url, p.next_action_expires_at
+	p.next_action_type, p.pix_code, p.boleto_line, p.hosted_url, p.next_action_expires_at, p.paid_at, p.expired_at
 FROM payment_events e LEFT JOIN refunds r ON r.id = e.refund_id
 LEFT JOIN payments p ON p.id = e.payment_id
 WHERE e.seq > $1 AND e.seq <= $2 AND ($3 = '' OR e.client_id = $3) AND ($4 = '' OR e.payment_id = $4)
@@ -29,7 +29,7 @@ SELECT 0 AS id, e.seq, e.type, e.at, e.idempotency_key, e.refund_id, e.payment_i
 	e.refunded_minor, e.captured_at, e.canceled_at, e.replay_count, e.rejected_count,
 	r.amount_minor, r.reason, r.idempotency_key, r.created_at, r.status, r.failure_code,
 	COALESCE(p.processor, 'sandbox'), p.processor_reference, p.decline_code, p.payment_method_token,
-	p.next_action_type, p.pix_code, p.boleto_line, p.hosted_url, p.next_action_expires_at
+	p.next_action_type, p.pix_code, p.boleto_line, p.hosted_url, p.next_action_expires_at, p.paid_at, p.expired_at
 FROM payment_events e LEFT JOIN refunds r ON r.id = e.refund_id
 LEFT JOIN payments p ON p.id = e.payment_id
 WHERE e.seq IN (SELECT value FROM json_each($1))
