@@ -17,6 +17,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -262,13 +263,16 @@ func TestPlaygroundSubscriptionInBrowser(t *testing.T) {
 	ctx := browsertest.New(t, 90*time.Second)
 
 	got := make(chan wsSession, 1)
+	var introspected atomic.Bool
 	mux := http.NewServeMux()
 	mux.Handle("GET /playground", Playground())
 	mux.Handle("GET /playground/assets/", PlaygroundAssets())
 	mux.HandleFunc("/graphql", func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Upgrade") != "websocket" {
 			// GraphiQL's introspection: no schema here, and none is needed
-			// to send a subscription.
+			// to send a subscription. It comes once the Headers tab holds
+			// a token, with the fetcher that token made.
+			introspected.Store(true)
 			http.Error(w, `{"errors":[{"message":"no schema in this test"}]}`, http.StatusBadRequest)
 			return
 		}
@@ -313,6 +317,14 @@ editor(v => v.includes("mutation CreatePayment")).setValue("subscription Payment
 	// GraphiQL saves the editors into the tab a moment later and names the
 	// tab after the operation.
 	poll(`document.querySelector(".graphiql-tab-active .graphiql-tab-button")?.textContent.trim() === "PaymentEvents" ? "saved" : ""`)
+	// The Playground takes the token a moment after it is typed and makes a
+	// new fetcher for it; a subscription started before would run on the
+	// old one and be dropped with it.
+	for deadline := time.Now().Add(20 * time.Second); !introspected.Load(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the Playground never asked for the schema with the token")
+		}
+	}
 	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(".graphiql-execute-button"))); err != nil {
 		t.Fatal(err)
 	}
