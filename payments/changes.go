@@ -281,15 +281,21 @@ func changeOutcome(op Operation, res processor.Payment, err error) outcome {
 		}
 		return o
 	}
-	o := outcome{reference: res.Reference, call: CallSucceeded}
+	o := outcome{reference: res.Reference, call: CallSucceeded, capturedMinor: res.CapturedMinor}
 	switch {
 	case op == OpCapture && res.State == processor.PaymentCaptured:
 		o.settled, o.opState, o.status = true, opSucceeded, StatusCaptured
 	case op == OpCancel && res.State == processor.PaymentCanceled:
 		o.settled, o.opState, o.status = true, opSucceeded, StatusCanceled
 	case res.State == processor.PaymentCaptured || res.State == processor.PaymentCanceled:
-		// The other of the two happened: this one cannot.
-		o.settled, o.opState, o.status, o.code = true, opRefused, StatusAuthorized, "payment_"+string(res.State)
+		// The other of the two happened (an authorization the processor let
+		// expire, a capture in its dashboard): this one cannot, and the
+		// payment is what the processor says.
+		o.settled, o.opState, o.call, o.code = true, opRefused, CallDeclined, "payment_"+string(res.State)
+		o.status = StatusCanceled
+		if res.State == processor.PaymentCaptured {
+			o.status = StatusCaptured
+		}
 	default:
 		o.next = "read"
 	}
@@ -323,19 +329,32 @@ func (s *Service) applyChange(ctx context.Context, r sqlq.Runner, op operationRo
 	if op.operation == OpRefund {
 		return s.applyRefund(ctx, r, op, out, now, p)
 	}
-	got, err := scanPayment(r.QueryRow(ctx, commonSQL.SQL("settle_change"), op.paymentID, string(out.status), op.amountMinor, now))
+	amount := op.amountMinor
+	if out.status == StatusCaptured && out.capturedMinor > 0 {
+		amount = out.capturedMinor // what the processor captured is what was
+	}
+	got, err := scanPayment(r.QueryRow(ctx, commonSQL.SQL("settle_change"), op.paymentID, string(out.status), amount, now))
 	if err != nil {
 		return fmt.Errorf("settle %s of %s: %w", op.operation, op.paymentID, err)
 	}
 	*p = got
-	if out.opState != opSucceeded {
-		return nil // refused: nothing applied, nothing announced
+	switch {
+	case out.opState == opSucceeded:
+		key, err := s.keyOf(ctx, r, op)
+		if err != nil {
+			return err
+		}
+		return insertEvent(ctx, r, eventTypeOf(op.operation), key, got, nil, now)
+	case got.Status == StatusCaptured || got.Status == StatusCanceled:
+		// Refused because the processor did the other: announce what it
+		// did, under the payment's own key, since no request of CMPay's did.
+		typ := EventCanceled
+		if got.Status == StatusCaptured {
+			typ = EventCaptured
+		}
+		return insertEvent(ctx, r, typ, got.IdempotencyKey, got, nil, now)
 	}
-	key, err := s.keyOf(ctx, r, op)
-	if err != nil {
-		return err
-	}
-	return insertEvent(ctx, r, eventTypeOf(op.operation), key, got, nil, now)
+	return nil // refused: nothing applied, nothing announced
 }
 
 // applyRefund ends a refund SUCCEEDED (counted refunded) or FAILED (a

@@ -174,7 +174,10 @@ type outcome struct {
 	reference, code string
 	// next action is a PENDING payment's, from the processor's answer.
 	nextAction *processor.NextAction
-	call       CallOutcome
+	// capturedMinor is what the processor says it captured, when it says
+	// (a capture's answer, or a capture made elsewhere).
+	capturedMinor int64
+	call          CallOutcome
 	// next is, for an unsettled outcome, what recovery does next: ask
 	// again (""), or read the processor's record ("read").
 	next string

@@ -494,8 +494,9 @@ func TestStripePendingAndRefusedChanges(t *testing.T) {
 		}
 		recoverUntil(t, b, p.ID, func(p payments.Payment) bool { return p.Status == payments.StatusCaptured })
 
-		// An intent canceled at Stripe behind CMPay's back: Stripe refuses
-		// the capture, nothing is applied, and the key replays the refusal.
+		// An intent canceled at Stripe behind CMPay's back (an authorization
+		// it let expire): the capture is refused, the payment is what Stripe
+		// says, CANCELED, announced once, and the key replays the refusal.
 		q := stripeCard(t, b, "refused", false)
 		if _, err := b.conn.CancelPayment(t.Context(), processor.CancelRequest{IdempotencyKey: "behind-the-back",
 			Reference: q.ProcessorReference}); err != nil {
@@ -504,15 +505,31 @@ func TestStripePendingAndRefusedChanges(t *testing.T) {
 		for i := range 2 {
 			_, err := b.svc.Capture(t.Context(), payments.CaptureRequest{PaymentID: q.ID, IdempotencyKey: "cap-q"})
 			var refused *payments.ProcessorRefusedError
-			if !errors.As(err, &refused) || refused.Code != "payment_intent_unexpected_state" {
-				t.Errorf("capture %d of a canceled intent: %v, want PROCESSOR_REFUSED", i, err)
+			if !errors.As(err, &refused) || refused.Code != "payment_canceled" {
+				t.Errorf("capture %d of a canceled intent: %v, want PROCESSOR_REFUSED payment_canceled", i, err)
 			}
 		}
-		if got := b.mustGet(t, q.ID); got.Status != payments.StatusAuthorized || got.PendingOperation != "" {
-			t.Errorf("after a refused capture: %s pending %q, want AUTHORIZED with nothing pending", got.Status, got.PendingOperation)
+		if got := b.mustGet(t, q.ID); got.Status != payments.StatusCanceled || got.PendingOperation != "" {
+			t.Errorf("after a refused capture: %s pending %q, want CANCELED, as Stripe says, with nothing pending", got.Status, got.PendingOperation)
 		}
-		if ev := b.events(t, q.ID); ev["PAYMENT_CAPTURED"] != 0 {
-			t.Errorf("a refused capture announced %v", ev)
+		if ev := b.events(t, q.ID); ev["PAYMENT_CAPTURED"] != 0 || ev["PAYMENT_CANCELED"] != 1 {
+			t.Errorf("after a refused capture of a canceled intent: %v, want one PAYMENT_CANCELED", ev)
+		}
+
+		// Captured in Stripe's dashboard, in part: CMPay's cancel is
+		// refused and the payment is CAPTURED with what Stripe captured.
+		c := stripeCard(t, b, "dashboard", false)
+		if _, err := b.conn.CapturePayment(t.Context(), processor.CaptureRequest{IdempotencyKey: "dashboard-capture",
+			Reference: c.ProcessorReference, AmountMinor: 400, Currency: c.Amount.Currency}); err != nil {
+			t.Fatal(err)
+		}
+		_, err = b.svc.Cancel(t.Context(), payments.CancelRequest{PaymentID: c.ID, IdempotencyKey: "cancel-c"})
+		var refused *payments.ProcessorRefusedError
+		if !errors.As(err, &refused) || refused.Code != "payment_captured" {
+			t.Errorf("cancel of an intent captured elsewhere: %v, want PROCESSOR_REFUSED payment_captured", err)
+		}
+		if got := b.mustGet(t, c.ID); got.Status != payments.StatusCaptured || got.Captured.Minor != 400 {
+			t.Errorf("after it: %s, captured %s; want CAPTURED, 4.00 as Stripe captured", got.Status, got.Captured)
 		}
 	})
 }

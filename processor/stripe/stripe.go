@@ -188,7 +188,7 @@ func (c *Connector) CapturePayment(ctx context.Context, req processor.CaptureReq
 		return c.client.V1PaymentIntents.Capture(ctx, req.Reference, p)
 	})
 	if err != nil {
-		return alreadyIn(err, stripeapi.PaymentIntentStatusSucceeded)
+		return alreadyFinal(err)
 	}
 	return paymentFrom(pi), nil
 }
@@ -208,18 +208,23 @@ func (c *Connector) CancelPayment(ctx context.Context, req processor.CancelReque
 		return c.client.V1PaymentIntents.Cancel(ctx, req.Reference, p)
 	})
 	if err != nil {
-		return alreadyIn(err, stripeapi.PaymentIntentStatusCanceled)
+		return alreadyFinal(err)
 	}
 	return paymentFrom(pi), nil
 }
 
-// alreadyIn turns a payment_intent_unexpected_state refusal whose intent
-// is already in the wanted status into that state; other errors stay.
-func alreadyIn(err error, want stripeapi.PaymentIntentStatus) (processor.Payment, error) {
+// alreadyFinal turns a capture's or cancel's payment_intent_unexpected_state
+// refusal whose intent is captured or canceled already into that state:
+// the processor's word on the payment, whether this operation did it (a try
+// whose answer was lost, past Stripe's 24 hours) or the other happened (an
+// authorization Stripe let expire, a capture in its dashboard). Other
+// errors stay.
+func alreadyFinal(err error) (processor.Payment, error) {
 	var se *stripeapi.Error
 	var pe *processor.Error
 	if errors.As(err, &pe) && pe.Code == string(stripeapi.ErrorCodePaymentIntentUnexpectedState) &&
-		errors.As(err, &se) && se.PaymentIntent != nil && se.PaymentIntent.Status == want {
+		errors.As(err, &se) && se.PaymentIntent != nil &&
+		(se.PaymentIntent.Status == stripeapi.PaymentIntentStatusSucceeded || se.PaymentIntent.Status == stripeapi.PaymentIntentStatusCanceled) {
 		return paymentFrom(se.PaymentIntent), nil
 	}
 	return processor.Payment{}, err
