@@ -280,52 +280,24 @@ func (s *Service) PollPending(ctx context.Context, pollAfter time.Duration, limi
 	return len(ids), errors.Join(errs...)
 }
 
-// Poller runs PollPending on every instance, every interval, until stopped
-// (internal/startstop). Instances may read the same payment at once; the
-// conditional update settles it once.
-type Poller struct {
-	svc       *Service
-	pollAfter time.Duration
-	interval  time.Duration
-	log       *slog.Logger
-	base      startstop.Base
-}
-
 // pollBatch is how many pending payments one PollPending reads.
 const pollBatch = 32
 
-// Poller is the background service that settles this Service's pending
-// payments whose news is late (PROCESSOR_POLL_AFTER: pollAfter); interval
-// zero means a tenth of pollAfter, at most 5 s.
-func (s *Service) Poller(pollAfter, interval time.Duration, log *slog.Logger) *Poller {
+// Poller is the background service, on every instance, that settles this
+// Service's pending payments whose news is late (PROCESSOR_POLL_AFTER:
+// pollAfter); interval zero means a tenth of pollAfter, at most 5 s.
+// Instances may read the same payment at once; the conditional update
+// settles it once.
+func (s *Service) Poller(pollAfter, interval time.Duration, log *slog.Logger) *startstop.Runner {
 	if interval <= 0 {
 		interval = min(pollAfter/10, 5*time.Second)
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Poller{svc: s, pollAfter: pollAfter, interval: max(interval, 10*time.Millisecond), log: log}
-}
-
-// Start starts polling in the background.
-func (p *Poller) Start(ctx context.Context) error {
-	return p.base.StartFunc(ctx, nil, func(ctx context.Context) {
-		t := time.NewTicker(p.interval)
-		defer t.Stop()
-		for {
-			if _, err := p.svc.PollPending(ctx, p.pollAfter, pollBatch); err != nil && ctx.Err() == nil {
-				p.log.Warn("polling pending payments", "err", err)
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
+	return startstop.Every(max(interval, 10*time.Millisecond), func(ctx context.Context) {
+		if _, err := s.PollPending(ctx, pollAfter, pollBatch); err != nil && ctx.Err() == nil {
+			log.Warn("polling pending payments", "err", err)
 		}
 	})
 }
-
-// Stop stops it and waits for a poll under way.
-func (p *Poller) Stop() { p.base.Stop() }
-
-var _ startstop.Service = (*Poller)(nil)

@@ -185,56 +185,29 @@ func readOutcome(o outcome, err error) outcome {
 	return o
 }
 
-// Recoverer runs RecoverDue on every instance, every interval, until
-// stopped (internal/startstop).
-type Recoverer struct {
-	svc      *Service
-	interval time.Duration
-	log      *slog.Logger
-	base     startstop.Base
-}
-
-// Recoverer is the background service that resolves this Service's due
-// operations every interval (zero: a tenth of PROCESSOR_RECOVERY_AFTER,
-// at most 5 s).
-func (s *Service) Recoverer(interval time.Duration, log *slog.Logger) *Recoverer {
+// Recoverer is the background service, on every instance, that resolves
+// this Service's due operations every interval (zero: a tenth of
+// PROCESSOR_RECOVERY_AFTER, at most 5 s), claiming batch after batch while
+// they come full.
+func (s *Service) Recoverer(interval time.Duration, log *slog.Logger) *startstop.Runner {
 	if interval <= 0 {
 		interval = min(s.recoveryAfter/10, 5*time.Second)
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Recoverer{svc: s, interval: max(interval, 10*time.Millisecond), log: log}
-}
-
-// Start starts resolving in the background.
-func (r *Recoverer) Start(ctx context.Context) error {
-	return r.base.StartFunc(ctx, nil, func(ctx context.Context) {
-		t := time.NewTicker(r.interval)
-		defer t.Stop()
+	return startstop.Every(max(interval, 10*time.Millisecond), func(ctx context.Context) {
 		for {
-			for {
-				n, err := r.svc.RecoverDue(ctx)
-				if err != nil && ctx.Err() == nil {
-					r.log.Warn("processor recovery", "err", err)
-				}
-				if n < recoverBatch || ctx.Err() != nil {
-					break
-				}
+			n, err := s.RecoverDue(ctx)
+			if err != nil && ctx.Err() == nil {
+				log.Warn("processor recovery", "err", err)
 			}
-			select {
-			case <-ctx.Done():
+			if n < recoverBatch || ctx.Err() != nil {
 				return
-			case <-t.C:
 			}
 		}
 	})
 }
-
-// Stop stops it and waits for a resolution under way.
-func (r *Recoverer) Stop() { r.base.Stop() }
-
-var _ startstop.Service = (*Recoverer)(nil)
 
 // OpenUnknown counts the processor operations whose outcome is unknown
 // and not yet resolved, on every instance (the metrics' gauge).

@@ -13,6 +13,7 @@ package startstop
 import (
 	"context"
 	"sync"
+	"time"
 )
 
 // Service is something that runs in the background.
@@ -91,6 +92,24 @@ type Runner struct {
 // Func returns a Service that runs run, which must return once its
 // context ends.
 func Func(run func(ctx context.Context)) *Runner { return &Runner{run: run} }
+
+// Every returns a Service that runs round at once and then every interval
+// until stopped; Stop waits for a round under way. round must return once
+// its context ends.
+func Every(interval time.Duration, round func(ctx context.Context)) *Runner {
+	return Func(func(ctx context.Context) {
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			round(ctx)
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	})
+}
 
 // InitFunc returns a Service whose Start runs init (its error is Start's)
 // and then run, as Base.StartFunc does.

@@ -249,3 +249,34 @@ func TestStopAllStopsAtTheSameTime(t *testing.T) {
 		t.Errorf("%d of 3 Stops waited 5s for the others: StopAll stopped them one after the other", late.Load())
 	}
 }
+
+// Every runs its round at once, then again every interval, and Stop ends
+// it; no round runs after Stop returns.
+func TestEvery(t *testing.T) {
+	rounds := make(chan struct{}, 10)
+	var after atomic.Bool
+	e := startstop.Every(time.Millisecond, func(ctx context.Context) {
+		if after.Load() {
+			t.Error("a round ran after Stop")
+		}
+		select {
+		case rounds <- struct{}{}:
+		default:
+		}
+	})
+	if err := e.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		select {
+		case <-rounds:
+		case <-time.After(10 * time.Second):
+			t.Fatal("no round within 10 s")
+		}
+	}
+	e.Stop()
+	after.Store(true)
+	if e.Running() {
+		t.Error("still running after Stop")
+	}
+}
