@@ -108,10 +108,13 @@ func (m *Metrics) SubscriptionRefused(limit string) {
 // delivered nor given up (count), as the gauge cmpay_webhook_backlog, read
 // from the database at each scrape.
 func (m *Metrics) WatchBacklog(count func(context.Context) (int64, error)) {
-	m.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "cmpay_webhook_backlog",
-		Help: "Webhook deliveries not yet delivered nor given up, across all instances.",
-	}, func() float64 {
+	m.watchCount("cmpay_webhook_backlog", "Webhook deliveries not yet delivered nor given up, across all instances.", count)
+}
+
+// watchCount exports count, read from the database at each scrape (within
+// 2 s; -1 when it fails), as the gauge name.
+func (m *Metrics) watchCount(name, help string, count func(context.Context) (int64, error)) {
+	m.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, func() float64 {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		n, err := count(ctx)

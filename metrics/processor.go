@@ -60,16 +60,6 @@ func (m *Metrics) OnOperationSettled(op payments.Operation, wasUnknown bool) {
 // and not yet resolved (count), across instances, as the gauge
 // cmpay_processor_unknown_open, read from the database at each scrape.
 func (m *Metrics) WatchUnknown(count func(context.Context) (int64, error)) {
-	m.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "cmpay_processor_unknown_open",
-		Help: "Processor operations whose outcome is unknown and not yet resolved, across all instances.",
-	}, func() float64 {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		n, err := count(ctx)
-		if err != nil {
-			return -1
-		}
-		return float64(n)
-	}))
+	m.watchCount("cmpay_processor_unknown_open",
+		"Processor operations whose outcome is unknown and not yet resolved, across all instances.", count)
 }
