@@ -87,6 +87,11 @@ func FromDomain(ctx context.Context, err error) Error {
 		return Error{Code: NotFound, Status: http.StatusNotFound, Message: "no such payment"}
 	case errors.Is(err, payments.ErrForbidden):
 		return Error{Code: Forbidden, Status: http.StatusForbidden, Message: "this token may not act on this client's payments"}
+	case errors.Is(err, payments.ErrProcessorUnavailable):
+		// This server cannot call the payment's processor; one configured
+		// for it can, and the key was left unused for it.
+		return Error{Code: Unavailable, Status: http.StatusServiceUnavailable,
+			Message: err.Error() + "; retry on a server configured for it, with the same idempotency key"}
 	case database.IsUnavailable(err):
 		// Not our bug: the database is down, failing over or read-only.
 		// The request did not complete; the client retries with its key.

@@ -30,6 +30,8 @@ func TestProcessorErrors(t *testing.T) {
 			apierror.StateConflict, http.StatusConflict, map[string]any{"status": "AUTHORIZED", "pendingOperation": "CAPTURE_PAYMENT"}},
 		{"conflict with nothing pending", &payments.StateConflictError{Operation: payments.OpCapture, Status: payments.StatusDeclined},
 			apierror.StateConflict, http.StatusConflict, map[string]any{"status": "DECLINED"}},
+		{"the payment's processor not configured here", fmt.Errorf("refund p1: %w", &payments.ProcessorUnavailableError{Processor: "stripe"}),
+			apierror.Unavailable, http.StatusServiceUnavailable, nil},
 	} {
 		e := apierror.FromDomain(ctx, tt.err)
 		if e.Code != tt.code || e.Status != tt.status || !reflect.DeepEqual(e.Details, tt.details) || e.Message == "" {

@@ -127,6 +127,9 @@ func (s *Service) startChange(ctx context.Context, r sqlq.Runner, cmd *command) 
 		}
 		return started{err: a.refused, outcome: OutcomeRefused}, nil
 	}
+	if !s.reachable(p.Processor) {
+		return started{err: &ProcessorUnavailableError{Processor: p.Processor}}, nil
+	}
 	return s.storeChange(ctx, tx, cmd, p, amount, now)
 }
 
@@ -216,7 +219,7 @@ func (s *Service) storeChange(ctx context.Context, tx liteTx, cmd *command, p Pa
 		return started{}, errKeyClaimedMeanwhile
 	}
 	lease := s.lease()
-	_, err = tx.r.Exec(ctx, commonSQL.SQL("insert_operation"), id, p.ID, refundID, string(cmd.op), s.proc.Name(),
+	_, err = tx.r.Exec(ctx, commonSQL.SQL("insert_operation"), id, p.ID, refundID, string(cmd.op), p.Processor,
 		amount, p.Amount.Currency, "{}", opPending, nil, 0, lease.owner, now.Add(lease.hold), now.Add(lease.due), now, nil)
 	if err != nil {
 		return started{}, fmt.Errorf("store processor operation: %w", err)
@@ -224,7 +227,7 @@ func (s *Service) storeChange(ctx context.Context, tx liteTx, cmd *command, p Pa
 	if err := tx.insertAttempt(ctx, cmd, attemptRow{paymentID: p.ID, outcome: OutcomeApplied, at: now, refundID: refundID}); err != nil {
 		return started{}, err
 	}
-	op := operationRow{id: id, paymentID: p.ID, refundID: refundID, operation: cmd.op, processor: s.proc.Name(),
+	op := operationRow{id: id, paymentID: p.ID, refundID: refundID, operation: cmd.op, processor: p.Processor,
 		key: opKey(id), amountMinor: amount, currency: p.Amount.Currency, state: ""}
 	return started{op: op, ref: p.ProcessorReference, payment: p}, nil
 }
@@ -254,18 +257,20 @@ func (s *Service) askChange(ctx context.Context, op operationRow, ref, currency 
 	return res, nil
 }
 
-// sendChange sends a change's write with its operation's key.
+// sendChange sends a change's write with its operation's key, to the
+// processor its payment was made at.
 func (s *Service) sendChange(ctx context.Context, op operationRow, ref, currency string) outcome {
+	proc := s.processorNamed(op.processor)
 	switch op.operation {
 	case OpCapture:
-		res, err := s.proc.CapturePayment(ctx, processor.CaptureRequest{IdempotencyKey: op.key, Reference: ref,
+		res, err := proc.CapturePayment(ctx, processor.CaptureRequest{IdempotencyKey: op.key, Reference: ref,
 			AmountMinor: op.amountMinor, Currency: currency})
 		return changeOutcome(op.operation, res, err)
 	case OpCancel:
-		res, err := s.proc.CancelPayment(ctx, processor.CancelRequest{IdempotencyKey: op.key, Reference: ref})
+		res, err := proc.CancelPayment(ctx, processor.CancelRequest{IdempotencyKey: op.key, Reference: ref})
 		return changeOutcome(op.operation, res, err)
 	}
-	res, err := s.proc.RefundPayment(ctx, processor.RefundRequest{IdempotencyKey: op.key, PaymentReference: ref,
+	res, err := proc.RefundPayment(ctx, processor.RefundRequest{IdempotencyKey: op.key, PaymentReference: ref,
 		RefundID: deref(op.refundID), AmountMinor: op.amountMinor, Currency: currency})
 	return refundOutcome(res, err)
 }

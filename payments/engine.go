@@ -114,18 +114,27 @@ func (s *Service) change(ctx context.Context, build func() (*command, error)) (C
 	if err != nil {
 		return ChangeResult{}, err
 	}
-	if !s.foreseesChanges() {
-		res, err := s.changeAtProcessor(ctx, cmd)
-		if err != nil {
-			return ChangeResult{}, fmt.Errorf("%s %s: %w", verb(cmd.op), cmd.paymentID, err)
-		}
-		return res, nil
-	}
-	a, err := s.run(ctx, cmd)
+	res, err := s.changeBy(ctx, cmd)
 	if err != nil {
 		return ChangeResult{}, fmt.Errorf("%s %s: %w", verb(cmd.op), cmd.paymentID, err)
 	}
-	return ChangeResult{Payment: a.payment, Refund: a.refund, Replayed: a.outcome == OutcomeReplayed}, nil
+	return res, nil
+}
+
+// changeBy takes a change through the batch statements where its answer
+// is foreseen (a sandbox payment, with the sandbox configured), and the
+// phased way otherwise.
+func (s *Service) changeBy(ctx context.Context, cmd *command) (ChangeResult, error) {
+	if s.foreseesChanges() {
+		a, err := s.run(ctx, cmd)
+		if err != nil {
+			return ChangeResult{}, err
+		}
+		if a.kind != answerNotForeseen {
+			return ChangeResult{Payment: a.payment, Refund: a.refund, Replayed: a.outcome == OutcomeReplayed}, nil
+		}
+	}
+	return s.changeAtProcessor(ctx, cmd)
 }
 
 // requestTimeout bounds a request's work, including one whose client went
@@ -179,6 +188,9 @@ func (s *Service) judge(ctx context.Context, cmd *command, a answer) (answer, er
 	case answerHeld:
 		return settleHeld(ctx, s, cmd, a.held, s.now(), s.keyTTL)
 	case answerNotApplied:
+		if a.payment.Processor != processor.NameSandbox {
+			return answer{kind: answerNotForeseen}, nil
+		}
 		amount, stop := stopped(cmd, a.payment)
 		if stop != nil {
 			return *stop, stop.err
@@ -280,6 +292,8 @@ func (s *Service) finish(cmd *command, a answer) (answer, error) {
 		return answer{}, fmt.Errorf("payment %q: %w", cmd.paymentID, ErrNotFound)
 	case answerForbidden:
 		return answer{}, fmt.Errorf("payment %q belongs to another client: %w", cmd.paymentID, ErrForbidden)
+	case answerNotForeseen:
+		return a, nil // nothing done yet: changeBy goes on
 	}
 	s.onAttempt(cmd.op, a.outcome, cmd.Transport)
 	switch a.outcome {

@@ -151,3 +151,22 @@ func (e *ProcessorRefusedError) Error() string {
 }
 
 func (e *ProcessorRefusedError) Unwrap() error { return ErrProcessorRefused }
+
+// ErrProcessorUnavailable is what ProcessorUnavailableError unwraps to.
+var ErrProcessorUnavailable = errors.New("the payment's processor is not configured on this server")
+
+// ProcessorUnavailableError: a change to a payment made at a processor
+// this server is not configured for (a Stripe payment, on a server with
+// PROCESSOR=sandbox). Nothing was stored; the key stays unused, so the
+// same request succeeds on a server configured for that processor.
+type ProcessorUnavailableError struct {
+	// Processor is the payment's processor ("stripe").
+	Processor string
+}
+
+func (e *ProcessorUnavailableError) Error() string {
+	return fmt.Sprintf("this payment was made at %s, which this server is not configured for (PROCESSOR=%s); nothing was done",
+		e.Processor, e.Processor)
+}
+
+func (e *ProcessorUnavailableError) Unwrap() error { return ErrProcessorUnavailable }

@@ -43,12 +43,12 @@ func TestResolveSkipsAnOperationTakenOver(t *testing.T) {
 			t.Fatalf("create: %s, %v", res.Payment.Status, err)
 		}
 		now = now.Add(time.Minute)
-		ids, err := a.store.claimDue(t.Context(), a.instance, now.Add(time.Second), now, 1)
+		ids, err := a.store.claimDue(t.Context(), a.instance, now.Add(time.Second), now, 1, a.processorNames())
 		if err != nil || len(ids) != 1 {
 			t.Fatalf("a's claim: %v, %v", ids, err)
 		}
 		now = now.Add(time.Minute) // a's lease runs out while it works on others
-		if taken, err := b.store.claimDue(t.Context(), b.instance, now.Add(time.Minute), now, 1); err != nil || len(taken) != 1 {
+		if taken, err := b.store.claimDue(t.Context(), b.instance, now.Add(time.Minute), now, 1, b.processorNames()); err != nil || len(taken) != 1 {
 			t.Fatalf("b's claim: %v, %v", taken, err)
 		}
 		before := d.Calls(stripedouble.CreatePaymentIntent)

@@ -181,7 +181,7 @@ func (s *Service) readRecord(ctx context.Context, p Payment) (processor.Payment,
 	callCtx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	start := time.Now()
-	rec, err := s.proc.GetPayment(callCtx, p.ProcessorReference)
+	rec, err := s.processorNamed(p.Processor).GetPayment(callCtx, p.ProcessorReference)
 	took := time.Since(start)
 	out := createOutcome(rec, err)
 	s.onCall(OpCreate, out.call, took)
@@ -253,9 +253,9 @@ const expiredPollEvery = time.Minute
 // each as its record says; it returns how many it read. No event is needed
 // for correctness: a lost one costs at most pollAfter.
 func (s *Service) PollPending(ctx context.Context, pollAfter time.Duration, limit int) (int, error) {
-	now := s.now()
+	now, names := s.now(), s.processorNames()
 	ids, err := sqlq.Collect(ctx, s.store.db(), commonSQL.SQL("pending_due"),
-		[]any{now, now.Add(-pollAfter), limit, now.Add(-min(pollAfter, expiredPollEvery))},
+		[]any{now, now.Add(-pollAfter), limit, now.Add(-min(pollAfter, expiredPollEvery)), names[0], names[1]},
 		func(r sqlq.Row) (string, error) {
 			var id string
 			return id, r.Scan(&id)

@@ -674,3 +674,58 @@ func TestRecoveryNeverResendsAForgottenKey(t *testing.T) {
 		}
 	})
 }
+
+// A payment's changes, recovery and reads go to the processor that made
+// it: a sandbox payment made before a switch to Stripe is still captured
+// and refunded by the sandbox, and a Stripe payment met by a server
+// configured for the sandbox is refused with nothing stored, its key
+// unused, and its unsettled operations left to a server that can call
+// Stripe.
+func TestChangesGoToThePaymentsProcessor(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		sb := processorSetup(t, db, nil)
+		st, d := stripeSetup(t, db)
+		no := false
+		authorizeOnly := card("before-switch")
+		authorizeOnly.Capture = &no
+		early := sb.mustCreate(t, authorizeOnly).Payment
+		if early.Processor != processor.NameSandbox {
+			t.Fatalf("setup: made at %q", early.Processor)
+		}
+		res, err := st.svc.Capture(t.Context(), payments.CaptureRequest{PaymentID: early.ID, IdempotencyKey: "early-c"})
+		if err != nil || res.Payment.Status != payments.StatusCaptured {
+			t.Fatalf("capture of a sandbox payment on a Stripe server: %+v, %v", res.Payment, err)
+		}
+		res, err = st.svc.Refund(t.Context(), payments.RefundRequest{PaymentID: early.ID, IdempotencyKey: "early-r"})
+		if err != nil || res.Refund == nil || res.Refund.Status != payments.RefundSucceeded || res.Payment.Status != payments.StatusRefunded {
+			t.Fatalf("refund of a sandbox payment on a Stripe server: %+v, %v", res, err)
+		}
+		if got := d.Calls(stripedouble.CapturePaymentIntent) + d.Calls(stripedouble.CreateRefund); got != 0 {
+			t.Errorf("Stripe was asked %d times about a sandbox payment", got)
+		}
+
+		late := stripeCard(t, st, "at-stripe", false)
+		_, err = sb.svc.Capture(t.Context(), payments.CaptureRequest{PaymentID: late.ID, IdempotencyKey: "late-c"})
+		var unavailable *payments.ProcessorUnavailableError
+		if !errors.As(err, &unavailable) || unavailable.Processor != processor.NameStripe {
+			t.Fatalf("capture of a Stripe payment on a sandbox server: %v, want a ProcessorUnavailableError", err)
+		}
+		if p := sb.mustGet(t, late.ID); p.Status != payments.StatusAuthorized || p.PendingOperation != "" {
+			t.Fatalf("after the refusal: %s pending %q, want AUTHORIZED and nothing pending", p.Status, p.PendingOperation)
+		}
+		d.FailNext(stripedouble.CapturePaymentIntent, stripedouble.Fault{Kind: stripedouble.ServerErrorAfter})
+		res, err = st.svc.Capture(t.Context(), payments.CaptureRequest{PaymentID: late.ID, IdempotencyKey: "late-c"})
+		if err != nil || res.Replayed || res.Payment.PendingOperation != payments.OpCapture {
+			t.Fatalf("the same key on the Stripe server: %+v, %v; want a new capture, its outcome unknown", res, err)
+		}
+		sb.clock.Advance(time.Hour)
+		if n, err := sb.svc.RecoverDue(t.Context()); n != 0 || err != nil {
+			t.Errorf("the sandbox server claimed %d operations (%v), want none of Stripe's", n, err)
+		}
+		if got := recoverUntil(t, st, late.ID, func(p payments.Payment) bool { return p.PendingOperation == "" }); got.Status != payments.StatusCaptured ||
+			d.Ledger(got.ProcessorReference).Captures != 1 {
+			t.Errorf("after recovery: %s; the double: %+v", got.Status, d.Ledger(got.ProcessorReference))
+		}
+	})
+}

@@ -29,7 +29,7 @@ const recoverBatch = 16
 // it claimed. The Recoverer calls it on a timer; tests call it directly.
 func (s *Service) RecoverDue(ctx context.Context) (int, error) {
 	now := s.now()
-	ids, err := s.store.claimDue(ctx, s.instance, now.Add(s.timeout+leaseMargin), now, recoverBatch)
+	ids, err := s.store.claimDue(ctx, s.instance, now.Add(s.timeout+leaseMargin), now, recoverBatch, s.processorNames())
 	if err != nil {
 		return 0, fmt.Errorf("claim due processor operations: %w", err)
 	}
@@ -85,7 +85,7 @@ func (s *Service) resolve(ctx context.Context, id string) error {
 	case read:
 		out = s.readCreate(callCtx, op, p)
 	default:
-		res, err := s.proc.CreatePayment(callCtx, processor.CreatePaymentRequest{IdempotencyKey: op.key,
+		res, err := s.processorNamed(op.processor).CreatePayment(callCtx, processor.CreatePaymentRequest{IdempotencyKey: op.key,
 			PaymentID: op.paymentID, AmountMinor: op.amountMinor, Currency: op.currency,
 			Method: processor.Method(op.request.Method), PaymentMethodToken: op.request.Token,
 			Capture: op.request.Capture, Attempt: op.sends})
@@ -106,7 +106,7 @@ const keyMargin = time.Hour
 // never charged twice. A capture or cancel is safe to send again (the
 // connector reads an intent already captured or canceled as the answer).
 func (s *Service) keyForgotten(op operationRow) bool {
-	kl, ok := s.proc.(interface{ KeyLifetime() time.Duration })
+	kl, ok := s.processorNamed(op.processor).(interface{ KeyLifetime() time.Duration })
 	if !ok || op.createdAt.IsZero() || op.operation == OpCapture || op.operation == OpCancel {
 		return false
 	}
@@ -118,11 +118,12 @@ func (s *Service) keyForgotten(op operationRow) bool {
 // proves nothing (the search lags). A record not found, or not final,
 // leaves the operation to be read again.
 func (s *Service) readCreate(ctx context.Context, op operationRow, p Payment) outcome {
+	proc := s.processorNamed(op.processor)
 	if p.ProcessorReference != "" {
-		res, err := s.proc.GetPayment(ctx, p.ProcessorReference)
+		res, err := proc.GetPayment(ctx, p.ProcessorReference)
 		return readOutcome(createOutcome(res, err), err)
 	}
-	found, err := s.proc.FindPayments(ctx, op.paymentID)
+	found, err := proc.FindPayments(ctx, op.paymentID)
 	if err != nil {
 		return readOutcome(errorOutcome(err), err)
 	}
@@ -141,8 +142,9 @@ func (s *Service) readCreate(ctx context.Context, op operationRow, p Payment) ou
 // payment, or of a refund: by its reference when known, else among the
 // payment's refunds by CMPay's refund id.
 func (s *Service) readChange(ctx context.Context, op operationRow, p Payment) (outcome, error) {
+	proc := s.processorNamed(op.processor)
 	if op.operation != OpRefund {
-		res, err := s.proc.GetPayment(ctx, p.ProcessorReference)
+		res, err := proc.GetPayment(ctx, p.ProcessorReference)
 		return readOutcome(changeOutcome(op.operation, res, err), err), nil
 	}
 	var ref *string
@@ -150,10 +152,10 @@ func (s *Service) readChange(ctx context.Context, op operationRow, p Payment) (o
 		return outcome{}, fmt.Errorf("read refund %s: %w", *op.refundID, err)
 	}
 	if ref != nil {
-		res, err := s.proc.GetRefund(ctx, *ref)
+		res, err := proc.GetRefund(ctx, *ref)
 		return readOutcome(refundOutcome(res, err), err), nil
 	}
-	all, err := s.proc.ListRefunds(ctx, p.ProcessorReference)
+	all, err := proc.ListRefunds(ctx, p.ProcessorReference)
 	if err != nil {
 		return readOutcome(errorOutcome(err), err), nil
 	}

@@ -11,6 +11,7 @@
 package payments
 
 import (
+	"context"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -103,6 +104,7 @@ type Service struct {
 	// PROCESSOR_TIMEOUT and PROCESSOR_RECOVERY_AFTER; instance names this
 	// Service as the owner of the operations it leases.
 	proc          processor.Processor
+	procs         map[string]processor.Processor
 	timeout       time.Duration
 	recoveryAfter time.Duration
 	instance      string
@@ -134,9 +136,17 @@ func NewService(db *gorm.DB, cfg Config) (*Service, error) {
 	if s.recoveryAfter <= 0 {
 		s.recoveryAfter = defaults.RecoveryAfter
 	}
+	defaults.Timeout = s.timeout
 	if s.proc == nil {
-		defaults.Timeout = s.timeout
 		s.proc = sandbox.New(defaults)
+	}
+	// A payment's changes, recovery and reads go to the processor that
+	// made it, which may not be the one new payments go to: the sandbox
+	// keeps nothing and needs no network, so its payments stay reachable
+	// after a switch to Stripe.
+	s.procs = map[string]processor.Processor{s.proc.Name(): s.proc}
+	if _, ok := s.procs[processor.NameSandbox]; !ok {
+		s.procs[processor.NameSandbox] = sandbox.New(defaults)
 	}
 	if s.onCall == nil {
 		s.onCall = func(Operation, CallOutcome, time.Duration) {}
@@ -162,4 +172,58 @@ func NewService(db *gorm.DB, cfg Config) (*Service, error) {
 // a later read finds.
 func (s *Service) now() time.Time {
 	return s.clock().Add(time.Duration(s.offset.Load())).UTC().Truncate(time.Microsecond)
+}
+
+// processorNamed is the processor called name: the one a payment was made
+// at, which its changes, recovery and reads go to. One this server is not
+// configured for answers every call with a ProcessorUnavailableError, an
+// unknown outcome, so that its operations wait for an instance that is
+// (claim_due and pending_due pass them over besides).
+func (s *Service) processorNamed(name string) processor.Processor {
+	if proc, ok := s.procs[name]; ok {
+		return proc
+	}
+	return unavailable{name}
+}
+
+// reachable says whether this server can call the processor called name.
+func (s *Service) reachable(name string) bool {
+	_, ok := s.procs[name]
+	return ok
+}
+
+// processorNames are the processors this server can call, for the
+// statements that pick work by processor: two, repeated if need be.
+func (s *Service) processorNames() [2]string {
+	return [2]string{s.proc.Name(), processor.NameSandbox}
+}
+
+// unavailable is a processor this server is not configured for.
+type unavailable struct{ name string }
+
+func (u unavailable) err() error   { return &ProcessorUnavailableError{Processor: u.name} }
+func (u unavailable) Name() string { return u.name }
+func (u unavailable) CreatePayment(context.Context, processor.CreatePaymentRequest) (processor.Payment, error) {
+	return processor.Payment{}, u.err()
+}
+func (u unavailable) CapturePayment(context.Context, processor.CaptureRequest) (processor.Payment, error) {
+	return processor.Payment{}, u.err()
+}
+func (u unavailable) CancelPayment(context.Context, processor.CancelRequest) (processor.Payment, error) {
+	return processor.Payment{}, u.err()
+}
+func (u unavailable) RefundPayment(context.Context, processor.RefundRequest) (processor.Refund, error) {
+	return processor.Refund{}, u.err()
+}
+func (u unavailable) GetPayment(context.Context, string) (processor.Payment, error) {
+	return processor.Payment{}, u.err()
+}
+func (u unavailable) FindPayments(context.Context, string) ([]processor.Payment, error) {
+	return nil, u.err()
+}
+func (u unavailable) GetRefund(context.Context, string) (processor.Refund, error) {
+	return processor.Refund{}, u.err()
+}
+func (u unavailable) ListRefunds(context.Context, string) ([]processor.Refund, error) {
+	return nil, u.err()
 }

@@ -57,9 +57,10 @@ type store interface {
 	// db runs what both dialects run alike, in a transaction or not: the
 	// settling of processor operations (operations.go).
 	db() sqlq.DB
-	// claimDue leases up to limit unsettled operations due at now to
-	// owner until until, and returns their ids (recovery.go).
-	claimDue(ctx context.Context, owner string, until, now time.Time, limit int) ([]string, error)
+	// claimDue leases up to limit unsettled operations due at now, at
+	// the processors named, to owner until until, and returns their ids
+	// (recovery.go).
+	claimDue(ctx context.Context, owner string, until, now time.Time, limit int, processors [2]string) ([]string, error)
 	// sweepKeys deletes up to limit keys created before before, and says
 	// how many it deleted (sweep.go).
 	sweepKeys(ctx context.Context, before time.Time, limit int) (int64, error)
@@ -153,6 +154,10 @@ const (
 	// answerForbidden: the payment belongs to a client the request may not
 	// touch.
 	answerForbidden
+	// answerNotForeseen: the payment was made at a processor whose answer
+	// the batch statements cannot foresee; nothing was written, and the
+	// engine sends the request the phased way (changeAtProcessor).
+	answerNotForeseen
 )
 
 // answer is a store's answer about one request.

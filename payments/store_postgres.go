@@ -421,8 +421,8 @@ func (st *postgresStore) db() sqlq.DB { return st.pg }
 
 // claimDue leases due operations with FOR UPDATE SKIP LOCKED: instances
 // claiming at once each get others, and none waits for another.
-func (st *postgresStore) claimDue(ctx context.Context, owner string, until, now time.Time, limit int) ([]string, error) {
-	return sqlq.Collect(ctx, st.pg, postgresSQL.SQL("claim_due"), []any{owner, until, now, limit}, scanID)
+func (st *postgresStore) claimDue(ctx context.Context, owner string, until, now time.Time, limit int, processors [2]string) ([]string, error) {
+	return sqlq.Collect(ctx, st.pg, postgresSQL.SQL("claim_due"), []any{owner, until, now, limit, processors[0], processors[1]}, scanID)
 }
 
 func (st *postgresStore) lockPaymentSQL() string { return postgresSQL.SQL("lock_payment") }

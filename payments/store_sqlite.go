@@ -12,6 +12,7 @@ import (
 
 	"github.com/cmpay/cmpay/internal/sqlq"
 	"github.com/cmpay/cmpay/models"
+	"github.com/cmpay/cmpay/processor"
 )
 
 // sqliteStore runs each batch as one write transaction (BEGIN IMMEDIATE:
@@ -113,6 +114,9 @@ func (st *sqliteStore) change(ctx context.Context, tx liteTx, cmd *command, now 
 	}
 	if !ok {
 		return answer{kind: answerNotFound}, nil
+	}
+	if p.Processor != processor.NameSandbox {
+		return answer{kind: answerNotForeseen}, nil // as change_batch's snap
 	}
 	amount, stop := stopped(cmd, p)
 	if stop != nil {
@@ -388,8 +392,8 @@ func (st *sqliteStore) db() sqlq.DB { return st.lite }
 
 // claimDue leases due operations in one statement: SQLite's single writer
 // runs it whole before any other instance's.
-func (st *sqliteStore) claimDue(ctx context.Context, owner string, until, now time.Time, limit int) ([]string, error) {
-	return sqlq.Collect(ctx, st.lite, sqliteSQL.SQL("claim_due"), []any{owner, until, now, limit}, scanID)
+func (st *sqliteStore) claimDue(ctx context.Context, owner string, until, now time.Time, limit int, processors [2]string) ([]string, error) {
+	return sqlq.Collect(ctx, st.lite, sqliteSQL.SQL("claim_due"), []any{owner, until, now, limit, processors[0], processors[1]}, scanID)
 }
 
 // insertOperation stores a create's processor operation, and its foreseen

@@ -49,10 +49,12 @@ UPDATE payments SET processor_updated_at = $2 WHERE id = $1 AND status = 'PENDIN
 -- expiry ($1 now) and not read since $4 (a minute ago: a boleto paid on
 -- its last day takes days to clear, and is read once a minute meanwhile,
 -- not at every tick), or not heard of since $2 (now less
--- PROCESSOR_POLL_AFTER), oldest news first.
+-- PROCESSOR_POLL_AFTER), oldest news first; only those made at the
+-- processors $5 and $6, which this instance can read.
 SELECT id FROM payments
 WHERE status = 'PENDING' AND (next_action_expires_at <= $1 AND COALESCE(processor_updated_at, created_at) <= $4
                               OR COALESCE(processor_updated_at, created_at) <= $2)
+  AND processor IN ($5, $6)
 ORDER BY COALESCE(processor_updated_at, created_at) LIMIT $3
 
 -- name: mark_paid_later

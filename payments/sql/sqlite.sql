@@ -60,6 +60,7 @@ DELETE FROM idempotency_keys WHERE id IN (SELECT id FROM idempotency_keys WHERE 
 UPDATE processor_operations SET lease_owner = $1, lease_until = $2
 WHERE id IN (SELECT id FROM processor_operations
              WHERE settled_at IS NULL AND next_try_at <= $3 AND (lease_until IS NULL OR lease_until < $3)
+               AND processor IN ($5, $6)
              ORDER BY next_try_at LIMIT $4)
 RETURNING id
 
