@@ -2,8 +2,16 @@ package stripe
 
 import (
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"reflect"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/cmpay/cmpay/processor"
 
 	stripeapi "github.com/stripe/stripe-go/v82"
 )
@@ -43,4 +51,55 @@ func TestIntentFieldsMapLikeTheWholeIntent(t *testing.T) {
 			t.Errorf("%s:\nfields %+v\nwhole  %+v", whole.ID, got, want)
 		}
 	}
+}
+
+// A create goes out with its Content-Length, in one piece, not chunked,
+// and its body is the form stripe-go encodes.
+func TestCreateIsSentWithItsLength(t *testing.T) {
+	type seen struct {
+		length   int64
+		encoding []string
+		body     string
+		key      string
+	}
+	got := make(chan seen, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		got <- seen{r.ContentLength, r.TransferEncoding, string(b), r.Header.Get("Idempotency-Key")}
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"id":"pi_1","amount":1050,"currency":"brl","status":"succeeded","amount_received":1050,"metadata":{"cmpay_payment_id":"pay_1"}}`)
+	}))
+	defer srv.Close()
+	cfg := processor.DefaultConfig()
+	cfg.Processor, cfg.StripeAPIKey, cfg.StripeAPIBase, cfg.Timeout = "stripe", "sk_test_length", srv.URL, 5*time.Second
+	conn, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.CloseIdleConnections()
+	p, err := conn.CreatePayment(t.Context(), cardReq("cmpay_len", "pay_1", "pm_card_visa", true))
+	if err != nil || p.State != processor.PaymentCaptured || p.Reference != "pi_1" {
+		t.Fatalf("create: %+v, %v", p, err)
+	}
+	s := <-got
+	if s.length != int64(len(s.body)) || len(s.encoding) != 0 {
+		t.Errorf("sent with length %d and transfer encoding %v; the body has %d bytes", s.length, s.encoding, len(s.body))
+	}
+	for _, part := range []string{"amount=1050", "confirm=true", "metadata[cmpay_payment_id]=pay_1", "payment_method=pm_card_visa"} {
+		if !strings.Contains(mustUnescape(t, s.body), part) {
+			t.Errorf("body %q lacks %q", s.body, part)
+		}
+	}
+	if s.key != "cmpay_len" {
+		t.Errorf("Idempotency-Key %q, want cmpay_len", s.key)
+	}
+}
+
+func mustUnescape(t *testing.T, s string) string {
+	t.Helper()
+	u, err := url.QueryUnescape(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
 }
