@@ -19,8 +19,8 @@ import (
 // the payment and its event. What the statement does not cover goes
 // through record as before: an answer that settles nothing (postponed for
 // recovery), a Pix or boleto paid before its answer was known
-// (paidBeforeKnown), recovery's own calls, and SQLite, whose single writer
-// gains nothing from a batch.
+// (paidBeforeKnown), recovery's own calls, and SQLite, whose store has no
+// such statement (its one writer takes transactions one at a time).
 
 // settleJob is one create's processor answer waiting for its statement.
 type settleJob struct {
