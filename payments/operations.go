@@ -292,7 +292,11 @@ func (s *Service) askCreate(ctx context.Context, cmd *command) (Payment, error) 
 	res, err := s.proc.CreatePayment(callCtx, pl.preq)
 	took := time.Since(start)
 	cancel()
-	return s.record(ctx, op, createOutcome(res, err), callWrite, took)
+	out := createOutcome(res, err)
+	if s.batchSettles(cmd.method, out) {
+		return s.settleCreate(ctx, op, out, took)
+	}
+	return s.record(ctx, op, out, callWrite, took)
 }
 
 // record writes one call of op and what it came to, in one transaction:

@@ -92,6 +92,9 @@ type Service struct {
 	creates batcher[*job]
 	changes batcher[*job]
 	records batcher[*recordJob]
+	// settles gathers the answers of creates asked at the processor into
+	// settle statements (settle.go); nil where the store has none.
+	settles *batcher[*settleJob]
 	keyTTL  time.Duration
 	clock   func() time.Time
 	// offset is how far the database's clock was ahead of clock when last
@@ -163,6 +166,9 @@ func NewService(db *gorm.DB, cfg Config) (*Service, error) {
 	s.creates = batcher[*job]{exec: s.store.createBatch, order: byPayment, stallAfter: defaultStallAfter, final: cfg.Unavailable}
 	s.changes = batcher[*job]{exec: s.store.changeBatch, order: byPayment, stallAfter: defaultStallAfter, final: cfg.Unavailable}
 	s.records = batcher[*recordJob]{exec: s.store.recordBatch, order: byRecordPayment, stallAfter: defaultStallAfter, final: cfg.Unavailable}
+	if cs, ok := s.store.(createSettler); ok {
+		s.settles = &batcher[*settleJob]{exec: cs.settleCreates, order: byOperation, stallAfter: defaultStallAfter, final: cfg.Unavailable}
+	}
 	return s, nil
 }
 

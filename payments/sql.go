@@ -9,8 +9,8 @@ import (
 
 // The SQL statements live in sql/*.sql, each with a name and a comment
 // (sqlq.Load): common.sql for what both dialects run as it is, and the
-// listing's fragments; postgres.sql, create_batch.sql and change_batch.sql
-// for PostgreSQL; sqlite.sql for SQLite.
+// listing's fragments; postgres.sql, create_batch.sql, change_batch.sql and
+// settle_batch.sql for PostgreSQL; sqlite.sql for SQLite.
 
 //go:embed sql/*.sql
 var sqlFiles embed.FS
@@ -20,7 +20,7 @@ var (
 	commonSQL = sqlq.MustLoad(sqlFiles, "sql/common.sql", "sql/pending.sql")
 	// postgresSQL and sqliteSQL are each dialect's statements, with the
 	// common ones they include.
-	postgresSQL = sqlq.MustLoad(sqlFiles, "sql/common.sql", "sql/pending.sql", "sql/postgres.sql", "sql/create_batch.sql", "sql/change_batch.sql")
+	postgresSQL = sqlq.MustLoad(sqlFiles, "sql/common.sql", "sql/pending.sql", "sql/postgres.sql", "sql/create_batch.sql", "sql/change_batch.sql", "sql/settle_batch.sql")
 	sqliteSQL   = sqlq.MustLoad(sqlFiles, "sql/common.sql", "sql/pending.sql", "sql/sqlite.sql")
 )
 

@@ -64,13 +64,26 @@ func compare(serverURL, binary, afterName, against string, rounds int) string {
 		for _, build := range roundOrder(round) {
 			schema := fmt.Sprintf("compare_%s_%d", build, round)
 			_, appURL, drop := freshSchema(serverURL, schema)
-			srv := startServer(path[build], appURL)
+			var srv *server // the one of the plain modes, started on first use
 			for _, mode := range compareModes {
-				r := drive(srv, mode, nil)
-				log.Printf("round %d, %s, %s: %.0f requests/s", round, build, mode, r.RPS())
+				label := fmt.Sprintf("%s-%d-%s", build, round, mode)
+				var r modeResult
+				if processorMode(mode) {
+					r = driveProcessorMode(path[build], appURL, mode, label)
+				} else {
+					if srv == nil {
+						srv = startServer(path[build], appURL)
+					}
+					srv.label = label
+					r = drive(srv, mode, nil)
+				}
+				log.Printf("round %d, %s, %s: %.0f requests/s, server %.0f µs/request", round, build, mode, r.RPS(),
+					perRequest(r.cpu.server, r.Requests))
 				runs = append(runs, compareRun{round: round, build: build, mode: mode, r: r})
 			}
-			srv.stop()
+			if srv != nil {
+				srv.stop()
+			}
 			drop()
 		}
 	}
@@ -138,6 +151,7 @@ func compareReport(runs []compareRun, beforeName, afterName string) string {
 			mode, rb, ra, ra/rb, median(rpsRatios), cb, ca, ca/cb, median(costRatios))
 	}
 	b.WriteString("\n")
+	b.WriteString(processorRatios(runs))
 	return b.String()
 }
 

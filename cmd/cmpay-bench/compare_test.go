@@ -89,3 +89,32 @@ func TestRoundOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestProcessorRatios: each build's stripe ÷ card server CPU, as the ratio
+// of the medians and as the median of each round's.
+func TestProcessorRatios(t *testing.T) {
+	run := func(round int, build string, mode load.Mode, server time.Duration) compareRun {
+		r := modeResult{Result: load.Result{Mode: load.New, Requests: 1000, Elapsed: time.Second}}
+		r.cpu = cpuUse{elapsed: time.Second, server: server}
+		return compareRun{round: round, build: build, mode: mode, r: r}
+	}
+	ms := time.Millisecond
+	runs := []compareRun{
+		run(1, "before", cardSandbox, 100*ms), run(1, "before", cardStripe, 300*ms),
+		run(1, "after", cardSandbox, 100*ms), run(1, "after", cardStripe, 200*ms),
+		run(2, "after", cardSandbox, 200*ms), run(2, "after", cardStripe, 300*ms),
+		run(2, "before", cardSandbox, 100*ms), run(2, "before", cardStripe, 400*ms),
+	}
+	report := processorRatios(runs)
+	for _, want := range []string{
+		"| before | 100 | 350 | 3.50 | 3.50 |",
+		"| after | 150 | 250 | 1.67 | 1.75 |",
+	} {
+		if !strings.Contains(report, want) {
+			t.Errorf("the report lacks %q:\n%s", want, report)
+		}
+	}
+	if processorRatios(runs[:0]) != "" {
+		t.Error("a report without card modes has a processor table")
+	}
+}

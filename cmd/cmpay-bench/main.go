@@ -54,7 +54,9 @@ var (
 	// change as it was merged against the commit before it.
 	afterBinary = flag.String("after", "", "with -against: this server binary instead of this checkout's build")
 	soakFor     = flag.Duration("soak", 0, "instead of the benchmark, soak the server with mixed traffic at 32 clients for this long")
-	maxRate     = flag.Int("capture-rate", 15000, "the most captures per second any capture run can make: "+
+	cpuProfile  = flag.String("cpuprofile", "", "a directory: each server's CPU profile over each measured run is written there "+
+		"(the server runs with DEBUG_ADDR; profiling costs the server a few percent)")
+	maxRate = flag.Int("capture-rate", 15000, "the most captures per second any capture run can make: "+
 		"each authorization is captured once, so that many per second of the run are stored beforehand")
 )
 
@@ -309,6 +311,7 @@ func driveWith(srv *server, cfg load.Config) modeResult {
 	log.Printf("driving %s at %d clients", mode, *clients)
 	var mu sync.Mutex // OnMeasure runs on a timer's goroutine
 	var from, to cpuSample
+	var profiled <-chan struct{}
 	r, err := load.Run(context.Background(), load.Config{
 		URL: srv.url, Token: token, Clients: *clients, Warmup: *warmup, Measure: *measure,
 		Mode: mode, SeedKeys: seedKeys(mode), Payments: cfg.Payments, PaymentMethodToken: cfg.PaymentMethodToken,
@@ -317,6 +320,12 @@ func driveWith(srv *server, cfg load.Config) modeResult {
 			sample := sampleCPU(srv.cmd.Process.Pid)
 			mu.Lock()
 			defer mu.Unlock()
+			if started && srv.debug != "" {
+				if srv.label == "" {
+					srv.label = fmt.Sprintf("%s-%d", mode, time.Now().UnixNano())
+				}
+				profiled = profileServer(srv, *measure)
+			}
 			if started {
 				from = sample
 			} else {
@@ -329,6 +338,9 @@ func driveWith(srv *server, cfg load.Config) modeResult {
 		log.Printf("%s: unexpected answers %v", mode, r.Errors)
 	}
 	mu.Lock()
+	if profiled != nil {
+		<-profiled
+	}
 	defer mu.Unlock()
 	return modeResult{Result: r, peakRSS: srv.peakRSS(), cpu: from.until(to)}
 }
@@ -426,12 +438,19 @@ func pgbench(pgBin, work, pgURL, name, script string, args ...string) pgbenchRun
 type server struct {
 	cmd *exec.Cmd
 	url string
+	// debug is its DEBUG_ADDR, with -cpuprofile; label names its profiles.
+	debug, label string
 }
 
 func startServer(binary, databaseURL string, env ...string) *server {
 	cmd := exec.Command(binary)
 	cmd.Env = append(os.Environ(), "DATABASE_URL="+databaseURL, "ADDR=127.0.0.1:0", "API_TOKENS="+token, "ADMIN_PASSWORD=bench")
 	cmd.Env = append(cmd.Env, env...)
+	debug := ""
+	if *cpuProfile != "" {
+		debug = debugAddr()
+		cmd.Env = append(cmd.Env, "DEBUG_ADDR="+debug)
+	}
 	stdout, err := cmd.StdoutPipe()
 	check(err)
 	cmd.Stderr = io.Discard
@@ -440,7 +459,7 @@ func startServer(binary, databaseURL string, env ...string) *server {
 	for sc.Scan() {
 		if rest, ok := strings.CutPrefix(sc.Text(), "CMPay listening on "); ok {
 			go io.Copy(io.Discard, stdout)
-			return &server{cmd: cmd, url: rest}
+			return &server{cmd: cmd, url: rest, debug: debug}
 		}
 	}
 	log.Fatal("the server exited before listening")

@@ -38,6 +38,7 @@ func processorRun(serverURL, binary string) string {
 	var events eventResult
 	for i, run := range runs {
 		srv := startServer(binary, appURL, run.env...)
+		srv.label = []string{"processor-sandbox", "processor-stripe"}[i]
 		r := driveWith(srv, load.Config{Mode: load.New, PaymentMethodToken: "pm_card_visa"})
 		if i == 1 { // the event intake, on the Stripe payments just made
 			events = eventRun(srv, db)

@@ -20,9 +20,11 @@
 package stripe
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -34,7 +36,10 @@ import (
 
 // Connector is the Stripe processor. It is safe for concurrent use.
 type Connector struct {
-	client  *stripeapi.Client
+	client *stripeapi.Client
+	// backend sends the creates (createIntent); client everything else.
+	backend stripeapi.Backend
+	key     string
 	http    *http.Client
 	timeout time.Duration
 }
@@ -73,7 +78,7 @@ func New(cfg processor.Config, opts ...Option) (*Connector, error) {
 		MaxNetworkRetries: stripeapi.Int64(0),
 		EnableTelemetry:   stripeapi.Bool(false),
 		LeveledLogger:     &stripeapi.LeveledLogger{Level: stripeapi.LevelNull},
-		HTTPClient:        &http.Client{Transport: transport},
+		HTTPClient:        &http.Client{Transport: sizedBodies{transport}},
 	}
 	for _, o := range opts {
 		o(bc)
@@ -82,10 +87,42 @@ func New(cfg processor.Config, opts ...Option) (*Connector, error) {
 	backends := &stripeapi.Backends{API: backend, Connect: backend, Uploads: backend, MeterEvents: backend}
 	return &Connector{
 		client:  stripeapi.NewClient(cfg.StripeAPIKey.Reveal(), stripeapi.WithBackends(backends)),
+		backend: backend,
+		key:     cfg.StripeAPIKey.Reveal(),
 		http:    bc.HTTPClient,
 		timeout: cfg.Timeout,
 	}, nil
 }
+
+// sizedBodies sends each request body with its length. stripe-go hands
+// net/http its body as a reader of its own type, of no length net/http
+// knows, so every POST went out chunked and its headers were flushed apart
+// from its body: two writes to the socket per call where one does
+// (docs/benchmarks/2026-12-06-stripe-path-cpu.md). The request is the
+// same otherwise, GetBody included, which net/http uses to send it again
+// on a kept-alive connection that closed before answering.
+type sizedBodies struct{ next *http.Transport }
+
+func (t sizedBodies) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Body == nil || req.Body == http.NoBody || req.ContentLength != 0 {
+		return t.next.RoundTrip(req)
+	}
+	body, err := io.ReadAll(req.Body)
+	req.Body.Close()
+	if err != nil {
+		return nil, fmt.Errorf("read the request body: %w", err)
+	}
+	sized := *req // RoundTrip must not change req
+	sized.ContentLength, sized.Body = int64(len(body)), io.NopCloser(bytes.NewReader(body))
+	if len(body) == 0 {
+		sized.Body = http.NoBody
+	}
+	return t.next.RoundTrip(&sized)
+}
+
+// CloseIdleConnections closes the transport's idle connections, as
+// http.Client.CloseIdleConnections asks of its transport.
+func (t sizedBodies) CloseIdleConnections() { t.next.CloseIdleConnections() }
 
 // CloseIdleConnections closes the connections kept alive to Stripe (at
 // shutdown, and in tests).
@@ -117,13 +154,56 @@ func (c *Connector) CreatePayment(ctx context.Context, req processor.CreatePayme
 		return processor.Payment{}, err
 	}
 	pi, err := call(ctx, c, "create", func(ctx context.Context) (*stripeapi.PaymentIntent, error) {
-		return c.client.V1PaymentIntents.Create(ctx, params)
+		return c.createIntent(ctx, params)
 	})
 	if err != nil {
 		return processor.Payment{}, err
 	}
 	return paymentFrom(pi), nil
 }
+
+// createIntent is V1PaymentIntents.Create, the same call of stripe-go's
+// backend (the same request, errors and connection), with the answer
+// decoded into only the PaymentIntent fields paymentFrom reads. Decoding
+// the whole PaymentIntent, through its UnmarshalJSON for expandable
+// fields, took about 5% of the server's CPU per create
+// (docs/benchmarks/2026-12-06-stripe-path-cpu.md). Not the raw request
+// API: stripe-go v82.5.1's RawRequest dereferences a nil response on a
+// connection error (TestWriteFaults).
+func (c *Connector) createIntent(ctx context.Context, params *stripeapi.PaymentIntentCreateParams) (*stripeapi.PaymentIntent, error) {
+	params.Context = ctx
+	var f intentFields
+	if err := c.backend.Call(http.MethodPost, "/v1/payment_intents", c.key, params, &f); err != nil {
+		return nil, err
+	}
+	return f.intent(), nil
+}
+
+// intentFields are the fields of a PaymentIntent that paymentFrom reads,
+// with stripe-go's own names and types.
+type intentFields struct {
+	ID                 string                             `json:"id"`
+	Amount             int64                              `json:"amount"`
+	AmountReceived     int64                              `json:"amount_received"`
+	Currency           stripeapi.Currency                 `json:"currency"`
+	Created            int64                              `json:"created"`
+	Status             stripeapi.PaymentIntentStatus      `json:"status"`
+	Metadata           map[string]string                  `json:"metadata"`
+	PaymentMethodTypes []string                           `json:"payment_method_types"`
+	LastPaymentError   *stripeapi.Error                   `json:"last_payment_error"`
+	NextAction         *stripeapi.PaymentIntentNextAction `json:"next_action"`
+}
+
+// intent is a PaymentIntent with f's fields.
+func (f *intentFields) intent() *stripeapi.PaymentIntent {
+	return &stripeapi.PaymentIntent{ID: f.ID, Amount: f.Amount, AmountReceived: f.AmountReceived, Currency: f.Currency,
+		Created: f.Created, Status: f.Status, Metadata: f.Metadata, PaymentMethodTypes: f.PaymentMethodTypes,
+		LastPaymentError: f.LastPaymentError, NextAction: f.NextAction}
+}
+
+// SetLastResponse is stripe-go's hook for the response's metadata, which
+// the connector does not read.
+func (*intentFields) SetLastResponse(*stripeapi.APIResponse) {}
 
 func createParams(req processor.CreatePaymentRequest) (*stripeapi.PaymentIntentCreateParams, error) {
 	if err := processor.ValidateKey(req.IdempotencyKey); err != nil {

@@ -1,0 +1,93 @@
+package payments
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cmpay/cmpay/internal/dbtest"
+	"github.com/cmpay/cmpay/internal/stripedouble"
+	"github.com/cmpay/cmpay/processor"
+	"github.com/cmpay/cmpay/processor/stripe"
+)
+
+// hookedProcessor runs after once, the first time a create has been
+// answered, before the answer goes back.
+type hookedProcessor struct {
+	processor.Processor
+	once  sync.Once
+	after func()
+}
+
+func (h *hookedProcessor) CreatePayment(ctx context.Context, req processor.CreatePaymentRequest) (processor.Payment, error) {
+	p, err := h.Processor.CreatePayment(ctx, req)
+	h.once.Do(h.after)
+	return p, err
+}
+
+// A create whose operation another instance settled between the call and
+// the request's own settling (its lease ran out meanwhile) is answered
+// with the payment as the other left it: its call recorded, the payment
+// settled once, with one event.
+func TestSettleFindsTheOperationSettledAlready(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		d := stripedouble.New(stripedouble.Options{})
+		t.Cleanup(d.Close)
+		cfg := processor.DefaultConfig()
+		cfg.Processor, cfg.StripeAPIKey, cfg.StripeAPIBase, cfg.Timeout = processor.NameStripe, "sk_test_settle", d.URL(), time.Second
+		conn, err := stripe.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(conn.CloseIdleConnections)
+		var mu sync.Mutex
+		now := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
+		clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+		newSvc := func(proc processor.Processor) *Service {
+			s, err := NewService(db.Gorm, Config{Processor: proc, ProcessorTimeout: time.Second, RecoveryAfter: time.Second, Now: clock})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
+		}
+		other := newSvc(conn)
+		var resolved error
+		hooked := &hookedProcessor{Processor: conn, after: func() {
+			mu.Lock()
+			now = now.Add(time.Hour) // the request's lease runs out
+			mu.Unlock()
+			ids, err := other.store.claimDue(t.Context(), other.instance, clock().Add(time.Minute), clock(), 1, other.processorNames())
+			if err != nil || len(ids) != 1 {
+				t.Errorf("other's claim: %v, %v", ids, err)
+				return
+			}
+			resolved = other.resolve(t.Context(), ids[0])
+		}}
+		svc := newSvc(hooked)
+		tok := "pm_card_visa"
+		res, err := svc.Create(t.Context(), CreateRequest{ClientID: "c", IdempotencyKey: "k", Amount: "10", Currency: "BRL",
+			Method: MethodCreditCard, PaymentMethodToken: &tok, Origin: Origin{Transport: "test"}})
+		if err != nil || resolved != nil {
+			t.Fatalf("create: %v; the other's resolution: %v", err, resolved)
+		}
+		p := res.Payment
+		if p.Status != StatusCaptured || p.ProcessorReference == "" {
+			t.Errorf("answer %s %q, want CAPTURED with its intent", p.Status, p.ProcessorReference)
+		}
+		if ids := d.IntentsFor(p.ID); len(ids) != 1 || d.Ledger(ids[0]).Captures != 1 {
+			t.Errorf("intents %v, want one captured once", ids)
+		}
+		count := func(table string) int64 {
+			var n int64
+			if err := db.Gorm.Table(table).Where("payment_id = ?", p.ID).Count(&n).Error; err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		if calls, events := count("processor_calls"), count("payment_events"); calls != 2 || events != 1 {
+			t.Errorf("%d calls and %d events, want 2 (the request's and the other's) and 1", calls, events)
+		}
+	})
+}

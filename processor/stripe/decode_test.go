@@ -1,0 +1,105 @@
+package stripe
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cmpay/cmpay/processor"
+
+	stripeapi "github.com/stripe/stripe-go/v82"
+)
+
+// A create's answer decoded into intentFields maps to the same Payment as
+// the whole PaymentIntent does, for each shape paymentFrom reads: captured,
+// authorized, declined, expired, a Pix and a boleto waiting, canceled.
+func TestIntentFieldsMapLikeTheWholeIntent(t *testing.T) {
+	for _, body := range []string{
+		`{"id":"pi_1","object":"payment_intent","amount":1050,"amount_received":1050,"currency":"brl","status":"succeeded",
+		  "metadata":{"cmpay_payment_id":"pay_1"},"created":1765000000,"payment_method":"pm_1","latest_charge":"ch_1",
+		  "payment_method_types":["card"],"last_payment_error":null,"next_action":null,"livemode":false}`,
+		`{"id":"pi_2","amount":100,"currency":"isk","status":"requires_capture","metadata":{"cmpay_payment_id":"pay_2"},
+		  "created":1765000001,"payment_method_types":["card"]}`,
+		`{"id":"pi_3","amount":1050,"currency":"brl","status":"requires_payment_method","metadata":{"cmpay_payment_id":"pay_3"},
+		  "last_payment_error":{"type":"card_error","code":"card_declined","decline_code":"insufficient_funds","message":"no",
+		  "payment_method":{"id":"pm_x","object":"payment_method"}}}`,
+		`{"id":"pi_4","amount":1050,"currency":"brl","status":"requires_payment_method",
+		  "last_payment_error":{"type":"invalid_request_error","code":"payment_intent_payment_attempt_expired"}}`,
+		`{"id":"pi_5","amount":1050,"currency":"brl","status":"requires_action","payment_method_types":["pix"],
+		  "next_action":{"type":"pix_display_qr_code","pix_display_qr_code":{"data":"000201","expires_at":1765003600,
+		  "hosted_instructions_url":"https://example.test/pix","image_url_png":"https://example.test/p.png"}}}`,
+		`{"id":"pi_6","amount":1050,"currency":"brl","status":"requires_action","payment_method_types":["boleto"],
+		  "next_action":{"type":"boleto_display_details","boleto_display_details":{"number":"2379","expires_at":1765090000,
+		  "hosted_voucher_url":"https://example.test/b"}}}`,
+		`{"id":"pi_7","amount":1050,"currency":"brl","status":"canceled","payment_method_types":["pix"],"canceled_at":1765000009}`,
+	} {
+		var whole stripeapi.PaymentIntent
+		if err := json.Unmarshal([]byte(body), &whole); err != nil {
+			t.Fatal(err)
+		}
+		var f intentFields
+		if err := json.Unmarshal([]byte(body), &f); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := paymentFrom(f.intent()), paymentFrom(&whole); !reflect.DeepEqual(got, want) {
+			t.Errorf("%s:\nfields %+v\nwhole  %+v", whole.ID, got, want)
+		}
+	}
+}
+
+// A create goes out with its Content-Length, in one piece, not chunked,
+// and its body is the form stripe-go encodes.
+func TestCreateIsSentWithItsLength(t *testing.T) {
+	type seen struct {
+		length   int64
+		encoding []string
+		body     string
+		key      string
+	}
+	got := make(chan seen, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		got <- seen{r.ContentLength, r.TransferEncoding, string(b), r.Header.Get("Idempotency-Key")}
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"id":"pi_1","amount":1050,"currency":"brl","status":"succeeded","amount_received":1050,"metadata":{"cmpay_payment_id":"pay_1"}}`)
+	}))
+	defer srv.Close()
+	cfg := processor.DefaultConfig()
+	cfg.Processor, cfg.StripeAPIKey, cfg.StripeAPIBase, cfg.Timeout = "stripe", "sk_test_length", srv.URL, 5*time.Second
+	conn, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.CloseIdleConnections()
+	p, err := conn.CreatePayment(t.Context(), cardReq("cmpay_len", "pay_1", "pm_card_visa", true))
+	if err != nil || p.State != processor.PaymentCaptured || p.Reference != "pi_1" {
+		t.Fatalf("create: %+v, %v", p, err)
+	}
+	s := <-got
+	if s.length != int64(len(s.body)) || len(s.encoding) != 0 {
+		t.Errorf("sent with length %d and transfer encoding %v; the body has %d bytes", s.length, s.encoding, len(s.body))
+	}
+	for _, part := range []string{"amount=1050", "confirm=true", "metadata[cmpay_payment_id]=pay_1", "payment_method=pm_card_visa"} {
+		if !strings.Contains(mustUnescape(t, s.body), part) {
+			t.Errorf("body %q lacks %q", s.body, part)
+		}
+	}
+	if s.key != "cmpay_len" {
+		t.Errorf("Idempotency-Key %q, want cmpay_len", s.key)
+	}
+}
+
+func mustUnescape(t *testing.T, s string) string {
+	t.Helper()
+	u, err := url.QueryUnescape(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
