@@ -1,7 +1,9 @@
 # Shared by the scripts in this folder: start what tests and benchmarks need.
 # Source it; it defines functions only.
 
-log() { printf '==> %s\n' "$*" >&2; }
+# log prints a step's name with the script's time so far, so that a run's
+# output says where its minutes went.
+log() { printf '==> [%ss] %s\n' "$SECONDS" "$*" >&2; }
 
 # as_root runs a command as root, through sudo when we are not root.
 as_root() {
