@@ -72,7 +72,14 @@ func (s *Service) settleCreate(ctx context.Context, op operationRow, out outcome
 	s.onCall(op.operation, out.call, took)
 	j := &settleJob{op: op, out: out, took: took, answer: make(chan settleAnswer, 1)}
 	s.settles.submit(j)
-	a := <-j.answer
+	var a settleAnswer
+	select {
+	case a = <-j.answer:
+	case <-ctx.Done():
+		// The statement may still commit; a retry of the create finds
+		// what it did, as after any lost answer (await, engine.go).
+		return Payment{}, fmt.Errorf("settle operation %s: waiting for the statement: %w", op.id, ctx.Err())
+	}
 	if a.err != nil {
 		return Payment{}, fmt.Errorf("settle operation %s: %w", op.id, a.err)
 	}
