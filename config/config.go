@@ -76,6 +76,9 @@ type Config struct {
 	// delivery is retried before it is marked failed (WEBHOOK_MAX_AGE).
 	WebhookRetryMin time.Duration
 	WebhookMaxAge   time.Duration
+	// WebhookAttemptTimeout is how long an endpoint has to answer a
+	// delivery (WEBHOOK_ATTEMPT_TIMEOUT); zero: webhooks' AttemptTimeout.
+	WebhookAttemptTimeout time.Duration
 	// WebhookAllowPrivate lets webhook URLs reach loopback, private and
 	// link-local addresses (WEBHOOK_ALLOW_PRIVATE): development only.
 	WebhookAllowPrivate bool
@@ -190,6 +193,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	}
 	duration("WEBHOOK_RETRY_MIN", &c.WebhookRetryMin)
 	duration("WEBHOOK_MAX_AGE", &c.WebhookMaxAge)
+	duration("WEBHOOK_ATTEMPT_TIMEOUT", &c.WebhookAttemptTimeout)
 	c.CORSOrigins = list(getenv("CORS_ORIGINS"))
 	if proxies, err := clientaddr.ParsePrefixes(list(getenv("TRUSTED_PROXIES"))); err != nil {
 		problems = append(problems, fmt.Sprintf("TRUSTED_PROXIES: %v", err))
