@@ -46,6 +46,10 @@ type Config struct {
 	// AdminSessionIdle ends a staff session unused for this long
 	// (ADMIN_SESSION_IDLE).
 	AdminSessionIdle time.Duration
+	// AdminRequestTimeout bounds an admin page's, action's or sign-in's
+	// work with the database (ADMIN_REQUEST_TIMEOUT); zero: web's
+	// DefaultAdminRequestTimeout.
+	AdminRequestTimeout time.Duration
 
 	// KeyTTL is how long an idempotency key is remembered.
 	KeyTTL time.Duration
@@ -204,6 +208,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	duration("SWEEP_INTERVAL", &c.SweepInterval)
 	duration("SHUTDOWN_TIMEOUT", &c.ShutdownTimeout)
 	duration("ADMIN_SESSION_IDLE", &c.AdminSessionIdle)
+	duration("ADMIN_REQUEST_TIMEOUT", &c.AdminRequestTimeout)
 
 	c.APITokens = list(getenv("API_TOKENS"))
 	if len(c.APITokens) == 0 {

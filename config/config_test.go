@@ -27,7 +27,8 @@ func TestDefaults(t *testing.T) {
 	// its own default (each tested there: database.TestOpenDefault,
 	// payments.TestDefaultKeyTTL, staff's TestSessionTimeouts, webhooks'
 	// TestDefaults).
-	if c.DatabaseURL != "" || c.KeyTTL != 0 || c.AdminSessionIdle != 0 || c.WebhookRetryMin != 0 || c.WebhookMaxAge != 0 || c.WebhookAttemptTimeout != 0 {
+	if c.DatabaseURL != "" || c.KeyTTL != 0 || c.AdminSessionIdle != 0 || c.WebhookRetryMin != 0 || c.WebhookMaxAge != 0 || c.WebhookAttemptTimeout != 0 ||
+		c.AdminRequestTimeout != 0 {
 		t.Errorf("unset values: %+v, want them zero", c)
 	}
 	if !c.APITokenGenerated || len(c.APITokens) != 1 || len(c.APITokens[0]) < 40 {
@@ -65,6 +66,17 @@ func TestFromEnv(t *testing.T) {
 	if c.DatabaseURL != "postgres://u:p@db:5432/cmpay" || c.Addr != "127.0.0.1:9000" || c.AdminUser != "support" ||
 		c.AdminPassword != "secret" || c.KeyTTL != 90*time.Minute || c.AdminSessionIdle != 15*time.Minute || c.DebugAddr != "127.0.0.1:6060" {
 		t.Errorf("config = %+v", c)
+	}
+}
+
+func TestAdminRequestTimeout(t *testing.T) {
+	t.Parallel()
+	c, err := FromEnv(env(map[string]string{"ADMIN_REQUEST_TIMEOUT": "4s"}))
+	if err != nil || c.AdminRequestTimeout != 4*time.Second {
+		t.Errorf("ADMIN_REQUEST_TIMEOUT=4s: %s, %v", c.AdminRequestTimeout, err)
+	}
+	if _, err := FromEnv(env(map[string]string{"ADMIN_REQUEST_TIMEOUT": "0s"})); err == nil || !strings.Contains(err.Error(), "ADMIN_REQUEST_TIMEOUT") {
+		t.Errorf("ADMIN_REQUEST_TIMEOUT=0s: %v, want it refused", err)
 	}
 }
 
