@@ -1,5 +1,5 @@
 # Shortcuts for the scripts; each works without make too.
-.PHONY: run test bench bench-admin soak
+.PHONY: run test bench bench-admin soak stress
 
 run:
 	go run .
@@ -15,3 +15,8 @@ bench-admin:
 
 soak:
 	./scripts/soak.sh
+
+# The concurrent-operations test at 200 requests per client (20 on SQLite,
+# 40 on PostgreSQL in the default run).
+stress:
+	CMPAY_STRESS_ROUNDS=200 go test -race -count=1 -run '^TestMixedOperationsOnThreeInstances$$' ./payments/

@@ -46,6 +46,10 @@ type Config struct {
 	// AdminSessionIdle ends a staff session unused for this long
 	// (ADMIN_SESSION_IDLE).
 	AdminSessionIdle time.Duration
+	// AdminRequestTimeout bounds an admin page's, action's or sign-in's
+	// work with the database (ADMIN_REQUEST_TIMEOUT); zero: web's
+	// DefaultAdminRequestTimeout.
+	AdminRequestTimeout time.Duration
 
 	// KeyTTL is how long an idempotency key is remembered.
 	KeyTTL time.Duration
@@ -76,6 +80,9 @@ type Config struct {
 	// delivery is retried before it is marked failed (WEBHOOK_MAX_AGE).
 	WebhookRetryMin time.Duration
 	WebhookMaxAge   time.Duration
+	// WebhookAttemptTimeout is how long an endpoint has to answer a
+	// delivery (WEBHOOK_ATTEMPT_TIMEOUT); zero: webhooks' AttemptTimeout.
+	WebhookAttemptTimeout time.Duration
 	// WebhookAllowPrivate lets webhook URLs reach loopback, private and
 	// link-local addresses (WEBHOOK_ALLOW_PRIVATE): development only.
 	WebhookAllowPrivate bool
@@ -190,6 +197,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	}
 	duration("WEBHOOK_RETRY_MIN", &c.WebhookRetryMin)
 	duration("WEBHOOK_MAX_AGE", &c.WebhookMaxAge)
+	duration("WEBHOOK_ATTEMPT_TIMEOUT", &c.WebhookAttemptTimeout)
 	c.CORSOrigins = list(getenv("CORS_ORIGINS"))
 	if proxies, err := clientaddr.ParsePrefixes(list(getenv("TRUSTED_PROXIES"))); err != nil {
 		problems = append(problems, fmt.Sprintf("TRUSTED_PROXIES: %v", err))
@@ -200,6 +208,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	duration("SWEEP_INTERVAL", &c.SweepInterval)
 	duration("SHUTDOWN_TIMEOUT", &c.ShutdownTimeout)
 	duration("ADMIN_SESSION_IDLE", &c.AdminSessionIdle)
+	duration("ADMIN_REQUEST_TIMEOUT", &c.AdminRequestTimeout)
 
 	c.APITokens = list(getenv("API_TOKENS"))
 	if len(c.APITokens) == 0 {

@@ -27,7 +27,8 @@ func TestDefaults(t *testing.T) {
 	// its own default (each tested there: database.TestOpenDefault,
 	// payments.TestDefaultKeyTTL, staff's TestSessionTimeouts, webhooks'
 	// TestDefaults).
-	if c.DatabaseURL != "" || c.KeyTTL != 0 || c.AdminSessionIdle != 0 || c.WebhookRetryMin != 0 || c.WebhookMaxAge != 0 {
+	if c.DatabaseURL != "" || c.KeyTTL != 0 || c.AdminSessionIdle != 0 || c.WebhookRetryMin != 0 || c.WebhookMaxAge != 0 || c.WebhookAttemptTimeout != 0 ||
+		c.AdminRequestTimeout != 0 {
 		t.Errorf("unset values: %+v, want them zero", c)
 	}
 	if !c.APITokenGenerated || len(c.APITokens) != 1 || len(c.APITokens[0]) < 40 {
@@ -65,6 +66,17 @@ func TestFromEnv(t *testing.T) {
 	if c.DatabaseURL != "postgres://u:p@db:5432/cmpay" || c.Addr != "127.0.0.1:9000" || c.AdminUser != "support" ||
 		c.AdminPassword != "secret" || c.KeyTTL != 90*time.Minute || c.AdminSessionIdle != 15*time.Minute || c.DebugAddr != "127.0.0.1:6060" {
 		t.Errorf("config = %+v", c)
+	}
+}
+
+func TestAdminRequestTimeout(t *testing.T) {
+	t.Parallel()
+	c, err := FromEnv(env(map[string]string{"ADMIN_REQUEST_TIMEOUT": "4s"}))
+	if err != nil || c.AdminRequestTimeout != 4*time.Second {
+		t.Errorf("ADMIN_REQUEST_TIMEOUT=4s: %s, %v", c.AdminRequestTimeout, err)
+	}
+	if _, err := FromEnv(env(map[string]string{"ADMIN_REQUEST_TIMEOUT": "0s"})); err == nil || !strings.Contains(err.Error(), "ADMIN_REQUEST_TIMEOUT") {
+		t.Errorf("ADMIN_REQUEST_TIMEOUT=0s: %v, want it refused", err)
 	}
 }
 
@@ -143,12 +155,13 @@ func TestWebhookSettings(t *testing.T) {
 	if c.WebhookAllowPrivate {
 		t.Error("private webhook addresses allowed by default")
 	}
-	c, err = FromEnv(env(map[string]string{"WEBHOOK_RETRY_MIN": "250ms", "WEBHOOK_MAX_AGE": "1h", "WEBHOOK_ALLOW_PRIVATE": "true"}))
+	c, err = FromEnv(env(map[string]string{"WEBHOOK_RETRY_MIN": "250ms", "WEBHOOK_MAX_AGE": "1h", "WEBHOOK_ALLOW_PRIVATE": "true",
+		"WEBHOOK_ATTEMPT_TIMEOUT": "2s"}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.WebhookRetryMin != 250*time.Millisecond || c.WebhookMaxAge != time.Hour || !c.WebhookAllowPrivate {
-		t.Errorf("webhook settings: %s, %s, %v", c.WebhookRetryMin, c.WebhookMaxAge, c.WebhookAllowPrivate)
+	if c.WebhookRetryMin != 250*time.Millisecond || c.WebhookMaxAge != time.Hour || !c.WebhookAllowPrivate || c.WebhookAttemptTimeout != 2*time.Second {
+		t.Errorf("webhook settings: %s, %s, %v, %s", c.WebhookRetryMin, c.WebhookMaxAge, c.WebhookAllowPrivate, c.WebhookAttemptTimeout)
 	}
 	_, err = FromEnv(env(map[string]string{"WEBHOOK_RETRY_MIN": "soon", "WEBHOOK_ALLOW_PRIVATE": "maybe"}))
 	if err == nil || !strings.Contains(err.Error(), "WEBHOOK_RETRY_MIN") || !strings.Contains(err.Error(), "WEBHOOK_ALLOW_PRIVATE") {

@@ -17,7 +17,8 @@ import (
 // TestAdminInBrowser is a support agent's visit: sign in, see payments made
 // through both APIs (one retried, one whose key was reused for another
 // amount), keep only the flagged ones, open the rejected one and read its
-// timeline. Screenshots of each step are saved.
+// timeline. Screenshots of each step are saved when CMPAY_SCREENSHOTS
+// names a folder.
 func TestAdminInBrowser(t *testing.T) {
 	t.Parallel()
 	ctx := browsertest.New(t, 120*time.Second)

@@ -24,7 +24,8 @@ func linesJS(sel string) string {
 // TestAdminLayoutInBrowser: on the tokens and audit pages at a laptop's
 // width, dates and action names stay on one line; revoking a token and
 // disabling an account each ask first, in the page, and do nothing until
-// the second click. Screenshots of each step are saved.
+// the second click. Screenshots of each step are saved when
+// CMPAY_SCREENSHOTS names a folder.
 func TestAdminLayoutInBrowser(t *testing.T) {
 	t.Parallel()
 	ctx := browsertest.New(t, 90*time.Second)

@@ -135,7 +135,8 @@ func TestPlaygroundInBrowser(t *testing.T) {
 }
 
 // poll evaluates js in the page until it returns a non-empty string, and
-// returns that; it fails the test (with a screenshot) after timeout.
+// returns that; it fails the test (with a screenshot, when
+// CMPAY_SCREENSHOTS names a folder) after timeout.
 func poll(t *testing.T, ctx context.Context, timeout time.Duration, js string) string {
 	t.Helper()
 	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {

@@ -14,7 +14,8 @@ import (
 
 // A support agent opens a payment whose processor calls are recorded and
 // reads, in a real browser, the processor section: every call in a table
-// row, the refund's status. A screenshot of the section is saved.
+// row, the refund's status. A screenshot of the section is saved when
+// CMPAY_SCREENSHOTS names a folder.
 func TestAdminProcessorSectionInBrowser(t *testing.T) {
 	t.Parallel()
 	ctx := browsertest.New(t, 60*time.Second)

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/rs/cors"
@@ -44,6 +45,9 @@ type Deps struct {
 	// Staff holds the staff accounts and sessions of the admin UI; an admin
 	// account's username and password (HTTP Basic) also read /metrics.
 	Staff *staff.Store
+	// AdminRequestTimeout bounds each admin request's work with the
+	// database; zero means web.DefaultAdminRequestTimeout.
+	AdminRequestTimeout time.Duration
 
 	// CORSOrigins may call the API from a browser; none when empty.
 	CORSOrigins []string
@@ -161,6 +165,7 @@ func NewHandler(d Deps) http.Handler {
 		Tokens:          d.Tokens,
 		ProcessorEvents: d.ProcessorEvents,
 		Logger:          log,
+		RequestTimeout:  d.AdminRequestTimeout,
 	})
 	r.Handle("/admin", adminUI)
 	r.Handle("/admin/*", adminUI)

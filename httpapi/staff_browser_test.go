@@ -28,7 +28,8 @@ import (
 // refused, sign-out (after which the old cookie is worth nothing), an
 // operator's refund, a double-clicked refund applied once, the audit log
 // naming who did it, a cross-site form refused, and the CSV of a filter
-// holding exactly its rows. Screenshots of each step are saved.
+// holding exactly its rows. Screenshots of each step are saved when
+// CMPAY_SCREENSHOTS names a folder.
 func TestStaffInBrowser(t *testing.T) {
 	t.Parallel()
 	ctx := browsertest.New(t, 180*time.Second)

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"strconv"
 	"sync"
 	"testing"
 
@@ -38,8 +40,8 @@ type sent struct {
 }
 
 // TestMixedOperationsOnThreeInstances: twelve clients send creates,
-// captures, cancels and refunds (in currencies of 3 and 0 digits, amounts
-// written several ways) with keys drawn from one pool of 60, each request
+// captures, cancels and refunds (stressRounds each, in currencies of 3 and
+// 0 digits, amounts written several ways) with keys drawn from one pool of 60, each request
 // three times at once to three instances. Whatever the interleaving: no
 // error but the business ones, each key applied at most once, every
 // success of a refund key the same refund, refunds adding up to the
@@ -52,6 +54,7 @@ type sent struct {
 func TestMixedOperationsOnThreeInstances(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		rounds := stressRounds(t, db.Dialect)
 		svcs := instances(t, db, 3)
 		ctx := t.Context()
 		var captured, authorized []string
@@ -83,7 +86,7 @@ func TestMixedOperationsOnThreeInstances(t *testing.T) {
 		for w := range 12 {
 			clients.Go(func() {
 				r := rand.New(rand.NewPCG(uint64(w), 7))
-				for i := range 40 {
+				for i := range rounds {
 					key := fmt.Sprintf("k%d", r.IntN(60))
 					var send func(s *payments.Service) sent
 					switch r.IntN(5) {
@@ -158,6 +161,26 @@ func TestMixedOperationsOnThreeInstances(t *testing.T) {
 		}
 		checkLedger(t, db.Gorm)
 	})
+}
+
+// stressRounds is how many requests each client of
+// TestMixedOperationsOnThreeInstances sends: 40 on PostgreSQL, 20 on
+// SQLite, whose single writer under -race made 40 take 13 to 20 s in the
+// package's run. CMPAY_STRESS_ROUNDS sets both, for longer runs (`make
+// stress`: 200, 20 s alone), where rarer interleavings show.
+func stressRounds(t *testing.T, dialect string) int {
+	t.Helper()
+	if v := os.Getenv("CMPAY_STRESS_ROUNDS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			t.Fatalf("CMPAY_STRESS_ROUNDS=%q: want a positive whole number", v)
+		}
+		return n
+	}
+	if dialect == "sqlite" {
+		return 20
+	}
+	return 40
 }
 
 // checkLedger checks, in the database, what no interleaving may break.

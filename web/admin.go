@@ -1,6 +1,7 @@
 package web
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
@@ -57,23 +58,24 @@ func Admin(d AdminDeps) http.Handler {
 	a.handle(mux, "/admin/", route{need: staff.Viewer, action: staff.ActPaymentsView}, func(w http.ResponseWriter, r *http.Request) {
 		render(w, r, http.StatusNotFound, pageNotFound(r.URL.Path))
 	})
-	return secureHeaders(adminCSP, a.crossSite(withDeadline(a.withSession(mux))))
+	return secureHeaders(adminCSP, a.crossSite(withDeadline(cmp.Or(d.RequestTimeout, DefaultAdminRequestTimeout), a.withSession(mux))))
 }
 
-// adminRequestTimeout bounds an admin request's work with the database, so
-// that while the database does not answer, pages and actions fail (503)
+// DefaultAdminRequestTimeout bounds an admin request's work with the
+// database unless AdminDeps.RequestTimeout says otherwise, so that while
+// the database does not answer, pages, actions and the sign-in fail (503)
 // instead of waiting for it. A page takes milliseconds; the CSV export,
 // which streams every payment, is the exception: it bounds each page it
 // reads instead (payments.readTimeout).
-const adminRequestTimeout = 10 * time.Second
+const DefaultAdminRequestTimeout = 10 * time.Second
 
-func withDeadline(next http.Handler) http.Handler {
+func withDeadline(timeout time.Duration, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == exportPath {
 			next.ServeHTTP(w, r)
 			return
 		}
-		ctx, cancel := context.WithTimeout(r.Context(), adminRequestTimeout)
+		ctx, cancel := context.WithTimeout(r.Context(), timeout)
 		defer cancel()
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})

@@ -40,6 +40,9 @@ type AdminDeps struct {
 	ProcessorEvents *intake.Service
 	// Logger receives what goes wrong; nil means slog.Default.
 	Logger *slog.Logger
+	// RequestTimeout bounds each admin request's work with the database
+	// (ADMIN_REQUEST_TIMEOUT); zero means DefaultAdminRequestTimeout.
+	RequestTimeout time.Duration
 }
 
 // SignInLimiter keeps password guessing slow. Take is asked before a

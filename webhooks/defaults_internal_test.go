@@ -9,12 +9,17 @@ import (
 
 // TestDefaults: without RetryMin and MaxAge (WEBHOOK_RETRY_MIN and
 // WEBHOOK_MAX_AGE unset) a failed delivery is first retried 5 s after its
-// attempt, and retried until 72 hours after its event.
+// attempt, and retried until 72 hours after its event; without
+// AttemptTimeout (WEBHOOK_ATTEMPT_TIMEOUT) an endpoint has the contract's
+// 10 s to answer, and a claim lasts 15 s.
 func TestDefaults(t *testing.T) {
 	t.Parallel()
 	s, err := New(dbtest.SQLite(t).Gorm, nil, Config{})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if s.cfg.AttemptTimeout != 10*time.Second || s.client.Timeout != 10*time.Second || leaseFor(s.cfg.AttemptTimeout) != 15*time.Second {
+		t.Errorf("attempt timeout %s (client %s), lease %s; want 10s and 15s", s.cfg.AttemptTimeout, s.client.Timeout, leaseFor(s.cfg.AttemptTimeout))
 	}
 	event := time.Date(2026, 12, 4, 9, 0, 0, 0, time.UTC)
 	failedAt := func(after time.Duration, retries int) outcome {

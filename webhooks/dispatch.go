@@ -246,7 +246,7 @@ func EventBody(e events.Event, refunds []payments.Refund) []byte {
 // attempt POSTs body to the claim's endpoint once.
 func (s *Service) attempt(c claim, body []byte) result {
 	r := result{claim: c, at: s.now()}
-	ctx, cancel := context.WithTimeout(context.Background(), AttemptTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.AttemptTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.URL, bytes.NewReader(body))
 	if err != nil {
@@ -268,7 +268,7 @@ func (s *Service) attempt(c claim, body []byte) result {
 	res, err := s.client.Do(req)
 	if err != nil {
 		r.took = time.Since(start)
-		r.problem = describe(err)
+		r.problem = describe(err, s.cfg.AttemptTimeout)
 		return r
 	}
 	head, _ := io.ReadAll(io.LimitReader(res.Body, maxShown))
@@ -289,12 +289,12 @@ func (s *Service) attempt(c claim, body []byte) result {
 
 // describe says why an attempt got no answer, without the URL (which may
 // hold credentials) and briefly.
-func describe(err error) string {
+func describe(err error, timeout time.Duration) string {
 	switch {
 	case errors.Is(err, errBlockedAddress):
 		return errBlockedAddress.Error()
 	case errors.Is(err, context.DeadlineExceeded), strings.Contains(err.Error(), "Client.Timeout"):
-		return "no answer within " + AttemptTimeout.String()
+		return "no answer within " + timeout.String()
 	}
 	var ue interface{ Unwrap() error }
 	if errors.As(err, &ue) && ue.Unwrap() != nil {
@@ -418,7 +418,7 @@ func (s *Service) record(batch []result) {
 // every client and endpoint (see busy).
 func (s *Service) claim(ctx context.Context, n int) ([]claim, error) {
 	now := s.now()
-	return s.store.claim(ctx, now, now.Add(lease), rand.Int64N(1<<62)+1, n, s.busy.snapshot())
+	return s.store.claim(ctx, now, now.Add(leaseFor(s.cfg.AttemptTimeout)), rand.Int64N(1<<62)+1, n, s.busy.snapshot())
 }
 
 // busy counts this instance's attempts under way by endpoint and by
@@ -428,7 +428,7 @@ func (s *Service) claim(ctx context.Context, n int) ([]claim, error) {
 // of the instance's Concurrency under way (at least one), and a client a
 // quarter in all such attempts; each claim takes every client's oldest in
 // turn. An endpoint that hangs then holds its own few slots for
-// AttemptTimeout and slows nobody else; a client with many slow endpoints
+// its attempt timeout and slows nobody else; a client with many slow endpoints
 // slows only itself.
 type busy struct {
 	perEndpoint, perClient int

@@ -54,13 +54,18 @@ const (
 	// together, the endpoints of no client) may have at once
 	// (WEBHOOK_ENDPOINTS_PER_CLIENT).
 	DefaultEndpointsPerClient = 20
-	// AttemptTimeout is how long an endpoint has to answer.
+	// AttemptTimeout is how long an endpoint has to answer, unless
+	// Config.AttemptTimeout says otherwise.
 	AttemptTimeout = 10 * time.Second
-	// lease is how long a claim keeps other instances away: longer than an
-	// attempt may take, so that a live instance always records its attempt
-	// before anyone else may try.
-	lease = AttemptTimeout + 5*time.Second
+	// lease is how long a claim keeps other instances away, at the default
+	// AttemptTimeout (leaseFor).
+	lease = AttemptTimeout + AttemptTimeout/2
 )
+
+// leaseFor is how long a claim keeps other instances away when an attempt
+// may take timeout: half as long again, so that a live instance always
+// records its attempt before anyone else may try.
+func leaseFor(timeout time.Duration) time.Duration { return timeout + timeout/2 }
 
 // Config tunes a Service. The zero value is usable.
 type Config struct {
@@ -82,6 +87,11 @@ type Config struct {
 	// once (WEBHOOK_ENDPOINTS_PER_CLIENT); zero means
 	// DefaultEndpointsPerClient.
 	EndpointsPerClient int
+	// AttemptTimeout is how long an endpoint has to answer
+	// (WEBHOOK_ATTEMPT_TIMEOUT); zero means AttemptTimeout, the contract's
+	// 10 s. Claims last half as long again. Tests that kill an instance
+	// shorten it, so that its claims run out sooner.
+	AttemptTimeout time.Duration
 	// Poll is how often the dispatcher looks for due deliveries without
 	// being woken; zero means 500ms.
 	Poll time.Duration
@@ -148,6 +158,9 @@ func New(db *gorm.DB, ev *events.Service, cfg Config) (*Service, error) {
 	if cfg.EndpointsPerClient <= 0 {
 		cfg.EndpointsPerClient = DefaultEndpointsPerClient
 	}
+	if cfg.AttemptTimeout <= 0 {
+		cfg.AttemptTimeout = AttemptTimeout
+	}
 	if cfg.Poll <= 0 {
 		cfg.Poll = 500 * time.Millisecond
 	}
@@ -167,16 +180,16 @@ func New(db *gorm.DB, ev *events.Service, cfg Config) (*Service, error) {
 	if s.log == nil {
 		s.log = slog.Default()
 	}
-	s.client = newClient(s.guard, cfg.Concurrency)
+	s.client = newClient(s.guard, cfg.Concurrency, cfg.AttemptTimeout)
 	return s, nil
 }
 
 // newClient is the HTTP client deliveries are made with: it dials only
 // addresses the guard allows, follows no redirect, uses no proxy.
-func newClient(g guard, conns int) *http.Client {
+func newClient(g guard, conns int, timeout time.Duration) *http.Client {
 	dialer := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second, Control: g.control}
 	return &http.Client{
-		Timeout: AttemptTimeout,
+		Timeout: timeout,
 		Transport: &http.Transport{
 			Proxy:                 nil,
 			DialContext:           dialer.DialContext,
@@ -185,7 +198,7 @@ func newClient(g guard, conns int) *http.Client {
 			MaxIdleConnsPerHost:   conns,
 			IdleConnTimeout:       90 * time.Second,
 			TLSHandshakeTimeout:   5 * time.Second,
-			ResponseHeaderTimeout: AttemptTimeout,
+			ResponseHeaderTimeout: timeout,
 		},
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}

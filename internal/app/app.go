@@ -185,6 +185,8 @@ func build(ctx context.Context, db *gorm.DB, replica *database.Replica, cfg conf
 		ProcessorEvents: in,
 		Sandbox:         pcfg.Processor == processor.NameSandbox,
 		Logger:          log,
+
+		AdminRequestTimeout: cfg.AdminRequestTimeout,
 	})
 	// The clock is measured before anything serves; the sweeper and the
 	// debug endpoints depend on nothing started after them.

@@ -37,6 +37,7 @@ func newEvents(db *gorm.DB, cfg config.Config, m *metrics.Metrics, log *slog.Log
 	wh, err := webhooks.New(db, ev, webhooks.Config{
 		RetryMin:           cfg.WebhookRetryMin,
 		MaxAge:             cfg.WebhookMaxAge,
+		AttemptTimeout:     cfg.WebhookAttemptTimeout,
 		AllowPrivate:       cfg.WebhookAllowPrivate,
 		EndpointsPerClient: cfg.WebhookEndpointsPerClient,
 		Logger:             log,

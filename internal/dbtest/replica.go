@@ -50,8 +50,13 @@ func StartReplicated(t testing.TB, opts ReplicationOptions) *Replicated {
 	// The standby's own synchronous_standby_names is empty (given on the
 	// command line, so that nothing copied from the primary can set it):
 	// once promoted it must not wait for a standby of its own, which it
-	// does not have, or its first commit would hang.
-	standby := newCluster(t, "synchronous_standby_names=", "hot_standby=on", "wal_level=replica", "synchronous_commit=on")
+	// does not have, or its first commit would hang. Its
+	// wal_retrieve_retry_interval is 200 ms, not 5 s: a standby that has
+	// just lost its stream waits that long before it acts on a promote
+	// request (docs/benchmarks/2026-12-02-failover.md), which made one
+	// failover test in two take 5 s longer.
+	standby := newCluster(t, "synchronous_standby_names=", "hot_standby=on", "wal_level=replica", "synchronous_commit=on",
+		"wal_retrieve_retry_interval=200ms")
 	// -R writes primary_conninfo and standby.signal; -c fast starts the
 	// backup's checkpoint at once instead of spreading it out.
 	if out, err := standby.command("pg_basebackup", "-D", standby.data(), "-R", "-X", "stream", "-c", "fast",

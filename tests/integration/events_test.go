@@ -214,11 +214,13 @@ func (h *holdingReceiver) distinct() int {
 // Instance A delivers until it holds dozens of deliveries in flight; B
 // starts beside it, then A is killed (SIGKILL); B delivers A's once their
 // leases run out, besides its own, and the receiver sees every event at
-// least once.
+// least once. An endpoint has 2 s to answer here (the receiver holds each
+// delivery for one), so that A's leases (3 s) run out in a fifth of the
+// default's time.
 func TestWebhooksSurviveAKilledInstance(t *testing.T) {
 	t.Parallel()
 	db := dbtest.Postgres(t)
-	env := []string{"WEBHOOK_ALLOW_PRIVATE=true", "WEBHOOK_RETRY_MIN=200ms"}
+	env := []string{"WEBHOOK_ALLOW_PRIVATE=true", "WEBHOOK_RETRY_MIN=200ms", "WEBHOOK_ATTEMPT_TIMEOUT=2s"}
 	a := startServer(t, db.URL, env...)
 	rcv := &holdingReceiver{failFirst: 20, received: map[string]int{}}
 	hook := httptest.NewServer(rcv)
@@ -257,20 +259,32 @@ func TestWebhooksSurviveAKilledInstance(t *testing.T) {
 		t.Fatal(err)
 	}
 	killedAt := time.Now()
-	wg.Wait()
-	// Whatever A had not created yet, and retries of what it had (replays):
-	// through B.
-	for i := range n {
-		if _, err := createPayment(b.url, fmt.Sprintf("shop-%d", i%5), fmt.Sprintf("load-%d", i)); err != nil {
-			t.Fatal(err)
-		}
-	}
 	// The receiver sees A's held deliveries cut off as their connections
-	// close; without one, the test would prove nothing.
+	// close; without one, the test would prove nothing. Then it holds
+	// nothing more: B's deliveries need not wait.
 	waitUntil(t, "a delivery of the killed instance cut off at the receiver", 10*time.Second, 10*time.Millisecond,
 		func() bool { return rcv.orphaned.Load() > 0 })
 	orphaned := rcv.orphaned.Load()
 	rcv.hold.Store(false)
+	wg.Wait()
+	// Whatever A had not created yet, and retries of what it had (replays):
+	// through B, from as many clients as before.
+	failed := make(chan error, 16)
+	for w := range 16 {
+		wg.Go(func() {
+			for i := w; i < n; i += 16 {
+				if _, err := createPayment(b.url, fmt.Sprintf("shop-%d", i%5), fmt.Sprintf("load-%d", i)); err != nil {
+					failed <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(failed)
+	if err := <-failed; err != nil {
+		t.Fatal(err)
+	}
 
 	deadline = time.Now().Add(90 * time.Second)
 	for rcv.distinct() < n {

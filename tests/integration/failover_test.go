@@ -43,10 +43,11 @@ const failoverDeadline = 15 * time.Second
 // PostgreSQL add to the manager's own detection time (Patroni: up to its
 // ttl, 30 s by default). It is logged and recorded in
 // docs/benchmarks/2026-12-02-failover.md. Both
-// servers run PostgreSQL's defaults otherwise, so the promotion takes
-// either a few hundred milliseconds or about five seconds: a standby that
-// has just lost its stream waits wal_retrieve_retry_interval (5 s) before
-// it acts on the promote request.
+// servers run PostgreSQL's defaults otherwise, but for the standby's
+// wal_retrieve_retry_interval (dbtest.StartReplicated): with the default
+// 5 s, a standby that has just lost its stream waits that long before it
+// acts on the promote request, and the promotion took either a few
+// hundred milliseconds or about five seconds.
 func TestFailover(t *testing.T) {
 	t.Parallel()
 	start := time.Now()
