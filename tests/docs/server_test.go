@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -34,16 +35,29 @@ func goBuild(dir, out, pkg string) *exec.Cmd {
 	return cmd
 }
 
-// startServer builds the binary once into a temporary folder and starts it
-// on a free port, env added to its environment. The process is stopped when
-// the test ends.
+// binaries is the folder the server is built into, once for the package
+// (buildServer): every server of the tests runs the same binary, and a
+// link of it takes seconds. TestMain makes it and removes it.
+var binaries string
+
+// buildServer builds the server from this checkout into binaries, once.
+var buildServer = sync.OnceValues(func() ([]byte, error) {
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		return nil, err
+	}
+	return goBuild(root, filepath.Join(binaries, "cmpay"), ".").CombinedOutput()
+})
+
+// startServer starts the server built by buildServer on a free port and a
+// SQLite file of its own, env added to its environment. The process is
+// stopped when the test ends.
 func startServer(t *testing.T, env ...string) *server {
 	t.Helper()
-	root, dir := repoRoot(t), t.TempDir()
-	s := &server{bin: filepath.Join(dir, "bin"), dbURL: "sqlite:" + filepath.Join(dir, "cmpay.db"),
+	dir := t.TempDir()
+	s := &server{bin: binaries, dbURL: "sqlite:" + filepath.Join(dir, "cmpay.db"),
 		stderr: filepath.Join(dir, "server.log")}
-	build := goBuild(root, filepath.Join(s.bin, "cmpay"), ".")
-	if out, err := build.CombinedOutput(); err != nil {
+	if out, err := buildServer(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	stdoutPath := filepath.Join(dir, "server.out")
