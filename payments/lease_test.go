@@ -16,15 +16,7 @@ import (
 func TestResolveSkipsAnOperationTakenOver(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
-		d := stripedouble.New(stripedouble.Options{})
-		t.Cleanup(d.Close)
-		cfg := processor.DefaultConfig()
-		cfg.Processor, cfg.StripeAPIKey, cfg.StripeAPIBase, cfg.Timeout = processor.NameStripe, "sk_test_lease", d.URL(), time.Second
-		conn, err := stripe.New(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(conn.CloseIdleConnections)
+		conn, d := doubledStripe(t)
 		now := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
 		clock := func() time.Time { return now }
 		newSvc := func() *Service {
@@ -65,4 +57,20 @@ func TestResolveSkipsAnOperationTakenOver(t *testing.T) {
 			t.Errorf("b's resolution: %s, want CAPTURED", got.Status)
 		}
 	})
+}
+
+// doubledStripe is the Stripe connector against a double of its own, with
+// a one-second timeout; both end with the test.
+func doubledStripe(t *testing.T) (*stripe.Connector, *stripedouble.Double) {
+	t.Helper()
+	d := stripedouble.New(stripedouble.Options{})
+	t.Cleanup(d.Close)
+	cfg := processor.DefaultConfig()
+	cfg.Processor, cfg.StripeAPIKey, cfg.StripeAPIBase, cfg.Timeout = processor.NameStripe, "sk_test_double", d.URL(), time.Second
+	conn, err := stripe.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(conn.CloseIdleConnections)
+	return conn, d
 }

@@ -7,9 +7,7 @@ import (
 	"time"
 
 	"github.com/cmpay/cmpay/internal/dbtest"
-	"github.com/cmpay/cmpay/internal/stripedouble"
 	"github.com/cmpay/cmpay/processor"
-	"github.com/cmpay/cmpay/processor/stripe"
 )
 
 // hookedProcessor runs after once, the first time a create has been
@@ -33,15 +31,7 @@ func (h *hookedProcessor) CreatePayment(ctx context.Context, req processor.Creat
 func TestSettleFindsTheOperationSettledAlready(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
-		d := stripedouble.New(stripedouble.Options{})
-		t.Cleanup(d.Close)
-		cfg := processor.DefaultConfig()
-		cfg.Processor, cfg.StripeAPIKey, cfg.StripeAPIBase, cfg.Timeout = processor.NameStripe, "sk_test_settle", d.URL(), time.Second
-		conn, err := stripe.New(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(conn.CloseIdleConnections)
+		conn, d := doubledStripe(t)
 		var mu sync.Mutex
 		now := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
 		clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
