@@ -39,6 +39,15 @@ const (
 // that committed while it ran; it is rolled back and run again.
 var errKeyClaimedMeanwhile = errors.New("the key was claimed meanwhile")
 
+// foreseen says whether a change to p may take the batch statements: p was
+// made at the sandbox, whose answers are known beforehand, and has nothing
+// in flight there (a server configured for Stripe sends a sandbox
+// payment's changes the phased way, which leaves a capture or cancel
+// pending and a refund's amount reserved until the answer is recorded).
+func foreseen(p Payment) bool {
+	return p.Processor == processor.NameSandbox && p.PendingOperation == "" && p.Reserved.Minor == 0
+}
+
 // foreseesChanges says whether captures, cancels and refunds take the
 // batch statements: the processor's answer to them is known beforehand.
 func (s *Service) foreseesChanges() bool {

@@ -188,7 +188,7 @@ func (s *Service) judge(ctx context.Context, cmd *command, a answer) (answer, er
 	case answerHeld:
 		return settleHeld(ctx, s, cmd, a.held, s.now(), s.keyTTL)
 	case answerNotApplied:
-		if a.payment.Processor != processor.NameSandbox {
+		if !foreseen(a.payment) {
 			return answer{kind: answerNotForeseen}, nil
 		}
 		amount, stop := stopped(cmd, a.payment)

@@ -12,7 +12,6 @@ import (
 
 	"github.com/cmpay/cmpay/internal/sqlq"
 	"github.com/cmpay/cmpay/models"
-	"github.com/cmpay/cmpay/processor"
 )
 
 // sqliteStore runs each batch as one write transaction (BEGIN IMMEDIATE:
@@ -115,7 +114,7 @@ func (st *sqliteStore) change(ctx context.Context, tx liteTx, cmd *command, now 
 	if !ok {
 		return answer{kind: answerNotFound}, nil
 	}
-	if p.Processor != processor.NameSandbox {
+	if !foreseen(p) {
 		return answer{kind: answerNotForeseen}, nil // as change_batch's snap
 	}
 	amount, stop := stopped(cmd, p)

@@ -41,12 +41,16 @@ WITH input AS (
 -- snap: each request's payment as the snapshot shows it, the amount in the
 -- payment's minor units, and whether something stops the request before its
 -- key is looked at. A payment made at another processor than the sandbox,
--- the one processor whose answers this statement foresees, is stopped too:
--- the engine sends its request the phased way (changes.go).
+-- the one processor whose answers this statement foresees, or with work in
+-- flight at its processor (a pending capture or cancel, a reserved refund,
+-- which a server configured for Stripe leaves on a sandbox payment too), is
+-- stopped as well: the engine sends its request the phased way
+-- (changes.go, foreseen in Go by foreseen).
 snap AS (
 	SELECT i.*, p.client_id, p.status, p.amount_minor, p.captured_minor, p.refunded_minor,
 	       ($13::bigint[])[(i.n - 1) * $14 + c.digits + 1] AS minor,
-	       p.processor <> 'sandbox' OR i.client_scope NOT IN ('', p.client_id)
+	       p.processor <> 'sandbox' OR p.pending_operation IS NOT NULL OR p.reserved_minor > 0
+	         OR i.client_scope NOT IN ('', p.client_id)
 	         OR i.amount_given AND ($13::bigint[])[(i.n - 1) * $14 + c.digits + 1] IS NULL AS stopped
 	FROM input i JOIN payments p ON p.id = i.payment_id JOIN currencies c ON c.code = p.currency
 ),

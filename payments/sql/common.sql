@@ -73,7 +73,12 @@ UPDATE payments AS p SET
 	canceled_at = CASE t.req_operation WHEN 'CANCEL_PAYMENT' THEN t.req_now ELSE p.canceled_at END,
 	refunded_minor = CASE t.req_operation WHEN 'REFUND_PAYMENT' THEN p.refunded_minor + t.req_amount ELSE p.refunded_minor END
 FROM target AS t
-WHERE p.id = t.req_payment_id AND t.req_ready AND CASE t.req_operation
+-- Nothing may be in flight at the processor for the payment (a capture or
+-- cancel pending, a refund's amount reserved, by the phased way of
+-- changes.go): such a payment's request is sent that way too, where the
+-- work in flight is judged.
+WHERE p.id = t.req_payment_id AND t.req_ready AND p.pending_operation IS NULL AND p.reserved_minor = 0
+	AND CASE t.req_operation
 	-- A capture takes an authorization, for at most what was authorized
 	-- (capturing less releases the rest).
 	WHEN 'CAPTURE_PAYMENT' THEN p.status = 'AUTHORIZED' AND t.req_amount BETWEEN 1 AND p.amount_minor
