@@ -669,3 +669,31 @@ func TestAdminCSVStopsWhenItsSessionEnds(t *testing.T) {
 		}
 	})
 }
+
+// An action on a payment made at a processor this server is not set up
+// for (a Stripe payment, on a sandbox server) says so, does nothing, and
+// is audited as failed rather than shown as our own error.
+func TestAdminActionOnAPaymentMadeElsewhere(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		b := setup(t, db)
+		op := b.addStaff(t, "otto", staff.Operator)
+		p := b.newPayment(t, "shop-8", "order-8", "50", false)
+		if err := b.db.Gorm.Exec(`UPDATE payments SET processor = 'stripe' WHERE id = ?`, p.ID).Error; err != nil {
+			t.Fatal(err)
+		}
+		page := "/admin/payments/" + p.ID
+		res, doc := op.post(t, page+"/capture", url.Values{"amount": {"50"}, "idempotency_key": {"admin-elsewhere"}})
+		msg := doc.Find("[role=alert]").Text()
+		if res.StatusCode != http.StatusServiceUnavailable || !strings.Contains(msg, "Nothing was done") ||
+			!strings.Contains(msg, "made at stripe") || !strings.Contains(msg, "PROCESSOR=stripe") {
+			t.Fatalf("capture of a Stripe payment on a sandbox server: %d %q", res.StatusCode, msg)
+		}
+		if got := b.payment(t, p.ID); got.Status != payments.StatusAuthorized || got.PendingOperation != "" {
+			t.Errorf("the payment changed: %s pending %q", got.Status, got.PendingOperation)
+		}
+		if got := b.auditLines(t, "?actor=otto"); len(got) == 0 || !strings.HasPrefix(got[0], "capture|otto|") || !strings.Contains(got[0], "|failed|") {
+			t.Errorf("audit %q, want the capture recorded as failed", got)
+		}
+	})
+}

@@ -165,7 +165,7 @@ type ProcessorUnavailableError struct {
 }
 
 func (e *ProcessorUnavailableError) Error() string {
-	return fmt.Sprintf("this payment was made at %s, which this server is not configured for (PROCESSOR=%s); nothing was done",
+	return fmt.Sprintf("this payment was made at %s, which this server is not configured for (a server with PROCESSOR=%s is); nothing was done",
 		e.Processor, e.Processor)
 }
 

@@ -123,13 +123,14 @@ func (a *admin) actionFailed(w http.ResponseWriter, r *http.Request, action staf
 	sess, _ := sessionFrom(ctx)
 	who := sess.Actor(a.addr(r))
 	var (
-		invalid  *payments.InvalidInputError
-		conflict *payments.StateConflictError
-		exceeds  *payments.AmountExceedsError
-		reused   *payments.KeyReusedError
-		refused  *payments.ProcessorRefusedError
-		status   int
-		msg      string
+		invalid   *payments.InvalidInputError
+		conflict  *payments.StateConflictError
+		exceeds   *payments.AmountExceedsError
+		reused    *payments.KeyReusedError
+		refused   *payments.ProcessorRefusedError
+		elsewhere *payments.ProcessorUnavailableError
+		status    int
+		msg       string
 	)
 	switch {
 	case errors.As(err, &invalid):
@@ -145,6 +146,9 @@ func (a *admin) actionFailed(w http.ResponseWriter, r *http.Request, action staf
 	case errors.As(err, &reused):
 		status, msg = http.StatusConflict, "Nothing was done: this form's idempotency key was already used for a different request "+
 			"(another amount or action, perhaps from another tab). Check the payment as it is now before trying again."
+	case errors.As(err, &elsewhere):
+		status, msg = http.StatusServiceUnavailable, "Nothing was done: this payment was made at "+elsewhere.Processor+
+			", which this server is not set up for; a server with PROCESSOR="+elsewhere.Processor+" can do it."
 	case errors.Is(err, payments.ErrNotFound):
 		if err := a.staff.Record(ctx, who, action, id, staff.OutcomeFailed, "no such payment"); err != nil {
 			serverError(w, r, err)
@@ -159,8 +163,13 @@ func (a *admin) actionFailed(w http.ResponseWriter, r *http.Request, action staf
 		serverError(w, r, err)
 		return
 	}
-	if invalid != nil {
-		if err := a.staff.Record(ctx, who, action, id, staff.OutcomeFailed, invalid.Error()); err != nil {
+	// The engine records the attempts it judged; these it refused before.
+	if invalid != nil || elsewhere != nil {
+		detail := msg
+		if invalid != nil {
+			detail = invalid.Error()
+		}
+		if err := a.staff.Record(ctx, who, action, id, staff.OutcomeFailed, detail); err != nil {
 			serverError(w, r, err)
 			return
 		}
