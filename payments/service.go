@@ -52,6 +52,12 @@ type Config struct {
 	// Processor moves the money (processor.ConfigFromEnv picks it). Nil
 	// means the sandbox with the default configuration.
 	Processor processor.Processor
+	// Sandbox, when Processor is another, answers for the payments made
+	// at the sandbox before (their changes, recovery and reads): made
+	// from the same SANDBOX_* settings, so that an async Pix is still
+	// read as pending. Nil means the sandbox with the default
+	// configuration.
+	Sandbox processor.Processor
 	// ProcessorTimeout is the most one processor call may take
 	// (PROCESSOR_TIMEOUT); past it the outcome is unknown. Zero means 10 s.
 	ProcessorTimeout time.Duration
@@ -149,7 +155,10 @@ func NewService(db *gorm.DB, cfg Config) (*Service, error) {
 	// after a switch to Stripe.
 	s.procs = map[string]processor.Processor{s.proc.Name(): s.proc}
 	if _, ok := s.procs[processor.NameSandbox]; !ok {
-		s.procs[processor.NameSandbox] = sandbox.New(defaults)
+		s.procs[processor.NameSandbox] = cfg.Sandbox
+		if cfg.Sandbox == nil {
+			s.procs[processor.NameSandbox] = sandbox.New(defaults)
+		}
 	}
 	if s.onCall == nil {
 		s.onCall = func(Operation, CallOutcome, time.Duration) {}
