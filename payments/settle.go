@@ -45,8 +45,10 @@ func (j *settleJob) batchKeys() []string { return []string{j.op.id} }
 
 func (j *settleJob) fail(err error) { j.answer <- settleAnswer{err: err} }
 
-// byOperation orders a settle statement's rows by operation, so that two
-// statements lock the rows they share in the same order.
+// byOperation orders a settle statement's jobs by operation, for a stable
+// order of its rows. Two settle statements never share an operation (each
+// create's answer is settled by its own request), and the batcher keeps
+// two answers of one operation apart (batchKeys).
 func byOperation(a, b *settleJob) int { return cmp.Compare(a.op.id, b.op.id) }
 
 // createSettler is a store that settles creates in batches (PostgreSQL).
@@ -122,7 +124,10 @@ func settleArgs(jobs []*settleJob) []any {
 }
 
 // settleCreates runs sql/settle_batch.sql for jobs and answers each once
-// it has committed.
+// it has committed. Should the statement commit and its answer then be
+// lost (the connection cut at that moment), the batcher runs the jobs
+// again: the operations and payments are not changed twice (settled_at),
+// but each call is listed twice in processorCalls.
 func (st *postgresStore) settleCreates(ctx context.Context, jobs []*settleJob) error {
 	answers := make([]*settleAnswer, len(jobs))
 	var r resultRow

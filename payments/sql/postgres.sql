@@ -95,9 +95,10 @@ DELETE FROM idempotency_keys WHERE created_at < $1 AND id IN
 -- Leases to $1 until $2 up to $4 unsettled processor operations due at $3
 -- whose lease, if any, has run out (recovery.go), through the partial
 -- index on next_try_at; only those at the processors $5 and $6, which this
--- instance can call: the others wait for an instance that can. SKIP LOCKED: operations another instance is
--- claiming at this moment are left to it rather than waited for; the
--- lease it writes then keeps them from everyone else.
+-- instance can call: the others wait for an instance that can. SKIP
+-- LOCKED: operations another instance is claiming at this moment are left
+-- to it rather than waited for; the lease it writes then keeps them from
+-- everyone else.
 UPDATE processor_operations SET lease_owner = $1, lease_until = $2
 WHERE id IN (SELECT id FROM processor_operations
              WHERE settled_at IS NULL AND next_try_at <= $3 AND (lease_until IS NULL OR lease_until < $3)
