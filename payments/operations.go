@@ -369,7 +369,7 @@ func (s *Service) applyCreate(ctx context.Context, r sqlq.Runner, op operationRo
 		return fmt.Errorf("settle payment %s: %w", op.paymentID, err)
 	}
 	*p = got
-	if got.Method.async() && s.paysLater() && (got.Status == StatusCaptured || got.Status == StatusExpired) {
+	if s.settledPastPending(got.Method, got.Status) {
 		return s.paidBeforeKnown(ctx, r, got, now)
 	}
 	typ := EventCreated
@@ -380,6 +380,13 @@ func (s *Service) applyCreate(ctx context.Context, r sqlq.Runner, op operationRo
 		typ = EventPending
 	}
 	return insertEvent(ctx, r, typ, got.IdempotencyKey, got, nil, now)
+}
+
+// settledPastPending says whether a create's answer, status, finds a Pix
+// or boleto that is paid later already paid or expired: paidBeforeKnown
+// then tells the story a client follows from PENDING.
+func (s *Service) settledPastPending(method Method, status Status) bool {
+	return method.async() && s.paysLater() && (status == StatusCaptured || status == StatusExpired)
 }
 
 // paidBeforeKnown records a Pix or boleto whose create's answer CMPay

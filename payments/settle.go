@@ -65,7 +65,7 @@ func (s *Service) batchSettles(method Method, out outcome) bool {
 	if s.settles == nil || !out.settled {
 		return false
 	}
-	return !(method.async() && s.paysLater() && (out.status == StatusCaptured || out.status == StatusExpired))
+	return !s.settledPastPending(method, out.status)
 }
 
 // settleCreate records a create's call and settles it through the settle
