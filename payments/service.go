@@ -54,9 +54,9 @@ type Config struct {
 	Processor processor.Processor
 	// Sandbox, when Processor is another, answers for the payments made
 	// at the sandbox before (their changes, recovery and reads): made
-	// from the same SANDBOX_* settings, so that an async Pix is still
-	// read as pending. Nil means the sandbox with the default
-	// configuration.
+	// from the same SANDBOX_* settings, so that an async Pix's create
+	// sent again by recovery is answered pending, as its first send was.
+	// Nil means the sandbox with the default configuration.
 	Sandbox processor.Processor
 	// ProcessorTimeout is the most one processor call may take
 	// (PROCESSOR_TIMEOUT); past it the outcome is unknown. Zero means 10 s.
