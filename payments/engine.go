@@ -122,8 +122,8 @@ func (s *Service) change(ctx context.Context, build func() (*command, error)) (C
 }
 
 // changeBy takes a change through the batch statements where its answer
-// is foreseen (a sandbox payment, with the sandbox configured), and the
-// phased way otherwise.
+// is foreseen (the sandbox configured, and the payment one the batch may
+// take: foreseen in changes.go), and the phased way otherwise.
 func (s *Service) changeBy(ctx context.Context, cmd *command) (ChangeResult, error) {
 	if s.foreseesChanges() {
 		a, err := s.run(ctx, cmd)
