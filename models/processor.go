@@ -41,6 +41,11 @@ type ProcessorOperation struct {
 	LastError *string   `gorm:"size:500"`
 	CreatedAt time.Time `gorm:"not null;autoCreateTime:false"`
 	SettledAt *time.Time
+	// Foreseen marks an operation answered before it was stored (the
+	// sandbox's create): its one call is the operation itself, at
+	// CreatedAt, and has no ProcessorCall row, which spares every such
+	// create an insert and an index entry.
+	Foreseen bool `gorm:"not null;default:false"`
 }
 
 // ProcessorCall is one call made to the processor for an operation: a

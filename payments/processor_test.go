@@ -117,6 +117,11 @@ func TestSandboxTokens(t *testing.T) {
 			if got, want := b.calls(t, p), []string{"CREATE_PAYMENT " + outcome}; !slices.Equal(got, want) {
 				t.Errorf("token %q: calls %q, want %q", tt.token, got, want)
 			}
+			// The foreseen call is read from its operation: no row of its own.
+			var rows int64
+			if err := b.db.Gorm.Table("processor_calls").Where("payment_id = ?", p.ID).Count(&rows).Error; err != nil || rows != 0 {
+				t.Errorf("token %q: %d processor_calls rows (%v), want none", tt.token, rows, err)
+			}
 			if ev := b.events(t, p.ID); len(ev) != 1 || ev[tt.event] != 1 {
 				t.Errorf("token %q: events %v, want one %s", tt.token, ev, tt.event)
 			}

@@ -395,8 +395,9 @@ func (st *sqliteStore) claimDue(ctx context.Context, owner string, until, now ti
 	return sqlq.Collect(ctx, st.lite, sqliteSQL.SQL("claim_due"), []any{owner, until, now, limit, processors[0], processors[1]}, scanID)
 }
 
-// insertOperation stores a create's processor operation, and its foreseen
-// call: what create_batch's "operation" and "call" write on PostgreSQL.
+// insertOperation stores a create's processor operation: what
+// create_batch's "operation" writes on PostgreSQL. A foreseen answer is
+// stored settled and marked foreseen, its call read from the operation.
 func (tx liteTx) insertOperation(ctx context.Context, cmd *command, now time.Time) error {
 	pl := cmd.planned()
 	var owner *string
@@ -409,19 +410,9 @@ func (tx liteTx) insertOperation(ctx context.Context, cmd *command, now time.Tim
 	}
 	_, err := tx.r.Exec(ctx, commonSQL.SQL("insert_operation"), pl.opID, cmd.newID, nil, string(OpCreate), pl.processor,
 		cmd.amount.Minor, cmd.amount.Currency, pl.request, pl.opState, pl.declineCode, sends, owner, until,
-		now.Add(pl.lease.due), now, settled)
+		now.Add(pl.lease.due), now, settled, pl.opState != opPending)
 	if err != nil {
 		return fmt.Errorf("store processor operation: %w", err)
-	}
-	if pl.opState == opPending {
-		return nil // not asked yet
-	}
-	// The foreseen call: its outcome is the operation's state, and it took
-	// no time worth a millisecond (create_batch's "call").
-	_, err = tx.r.Exec(ctx, commonSQL.SQL("insert_call"), pl.opID, cmd.newID, string(OpCreate), opKey(pl.opID), callWrite,
-		pl.opState, pl.declineCode, now, 0)
-	if err != nil {
-		return fmt.Errorf("record processor call: %w", err)
 	}
 	return nil
 }

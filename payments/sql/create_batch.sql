@@ -27,9 +27,8 @@
 -- starts in (the foreseen answer, or PROCESSING), $17 the processor's
 -- name, $18 references, $19 decline codes, $20 payment method tokens,
 -- $21 operation ids, $22 operation states (SUCCEEDED or DECLINED: settled
--- here, with their call, which took no time worth a millisecond: the
--- sandbox answers in microseconds; PENDING: leased to the request, which
--- asks next), $23 the operations' requests (JSON); then $24 the lease's
+-- here and marked foreseen, their call read from the operation itself by
+-- processor_calls_of; PENDING: leased to the request, which asks next), $23 the operations' requests (JSON); then $24 the lease's
 -- owner, $25 its end, $26 when an operation left unsettled is first due
 -- for recovery.
 -- Result rows (resultRow in store_postgres.go, without its refund
@@ -82,22 +81,18 @@ created AS (
 	       status, captured_minor, captured_at, 0, 0, 0, $17, reference, decline_code, token, 0
 	FROM claimed
 ),
--- operation: each payment's processor operation, settled already when its
--- answer was foreseen, else leased to the request that asks next; call:
--- the foreseen call (processorCalls is never empty once asked).
+-- operation: each payment's processor operation, settled and foreseen
+-- when its answer was foreseen (its one call is the operation itself:
+-- processor_calls_of), else leased to the request that asks next.
 operation AS (
 	INSERT INTO processor_operations (id, payment_id, operation, processor, key, amount_minor, currency, request,
-	                                  state, code, sends, lease_owner, lease_until, next_try_at, created_at, settled_at)
+	                                  state, code, sends, lease_owner, lease_until, next_try_at, created_at, settled_at,
+	                                  foreseen)
 	SELECT op_id, payment_id, 'CREATE_PAYMENT', $17, 'cmpay_' || op_id, amount_minor, currency, op_request,
 	       op_state, decline_code, CASE WHEN op_state = 'PENDING' THEN 0 ELSE 1 END,
 	       CASE WHEN op_state = 'PENDING' THEN $24::text END, CASE WHEN op_state = 'PENDING' THEN $25::timestamptz END,
-	       $26, $14, CASE WHEN op_state = 'PENDING' THEN NULL ELSE $14::timestamptz END
+	       $26, $14, CASE WHEN op_state = 'PENDING' THEN NULL ELSE $14::timestamptz END, op_state <> 'PENDING'
 	FROM claimed
-),
-call AS (
-	INSERT INTO processor_calls (operation_id, payment_id, operation, processor_key, kind, outcome, code, at, duration_ms)
-	SELECT op_id, payment_id, 'CREATE_PAYMENT', 'cmpay_' || op_id, 'WRITE', op_state, decline_code, $14, 0
-	FROM claimed WHERE op_state <> 'PENDING'
 ),
 -- created_event: each created payment's PAYMENT_CREATED event, written by
 -- this statement and so committed with the payment or not at all: the

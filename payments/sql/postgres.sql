@@ -72,9 +72,17 @@ FROM refunds WHERE payment_id = ANY($1::text[]) ORDER BY payment_id, created_at,
 -- name: processor_calls_of
 -- The processor calls of the payments whose ids are in the array $1, each
 -- payment's oldest first, in scanProcessorCall's column order
--- (ProcessorCallsOf).
-SELECT payment_id, operation, processor_key, outcome, code, at, duration_ms
-FROM processor_calls WHERE payment_id = ANY($1::text[]) ORDER BY payment_id, at, id
+-- (ProcessorCallsOf): the rows of processor_calls, and the call of each
+-- foreseen operation, which is the operation itself (its outcome its
+-- state, answered as it was stored), first among calls of the same time.
+SELECT payment_id, operation, processor_key, outcome, code, at, duration_ms FROM (
+	SELECT payment_id, operation, key AS processor_key, state AS outcome, code, created_at AS at, 0 AS duration_ms,
+	       0 AS id
+	FROM processor_operations WHERE payment_id = ANY($1::text[]) AND foreseen
+	UNION ALL
+	SELECT payment_id, operation, processor_key, outcome, code, at, duration_ms, id
+	FROM processor_calls WHERE payment_id = ANY($1::text[])
+) AS calls ORDER BY payment_id, at, id
 
 -- name: attempt_counts
 -- Counts the attempts made since $1 by hour (hours since the Unix epoch)

@@ -39,8 +39,14 @@ FROM refunds WHERE payment_id IN (SELECT value FROM json_each($1)) ORDER BY paym
 -- name: processor_calls_of
 -- The processor calls of the payments whose ids are in the JSON array $1,
 -- as PostgreSQL's processor_calls_of.
-SELECT payment_id, operation, processor_key, outcome, code, at, duration_ms
-FROM processor_calls WHERE payment_id IN (SELECT value FROM json_each($1)) ORDER BY payment_id, at, id
+SELECT payment_id, operation, processor_key, outcome, code, at, duration_ms FROM (
+	SELECT payment_id, operation, key AS processor_key, state AS outcome, code, created_at AS at, 0 AS duration_ms,
+	       0 AS id
+	FROM processor_operations WHERE payment_id IN (SELECT value FROM json_each($1)) AND foreseen
+	UNION ALL
+	SELECT payment_id, operation, processor_key, outcome, code, at, duration_ms, id
+	FROM processor_calls WHERE payment_id IN (SELECT value FROM json_each($1))
+) AS calls ORDER BY payment_id, at, id
 
 -- name: attempt_counts
 -- Counts the attempts made since $1 by hour (hours since the Unix epoch)
