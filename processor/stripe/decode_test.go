@@ -14,6 +14,7 @@ import (
 	"github.com/cmpay/cmpay/processor"
 
 	stripeapi "github.com/stripe/stripe-go/v82"
+	"github.com/stripe/stripe-go/v82/form"
 )
 
 // A create's answer decoded into intentFields maps to the same Payment as
@@ -102,4 +103,29 @@ func mustUnescape(t *testing.T, s string) string {
 		t.Fatal(err)
 	}
 	return u
+}
+
+// createForm sends the very body stripe-go's reflection would (the same
+// pairs in the same order) for every shape of create createParams makes.
+func TestCreateFormIsStripeGos(t *testing.T) {
+	const key = "cmpay_op_1"
+	for _, req := range []processor.CreatePaymentRequest{
+		{IdempotencyKey: key, PaymentID: "pay_1", AmountMinor: 1050, Currency: "BRL", Method: processor.MethodCreditCard,
+			PaymentMethodToken: "pm_card_visa", Capture: true},
+		{IdempotencyKey: key, PaymentID: "pay_2", AmountMinor: 100, Currency: "ISK", Method: processor.MethodCreditCard,
+			PaymentMethodToken: "pm_card_visa"},
+		{IdempotencyKey: key, PaymentID: "pay_3", AmountMinor: 1, Currency: "BRL", Method: processor.MethodPix, Capture: true},
+		{IdempotencyKey: key, PaymentID: "pay_4", AmountMinor: 2000, Currency: "BRL", Method: processor.MethodBoleto,
+			PaymentMethodToken: "pm_boleto_1", Capture: true},
+	} {
+		p, err := createParams(req)
+		if err != nil {
+			t.Fatalf("%+v: %v", req, err)
+		}
+		want := &form.Values{}
+		form.AppendTo(want, p)
+		if got := createForm(p).Encode(); got != want.Encode() {
+			t.Errorf("%s %s: createForm\n  %s\nstripe-go\n  %s", req.Method, req.PaymentMethodToken, got, want.Encode())
+		}
+	}
 }
