@@ -25,6 +25,7 @@ import (
 //	0003_drop_counter_indexes.sql   run on both databases
 //	0006_staff_audit.postgres.sql   run on PostgreSQL only (and likewise .sqlite)
 //	0007_admin_attempts_append_only.postgres.sql, .sqlite.sql: one per database
+//	0008 client_id_nfc               written in Go (goMigrations)
 //
 // A version may have a file for each database, or one for both. A
 // statement ends with a semicolon at the end of a line, outside a $$ body.

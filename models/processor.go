@@ -16,8 +16,9 @@ type ProcessorOperation struct {
 	Operation string  `gorm:"not null;size:20"`
 	Processor string  `gorm:"not null;size:16"`
 	// Key is the idempotency key sent to the processor: a function of the
-	// operation alone ("cmpay_" + ID), the same for every try.
-	Key string `gorm:"not null;size:255;uniqueIndex:idx_processor_operations_key"`
+	// operation alone ("cmpay_" + ID), the same for every try, and so
+	// unique as the ID is, without an index of its own.
+	Key string `gorm:"not null;size:255"`
 	// AmountMinor and Currency are what the operation moves; Request the
 	// rest of what it asks, as JSON (method, payment method token, capture).
 	AmountMinor int64  `gorm:"not null"`
