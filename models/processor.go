@@ -50,7 +50,9 @@ type ProcessorOperation struct {
 }
 
 // ProcessorCall is one call made to the processor for an operation: a
-// write, or a read made to resolve it. Rows are only ever inserted.
+// write, or a read made to resolve it. Rows are only ever inserted. A
+// foreseen operation's one call has no row: it is the operation itself
+// (ProcessorOperation.Foreseen; the processor_calls_of statements read both).
 type ProcessorCall struct {
 	ID          int64  `gorm:"primaryKey;autoIncrement"`
 	OperationID string `gorm:"not null;size:40"`

@@ -14,7 +14,6 @@ import (
 	"github.com/cmpay/cmpay/processor"
 
 	stripeapi "github.com/stripe/stripe-go/v82"
-	"github.com/stripe/stripe-go/v82/form"
 )
 
 // A create's answer decoded into intentFields maps to the same Payment as
@@ -105,27 +104,65 @@ func mustUnescape(t *testing.T, s string) string {
 	return u
 }
 
-// createForm sends the very body stripe-go's reflection would (the same
-// pairs in the same order) for every shape of create createParams makes.
-func TestCreateFormIsStripeGos(t *testing.T) {
-	const key = "cmpay_op_1"
-	for _, req := range []processor.CreatePaymentRequest{
-		{IdempotencyKey: key, PaymentID: "pay_1", AmountMinor: 1050, Currency: "BRL", Method: processor.MethodCreditCard,
-			PaymentMethodToken: "pm_card_visa", Capture: true},
-		{IdempotencyKey: key, PaymentID: "pay_2", AmountMinor: 100, Currency: "ISK", Method: processor.MethodCreditCard,
-			PaymentMethodToken: "pm_card_visa"},
-		{IdempotencyKey: key, PaymentID: "pay_3", AmountMinor: 1, Currency: "BRL", Method: processor.MethodPix, Capture: true},
-		{IdempotencyKey: key, PaymentID: "pay_4", AmountMinor: 2000, Currency: "BRL", Method: processor.MethodBoleto,
-			PaymentMethodToken: "pm_boleto_1", Capture: true},
-	} {
+// createIntent sends what stripe-go's V1PaymentIntents.Create would for
+// the same parameters, headers and body alike, for every shape of create
+// createParams makes (each method, with and without a token, captured or
+// not): createForm encodes by hand what stripe-go encodes by reflection.
+func TestCreateIntentSendsWhatStripeGoWould(t *testing.T) {
+	type request struct {
+		header http.Header
+		body   string
+	}
+	got := make(chan request, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		got <- request{r.Header.Clone(), string(b)}
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"id":"pi_1","amount":1050,"currency":"brl","status":"succeeded","amount_received":1050}`)
+	}))
+	t.Cleanup(srv.Close)
+	cfg := processor.DefaultConfig()
+	cfg.Processor, cfg.StripeAPIKey, cfg.StripeAPIBase, cfg.Timeout = processor.NameStripe, "sk_test_form", srv.URL, 5*time.Second
+	conn, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(conn.CloseIdleConnections)
+	send := func(req processor.CreatePaymentRequest, viaCall bool) request {
+		t.Helper()
 		p, err := createParams(req)
 		if err != nil {
-			t.Fatalf("%+v: %v", req, err)
+			t.Fatal(err)
 		}
-		want := &form.Values{}
-		form.AppendTo(want, p)
-		if got := createForm(p).Encode(); got != want.Encode() {
-			t.Errorf("%s %s: createForm\n  %s\nstripe-go\n  %s", req.Method, req.PaymentMethodToken, got, want.Encode())
+		if viaCall {
+			_, err = conn.client.V1PaymentIntents.Create(t.Context(), p)
+		} else {
+			_, err = conn.createIntent(t.Context(), p)
 		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return <-got
+	}
+	shapes := 0
+	for _, method := range []processor.Method{processor.MethodCreditCard, processor.MethodPix, processor.MethodBoleto} {
+		for _, token := range []string{"", "pm_1"} {
+			for _, capture := range []bool{true, false} {
+				req := processor.CreatePaymentRequest{IdempotencyKey: "cmpay_op_1", PaymentID: "pay_1", AmountMinor: 1050,
+					Currency: "BRL", Method: method, PaymentMethodToken: token, Capture: capture}
+				if _, err := createParams(req); err != nil {
+					continue // refused before anything is sent
+				}
+				shapes++
+				ours, theirs := send(req, false), send(req, true)
+				if ours.body != theirs.body || !reflect.DeepEqual(ours.header, theirs.header) {
+					t.Errorf("%s, token %q, capture %v:\n createIntent %s %v\n stripe-go    %s %v", method, token, capture,
+						ours.body, ours.header, theirs.body, theirs.header)
+				}
+			}
+		}
+	}
+	if shapes != 6 { // a card with its token, captured or not; Pix and boleto captured, with a token or without
+		t.Errorf("%d shapes of create sent, want 6", shapes)
 	}
 }

@@ -25,6 +25,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -183,8 +184,8 @@ func (c *Connector) createIntent(ctx context.Context, params *stripeapi.PaymentI
 }
 
 // createForm is the form stripe-go encodes for p (form.AppendTo), for the
-// fields createParams sets; TestCreateFormIsStripeGos compares the two for
-// every shape of create.
+// fields createParams sets; TestCreateIntentSendsWhatStripeGoWould
+// compares the two, and the whole request, for every shape of create.
 func createForm(p *stripeapi.PaymentIntentCreateParams) *form.Values {
 	v := &form.Values{}
 	add := func(key string, s *string) {
@@ -200,8 +201,8 @@ func createForm(p *stripeapi.PaymentIntentCreateParams) *form.Values {
 		v.Add("confirm", strconv.FormatBool(*p.Confirm))
 	}
 	add("currency", p.Currency)
-	for k, val := range p.Metadata {
-		v.Add("metadata["+k+"]", val)
+	for _, k := range slices.Sorted(maps.Keys(p.Metadata)) { // stripe-go's order
+		v.Add("metadata["+k+"]", p.Metadata[k])
 	}
 	add("payment_method", p.PaymentMethod)
 	if p.PaymentMethodData != nil {
