@@ -52,8 +52,11 @@ build_fuzz_binaries() {
   for pkg in $fuzz_packages; do
     go test -c "${gcflags[@]}" -o "$fuzz_bin/${pkg//\//_}.test" "./$pkg/" || return 1
   done
+  # The server as tests/docs, tests/integration and the TypeScript client's
+  # tests run it (no race detector), linked once for the three of them.
+  go build -o "$fuzz_bin/cmpay" .
 }
-start_step "build the fuzz targets" build_fuzz_binaries
+start_step "build the fuzz targets and the server" build_fuzz_binaries
 
 log "gofmt"
 unformatted=$(gofmt -l $(git ls-files -co --exclude-standard '*.go'))
@@ -64,9 +67,10 @@ start_step "go vet" go vet ./...
 start_step "staticcheck" go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 finish_step "go vet"
 finish_step "staticcheck"
-finish_step "build the fuzz targets"
+finish_step "build the fuzz targets and the server"
 
 log "go test -race"
+export CMPAY_SERVER_BIN="$fuzz_bin/cmpay"
 go test -race -count=1 -timeout 20m ./...
 
 # Each fuzz target explores beyond its seed corpus for one to three seconds
