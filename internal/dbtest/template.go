@@ -111,6 +111,9 @@ func execScript(script string) error {
 	if adminErr != nil {
 		return adminErr
 	}
+	if admin == nil {
+		return fmt.Errorf("dbtest: no connection to the test server yet (adminDB opens it)")
+	}
 	sqlDB, err := admin.DB()
 	if err != nil {
 		return err
