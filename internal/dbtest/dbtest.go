@@ -84,11 +84,23 @@ var (
 )
 
 // Postgres returns a fresh schema on the test server, with search_path set
-// to it, migrated.
+// to it, migrated: made from the dump of a schema migrated once per test
+// binary (see migratedPostgres), or migrated where pg_dump is missing.
 func Postgres(t testing.TB) DB {
 	t.Helper()
-	u := emptyPostgres(t)
-	return DB{Gorm: openMigrated(t, u), Dialect: "postgres", URL: u}
+	adminDB(t)
+	tmpl, err := migratedPostgres(ServerURL(t))
+	if err != nil {
+		t.Fatalf("dbtest: %v", err)
+	}
+	if tmpl.dump == "" {
+		u := emptyPostgres(t)
+		return DB{Gorm: openMigrated(t, u), Dialect: "postgres", URL: u}
+	}
+	u := newSchema(t, func(schema string) error {
+		return execScript(strings.ReplaceAll(tmpl.dump, tmpl.schema, schema))
+	})
+	return DB{Gorm: Connect(t, u), Dialect: "postgres", URL: u}
 }
 
 // Empty returns the DATABASE_URL of a fresh database of the dialect with
@@ -113,6 +125,15 @@ const sqliteSettings = "?_pragma=synchronous(OFF)"
 // search_path is that schema.
 func emptyPostgres(t testing.TB) string {
 	t.Helper()
+	return newSchema(t, func(schema string) error {
+		return adminDB(t).Exec(`CREATE SCHEMA ` + schema).Error
+	})
+}
+
+// adminDB is the connection to the test server shared by a package's
+// tests, for creating and dropping their schemas.
+func adminDB(t testing.TB) *gorm.DB {
+	t.Helper()
 	serverURL := ServerURL(t)
 	adminOnce.Do(func() {
 		admin, adminErr = database.Open(serverURL, database.Options{MaxOpenConns: 4, Logger: quiet})
@@ -120,11 +141,29 @@ func emptyPostgres(t testing.TB) string {
 	if adminErr != nil {
 		t.Fatalf("dbtest: connect to %s: %v", EnvURL, adminErr)
 	}
+	return admin
+}
 
+// newSchema has create make a schema of a new name on the test server,
+// drops it when the test ends, and returns a URL whose search_path is it.
+func newSchema(t testing.TB, create func(schema string) error) string {
+	t.Helper()
+	serverURL := ServerURL(t)
+	db := adminDB(t)
 	schema := "test_" + randomHex(8)
-	if err := admin.Exec(`CREATE SCHEMA ` + schema).Error; err != nil {
+	if err := create(schema); err != nil {
 		t.Fatalf("dbtest: create schema: %v", err)
 	}
+	t.Cleanup(func() {
+		if err := db.Exec(`DROP SCHEMA ` + schema + ` CASCADE`).Error; err != nil {
+			t.Errorf("dbtest: drop schema %s: %v", schema, err)
+		}
+	})
+	return withSearchPath(t, serverURL, schema)
+}
+
+func withSearchPath(t testing.TB, serverURL, schema string) string {
+	t.Helper()
 	u, err := url.Parse(serverURL)
 	if err != nil {
 		t.Fatalf("dbtest: %s: %v", EnvURL, err)
@@ -132,20 +171,24 @@ func emptyPostgres(t testing.TB) string {
 	q := u.Query()
 	q.Set("search_path", schema)
 	u.RawQuery = q.Encode()
-
-	t.Cleanup(func() {
-		if err := admin.Exec(`DROP SCHEMA ` + schema + ` CASCADE`).Error; err != nil {
-			t.Errorf("dbtest: drop schema %s: %v", schema, err)
-		}
-	})
 	return u.String()
 }
 
-// SQLite returns a fresh SQLite file in the test's temporary directory.
+// SQLite returns a fresh migrated SQLite file in the test's temporary
+// directory: a copy of one migrated once per test binary (see
+// migratedSQLite).
 func SQLite(t testing.TB) DB {
 	t.Helper()
-	u := "sqlite:" + filepath.Join(t.TempDir(), "cmpay.db") + sqliteSettings
-	return DB{Gorm: openMigrated(t, u), Dialect: "sqlite", URL: u}
+	template, err := migratedSQLite()
+	if err != nil {
+		t.Fatalf("dbtest: %v", err)
+	}
+	path := filepath.Join(t.TempDir(), "cmpay.db")
+	if err := copyFile(template, path); err != nil {
+		t.Fatalf("dbtest: copy the migrated SQLite file: %v", err)
+	}
+	u := "sqlite:" + path + sqliteSettings
+	return DB{Gorm: Connect(t, u), Dialect: "sqlite", URL: u}
 }
 
 func openMigrated(t testing.TB, u string) *gorm.DB {

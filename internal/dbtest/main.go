@@ -20,6 +20,9 @@ func Main(m *testing.M) int {
 	if admin != nil {
 		_ = database.Close(admin)
 	}
+	if templateDir != "" {
+		_ = os.RemoveAll(templateDir)
+	}
 	if code == 0 {
 		if err := goleak.Find(); err != nil {
 			fmt.Fprintf(os.Stderr, "goroutines left running after the tests:\n%v\n", err)

@@ -40,8 +40,13 @@ func goBuild(dir, out, pkg string) *exec.Cmd {
 // link of it takes seconds. TestMain makes it and removes it.
 var binaries string
 
-// buildServer builds the server from this checkout into binaries, once.
+// buildServer builds the server from this checkout into binaries, once,
+// or links to the one CMPAY_SERVER_BIN names (./scripts/test.sh builds it
+// once for every test that runs the server).
 var buildServer = sync.OnceValues(func() ([]byte, error) {
+	if bin := os.Getenv("CMPAY_SERVER_BIN"); bin != "" {
+		return nil, os.Symlink(bin, filepath.Join(binaries, "cmpay"))
+	}
 	root, err := filepath.Abs(filepath.Join("..", ".."))
 	if err != nil {
 		return nil, err

@@ -27,8 +27,13 @@ var binary string
 
 // TestMain builds the server once, from the module path (whatever the
 // working directory), runs the tests, and fails the run if one left a
-// goroutine running (dbtest.Main).
+// goroutine running (dbtest.Main). CMPAY_SERVER_BIN names a server built
+// already (./scripts/test.sh builds it once for every test that runs it).
 func TestMain(m *testing.M) {
+	if bin := os.Getenv("CMPAY_SERVER_BIN"); bin != "" {
+		binary = bin
+		os.Exit(dbtest.Main(m))
+	}
 	dir, err := os.MkdirTemp("", "cmpay-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
