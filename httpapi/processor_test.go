@@ -181,9 +181,9 @@ func TestProcessorCallsOverGraphQL(t *testing.T) {
 		ids := []string{b.create(t, "a", input("c", "1", "BRL", "PIX")).Payment.ID, b.create(t, "b", input("c", "2", "BRL", "PIX")).Payment.ID}
 		at := time.Date(2026, 12, 6, 10, 0, 0, 0, time.UTC)
 		code := "processing_error"
-		// The sandbox's own call of each create (its foreseen operation)
+		// The sandbox's own call of each create (read from the payment)
 		// makes way for calls of every outcome, which it never makes.
-		if err := db.Gorm.Exec(`UPDATE processor_operations SET foreseen = false`).Error; err != nil {
+		if err := db.Gorm.Exec(`UPDATE payments SET create_foreseen = false`).Error; err != nil {
 			t.Fatal(err)
 		}
 		calls := []models.ProcessorCall{

@@ -80,6 +80,12 @@ type Payment struct {
 	// PaymentMethodToken is the paymentMethodToken the create sent (the
 	// payment method at the processor), nil for none.
 	PaymentMethodToken *string `gorm:"size:255"`
+	// CreateForeseen marks a payment whose create the processor answered
+	// before it was stored, for good (the sandbox's card payments): its
+	// create has no ProcessorOperation row, and its one call is read from
+	// the payment itself (the processor_calls_of statements), which spares
+	// every such create a row and two index entries.
+	CreateForeseen bool `gorm:"not null;default:false"`
 	// The next action of a Pix or boleto payment: what the payer does, and
 	// until when.
 	NextActionType      *string `gorm:"size:16"`

@@ -43,16 +43,17 @@ type ProcessorOperation struct {
 	CreatedAt time.Time `gorm:"not null;autoCreateTime:false"`
 	SettledAt *time.Time
 	// Foreseen marks an operation answered before it was stored (the
-	// sandbox's create): its one call is the operation itself, at
-	// CreatedAt, and has no ProcessorCall row, which spares every such
-	// create an insert and an index entry.
+	// sandbox's create of a Pix or boleto left PENDING; a create answered
+	// for good stores no operation: Payment.CreateForeseen): its one call
+	// is the operation itself, at CreatedAt, with no ProcessorCall row.
 	Foreseen bool `gorm:"not null;default:false"`
 }
 
 // ProcessorCall is one call made to the processor for an operation: a
 // write, or a read made to resolve it. Rows are only ever inserted. A
-// foreseen operation's one call has no row: it is the operation itself
-// (ProcessorOperation.Foreseen; the processor_calls_of statements read both).
+// create answered as it was stored has no call row: its call is read from
+// its operation (ProcessorOperation.Foreseen) or, with none, its payment
+// (Payment.CreateForeseen), by the processor_calls_of statements.
 type ProcessorCall struct {
 	ID          int64  `gorm:"primaryKey;autoIncrement"`
 	OperationID string `gorm:"not null;size:40"`

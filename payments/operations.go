@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/oklog/ulid/v2"
@@ -76,6 +77,14 @@ type createPlan struct {
 	preq    processor.CreatePaymentRequest
 }
 
+// storesOperation says whether the create stores an operation row: when
+// the processor is asked after the payment is stored, and when a foreseen
+// answer leaves the payment PENDING (a Pix or boleto whose payer pays
+// later: polls read its operation). A foreseen answer that settles the
+// payment for good is stored with the payment alone
+// (models.Payment.CreateForeseen); create_batch.sql says the same in SQL.
+func (pl *createPlan) storesOperation() bool { return pl.opState == opPending || pl.status == StatusPending }
+
 // planned is cmd's plan: the Service's (planCreate), or for a command
 // built without one (the engine's own tests), a create the sandbox
 // approved at once.
@@ -88,7 +97,7 @@ func (cmd *command) planned() *createPlan {
 
 // approvedPlan is a create approved at once by the sandbox.
 func approvedPlan(cmd *command) *createPlan {
-	id := newOperationID()
+	id := createOpID(cmd.newID)
 	pl := &createPlan{processor: processor.NameSandbox, status: StatusAuthorized, opID: id, opState: opSucceeded, request: "{}"}
 	if cmd.capture {
 		pl.status = StatusCaptured
@@ -124,13 +133,20 @@ func encodeRequest(cmd *command) string {
 
 func newOperationID() string { return "op_" + ulid.Make().String() }
 
+// createOpID is the id of the operation that creates payment paymentID:
+// "op_" and the payment's own ULID, so that the create's operation, and
+// the key its processor gets, follow from the payment even where no
+// operation row is stored (createPlan.storesOperation). The
+// processor_calls_of statements derive it the same way in SQL.
+func createOpID(paymentID string) string { return "op_" + strings.TrimPrefix(paymentID, "pay_") }
+
 // opKey is the idempotency key the processor gets for operation id.
 func opKey(id string) string { return "cmpay_" + id }
 
 // planCreate decides how cmd's payment starts: by the foreseen answer, or
 // PROCESSING with an operation leased to this request.
 func (s *Service) planCreate(ctx context.Context, cmd *command) {
-	id := newOperationID()
+	id := createOpID(cmd.newID)
 	pl := &createPlan{processor: s.proc.Name(), opID: id, request: encodeRequest(cmd), lease: s.lease(),
 		preq: processor.CreatePaymentRequest{IdempotencyKey: opKey(id), PaymentID: cmd.newID,
 			AmountMinor: cmd.amount.Minor, Currency: cmd.amount.Currency, Method: processor.Method(cmd.method),

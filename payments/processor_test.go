@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -117,10 +118,18 @@ func TestSandboxTokens(t *testing.T) {
 			if got, want := b.calls(t, p), []string{"CREATE_PAYMENT " + outcome}; !slices.Equal(got, want) {
 				t.Errorf("token %q: calls %q, want %q", tt.token, got, want)
 			}
-			// The foreseen call is read from its operation: no row of its own.
-			var rows int64
-			if err := b.db.Gorm.Table("processor_calls").Where("payment_id = ?", p.ID).Count(&rows).Error; err != nil || rows != 0 {
-				t.Errorf("token %q: %d processor_calls rows (%v), want none", tt.token, rows, err)
+			// The foreseen call is read from the payment: no operation or
+			// call row, and the key its operation would have had.
+			for _, table := range []string{"processor_calls", "processor_operations"} {
+				var rows int64
+				if err := b.db.Gorm.Table(table).Where("payment_id = ?", p.ID).Count(&rows).Error; err != nil || rows != 0 {
+					t.Errorf("token %q: %d %s rows (%v), want none", tt.token, rows, table, err)
+				}
+			}
+			all, err := b.svc.ProcessorCallsOf(t.Context(), []payments.Payment{p})
+			if err != nil || len(all[0]) != 1 || all[0][0].ProcessorKey != "cmpay_op_"+strings.TrimPrefix(p.ID, "pay_") ||
+				!all[0][0].At.Equal(p.CreatedAt) || all[0][0].Duration != 0 {
+				t.Errorf("token %q: calls %+v (%v), want one keyed by the payment's id, at its creation, 0 ms", tt.token, all, err)
 			}
 			if ev := b.events(t, p.ID); len(ev) != 1 || ev[tt.event] != 1 {
 				t.Errorf("token %q: events %v, want one %s", tt.token, ev, tt.event)
@@ -129,7 +138,7 @@ func TestSandboxTokens(t *testing.T) {
 			if !again.Replayed || again.Payment.Status != tt.status || again.Payment.DeclineCode != tt.decline {
 				t.Errorf("token %q: replay %+v", tt.token, again)
 			}
-			_, err := b.svc.Create(t.Context(), withToken(card(fmt.Sprintf("token-%d", i)), "pm_other"))
+			_, err = b.svc.Create(t.Context(), withToken(card(fmt.Sprintf("token-%d", i)), "pm_other"))
 			var reused *payments.KeyReusedError
 			if !errors.As(err, &reused) || !slices.Equal(reused.DifferingFields, []string{"paymentMethodToken"}) {
 				t.Errorf("token %q: the key with another token: %v, want paymentMethodToken differing", tt.token, err)

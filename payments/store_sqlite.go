@@ -80,7 +80,7 @@ func (st *sqliteStore) create(ctx context.Context, tx liteTx, cmd *command, now 
 		}
 		if claimed {
 			p := createdPayment(cmd, now)
-			if err := tx.insertPayment(ctx, p); err != nil {
+			if err := tx.insertPayment(ctx, p, !cmd.planned().storesOperation()); err != nil {
 				return answer{}, err
 			}
 			if err := tx.insertAttempt(ctx, cmd, attemptRow{paymentID: p.ID, outcome: OutcomeCreated, at: now}); err != nil {
@@ -237,12 +237,13 @@ func (tx liteTx) claimKey(ctx context.Context, cmd *command, clientID, paymentID
 	return n == 1, nil
 }
 
-// insertPayment creates p, the payment a create claimed its key for.
-func (tx liteTx) insertPayment(ctx context.Context, p Payment) error {
+// insertPayment creates p, the payment a create claimed its key for;
+// foreseen marks it models.Payment.CreateForeseen.
+func (tx liteTx) insertPayment(ctx context.Context, p Payment, foreseen bool) error {
 	_, err := tx.r.Exec(ctx, sqliteSQL.SQL("insert_payment"),
 		p.ID, p.ClientID, p.IdempotencyKey, p.Amount.Minor, p.Amount.Currency, string(p.Method),
 		p.CreatedAt, string(p.Status), p.Captured.Minor, optionalTime(p.CapturedAt),
-		p.Processor, optional(p.ProcessorReference), optional(p.DeclineCode), optional(p.PaymentMethodToken))
+		p.Processor, optional(p.ProcessorReference), optional(p.DeclineCode), optional(p.PaymentMethodToken), foreseen)
 	if err != nil {
 		return fmt.Errorf("insert payment: %w", err)
 	}
@@ -395,11 +396,15 @@ func (st *sqliteStore) claimDue(ctx context.Context, owner string, until, now ti
 	return sqlq.Collect(ctx, st.lite, sqliteSQL.SQL("claim_due"), []any{owner, until, now, limit, processors[0], processors[1]}, scanID)
 }
 
-// insertOperation stores a create's processor operation: what
-// create_batch's "operation" writes on PostgreSQL. A foreseen answer is
-// stored settled and marked foreseen, its call read from the operation.
+// insertOperation stores a create's processor operation, if it has one
+// (createPlan.storesOperation): what create_batch's "operation" writes on
+// PostgreSQL. A foreseen answer is stored settled and marked foreseen, its
+// call read from the operation.
 func (tx liteTx) insertOperation(ctx context.Context, cmd *command, now time.Time) error {
 	pl := cmd.planned()
+	if !pl.storesOperation() {
+		return nil // the payment says it all (models.Payment.CreateForeseen)
+	}
 	var owner *string
 	var until, settled *time.Time
 	sends := 1

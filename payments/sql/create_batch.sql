@@ -26,9 +26,9 @@
 -- The processor (engine.go: createPlan): $16 the status each payment
 -- starts in (the foreseen answer, or PROCESSING), $17 the processor's
 -- name, $18 references, $19 decline codes, $20 payment method tokens,
--- $21 operation ids, $22 operation states (SUCCEEDED or DECLINED: settled
--- here and marked foreseen, their call read from the operation itself by
--- processor_calls_of; PENDING: leased to the request, which asks next), $23 the operations' requests (JSON); then $24 the lease's
+-- $21 operation ids, $22 operation states (SUCCEEDED or DECLINED: the
+-- answer foreseen, see "operation" below; PENDING: leased to the request,
+-- which asks next), $23 the operations' requests (JSON); then $24 the lease's
 -- owner, $25 its end, $26 when an operation left unsettled is first due
 -- for recovery.
 -- Result rows (resultRow in store_postgres.go, without its refund
@@ -72,18 +72,24 @@ claimed AS (
 -- created: the payment of each claimed key. Nothing is returned: the
 -- payment is exactly what the request and $14 say, and Go builds the
 -- answer from them (createdPayment), which spares reading 14 columns back
--- per create.
+-- per create. create_foreseen: see "operation".
 created AS (
 	INSERT INTO payments (id, client_id, idempotency_key, amount_minor, currency, method, created_at,
 	                      status, captured_minor, captured_at, refunded_minor, replay_count, rejected_count,
-	                      processor, processor_reference, decline_code, payment_method_token, reserved_minor)
+	                      processor, processor_reference, decline_code, payment_method_token, reserved_minor,
+	                      create_foreseen)
 	SELECT payment_id, client_id, idempotency_key, amount_minor, currency, method, $14,
-	       status, captured_minor, captured_at, 0, 0, 0, $17, reference, decline_code, token, 0
+	       status, captured_minor, captured_at, 0, 0, 0, $17, reference, decline_code, token, 0,
+	       op_state <> 'PENDING' AND status <> 'PENDING'
 	FROM claimed
 ),
--- operation: each payment's processor operation, settled and foreseen
--- when its answer was foreseen (its one call is the operation itself:
--- processor_calls_of), else leased to the request that asks next.
+-- operation: each payment's processor operation, leased to the request
+-- that asks next; or, for an answer foreseen that leaves the payment
+-- PENDING (polls read its key), settled and marked foreseen (its one call
+-- is the operation itself). An answer foreseen that settles the payment
+-- for good stores no operation: the payment is marked create_foreseen and
+-- its call read from it (createPlan.storesOperation says the same in Go;
+-- processor_calls_of reads both).
 operation AS (
 	INSERT INTO processor_operations (id, payment_id, operation, processor, key, amount_minor, currency, request,
 	                                  state, code, sends, lease_owner, lease_until, next_try_at, created_at, settled_at,
@@ -92,7 +98,7 @@ operation AS (
 	       op_state, decline_code, CASE WHEN op_state = 'PENDING' THEN 0 ELSE 1 END,
 	       CASE WHEN op_state = 'PENDING' THEN $24::text END, CASE WHEN op_state = 'PENDING' THEN $25::timestamptz END,
 	       $26, $14, CASE WHEN op_state = 'PENDING' THEN NULL ELSE $14::timestamptz END, op_state <> 'PENDING'
-	FROM claimed
+	FROM claimed WHERE op_state = 'PENDING' OR status = 'PENDING'
 ),
 -- created_event: each created payment's PAYMENT_CREATED event, written by
 -- this statement and so committed with the payment or not at all: the

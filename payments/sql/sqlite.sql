@@ -7,8 +7,9 @@
 -- (steps.go) says a create makes, nothing replayed or rejected yet.
 INSERT INTO payments (id, client_id, idempotency_key, amount_minor, currency, method,
                       created_at, status, captured_minor, refunded_minor, captured_at, replay_count, rejected_count,
-                      processor, processor_reference, decline_code, payment_method_token, reserved_minor)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 0, $10, 0, 0, $11, $12, $13, $14, 0)
+                      processor, processor_reference, decline_code, payment_method_token, reserved_minor,
+                      create_foreseen)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 0, $10, 0, 0, $11, $12, $13, $14, 0, $15)
 
 -- name: insert_refund
 -- Creates the refund an applied refund request made.
@@ -40,8 +41,12 @@ FROM refunds WHERE payment_id IN (SELECT value FROM json_each($1)) ORDER BY paym
 -- The processor calls of the payments whose ids are in the JSON array $1,
 -- as PostgreSQL's processor_calls_of.
 SELECT payment_id, operation, processor_key, outcome, code, at, duration_ms FROM (
-	SELECT payment_id, operation, key AS processor_key, state AS outcome, code, created_at AS at, 0 AS duration_ms,
-	       0 AS id
+	SELECT id AS payment_id, 'CREATE_PAYMENT' AS operation, 'cmpay_op_' || substr(id, 5) AS processor_key,
+	       CASE WHEN status = 'DECLINED' THEN 'DECLINED' ELSE 'SUCCEEDED' END AS outcome, decline_code AS code,
+	       created_at AS at, 0 AS duration_ms, 0 AS id
+	FROM payments WHERE id IN (SELECT value FROM json_each($1)) AND create_foreseen
+	UNION ALL
+	SELECT payment_id, operation, key, state, code, created_at, 0, 0
 	FROM processor_operations WHERE payment_id IN (SELECT value FROM json_each($1)) AND foreseen
 	UNION ALL
 	SELECT payment_id, operation, processor_key, outcome, code, at, duration_ms, id
