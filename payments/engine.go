@@ -76,6 +76,9 @@ func (s *Service) Create(ctx context.Context, req CreateRequest) (CreateResult, 
 	if err != nil {
 		return CreateResult{}, fmt.Errorf("create payment: %w", err)
 	}
+	if a.outcome == OutcomeCreated && cmd.plan.opState != opPending {
+		s.onCall(OpCreate, cmd.plan.call, cmd.plan.took) // the foreseen call, stored
+	}
 	if a.outcome == OutcomeCreated && cmd.plan.opState == opPending {
 		// Phases 2 and 3: the payment is stored PROCESSING; ask.
 		if a.payment, err = s.askCreate(ctx, cmd); err != nil {
@@ -131,6 +134,9 @@ func (s *Service) changeBy(ctx context.Context, cmd *command) (ChangeResult, err
 			return ChangeResult{}, err
 		}
 		if a.kind != answerNotForeseen {
+			if a.outcome == OutcomeApplied {
+				s.onCall(cmd.op, CallSucceeded, 0) // the foreseen call the statement stored
+			}
 			return ChangeResult{Payment: a.payment, Refund: a.refund, Replayed: a.outcome == OutcomeReplayed}, nil
 		}
 	}

@@ -75,6 +75,11 @@ type createPlan struct {
 	request string // the operation's request, JSON (opRequest)
 	lease   leaseTerms
 	preq    processor.CreatePaymentRequest
+	// call and took are the foreseen call's outcome and duration, told to
+	// OnProcessorCall only if the payment is created with it: a request
+	// that turns out to be a replay stores no call.
+	call CallOutcome
+	took time.Duration
 }
 
 // storesOperation says whether the create stores an operation row: when
@@ -98,7 +103,8 @@ func (cmd *command) planned() *createPlan {
 // approvedPlan is a create approved at once by the sandbox.
 func approvedPlan(cmd *command) *createPlan {
 	id := createOpID(cmd.newID)
-	pl := &createPlan{processor: processor.NameSandbox, status: StatusAuthorized, opID: id, opState: opSucceeded, request: "{}"}
+	pl := &createPlan{processor: processor.NameSandbox, status: StatusAuthorized, opID: id, opState: opSucceeded, request: "{}",
+		call: CallSucceeded}
 	if cmd.capture {
 		pl.status = StatusCaptured
 	}
@@ -163,12 +169,12 @@ func (s *Service) planCreate(ctx context.Context, cmd *command) {
 	res, err := s.proc.CreatePayment(callCtx, pl.preq)
 	took := time.Since(start)
 	out := createOutcome(res, err)
-	s.onCall(OpCreate, out.call, took)
 	if !out.settled {
 		return // not foreseen after all: stored PROCESSING and asked again
 	}
 	pl.status, pl.opState = out.status, out.opState
 	pl.reference, pl.declineCode = optional(out.reference), optional(out.code)
+	pl.call, pl.took = out.call, took
 }
 
 // optional is nil for "".

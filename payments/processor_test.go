@@ -743,3 +743,50 @@ func TestChangesGoToThePaymentsProcessor(t *testing.T) {
 		}
 	})
 }
+
+// OnProcessorCall is told of a foreseen call once it is stored, as
+// processorCalls lists it: the create that made its payment and the
+// capture and refund the batch statements applied, not their replays nor
+// a replay of the create.
+func TestForeseenCallsCountedOnceStored(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		var mu sync.Mutex
+		var told []string
+		svc := mustService(t, db.Gorm, payments.Config{KeyTTL: testTTL,
+			OnProcessorCall: func(op payments.Operation, outcome payments.CallOutcome, _ time.Duration) {
+				mu.Lock()
+				defer mu.Unlock()
+				told = append(told, fmt.Sprintf("%s %s", op, outcome))
+			}})
+		no := false
+		req := card("counted")
+		req.Capture = &no
+		var p payments.Payment
+		for range 3 { // the create, then two replays
+			res, err := svc.Create(t.Context(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p = res.Payment
+		}
+		for range 2 {
+			if _, err := svc.Capture(t.Context(), payments.CaptureRequest{PaymentID: p.ID, IdempotencyKey: "counted-c"}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := svc.Refund(t.Context(), payments.RefundRequest{PaymentID: p.ID, IdempotencyKey: "counted-r", Amount: new("1")}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		calls, err := svc.ProcessorCallsOf(t.Context(), []payments.Payment{p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		want := []string{"CREATE_PAYMENT SUCCEEDED", "CAPTURE_PAYMENT SUCCEEDED", "REFUND_PAYMENT SUCCEEDED"}
+		if !slices.Equal(told, want) || len(calls[0]) != len(want) {
+			t.Errorf("told of %q with %d calls stored, want %q, one stored each", told, len(calls[0]), want)
+		}
+	})
+}
