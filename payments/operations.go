@@ -88,7 +88,9 @@ type createPlan struct {
 // later: polls read its operation). A foreseen answer that settles the
 // payment for good is stored with the payment alone
 // (models.Payment.CreateForeseen); create_batch.sql says the same in SQL.
-func (pl *createPlan) storesOperation() bool { return pl.opState == opPending || pl.status == StatusPending }
+func (pl *createPlan) storesOperation() bool {
+	return pl.opState == opPending || pl.status == StatusPending
+}
 
 // planned is cmd's plan: the Service's (planCreate), or for a command
 // built without one (the engine's own tests), a create the sandbox
