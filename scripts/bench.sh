@@ -4,7 +4,7 @@
 # 10,000 and 1,000,000 stored payments, and the SQLite mode. Starts
 # PostgreSQL as the tests do. Takes about fifteen minutes; the results
 # replace the section of docs/benchmarks/README.md.
-#   ./scripts/bench.sh                 (flags go to cmd/cmpay-bench: -duration 15s -clients 16 -capture-rate 15000 …)
+#   ./scripts/bench.sh                 (flags go to cmd/cmpay-bench: -duration 15s -clients 16 -capture-rate 25000 …)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh

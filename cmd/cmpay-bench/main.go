@@ -56,7 +56,7 @@ var (
 	soakFor     = flag.Duration("soak", 0, "instead of the benchmark, soak the server with mixed traffic at 32 clients for this long")
 	cpuProfile  = flag.String("cpuprofile", "", "a directory: each server's CPU profile over each measured run is written there "+
 		"(the server runs with DEBUG_ADDR; profiling costs the server a few percent)")
-	maxRate = flag.Int("capture-rate", 15000, "the most captures per second any capture run can make: "+
+	maxRate = flag.Int("capture-rate", 25000, "the most captures per second any capture run can make: "+
 		"each authorization is captured once, so that many per second of the run are stored beforehand")
 )
 
