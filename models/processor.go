@@ -42,18 +42,13 @@ type ProcessorOperation struct {
 	LastError *string   `gorm:"size:500"`
 	CreatedAt time.Time `gorm:"not null;autoCreateTime:false"`
 	SettledAt *time.Time
-	// Foreseen marks an operation answered before it was stored (the
-	// sandbox's create of a Pix or boleto left PENDING; a create answered
-	// for good stores no operation: Payment.CreateForeseen): its one call
-	// is the operation itself, at CreatedAt, with no ProcessorCall row.
-	Foreseen bool `gorm:"not null;default:false"`
 }
 
 // ProcessorCall is one call made to the processor for an operation: a
 // write, or a read made to resolve it. Rows are only ever inserted. A
-// create answered as it was stored has no call row: its call is read from
-// its operation (ProcessorOperation.Foreseen) or, with none, its payment
-// (Payment.CreateForeseen), by the processor_calls_of statements.
+// create answered before it was stored has no call row (and no
+// operation): its call is read from its payment (Payment.CreateForeseen)
+// by the processor_calls_of statements.
 type ProcessorCall struct {
 	ID          int64  `gorm:"primaryKey;autoIncrement"`
 	OperationID string `gorm:"not null;size:40"`

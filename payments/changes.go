@@ -229,7 +229,7 @@ func (s *Service) storeChange(ctx context.Context, tx liteTx, cmd *command, p Pa
 	}
 	lease := s.lease()
 	_, err = tx.r.Exec(ctx, commonSQL.SQL("insert_operation"), id, p.ID, refundID, string(cmd.op), p.Processor,
-		amount, p.Amount.Currency, "{}", opPending, nil, 0, lease.owner, now.Add(lease.hold), now.Add(lease.due), now, nil, false)
+		amount, p.Amount.Currency, "{}", opPending, nil, 0, lease.owner, now.Add(lease.hold), now.Add(lease.due), now, nil)
 	if err != nil {
 		return started{}, fmt.Errorf("store processor operation: %w", err)
 	}

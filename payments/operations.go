@@ -82,15 +82,11 @@ type createPlan struct {
 	took time.Duration
 }
 
-// storesOperation says whether the create stores an operation row: when
-// the processor is asked after the payment is stored, and when a foreseen
-// answer leaves the payment PENDING (a Pix or boleto whose payer pays
-// later: polls read its operation). A foreseen answer that settles the
-// payment for good is stored with the payment alone
-// (models.Payment.CreateForeseen); create_batch.sql says the same in SQL.
-func (pl *createPlan) storesOperation() bool {
-	return pl.opState == opPending || pl.status == StatusPending
-}
+// storesOperation says whether the create stores an operation row: only
+// when the processor is asked after the payment is stored. A foreseen
+// answer is stored with the payment alone (models.Payment.CreateForeseen);
+// create_batch.sql says the same in SQL.
+func (pl *createPlan) storesOperation() bool { return pl.opState == opPending }
 
 // planned is cmd's plan: the Service's (planCreate), or for a command
 // built without one (the engine's own tests), a create the sandbox

@@ -64,8 +64,9 @@ type Config struct {
 	// RecoveryAfter is how long an unknown outcome waits before recovery
 	// resolves it (PROCESSOR_RECOVERY_AFTER). Zero means 30 s.
 	RecoveryAfter time.Duration
-	// OnProcessorCall, if set, is told of every processor call: its
-	// operation, outcome and duration (metrics hook in here).
+	// OnProcessorCall, if set, is told of every processor call stored (as
+	// processorCalls lists them): its operation, outcome and duration
+	// (metrics hook in here).
 	OnProcessorCall func(op Operation, outcome CallOutcome, took time.Duration)
 	// OnOperationSettled, if set, is told of every processor operation
 	// settled after it was stored unsettled; wasUnknown says an unknown

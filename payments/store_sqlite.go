@@ -396,26 +396,17 @@ func (st *sqliteStore) claimDue(ctx context.Context, owner string, until, now ti
 	return sqlq.Collect(ctx, st.lite, sqliteSQL.SQL("claim_due"), []any{owner, until, now, limit, processors[0], processors[1]}, scanID)
 }
 
-// insertOperation stores a create's processor operation, if it has one
-// (createPlan.storesOperation): what create_batch's "operation" writes on
-// PostgreSQL. A foreseen answer is stored settled and marked foreseen, its
-// call read from the operation.
+// insertOperation stores a create's processor operation, leased to the
+// request that asks next, if it has one (createPlan.storesOperation): what
+// create_batch's "operation" writes on PostgreSQL.
 func (tx liteTx) insertOperation(ctx context.Context, cmd *command, now time.Time) error {
 	pl := cmd.planned()
 	if !pl.storesOperation() {
 		return nil // the payment says it all (models.Payment.CreateForeseen)
 	}
-	var owner *string
-	var until, settled *time.Time
-	sends := 1
-	if pl.opState == opPending {
-		owner, until, sends = &pl.lease.owner, new(now.Add(pl.lease.hold)), 0
-	} else {
-		settled = &now
-	}
 	_, err := tx.r.Exec(ctx, commonSQL.SQL("insert_operation"), pl.opID, cmd.newID, nil, string(OpCreate), pl.processor,
-		cmd.amount.Minor, cmd.amount.Currency, pl.request, pl.opState, pl.declineCode, sends, owner, until,
-		now.Add(pl.lease.due), now, settled, pl.opState != opPending)
+		cmd.amount.Minor, cmd.amount.Currency, pl.request, pl.opState, nil, 0, pl.lease.owner, now.Add(pl.lease.hold),
+		now.Add(pl.lease.due), now, nil)
 	if err != nil {
 		return fmt.Errorf("store processor operation: %w", err)
 	}

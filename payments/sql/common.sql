@@ -196,13 +196,12 @@ SELECT * FROM (
 -- PostgreSQL's creates store theirs in create_batch): $1 id, $2 payment,
 -- $3 refund, $4 operation, $5 processor, $6 amount, $7 currency, $8 request
 -- (JSON), $9 state, $10 code, $11 sends, $12 lease owner, $13 lease end,
--- $14 next try, $15 now, $16 settled at (NULL while unsettled), $17 foreseen
--- (models.ProcessorOperation.Foreseen: answered before it was stored).
+-- $14 next try, $15 now, $16 settled at (NULL while unsettled).
 INSERT INTO processor_operations (id, payment_id, refund_id, operation, processor, key, amount_minor, currency,
                                   request, state, code, sends, lease_owner, lease_until, next_try_at, created_at,
-                                  settled_at, foreseen)
+                                  settled_at)
 VALUES (CAST($1 AS TEXT), $2, $3, $4, $5, 'cmpay_' || CAST($1 AS TEXT), $6, $7, $8, $9, $10, $11, $12, $13, $14, $15,
-        $16, $17)
+        $16)
 
 -- name: insert_call
 -- Records one processor call of an operation: $1 operation id, $2 payment,

@@ -27,8 +27,8 @@
 -- starts in (the foreseen answer, or PROCESSING), $17 the processor's
 -- name, $18 references, $19 decline codes, $20 payment method tokens,
 -- $21 operation ids, $22 operation states (SUCCEEDED or DECLINED: the
--- answer foreseen, see "operation" below; PENDING: leased to the request,
--- which asks next), $23 the operations' requests (JSON); then $24 the lease's
+-- answer foreseen, stored with the payment; PENDING: an operation leased
+-- to the request, which asks next), $23 the operations' requests (JSON); then $24 the lease's
 -- owner, $25 its end, $26 when an operation left unsettled is first due
 -- for recovery.
 -- Result rows (resultRow in store_postgres.go, without its refund
@@ -80,25 +80,19 @@ created AS (
 	                      create_foreseen)
 	SELECT payment_id, client_id, idempotency_key, amount_minor, currency, method, $14,
 	       status, captured_minor, captured_at, 0, 0, 0, $17, reference, decline_code, token, 0,
-	       op_state <> 'PENDING' AND status <> 'PENDING'
+	       op_state <> 'PENDING'
 	FROM claimed
 ),
--- operation: each payment's processor operation, leased to the request
--- that asks next; or, for an answer foreseen that leaves the payment
--- PENDING (polls read its key), settled and marked foreseen (its one call
--- is the operation itself). An answer foreseen that settles the payment
--- for good stores no operation: the payment is marked create_foreseen and
--- its call read from it (createPlan.storesOperation says the same in Go;
--- processor_calls_of reads both).
+-- operation: the processor operation of each payment whose processor is
+-- asked next, leased to the request that asks. A foreseen answer stores
+-- none: the payment is marked create_foreseen and its one call read from
+-- it (processor_calls_of; createPlan.storesOperation says the same in Go).
 operation AS (
 	INSERT INTO processor_operations (id, payment_id, operation, processor, key, amount_minor, currency, request,
-	                                  state, code, sends, lease_owner, lease_until, next_try_at, created_at, settled_at,
-	                                  foreseen)
+	                                  state, code, sends, lease_owner, lease_until, next_try_at, created_at)
 	SELECT op_id, payment_id, 'CREATE_PAYMENT', $17, 'cmpay_' || op_id, amount_minor, currency, op_request,
-	       op_state, decline_code, CASE WHEN op_state = 'PENDING' THEN 0 ELSE 1 END,
-	       CASE WHEN op_state = 'PENDING' THEN $24::text END, CASE WHEN op_state = 'PENDING' THEN $25::timestamptz END,
-	       $26, $14, CASE WHEN op_state = 'PENDING' THEN NULL ELSE $14::timestamptz END, op_state <> 'PENDING'
-	FROM claimed WHERE op_state = 'PENDING' OR status = 'PENDING'
+	       op_state, NULL, 0, $24, $25, $26, $14
+	FROM claimed WHERE op_state = 'PENDING'
 ),
 -- created_event: each created payment's PAYMENT_CREATED event, written by
 -- this statement and so committed with the payment or not at all: the

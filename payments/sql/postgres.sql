@@ -73,18 +73,14 @@ FROM refunds WHERE payment_id = ANY($1::text[]) ORDER BY payment_id, created_at,
 -- The processor calls of the payments whose ids are in the array $1, each
 -- payment's oldest first, in scanProcessorCall's column order
 -- (ProcessorCallsOf): the rows of processor_calls, and the one call of a
--- create answered as it was stored, first among calls of the same time:
--- the foreseen operation itself (its outcome its state), or, with no
--- operation row, the payment marked create_foreseen (the operation's id
--- is "op_" and the payment's ULID: createOpID).
+-- create answered before it was stored, read from its payment (marked
+-- create_foreseen; the operation's id is "op_" and the payment's ULID:
+-- createOpID), first among calls of the same time.
 SELECT payment_id, operation, processor_key, outcome, code, at, duration_ms FROM (
 	SELECT id AS payment_id, 'CREATE_PAYMENT' AS operation, 'cmpay_op_' || substr(id, 5) AS processor_key,
 	       CASE WHEN status = 'DECLINED' THEN 'DECLINED' ELSE 'SUCCEEDED' END AS outcome, decline_code AS code,
 	       created_at AS at, 0 AS duration_ms, 0 AS id
 	FROM payments WHERE id = ANY($1::text[]) AND create_foreseen
-	UNION ALL
-	SELECT payment_id, operation, key, state, code, created_at, 0, 0
-	FROM processor_operations WHERE payment_id = ANY($1::text[]) AND foreseen
 	UNION ALL
 	SELECT payment_id, operation, processor_key, outcome, code, at, duration_ms, id
 	FROM processor_calls WHERE payment_id = ANY($1::text[])

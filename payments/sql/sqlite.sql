@@ -46,9 +46,6 @@ SELECT payment_id, operation, processor_key, outcome, code, at, duration_ms FROM
 	       created_at AS at, 0 AS duration_ms, 0 AS id
 	FROM payments WHERE id IN (SELECT value FROM json_each($1)) AND create_foreseen
 	UNION ALL
-	SELECT payment_id, operation, key, state, code, created_at, 0, 0
-	FROM processor_operations WHERE payment_id IN (SELECT value FROM json_each($1)) AND foreseen
-	UNION ALL
 	SELECT payment_id, operation, processor_key, outcome, code, at, duration_ms, id
 	FROM processor_calls WHERE payment_id IN (SELECT value FROM json_each($1))
 ) AS calls ORDER BY payment_id, at, id
