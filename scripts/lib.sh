@@ -52,6 +52,7 @@ ensure_postgres() {
   fi
 
   CMPAY_PG_DIR=$(mktemp -d "${TMPDIR:-/tmp}/cmpay-pg.XXXXXX")
+  trap stop_postgres EXIT # from here, so that a failed start leaves nothing behind
   if [ "$(id -u)" = 0 ]; then
     id postgres >/dev/null 2>&1 || useradd --system --home-dir /var/lib/postgresql postgres
     chown postgres "$CMPAY_PG_DIR"
@@ -61,21 +62,21 @@ ensure_postgres() {
   # A port nobody listened on a moment ago can still be refused: another
   # program's connection may hold it as its own (ephemeral) end, which
   # free_port cannot see. Then the next port is tried, a few times.
-  local port=54329 try
+  local port=54329 try seen
   for try in 1 2 3 4 5; do
     port=$(free_port "$port")
     log "starting a throwaway PostgreSQL ($("$bin/postgres" --version | awk '{print $3}')) on 127.0.0.1:$port"
+    seen=$(cat "$CMPAY_PG_DIR/server.log" 2>/dev/null | wc -l) # pg_ctl appends: read this try's lines only
     # Durability is not under test here; speed is welcome.
     run_pg "$bin/pg_ctl" -D "$CMPAY_PG_DIR/data" -l "$CMPAY_PG_DIR/server.log" -w -t 60 \
       -o "-p $port -k $CMPAY_PG_DIR -c listen_addresses=127.0.0.1 -c max_connections=500 -c fsync=off -c synchronous_commit=off -c full_page_writes=off" \
       start >/dev/null && break
-    if [ "$try" = 5 ] || ! grep -q "could not create any TCP/IP sockets" "$CMPAY_PG_DIR/server.log"; then
+    if [ "$try" = 5 ] || ! tail -n "+$((seen + 1))" "$CMPAY_PG_DIR/server.log" | grep -q "could not create any TCP/IP sockets"; then
       cat "$CMPAY_PG_DIR/server.log" >&2
       return 1
     fi
     port=$((port + 1))
   done
-  trap stop_postgres EXIT
   export CMPAY_TEST_DATABASE_URL="postgres://postgres@127.0.0.1:$port/postgres?sslmode=disable"
 }
 
