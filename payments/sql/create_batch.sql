@@ -23,14 +23,14 @@
 -- in minor units, $7 currencies, $8 methods, $9 capture (false: authorize
 -- only), $10 transports, $11 actors, $12 actor addresses. Then $13 the
 -- fingerprint version, $14 now, $15 expired-before (now less the TTL).
--- The processor (engine.go: createPlan): $16 the status each payment
+-- The processor (operations.go: createPlan): $16 the status each payment
 -- starts in (the foreseen answer, or PROCESSING), $17 the processor's
 -- name, $18 references, $19 decline codes, $20 payment method tokens,
 -- $21 operation ids, $22 operation states (SUCCEEDED or DECLINED: the
 -- answer foreseen, stored with the payment; PENDING: an operation leased
--- to the request, which asks next), $23 the operations' requests (JSON); then $24 the lease's
--- owner, $25 its end, $26 when an operation left unsettled is first due
--- for recovery.
+-- to the request, which asks next), $23 the operations' requests (JSON);
+-- then $24 the lease's owner, $25 its end, $26 when an operation left
+-- unsettled is first due for recovery.
 -- Result rows (resultRow in store_postgres.go, without its refund
 -- columns): the request's position, its outcome, the payment (of a
 -- REPLAYED row) and the held key (of a HELD row, as JSON: heldRow). A
