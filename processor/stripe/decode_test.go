@@ -107,7 +107,7 @@ func mustUnescape(t *testing.T, s string) string {
 // createIntent sends what stripe-go's V1PaymentIntents.Create would for
 // the same parameters, headers and body alike, for every shape of create
 // createParams makes (each method, with and without a token, captured or
-// not): createForm encodes by hand what stripe-go encodes by reflection.
+// not): createIntent calls stripe-go's backend itself, to decode less.
 func TestCreateIntentSendsWhatStripeGoWould(t *testing.T) {
 	type request struct {
 		header http.Header

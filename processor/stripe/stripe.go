@@ -25,16 +25,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/cmpay/cmpay/processor"
 	stripeapi "github.com/stripe/stripe-go/v82"
-	"github.com/stripe/stripe-go/v82/form"
 )
 
 // Connector is the Stripe processor. It is safe for concurrent use.
@@ -165,53 +162,21 @@ func (c *Connector) CreatePayment(ctx context.Context, req processor.CreatePayme
 	return paymentFrom(pi), nil
 }
 
-// createIntent is V1PaymentIntents.Create, the same request through
-// stripe-go's backend (CallRaw, which Call ends in: the same headers,
-// errors and connection), with the form encoded by createForm instead of
-// by reflection and the answer decoded into only the PaymentIntent fields
-// paymentFrom reads. The two took about 8% of the server's CPU per create
+// createIntent is V1PaymentIntents.Create, the same call of stripe-go's
+// backend (the same request, errors and connection), with the answer
+// decoded into only the PaymentIntent fields paymentFrom reads. Decoding
+// the whole PaymentIntent, through its UnmarshalJSON for expandable
+// fields, took about 5% of the server's CPU per create
 // (docs/benchmarks/2026-12-06-stripe-path-cpu.md). Not the raw request
 // API: stripe-go v82.5.1's RawRequest dereferences a nil response on a
 // connection error (TestWriteFaults).
 func (c *Connector) createIntent(ctx context.Context, params *stripeapi.PaymentIntentCreateParams) (*stripeapi.PaymentIntent, error) {
 	params.Context = ctx
 	var f intentFields
-	body := []byte(createForm(params).Encode())
-	if err := c.backend.CallRaw(http.MethodPost, "/v1/payment_intents", c.key, body, &params.Params, &f); err != nil {
+	if err := c.backend.Call(http.MethodPost, "/v1/payment_intents", c.key, params, &f); err != nil {
 		return nil, err
 	}
 	return f.intent(), nil
-}
-
-// createForm is the form stripe-go encodes for p (form.AppendTo), for the
-// fields createParams sets; TestCreateIntentSendsWhatStripeGoWould
-// compares the two, and the whole request, for every shape of create.
-func createForm(p *stripeapi.PaymentIntentCreateParams) *form.Values {
-	v := &form.Values{}
-	add := func(key string, s *string) {
-		if s != nil {
-			v.Add(key, *s)
-		}
-	}
-	if p.Amount != nil {
-		v.Add("amount", strconv.FormatInt(*p.Amount, 10))
-	}
-	add("capture_method", p.CaptureMethod)
-	if p.Confirm != nil {
-		v.Add("confirm", strconv.FormatBool(*p.Confirm))
-	}
-	add("currency", p.Currency)
-	for _, k := range slices.Sorted(maps.Keys(p.Metadata)) { // stripe-go's order
-		v.Add("metadata["+k+"]", p.Metadata[k])
-	}
-	add("payment_method", p.PaymentMethod)
-	if p.PaymentMethodData != nil {
-		add("payment_method_data[type]", p.PaymentMethodData.Type)
-	}
-	for i, t := range p.PaymentMethodTypes {
-		add("payment_method_types["+strconv.Itoa(i)+"]", t)
-	}
-	return v
 }
 
 // intentFields are the fields of a PaymentIntent that paymentFrom reads,
