@@ -38,17 +38,26 @@ func StartCluster(t testing.TB) *Cluster {
 	return c
 }
 
+// pgBinDir is CMPAY_PG_BIN, or else the bin directory of the newest
+// PostgreSQL under /usr/lib/postgresql; "" if there is none.
+func pgBinDir() string {
+	if bin := os.Getenv("CMPAY_PG_BIN"); bin != "" {
+		return bin
+	}
+	found, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	sort.Strings(found)
+	if len(found) == 0 {
+		return ""
+	}
+	return found[len(found)-1]
+}
+
 // newCluster reserves a directory and a port; it creates no data.
 func newCluster(t testing.TB, settings ...string) *Cluster {
 	t.Helper()
-	bin := os.Getenv("CMPAY_PG_BIN")
+	bin := pgBinDir()
 	if bin == "" {
-		found, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
-		sort.Strings(found)
-		if len(found) == 0 {
-			t.Fatal("no PostgreSQL server programs: set CMPAY_PG_BIN or run ./scripts/test.sh, which installs them")
-		}
-		bin = found[len(found)-1]
+		t.Fatal("no PostgreSQL server programs: set CMPAY_PG_BIN or run ./scripts/test.sh, which installs them")
 	}
 	dir, err := os.MkdirTemp("", "cmpay-cluster-")
 	if err != nil {

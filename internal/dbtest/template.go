@@ -3,12 +3,12 @@ package dbtest
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 
@@ -76,7 +76,8 @@ func dumpMigratedSchema(serverURL string) (pgTemplate, error) {
 		"--inserts", "--rows-per-insert=500").Output()
 	if err != nil {
 		var stderr string
-		if ee, ok := err.(*exec.ExitError); ok {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
 			stderr = string(ee.Stderr)
 		}
 		return pgTemplate{}, fmt.Errorf("pg_dump the migrated schema: %w: %s", err, stderr)
@@ -122,18 +123,13 @@ func execScript(script string) error {
 	return err
 }
 
-// findPGDump returns the pg_dump of CMPAY_PG_BIN, or of the newest
-// PostgreSQL under /usr/lib/postgresql, or the one on PATH; "" if none.
+// findPGDump returns the pg_dump beside the server programs the clusters
+// use (pgBinDir), or the one on PATH; "" if none.
 func findPGDump() string {
-	if bin := os.Getenv("CMPAY_PG_BIN"); bin != "" {
+	if bin := pgBinDir(); bin != "" {
 		if p := filepath.Join(bin, "pg_dump"); fileExists(p) {
 			return p
 		}
-	}
-	found, _ := filepath.Glob("/usr/lib/postgresql/*/bin/pg_dump")
-	sort.Strings(found)
-	if len(found) > 0 {
-		return found[len(found)-1]
 	}
 	p, _ := exec.LookPath("pg_dump")
 	return p
