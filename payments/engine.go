@@ -76,14 +76,15 @@ func (s *Service) Create(ctx context.Context, req CreateRequest) (CreateResult, 
 	if err != nil {
 		return CreateResult{}, fmt.Errorf("create payment: %w", err)
 	}
-	if a.outcome == OutcomeCreated && cmd.plan.opState != opPending {
-		s.onCall(OpCreate, cmd.plan.call, cmd.plan.took) // the foreseen call, stored
-	}
-	if a.outcome == OutcomeCreated && cmd.plan.opState == opPending {
+	switch {
+	case a.outcome != OutcomeCreated: // a replay stores no call
+	case cmd.plan.storesOperation():
 		// Phases 2 and 3: the payment is stored PROCESSING; ask.
 		if a.payment, err = s.askCreate(ctx, cmd); err != nil {
 			return CreateResult{}, fmt.Errorf("create payment %s: %w", cmd.newID, err)
 		}
+	default:
+		s.onCall(OpCreate, cmd.plan.call, cmd.plan.took) // the foreseen call, stored with the payment
 	}
 	return CreateResult{Payment: a.payment, Replayed: a.outcome == OutcomeReplayed}, nil
 }
