@@ -295,8 +295,8 @@ type Refund struct {
 // Foreseer is a Processor some of whose answers are known before it is
 // asked: a pure function of the request, given at once, with no state kept
 // and no money moved anywhere (the sandbox). The engine may then ask it
-// before storing anything and store the answer with the operation in one
-// statement, where it would otherwise store first and ask second.
+// before storing anything and store the answer in the statement that
+// stores the payment, where it would otherwise store first and ask second.
 type Foreseer interface {
 	// ForeseesCreate says whether CreatePayment answers req at once.
 	ForeseesCreate(req CreatePaymentRequest) bool
