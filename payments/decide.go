@@ -34,13 +34,16 @@ import (
 // operation and amount (TestLifecycleRules).
 //
 // decide is the only place a held key's verdict is made; settleHeld
-// (engine.go) acts on it, for both stores. One verdict is also written in
-// SQL, because it is the common one and settling it in the claim's own
-// statement saves PostgreSQL a round trip: a key of the current version,
-// not expired, whose fingerprint is the request's, is a replay (the batch
-// statements' "replay"). TestBatchStatementsAgreeWithDecide checks, for
-// every operation and every way a key can be held, that what a statement
-// settles is what decide says; everything else comes back to decide.
+// (engine.go) acts on it, for both stores. The two common verdicts are
+// also written in SQL, because settling them in the claim's own statement
+// saves PostgreSQL a round trip and a second statement: a key of the
+// current version, not expired, whose fingerprint is the request's, is a
+// replay (the batch statements' "replay"); a create's such key with
+// another fingerprint, met by a create, is a rejection (create_batch's
+// "reject"; Go still names the fields that differ).
+// TestBatchStatementsAgreeWithDecide checks, for every operation and every
+// way a key can be held, that what a statement settles is what decide
+// says; everything else comes back to decide.
 
 // heldKey is a key a request found already used.
 type heldKey struct {

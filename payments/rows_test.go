@@ -11,8 +11,9 @@ import (
 
 // TestResultRowKey: a batch statement's HELD row carries its key, and a
 // REPLAYED row none; a HELD row without one is an error, never a nil key
-// for the engine to dereference. A REJECTED row is an error too: a
-// rejection is decide's alone to make, in Go.
+// for the engine to dereference. A REJECTED row (create_batch's) carries
+// its payment and the key, for the fields that differ; for anything but a
+// create it is an error, as the change statement settles no rejection.
 func TestResultRowKey(t *testing.T) {
 	t.Parallel()
 	// The held key as PostgreSQL's json_build_object writes it, its time
@@ -38,8 +39,10 @@ func TestResultRowKey(t *testing.T) {
 		{"held key", withKey(row(rowHeld)), true, ""},
 		{"held key without its payment", withKey(resultRow{n: 1, outcome: rowHeld}), true, ""},
 		{"held key's time in another zone", withKeyAt(row(rowHeld), "2026-12-03T21:30:00.123456+05:30"), true, ""},
-		{"rejection", withKey(row(string(OutcomeRejected))), false, "unexpected outcome"},
+		{"rejection", withKey(row(string(OutcomeRejected))), true, ""},
 		{"held without its key", row(rowHeld), false, "names no key"},
+		{"rejection without its key", row(string(OutcomeRejected)), false, "names no key"},
+		{"rejection without its payment", withKey(resultRow{n: 1, outcome: string(OutcomeRejected)}), false, "names no payment"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a, err := tc.row.answer(&command{op: OpCreate}, time.Now())
@@ -51,6 +54,9 @@ func TestResultRowKey(t *testing.T) {
 			}
 			if err != nil {
 				t.Fatal(err)
+			}
+			if tc.row.outcome == string(OutcomeRejected) && (a.kind != answerSettled || a.outcome != OutcomeRejected) {
+				t.Errorf("answer() = %+v, want a settled rejection", a)
 			}
 			if (a.held != nil) != tc.wantKey {
 				t.Errorf("answer().held = %+v, want a key: %v", a.held, tc.wantKey)
@@ -70,6 +76,16 @@ func TestResultRowKey(t *testing.T) {
 				t.Errorf("answer().held = %+v, want %+v", got, want)
 			}
 		})
+	}
+}
+
+// TestResultRowRejectionOfAChange: only create_batch settles a rejection;
+// a REJECTED row for a capture is an error, not an answer.
+func TestResultRowRejectionOfAChange(t *testing.T) {
+	t.Parallel()
+	r := resultRow{n: 1, outcome: string(OutcomeRejected), held: pgtype.Text{Valid: true, String: `{"id": 7}`}}
+	if a, err := r.answer(&command{op: OpCapture}, time.Now()); err == nil {
+		t.Fatalf("answer() = %+v, nil; want an error", a)
 	}
 }
 

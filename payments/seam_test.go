@@ -206,6 +206,25 @@ func (m Seam) heldKey(ctx context.Context, client, key string) (*heldKey, error)
 	return scanHeld(r.QueryRow(ctx, commonSQL.SQL("read_key"), client, key))
 }
 
+// SettleHeld is the engine's answer to req when a statement leaves its
+// key, which client holds, to the engine: decide's verdict, recorded by
+// settleHeld.
+func (m Seam) SettleHeld(ctx context.Context, req Request, client string) (Answer, error) {
+	cmd, err := req.command()
+	if err != nil {
+		return Answer{}, err
+	}
+	held, err := m.heldKey(ctx, client, cmd.key)
+	if err != nil {
+		return Answer{}, err
+	}
+	a, err := settleHeld(ctx, m.s, cmd, held, m.s.now(), m.s.keyTTL)
+	if err != nil {
+		return Answer{}, err
+	}
+	return answerOf(cmd, a), nil
+}
+
 // ForgetKey is the store's forgetKey.
 func (m Seam) ForgetKey(ctx context.Context, id int64, expiredBefore time.Time) error {
 	return m.s.store.forgetKey(ctx, id, expiredBefore)

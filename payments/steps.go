@@ -88,7 +88,8 @@ func createdPayment(cmd *command, now time.Time) Payment {
 // or just after the key's first use if that is later. now is read before
 // the request reaches the database; one that waited while another request
 // used the key and committed would otherwise be recorded before the use it
-// replays ("replayed_attempt" in the batch statements does the same).
+// replays (the batch statements' "counted_attempt" and "replayed_attempt"
+// do the same).
 func notBefore(now time.Time, held *heldKey) time.Time {
 	if held == nil {
 		return now

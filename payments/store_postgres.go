@@ -260,15 +260,27 @@ func (r *resultRow) answer(cmd *command, now time.Time) (answer, error) {
 			return answer{}, err
 		}
 		return answer{kind: answerHeld, held: held}, nil
-	case string(OutcomeApplied), string(OutcomeReplayed), rowNotApplied:
+	case string(OutcomeApplied), string(OutcomeReplayed), rowNotApplied, string(OutcomeRejected):
 	default:
-		// A rejection is decide's alone to make, in Go.
 		return answer{}, fmt.Errorf("row %d: unexpected outcome %s", r.n, r.outcome)
+	}
+	var held *heldKey
+	if r.outcome == string(OutcomeRejected) {
+		// create_batch rejected and recorded the reuse of a create's key;
+		// the error names the fields that differ from the key's params.
+		// The change statement leaves every rejection to the engine.
+		if cmd.op != OpCreate {
+			return answer{}, fmt.Errorf("row %d: %s for a %s", r.n, r.outcome, cmd.op)
+		}
+		var err error
+		if held, err = r.heldKey(); err != nil {
+			return answer{}, err
+		}
 	}
 	if !r.id.Valid {
 		return answer{}, fmt.Errorf("row %d (%s) names no payment", r.n, r.outcome)
 	}
-	a := answer{kind: answerSettled, outcome: Outcome(r.outcome), payment: r.payment(), refund: r.refund()}
+	a := answer{kind: answerSettled, outcome: Outcome(r.outcome), payment: r.payment(), refund: r.refund(), held: held}
 	if r.outcome == rowNotApplied {
 		a.kind = answerNotApplied
 	}

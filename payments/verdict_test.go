@@ -2,22 +2,28 @@ package payments_test
 
 import (
 	"fmt"
+	"reflect"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/cmpay/cmpay/internal/dbtest"
+	"github.com/cmpay/cmpay/models"
 	"github.com/cmpay/cmpay/payments"
 )
 
 // TestBatchStatementsAgreeWithDecide: decide (decide.go) is the one place
 // a held key's verdict is made, yet a store may settle a request it finds
 // a key held for in its own statement: PostgreSQL's batch statements
-// settle a replay of a key of the current version in SQL, SQLite's steps
-// call decide in their transaction. For every operation and every way a
+// settle a replay of a key of the current version in SQL, and create_batch
+// a rejection of another create's key too; SQLite's steps call decide in
+// their transaction. For every operation and every way a
 // key can be held, this asks decide for its verdict on the key as stored,
 // then sends the request as one statement: whatever the statement settles
 // must be that verdict's outcome, anything else must come back held, and
-// the engine must then reach the verdict. A replay of the same request
-// must be settled by the statement itself (the round trip it saves).
+// the engine must then reach the verdict. A replay of the same request,
+// and a create's rejection, must be settled by the statement itself (the
+// round trip it saves).
 func TestBatchStatementsAgreeWithDecide(t *testing.T) {
 	t.Parallel()
 	ops := []string{"create", "capture", "cancel", "refund"}
@@ -29,7 +35,9 @@ func TestBatchStatementsAgreeWithDecide(t *testing.T) {
 					b := setup(t, db)
 					h := &suite{bundle: b, seam: payments.SeamOf(b.svc)}
 					req, client := heldKeyCase(t, h, db, op, sit, op+"/"+sit)
-					checkAgreement(t, h, req, client, sit == "same fingerprint")
+					// What create_batch and change_batch settle themselves.
+					settles := sit == "same fingerprint" || op == "create" && sit == "other fingerprint"
+					checkAgreement(t, h, req, client, settles)
 				})
 			}
 		}
@@ -139,10 +147,80 @@ func checkAgreement(t *testing.T, h *suite, req payments.Request, client string,
 	case a.Kind != "held":
 		t.Fatalf("the statement answered %s; want settled as decide says (%s), or held", a.Kind, verdict)
 	case mustSettle:
-		t.Fatalf("the statement left a replay of the same request to the engine (held)")
+		t.Fatalf("the statement left a verdict it settles (%s) to the engine (held)", verdict)
 	}
 	// Held: the statement wrote nothing; the engine's answer is decide's.
 	if a = h.send(t, req); a.Kind != "settled" || !in(a.Outcome) {
 		t.Fatalf("the engine answered %s %s; decide says %s", a.Kind, a.Outcome, verdict)
 	}
+}
+
+// TestStatementRejectsAsTheEngineDoes: a create that reuses a create's key
+// with other parameters, rejected by create_batch on PostgreSQL, is
+// recorded as the engine records a rejection the statement leaves to it
+// (settleHeld): the same answer, the same attempt but for its key and
+// payment, the payment counted and stamped alike.
+func TestStatementRejectsAsTheEngineDoes(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		b := setup(t, db)
+		h := &suite{bundle: b, seam: payments.SeamOf(b.svc)}
+		const client = "client-1"
+		reuse := func(key string) payments.CreateRequest {
+			r := request(client, key, "2.00", "BRL", payments.MethodBoleto)
+			r.Origin = payments.Origin{Transport: "admin", Actor: "ana@example.com", Address: "192.0.2.7"}
+			return r
+		}
+		for _, key := range []string{"by-statement", "by-engine"} {
+			h.send(t, request(client, key, "10.50", "BRL", payments.MethodPix))
+		}
+		byStatement := h.batch(t, reuse("by-statement"))[0]
+		byEngine, err := h.seam.SettleHeld(t.Context(), reuse("by-engine"), client)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range []payments.Answer{byStatement, byEngine} {
+			if a.Kind != "settled" || a.Outcome != payments.OutcomeRejected {
+				t.Fatalf("answered %s %s; want settled REJECTED", a.Kind, a.Outcome)
+			}
+		}
+		if !slices.Equal(byStatement.Differing, byEngine.Differing) || len(byStatement.Differing) == 0 {
+			t.Errorf("differing fields %v by the statement, %v by the engine", byStatement.Differing, byEngine.Differing)
+		}
+		// recorded is what a key's rejection left: its payment and
+		// attempt, less what names the key, the payment or the time.
+		recorded := func(key string) (models.Payment, models.IdempotencyAttempt, time.Time) {
+			var p models.Payment
+			var a models.IdempotencyAttempt
+			var k models.IdempotencyKey
+			for _, err := range []error{
+				db.Gorm.Where("client_id = ? AND idempotency_key = ?", client, key).Take(&p).Error,
+				db.Gorm.Where("payment_id = ? AND outcome = ?", p.ID, "REJECTED").Take(&a).Error,
+				db.Gorm.Where("client_id = ? AND idempotency_key = ?", client, key).Take(&k).Error,
+			} {
+				if err != nil {
+					t.Fatalf("%s: %v", key, err)
+				}
+			}
+			return p, a, k.CreatedAt
+		}
+		ps, as, ks := recorded("by-statement")
+		pe, ae, ke := recorded("by-engine")
+		if ps.RejectedCount != 1 || pe.RejectedCount != 1 || ps.ReplayCount != 0 || pe.ReplayCount != 0 {
+			t.Errorf("counted %d/%d rejections and %d/%d replays; want 1 and 0 each",
+				ps.RejectedCount, pe.RejectedCount, ps.ReplayCount, pe.ReplayCount)
+		}
+		if ps.RejectedAt == nil || pe.RejectedAt == nil || !ps.RejectedAt.After(ks) || !pe.RejectedAt.After(ke) {
+			t.Errorf("rejected at %v (key at %v) and %v (key at %v); want each after its key's first use",
+				ps.RejectedAt, ks, pe.RejectedAt, ke)
+		}
+		if !as.At.After(ks) || !ae.At.After(ke) {
+			t.Errorf("attempts at %v and %v; want each after its key's first use (%v, %v)", as.At, ae.At, ks, ke)
+		}
+		as.ID, as.PaymentID, as.IdempotencyKey, as.At = 0, "", "", time.Time{}
+		ae.ID, ae.PaymentID, ae.IdempotencyKey, ae.At = 0, "", "", time.Time{}
+		if !reflect.DeepEqual(as, ae) {
+			t.Errorf("the statement recorded\n%+v\nthe engine\n%+v", as, ae)
+		}
+	})
 }

@@ -128,7 +128,7 @@ applied_attempt AS (
 	FROM applied a JOIN snap s ON s.payment_id = a.id
 ),
 -- counted and replayed_attempt: each replay, counted on its payment and
--- recorded as in create_batch.
+-- recorded as create_batch records a replay.
 counted AS (
 	UPDATE payments p SET replay_count = p.replay_count + 1, replayed_at = COALESCE(p.replayed_at, $16)
 	FROM held h

@@ -3,13 +3,16 @@
 -- trip and one commit (group commit: batch.go). PostgreSQL.
 --
 -- Data-modifying CTEs claim each request's key under the unique index and
--- create its payment, or find the key held. Of a held key the statement
--- settles one verdict itself, the common one: the same request again (the
--- key's fingerprint, of the current version and not expired) is a replay.
--- That is decide's rule for such a key (decide.go), written in SQL because
--- it saves a round trip per replay; TestBatchStatementsAgreeWithDecide
--- checks that the two agree. Every other held key (another fingerprint, an
--- older version, one past its TTL) comes back HELD for decide to judge.
+-- create its payment, or find the key held. Of a held key of the current
+-- version, not expired, the statement settles the two common verdicts
+-- itself: the same fingerprint is a replay; another create's key with
+-- another fingerprint is a rejection (IDEMPOTENCY_KEY_REUSED, the held key
+-- returned for Go to name the fields that differ). Those are decide's
+-- rules for such a key (decide.go), written in SQL because each saves a
+-- round trip and a second statement per request;
+-- TestBatchStatementsAgreeWithDecide checks that the two agree. Every other
+-- held key (an older version, one past its TTL, a capture's, cancel's or
+-- refund's key) comes back HELD for decide to judge.
 --
 -- Every CTE reads the snapshot the statement started with. A request that
 -- loses a race waits inside "claim" for the winner to commit, but the
@@ -33,7 +36,8 @@
 -- unsettled is first due for recovery.
 -- Result rows (resultRow in store_postgres.go, without its refund
 -- columns): the request's position, its outcome, the payment (of a
--- REPLAYED row) and the held key (of a HELD row, as JSON: heldRow). A
+-- REPLAYED or REJECTED row) and the held key (of a HELD or REJECTED row,
+-- as JSON: heldRow). A
 -- CREATED row names its request and nothing else: Go builds the payment
 -- (createdPayment). Every column of the result, and of a CTE, costs
 -- PostgreSQL some work in each execution, however few rows pass: the
@@ -111,57 +115,78 @@ created_attempt AS (
 	FROM claimed
 ),
 -- held: the keys the snapshot shows already held, with what of each
--- request the later steps read. "replay" marks the held keys this
--- statement settles: current version, not expired, the same fingerprint.
+-- request the later steps read. "replay" and "reject" mark the held keys
+-- this statement settles: current version, not expired, and the same
+-- fingerprint, or a create's key with another.
+-- The key of every held row but a replay's is returned as one JSON text
+-- column (heldRow): rare in an answer, and one column instead of eight is
+-- less for PostgreSQL to set up in every execution, whatever its rows.
 held AS (
-	SELECT i.n, i.idempotency_key, i.params, i.transport, i.actor, i.actor_address,
-	       k.id AS key_id, k.operation AS held_operation, k.params AS held_params, k.fingerprint AS held_fingerprint,
-	       k.fingerprint_version AS held_version, k.created_at AS held_created_at, k.payment_id AS held_payment_id,
-	       k.fingerprint_version = $13 AND k.created_at >= $15 AND k.fingerprint = i.fingerprint AS replay
-	FROM input i JOIN idempotency_keys k ON k.client_id = i.client_id AND k.idempotency_key = i.idempotency_key
-	WHERE NOT EXISTS (SELECT 1 FROM claim c WHERE c.payment_id = i.payment_id)
+	SELECT h.*, CASE WHEN NOT h.replay THEN
+	         json_build_object('id', h.key_id, 'operation', h.held_operation, 'params', h.held_params,
+	                           'fingerprint', encode(h.held_fingerprint, 'hex'), 'version', h.held_version,
+	                           'created_at', h.held_created_at, 'payment_id', h.held_payment_id)::text
+	       END AS held_key
+	FROM (
+		SELECT i.n, i.idempotency_key, i.params, i.transport, i.actor, i.actor_address,
+		       k.id AS key_id, k.operation AS held_operation, k.params AS held_params, k.fingerprint AS held_fingerprint,
+		       k.fingerprint_version AS held_version, k.created_at AS held_created_at, k.payment_id AS held_payment_id,
+		       k.fingerprint_version = $13 AND k.created_at >= $15 AND k.fingerprint = i.fingerprint AS replay,
+		       k.fingerprint_version = $13 AND k.created_at >= $15 AND k.fingerprint <> i.fingerprint
+		         AND k.operation = 'CREATE_PAYMENT' AS reject
+		FROM input i JOIN idempotency_keys k ON k.client_id = i.client_id AND k.idempotency_key = i.idempotency_key
+		WHERE NOT EXISTS (SELECT 1 FROM claim c WHERE c.payment_id = i.payment_id)
+	) h
 ),
--- counted: each replay, counted on the payment its key created; the first
--- also stamps it (models.Payment.ReplayedAt). A replayed key is a create's
--- (its fingerprint says so), and a create's key belongs to the one payment
--- it created, so no two replays of one statement count on one payment,
--- which a statement may update only once.
+-- counted: each replay or rejection, counted on the payment its key
+-- created; the first of each kind also stamps it
+-- (models.Payment.ReplayedAt, RejectedAt). Both keys are creates' (a
+-- replay's fingerprint says so; "reject" asks it), and a create's key
+-- belongs to the one payment it created, so no two requests of one
+-- statement count on one payment, which a statement may update only once.
+-- A rejection's time is its attempt's, as record_batch stamps it.
 counted AS (
-	UPDATE payments p SET replay_count = p.replay_count + 1, replayed_at = COALESCE(p.replayed_at, $14)
+	UPDATE payments p SET
+		replay_count = p.replay_count + CASE WHEN h.replay THEN 1 ELSE 0 END,
+		replayed_at = CASE WHEN h.replay THEN COALESCE(p.replayed_at, $14) ELSE p.replayed_at END,
+		rejected_count = p.rejected_count + CASE WHEN h.replay THEN 0 ELSE 1 END,
+		rejected_at = CASE WHEN h.replay THEN p.rejected_at
+		              ELSE COALESCE(p.rejected_at, GREATEST($14::timestamptz, h.held_created_at + interval '1 microsecond')) END
 	FROM held h
-	WHERE h.replay AND p.id = h.held_payment_id
-	RETURNING h.n, h.idempotency_key AS key, h.params AS request_params, h.transport, h.actor, h.actor_address,
-	          h.held_created_at,
+	WHERE (h.replay OR h.reject) AND p.id = h.held_payment_id
+	RETURNING h.n, h.replay, h.held_key, h.idempotency_key AS key, h.params AS request_params, h.held_params,
+	          h.transport, h.actor, h.actor_address, h.held_created_at,
 	          p.id, p.client_id, p.idempotency_key, p.amount_minor, p.currency, p.method, p.created_at,
 	          p.status, p.captured_minor, p.refunded_minor, p.captured_at, p.canceled_at, p.replay_count, p.rejected_count, p.processor, p.processor_reference, p.decline_code, p.pending_operation, p.reserved_minor, p.payment_method_token
 ),
--- replayed_attempt: each replay, at the statement's time or, if that is
--- earlier, just after the key's first use. The statement's time is read
--- before it is sent: a request that waited for its turn while another one
--- used the key and committed would otherwise be recorded before the very
--- use it replays (notBefore in steps.go does the same in Go). Only where
--- the payment was counted: a key whose payment is missing (a damaged
+-- counted_attempt: each replay or rejection, at the statement's time or,
+-- if that is earlier, just after the key's first use. The statement's time
+-- is read before it is sent: a request that waited for its turn while
+-- another one used the key and committed would otherwise be recorded
+-- before the very use it replays (notBefore in steps.go does the same in
+-- Go). A rejection keeps the key's params, as record_batch writes it. Only
+-- where the payment was counted: a key whose payment is missing (a damaged
 -- database) records nothing and returns no row, and the request fails.
-replayed_attempt AS (
-	INSERT INTO idempotency_attempts (payment_id, operation, idempotency_key, outcome, at, params,
+counted_attempt AS (
+	INSERT INTO idempotency_attempts (payment_id, operation, idempotency_key, outcome, at, params, held_params,
 	                                  transport, actor, actor_address)
-	SELECT id, 'CREATE_PAYMENT', key, 'REPLAYED', GREATEST($14::timestamptz, held_created_at + interval '1 microsecond'),
-	       request_params, transport, actor, actor_address
+	SELECT id, 'CREATE_PAYMENT', key, CASE WHEN replay THEN 'REPLAYED' ELSE 'REJECTED' END,
+	       GREATEST($14::timestamptz, held_created_at + interval '1 microsecond'),
+	       request_params, CASE WHEN replay THEN NULL ELSE held_params END, transport, actor, actor_address
 	FROM counted
 )
 SELECT n, 'CREATED', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
 FROM claimed
 UNION ALL
-SELECT n, 'REPLAYED', id, client_id, idempotency_key, amount_minor, currency, method, created_at,
-       status, captured_minor, refunded_minor, captured_at, canceled_at, replay_count, rejected_count, processor, processor_reference, decline_code, pending_operation, reserved_minor, payment_method_token, NULL
+-- A replay or rejection brings its payment as counted; a rejection, the
+-- key too, for the fields that differ.
+SELECT n, CASE WHEN replay THEN 'REPLAYED' ELSE 'REJECTED' END, id, client_id, idempotency_key, amount_minor, currency,
+       method, created_at, status, captured_minor, refunded_minor, captured_at, canceled_at, replay_count,
+       rejected_count, processor, processor_reference, decline_code, pending_operation, reserved_minor,
+       payment_method_token, held_key
 FROM counted
 UNION ALL
--- A held key as one JSON text column (heldRow): rare in an answer, and one
--- column instead of eight is less for PostgreSQL to set up in every
--- execution, whatever its rows.
-SELECT h.n, 'HELD', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-       json_build_object('id', h.key_id, 'operation', h.held_operation, 'params', h.held_params,
-                         'fingerprint', encode(h.held_fingerprint, 'hex'), 'version', h.held_version,
-                         'created_at', h.held_created_at, 'payment_id', h.held_payment_id)::text
-FROM held h
-WHERE NOT h.replay
+SELECT n, 'HELD', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+       held_key
+FROM held
+WHERE NOT replay AND NOT reject
