@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cmpay/cmpay/internal/sqlq"
+	"github.com/oklog/ulid/v2"
 )
 
 // Phase 3 of a create in batches. On PostgreSQL the answers of creates
@@ -24,9 +25,12 @@ import (
 
 // settleJob is one create's processor answer waiting for its statement.
 type settleJob struct {
-	op     operationRow
-	out    outcome
-	took   time.Duration
+	op   operationRow
+	out  outcome
+	took time.Duration
+	// callID names the call's row, so that the statement run again finds
+	// the one it wrote.
+	callID string
 	answer chan settleAnswer // buffered
 }
 
@@ -72,7 +76,7 @@ func (s *Service) batchSettles(method Method, out outcome) bool {
 // statement, as record does in a transaction of its own.
 func (s *Service) settleCreate(ctx context.Context, op operationRow, out outcome, took time.Duration) (Payment, error) {
 	s.onCall(op.operation, out.call, took)
-	j := &settleJob{op: op, out: out, took: took, answer: make(chan settleAnswer, 1)}
+	j := &settleJob{op: op, out: out, took: took, callID: "call_" + ulid.Make().String(), answer: make(chan settleAnswer, 1)}
 	s.settles.submit(j)
 	var a settleAnswer
 	select {
@@ -96,17 +100,18 @@ func (s *Service) settleCreate(ctx context.Context, op operationRow, out outcome
 	return a.payment, nil
 }
 
-// settleArgs are the settle statement's arrays for jobs ($1 to $15).
+// settleArgs are the settle statement's arrays for jobs ($1 to $16).
 func settleArgs(jobs []*settleJob) []any {
 	n := len(jobs)
 	opIDs, paymentIDs, calls, opStates, statuses, events := make([]string, n), make([]string, n), make([]string, n),
 		make([]string, n), make([]string, n), make([]string, n)
 	codes, refs, declines := make([]*string, n), make([]*string, n), make([]*string, n)
 	naTypes, pix, boleto, urls := make([]*string, n), make([]*string, n), make([]*string, n), make([]*string, n)
-	expires, took := make([]*time.Time, n), make([]int64, n)
+	expires, took, callIDs := make([]*time.Time, n), make([]int64, n), make([]string, n)
 	for i, j := range jobs {
 		o := j.out
 		opIDs[i], paymentIDs[i], calls[i], codes[i], took[i] = j.op.id, j.op.paymentID, string(o.call), optional(o.code), j.took.Milliseconds()
+		callIDs[i] = j.callID
 		opStates[i], statuses[i], refs[i] = o.opState, string(o.status), optional(o.reference)
 		if o.status == StatusDeclined {
 			declines[i] = optional(o.code)
@@ -120,14 +125,14 @@ func settleArgs(jobs []*settleJob) []any {
 		}
 	}
 	return []any{opIDs, paymentIDs, calls, codes, took, opStates, statuses, refs, declines, events,
-		naTypes, pix, boleto, urls, expires}
+		naTypes, pix, boleto, urls, expires, callIDs}
 }
 
 // settleCreates runs sql/settle_batch.sql for jobs and answers each once
 // it has committed. Should the statement commit and its answer then be
 // lost (the connection cut at that moment), the batcher runs the jobs
 // again: the operations and payments are not changed twice (settled_at),
-// but each call is listed twice in processorCalls.
+// nor the calls written twice (their ids).
 func (st *postgresStore) settleCreates(ctx context.Context, jobs []*settleJob) error {
 	answers := make([]*settleAnswer, len(jobs))
 	var r resultRow

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cmpay/cmpay/internal/dbtest"
+	"github.com/cmpay/cmpay/internal/stripedouble"
 	"github.com/cmpay/cmpay/processor"
 )
 
@@ -78,6 +79,58 @@ func TestSettleFindsTheOperationSettledAlready(t *testing.T) {
 		}
 		if calls, events := count("processor_calls"), count("payment_events"); calls != 2 || events != 1 {
 			t.Errorf("%d calls and %d events, want 2 (the request's and the other's) and 1", calls, events)
+		}
+	})
+}
+
+// TestSettleRunAgainWritesTheCallOnce: the batcher runs a settle
+// statement again, with the same jobs, when its answer was lost, after
+// its commit perhaps. The second run settles nothing (the operation is
+// settled already) and writes no second call: processorCalls lists the
+// processor's answer once.
+func TestSettleRunAgainWritesTheCallOnce(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		conn, d := doubledStripe(t)
+		svc, err := NewService(db.Gorm, Config{Processor: conn, ProcessorTimeout: time.Second, RecoveryAfter: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs, ok := svc.store.(createSettler)
+		if !ok {
+			t.Skip("SQLite records each answer in a transaction of its own (record), never run again")
+		}
+		// A payment left PROCESSING: its create's answer not known.
+		d.FailNext(stripedouble.CreatePaymentIntent, stripedouble.Fault{Kind: stripedouble.ServerErrorBefore})
+		tok := "pm_card_visa"
+		res, err := svc.Create(t.Context(), CreateRequest{ClientID: "c", IdempotencyKey: "k", Amount: "10", Currency: "BRL",
+			Method: MethodCreditCard, PaymentMethodToken: &tok, Origin: Origin{Transport: "test"}})
+		if err != nil || res.Payment.Status != StatusProcessing {
+			t.Fatalf("create: %v, %s; want PROCESSING", err, res.Payment.Status)
+		}
+		p := res.Payment
+		calls := func() int {
+			cs, err := svc.ProcessorCallsOf(t.Context(), []Payment{p})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return len(cs[0])
+		}
+		before := calls()
+		id := createOpID(p.ID)
+		j := &settleJob{op: operationRow{id: id, paymentID: p.ID, operation: OpCreate, key: opKey(id)},
+			out:  outcome{settled: true, opState: opSucceeded, status: StatusAuthorized, reference: "pi_later", call: CallSucceeded},
+			took: 3 * time.Millisecond, callID: "call_once", answer: make(chan settleAnswer, 1)}
+		for run, wantSettled := range []bool{true, false} {
+			if err := cs.settleCreates(t.Context(), []*settleJob{j}); err != nil {
+				t.Fatalf("run %d: %v", run+1, err)
+			}
+			if a := <-j.answer; a.err != nil || a.settled != wantSettled {
+				t.Fatalf("run %d answered %+v; want settled %v", run+1, a, wantSettled)
+			}
+		}
+		if got := calls(); got != before+1 {
+			t.Errorf("%d calls listed after the statement ran twice, %d before; want one more", got, before)
 		}
 	})
 }
