@@ -64,7 +64,8 @@ type ProcessorCall struct {
 	At         time.Time `gorm:"not null;index:idx_processor_calls_payment,priority:2"`
 	DurationMs int64     `gorm:"not null"`
 	// CallID names a call the settle statement wrote: run again after its
-	// answer was lost, it finds the call by it and writes no second one
-	// (payments/sql/settle_batch.sql). NULL for every other call.
-	CallID *string `gorm:"size:40"`
+	// answer was lost, it meets the call under this unique index and
+	// writes no second one (payments/sql/settle_batch.sql). NULL for every
+	// other call.
+	CallID *string `gorm:"size:40;uniqueIndex:idx_processor_calls_call_id,where:call_id IS NOT NULL"`
 }

@@ -132,7 +132,7 @@ func settleArgs(jobs []*settleJob) []any {
 // it has committed. Should the statement commit and its answer then be
 // lost (the connection cut at that moment), the batcher runs the jobs
 // again: the operations and payments are not changed twice (settled_at),
-// nor the calls written twice (their ids).
+// nor the calls written twice (their ids, unique).
 func (st *postgresStore) settleCreates(ctx context.Context, jobs []*settleJob) error {
 	answers := make([]*settleAnswer, len(jobs))
 	var r resultRow

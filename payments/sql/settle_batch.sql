@@ -6,8 +6,10 @@
 --
 -- Each create's call is recorded, once: run again with the same answers
 -- (the batcher does, after a statement whose answer was lost, perhaps
--- after its commit), the statement finds the call by its id (settleJob)
--- and writes no second one. Its operation is settled only while it
+-- after its commit, perhaps while it still runs), the statement meets the
+-- call's id (settleJob) under its unique index, waits for the first run's
+-- end if it must, and writes no second one. Its operation is settled only
+-- while it
 -- is unsettled (settle_operation's rule: the first word of the processor
 -- settles it, whoever carried it), and only then its payment set to the
 -- processor's answer (settle_created) with its event, all committed
@@ -35,10 +37,10 @@ WITH input AS (
 call AS (
 	INSERT INTO processor_calls (operation_id, payment_id, operation, processor_key, kind, outcome, code, at, duration_ms,
 	                             call_id)
-	SELECT op_id, payment_id, 'CREATE_PAYMENT', 'cmpay_' || op_id, 'WRITE', call_outcome, code, $17, duration_ms, call_id
-	FROM input i
-	WHERE NOT EXISTS (SELECT 1 FROM processor_calls c WHERE c.payment_id = i.payment_id AND c.call_id = i.call_id)
-	ORDER BY n
+	SELECT op_id, payment_id, 'CREATE_PAYMENT', 'cmpay_' || op_id, 'WRITE', call_outcome, code, $17, duration_ms,
+	       NULLIF(call_id, '')
+	FROM input ORDER BY n
+	ON CONFLICT (call_id) WHERE call_id IS NOT NULL DO NOTHING
 ),
 settled AS (
 	UPDATE processor_operations o SET state = i.op_state, code = i.code, settled_at = $17, sends = o.sends + 1,
