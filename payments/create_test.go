@@ -343,14 +343,18 @@ func TestCreateNeverMistakesAnErrorForAReplay(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		damage func(t *testing.T, b *bundle)
+		// reuse sends the key with another payload, which the engine
+		// must find the payment missing for, not go round for.
+		reuse bool
 	}{
-		{"current key", func(*testing.T, *bundle) {}},
-		{"key past its TTL", func(_ *testing.T, b *bundle) { b.clock.Advance(testTTL + time.Minute) }},
+		{"current key", func(*testing.T, *bundle) {}, false},
+		{"current key, another payload", func(*testing.T, *bundle) {}, true},
+		{"key past its TTL", func(_ *testing.T, b *bundle) { b.clock.Advance(testTTL + time.Minute) }, false},
 		{"version 1 key", func(t *testing.T, b *bundle) {
 			if err := b.db.Gorm.Exec(`UPDATE idempotency_keys SET fingerprint_version = 1, params = NULL`).Error; err != nil {
 				t.Fatal(err)
 			}
-		}},
+		}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -366,9 +370,16 @@ func TestCreateNeverMistakesAnErrorForAReplay(t *testing.T) {
 					t.Fatal(err)
 				}
 				tc.damage(t, b)
-				res, err := b.svc.Create(t.Context(), pix("k1"))
+				req := pix("k1")
+				if tc.reuse {
+					req.Amount = "99"
+				}
+				res, err := b.svc.Create(t.Context(), req)
 				if err == nil {
 					t.Fatalf("Create = %+v, want an error", res)
+				}
+				if tc.reuse && !errors.Is(err, payments.ErrPaymentMissing) {
+					t.Errorf("error %v; want the payment found missing", err)
 				}
 				if errors.Is(err, payments.ErrKeyReused) || errors.Is(err, payments.ErrInvalidInput) {
 					t.Errorf("error %v is dressed as a client error", err)

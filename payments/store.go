@@ -18,9 +18,9 @@ import (
 type store interface {
 	// createBatch runs the creates of one batch and answers every job;
 	// if it returns an error it has answered none (the batcher then runs
-	// each job alone). A job is answered settled (created, or replayed:
-	// the one verdict a store may reach itself, as decide would), held
-	// (for the engine to judge with decide), or retry.
+	// each job alone). A job is answered settled (created, or replayed or
+	// rejected: the two verdicts a store may reach itself, as decide
+	// would), held (for the engine to judge with decide), or retry.
 	createBatch(ctx context.Context, jobs []*job) error
 	// changeBatch does the same for captures, cancels and refunds, which
 	// may also be answered not applied, not found or forbidden.

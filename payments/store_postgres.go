@@ -17,11 +17,12 @@ import (
 
 // postgresStore runs each batch as one statement (sql/create_batch.sql,
 // sql/change_batch.sql): data-modifying CTEs that claim the keys, apply
-// what they may and settle replays, in one round trip and one commit for
-// the whole batch. What the statement leaves open (any other held key, a
-// change the snapshot allowed but the row lock did not) comes back to the
-// engine, which decides it (decide.go) and records it with one statement
-// more (record_batch, for a batch of such requests at once).
+// what they may and settle replays (and, for creates, the rejection of
+// another create's key), in one round trip and one commit for the whole
+// batch. What the statement leaves open (any other held key, a change the
+// snapshot allowed but the row lock did not) comes back to the engine,
+// which decides it (decide.go) and records it with one statement more
+// (record_batch, for a batch of such requests at once).
 type postgresStore struct {
 	pg *sqlq.PG
 	// keyTTL and now give each statement its expired-before.
@@ -158,8 +159,8 @@ func (st *postgresStore) run(ctx context.Context, jobs []*job, now time.Time, qu
 // any of them NULL where the answer has none (create_batch has no refund
 // columns). Its fields are pgtype's nullable values, which pgx scans into
 // without reflection: every request is answered with one of these rows.
-// The held key is one JSON column (a HELD row's), decoded only for the few
-// rows that carry one.
+// The held key is one JSON column (a HELD or REJECTED row's), decoded only
+// for the few rows that carry one.
 type resultRow struct {
 	n       int64
 	outcome string
@@ -208,8 +209,8 @@ type heldRow struct {
 	RefundID    *string   `json:"refund_id"`
 }
 
-// heldKey decodes a HELD row's key. A version 1 key's params are nil:
-// settleHeld rebuilds them from its payment.
+// heldKey decodes a HELD or REJECTED row's key. A version 1 key's params
+// are nil: settleHeld rebuilds them from its payment.
 func (r *resultRow) heldKey() (*heldKey, error) {
 	if !r.held.Valid {
 		return nil, fmt.Errorf("row %d (%s) names no key", r.n, r.outcome)

@@ -206,6 +206,30 @@ func TestStatementRejectsAsTheEngineDoes(t *testing.T) {
 		}
 		ps, as, ks := recorded("by-statement")
 		pe, ae, ke := recorded("by-engine")
+		if !ps.RejectedAt.Equal(as.At) || !pe.RejectedAt.Equal(ae.At) {
+			t.Errorf("rejected at %v and %v; want the attempts' times, %v and %v", ps.RejectedAt, pe.RejectedAt, as.At, ae.At)
+		}
+		// A second rejection of each is counted, and keeps the first stamp.
+		h.clock.Advance(time.Second)
+		if a := h.batch(t, reuse("by-statement"))[0]; a.Outcome != payments.OutcomeRejected || a.Payment.RejectedCount != 2 {
+			t.Errorf("the statement's second rejection: %s, %d counted; want REJECTED, 2", a.Outcome, a.Payment.RejectedCount)
+		}
+		if a, err := h.seam.SettleHeld(t.Context(), reuse("by-engine"), client); err != nil || a.Payment.RejectedCount != 2 {
+			t.Errorf("the engine's second rejection: %v, %d counted; want 2", err, a.Payment.RejectedCount)
+		}
+		for _, key := range []string{"by-statement", "by-engine"} {
+			var p models.Payment
+			if err := db.Gorm.Where("client_id = ? AND idempotency_key = ?", client, key).Take(&p).Error; err != nil {
+				t.Fatal(err)
+			}
+			first := ps.RejectedAt
+			if key == "by-engine" {
+				first = pe.RejectedAt
+			}
+			if p.RejectedAt == nil || !p.RejectedAt.Equal(*first) {
+				t.Errorf("%s: rejected at %v after a second rejection; want the first stamp, %v", key, p.RejectedAt, first)
+			}
+		}
 		if ps.RejectedCount != 1 || pe.RejectedCount != 1 || ps.ReplayCount != 0 || pe.ReplayCount != 0 {
 			t.Errorf("counted %d/%d rejections and %d/%d replays; want 1 and 0 each",
 				ps.RejectedCount, pe.RejectedCount, ps.ReplayCount, pe.ReplayCount)
@@ -221,6 +245,58 @@ func TestStatementRejectsAsTheEngineDoes(t *testing.T) {
 		ae.ID, ae.PaymentID, ae.IdempotencyKey, ae.At = 0, "", "", time.Time{}
 		if !reflect.DeepEqual(as, ae) {
 			t.Errorf("the statement recorded\n%+v\nthe engine\n%+v", as, ae)
+		}
+	})
+}
+
+// TestOneStatementSettlesEachItsOwnWay: one create statement with a new
+// key, a replay, a create's key reused and a capture's key reused answers
+// each request as it would alone: created, replayed and rejected by the
+// statement (decide's rules in SQL on PostgreSQL; SQLite's steps), the
+// capture's key left to the engine on PostgreSQL; and counts each on its
+// own payment.
+func TestOneStatementSettlesEachItsOwnWay(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		b := setup(t, db)
+		h := &suite{bundle: b, seam: payments.SeamOf(b.svc)}
+		const client = "client-1"
+		replayed := h.send(t, request(client, "k-replay", "10.50", "BRL", payments.MethodPix)).Payment
+		rejected := h.send(t, request(client, "k-reuse", "10.50", "BRL", payments.MethodPix)).Payment
+		captured := h.created(t, client, "k-authorize", "10.50", false)
+		if a := h.send(t, captureReq(captured.ID, "k-capture", nil)); a.Outcome != payments.OutcomeApplied {
+			t.Fatalf("the capture: %s %s, want APPLIED", a.Kind, a.Outcome)
+		}
+		answers := h.batch(t,
+			request(client, "k-new", "1.00", "BRL", payments.MethodPix),
+			request(client, "k-replay", "10.50", "BRL", payments.MethodPix),
+			request(client, "k-reuse", "2.00", "BRL", payments.MethodPix),
+			request(client, "k-capture", "3.00", "BRL", payments.MethodPix))
+		for i, want := range []payments.Outcome{payments.OutcomeCreated, payments.OutcomeReplayed, payments.OutcomeRejected} {
+			if a := answers[i]; a.Kind != "settled" || a.Outcome != want {
+				t.Errorf("request %d: %s %s, want settled %s", i, a.Kind, a.Outcome, want)
+			}
+		}
+		if a := answers[1]; a.Payment.ID != replayed.ID || a.Payment.ReplayCount != 1 || a.Payment.RejectedCount != 0 {
+			t.Errorf("the replay answered %s with %d replays, %d rejections; want %s, 1, 0",
+				a.Payment.ID, a.Payment.ReplayCount, a.Payment.RejectedCount, replayed.ID)
+		}
+		if a := answers[2]; a.Payment.ID != rejected.ID || a.Payment.RejectedCount != 1 || a.Payment.ReplayCount != 0 ||
+			!slices.Equal(a.Differing, []string{"amount"}) {
+			t.Errorf("the rejection answered %s with %d rejections, %d replays, %v differing; want %s, 1, 0, [amount]",
+				a.Payment.ID, a.Payment.RejectedCount, a.Payment.ReplayCount, a.Differing, rejected.ID)
+		}
+		// A capture's key: held for the engine on PostgreSQL, rejected in
+		// SQLite's transaction; counted on the captured payment once
+		// the engine has recorded it.
+		if a := answers[3]; a.Kind == "held" {
+			a = h.send(t, request(client, "k-capture", "3.00", "BRL", payments.MethodPix))
+			if a.Outcome != payments.OutcomeRejected || a.Payment.ID != captured.ID || a.Payment.RejectedCount != 1 {
+				t.Errorf("the capture's key reused: %s on %s, %d rejections; want REJECTED on %s, 1",
+					a.Outcome, a.Payment.ID, a.Payment.RejectedCount, captured.ID)
+			}
+		} else if a.Outcome != payments.OutcomeRejected {
+			t.Errorf("the capture's key reused: %s %s; want held or settled REJECTED", a.Kind, a.Outcome)
 		}
 	})
 }

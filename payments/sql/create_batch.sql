@@ -166,7 +166,8 @@ counted AS (
 -- before the very use it replays (notBefore in steps.go does the same in
 -- Go). A rejection keeps the key's params, as record_batch writes it. Only
 -- where the payment was counted: a key whose payment is missing (a damaged
--- database) records nothing and returns no row, and the request fails.
+-- database) records nothing here; a replay's returns no row, and the
+-- request fails, a rejection's comes back HELD (below).
 counted_attempt AS (
 	INSERT INTO idempotency_attempts (payment_id, operation, idempotency_key, outcome, at, params, held_params,
 	                                  transport, actor, actor_address)
@@ -186,7 +187,9 @@ SELECT n, CASE WHEN replay THEN 'REPLAYED' ELSE 'REJECTED' END, id, client_id, i
        payment_method_token, held_key
 FROM counted
 UNION ALL
+-- A rejection whose payment is missing (a damaged database) comes back
+-- HELD: the engine's record of it then fails, saying so.
 SELECT n, 'HELD', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
        held_key
-FROM held
-WHERE NOT replay AND NOT reject
+FROM held h
+WHERE NOT replay AND (NOT reject OR NOT EXISTS (SELECT 1 FROM counted c WHERE c.n = h.n))
