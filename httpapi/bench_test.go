@@ -17,23 +17,28 @@ import (
 func BenchmarkCreatePaymentHandler(b *testing.B) {
 	bundle := setupB(b, dbtest.Postgres(b))
 	var n atomic.Int64
-	for _, mode := range []string{"new-key", "replay"} {
+	for _, mode := range []string{"new-key", "replay", "conflict"} {
 		b.Run(mode, func(b *testing.B) {
 			b.ReportAllocs()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
 					key := fmt.Sprintf("bench-%d", n.Add(1))
-					if mode == "replay" {
+					amount, wantErr := "10.00", ""
+					switch mode {
+					case "replay":
 						key = fmt.Sprintf("bench-%d", n.Add(1)%50+1)
+					case "conflict": // the replayed keys with another amount
+						key, amount, wantErr = fmt.Sprintf("bench-%d", n.Add(1)%50+1), "11.00", "IDEMPOTENCY_KEY_REUSED"
 					}
-					body := `{"query":"mutation($in: CreatePaymentInput!, $key: String!) { createPayment(input: $in, idempotencyKey: $key) { replayed payment { id } } }","variables":{"key":"` + key + `","in":{"clientId":"bench","amount":"10.00","currency":"BRL","method":"PIX"}}}`
+					body := `{"query":"mutation($in: CreatePaymentInput!, $key: String!) { createPayment(input: $in, idempotencyKey: $key) { replayed payment { id } } }","variables":{"key":"` + key + `","in":{"clientId":"bench","amount":"` + amount + `","currency":"BRL","method":"PIX"}}}`
 					req := httptest.NewRequest("POST", "/graphql", strings.NewReader(body))
 					req.Header.Set("Content-Type", "application/json")
 					req.Header.Set("Authorization", "Bearer "+token)
 					rec := httptest.NewRecorder()
 					bundle.handler.ServeHTTP(rec, req)
-					if rec.Code != http.StatusOK || strings.Contains(rec.Body.String(), "errors") {
-						b.Fatalf("%d %s", rec.Code, rec.Body.String())
+					if got := rec.Body.String(); rec.Code != http.StatusOK || wantErr == "" && strings.Contains(got, "errors") ||
+						wantErr != "" && !strings.Contains(got, wantErr) {
+						b.Fatalf("%d %s", rec.Code, got)
 					}
 				}
 			})
