@@ -24,3 +24,17 @@ func TestPresentProcessorErrors(t *testing.T) {
 		t.Errorf("conflict: %q %v", conflict.Message, conflict.Extensions)
 	}
 }
+
+// BenchmarkPresentKeyReused: what presenting the commonest domain error,
+// a key reused for another payload, costs a GraphQL response.
+func BenchmarkPresentKeyReused(b *testing.B) {
+	ctx := context.Background()
+	err := fmt.Errorf("create payment: %w", &payments.KeyReusedError{PaymentID: "pay_01KBQX0M3S7T2F8X9V4W5Y6Z7A",
+		Operation: payments.OpCreate, DifferingFields: []string{"amount"}})
+	b.ReportAllocs()
+	for b.Loop() {
+		if e := presentError(ctx, err); e.Extensions["code"] != "IDEMPOTENCY_KEY_REUSED" {
+			b.Fatalf("%q %v", e.Message, e.Extensions)
+		}
+	}
+}
