@@ -163,8 +163,7 @@ func checkAgreement(t *testing.T, h *suite, req payments.Request, client string,
 func TestStatementRejectsAsTheEngineDoes(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
-		b := setup(t, db)
-		h := &suite{bundle: b, seam: payments.SeamOf(b.svc)}
+		h := newSuite(t, db)
 		const client = "client-1"
 		reuse := func(key string) payments.CreateRequest {
 			r := request(client, key, "2.00", "BRL", payments.MethodBoleto)
@@ -258,8 +257,7 @@ func TestStatementRejectsAsTheEngineDoes(t *testing.T) {
 func TestOneStatementSettlesEachItsOwnWay(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
-		b := setup(t, db)
-		h := &suite{bundle: b, seam: payments.SeamOf(b.svc)}
+		h := newSuite(t, db)
 		const client = "client-1"
 		replayed := h.send(t, request(client, "k-replay", "10.50", "BRL", payments.MethodPix)).Payment
 		rejected := h.send(t, request(client, "k-reuse", "10.50", "BRL", payments.MethodPix)).Payment
