@@ -9,10 +9,9 @@
 -- after its commit, perhaps while it still runs), the statement meets the
 -- call's id (settleJob) under its unique index, waits for the first run's
 -- end if it must, and writes no second one. Its operation is settled only
--- while it
--- is unsettled (settle_operation's rule: the first word of the processor
--- settles it, whoever carried it), and only then its payment set to the
--- processor's answer (settle_created) with its event, all committed
+-- while it is unsettled (settle_operation's rule: the first word of the
+-- processor settles it, whoever carried it), and only then its payment set
+-- to the processor's answer (settle_created) with its event, all committed
 -- together or not at all. An operation settled already (by recovery, on
 -- any instance) comes back NOT_SETTLED: the engine reads its payment with
 -- a statement of its own, whose snapshot sees the other settlement, as
