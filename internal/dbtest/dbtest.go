@@ -88,7 +88,7 @@ var (
 // binary (see migratedPostgres), or migrated where pg_dump is missing.
 func Postgres(t testing.TB) DB {
 	t.Helper()
-	adminDB(t)
+	adminDB(t) // the connection the template's statements run on (execScript)
 	tmpl, err := migratedPostgres(ServerURL(t))
 	if err != nil {
 		t.Fatalf("dbtest: %v", err)
@@ -159,19 +159,23 @@ func newSchema(t testing.TB, create func(schema string) error) string {
 			t.Errorf("dbtest: drop schema %s: %v", schema, err)
 		}
 	})
-	return withSearchPath(t, serverURL, schema)
+	u, err := withSearchPath(serverURL, schema)
+	if err != nil {
+		t.Fatalf("dbtest: %v", err)
+	}
+	return u
 }
 
-func withSearchPath(t testing.TB, serverURL, schema string) string {
-	t.Helper()
+// withSearchPath is serverURL with its search_path set to schema.
+func withSearchPath(serverURL, schema string) (string, error) {
 	u, err := url.Parse(serverURL)
 	if err != nil {
-		t.Fatalf("dbtest: %s: %v", EnvURL, err)
+		return "", fmt.Errorf("%s: %w", EnvURL, err)
 	}
 	q := u.Query()
 	q.Set("search_path", schema)
 	u.RawQuery = q.Encode()
-	return u.String()
+	return u.String(), nil
 }
 
 // SQLite returns a fresh migrated SQLite file in the test's temporary

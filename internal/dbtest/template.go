@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -55,14 +54,11 @@ func dumpMigratedSchema(serverURL string) (pgTemplate, error) {
 	}
 	defer func() { _ = execScript(`DROP SCHEMA ` + schema + ` CASCADE`) }()
 
-	u, err := url.Parse(serverURL)
+	u, err := withSearchPath(serverURL, schema)
 	if err != nil {
-		return pgTemplate{}, fmt.Errorf("%s: %w", EnvURL, err)
+		return pgTemplate{}, err
 	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	db, err := database.Open(u.String(), database.Options{Logger: quiet})
+	db, err := database.Open(u, database.Options{Logger: quiet})
 	if err != nil {
 		return pgTemplate{}, err
 	}
@@ -86,7 +82,7 @@ func dumpMigratedSchema(serverURL string) (pgTemplate, error) {
 }
 
 // restorable keeps the statements of a plain pg_dump that make objects and
-// rows, and drops its session settings (search_path ” among them), which
+// rows, and drops its session settings (search_path among them), which
 // would stay on the pooled connection that runs it, and psql's
 // meta-commands.
 func restorable(dump string) string {

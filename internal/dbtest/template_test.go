@@ -57,6 +57,7 @@ func describe(t *testing.T, db DB) []string {
 		`SELECT 'version ' || version FROM schema_versions`,
 		`SELECT 'currency ' || code || ' ' || digits FROM currencies`,
 	}
+	var schema string
 	if db.Dialect == "postgres" {
 		queries[0] = `SELECT table_name || '.' || column_name || ' ' || data_type || ' ' || is_nullable || ' ' || coalesce(column_default, '') || ' ' || coalesce(character_maximum_length, 0)
 			FROM information_schema.columns WHERE table_schema = current_schema()
@@ -65,9 +66,6 @@ func describe(t *testing.T, db DB) []string {
 			UNION ALL SELECT pg_get_triggerdef(oid) FROM pg_trigger WHERE tgrelid IN (SELECT oid FROM pg_class WHERE relnamespace = current_schema()::regnamespace)
 			UNION ALL SELECT relname || ' ' || coalesce(array_to_string(reloptions, ','), '') FROM pg_class WHERE relnamespace = current_schema()::regnamespace
 			UNION ALL SELECT proname || ' ' || prosrc FROM pg_proc WHERE pronamespace = current_schema()::regnamespace`
-	}
-	var schema string
-	if db.Dialect == "postgres" {
 		if err := db.Gorm.Raw(`SELECT current_schema()`).Scan(&schema).Error; err != nil {
 			t.Fatal(err)
 		}
