@@ -156,10 +156,11 @@ func NewService(db *gorm.DB, cfg Config) (*Service, error) {
 	// after a switch to Stripe.
 	s.procs = map[string]processor.Processor{s.proc.Name(): s.proc}
 	if _, ok := s.procs[processor.NameSandbox]; !ok {
-		s.procs[processor.NameSandbox] = cfg.Sandbox
-		if cfg.Sandbox == nil {
-			s.procs[processor.NameSandbox] = sandbox.New(defaults)
+		sb := cfg.Sandbox
+		if sb == nil {
+			sb = sandbox.New(defaults)
 		}
+		s.procs[processor.NameSandbox] = sb
 	}
 	if s.onCall == nil {
 		s.onCall = func(Operation, CallOutcome, time.Duration) {}
