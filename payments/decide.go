@@ -43,7 +43,8 @@ import (
 // "reject"; Go still names the fields that differ).
 // TestBatchStatementsAgreeWithDecide checks, for every operation and every
 // way a key can be held, that what a statement settles is what decide
-// says; everything else comes back to decide.
+// says (TestAStatementRunAgainIsNoReplay, for a create's own key met by
+// its statement run again); everything else comes back to decide.
 
 // heldKey is a key a request found already used.
 type heldKey struct {
@@ -72,11 +73,21 @@ const (
 	// verdictForget: the key is older than the TTL; forget it and handle the
 	// request as new.
 	verdictForget
+	// verdictOwn: the key was claimed by this very create, in a run of its
+	// statement whose answer was lost after the commit (the batcher runs
+	// the statement again): the request is answered as created, and
+	// nothing is counted or recorded, for it is not a retry.
+	verdictOwn
 )
 
 // decide judges a request whose key is held. expiredBefore is now less the
 // TTL. (A rejection names the fields that differ: see rejection.)
 func decide(held heldKey, cmd *command, expiredBefore time.Time) (verdict, error) {
+	// A create's payment id is made for the request (newPaymentID), so a
+	// key naming it was claimed by no other request.
+	if cmd.op == OpCreate && held.operation == OpCreate && held.paymentID == cmd.newID {
+		return verdictOwn, nil
+	}
 	if held.createdAt.Before(expiredBefore) {
 		return verdictForget, nil
 	}

@@ -263,7 +263,8 @@ func await(ctx context.Context, answers <-chan answer) (answer, error) {
 // payment's), read the payment first. A key whose payment is missing is a
 // damaged database: the request fails rather than create a payment
 // (TestCreateNeverMistakesAnErrorForAReplay). A forgotten key answers
-// retry: the request goes on as new.
+// retry: the request goes on as new. A create's own key (its statement run
+// again) answers the payment as read, created, recording nothing.
 func settleHeld(ctx context.Context, st settler, cmd *command, held *heldKey, now time.Time, keyTTL time.Duration) (answer, error) {
 	expiredBefore := now.Add(-keyTTL)
 	v, err := decide(*held, cmd, expiredBefore)
@@ -273,13 +274,16 @@ func settleHeld(ctx context.Context, st settler, cmd *command, held *heldKey, no
 	if v == verdictReplay {
 		return st.recordAttempt(ctx, record{cmd: cmd, outcome: OutcomeReplayed, paymentID: held.paymentID, held: held, now: now})
 	}
-	if v == verdictForget || held.params == nil {
+	if v == verdictOwn || v == verdictForget || held.params == nil {
 		p, ok, err := st.readPayment(ctx, held.paymentID)
 		if err != nil {
 			return answer{}, err
 		}
 		if !ok {
 			return answer{}, fmt.Errorf("key %d names payment %s, which does not exist", held.id, held.paymentID)
+		}
+		if v == verdictOwn {
+			return answer{kind: answerSettled, outcome: OutcomeCreated, payment: p}, nil
 		}
 		if held.params == nil {
 			held.params = version1Params(p)

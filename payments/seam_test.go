@@ -177,6 +177,36 @@ func (m Seam) Send(ctx context.Context, req Request) (Answer, error) {
 	return Answer{}, errRoundsExhausted
 }
 
+// RunAgain sends req's statement twice with one and the same request, as
+// the batcher does when a statement's answer was lost after its commit,
+// and drops the first run's answer. It returns what the second run's
+// statement answered, and the engine's answer (judge) to that.
+func (m Seam) RunAgain(ctx context.Context, req Request) (statement, engine Answer, err error) {
+	cmd, err := req.command()
+	if err != nil {
+		return Answer{}, Answer{}, err
+	}
+	run := m.s.store.createBatch
+	if cmd.op != OpCreate {
+		run = m.s.store.changeBatch
+	}
+	var a answer
+	for range 2 {
+		j := &job{cmd: cmd, answer: make(chan answer, 1)}
+		if err := run(ctx, []*job{j}); err != nil {
+			return Answer{}, Answer{}, err
+		}
+		if a = <-j.answer; a.err != nil {
+			return Answer{}, Answer{}, a.err
+		}
+	}
+	statement = answerOf(cmd, a)
+	if a, err = m.s.judge(ctx, cmd, a); err != nil {
+		return Answer{}, Answer{}, err
+	}
+	return statement, answerOf(cmd, a), nil
+}
+
 // ReadPayment is the store's readPayment.
 func (m Seam) ReadPayment(ctx context.Context, id string) (Payment, bool, error) {
 	return m.s.store.readPayment(ctx, id)

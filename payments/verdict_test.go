@@ -298,3 +298,35 @@ func TestOneStatementSettlesEachItsOwnWay(t *testing.T) {
 		}
 	})
 }
+
+// TestAStatementRunAgainIsNoReplay: when a create statement's answer is
+// lost after its commit, the batcher runs it again with the same request,
+// which finds its own key held. That request was sent once: it is
+// answered created, with the payment the first run made, and nothing is
+// counted or recorded a second time.
+func TestAStatementRunAgainIsNoReplay(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		h := newSuite(t, db)
+		stmt, a, err := h.seam.RunAgain(t.Context(), request("client-1", "k-again", "10.50", "BRL", payments.MethodPix))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if stmt.Kind != "held" && (stmt.Kind != "settled" || stmt.Outcome != payments.OutcomeCreated) {
+			t.Errorf("the second run's statement answered %s %s; want held, or settled CREATED", stmt.Kind, stmt.Outcome)
+		}
+		if a.Kind != "settled" || a.Outcome != payments.OutcomeCreated {
+			t.Fatalf("the engine answered %s %s; want settled CREATED", a.Kind, a.Outcome)
+		}
+		stored := h.mustGet(t, a.Payment.ID)
+		if a.Payment.ReplayCount != 0 || stored.ReplayCount != 0 {
+			t.Errorf("replays counted: %d answered, %d stored; want none", a.Payment.ReplayCount, stored.ReplayCount)
+		}
+		if !a.Payment.CreatedAt.Equal(stored.CreatedAt) {
+			t.Errorf("answered created at %v; the payment was created at %v", a.Payment.CreatedAt, stored.CreatedAt)
+		}
+		if got := h.outcomes(t, a.Payment.ID); !slices.Equal(got, []payments.Outcome{payments.OutcomeCreated}) {
+			t.Errorf("attempts %v; want [CREATED]", got)
+		}
+	})
+}

@@ -12,7 +12,8 @@
 -- round trip and a second statement per request;
 -- TestBatchStatementsAgreeWithDecide checks that the two agree. Every other
 -- held key (an older version, one past its TTL, a capture's, cancel's or
--- refund's key) comes back HELD for decide to judge.
+-- refund's key, the request's own from a run whose answer was lost) comes
+-- back HELD for decide to judge.
 --
 -- Every CTE reads the snapshot the statement started with. A request that
 -- loses a race waits inside "claim" for the winner to commit, but the
@@ -117,7 +118,9 @@ created_attempt AS (
 -- held: the keys the snapshot shows already held, with what of each
 -- request the later steps read. "replay" and "reject" mark the held keys
 -- this statement settles: current version, not expired, and the same
--- fingerprint, or a create's key with another.
+-- fingerprint, or a create's key with another. A key naming the request's
+-- own new payment was claimed by an earlier run of this statement whose
+-- answer was lost: no replay, but HELD, for decide to answer as created.
 -- The key of every held row but a replay's is returned as one JSON text
 -- column (heldRow): rare in an answer, and one column instead of eight is
 -- less for PostgreSQL to set up in every execution, whatever its rows.
@@ -131,7 +134,8 @@ held AS (
 		SELECT i.n, i.idempotency_key, i.params, i.transport, i.actor, i.actor_address,
 		       k.id AS key_id, k.operation AS held_operation, k.params AS held_params, k.fingerprint AS held_fingerprint,
 		       k.fingerprint_version AS held_version, k.created_at AS held_created_at, k.payment_id AS held_payment_id,
-		       k.fingerprint_version = $13 AND k.created_at >= $15 AND k.fingerprint = i.fingerprint AS replay,
+		       k.fingerprint_version = $13 AND k.created_at >= $15 AND k.fingerprint = i.fingerprint
+		         AND k.payment_id <> i.payment_id AS replay,
 		       k.fingerprint_version = $13 AND k.created_at >= $15 AND k.fingerprint <> i.fingerprint
 		         AND k.operation = 'CREATE_PAYMENT' AS reject
 		FROM input i JOIN idempotency_keys k ON k.client_id = i.client_id AND k.idempotency_key = i.idempotency_key
