@@ -152,7 +152,9 @@ type IdempotencyKey struct {
 	RefundID  *string `gorm:"size:40"`
 	// ProcessorOperationID is the processor operation a capture, cancel or
 	// refund key started: a replay answers as that operation stands
-	// (pending, applied, or refused by the processor).
+	// (pending, applied, or refused by the processor). A change the sandbox
+	// foresaw has no operation row, only its call, whose operation id this
+	// is: it tells the request's own statement, run again, from a retry.
 	ProcessorOperationID *string `gorm:"size:40"`
 
 	// CreatedAt is when the key was first used; it expires TTL later.

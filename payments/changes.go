@@ -144,7 +144,9 @@ func (s *Service) startChange(ctx context.Context, r sqlq.Runner, cmd *command) 
 
 // heldChange settles a request whose key is held (decide): a replay
 // answers as the key's operation stands, a reuse is rejected, an expired
-// key is forgotten (done false: the request goes on as new).
+// key is forgotten (done false: the request goes on as new). The
+// request's own key (its transaction committed, its answer lost) answers
+// as a replay does, but is not one: nothing is counted or recorded.
 func (s *Service) heldChange(ctx context.Context, tx liteTx, cmd *command, held *heldKey, now time.Time) (started, bool, error) {
 	v, err := decide(*held, cmd, now.Add(-s.keyTTL))
 	if err != nil {
@@ -166,7 +168,14 @@ func (s *Service) heldChange(ctx context.Context, tx liteTx, cmd *command, held 
 		}
 		return started{err: rejection(*held, cmd), outcome: OutcomeRejected}, true, nil
 	}
-	a, err := tx.recordAttempt(ctx, record{cmd: cmd, outcome: OutcomeReplayed, paymentID: held.paymentID, held: held, now: now})
+	var a answer
+	outcome := OutcomeReplayed
+	if v == verdictOwn {
+		outcome = OutcomeApplied
+		a, err = ownAnswer(ctx, tx, cmd, held)
+	} else {
+		a, err = tx.recordAttempt(ctx, record{cmd: cmd, outcome: outcome, paymentID: held.paymentID, held: held, now: now})
+	}
 	if err != nil {
 		return started{}, true, err
 	}
@@ -178,9 +187,9 @@ func (s *Service) heldChange(ctx context.Context, tx liteTx, cmd *command, held 
 	}
 	if state == opRefused {
 		return started{err: &ProcessorRefusedError{Operation: cmd.op, PaymentID: held.paymentID, Code: deref(code)},
-			outcome: OutcomeReplayed}, true, nil
+			outcome: outcome}, true, nil
 	}
-	return started{result: &ChangeResult{Payment: a.payment, Refund: a.refund, Replayed: true}, outcome: OutcomeReplayed}, true, nil
+	return started{result: &ChangeResult{Payment: a.payment, Refund: a.refund, Replayed: v != verdictOwn}, outcome: outcome}, true, nil
 }
 
 // pendingRefusal is refusal (decide.go) with what is in flight at the

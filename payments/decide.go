@@ -43,7 +43,7 @@ import (
 // "reject"; Go still names the fields that differ).
 // TestBatchStatementsAgreeWithDecide checks, for every operation and every
 // way a key can be held, that what a statement settles is what decide
-// says (TestAStatementRunAgainIsNoReplay, for a create's own key met by
+// says (TestAStatementRunAgainIsNoReplay, for a request's own key met by
 // its statement run again); everything else comes back to decide.
 
 // heldKey is a key a request found already used.
@@ -59,6 +59,10 @@ type heldKey struct {
 	createdAt time.Time
 	paymentID string
 	refundID  string
+	// opID is the processor operation a capture's, cancel's or refund's
+	// key started (a foreseen change's has only its call: no row in
+	// processor_operations).
+	opID string
 }
 
 // verdict is what a request with a held key gets.
@@ -73,19 +77,17 @@ const (
 	// verdictForget: the key is older than the TTL; forget it and handle the
 	// request as new.
 	verdictForget
-	// verdictOwn: the key was claimed by this very create, in a run of its
+	// verdictOwn: the key was claimed by this very request, in a run of its
 	// statement whose answer was lost after the commit (the batcher runs
-	// the statement again): the request is answered as created, and
-	// nothing is counted or recorded, for it is not a retry.
+	// the statement again): the request is answered as its first run
+	// applied it, and nothing is counted or recorded, for it is no retry.
 	verdictOwn
 )
 
 // decide judges a request whose key is held. expiredBefore is now less the
 // TTL. (A rejection names the fields that differ: see rejection.)
 func decide(held heldKey, cmd *command, expiredBefore time.Time) (verdict, error) {
-	// A create's payment id is made for the request (newPaymentID), so a
-	// key naming it was claimed by no other request.
-	if cmd.op == OpCreate && held.operation == OpCreate && held.paymentID == cmd.newID {
+	if claimedBy(held, cmd) {
 		return verdictOwn, nil
 	}
 	if held.createdAt.Before(expiredBefore) {
@@ -108,6 +110,20 @@ func decide(held heldKey, cmd *command, expiredBefore time.Time) (verdict, error
 		return verdictReplay, nil
 	}
 	return verdictReject, nil
+}
+
+// claimedBy says whether held was claimed by cmd itself. A create's
+// payment id and a change's operation id are made for the request
+// (newPaymentID, newOperationID), so a key naming the request's own was
+// claimed by no other request.
+func claimedBy(held heldKey, cmd *command) bool {
+	if held.operation != cmd.op {
+		return false
+	}
+	if cmd.op == OpCreate {
+		return held.paymentID == cmd.newID
+	}
+	return held.opID != "" && held.opID == cmd.opID
 }
 
 // rejection is the error a rejected request gets: the key's payment and

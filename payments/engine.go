@@ -219,6 +219,10 @@ func (s *Service) readPayment(ctx context.Context, id string) (Payment, bool, er
 	return s.store.readPayment(ctx, id)
 }
 
+func (s *Service) readRefund(ctx context.Context, id string, p Payment) (*Refund, error) {
+	return readRefund(ctx, s.store.db(), id, p)
+}
+
 func (s *Service) forgetKey(ctx context.Context, id int64, expiredBefore time.Time) error {
 	return s.store.forgetKey(ctx, id, expiredBefore)
 }
@@ -263,8 +267,8 @@ func await(ctx context.Context, answers <-chan answer) (answer, error) {
 // payment's), read the payment first. A key whose payment is missing is a
 // damaged database: the request fails rather than create a payment
 // (TestCreateNeverMistakesAnErrorForAReplay). A forgotten key answers
-// retry: the request goes on as new. A create's own key (its statement run
-// again) answers the payment as read, created, recording nothing.
+// retry: the request goes on as new. A request's own key (its statement
+// run again) is answered by ownAnswer, recording nothing.
 func settleHeld(ctx context.Context, st settler, cmd *command, held *heldKey, now time.Time, keyTTL time.Duration) (answer, error) {
 	expiredBefore := now.Add(-keyTTL)
 	v, err := decide(*held, cmd, expiredBefore)
@@ -274,16 +278,16 @@ func settleHeld(ctx context.Context, st settler, cmd *command, held *heldKey, no
 	if v == verdictReplay {
 		return st.recordAttempt(ctx, record{cmd: cmd, outcome: OutcomeReplayed, paymentID: held.paymentID, held: held, now: now})
 	}
-	if v == verdictOwn || v == verdictForget || held.params == nil {
+	if v == verdictOwn {
+		return ownAnswer(ctx, st, cmd, held)
+	}
+	if v == verdictForget || held.params == nil {
 		p, ok, err := st.readPayment(ctx, held.paymentID)
 		if err != nil {
 			return answer{}, err
 		}
 		if !ok {
 			return answer{}, fmt.Errorf("key %d names payment %s, which does not exist", held.id, held.paymentID)
-		}
-		if v == verdictOwn {
-			return answer{kind: answerSettled, outcome: OutcomeCreated, payment: p}, nil
 		}
 		if held.params == nil {
 			held.params = version1Params(p)
@@ -293,6 +297,27 @@ func settleHeld(ctx context.Context, st settler, cmd *command, held *heldKey, no
 		return answer{kind: answerRetry}, st.forgetKey(ctx, held.id, expiredBefore)
 	}
 	return st.recordAttempt(ctx, record{cmd: cmd, outcome: OutcomeRejected, paymentID: held.paymentID, held: held, now: now})
+}
+
+// ownAnswer answers a request whose key its own earlier run claimed (a
+// statement run again after its answer was lost): created or applied, with
+// the payment, and a refund's refund, as they are now.
+func ownAnswer(ctx context.Context, st settler, cmd *command, held *heldKey) (answer, error) {
+	p, ok, err := st.readPayment(ctx, held.paymentID)
+	if err != nil {
+		return answer{}, err
+	}
+	if !ok {
+		return answer{}, fmt.Errorf("key %d names payment %s, which does not exist", held.id, held.paymentID)
+	}
+	a := answer{kind: answerSettled, outcome: OutcomeApplied, payment: p}
+	if cmd.op == OpCreate {
+		a.outcome = OutcomeCreated
+	}
+	if held.refundID != "" {
+		a.refund, err = st.readRefund(ctx, held.refundID, p)
+	}
+	return a, err
 }
 
 // finish turns a settled answer into what the caller gets, and tells the

@@ -70,8 +70,9 @@ func scanAttempt(row sqlq.Row) (models.IdempotencyAttempt, error) {
 // key's params are nil: settleHeld rebuilds them from its payment.
 func scanHeld(row sqlq.Row) (*heldKey, error) {
 	var h heldKey
-	var params, refundID sql.NullString
-	if err := row.Scan(&h.id, &h.operation, &params, &h.fp, &h.version, &h.createdAt, &h.paymentID, &refundID); err != nil {
+	var params, refundID, opID sql.NullString
+	if err := row.Scan(&h.id, &h.operation, &params, &h.fp, &h.version, &h.createdAt, &h.paymentID, &refundID,
+		&opID); err != nil {
 		return nil, err
 	}
 	if params.Valid {
@@ -80,7 +81,7 @@ func scanHeld(row sqlq.Row) (*heldKey, error) {
 			return nil, err
 		}
 	}
-	h.refundID = refundID.String
+	h.refundID, h.opID = refundID.String, opID.String
 	return &h, nil
 }
 

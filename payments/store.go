@@ -73,6 +73,8 @@ type store interface {
 type settler interface {
 	// readPayment reads one payment; ok is false when there is none.
 	readPayment(ctx context.Context, id string) (p Payment, ok bool, err error)
+	// readRefund reads refund id of payment p; it fails when there is none.
+	readRefund(ctx context.Context, id string, p Payment) (*Refund, error)
 	// forgetKey deletes key id if it is still older than expiredBefore.
 	forgetKey(ctx context.Context, id int64, expiredBefore time.Time) error
 	// recordAttempt records a replay, rejection or refusal, counts it on

@@ -207,6 +207,7 @@ type heldRow struct {
 	CreatedAt   time.Time `json:"created_at"`
 	PaymentID   string    `json:"payment_id"`
 	RefundID    *string   `json:"refund_id"`
+	OperationID *string   `json:"operation_id"`
 }
 
 // heldKey decodes a HELD or REJECTED row's key. A version 1 key's params
@@ -231,6 +232,9 @@ func (r *resultRow) heldKey() (*heldKey, error) {
 		createdAt: h.CreatedAt, paymentID: h.PaymentID}
 	if h.RefundID != nil {
 		k.refundID = *h.RefundID
+	}
+	if h.OperationID != nil {
+		k.opID = *h.OperationID
 	}
 	return k, nil
 }

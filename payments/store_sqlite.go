@@ -182,6 +182,10 @@ func (tx liteTx) readPayment(ctx context.Context, id string) (Payment, bool, err
 	return readPayment(ctx, tx.r, id)
 }
 
+func (tx liteTx) readRefund(ctx context.Context, id string, p Payment) (*Refund, error) {
+	return readRefund(ctx, tx.r, id, p)
+}
+
 func (tx liteTx) forgetKey(ctx context.Context, id int64, expiredBefore time.Time) error {
 	return forgetKey(ctx, tx.r, id, expiredBefore)
 }
@@ -225,12 +229,15 @@ func (tx liteTx) recordAttempt(ctx context.Context, rec record) (answer, error) 
 // claimKey inserts cmd's key for the client unless the client holds it
 // already, and reports whether it did.
 func (tx liteTx) claimKey(ctx context.Context, cmd *command, clientID, paymentID string, now time.Time) (bool, error) {
-	var refundID *string
+	var refundID, opID *string
 	if cmd.op == OpRefund {
 		refundID = &cmd.newID
 	}
+	if cmd.op != OpCreate {
+		opID = &cmd.opID
+	}
 	n, err := tx.r.Exec(ctx, commonSQL.SQL("claim_key"),
-		clientID, cmd.key, string(cmd.op), cmd.fp, fingerprintVersion, cmd.encoded, paymentID, refundID, now)
+		clientID, cmd.key, string(cmd.op), cmd.fp, fingerprintVersion, cmd.encoded, paymentID, refundID, now, opID)
 	if err != nil {
 		return false, fmt.Errorf("claim key: %w", err)
 	}

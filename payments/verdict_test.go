@@ -299,34 +299,59 @@ func TestOneStatementSettlesEachItsOwnWay(t *testing.T) {
 	})
 }
 
-// TestAStatementRunAgainIsNoReplay: when a create statement's answer is
-// lost after its commit, the batcher runs it again with the same request,
-// which finds its own key held. That request was sent once: it is
-// answered created, with the payment the first run made, and nothing is
-// counted or recorded a second time.
+// TestAStatementRunAgainIsNoReplay: when a statement's answer is lost
+// after its commit, the batcher runs it again with the same requests,
+// which find their own keys held. Each was sent once: a create is answered
+// created and a change applied, with what the first run made (a refund
+// the same refund), and nothing is counted, recorded or made twice.
 func TestAStatementRunAgainIsNoReplay(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
-		h := newSuite(t, db)
-		stmt, a, err := h.seam.RunAgain(t.Context(), request("client-1", "k-again", "10.50", "BRL", payments.MethodPix))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if stmt.Kind != "held" && (stmt.Kind != "settled" || stmt.Outcome != payments.OutcomeCreated) {
-			t.Errorf("the second run's statement answered %s %s; want held, or settled CREATED", stmt.Kind, stmt.Outcome)
-		}
-		if a.Kind != "settled" || a.Outcome != payments.OutcomeCreated {
-			t.Fatalf("the engine answered %s %s; want settled CREATED", a.Kind, a.Outcome)
-		}
-		stored := h.mustGet(t, a.Payment.ID)
-		if a.Payment.ReplayCount != 0 || stored.ReplayCount != 0 {
-			t.Errorf("replays counted: %d answered, %d stored; want none", a.Payment.ReplayCount, stored.ReplayCount)
-		}
-		if !a.Payment.CreatedAt.Equal(stored.CreatedAt) {
-			t.Errorf("answered created at %v; the payment was created at %v", a.Payment.CreatedAt, stored.CreatedAt)
-		}
-		if got := h.outcomes(t, a.Payment.ID); !slices.Equal(got, []payments.Outcome{payments.OutcomeCreated}) {
-			t.Errorf("attempts %v; want [CREATED]", got)
+		for _, op := range []string{"create", "capture", "cancel", "refund"} {
+			t.Run(op, func(t *testing.T) {
+				h := newSuite(t, db)
+				const client = "client-1"
+				var req payments.Request = request(client, op+"/again", "10.50", "BRL", payments.MethodPix)
+				want, history := payments.OutcomeCreated, []payments.Outcome{payments.OutcomeCreated}
+				if op != "create" {
+					p := h.created(t, client, op+"/payment", "10.50", op == "refund")
+					req = map[string]payments.Request{"capture": captureReq(p.ID, op+"/again", nil),
+						"cancel": cancelReq(p.ID, op+"/again"), "refund": refundReq(p.ID, op+"/again", ptr("1"))}[op]
+					want = payments.OutcomeApplied
+					history = append(h.outcomes(t, p.ID), want)
+				}
+				stmt, a, err := h.seam.RunAgain(t.Context(), req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if stmt.Kind != "held" && (stmt.Kind != "settled" || stmt.Outcome != want) {
+					t.Errorf("the second run's statement answered %s %s; want held, or settled %s", stmt.Kind, stmt.Outcome, want)
+				}
+				if a.Kind != "settled" || a.Outcome != want {
+					t.Fatalf("the engine answered %s %s; want settled %s", a.Kind, a.Outcome, want)
+				}
+				stored := h.mustGet(t, a.Payment.ID)
+				if a.Payment.ReplayCount != 0 || stored.ReplayCount != 0 {
+					t.Errorf("replays counted: %d answered, %d stored; want none", a.Payment.ReplayCount, stored.ReplayCount)
+				}
+				if a.Payment.Status != stored.Status || !a.Payment.CreatedAt.Equal(stored.CreatedAt) {
+					t.Errorf("answered %s created at %v; the payment is %s, created at %v",
+						a.Payment.Status, a.Payment.CreatedAt, stored.Status, stored.CreatedAt)
+				}
+				if got := h.outcomes(t, a.Payment.ID); !slices.Equal(got, history) {
+					t.Errorf("attempts %v; want %v", got, history)
+				}
+				if op == "refund" {
+					refunds, err := h.svc.Refunds(t.Context(), stored)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if a.Refund == nil || len(refunds) != 1 || a.Refund.ID != refunds[0].ID || stored.Refunded.Minor != 100 {
+						t.Errorf("answered refund %+v; the payment has %+v, %d refunded; want the one refund of 1.00",
+							a.Refund, refunds, stored.Refunded.Minor)
+					}
+				}
+			})
 		}
 	})
 }

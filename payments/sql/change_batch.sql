@@ -57,12 +57,15 @@ snap AS (
 -- held: the keys the snapshot shows held in the payment's client's
 -- namespace, and which of them are replays, as in create_batch. A replay's
 -- key is the request's own payment's (the fingerprint covers the payment
--- id), which no other request of the statement is for.
+-- id), which no other request of the statement is for. A key naming the
+-- request's own operation was claimed by an earlier run of this statement
+-- whose answer was lost: HELD, for decide to answer as applied.
 held AS (
 	SELECT s.*, k.id AS key_id, k.operation AS held_operation, k.params AS held_params,
 	       k.fingerprint AS held_fingerprint, k.fingerprint_version AS held_version, k.created_at AS held_created_at,
-	       k.payment_id AS held_payment_id, k.refund_id AS held_refund_id,
-	       k.fingerprint_version = $15 AND k.created_at >= $17 AND k.fingerprint = s.fingerprint AS replay
+	       k.payment_id AS held_payment_id, k.refund_id AS held_refund_id, k.processor_operation_id AS held_op_id,
+	       k.fingerprint_version = $15 AND k.created_at >= $17 AND k.fingerprint = s.fingerprint
+	         AND k.processor_operation_id IS DISTINCT FROM s.op_id AS replay
 	FROM snap s JOIN idempotency_keys k ON k.client_id = s.client_id AND k.idempotency_key = s.idempotency_key
 	WHERE NOT s.stopped
 ),
@@ -84,9 +87,9 @@ applied AS (
 ),
 claim AS (
 	INSERT INTO idempotency_keys (client_id, idempotency_key, operation, fingerprint, fingerprint_version, params,
-	                              payment_id, refund_id, created_at)
+	                              payment_id, refund_id, created_at, processor_operation_id)
 	SELECT s.client_id, s.idempotency_key, s.operation, s.fingerprint, $15, s.params, s.payment_id,
-	       CASE WHEN s.operation = 'REFUND_PAYMENT' THEN s.refund_id END, $16
+	       CASE WHEN s.operation = 'REFUND_PAYMENT' THEN s.refund_id END, $16, s.op_id
 	FROM applied a JOIN snap s ON s.payment_id = a.id
 ),
 refund AS (
@@ -161,7 +164,7 @@ SELECT h.n, 'HELD', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 
        json_build_object('id', h.key_id, 'operation', h.held_operation, 'params', h.held_params,
                          'fingerprint', encode(h.held_fingerprint, 'hex'), 'version', h.held_version,
                          'created_at', h.held_created_at, 'payment_id', h.held_payment_id,
-                         'refund_id', h.held_refund_id)::text
+                         'refund_id', h.held_refund_id, 'operation_id', h.held_op_id)::text
 FROM held h
 WHERE NOT h.replay
 UNION ALL

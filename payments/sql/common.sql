@@ -14,7 +14,8 @@ SELECT id, payment_id, amount_minor, reason, idempotency_key, created_at, status
 -- name: read_key
 -- Reads the key a client ($1) holds ($2), for decide to judge, in
 -- scanHeld's column order (rows.go).
-SELECT id, operation, params, fingerprint, fingerprint_version, created_at, payment_id, refund_id
+SELECT id, operation, params, fingerprint, fingerprint_version, created_at, payment_id, refund_id,
+       processor_operation_id
 FROM idempotency_keys WHERE client_id = $1 AND idempotency_key = $2
 
 -- name: forget_key
@@ -258,10 +259,11 @@ SELECT count(*) FROM processor_operations WHERE settled_at IS NULL AND state = '
 -- Claims a key for its client unless the client holds it already: one row
 -- changed if claimed, none if held. $1 client, $2 key, $3 operation,
 -- $4 fingerprint, $5 its version, $6 canonical params, $7 payment, $8 the
--- refund a refund creates, $9 now.
+-- refund a refund creates, $9 now, $10 the processor operation (here its
+-- call) a change makes.
 INSERT INTO idempotency_keys (client_id, idempotency_key, operation, fingerprint, fingerprint_version, params,
-                              payment_id, refund_id, created_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+                              payment_id, refund_id, created_at, processor_operation_id)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
 ON CONFLICT (client_id, idempotency_key) DO NOTHING
 
 -- name: insert_attempt
