@@ -141,7 +141,8 @@ func newOperationID() string { return "op_" + ulid.Make().String() }
 // "op_" and the payment's own ULID, so that the create's operation, and
 // the key its processor gets, follow from the payment even where no
 // operation row is stored (createPlan.storesOperation). The
-// processor_calls_of statements derive it the same way in SQL.
+// processor_calls_of statement (sql/by_payment.sql) derives it the same
+// way in SQL.
 func createOpID(paymentID string) string { return "op_" + strings.TrimPrefix(paymentID, "pay_") }
 
 // opKey is the idempotency key the processor gets for operation id.

@@ -9,8 +9,9 @@ import (
 
 // The SQL statements live in sql/*.sql, each with a name and a comment
 // (sqlq.Load): common.sql for what both dialects run as it is, and the
-// listing's fragments; postgres.sql, create_batch.sql, change_batch.sql and
-// settle_batch.sql for PostgreSQL; sqlite.sql for SQLite.
+// listing's fragments; by_payment.sql for what both run with a fragment
+// each writes its own way; postgres.sql, create_batch.sql, change_batch.sql
+// and settle_batch.sql for PostgreSQL; sqlite.sql for SQLite.
 
 //go:embed sql/*.sql
 var sqlFiles embed.FS
@@ -20,21 +21,37 @@ var (
 	commonSQL = sqlq.MustLoad(sqlFiles, "sql/common.sql", "sql/pending.sql")
 	// postgresSQL and sqliteSQL are each dialect's statements, with the
 	// common ones they include.
-	postgresSQL = sqlq.MustLoad(sqlFiles, "sql/common.sql", "sql/pending.sql", "sql/postgres.sql", "sql/create_batch.sql", "sql/change_batch.sql", "sql/settle_batch.sql")
-	sqliteSQL   = sqlq.MustLoad(sqlFiles, "sql/common.sql", "sql/pending.sql", "sql/sqlite.sql")
+	postgresSQL = sqlq.MustLoad(sqlFiles, "sql/common.sql", "sql/pending.sql", "sql/by_payment.sql", "sql/postgres.sql",
+		"sql/create_batch.sql", "sql/change_batch.sql", "sql/settle_batch.sql")
+	sqliteSQL = sqlq.MustLoad(sqlFiles, "sql/common.sql", "sql/pending.sql", "sql/by_payment.sql", "sql/sqlite.sql")
 )
 
 // The batch statements, as they run. They are exported for the benchmark,
 // which runs them under pgbench beside the least SQL that does their work.
 var (
 	CreateBatchSQL = postgresSQL.SQL("create_batch")
-	ChangeBatchSQL = withApplyChange(postgresSQL, postgresSQL.SQL("change_batch"))
+	ChangeBatchSQL = expand(postgresSQL, postgresSQL.SQL("change_batch"))
 )
 
-// withApplyChange is text with {{apply_change}} replaced by the statement
-// apply_change of set: how the lifecycle's one conditional update stands
-// inside PostgreSQL's change_batch and SQLite's apply_one_change while it
-// is written once (sql/common.sql).
-func withApplyChange(set sqlq.Statements, text string) string {
-	return strings.Replace(text, "{{apply_change}}", set.SQL("apply_change"), 1)
+// expand is text with each fragment {{name}} replaced by set's statement
+// name: apply_change, the lifecycle's one conditional update, written once
+// (sql/common.sql) and run inside PostgreSQL's change_batch and SQLite's
+// apply_one_change; in_payment_ids, how each dialect takes a list of ids
+// (by_payment.sql).
+func expand(set sqlq.Statements, text string) string {
+	return strings.NewReplacer("{{apply_change}}", set.SQL("apply_change"),
+		"{{in_payment_ids}}", set.SQL("in_payment_ids")).Replace(text)
 }
+
+// pageStatements are by_payment.sql's statements as a dialect runs them.
+type pageStatements struct{ attempts, refunds, calls string }
+
+func pageStatementsOf(set sqlq.Statements) pageStatements {
+	return pageStatements{attempts: expand(set, set.SQL("attempts_of")), refunds: expand(set, set.SQL("refunds_of")),
+		calls: expand(set, set.SQL("processor_calls_of"))}
+}
+
+var (
+	postgresPage = pageStatementsOf(postgresSQL)
+	sqlitePage   = pageStatementsOf(sqliteSQL)
+)

@@ -413,11 +413,11 @@ func (st *postgresStore) listPayments(ctx context.Context, r sqlq.Runner, q page
 }
 
 func (st *postgresStore) attemptsOf(ctx context.Context, ids []string) ([]models.IdempotencyAttempt, error) {
-	return sqlq.Collect(ctx, st.pg, postgresSQL.SQL("attempts_of"), []any{ids}, scanAttempt)
+	return sqlq.Collect(ctx, st.pg, postgresPage.attempts, []any{ids}, scanAttempt)
 }
 
 func (st *postgresStore) refundsOf(ctx context.Context, ids []string) ([]models.Refund, error) {
-	return sqlq.Collect(ctx, st.pg, postgresSQL.SQL("refunds_of"), []any{ids}, scanRefundRow)
+	return sqlq.Collect(ctx, st.pg, postgresPage.refunds, []any{ids}, scanRefundRow)
 }
 
 func (st *postgresStore) attemptCounts(ctx context.Context, r sqlq.Runner, from time.Time) ([]hourCount, error) {
@@ -431,7 +431,7 @@ func (st *postgresStore) sweepKeys(ctx context.Context, before time.Time, limit 
 var _ store = (*postgresStore)(nil)
 
 func (st *postgresStore) processorCallsOf(ctx context.Context, ids []string) ([]models.ProcessorCall, error) {
-	return sqlq.Collect(ctx, st.pg, postgresSQL.SQL("processor_calls_of"), []any{ids}, scanProcessorCall)
+	return sqlq.Collect(ctx, st.pg, postgresPage.calls, []any{ids}, scanProcessorCall)
 }
 
 func (st *postgresStore) db() sqlq.DB { return st.pg }

@@ -303,7 +303,7 @@ func (tx liteTx) applyChange(ctx context.Context, cmd *command, amount int64, no
 }
 
 // applyOneChangeSQL is apply_one_change with apply_change in it.
-var applyOneChangeSQL = withApplyChange(sqliteSQL, sqliteSQL.SQL("apply_one_change"))
+var applyOneChangeSQL = expand(sqliteSQL, sqliteSQL.SQL("apply_one_change"))
 
 // The store's own methods run on the pool. The engine calls readPayment,
 // forgetKey and recordBatch only for what a PostgreSQL statement leaves
@@ -366,7 +366,7 @@ func (st *sqliteStore) attemptsOf(ctx context.Context, ids []string) ([]models.I
 	if err != nil {
 		return nil, err
 	}
-	return sqlq.Collect(ctx, st.lite, sqliteSQL.SQL("attempts_of"), []any{string(list)}, scanAttempt)
+	return sqlq.Collect(ctx, st.lite, sqlitePage.attempts, []any{string(list)}, scanAttempt)
 }
 
 func (st *sqliteStore) refundsOf(ctx context.Context, ids []string) ([]models.Refund, error) {
@@ -374,7 +374,7 @@ func (st *sqliteStore) refundsOf(ctx context.Context, ids []string) ([]models.Re
 	if err != nil {
 		return nil, err
 	}
-	return sqlq.Collect(ctx, st.lite, sqliteSQL.SQL("refunds_of"), []any{string(list)}, scanRefundRow)
+	return sqlq.Collect(ctx, st.lite, sqlitePage.refunds, []any{string(list)}, scanRefundRow)
 }
 
 func (st *sqliteStore) attemptCounts(ctx context.Context, r sqlq.Runner, from time.Time) ([]hourCount, error) {
@@ -392,7 +392,7 @@ func (st *sqliteStore) processorCallsOf(ctx context.Context, ids []string) ([]mo
 	if err != nil {
 		return nil, err
 	}
-	return sqlq.Collect(ctx, st.lite, sqliteSQL.SQL("processor_calls_of"), []any{string(list)}, scanProcessorCall)
+	return sqlq.Collect(ctx, st.lite, sqlitePage.calls, []any{string(list)}, scanProcessorCall)
 }
 
 func (st *sqliteStore) db() sqlq.DB { return st.lite }

@@ -55,37 +55,6 @@ attempt AS (
 SELECT p.*, r.id, r.payment_id, r.amount_minor, r.reason, r.idempotency_key, r.created_at
 FROM payment p JOIN input i ON i.n = p.n LEFT JOIN refunds r ON r.id = i.refund_id
 
--- name: attempts_of
--- The attempts of the payments whose ids are in the array $1, each
--- payment's oldest first, in scanAttempt's column order (rows.go): the
--- timelines of a page of payments in one query (AttemptsOf).
-SELECT id, payment_id, operation, outcome, at, idempotency_key, params, held_params, refusal, refund_id,
-       differing_fields, attempted_amount_minor, attempted_currency, attempted_method, transport, actor, actor_address
-FROM idempotency_attempts WHERE payment_id = ANY($1::text[]) ORDER BY payment_id, at, id
-
--- name: refunds_of
--- The refunds of the payments whose ids are in the array $1, each
--- payment's oldest first, in scanRefund's column order (RefundsOf).
-SELECT id, payment_id, amount_minor, reason, idempotency_key, created_at, status, failure_code
-FROM refunds WHERE payment_id = ANY($1::text[]) ORDER BY payment_id, created_at, id
-
--- name: processor_calls_of
--- The processor calls of the payments whose ids are in the array $1, each
--- payment's oldest first, in scanProcessorCall's column order
--- (ProcessorCallsOf): the rows of processor_calls, and the one call of a
--- create answered before it was stored, read from its payment (marked
--- create_foreseen; the operation's id is "op_" and the payment's ULID:
--- createOpID), first among calls of the same time.
-SELECT payment_id, operation, processor_key, outcome, code, at, duration_ms FROM (
-	SELECT id AS payment_id, 'CREATE_PAYMENT' AS operation, 'cmpay_op_' || substr(id, 5) AS processor_key,
-	       CASE WHEN status = 'DECLINED' THEN 'DECLINED' ELSE 'SUCCEEDED' END AS outcome, decline_code AS code,
-	       created_at AS at, 0 AS duration_ms, 0 AS id
-	FROM payments WHERE id = ANY($1::text[]) AND create_foreseen
-	UNION ALL
-	SELECT payment_id, operation, processor_key, outcome, code, at, duration_ms, id
-	FROM processor_calls WHERE payment_id = ANY($1::text[])
-) AS calls ORDER BY payment_id, at, id
-
 -- name: attempt_counts
 -- Counts the attempts made since $1 by hour (hours since the Unix epoch)
 -- and outcome, reading the attempts' time index over that window only
@@ -123,3 +92,8 @@ RETURNING id
 SELECT id, client_id, idempotency_key, amount_minor, currency, method, created_at,
        status, captured_minor, refunded_minor, captured_at, canceled_at, replay_count, rejected_count, processor, processor_reference, decline_code, pending_operation, reserved_minor, payment_method_token
 FROM payments WHERE id = $1 FOR UPDATE
+
+-- name: in_payment_ids
+-- "Is one of the payment ids in the array $1", completing a WHERE on a
+-- payment id (by_payment.sql).
+= ANY($1::text[])

@@ -24,32 +24,6 @@ WITH target AS (SELECT $1 AS req_operation, $2 AS req_payment_id, $3 AS req_amou
                        1 AS req_ready, $5 AS req_now)
 {{apply_change}}
 
--- name: attempts_of
--- The attempts of the payments whose ids are in the JSON array $1 (SQLite
--- has no arrays), as PostgreSQL's attempts_of.
-SELECT id, payment_id, operation, outcome, at, idempotency_key, params, held_params, refusal, refund_id,
-       differing_fields, attempted_amount_minor, attempted_currency, attempted_method, transport, actor, actor_address
-FROM idempotency_attempts WHERE payment_id IN (SELECT value FROM json_each($1)) ORDER BY payment_id, at, id
-
--- name: refunds_of
--- The refunds of the payments whose ids are in the JSON array $1, as
--- PostgreSQL's refunds_of.
-SELECT id, payment_id, amount_minor, reason, idempotency_key, created_at, status, failure_code
-FROM refunds WHERE payment_id IN (SELECT value FROM json_each($1)) ORDER BY payment_id, created_at, id
-
--- name: processor_calls_of
--- The processor calls of the payments whose ids are in the JSON array $1,
--- as PostgreSQL's processor_calls_of.
-SELECT payment_id, operation, processor_key, outcome, code, at, duration_ms FROM (
-	SELECT id AS payment_id, 'CREATE_PAYMENT' AS operation, 'cmpay_op_' || substr(id, 5) AS processor_key,
-	       CASE WHEN status = 'DECLINED' THEN 'DECLINED' ELSE 'SUCCEEDED' END AS outcome, decline_code AS code,
-	       created_at AS at, 0 AS duration_ms, 0 AS id
-	FROM payments WHERE id IN (SELECT value FROM json_each($1)) AND create_foreseen
-	UNION ALL
-	SELECT payment_id, operation, processor_key, outcome, code, at, duration_ms, id
-	FROM processor_calls WHERE payment_id IN (SELECT value FROM json_each($1))
-) AS calls ORDER BY payment_id, at, id
-
 -- name: attempt_counts
 -- Counts the attempts made since $1 by hour (hours since the Unix epoch)
 -- and outcome. A time is stored as text; its first 19 characters are the
@@ -78,3 +52,8 @@ RETURNING id
 SELECT id, client_id, idempotency_key, amount_minor, currency, method, created_at,
        status, captured_minor, refunded_minor, captured_at, canceled_at, replay_count, rejected_count, processor, processor_reference, decline_code, pending_operation, reserved_minor, payment_method_token
 FROM payments WHERE id = $1
+
+-- name: in_payment_ids
+-- "Is one of the payment ids in the JSON array $1" (SQLite has no arrays),
+-- completing a WHERE on a payment id (by_payment.sql).
+IN (SELECT value FROM json_each($1))

@@ -1,0 +1,33 @@
+-- The rows of a page of payments, read in one query per kind, each
+-- payment's oldest first, for both dialects: {{in_payment_ids}} is how
+-- each takes the list of ids in $1 (postgres.sql, sqlite.sql; sql.go
+-- expands it).
+
+-- name: attempts_of
+-- The attempts of the payments in $1, in scanAttempt's column order
+-- (rows.go): the timelines of a page of payments (AttemptsOf).
+SELECT id, payment_id, operation, outcome, at, idempotency_key, params, held_params, refusal, refund_id,
+       differing_fields, attempted_amount_minor, attempted_currency, attempted_method, transport, actor, actor_address
+FROM idempotency_attempts WHERE payment_id {{in_payment_ids}} ORDER BY payment_id, at, id
+
+-- name: refunds_of
+-- The refunds of the payments in $1, in scanRefund's column order
+-- (RefundsOf).
+SELECT id, payment_id, amount_minor, reason, idempotency_key, created_at, status, failure_code
+FROM refunds WHERE payment_id {{in_payment_ids}} ORDER BY payment_id, created_at, id
+
+-- name: processor_calls_of
+-- The processor calls of the payments in $1, in scanProcessorCall's column
+-- order (ProcessorCallsOf): the rows of processor_calls, and the one call
+-- of a create answered before it was stored, read from its payment (marked
+-- create_foreseen; the operation's id is "op_" and the payment's ULID:
+-- createOpID), first among calls of the same time.
+SELECT payment_id, operation, processor_key, outcome, code, at, duration_ms FROM (
+	SELECT id AS payment_id, 'CREATE_PAYMENT' AS operation, 'cmpay_op_' || substr(id, 5) AS processor_key,
+	       CASE WHEN status = 'DECLINED' THEN 'DECLINED' ELSE 'SUCCEEDED' END AS outcome, decline_code AS code,
+	       created_at AS at, 0 AS duration_ms, 0 AS id
+	FROM payments WHERE id {{in_payment_ids}} AND create_foreseen
+	UNION ALL
+	SELECT payment_id, operation, processor_key, outcome, code, at, duration_ms, id
+	FROM processor_calls WHERE payment_id {{in_payment_ids}}
+) AS calls ORDER BY payment_id, at, id
