@@ -10,6 +10,7 @@ import (
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/errcode"
+	"github.com/cmpay/cmpay/graph/scalar"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 )
@@ -92,7 +93,7 @@ func (s strictVariables) check(v any, t *ast.Type) *badValue {
 		switch def.Name {
 		case "String":
 			if _, ok := v.(string); !ok {
-				return &badValue{message: "a String must be a JSON string, not " + jsonKind(v)}
+				return &badValue{message: "a String must be a JSON string, not " + scalar.JSONKind(v)}
 			}
 		case "Int":
 			// The spec's Int is 32 bits; gqlparser took any int64, and a
@@ -162,7 +163,7 @@ func quoteValue(v any) string {
 	case json.Number:
 		return clip(v.String())
 	}
-	return jsonKind(v)
+	return scalar.JSONKind(v)
 }
 
 func clip(s string) string {
@@ -177,22 +178,3 @@ func clip(s string) string {
 }
 
 func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
-
-// jsonKind names, in JSON's words, the kind of a decoded JSON value.
-func jsonKind(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return "a boolean"
-	case string:
-		return "a string"
-	case json.Number, float64, float32, int, int64, int32:
-		return "a number"
-	case map[string]any:
-		return "an object"
-	case []any:
-		return "a list"
-	}
-	return "a value of another kind"
-}

@@ -30,7 +30,7 @@ func (d *Decimal) UnmarshalGQL(v any) error {
 	case json.Number:
 		*d = Decimal(v.String())
 	default:
-		return &BadValueError{fmt.Sprintf("a Decimal must be a string such as \"10.50\" or a JSON number, got %s", jsonKind(v))}
+		return &BadValueError{fmt.Sprintf("a Decimal must be a string such as \"10.50\" or a JSON number, got %s", JSONKind(v))}
 	}
 	return nil
 }
@@ -41,9 +41,9 @@ func (d Decimal) MarshalGQL(w io.Writer) {
 	_, _ = io.WriteString(w, strconv.Quote(string(d)))
 }
 
-// jsonKind names the JSON type a decoded value came from, in JSON's words:
-// a client is never told Go's type names.
-func jsonKind(v any) string {
+// JSONKind names the JSON type a decoded value came from, in JSON's words
+// ("a string", "an array"): a client is never told Go's type names.
+func JSONKind(v any) string {
 	switch v.(type) {
 	case nil:
 		return "null"

@@ -19,5 +19,5 @@ func UnmarshalString(v any) (string, error) {
 	if s, ok := v.(string); ok {
 		return s, nil
 	}
-	return "", &BadValueError{fmt.Sprintf("a String must be a JSON string, not %s", jsonKind(v))}
+	return "", &BadValueError{fmt.Sprintf("a String must be a JSON string, not %s", JSONKind(v))}
 }
