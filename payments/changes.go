@@ -226,7 +226,7 @@ func (s *Service) storeChange(ctx context.Context, tx liteTx, cmd *command, p Pa
 	} else if _, err := tx.r.Exec(ctx, commonSQL.SQL("start_pending"), p.ID, string(cmd.op)); err != nil {
 		return started{}, fmt.Errorf("mark %s pending: %w", cmd.op, err)
 	}
-	n, err := tx.r.Exec(ctx, commonSQL.SQL("claim_change_key"), p.ClientID, cmd.key, string(cmd.op), cmd.fp,
+	n, err := tx.r.Exec(ctx, commonSQL.SQL("claim_key"), p.ClientID, cmd.key, string(cmd.op), cmd.fp,
 		fingerprintVersion, cmd.encoded, p.ID, refundID, now, id)
 	if err != nil {
 		return started{}, fmt.Errorf("claim key: %w", err)

@@ -259,8 +259,9 @@ SELECT count(*) FROM processor_operations WHERE settled_at IS NULL AND state = '
 -- Claims a key for its client unless the client holds it already: one row
 -- changed if claimed, none if held. $1 client, $2 key, $3 operation,
 -- $4 fingerprint, $5 its version, $6 canonical params, $7 payment, $8 the
--- refund a refund creates, $9 now, $10 the processor operation (here its
--- call) a change makes.
+-- refund a refund creates, $9 now, $10 the processor operation a
+-- capture, cancel or refund starts (changes.go), or, when the sandbox
+-- foresees the change, the id of its one call (store_sqlite.go).
 INSERT INTO idempotency_keys (client_id, idempotency_key, operation, fingerprint, fingerprint_version, params,
                               payment_id, refund_id, created_at, processor_operation_id)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
@@ -287,18 +288,10 @@ UPDATE payments SET rejected_count = rejected_count + 1, rejected_at = COALESCE(
 RETURNING id, client_id, idempotency_key, amount_minor, currency, method, created_at,
           status, captured_minor, refunded_minor, captured_at, canceled_at, replay_count, rejected_count, processor, processor_reference, decline_code, pending_operation, reserved_minor, payment_method_token
 
--- name: claim_change_key
--- Claims a capture's, cancel's or refund's key for the processor
--- operation $10 it starts (changes.go), unless the client holds it: one
--- row changed if claimed. Otherwise as claim_key.
-INSERT INTO idempotency_keys (client_id, idempotency_key, operation, fingerprint, fingerprint_version, params,
-                              payment_id, refund_id, created_at, processor_operation_id)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
-ON CONFLICT (client_id, idempotency_key) DO NOTHING
-
 -- name: key_operation
 -- The processor operation a key ($1) started, as it stands: its id, state
--- and code; no row for a key that started none (a sandbox change).
+-- and code; no row for a key that started none (a change the sandbox
+-- foresaw names only its call).
 SELECT o.id, o.state, o.code FROM idempotency_keys k JOIN processor_operations o ON o.id = k.processor_operation_id
 WHERE k.id = $1
 
