@@ -35,9 +35,9 @@ import (
 // deadlock on them. If a statement fails, each of its requests is run again
 // alone, so that one request's failure is never another's. That is safe
 // whatever the failed statement did: a request whose row it had committed
-// finds its key claimed, and is answered with that payment. If it failed
-// because the database is unavailable, its requests are answered so at
-// once instead.
+// finds its own key claimed, and is answered as it was applied (decide:
+// verdictOwn), not as a replay. If it failed because the database is
+// unavailable, its requests are answered so at once instead.
 //
 // Each request has one statementTimeout in all, from the moment it queues:
 // a statement's deadline is its oldest request's, and a request that has

@@ -145,8 +145,11 @@ func (s *Service) startChange(ctx context.Context, r sqlq.Runner, cmd *command) 
 // heldChange settles a request whose key is held (decide): a replay
 // answers as the key's operation stands, a reuse is rejected, an expired
 // key is forgotten (done false: the request goes on as new). The
-// request's own key (its transaction committed, its answer lost) answers
-// as a replay does, but is not one: nothing is counted or recorded.
+// request's own key answers as a replay would, but is not one: nothing is
+// counted or recorded. This path's operation ids are fresh in every
+// transaction, so it meets its own key only when a batch statement
+// applied the request, lost its answer, and then found the payment no
+// longer foreseen (work in flight at a processor).
 func (s *Service) heldChange(ctx context.Context, tx liteTx, cmd *command, held *heldKey, now time.Time) (started, bool, error) {
 	v, err := decide(*held, cmd, now.Add(-s.keyTTL))
 	if err != nil {

@@ -100,6 +100,19 @@ func TestCreateRoundTrips(t *testing.T) {
 			t.Errorf("%s: %d statements %v, want %d", tt.name, len(sent), sent, tt.want)
 		}
 	}
+	// A statement whose answer was lost after its commit is run again
+	// (the batcher does, request by request): the second run finds the
+	// request's own key held, and decide answers it with a read of its
+	// payment.
+	runAgain := func() {
+		if _, _, _, err := payments.SeamOf(svc).RunAgain(t.Context(), pix("k-again")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if sent := counter.measure(runAgain); len(sent) != 3 {
+		t.Errorf("a statement run again: %d statements %v, want 3 (the first run, the second, a read of the payment)",
+			len(sent), sent)
+	}
 	clock.Advance(2 * time.Hour)
 	// Expiry is rare: find the key expired, read its payment (a key whose
 	// payment is missing fails the request: TestCreateNeverMistakesAnErrorForAReplay),

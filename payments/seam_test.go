@@ -178,33 +178,35 @@ func (m Seam) Send(ctx context.Context, req Request) (Answer, error) {
 }
 
 // RunAgain sends req's statement twice with one and the same request, as
-// the batcher does when a statement's answer was lost after its commit,
-// and drops the first run's answer. It returns what the second run's
-// statement answered, and the engine's answer (judge) to that.
-func (m Seam) RunAgain(ctx context.Context, req Request) (statement, engine Answer, err error) {
+// the batcher does when a statement's answer was lost after its commit.
+// It returns what the first run answered (which the batcher never hears),
+// what the second run's statement answered, and the engine's answer
+// (judge) to that.
+func (m Seam) RunAgain(ctx context.Context, req Request) (first, statement, engine Answer, err error) {
 	cmd, err := req.command()
 	if err != nil {
-		return Answer{}, Answer{}, err
+		return Answer{}, Answer{}, Answer{}, err
 	}
 	run := m.s.store.createBatch
 	if cmd.op != OpCreate {
 		run = m.s.store.changeBatch
 	}
+	var answers [2]Answer
 	var a answer
-	for range 2 {
+	for i := range answers {
 		j := &job{cmd: cmd, answer: make(chan answer, 1)}
 		if err := run(ctx, []*job{j}); err != nil {
-			return Answer{}, Answer{}, err
+			return Answer{}, Answer{}, Answer{}, err
 		}
 		if a = <-j.answer; a.err != nil {
-			return Answer{}, Answer{}, a.err
+			return Answer{}, Answer{}, Answer{}, a.err
 		}
+		answers[i] = answerOf(cmd, a)
 	}
-	statement = answerOf(cmd, a)
 	if a, err = m.s.judge(ctx, cmd, a); err != nil {
-		return Answer{}, Answer{}, err
+		return Answer{}, Answer{}, Answer{}, err
 	}
-	return statement, answerOf(cmd, a), nil
+	return answers[0], answers[1], answerOf(cmd, a), nil
 }
 
 // ReadPayment is the store's readPayment.

@@ -320,12 +320,18 @@ func TestAStatementRunAgainIsNoReplay(t *testing.T) {
 					want = payments.OutcomeApplied
 					history = append(h.outcomes(t, p.ID), want)
 				}
-				stmt, a, err := h.seam.RunAgain(t.Context(), req)
+				first, stmt, a, err := h.seam.RunAgain(t.Context(), req)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if stmt.Kind != "held" && (stmt.Kind != "settled" || stmt.Outcome != want) {
-					t.Errorf("the second run's statement answered %s %s; want held, or settled %s", stmt.Kind, stmt.Outcome, want)
+				if first.Kind != "settled" || first.Outcome != want {
+					t.Fatalf("the first run answered %s %s; want settled %s", first.Kind, first.Outcome, want)
+				}
+				// PostgreSQL's statement leaves the key to decide; SQLite's
+				// steps call it inside their transaction.
+				if db.Dialect == "postgres" && stmt.Kind != "held" ||
+					db.Dialect == "sqlite" && (stmt.Kind != "settled" || stmt.Outcome != want) {
+					t.Errorf("the second run's statement answered %s %s on %s", stmt.Kind, stmt.Outcome, db.Dialect)
 				}
 				if a.Kind != "settled" || a.Outcome != want {
 					t.Fatalf("the engine answered %s %s; want settled %s", a.Kind, a.Outcome, want)
