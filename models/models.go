@@ -201,6 +201,16 @@ type IdempotencyAttempt struct {
 	Transport    string `gorm:"not null;size:16;default:''"`
 	Actor        string `gorm:"not null;size:100;default:''"`
 	ActorAddress string `gorm:"not null;size:64;default:''"`
+
+	// RequestID names the request a REPLAYED, REJECTED or REFUSED attempt
+	// records (the id made for what it would create, or for its processor
+	// operation): a statement run again after it committed without
+	// answering looks for it among the payment's attempts and neither
+	// records nor counts the request twice. NULL for CREATED and APPLIED
+	// attempts, which their key guards, and for attempts stored before it
+	// existed. No index of its own: only a request sent again looks, through
+	// the payment's.
+	RequestID *string `gorm:"size:40"`
 }
 
 // Currency is an ISO 4217 currency and its minor-unit digits, written at

@@ -63,6 +63,9 @@ type batchJob interface {
 	batchKeys() []string
 	// fail answers the job with err.
 	fail(err error)
+	// sendAgain tells the job that it is sent again after a statement that
+	// may have committed it without answering.
+	sendAgain()
 }
 
 // batcher gathers jobs into statements.
@@ -200,6 +203,7 @@ func (b *batcher[J]) run(batch []queued[J]) {
 			if q.expired(now) {
 				q.job.fail(err)
 			} else {
+				q.job.sendAgain()
 				again = append(again, q)
 			}
 		}
@@ -223,6 +227,7 @@ func (b *batcher[J]) run(batch []queued[J]) {
 			q.job.fail(notSentInTime())
 			continue
 		}
+		q.job.sendAgain()
 		err := b.safeExec(q.deadline(), jobs[i:i+1])
 		if err == nil {
 			continue

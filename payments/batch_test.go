@@ -23,6 +23,7 @@ type testJob struct {
 
 func (j *testJob) batchKeys() []string { return []string{j.key} }
 func (j *testJob) fail(err error)      { j.answer <- err }
+func (j *testJob) sendAgain()          {}
 
 func newTestJob(key, name string) *testJob {
 	return &testJob{key: key, name: name, answer: make(chan error, 1)}

@@ -114,6 +114,23 @@ type command struct {
 	// newID is the id of what the request creates if it is applied: a
 	// payment for a create, a refund for a refund.
 	newID string
+
+	// sentBefore says that a statement carrying the request may have
+	// committed without answering (batch.go runs it again): a replay,
+	// rejection or refusal then looks for its own attempt before recording
+	// one, which it does not do otherwise, for speed.
+	sentBefore bool
+}
+
+// requestID names the request in the attempt that records its replay,
+// rejection or refusal (models.IdempotencyAttempt.RequestID): the id made
+// for its payment if it is a create, for its processor operation if not.
+// Both are made for the request alone, whether used or not.
+func (c *command) requestID() string {
+	if c.op == OpCreate {
+		return c.newID
+	}
+	return c.opID
 }
 
 // problems gathers everything wrong with a request, so a client can fix it

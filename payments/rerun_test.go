@@ -18,14 +18,15 @@ var errAnswerLost = errors.New("the statement's answer was lost after its commit
 // loseAnswers makes b's statements of more than one request commit, then
 // fail with an error that is not the database's being unavailable: as one
 // whose answer was lost, which the batcher runs again request by request.
+// The first run answers copies of the jobs (unheard), which nobody reads.
 // A statement of one runs as it is. The first statement waits for hold to
 // close, after signalling on started, so that a test can queue requests
 // behind it into one statement.
-func loseAnswers(b *batcher[*job], started chan<- struct{}, hold <-chan struct{}) {
+func loseAnswers[J batchJob](b *batcher[J], unheard func(J) J, started chan<- struct{}, hold <-chan struct{}) {
 	exec := b.exec
 	b.stallAfter = time.Hour // no second statement beside the held one
 	var first sync.Once
-	b.exec = func(ctx context.Context, jobs []*job) error {
+	b.exec = func(ctx context.Context, jobs []J) error {
 		first.Do(func() {
 			started <- struct{}{}
 			<-hold
@@ -33,11 +34,11 @@ func loseAnswers(b *batcher[*job], started chan<- struct{}, hold <-chan struct{}
 		if len(jobs) == 1 {
 			return exec(ctx, jobs)
 		}
-		unheard := make([]*job, len(jobs)) // the same requests, whose answers nobody reads
+		copies := make([]J, len(jobs))
 		for i, j := range jobs {
-			unheard[i] = &job{cmd: j.cmd, answer: make(chan answer, 1)}
+			copies[i] = unheard(j)
 		}
-		if err := exec(ctx, unheard); err != nil {
+		if err := exec(ctx, copies); err != nil {
 			return err
 		}
 		return errAnswerLost
@@ -45,7 +46,7 @@ func loseAnswers(b *batcher[*job], started chan<- struct{}, hold <-chan struct{}
 }
 
 // queueHolds waits until b's queue holds n requests.
-func queueHolds(t *testing.T, b *batcher[*job], n int) {
+func queueHolds[J batchJob](t *testing.T, b *batcher[J], n int) {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
 		b.mu.Lock()
@@ -58,11 +59,48 @@ func queueHolds(t *testing.T, b *batcher[*job], n int) {
 	t.Fatalf("the queue never held %d requests", n)
 }
 
-// TestALostAnswerIsNoReplay drives the batcher itself: a statement of
-// several requests commits and its answer is lost, so each request is run
-// again alone and meets its own key. Each was sent once and is answered
-// as such, through the public API: created or applied, not replayed, and
-// recorded and counted once.
+// sent is what one request of TestALostAnswerIsNoReplay got, and what its
+// payment should show afterwards.
+type sent struct {
+	name     string
+	payment  string
+	refund   *Refund
+	replayed bool
+	err      error
+	history  []Outcome // the payment's attempts, oldest first
+	replays  int       // its replay count
+}
+
+// lostStatement queues sends behind a held statement of blocker's, in b,
+// whose answers loseAnswers loses, and returns what each send got.
+func lostStatement[J batchJob](t *testing.T, b *batcher[J], unheard func(J) J, blocker func() error, sends []func() sent) []sent {
+	t.Helper()
+	started, hold := make(chan struct{}, 1), make(chan struct{})
+	release := sync.OnceFunc(func() { close(hold) })
+	defer release() // also when a check below ends the test
+	loseAnswers(b, unheard, started, hold)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if err := blocker(); err != nil {
+			t.Errorf("the held statement's request: %v", err)
+		}
+	})
+	<-started
+	out := make([]sent, len(sends))
+	for i, send := range sends {
+		wg.Go(func() { out[i] = send() })
+	}
+	queueHolds(t, b, len(sends))
+	release()
+	wg.Wait()
+	return out
+}
+
+// TestALostAnswerIsNoReplay drives the batchers themselves: statements of
+// several requests commit and their answers are lost, so each request is
+// run again alone. Each was sent once and is answered as such, through
+// the public API: created or applied (not replayed), a replay replayed, a
+// refusal refused; and each is recorded and counted once.
 func TestALostAnswerIsNoReplay(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
@@ -72,105 +110,135 @@ func TestALostAnswerIsNoReplay(t *testing.T) {
 		}
 		ctx := t.Context()
 		origin := Origin{Transport: "test"}
-		create := func(key string, capture bool) (CreateResult, error) {
-			return s.Create(ctx, CreateRequest{ClientID: "c", IdempotencyKey: key, Amount: "10", Currency: "BRL",
-				Method: MethodCreditCard, Capture: &capture, Origin: origin})
+		createReq := func(key string, capture bool) CreateRequest {
+			return CreateRequest{ClientID: "c", IdempotencyKey: key, Amount: "10", Currency: "BRL",
+				Method: MethodCreditCard, Capture: &capture, Origin: origin}
 		}
-		// Payments to change, made before any answer is lost.
-		var changed [3]Payment
-		for i, capture := range []bool{false, true, false} {
-			res, err := create("before-"+string(rune('a'+i)), capture)
+		// Payments made before any answer is lost, authorized or captured,
+		// one for each request below.
+		var made [6]Payment
+		for i, capture := range []bool{false, true, false, false, true, false} {
+			res, err := s.Create(ctx, createReq("before-"+string(rune('a'+i)), capture))
 			if err != nil {
 				t.Fatal(err)
 			}
-			changed[i] = res.Payment
+			made[i] = res.Payment
 		}
+		captureReq := func(p Payment, key string) CaptureRequest {
+			return CaptureRequest{PaymentID: p.ID, IdempotencyKey: key, Origin: origin}
+		}
+		if _, err := s.Capture(ctx, captureReq(made[3], "captured")); err != nil {
+			t.Fatal(err)
+		}
+		create := func(name string, req CreateRequest, history []Outcome, replays int) func() sent {
+			return func() sent {
+				r, err := s.Create(ctx, req)
+				return sent{name, r.Payment.ID, nil, r.Replayed, err, history, replays}
+			}
+		}
+		change := func(name string, do func() (ChangeResult, error), history []Outcome, replays int) func() sent {
+			return func() sent {
+				r, err := do()
+				return sent{name, r.Payment.ID, r.Refund, r.Replayed, err, history, replays}
+			}
+		}
+		refusal := func(name string, p Payment, key string, history []Outcome, replays int) func() sent {
+			return func() sent {
+				_, err := s.Capture(ctx, captureReq(p, key))
+				return sent{name, p.ID, nil, false, err, history, replays}
+			}
+		}
+		check := func(all []sent) {
+			for _, r := range all {
+				checkSent(t, s, r)
+			}
+		}
+		created, applied := []Outcome{OutcomeCreated}, []Outcome{OutcomeCreated, OutcomeApplied}
 		one := "1"
-		sends := map[string]func() (Payment, *Refund, bool, error){
-			"create a": func() (Payment, *Refund, bool, error) {
-				r, err := create("a", true)
-				return r.Payment, nil, r.Replayed, err
-			},
-			"create b": func() (Payment, *Refund, bool, error) {
-				r, err := create("b", false)
-				return r.Payment, nil, r.Replayed, err
-			},
-			"capture": func() (Payment, *Refund, bool, error) {
-				r, err := s.Capture(ctx, CaptureRequest{PaymentID: changed[0].ID, IdempotencyKey: "capture", Origin: origin})
-				return r.Payment, r.Refund, r.Replayed, err
-			},
-			"refund": func() (Payment, *Refund, bool, error) {
-				r, err := s.Refund(ctx, RefundRequest{PaymentID: changed[1].ID, IdempotencyKey: "refund", Amount: &one, Origin: origin})
-				return r.Payment, r.Refund, r.Replayed, err
-			},
-		}
-		// One statement of creates and one of changes, each queued behind
-		// a held statement of one request (a create, a cancel).
-		blockers := []func() error{
-			func() error { _, err := create("blocker", true); return err },
+		check(lostStatement(t, &s.creates, unheardJob,
+			func() error { _, err := s.Create(ctx, createReq("blocker-create", true)); return err },
+			[]func() sent{
+				create("create a", createReq("a", true), created, 0),
+				create("create b", createReq("b", false), created, 0),
+				create("replay", createReq("before-f", false), []Outcome{OutcomeCreated, OutcomeReplayed}, 1),
+			}))
+		check(lostStatement(t, &s.changes, unheardJob,
 			func() error {
-				_, err := s.Cancel(ctx, CancelRequest{PaymentID: changed[2].ID, IdempotencyKey: "blocker-cancel", Origin: origin})
+				_, err := s.Cancel(ctx, CancelRequest{PaymentID: made[2].ID, IdempotencyKey: "blocker-cancel", Origin: origin})
 				return err
 			},
+			[]func() sent{
+				change("capture", func() (ChangeResult, error) { return s.Capture(ctx, captureReq(made[0], "capture")) }, applied, 0),
+				change("refund", func() (ChangeResult, error) {
+					return s.Refund(ctx, RefundRequest{PaymentID: made[1].ID, IdempotencyKey: "refund", Amount: &one, Origin: origin})
+				}, applied, 0),
+				change("capture replay", func() (ChangeResult, error) { return s.Capture(ctx, captureReq(made[3], "captured")) },
+					[]Outcome{OutcomeCreated, OutcomeApplied, OutcomeReplayed}, 1),
+			}))
+		// Refusals (captures of captured payments) are recorded by the
+		// engine's record statement on PostgreSQL; SQLite records them in
+		// the change's own transaction.
+		if db.Dialect != "postgres" {
+			return
 		}
-		type result struct {
-			name     string
-			payment  Payment
-			refund   *Refund
-			replayed bool
-			err      error
-		}
-		results := make(chan result, len(sends))
-		var wg sync.WaitGroup
-		for i, b := range []*batcher[*job]{&s.creates, &s.changes} {
-			started, hold := make(chan struct{}, 1), make(chan struct{})
-			loseAnswers(b, started, hold)
-			wg.Go(func() {
-				if err := blockers[i](); err != nil {
-					t.Errorf("the held statement's request: %v", err)
-				}
-			})
-			<-started
-			for name, send := range sends {
-				if (b == &s.creates) == (name[:6] == "create") {
-					wg.Go(func() {
-						p, r, replayed, err := send()
-						results <- result{name, p, r, replayed, err}
-					})
-				}
-			}
-			queueHolds(t, b, 2)
-			close(hold)
-		}
-		wg.Wait()
-		close(results)
-		for r := range results {
-			if r.err != nil || r.replayed {
-				t.Errorf("%s: replayed %v, error %v; want applied once, not replayed", r.name, r.replayed, r.err)
-				continue
-			}
-			stored, err := s.Get(ctx, r.payment.ID)
-			if err != nil {
-				t.Fatal(err)
-			}
-			attempts, err := s.Attempts(ctx, stored)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var outcomes []Outcome
-			for _, a := range attempts {
-				outcomes = append(outcomes, a.Outcome)
-			}
-			want := []Outcome{OutcomeCreated}
-			if r.name[:6] != "create" {
-				want = append(want, OutcomeApplied)
-			}
-			if stored.ReplayCount != 0 || !slices.Equal(outcomes, want) {
-				t.Errorf("%s: %d replays counted, attempts %v; want none, %v", r.name, stored.ReplayCount, outcomes, want)
-			}
-			if r.name == "refund" && (r.refund == nil || stored.Refunded.Minor != 100) {
-				t.Errorf("refund: answered %+v, %d refunded; want the one refund of 1.00", r.refund, stored.Refunded.Minor)
-			}
-		}
+		check(lostStatement(t, &s.records, unheardRecord,
+			func() error {
+				_, err := s.Capture(ctx, captureReq(made[4], "blocker-refused"))
+				return ignoreRefusal(err)
+			},
+			[]func() sent{
+				refusal("refusal 1", made[1], "refused-1", []Outcome{OutcomeCreated, OutcomeApplied, OutcomeRefused}, 0),
+				refusal("refusal 2", made[3], "refused-2",
+					[]Outcome{OutcomeCreated, OutcomeApplied, OutcomeReplayed, OutcomeRefused}, 1),
+			}))
 	})
+}
+
+func unheardJob(j *job) *job { return &job{cmd: j.cmd, answer: make(chan answer, 1)} }
+
+func unheardRecord(j *recordJob) *recordJob {
+	return &recordJob{rec: j.rec, answer: make(chan answer, 1)}
+}
+
+// ignoreRefusal is err unless it is the refusal a capture of a captured
+// payment gets.
+func ignoreRefusal(err error) error {
+	if errors.Is(err, ErrStateConflict) {
+		return nil
+	}
+	return err
+}
+
+// checkSent fails t unless r got the answer its request should have, and
+// its payment shows the attempts and replays it should.
+func checkSent(t *testing.T, s *Service, r sent) {
+	t.Helper()
+	wantReplayed := r.history[len(r.history)-1] == OutcomeReplayed
+	wantRefused := r.history[len(r.history)-1] == OutcomeRefused
+	switch {
+	case wantRefused && !errors.Is(r.err, ErrStateConflict):
+		t.Errorf("%s: error %v; want the capture refused", r.name, r.err)
+		return
+	case !wantRefused && (r.err != nil || r.replayed != wantReplayed):
+		t.Errorf("%s: replayed %v, error %v; want replayed %v", r.name, r.replayed, r.err, wantReplayed)
+		return
+	}
+	stored, err := s.Get(t.Context(), r.payment)
+	if err != nil {
+		t.Fatal(err)
+	}
+	attempts, err := s.Attempts(t.Context(), stored)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var history []Outcome
+	for _, a := range attempts {
+		history = append(history, a.Outcome)
+	}
+	if stored.ReplayCount != r.replays || !slices.Equal(history, r.history) {
+		t.Errorf("%s: %d replays counted, attempts %v; want %d, %v", r.name, stored.ReplayCount, history, r.replays, r.history)
+	}
+	if r.name == "refund" && (r.refund == nil || stored.Refunded.Minor != 100) {
+		t.Errorf("refund: answered %+v, %d refunded; want the one refund of 1.00", r.refund, stored.Refunded.Minor)
+	}
 }

@@ -49,6 +49,10 @@ func (j *settleJob) batchKeys() []string { return []string{j.op.id} }
 
 func (j *settleJob) fail(err error) { j.answer <- settleAnswer{err: err} }
 
+// sendAgain does nothing: a settle job's call id keeps its call from being
+// written twice (settle_batch.sql).
+func (j *settleJob) sendAgain() {}
+
 // byOperation orders a settle statement's jobs by operation, for a stable
 // order of its rows. Two settle statements never share an operation (each
 // create's answer is settled by its own request), and the batcher keeps

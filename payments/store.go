@@ -110,6 +110,8 @@ func (j *job) batchKeys() []string {
 
 func (j *job) fail(err error) { j.answer <- answer{err: err} }
 
+func (j *job) sendAgain() { j.cmd.sentBefore = true }
+
 // recordJob is one attempt waiting for its record statement.
 type recordJob struct {
 	rec    record
@@ -121,6 +123,8 @@ type recordJob struct {
 func (j *recordJob) batchKeys() []string { return []string{j.rec.paymentID} }
 
 func (j *recordJob) fail(err error) { j.answer <- answer{err: err} }
+
+func (j *recordJob) sendAgain() { j.rec.cmd.sentBefore = true }
 
 // byRecordPayment orders a record statement's rows by payment, as
 // byPayment does a change statement's.

@@ -57,7 +57,7 @@ func (st *postgresStore) createBatch(ctx context.Context, jobs []*job) error {
 		transports[i], actors[i], addresses[i] = c.Transport, c.Actor, c.Address
 	}
 	statuses, refs, codes, tokens := make([]string, n), make([]*string, n), make([]*string, n), make([]*string, n)
-	opIDs, opStates, opRequests := make([]string, n), make([]string, n), make([]string, n)
+	opIDs, opStates, opRequests, sentBefore := make([]string, n), make([]string, n), make([]string, n), make([]bool, n)
 	var procName string
 	var lease leaseTerms
 	for i, j := range jobs {
@@ -66,13 +66,14 @@ func (st *postgresStore) createBatch(ctx context.Context, jobs []*job) error {
 		if j.cmd.token != "" {
 			tokens[i] = &j.cmd.token
 		}
-		opIDs[i], opStates[i], opRequests[i] = pl.opID, pl.opState, pl.request
+		opIDs[i], opStates[i], opRequests[i], sentBefore[i] = pl.opID, pl.opState, pl.request, j.cmd.sentBefore
 		procName, lease = pl.processor, pl.lease
 	}
 	now := st.now()
 	return st.run(ctx, jobs, now, CreateBatchSQL, false, clientIDs, keys, fps, params, ids, amounts, currencies, methods, captures,
 		transports, actors, addresses, fingerprintVersion, now, now.Add(-st.keyTTL),
-		statuses, procName, refs, codes, tokens, opIDs, opStates, opRequests, lease.owner, now.Add(lease.hold), now.Add(lease.due))
+		statuses, procName, refs, codes, tokens, opIDs, opStates, opRequests, lease.owner, now.Add(lease.hold), now.Add(lease.due),
+		sentBefore)
 }
 
 func (st *postgresStore) changeBatch(ctx context.Context, jobs []*job) error {
@@ -82,10 +83,10 @@ func (st *postgresStore) changeBatch(ctx context.Context, jobs []*job) error {
 	reasons, refundIDs := make([]*string, n), make([]string, n)
 	transports, actors, addresses, scopes := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	fps, given, minors := make([][]byte, n), make([]bool, n), make([]*int64, n*width)
-	opIDs := make([]string, n)
+	opIDs, sentBefore := make([]string, n), make([]bool, n)
 	for i, j := range jobs {
 		c := j.cmd
-		opIDs[i] = c.opID
+		opIDs[i], sentBefore[i] = c.opID, c.sentBefore
 		ops[i], paymentIDs[i], keys[i], fps[i], params[i] = string(c.op), c.paymentID, c.key, c.fp, c.encoded
 		reasons[i], refundIDs[i] = c.reason, c.newID
 		transports[i], actors[i], addresses[i], scopes[i] = c.Transport, c.Actor, c.Address, c.Client
@@ -96,7 +97,7 @@ func (st *postgresStore) changeBatch(ctx context.Context, jobs []*job) error {
 	}
 	now := st.now()
 	return st.run(ctx, jobs, now, ChangeBatchSQL, true, ops, paymentIDs, keys, fps, params, given, reasons, refundIDs,
-		transports, actors, addresses, scopes, minors, width, fingerprintVersion, now, now.Add(-st.keyTTL), opIDs)
+		transports, actors, addresses, scopes, minors, width, fingerprintVersion, now, now.Add(-st.keyTTL), opIDs, sentBefore)
 }
 
 // run executes a batch statement, whose time is now and whose rows carry
@@ -347,7 +348,7 @@ func (st *postgresStore) recordBatch(ctx context.Context, jobs []*recordJob) err
 	paymentIDs, ops, keys, outcomes, params := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	heldParams, refundIDs := make([]*string, n), make([]*string, n)
 	refusals, transports, actors, addresses := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-	ats := make([]time.Time, n)
+	ats, requestIDs, sentBefore := make([]time.Time, n), make([]string, n), make([]bool, n)
 	for i, j := range jobs {
 		at, held, refusal, refundID, err := j.rec.attempt()
 		if err != nil {
@@ -357,12 +358,13 @@ func (st *postgresStore) recordBatch(ctx context.Context, jobs []*recordJob) err
 		paymentIDs[i], ops[i], keys[i], outcomes[i], ats[i], params[i] = j.rec.paymentID, string(c.op), c.key, string(j.rec.outcome), at, c.encoded
 		heldParams[i], refusals[i], refundIDs[i] = held, refusal, refundID
 		transports[i], actors[i], addresses[i] = c.Transport, c.Actor, c.Address
+		requestIDs[i], sentBefore[i] = c.requestID(), c.sentBefore
 	}
 	answers := make([]*answer, n)
 	var r resultRow
 	targets := append([]any{&r.n}, r.paymentTargets(true)...)
 	err := st.pg.Query(ctx, postgresSQL.SQL("record_batch"), []any{paymentIDs, ops, keys, outcomes, ats, params, heldParams,
-		refusals, refundIDs, transports, actors, addresses}, func(row sqlq.Row) error {
+		refusals, refundIDs, transports, actors, addresses, requestIDs, sentBefore}, func(row sqlq.Row) error {
 		if err := row.Scan(targets...); err != nil {
 			return err
 		}

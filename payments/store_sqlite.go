@@ -192,17 +192,25 @@ func (tx liteTx) forgetKey(ctx context.Context, id int64, expiredBefore time.Tim
 
 // recordAttempt counts a replay or rejection on its payment (or reads a
 // refused request's), then writes the attempt: inside the transaction, a
-// missing payment fails the request before anything is kept.
+// missing payment fails the request before anything is kept. A request
+// sent before whose attempt is there already is answered with its payment
+// as it is, and nothing is written.
 func (tx liteTx) recordAttempt(ctx context.Context, rec record) (answer, error) {
 	at, heldParams, refusal, refundID, err := rec.attempt()
 	if err != nil {
 		return answer{}, err
 	}
+	recorded, err := tx.recorded(ctx, rec)
+	if err != nil {
+		return answer{}, err
+	}
 	var p Payment
-	switch rec.outcome {
-	case OutcomeReplayed:
+	switch {
+	case recorded:
+		p, err = scanPayment(tx.r.QueryRow(ctx, commonSQL.SQL("read_payment"), rec.paymentID))
+	case rec.outcome == OutcomeReplayed:
 		p, err = scanPayment(tx.r.QueryRow(ctx, commonSQL.SQL("count_replay"), at, rec.paymentID))
-	case OutcomeRejected:
+	case rec.outcome == OutcomeRejected:
 		p, err = scanPayment(tx.r.QueryRow(ctx, commonSQL.SQL("count_rejection"), at, rec.paymentID))
 	default:
 		p, err = scanPayment(tx.r.QueryRow(ctx, commonSQL.SQL("read_payment"), rec.paymentID))
@@ -214,8 +222,10 @@ func (tx liteTx) recordAttempt(ctx context.Context, rec record) (answer, error) 
 		return answer{}, fmt.Errorf("count attempt: %w", err)
 	}
 	row := attemptRow{paymentID: rec.paymentID, outcome: rec.outcome, at: at, heldParams: heldParams, refusal: refusal, refundID: refundID}
-	if err := tx.insertAttempt(ctx, rec.cmd, row); err != nil {
-		return answer{}, err
+	if !recorded {
+		if err := tx.insertAttempt(ctx, rec.cmd, row); err != nil {
+			return answer{}, err
+		}
 	}
 	var refund *Refund
 	if refundID != nil {
@@ -278,11 +288,30 @@ type attemptRow struct {
 	refundID   *string
 }
 
-// insertAttempt records cmd's attempt.
+// recorded says whether rec's request was sent before and its attempt is
+// there already.
+func (tx liteTx) recorded(ctx context.Context, rec record) (bool, error) {
+	if !rec.cmd.sentBefore {
+		return false, nil
+	}
+	var n int64
+	if err := tx.r.QueryRow(ctx, commonSQL.SQL("recorded_attempt"), rec.paymentID, rec.cmd.requestID()).Scan(&n); err != nil {
+		return false, fmt.Errorf("look for the attempt: %w", err)
+	}
+	return n > 0, nil
+}
+
+// insertAttempt records cmd's attempt; a replay, rejection or refusal names
+// its request.
 func (tx liteTx) insertAttempt(ctx context.Context, cmd *command, a attemptRow) error {
+	var requestID *string
+	if a.outcome != OutcomeCreated && a.outcome != OutcomeApplied {
+		id := cmd.requestID()
+		requestID = &id
+	}
 	_, err := tx.r.Exec(ctx, commonSQL.SQL("insert_attempt"),
 		a.paymentID, string(cmd.op), cmd.key, string(a.outcome), a.at, cmd.encoded, a.heldParams, a.refusal,
-		a.refundID, cmd.Transport, cmd.Actor, cmd.Address)
+		a.refundID, cmd.Transport, cmd.Actor, cmd.Address, requestID)
 	if err != nil {
 		return fmt.Errorf("record attempt: %w", err)
 	}

@@ -240,8 +240,12 @@ func TestStatementRejectsAsTheEngineDoes(t *testing.T) {
 		if !as.At.After(ks) || !ae.At.After(ke) {
 			t.Errorf("attempts at %v and %v; want each after its key's first use (%v, %v)", as.At, ae.At, ks, ke)
 		}
-		as.ID, as.PaymentID, as.IdempotencyKey, as.At = 0, "", "", time.Time{}
-		ae.ID, ae.PaymentID, ae.IdempotencyKey, ae.At = 0, "", "", time.Time{}
+		// Each names its own request.
+		if as.RequestID == nil || ae.RequestID == nil || *as.RequestID == *ae.RequestID {
+			t.Errorf("request ids %v and %v; want each its request's", as.RequestID, ae.RequestID)
+		}
+		as.ID, as.PaymentID, as.IdempotencyKey, as.At, as.RequestID = 0, "", "", time.Time{}, nil
+		ae.ID, ae.PaymentID, ae.IdempotencyKey, ae.At, ae.RequestID = 0, "", "", time.Time{}, nil
 		if !reflect.DeepEqual(as, ae) {
 			t.Errorf("the statement recorded\n%+v\nthe engine\n%+v", as, ae)
 		}

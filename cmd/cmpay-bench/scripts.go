@@ -148,7 +148,7 @@ func serverCreateSQL(replay bool) string {
 	// foreseen approval gives it: $16 status, $17 processor, $18
 	// references, $19 decline codes, $20 tokens, $21 operation ids, $22
 	// their states, $23 their requests, $24 to $26 the lease (unused by a
-	// settled operation) (create_batch.sql).
+	// settled operation); $27 whether each was sent before (create_batch.sql).
 	return set + "\n" + oneRequest(payments.CreateBatchSQL, map[int]string{
 		1: "ARRAY['pgbench']", 2: "ARRAY[" + key + "]", 3: "ARRAY[" + createFP + "]", 4: "ARRAY['" + createParams + "']",
 		5: "ARRAY['p' || :n || '-' || :client_id]", 6: "ARRAY[1000::bigint]", 7: "ARRAY['BRL']", 8: "ARRAY['PIX']",
@@ -156,7 +156,7 @@ func serverCreateSQL(replay bool) string {
 		13: "2", 14: "now()", 15: "now() - interval '24 hours'",
 		16: "ARRAY['CAPTURED']", 17: "'sandbox'", 18: "ARRAY['sbx_pi.' || :n]", 19: "ARRAY[NULL::text]", 20: "ARRAY[NULL::text]",
 		21: "ARRAY['op_p' || :n || '-' || :client_id]", 22: "ARRAY['SUCCEEDED']", 23: "ARRAY['{}']",
-		24: "'pgbench'", 25: "now()", 26: "now()",
+		24: "'pgbench'", 25: "now()", 26: "now()", 27: "ARRAY[false]",
 	})
 }
 
@@ -188,15 +188,15 @@ func serverChangeSQL(refund bool, clients int) string {
 	// $6 amount given, $7 reasons, $8 ids for new refunds, $9 transports,
 	// $10 actors, $11 addresses, $12 client scopes; $13 amounts by digits,
 	// $14 their number per request, $15 the fingerprint version, $16 now,
-	// $17 expired-before, $18 the ids of the changes' processor operations
-	// (change_batch.sql).
+	// $17 expired-before, $18 the ids of the changes' processor operations,
+	// $19 whether each was sent before (change_batch.sql).
 	return set + oneRequest(payments.ChangeBatchSQL, map[int]string{
 		1: "ARRAY['" + op + "']", 2: "ARRAY[" + paymentID + "]", 3: "ARRAY[" + key + "]", 4: "ARRAY[" + changeFP + "]",
 		5: "ARRAY[" + params + "]", 6: "ARRAY[" + given + "]", 7: "ARRAY[NULL::text]", 8: "ARRAY[" + refundID + "]",
 		9: "ARRAY['pgbench']", 10: "ARRAY['']", 11: "ARRAY['']", 12: "ARRAY['']",
 		13: "ARRAY[" + strings.Join(minors, ", ") + "]::bigint[]", 14: strconv.Itoa(width),
 		15: "2", 16: "now()", 17: "now() - interval '24 hours'",
-		18: "ARRAY[" + opID + "]",
+		18: "ARRAY[" + opID + "]", 19: "ARRAY[false]",
 	})
 }
 

@@ -29,14 +29,15 @@
 -- for a currency of d digits, NULL when it is no whole number of its minor
 -- units. Then $15 the fingerprint version, $16 now, $17 expired-before;
 -- $18, one per request, the ids of the processor operations (calls) the
--- changes make.
+-- changes make, and $19 whether a statement that carried the request may
+-- have committed without answering (command.sentBefore).
 -- Result rows: resultRow in store_postgres.go; a HELD row names its key
 -- and no payment (the engine reads what it needs of that).
 WITH input AS (
 	SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bytea[], $5::text[], $6::bool[], $7::text[],
-	                     $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $18::text[])
+	                     $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $18::text[], $19::bool[])
 		WITH ORDINALITY AS t(operation, payment_id, idempotency_key, fingerprint, params, amount_given, reason,
-		                     refund_id, transport, actor, actor_address, client_scope, op_id, n)
+		                     refund_id, transport, actor, actor_address, client_scope, op_id, sent_before, n)
 ),
 -- snap: each request's payment as the snapshot shows it, the amount in the
 -- payment's minor units, and whether something stops the request before its
@@ -59,13 +60,17 @@ snap AS (
 -- key is the request's own payment's (the fingerprint covers the payment
 -- id), which no other request of the statement is for. A key naming the
 -- request's own operation was claimed by an earlier run of this statement
--- whose answer was lost: HELD, for decide to answer as applied.
+-- whose answer was lost: HELD, for decide to answer as applied. A replay
+-- such a run recorded already ("recorded", as in create_batch, the attempt
+-- naming the request by its operation id) is answered, not counted again.
 held AS (
 	SELECT s.*, k.id AS key_id, k.operation AS held_operation, k.params AS held_params,
 	       k.fingerprint AS held_fingerprint, k.fingerprint_version AS held_version, k.created_at AS held_created_at,
 	       k.payment_id AS held_payment_id, k.refund_id AS held_refund_id, k.processor_operation_id AS held_op_id,
 	       k.fingerprint_version = $15 AND k.created_at >= $17 AND k.fingerprint = s.fingerprint
-	         AND k.processor_operation_id IS DISTINCT FROM s.op_id AS replay
+	         AND k.processor_operation_id IS DISTINCT FROM s.op_id AS replay,
+	       s.sent_before AND EXISTS (SELECT 1 FROM idempotency_attempts a
+	                                 WHERE a.payment_id = k.payment_id AND a.request_id = s.op_id) AS recorded
 	FROM snap s JOIN idempotency_keys k ON k.client_id = s.client_id AND k.idempotency_key = s.idempotency_key
 	WHERE NOT s.stopped
 ),
@@ -135,17 +140,17 @@ applied_attempt AS (
 counted AS (
 	UPDATE payments p SET replay_count = p.replay_count + 1, replayed_at = COALESCE(p.replayed_at, $16)
 	FROM held h
-	WHERE h.replay AND p.id = h.held_payment_id
+	WHERE h.replay AND NOT h.recorded AND p.id = h.held_payment_id
 	RETURNING h.n, h.operation, h.idempotency_key AS key, h.params AS request_params, h.transport, h.actor,
-	          h.actor_address, h.held_created_at, h.held_refund_id,
+	          h.actor_address, h.held_created_at, h.held_refund_id, h.op_id,
 	          p.id, p.client_id, p.idempotency_key, p.amount_minor, p.currency, p.method, p.created_at,
 	          p.status, p.captured_minor, p.refunded_minor, p.captured_at, p.canceled_at, p.replay_count, p.rejected_count, p.processor, p.processor_reference, p.decline_code, p.pending_operation, p.reserved_minor, p.payment_method_token
 ),
 replayed_attempt AS (
 	INSERT INTO idempotency_attempts (payment_id, operation, idempotency_key, outcome, at, params, refund_id,
-	                                  transport, actor, actor_address)
+	                                  transport, actor, actor_address, request_id)
 	SELECT id, operation, key, 'REPLAYED', GREATEST($16::timestamptz, held_created_at + interval '1 microsecond'),
-	       request_params, held_refund_id, transport, actor, actor_address
+	       request_params, held_refund_id, transport, actor, actor_address, op_id
 	FROM counted
 )
 SELECT s.n, 'APPLIED', a.id, a.client_id, a.idempotency_key, a.amount_minor, a.currency, a.method, a.created_at,
@@ -157,6 +162,15 @@ SELECT c.n, 'REPLAYED', c.id, c.client_id, c.idempotency_key, c.amount_minor, c.
        c.status, c.captured_minor, c.refunded_minor, c.captured_at, c.canceled_at, c.replay_count, c.rejected_count, c.processor, c.processor_reference, c.decline_code, c.pending_operation, c.reserved_minor, c.payment_method_token,
        r.id, r.payment_id, r.amount_minor, r.reason, r.idempotency_key, r.created_at, NULL
 FROM counted c LEFT JOIN refunds r ON r.id = c.held_refund_id
+UNION ALL
+-- A replay an earlier run recorded and counted, its payment as this
+-- statement's snapshot shows it.
+SELECT h.n, 'REPLAYED', p.id, p.client_id, p.idempotency_key, p.amount_minor, p.currency, p.method, p.created_at,
+       p.status, p.captured_minor, p.refunded_minor, p.captured_at, p.canceled_at, p.replay_count, p.rejected_count,
+       p.processor, p.processor_reference, p.decline_code, p.pending_operation, p.reserved_minor, p.payment_method_token,
+       r.id, r.payment_id, r.amount_minor, r.reason, r.idempotency_key, r.created_at, NULL
+FROM held h JOIN payments p ON p.id = h.held_payment_id LEFT JOIN refunds r ON r.id = h.held_refund_id
+WHERE h.replay AND h.recorded
 UNION ALL
 -- A held key as one JSON text column (heldRow), as in create_batch.
 SELECT h.n, 'HELD', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,

@@ -270,10 +270,18 @@ ON CONFLICT (client_id, idempotency_key) DO NOTHING
 -- name: insert_attempt
 -- Records one request on a payment: its operation, key, outcome and
 -- parameters, and for a rejection the held key's parameters, for a refusal
--- the rule, for a refund the refund.
+-- the rule, for a refund the refund; for a replay, rejection or refusal,
+-- the request's id ($13).
 INSERT INTO idempotency_attempts (payment_id, operation, idempotency_key, outcome, at,
-                                  params, held_params, refusal, refund_id, transport, actor, actor_address, differing_fields)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, '')
+                                  params, held_params, refusal, refund_id, transport, actor, actor_address, differing_fields,
+                                  request_id)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, '', $13)
+
+-- name: recorded_attempt
+-- Whether payment $1 has an attempt of request $2: a replay, rejection or
+-- refusal an earlier run of the request's statement recorded (read through
+-- the payment's attempts, only for a request sent before).
+SELECT count(*) FROM idempotency_attempts WHERE payment_id = $1 AND request_id = $2
 
 -- name: count_replay
 -- Counts a replay on payment $2 at $1 and returns the payment as it is

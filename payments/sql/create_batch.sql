@@ -34,7 +34,9 @@
 -- answer foreseen, stored with the payment; PENDING: an operation leased
 -- to the request, which asks next), $23 the operations' requests (JSON);
 -- then $24 the lease's owner, $25 its end, $26 when an operation left
--- unsettled is first due for recovery.
+-- unsettled is first due for recovery; $27, one per request, whether a
+-- statement that carried it may have committed without answering
+-- (command.sentBefore).
 -- Result rows (resultRow in store_postgres.go, without its refund
 -- columns): the request's position, its outcome, the payment (of a
 -- REPLAYED or REJECTED row) and the held key (of a HELD or REJECTED row,
@@ -46,10 +48,10 @@
 WITH input AS (
 	SELECT * FROM unnest($1::text[], $2::text[], $3::bytea[], $4::text[], $5::text[], $6::bigint[], $7::text[],
 	                     $8::text[], $9::bool[], $10::text[], $11::text[], $12::text[], $16::text[], $18::text[],
-	                     $19::text[], $20::text[], $21::text[], $22::text[], $23::text[])
+	                     $19::text[], $20::text[], $21::text[], $22::text[], $23::text[], $27::bool[])
 		WITH ORDINALITY AS t(client_id, idempotency_key, fingerprint, params, payment_id, amount_minor, currency,
 		                     method, capture, transport, actor, actor_address, status, reference, decline_code, token,
-		                     op_id, op_state, op_request, n)
+		                     op_id, op_state, op_request, sent_before, n)
 ),
 -- claim: each request's key, unless its client holds it. ON CONFLICT DO
 -- NOTHING waits for a transaction inserting the same key and skips the row
@@ -121,6 +123,9 @@ created_attempt AS (
 -- fingerprint, or a create's key with another. A key naming the request's
 -- own new payment was claimed by an earlier run of this statement whose
 -- answer was lost: no replay, but HELD, for decide to answer as created.
+-- "recorded" marks a replay or rejection such a run recorded already: its
+-- attempt names the request (its new payment id, unused), and is looked
+-- for only when the request was sent before.
 -- The key of every held row but a replay's is returned as one JSON text
 -- column (heldRow): rare in an answer, and one column instead of eight is
 -- less for PostgreSQL to set up in every execution, whatever its rows.
@@ -131,7 +136,9 @@ held AS (
 	                           'created_at', h.held_created_at, 'payment_id', h.held_payment_id)::text
 	       END AS held_key
 	FROM (
-		SELECT i.n, i.idempotency_key, i.params, i.transport, i.actor, i.actor_address,
+		SELECT i.n, i.payment_id AS request_id, i.idempotency_key, i.params, i.transport, i.actor, i.actor_address,
+		       i.sent_before AND EXISTS (SELECT 1 FROM idempotency_attempts a
+		                                 WHERE a.payment_id = k.payment_id AND a.request_id = i.payment_id) AS recorded,
 		       k.id AS key_id, k.operation AS held_operation, k.params AS held_params, k.fingerprint AS held_fingerprint,
 		       k.fingerprint_version AS held_version, k.created_at AS held_created_at, k.payment_id AS held_payment_id,
 		       k.fingerprint_version = $13 AND k.created_at >= $15 AND k.fingerprint = i.fingerprint
@@ -157,9 +164,9 @@ counted AS (
 		rejected_at = CASE WHEN h.replay THEN p.rejected_at
 		              ELSE COALESCE(p.rejected_at, GREATEST($14::timestamptz, h.held_created_at + interval '1 microsecond')) END
 	FROM held h
-	WHERE (h.replay OR h.reject) AND p.id = h.held_payment_id
+	WHERE (h.replay OR h.reject) AND NOT h.recorded AND p.id = h.held_payment_id
 	RETURNING h.n, h.replay, h.held_key, h.idempotency_key AS key, h.params AS request_params, h.held_params,
-	          h.transport, h.actor, h.actor_address, h.held_created_at,
+	          h.transport, h.actor, h.actor_address, h.held_created_at, h.request_id,
 	          p.id, p.client_id, p.idempotency_key, p.amount_minor, p.currency, p.method, p.created_at,
 	          p.status, p.captured_minor, p.refunded_minor, p.captured_at, p.canceled_at, p.replay_count, p.rejected_count, p.processor, p.processor_reference, p.decline_code, p.pending_operation, p.reserved_minor, p.payment_method_token
 ),
@@ -174,10 +181,10 @@ counted AS (
 -- request fails, a rejection's comes back HELD (below).
 counted_attempt AS (
 	INSERT INTO idempotency_attempts (payment_id, operation, idempotency_key, outcome, at, params, held_params,
-	                                  transport, actor, actor_address)
+	                                  transport, actor, actor_address, request_id)
 	SELECT id, 'CREATE_PAYMENT', key, CASE WHEN replay THEN 'REPLAYED' ELSE 'REJECTED' END,
 	       GREATEST($14::timestamptz, held_created_at + interval '1 microsecond'),
-	       request_params, CASE WHEN replay THEN NULL ELSE held_params END, transport, actor, actor_address
+	       request_params, CASE WHEN replay THEN NULL ELSE held_params END, transport, actor, actor_address, request_id
 	FROM counted
 )
 SELECT n, 'CREATED', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
@@ -191,9 +198,18 @@ SELECT n, CASE WHEN replay THEN 'REPLAYED' ELSE 'REJECTED' END, id, client_id, i
        payment_method_token, held_key
 FROM counted
 UNION ALL
+-- One an earlier run recorded and counted, its payment as this statement's
+-- snapshot shows it.
+SELECT h.n, CASE WHEN h.replay THEN 'REPLAYED' ELSE 'REJECTED' END, p.id, p.client_id, p.idempotency_key,
+       p.amount_minor, p.currency, p.method, p.created_at, p.status, p.captured_minor, p.refunded_minor, p.captured_at,
+       p.canceled_at, p.replay_count, p.rejected_count, p.processor, p.processor_reference, p.decline_code,
+       p.pending_operation, p.reserved_minor, p.payment_method_token, h.held_key
+FROM held h JOIN payments p ON p.id = h.held_payment_id
+WHERE (h.replay OR h.reject) AND h.recorded
+UNION ALL
 -- A rejection whose payment is missing (a damaged database) comes back
 -- HELD: the engine's record of it then fails, saying so.
 SELECT n, 'HELD', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
        held_key
 FROM held h
-WHERE NOT replay AND (NOT reject OR NOT EXISTS (SELECT 1 FROM counted c WHERE c.n = h.n))
+WHERE NOT replay AND (NOT reject OR NOT recorded AND NOT EXISTS (SELECT 1 FROM counted c WHERE c.n = h.n))

@@ -11,18 +11,32 @@
 -- holds one request per payment (recordJob.batchKeys): a statement may
 -- update a row only once. An attempt is written from the payment row it
 -- found: a request whose payment is missing (a damaged database) writes
--- nothing and gets no row, and fails.
+-- nothing and gets no row, and fails. Each attempt names its request; one
+-- sent before whose attempt is there already (a run of this statement that
+-- committed without answering wrote it) is answered, not recorded or
+-- counted again.
 -- Parameters, one array element per request: $1 payment ids, $2
 -- operations, $3 keys, $4 outcomes (REPLAYED, REJECTED or REFUSED), $5
 -- times, $6 params, $7 the held keys' params (a rejection's), $8 refusals
 -- (the rule that refused), $9 refund ids (a replayed refund's), $10
--- transports, $11 actors, $12 actor addresses. Result rows: the request's
--- position, the payment's columns and the refund's, as change_batch's.
-WITH input AS (
+-- transports, $11 actors, $12 actor addresses, $13 request ids
+-- (command.requestID), $14 whether each was sent before
+-- (command.sentBefore). Result rows: the request's position, the payment's
+-- columns and the refund's, as change_batch's.
+WITH given AS (
 	SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[], $6::text[], $7::text[],
-	                     $8::text[], $9::text[], $10::text[], $11::text[], $12::text[])
+	                     $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::bool[])
 		WITH ORDINALITY AS t(payment_id, operation, idempotency_key, outcome, at, params, held_params, refusal, refund_id,
-		                     transport, actor, actor_address, n)
+		                     transport, actor, actor_address, request_id, sent_before, n)
+),
+-- input: the requests to record now; recorded: those recorded already.
+recorded AS (
+	SELECT g.* FROM given g
+	WHERE g.sent_before
+	  AND EXISTS (SELECT 1 FROM idempotency_attempts a WHERE a.payment_id = g.payment_id AND a.request_id = g.request_id)
+),
+input AS (
+	SELECT g.* FROM given g WHERE NOT EXISTS (SELECT 1 FROM recorded r WHERE r.n = g.n)
 ),
 counted AS (
 	UPDATE payments p SET
@@ -47,13 +61,22 @@ payment AS (
 ),
 attempt AS (
 	INSERT INTO idempotency_attempts (payment_id, operation, idempotency_key, outcome, at, params, held_params,
-	                                  refusal, refund_id, transport, actor, actor_address)
+	                                  refusal, refund_id, transport, actor, actor_address, request_id)
 	SELECT i.payment_id, i.operation, i.idempotency_key, i.outcome, i.at, i.params, i.held_params, i.refusal, i.refund_id,
-	       i.transport, i.actor, i.actor_address
+	       i.transport, i.actor, i.actor_address, i.request_id
 	FROM input i JOIN payment p ON p.n = i.n
+),
+-- answered: every request's payment, as counted or, if recorded already,
+-- as it is.
+answered AS (
+	SELECT * FROM payment
+	UNION ALL
+	SELECT r.n, p.id, p.client_id, p.idempotency_key, p.amount_minor, p.currency, p.method, p.created_at,
+	       p.status, p.captured_minor, p.refunded_minor, p.captured_at, p.canceled_at, p.replay_count, p.rejected_count, p.processor, p.processor_reference, p.decline_code, p.pending_operation, p.reserved_minor, p.payment_method_token
+	FROM recorded r JOIN payments p ON p.id = r.payment_id
 )
 SELECT p.*, r.id, r.payment_id, r.amount_minor, r.reason, r.idempotency_key, r.created_at
-FROM payment p JOIN input i ON i.n = p.n LEFT JOIN refunds r ON r.id = i.refund_id
+FROM answered p JOIN given i ON i.n = p.n LEFT JOIN refunds r ON r.id = i.refund_id
 
 -- name: attempt_counts
 -- Counts the attempts made since $1 by hour (hours since the Unix epoch)
