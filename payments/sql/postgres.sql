@@ -49,15 +49,19 @@ counted AS (
 	RETURNING i.n, p.id, p.client_id, p.idempotency_key, p.amount_minor, p.currency, p.method, p.created_at,
 	          p.status, p.captured_minor, p.refunded_minor, p.captured_at, p.canceled_at, p.replay_count, p.rejected_count, p.processor, p.processor_reference, p.decline_code, p.pending_operation, p.reserved_minor, p.payment_method_token
 ),
--- payment: each counted payment, or a refused request's as it is (a
--- refusal changes nothing).
+-- as_is: the payment, unchanged, of a refused request (a refusal changes
+-- nothing) and of one recorded already.
+as_is AS (
+	SELECT g.n, p.id, p.client_id, p.idempotency_key, p.amount_minor, p.currency, p.method, p.created_at,
+	       p.status, p.captured_minor, p.refunded_minor, p.captured_at, p.canceled_at, p.replay_count, p.rejected_count, p.processor, p.processor_reference, p.decline_code, p.pending_operation, p.reserved_minor, p.payment_method_token
+	FROM given g JOIN payments p ON p.id = g.payment_id
+	WHERE g.outcome = 'REFUSED' OR EXISTS (SELECT 1 FROM recorded r WHERE r.n = g.n)
+),
+-- payment: every request's payment, counted or as it is.
 payment AS (
 	SELECT * FROM counted
 	UNION ALL
-	SELECT i.n, p.id, p.client_id, p.idempotency_key, p.amount_minor, p.currency, p.method, p.created_at,
-	       p.status, p.captured_minor, p.refunded_minor, p.captured_at, p.canceled_at, p.replay_count, p.rejected_count, p.processor, p.processor_reference, p.decline_code, p.pending_operation, p.reserved_minor, p.payment_method_token
-	FROM input i JOIN payments p ON p.id = i.payment_id
-	WHERE i.outcome = 'REFUSED'
+	SELECT * FROM as_is
 ),
 attempt AS (
 	INSERT INTO idempotency_attempts (payment_id, operation, idempotency_key, outcome, at, params, held_params,
@@ -65,18 +69,9 @@ attempt AS (
 	SELECT i.payment_id, i.operation, i.idempotency_key, i.outcome, i.at, i.params, i.held_params, i.refusal, i.refund_id,
 	       i.transport, i.actor, i.actor_address, i.request_id
 	FROM input i JOIN payment p ON p.n = i.n
-),
--- answered: every request's payment, as counted or, if recorded already,
--- as it is.
-answered AS (
-	SELECT * FROM payment
-	UNION ALL
-	SELECT r.n, p.id, p.client_id, p.idempotency_key, p.amount_minor, p.currency, p.method, p.created_at,
-	       p.status, p.captured_minor, p.refunded_minor, p.captured_at, p.canceled_at, p.replay_count, p.rejected_count, p.processor, p.processor_reference, p.decline_code, p.pending_operation, p.reserved_minor, p.payment_method_token
-	FROM recorded r JOIN payments p ON p.id = r.payment_id
 )
 SELECT p.*, r.id, r.payment_id, r.amount_minor, r.reason, r.idempotency_key, r.created_at
-FROM answered p JOIN given i ON i.n = p.n LEFT JOIN refunds r ON r.id = i.refund_id
+FROM payment p JOIN given i ON i.n = p.n LEFT JOIN refunds r ON r.id = i.refund_id
 
 -- name: attempt_counts
 -- Counts the attempts made since $1 by hour (hours since the Unix epoch)
