@@ -36,8 +36,11 @@ import (
 // alone, so that one request's failure is never another's. That is safe
 // whatever the failed statement did: a request whose row it had committed
 // finds its own key claimed, and is answered as it was applied (decide:
-// verdictOwn), not as a replay. If it failed because the database is
-// unavailable, its requests are answered so at once instead.
+// verdictOwn), not as a replay; a replay, rejection or refusal it had
+// recorded is found by its request's id (sendAgain marks the request, which
+// then looks for its attempt) and not recorded twice. If it failed because
+// the database is unavailable, its requests are answered so at once
+// instead.
 //
 // Each request has one statementTimeout in all, from the moment it queues:
 // a statement's deadline is its oldest request's, and a request that has

@@ -21,9 +21,9 @@ var errAnswerLost = errors.New("the statement's answer was lost after its commit
 // The first run answers copies of the jobs (unheard), which nobody reads.
 // A statement of one runs as it is. The first statement waits for hold to
 // close, after signalling on started, so that a test can queue requests
-// behind it into one statement.
-func loseAnswers[J batchJob](b *batcher[J], unheard func(J) J, started chan<- struct{}, hold <-chan struct{}) {
-	exec := b.exec
+// behind it into one statement. restore puts b back as it was.
+func loseAnswers[J batchJob](b *batcher[J], unheard func(J) J, started chan<- struct{}, hold <-chan struct{}) (restore func()) {
+	exec, stallAfter := b.exec, b.stallAfter
 	b.stallAfter = time.Hour // no second statement beside the held one
 	var first sync.Once
 	b.exec = func(ctx context.Context, jobs []J) error {
@@ -43,6 +43,11 @@ func loseAnswers[J batchJob](b *batcher[J], unheard func(J) J, started chan<- st
 		}
 		return errAnswerLost
 	}
+	return func() {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		b.exec, b.stallAfter = exec, stallAfter
+	}
 }
 
 // queueHolds waits until b's queue holds n requests.
@@ -59,8 +64,8 @@ func queueHolds[J batchJob](t *testing.T, b *batcher[J], n int) {
 	t.Fatalf("the queue never held %d requests", n)
 }
 
-// sent is what one request of TestALostAnswerIsNoReplay got, and what its
-// payment should show afterwards.
+// sent is what one request of TestALostAnswerIsNoReplay got, and what it
+// and its payment should show afterwards.
 type sent struct {
 	name     string
 	payment  string
@@ -68,7 +73,9 @@ type sent struct {
 	replayed bool
 	err      error
 	history  []Outcome // the payment's attempts, oldest first
-	replays  int       // its replay count
+	counted  int       // its replays and rejections
+	wantErr  error     // the error the request should get (errors.Is)
+	refundID string    // the refund a replayed refund should answer with
 }
 
 // lostStatement queues sends behind a held statement of blocker's, in b,
@@ -78,7 +85,9 @@ func lostStatement[J batchJob](t *testing.T, b *batcher[J], unheard func(J) J, b
 	started, hold := make(chan struct{}, 1), make(chan struct{})
 	release := sync.OnceFunc(func() { close(hold) })
 	defer release() // also when a check below ends the test
-	loseAnswers(b, unheard, started, hold)
+	// Put b back once its requests are answered: a later statement of b, in
+	// a later part of the test, must not lose its answer too.
+	defer loseAnswers(b, unheard, started, hold)()
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		if err := blocker(); err != nil {
@@ -116,8 +125,8 @@ func TestALostAnswerIsNoReplay(t *testing.T) {
 		}
 		// Payments made before any answer is lost, authorized or captured,
 		// one for each request below.
-		var made [6]Payment
-		for i, capture := range []bool{false, true, false, false, true, false} {
+		var made [8]Payment
+		for i, capture := range []bool{false, true, false, false, true, false, false, true} {
 			res, err := s.Create(ctx, createReq("before-"+string(rune('a'+i)), capture))
 			if err != nil {
 				t.Fatal(err)
@@ -130,22 +139,31 @@ func TestALostAnswerIsNoReplay(t *testing.T) {
 		if _, err := s.Capture(ctx, captureReq(made[3], "captured")); err != nil {
 			t.Fatal(err)
 		}
-		create := func(name string, req CreateRequest, history []Outcome, replays int) func() sent {
+		one := "1"
+		refundReq := func(p Payment, key string) RefundRequest {
+			return RefundRequest{PaymentID: p.ID, IdempotencyKey: key, Amount: &one, Origin: origin}
+		}
+		refunded, err := s.Refund(ctx, refundReq(made[7], "refunded"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		create := func(name string, req CreateRequest, history []Outcome, counted int) func() sent {
 			return func() sent {
 				r, err := s.Create(ctx, req)
-				return sent{name, r.Payment.ID, nil, r.Replayed, err, history, replays}
+				return sent{name: name, payment: r.Payment.ID, replayed: r.Replayed, err: err, history: history, counted: counted}
 			}
 		}
-		change := func(name string, do func() (ChangeResult, error), history []Outcome, replays int) func() sent {
+		change := func(name string, do func() (ChangeResult, error), history []Outcome, counted int) func() sent {
 			return func() sent {
 				r, err := do()
-				return sent{name, r.Payment.ID, r.Refund, r.Replayed, err, history, replays}
+				return sent{name: name, payment: r.Payment.ID, refund: r.Refund, replayed: r.Replayed, err: err,
+					history: history, counted: counted}
 			}
 		}
-		refusal := func(name string, p Payment, key string, history []Outcome, replays int) func() sent {
+		// refused is a request that fails with want, on payment p.
+		refused := func(name string, p Payment, do func() error, want error, history []Outcome, counted int) func() sent {
 			return func() sent {
-				_, err := s.Capture(ctx, captureReq(p, key))
-				return sent{name, p.ID, nil, false, err, history, replays}
+				return sent{name: name, payment: p.ID, err: do(), history: history, counted: counted, wantErr: want}
 			}
 		}
 		check := func(all []sent) {
@@ -154,13 +172,18 @@ func TestALostAnswerIsNoReplay(t *testing.T) {
 			}
 		}
 		created, applied := []Outcome{OutcomeCreated}, []Outcome{OutcomeCreated, OutcomeApplied}
-		one := "1"
 		check(lostStatement(t, &s.creates, unheardJob,
 			func() error { _, err := s.Create(ctx, createReq("blocker-create", true)); return err },
 			[]func() sent{
 				create("create a", createReq("a", true), created, 0),
 				create("create b", createReq("b", false), created, 0),
 				create("replay", createReq("before-f", false), []Outcome{OutcomeCreated, OutcomeReplayed}, 1),
+				refused("rejection", made[6], func() error {
+					r := createReq("before-g", false)
+					r.Amount = "11"
+					_, err := s.Create(ctx, r)
+					return err
+				}, ErrKeyReused, []Outcome{OutcomeCreated, OutcomeRejected}, 1),
 			}))
 		check(lostStatement(t, &s.changes, unheardJob,
 			func() error {
@@ -169,11 +192,15 @@ func TestALostAnswerIsNoReplay(t *testing.T) {
 			},
 			[]func() sent{
 				change("capture", func() (ChangeResult, error) { return s.Capture(ctx, captureReq(made[0], "capture")) }, applied, 0),
-				change("refund", func() (ChangeResult, error) {
-					return s.Refund(ctx, RefundRequest{PaymentID: made[1].ID, IdempotencyKey: "refund", Amount: &one, Origin: origin})
-				}, applied, 0),
+				change("refund", func() (ChangeResult, error) { return s.Refund(ctx, refundReq(made[1], "refund")) }, applied, 0),
 				change("capture replay", func() (ChangeResult, error) { return s.Capture(ctx, captureReq(made[3], "captured")) },
 					[]Outcome{OutcomeCreated, OutcomeApplied, OutcomeReplayed}, 1),
+				func() sent {
+					r := change("refund replay", func() (ChangeResult, error) { return s.Refund(ctx, refundReq(made[7], "refunded")) },
+						[]Outcome{OutcomeCreated, OutcomeApplied, OutcomeReplayed}, 1)()
+					r.refundID = refunded.Refund.ID
+					return r
+				},
 			}))
 		// Refusals (captures of captured payments) are recorded by the
 		// engine's record statement on PostgreSQL; SQLite records them in
@@ -187,9 +214,10 @@ func TestALostAnswerIsNoReplay(t *testing.T) {
 				return ignoreRefusal(err)
 			},
 			[]func() sent{
-				refusal("refusal 1", made[1], "refused-1", []Outcome{OutcomeCreated, OutcomeApplied, OutcomeRefused}, 0),
-				refusal("refusal 2", made[3], "refused-2",
-					[]Outcome{OutcomeCreated, OutcomeApplied, OutcomeReplayed, OutcomeRefused}, 1),
+				refused("refusal 1", made[1], func() error { _, err := s.Capture(ctx, captureReq(made[1], "refused-1")); return err },
+					ErrStateConflict, []Outcome{OutcomeCreated, OutcomeApplied, OutcomeRefused}, 0),
+				refused("refusal 2", made[3], func() error { _, err := s.Capture(ctx, captureReq(made[3], "refused-2")); return err },
+					ErrStateConflict, []Outcome{OutcomeCreated, OutcomeApplied, OutcomeReplayed, OutcomeRefused}, 1),
 			}))
 	})
 }
@@ -210,18 +238,19 @@ func ignoreRefusal(err error) error {
 }
 
 // checkSent fails t unless r got the answer its request should have, and
-// its payment shows the attempts and replays it should.
+// it and its payment show the attempts and counts they should.
 func checkSent(t *testing.T, s *Service, r sent) {
 	t.Helper()
 	wantReplayed := r.history[len(r.history)-1] == OutcomeReplayed
-	wantRefused := r.history[len(r.history)-1] == OutcomeRefused
 	switch {
-	case wantRefused && !errors.Is(r.err, ErrStateConflict):
-		t.Errorf("%s: error %v; want the capture refused", r.name, r.err)
+	case r.wantErr != nil && !errors.Is(r.err, r.wantErr):
+		t.Errorf("%s: error %v; want %v", r.name, r.err, r.wantErr)
 		return
-	case !wantRefused && (r.err != nil || r.replayed != wantReplayed):
+	case r.wantErr == nil && (r.err != nil || r.replayed != wantReplayed):
 		t.Errorf("%s: replayed %v, error %v; want replayed %v", r.name, r.replayed, r.err, wantReplayed)
 		return
+	case r.refundID != "" && (r.refund == nil || r.refund.ID != r.refundID):
+		t.Errorf("%s: answered refund %+v; want %s", r.name, r.refund, r.refundID)
 	}
 	stored, err := s.Get(t.Context(), r.payment)
 	if err != nil {
@@ -235,8 +264,8 @@ func checkSent(t *testing.T, s *Service, r sent) {
 	for _, a := range attempts {
 		history = append(history, a.Outcome)
 	}
-	if stored.ReplayCount != r.replays || !slices.Equal(history, r.history) {
-		t.Errorf("%s: %d replays counted, attempts %v; want %d, %v", r.name, stored.ReplayCount, history, r.replays, r.history)
+	if counted := stored.ReplayCount + stored.RejectedCount; counted != r.counted || !slices.Equal(history, r.history) {
+		t.Errorf("%s: %d replays and rejections counted, attempts %v; want %d, %v", r.name, counted, history, r.counted, r.history)
 	}
 	if r.name == "refund" && (r.refund == nil || stored.Refunded.Minor != 100) {
 		t.Errorf("refund: answered %+v, %d refunded; want the one refund of 1.00", r.refund, stored.Refunded.Minor)

@@ -195,6 +195,9 @@ func (m Seam) RunAgain(ctx context.Context, req Request) (first, statement, engi
 	var a answer
 	for i := range answers {
 		j := &job{cmd: cmd, answer: make(chan answer, 1)}
+		if i > 0 {
+			j.sendAgain()
+		}
 		if err := run(ctx, []*job{j}); err != nil {
 			return Answer{}, Answer{}, Answer{}, err
 		}
