@@ -116,6 +116,14 @@ func commands(reqs []Request) ([]*command, error) {
 	return cmds, nil
 }
 
+// statement is the store's batch statement for requests of op.
+func (m Seam) statement(op Operation) func(context.Context, []*job) error {
+	if op == OpCreate {
+		return m.s.store.createBatch
+	}
+	return m.s.store.changeBatch
+}
+
 // Batch sends reqs to the store as one statement, as the batcher would
 // (sorted; the caller keeps them to one per key and payment, all creates
 // or all changes), and returns its answers as it gave them, in reqs' order.
@@ -128,10 +136,7 @@ func (m Seam) Batch(ctx context.Context, reqs ...Request) ([]Answer, error) {
 	for i, c := range cmds {
 		jobs[i] = &job{cmd: c, answer: make(chan answer, 1)}
 	}
-	run := m.s.store.createBatch
-	if cmds[0].op != OpCreate {
-		run = m.s.store.changeBatch
-	}
+	run := m.statement(cmds[0].op)
 	if err := run(ctx, slices.SortedFunc(slices.Values(jobs), byPayment)); err != nil {
 		return nil, err
 	}
@@ -154,10 +159,7 @@ func (m Seam) Send(ctx context.Context, req Request) (Answer, error) {
 	if err != nil {
 		return Answer{}, err
 	}
-	run := m.s.store.createBatch
-	if cmd.op != OpCreate {
-		run = m.s.store.changeBatch
-	}
+	run := m.statement(cmd.op)
 	for range maxRounds {
 		j := &job{cmd: cmd, answer: make(chan answer, 1)}
 		if err := run(ctx, []*job{j}); err != nil {
@@ -187,10 +189,7 @@ func (m Seam) RunAgain(ctx context.Context, req Request) (first, statement, engi
 	if err != nil {
 		return Answer{}, Answer{}, Answer{}, err
 	}
-	run := m.s.store.createBatch
-	if cmd.op != OpCreate {
-		run = m.s.store.changeBatch
-	}
+	run := m.statement(cmd.op)
 	var answers [2]Answer
 	var a answer
 	for i := range answers {

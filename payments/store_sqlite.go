@@ -206,11 +206,9 @@ func (tx liteTx) recordAttempt(ctx context.Context, rec record) (answer, error) 
 	}
 	var p Payment
 	switch {
-	case recorded:
-		p, err = scanPayment(tx.r.QueryRow(ctx, commonSQL.SQL("read_payment"), rec.paymentID))
-	case rec.outcome == OutcomeReplayed:
+	case !recorded && rec.outcome == OutcomeReplayed:
 		p, err = scanPayment(tx.r.QueryRow(ctx, commonSQL.SQL("count_replay"), at, rec.paymentID))
-	case rec.outcome == OutcomeRejected:
+	case !recorded && rec.outcome == OutcomeRejected:
 		p, err = scanPayment(tx.r.QueryRow(ctx, commonSQL.SQL("count_rejection"), at, rec.paymentID))
 	default:
 		p, err = scanPayment(tx.r.QueryRow(ctx, commonSQL.SQL("read_payment"), rec.paymentID))
