@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -19,11 +20,12 @@ import (
 type testJob struct {
 	key, name string
 	answer    chan error
+	sentAgain atomic.Int32 // how often sendAgain was called
 }
 
 func (j *testJob) batchKeys() []string { return []string{j.key} }
 func (j *testJob) fail(err error)      { j.answer <- err }
-func (j *testJob) sendAgain()          {}
+func (j *testJob) sendAgain()          { j.sentAgain.Add(1) }
 
 func newTestJob(key, name string) *testJob {
 	return &testJob{key: key, name: name, answer: make(chan error, 1)}
@@ -37,11 +39,13 @@ func newTestBatcher(exec func(context.Context, []*testJob) error) *batcher[*test
 	return &batcher[*testJob]{exec: exec, order: byName, stallAfter: time.Hour}
 }
 
-// fakeStatement records the batches it runs. While hold is set, a
-// statement waits for it to be closed, so a test can queue jobs behind it.
+// fakeStatement records the batches it runs, and which of their jobs had
+// been told they were sent again. While hold is set, a statement waits for
+// it to be closed, so a test can queue jobs behind it.
 type fakeStatement struct {
 	mu      sync.Mutex
 	batches [][]string
+	again   [][]string    // per batch, its jobs marked sent again when it ran
 	started chan struct{} // one value per statement started
 	hold    chan struct{}
 	fail    func(ctx context.Context, batch []*testJob) error
@@ -53,11 +57,16 @@ func newFakeStatement() *fakeStatement {
 
 func (f *fakeStatement) exec(ctx context.Context, jobs []*testJob) error {
 	names := make([]string, len(jobs))
+	var again []string
 	for i, j := range jobs {
 		names[i] = j.name
+		if j.sentAgain.Load() > 0 {
+			again = append(again, j.name)
+		}
 	}
 	f.mu.Lock()
 	f.batches = append(f.batches, names)
+	f.again = append(f.again, again)
 	hold := f.hold
 	f.mu.Unlock()
 	f.started <- struct{}{}
@@ -80,6 +89,25 @@ func (f *fakeStatement) wantBatches(t *testing.T, want ...[]string) {
 	t.Helper()
 	if got := f.ran(); !slices.EqualFunc(got, want, slices.Equal) {
 		t.Errorf("batches %v, want %v", got, want)
+	}
+}
+
+// wantSentAgain checks, statement by statement, which jobs ran marked as
+// sent again (a statement of none is nil), and that each was marked once:
+// a job must know it is sent again before the statement that may find
+// what its first run committed.
+func (f *fakeStatement) wantSentAgain(t *testing.T, jobs []*testJob, want ...[]string) {
+	t.Helper()
+	f.mu.Lock()
+	got := slices.Clone(f.again)
+	f.mu.Unlock()
+	if !slices.EqualFunc(got, want, slices.Equal) {
+		t.Errorf("jobs marked sent again per statement %q, want %q", got, want)
+	}
+	for _, j := range jobs {
+		if n := j.sentAgain.Load(); n > 1 {
+			t.Errorf("%s marked sent again %d times, want once at most", j.name, n)
+		}
 	}
 }
 
@@ -237,6 +265,7 @@ func TestBatcherRunsAFailedBatchJobByJob(t *testing.T) {
 	if !slices.EqualFunc(got, want, slices.Equal) {
 		t.Errorf("batches %v, want %v", got, want)
 	}
+	f.wantSentAgain(t, []*testJob{first, good1, bad, good2}, nil, nil, []string{"bad"}, []string{"good1"}, []string{"good2"})
 }
 
 func TestBatcherAnswersAPanickingStatement(t *testing.T) {
@@ -386,6 +415,10 @@ func TestBatcherAFreshJobOutlivesItsOldNeighboursDeadline(t *testing.T) {
 		t.Errorf("fresh: %v, want it sent again and answered: its own time was not up", err)
 	}
 	f.wantBatches(t, []string{"first"}, []string{"fresh", "old"}, []string{"fresh"})
+	f.wantSentAgain(t, []*testJob{old, fresh}, nil, nil, []string{"fresh"})
+	if old.sentAgain.Load() != 0 {
+		t.Error("old was marked sent again; it was answered, not sent")
+	}
 }
 
 // Run alone after a failed statement, a job whose time ran out meanwhile
@@ -418,6 +451,7 @@ func TestBatcherRunsJobByJobWithinEachJobsDeadline(t *testing.T) {
 		t.Errorf("y: %v, want it answered unsent, its time up", err)
 	}
 	f.wantBatches(t, []string{"first"}, []string{"x", "y", "z"}, []string{"x"}, []string{"z"})
+	f.wantSentAgain(t, []*testJob{x, y, z}, nil, nil, []string{"x"}, []string{"z"})
 }
 
 func TestBatcherStopsRunningJobByJobWhenTheDatabaseIsDown(t *testing.T) {
