@@ -84,6 +84,11 @@ func (s *Service) changeAtProcessor(ctx context.Context, cmd *command) (ChangeRe
 		if st.err != nil {
 			return ChangeResult{}, st.err
 		}
+		if st.outcome == OutcomeApplied {
+			// The request's own key (heldChange): the foreseen call its
+			// batch statement stored was not counted, its answer lost.
+			s.onCall(cmd.op, CallSucceeded, 0)
+		}
 		return *st.result, nil
 	}
 	s.onAttempt(cmd.op, OutcomeApplied, cmd.Transport)
@@ -146,10 +151,11 @@ func (s *Service) startChange(ctx context.Context, r sqlq.Runner, cmd *command) 
 // answers as the key's operation stands, a reuse is rejected, an expired
 // key is forgotten (done false: the request goes on as new). The
 // request's own key answers as a replay would, but is not one: nothing is
-// counted or recorded. This path's operation ids are fresh in every
-// transaction, so it meets its own key only when a batch statement
-// applied the request, lost its answer, and then found the payment no
-// longer foreseen (work in flight at a processor).
+// recorded, and it is counted as the applied change it is. This path's
+// operation ids are fresh in every transaction, so it meets its own key
+// only when a batch statement applied the request, lost its answer, and
+// then found the payment no longer foreseen (work in flight at a
+// processor).
 func (s *Service) heldChange(ctx context.Context, tx liteTx, cmd *command, held *heldKey, now time.Time) (started, bool, error) {
 	v, err := decide(*held, cmd, now.Add(-s.keyTTL))
 	if err != nil {

@@ -3,6 +3,7 @@ package payments
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -270,4 +271,75 @@ func checkSent(t *testing.T, s *Service, r sent) {
 	if r.name == "refund" && (r.refund == nil || stored.Refunded.Minor != 100) {
 		t.Errorf("refund: answered %+v, %d refunded; want the one refund of 1.00", r.refund, stored.Refunded.Minor)
 	}
+}
+
+// A change a lost statement applied, whose payment another instance then
+// put in flight at its processor (a refund reserved, as a server
+// configured for Stripe leaves it), is sent again the phased way and meets
+// its own key there: it is answered applied, and its attempt and the
+// processor call the statement stored are each counted once, on that
+// answer, since the lost one was never heard.
+func TestALostAnswerFoundThePhasedWay(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		var mu sync.Mutex
+		calls, applied := map[Operation]int{}, map[Operation]int{}
+		s, err := NewService(db.Gorm, Config{ProcessorTimeout: time.Second, RecoveryAfter: time.Hour,
+			OnProcessorCall: func(op Operation, _ CallOutcome, _ time.Duration) {
+				mu.Lock()
+				defer mu.Unlock()
+				calls[op]++
+			},
+			OnAttempt: func(op Operation, outcome Outcome, _ string) {
+				mu.Lock()
+				defer mu.Unlock()
+				if outcome == OutcomeApplied {
+					applied[op]++
+				}
+			}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, origin, no := t.Context(), Origin{Transport: "test"}, false
+		var made [3]Payment
+		for i := range made {
+			res, err := s.Create(ctx, CreateRequest{ClientID: "c", IdempotencyKey: fmt.Sprint("made-", i), Amount: "10",
+				Currency: "BRL", Method: MethodCreditCard, Capture: &no, Origin: origin})
+			if err != nil {
+				t.Fatal(err)
+			}
+			made[i] = res.Payment
+		}
+		// After the lost statement commits, and before its requests are
+		// sent again, made[0] gets a refund in flight.
+		exec := s.changes.exec
+		s.changes.exec = func(ctx context.Context, jobs []*job) error {
+			if err := exec(ctx, jobs); err != nil || len(jobs) == 1 {
+				return err
+			}
+			return db.Gorm.Exec("UPDATE payments SET reserved_minor = 100 WHERE id = ?", made[0].ID).Error
+		}
+		capture := func(name string, p Payment) func() sent {
+			return func() sent {
+				r, err := s.Capture(ctx, CaptureRequest{PaymentID: p.ID, IdempotencyKey: name, Origin: origin})
+				return sent{name: name, payment: r.Payment.ID, replayed: r.Replayed, err: err,
+					history: []Outcome{OutcomeCreated, OutcomeApplied}}
+			}
+		}
+		got := lostStatement(t, &s.changes, unheardJob,
+			func() error {
+				_, err := s.Cancel(ctx, CancelRequest{PaymentID: made[2].ID, IdempotencyKey: "blocker", Origin: origin})
+				return err
+			},
+			[]func() sent{capture("capture, then in flight", made[0]), capture("capture", made[1])})
+		for _, r := range got {
+			checkSent(t, s, r)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if calls[OpCapture] != 2 || applied[OpCapture] != 2 {
+			t.Errorf("captures: %d calls and %d applied attempts counted; want 2 and 2, one of each per capture",
+				calls[OpCapture], applied[OpCapture])
+		}
+	})
 }
