@@ -81,9 +81,14 @@ const (
 	RateLimit
 	// Conflict answers 409 without processing, as for a key in use.
 	Conflict
+	// ServerErrorStored: the request started executing and failed inside
+	// Stripe before doing anything; the 500 is stored under its key and
+	// replayed for 24 hours, and nothing happened. Tests inject it by
+	// name; Faults leaves it out.
+	ServerErrorStored
 )
 
-var faultNames = []string{"none", "drop_request", "drop_response", "delay", "500_after", "500_before", "429", "409"}
+var faultNames = []string{"none", "drop_request", "drop_response", "delay", "500_after", "500_before", "429", "409", "500_stored"}
 
 // String names the fault.
 func (k FaultKind) String() string {
@@ -333,7 +338,12 @@ func (d *Double) write(w http.ResponseWriter, r *http.Request, fault Fault, ep E
 		e = &keyEntry{endpoint: ep, params: params, created: d.clock(), executing: true}
 		d.keys[key] = e
 	}
-	a := d.execute(ep, id, form)
+	var a answer
+	if fault.Kind == ServerErrorStored {
+		a = answerError(500, "api_error", "", "An unknown error occurred", "")
+	} else {
+		a = d.execute(ep, id, form)
+	}
 	d.mu.Unlock()
 	if fault.Kind == ServerErrorAfter {
 		a = answerError(500, "api_error", "", "An unknown error occurred", "")

@@ -21,6 +21,10 @@ var (
 	}
 )
 
+// authenticationRequired is Stripe's test token of a card that always
+// asks for 3-D Secure.
+const authenticationRequired = "pm_card_authenticationRequired"
+
 type intent struct {
 	ID           string            `json:"id"`
 	Object       string            `json:"object"`
@@ -199,7 +203,7 @@ func (d *Double) createIntent(f url.Values) answer {
 		return answerError(400, "invalid_request_error", "parameter_invalid",
 			"capture_method=manual is not supported for "+method, "capture_method")
 	}
-	if in.PM != nil && !async && !approvingTokens[*in.PM] && decliningTokens[*in.PM] == "" {
+	if in.PM != nil && !async && !approvingTokens[*in.PM] && decliningTokens[*in.PM] == "" && *in.PM != authenticationRequired {
 		return answerError(400, "invalid_request_error", "resource_missing",
 			"No such PaymentMethod: '"+*in.PM+"'", "payment_method")
 	}
@@ -212,6 +216,17 @@ func (d *Double) createIntent(f url.Values) answer {
 		in.Status, in.NextAction = "requires_action", d.asyncNextAction(in, method, now)
 	case in.PM == nil:
 		in.Status = "requires_payment_method"
+	case *in.PM == authenticationRequired && f.Get("error_on_requires_action") == "true":
+		in.Status = "requires_payment_method"
+		in.LastError = &stripeError{Type: "card_error", Code: "authentication_required", DeclineCode: "authentication_required",
+			Message: "Your card was declined. This transaction requires authentication."}
+		e := *in.LastError
+		e.PaymentIntent = in.snapshot()
+		return errorAnswer(402, &e)
+	case *in.PM == authenticationRequired:
+		// Stripe's test card that always asks for 3-D Secure: the intent
+		// waits for the payer, with no money moved, until it is canceled.
+		in.Status, in.NextAction = "requires_action", map[string]any{"type": "use_stripe_sdk", "use_stripe_sdk": map[string]any{}}
 	case decliningTokens[*in.PM] != "":
 		in.Status = "requires_payment_method"
 		in.LastError = &stripeError{Type: "card_error", Code: "card_declined", DeclineCode: decliningTokens[*in.PM],
@@ -547,5 +562,24 @@ func (d *Double) SettleRefund(refundID string, succeeded bool, failureCode strin
 	if succeeded {
 		d.emit("charge.refunded", d.charge(in))
 	}
+	return nil
+}
+
+// FailRefund fails a refund that had succeeded, as
+// Stripe does when the payer's bank returns it (a closed card or
+// account): the money goes back to the merchant's balance, the refund
+// becomes failed, and refund.updated and charge.refund.updated are sent.
+func (d *Double) FailRefund(refundID, failureCode string) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	re := d.refunds[refundID]
+	if re == nil || re.Status != "succeeded" {
+		return fmt.Errorf("stripedouble: refund %q has not succeeded", refundID)
+	}
+	in := d.intents[re.PaymentIntent]
+	re.Status, re.FailureReason = "failed", &failureCode
+	in.ledger.Refunded -= re.Amount
+	c := *re
+	d.emit("refund.updated", &c)
 	return nil
 }
