@@ -122,6 +122,11 @@ func (s *Service) startChange(ctx context.Context, r sqlq.Runner, cmd *command) 
 		}
 		return started{err: stop.err}, nil
 	}
+	if amount > 0 && cmd.op != OpCancel {
+		if err := checkAmount(s.processorNamed(p.Processor), Money{Minor: amount, Currency: p.Amount.Currency}); err != nil {
+			return started{err: err}, nil
+		}
+	}
 	now := s.now()
 	tx := liteTx{r}
 	held, err := scanHeld(r.QueryRow(ctx, commonSQL.SQL("read_key"), p.ClientID, cmd.key))

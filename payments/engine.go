@@ -71,6 +71,9 @@ func (s *Service) Create(ctx context.Context, req CreateRequest) (CreateResult, 
 	if !cmd.capture && cmd.method.async() && s.paysLater() {
 		return CreateResult{}, invalid("capture", "capture: false is for cards: a %s payment is paid by its payer, and captured then", cmd.method)
 	}
+	if err := checkAmount(s.proc, cmd.amount); err != nil {
+		return CreateResult{}, err
+	}
 	s.planCreate(ctx, cmd)
 	a, err := s.run(ctx, cmd)
 	if err != nil {
@@ -87,6 +90,19 @@ func (s *Service) Create(ctx context.Context, req CreateRequest) (CreateResult, 
 		s.onCall(OpCreate, cmd.plan.call, cmd.plan.took) // the foreseen call, stored with the payment
 	}
 	return CreateResult{Payment: a.payment, Replayed: a.outcome == OutcomeReplayed}, nil
+}
+
+// checkAmount is an InvalidInputError if proc cannot take m
+// (processor.AmountChecker): checked before anything is stored.
+func checkAmount(proc processor.Processor, m Money) error {
+	c, ok := proc.(processor.AmountChecker)
+	if !ok {
+		return nil
+	}
+	if err := c.CheckAmount(m.Minor, m.Currency); err != nil {
+		return invalid("amount", "%s", err.Error())
+	}
+	return nil
 }
 
 // Capture captures an authorized payment, Cancel cancels one, and Refund

@@ -312,6 +312,40 @@ func TestStripeDeclineAndMissingToken(t *testing.T) {
 	})
 }
 
+// An amount Stripe cannot take in a currency CMPay accepts (1.005 KWD:
+// Stripe's three-decimal amounts end in 0; 10.50 MGA: Stripe counts
+// whole ariary) is bad input, for a create and for a refund, with nothing
+// written and nothing sent; 10 MGA is sent as 10.
+func TestStripeAmountsItCannotTakeAreBadInput(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		b, d := stripeSetup(t, db)
+		mga := b.mustCreate(t, withToken(request("client-1", "mga", "10", "MGA", payments.MethodCreditCard), "pm_card_visa")).Payment
+		if ids := d.IntentsFor(mga.ID); mga.Status != payments.StatusCaptured || len(ids) != 1 || d.Ledger(ids[0]).Captured != 10 {
+			t.Fatalf("10 MGA: %s, intents %v; want CAPTURED, 10 ariary at Stripe", mga.Status, ids)
+		}
+		kwd := b.mustCreate(t, withToken(request("client-1", "kwd", "1.010", "KWD", payments.MethodCreditCard), "pm_card_visa")).Payment
+		before, creates, refunds := b.rowCounts(t), d.Calls(stripedouble.CreatePaymentIntent), d.Calls(stripedouble.CreateRefund)
+		bad := func(what string, err error) {
+			t.Helper()
+			var invalid *payments.InvalidInputError
+			if !errors.As(err, &invalid) || invalid.Problems[0].Field != "amount" {
+				t.Errorf("%s: %v, want bad amount", what, err)
+			}
+		}
+		_, err := b.svc.Create(t.Context(), withToken(request("client-1", "kwd-2", "1.005", "KWD", payments.MethodCreditCard), "pm_card_visa"))
+		bad("1.005 KWD", err)
+		_, err = b.svc.Create(t.Context(), withToken(request("client-1", "mga-2", "10.50", "MGA", payments.MethodCreditCard), "pm_card_visa"))
+		bad("10.50 MGA", err)
+		_, err = b.refund(t, kwd.ID, "kwd-refund", ptr("0.005"))
+		bad("a refund of 0.005 KWD", err)
+		if after := b.rowCounts(t); after != before || d.Calls(stripedouble.CreatePaymentIntent) != creates ||
+			d.Calls(stripedouble.CreateRefund) != refunds {
+			t.Errorf("bad amounts wrote rows (%v then %v) or reached Stripe", before, after)
+		}
+	})
+}
+
 // One unresolved create, and at once: the client's retry, the recovery
 // worker, and a second instance's recovery. The processor is asked for
 // one payment, money moves once, and the payment settles once.

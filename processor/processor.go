@@ -304,3 +304,13 @@ type Foreseer interface {
 	// answered at once, with success.
 	ForeseesChanges() bool
 }
+
+// AmountChecker is a Processor that cannot take every amount ISO 4217
+// allows in a currency (Stripe counts a few currencies in other units).
+// The engine asks it before storing anything, so that such an amount is
+// the client's bad input, answered with nothing stored, not a decline.
+type AmountChecker interface {
+	// CheckAmount says why minor units of currency (ISO 4217's minor
+	// unit) cannot be sent, or nil.
+	CheckAmount(minor int64, currency string) error
+}

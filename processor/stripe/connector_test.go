@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cmpay/cmpay/internal/iso4217"
 	"github.com/cmpay/cmpay/internal/stripedouble"
 	"github.com/cmpay/cmpay/processor"
 )
@@ -239,5 +240,52 @@ func TestAuthentication(t *testing.T) {
 	}
 	if _, err := New(processor.DefaultConfig()); err == nil {
 		t.Error("a connector without a key")
+	}
+}
+
+// Each currency reaches Stripe in Stripe's units, and comes back in ISO
+// 4217's: MGA, two decimals at ISO, is whole ariary at Stripe; an amount
+// Stripe cannot take, or a currency whose decimals it counts in a way not
+// named, is refused before anything is sent; every other currency
+// converts and converts back.
+func TestEveryCurrencyInStripesUnits(t *testing.T) {
+	for _, c := range []struct {
+		currency    string
+		minor, sent int64
+		refused     bool
+	}{
+		{"BRL", 1050, 1050, false}, {"JPY", 500, 500, false}, {"MGA", 1000, 10, false}, {"MGA", 1050, 0, true},
+		{"ISK", 5, 500, false}, {"UGX", 7, 700, false}, {"KWD", 1010, 1010, false}, {"KWD", 1005, 0, true},
+		{"IQD", 1000, 0, true}, {"CLF", 10000, 0, true}, {"XYZ", 100, 0, true}, {"BRL", 0, 0, true},
+	} {
+		sent, err := toStripeAmount(c.minor, c.currency)
+		if (err != nil) != c.refused || sent != c.sent {
+			t.Errorf("%d %s: sent %d, error %v; want %d, refused %v", c.minor, c.currency, sent, err, c.sent, c.refused)
+		}
+	}
+	for code, digits := range iso4217.All() {
+		minor := int64(1_000_000)
+		sent, err := toStripeAmount(minor, code)
+		if err != nil {
+			if _, named := stripeDigits[code]; named || digits == 2 {
+				t.Errorf("%s (%d decimals): %v", code, digits, err)
+			}
+			continue
+		}
+		if back := fromStripeAmount(sent, code); back != minor {
+			t.Errorf("%s: %d minor units sent as %d, read back as %d", code, minor, sent, back)
+		}
+	}
+}
+
+// A 10 MGA payment asks Stripe for 10 ariary, and its answer reads as
+// 10.00 MGA.
+func TestMGAIsWholeAriaryAtStripe(t *testing.T) {
+	conn, d, _ := setup(t, stripedouble.Options{})
+	req := cardReq("cmpay_mga", "pay_mga", "pm_card_visa", true)
+	req.Currency, req.AmountMinor = "MGA", 1000
+	p, err := conn.CreatePayment(context.Background(), req)
+	if err != nil || p.AmountMinor != 1000 || p.CapturedMinor != 1000 || d.Ledger(p.Reference).Captured != 10 {
+		t.Fatalf("%+v %v ledger %+v", p, err, d.Ledger(p.Reference))
 	}
 }

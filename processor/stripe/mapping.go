@@ -2,46 +2,96 @@ package stripe
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
+	"github.com/cmpay/cmpay/internal/iso4217"
 	"github.com/cmpay/cmpay/processor"
 	stripeapi "github.com/stripe/stripe-go/v82"
 )
 
-// Stripe takes amounts in the currency's smallest unit, which is the ISO
-// 4217 minor unit except for two currencies that ISO gives no decimals
-// and Stripe, for backwards compatibility, counts in hundredths (the
-// amount must then be a whole number of units); three-decimal currencies
-// must end in 0. https://docs.stripe.com/currencies#special-cases
-var (
-	hundredths   = map[string]bool{"ISK": true, "UGX": true}
-	threeDecimal = map[string]bool{"BHD": true, "JOD": true, "KWD": true, "OMR": true, "TND": true}
-)
-
-func toStripeAmount(minor int64, currency string) (int64, error) {
-	cur := strings.ToUpper(currency)
-	switch {
-	case minor <= 0:
-		return 0, fmt.Errorf("amount must be positive")
-	case len(cur) != 3:
-		return 0, fmt.Errorf("currency must be a three-letter code")
-	case hundredths[cur]:
-		if minor > 1<<62/100 {
-			return 0, fmt.Errorf("amount too large")
-		}
-		return minor * 100, nil
-	case threeDecimal[cur] && minor%10 != 0:
-		return 0, fmt.Errorf("%s amounts must be multiples of 0.010 at Stripe", cur)
-	}
-	return minor, nil
+// Stripe takes amounts in its own smallest unit of each currency, which
+// is ISO 4217's minor unit for most of them but not all
+// (https://docs.stripe.com/currencies#special-cases): MGA, which ISO gives
+// two decimals, is one of Stripe's zero-decimal currencies; ISK and UGX,
+// which ISO gives none, Stripe counts in hundredths for backwards
+// compatibility (whole units only); and its three-decimal currencies must
+// end in 0. Sending an ISO amount where Stripe counts differently charges
+// the payer 100 times the price, so stripeDigits names Stripe's decimals
+// for every currency whose decimals are not 2 at Stripe or at ISO, and a
+// currency with other than 2 at ISO that it does not name is refused.
+var stripeDigits = map[string]int{
+	// Zero-decimal at Stripe: MGA against ISO's 2, the rest as ISO.
+	"BIF": 0, "CLP": 0, "DJF": 0, "GNF": 0, "JPY": 0, "KMF": 0, "KRW": 0, "MGA": 0, "PYG": 0, "RWF": 0,
+	"VND": 0, "VUV": 0, "XAF": 0, "XOF": 0, "XPF": 0,
+	// Hundredths of a unit Stripe will not split.
+	"ISK": 2, "UGX": 2,
+	// Three decimals, the last one 0.
+	"BHD": 3, "JOD": 3, "KWD": 3, "OMR": 3, "TND": 3,
 }
 
-func fromStripeAmount(amount int64, currency string) int64 {
-	if hundredths[strings.ToUpper(currency)] {
-		return amount / 100
+// CheckAmount says why amount minor units of currency (ISO 4217's unit)
+// cannot be sent to Stripe, or nil: the engine asks before storing
+// anything, so such an amount is bad input, not a decline.
+func (c *Connector) CheckAmount(minor int64, currency string) error {
+	_, err := toStripeAmount(minor, currency)
+	return err
+}
+
+// toStripeAmount converts minor units of ISO 4217 into Stripe's units.
+func toStripeAmount(minor int64, currency string) (int64, error) {
+	cur := strings.ToUpper(currency)
+	if minor <= 0 {
+		return 0, fmt.Errorf("amount must be positive")
 	}
-	return amount
+	if !iso4217.Valid(cur) {
+		return 0, fmt.Errorf("%q is not an ISO 4217 currency", currency)
+	}
+	isoDigits := iso4217.Digits(cur)
+	digits, named := stripeDigits[cur]
+	switch {
+	case !named && isoDigits != 2:
+		return 0, fmt.Errorf("%s is not a currency CMPay sends to Stripe (its amounts have %d decimals)", cur, isoDigits)
+	case !named:
+		return minor, nil
+	case digits == 3 && minor%10 != 0:
+		return 0, fmt.Errorf("%s amounts must be multiples of 0.010 at Stripe", cur)
+	case digits >= isoDigits:
+		scale := pow10(digits - isoDigits)
+		if minor > math.MaxInt64/scale {
+			return 0, fmt.Errorf("amount too large")
+		}
+		return minor * scale, nil
+	}
+	scale := pow10(isoDigits - digits)
+	if minor%scale != 0 {
+		return 0, fmt.Errorf("%s amounts must be whole units at Stripe", cur)
+	}
+	return minor / scale, nil
+}
+
+// fromStripeAmount converts an amount in Stripe's units into ISO 4217's
+// minor units.
+func fromStripeAmount(amount int64, currency string) int64 {
+	cur := strings.ToUpper(currency)
+	isoDigits := iso4217.Digits(cur)
+	digits, named := stripeDigits[cur]
+	if !named {
+		return amount
+	}
+	if digits >= isoDigits {
+		return amount / pow10(digits-isoDigits)
+	}
+	return amount * pow10(isoDigits-digits)
+}
+
+func pow10(n int) int64 {
+	p := int64(1)
+	for range n {
+		p *= 10
+	}
+	return p
 }
 
 // paymentFrom maps a PaymentIntent to the seam's Payment.
