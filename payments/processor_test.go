@@ -287,8 +287,9 @@ func TestStripeCreateFaultsAreRecovered(t *testing.T) {
 	})
 }
 
-// A decline at Stripe is DECLINED at once with its code; a card payment
-// without a token is bad input with Stripe.
+// A decline at Stripe is DECLINED at once with its code, as is a card that
+// asks for 3-D Secure; a card payment without a token is bad input with
+// Stripe.
 func TestStripeDeclineAndMissingToken(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
@@ -299,6 +300,15 @@ func TestStripeDeclineAndMissingToken(t *testing.T) {
 		}
 		if ids := d.IntentsFor(res.Payment.ID); len(ids) != 1 || d.Ledger(ids[0]).Movements != 0 {
 			t.Errorf("intents %v moved money", ids)
+		}
+		// A card that asks for 3-D Secure, which CMPay's API cannot
+		// offer the payer, is declined at once, not left waiting.
+		res = b.mustCreate(t, withToken(card("3ds"), "pm_card_authenticationRequired"))
+		if res.Payment.Status != payments.StatusDeclined || res.Payment.DeclineCode != "authentication_required" {
+			t.Errorf("3-D Secure card: %s %q, want DECLINED authentication_required", res.Payment.Status, res.Payment.DeclineCode)
+		}
+		if ids := d.IntentsFor(res.Payment.ID); len(ids) != 1 || d.Ledger(ids[0]).Movements != 0 {
+			t.Errorf("3-D Secure card: intents %v moved money", ids)
 		}
 		before := b.rowCounts(t)
 		_, err := b.svc.Create(t.Context(), card("no-token"))

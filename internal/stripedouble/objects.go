@@ -220,6 +220,7 @@ func (d *Double) createIntent(f url.Values) answer {
 		in.Status = "requires_payment_method"
 		in.LastError = &stripeError{Type: "card_error", Code: "authentication_required", DeclineCode: "authentication_required",
 			Message: "Your card was declined. This transaction requires authentication."}
+		d.emit("payment_intent.payment_failed", in.snapshot())
 		e := *in.LastError
 		e.PaymentIntent = in.snapshot()
 		return errorAnswer(402, &e)

@@ -4,7 +4,8 @@
 //
 // A payment is one PaymentIntent, created and confirmed in one request
 // (payment_method = the token, confirm=true, capture_method=manual when
-// not capturing, metadata[cmpay_payment_id]); captures and cancels are
+// not capturing, metadata[cmpay_payment_id], and for a card
+// error_on_requires_action); captures and cancels are
 // its endpoints; a refund is one Refund (metadata[cmpay_refund_id]). Every
 // POST carries the operation's idempotency key, so asking again is the
 // same request to Stripe.
@@ -241,6 +242,10 @@ func createParams(req processor.CreatePaymentRequest) (*stripeapi.PaymentIntentC
 		return nil, invalid("create", "a card payment needs a payment method token (pm_…)")
 	default:
 		p.PaymentMethodTypes = []*string{stripeapi.String("card")}
+		// CMPay's API has no step where the payer authenticates: a card
+		// that asks for 3-D Secure is declined (authentication_required)
+		// rather than left waiting in requires_action for good.
+		p.ErrorOnRequiresAction = stripeapi.Bool(true)
 		if !req.Capture {
 			p.CaptureMethod = stripeapi.String(string(stripeapi.PaymentIntentCaptureMethodManual))
 		}
