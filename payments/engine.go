@@ -283,7 +283,9 @@ func await(ctx context.Context, answers <-chan answer) (answer, error) {
 // payment's), read the payment first. A key whose payment is missing is a
 // damaged database: the request fails rather than create a payment
 // (TestCreateNeverMistakesAnErrorForAReplay). A forgotten key answers
-// retry: the request goes on as new. A request's own key (its statement
+// retry: the request goes on as new; a key past its TTL whose payment has
+// work in flight (Payment.inFlight) is not forgotten but judged as if
+// fresh. A request's own key (its statement
 // run again) is answered by ownAnswer, recording nothing.
 func settleHeld(ctx context.Context, st settler, cmd *command, held *heldKey, now time.Time, keyTTL time.Duration) (answer, error) {
 	expiredBefore := now.Add(-keyTTL)
@@ -291,40 +293,55 @@ func settleHeld(ctx context.Context, st settler, cmd *command, held *heldKey, no
 	if err != nil {
 		return answer{}, err
 	}
+	if v == verdictForget {
+		p, err := heldPayment(ctx, st, held)
+		if err != nil {
+			return answer{}, err
+		}
+		if !p.inFlight() {
+			return answer{kind: answerRetry}, st.forgetKey(ctx, held.id, expiredBefore)
+		}
+		// Kept past its TTL while its payment's work is unsettled.
+		if v, err = decide(*held, cmd, time.Time{}); err != nil {
+			return answer{}, err
+		}
+	}
 	if v == verdictReplay {
 		return st.recordAttempt(ctx, record{cmd: cmd, outcome: OutcomeReplayed, paymentID: held.paymentID, held: held, now: now})
 	}
 	if v == verdictOwn {
 		return ownAnswer(ctx, st, cmd, held)
 	}
-	if v == verdictForget || held.params == nil {
-		p, ok, err := st.readPayment(ctx, held.paymentID)
+	if held.params == nil {
+		p, err := heldPayment(ctx, st, held)
 		if err != nil {
 			return answer{}, err
 		}
-		if !ok {
-			return answer{}, fmt.Errorf("key %d names payment %s, which does not exist", held.id, held.paymentID)
-		}
-		if held.params == nil {
-			held.params = version1Params(p)
-		}
-	}
-	if v == verdictForget {
-		return answer{kind: answerRetry}, st.forgetKey(ctx, held.id, expiredBefore)
+		held.params = version1Params(p)
 	}
 	return st.recordAttempt(ctx, record{cmd: cmd, outcome: OutcomeRejected, paymentID: held.paymentID, held: held, now: now})
+}
+
+// heldPayment reads the payment held's key names; its absence is a
+// damaged database, an error.
+func heldPayment(ctx context.Context, st settler, held *heldKey) (Payment, error) {
+	p, ok, err := st.readPayment(ctx, held.paymentID)
+	if err != nil {
+		return Payment{}, err
+	}
+	if !ok {
+		return Payment{}, fmt.Errorf("key %d names payment %s, which does not exist", held.id, held.paymentID)
+	}
+	return p, nil
 }
 
 // ownAnswer answers a request whose key its own earlier run claimed (a
 // statement run again after its answer was lost): created or applied, with
 // the payment, and a refund's refund, as they are now.
 func ownAnswer(ctx context.Context, st settler, cmd *command, held *heldKey) (answer, error) {
-	p, ok, err := st.readPayment(ctx, held.paymentID)
+	p, err := heldPayment(ctx, st, held)
 	if err != nil {
 		return answer{}, err
-	}
-	if !ok {
-		return answer{}, fmt.Errorf("key %d names payment %s, which does not exist", held.id, held.paymentID)
 	}
 	a := answer{kind: answerSettled, outcome: OutcomeApplied, payment: p}
 	if cmd.op == OpCreate {

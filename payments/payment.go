@@ -182,6 +182,16 @@ type NextAction struct {
 // Flagged reports whether one of the payment's keys was replayed or rejected.
 func (p Payment) Flagged() bool { return p.ReplayCount > 0 || p.RejectedCount > 0 }
 
+// inFlight says whether p has work at its processor that is not settled:
+// its create (PROCESSING, or a Pix or boleto PENDING its payer), a capture
+// or cancel pending, a refund's amount reserved. The keys of such a
+// payment are kept past their TTL (settleHeld, heldChange, sweep_keys):
+// forgetting one would let a retry start a second charge. The SQL says the
+// same in common.sql's payment_in_flight.
+func (p Payment) inFlight() bool {
+	return p.Status == StatusProcessing || p.Status == StatusPending || p.PendingOperation != "" || p.Reserved.Minor > 0
+}
+
 // Refundable is what may still be refunded: captured less refunded, less
 // what refunds in flight hold.
 func (p Payment) Refundable() Money {

@@ -834,3 +834,71 @@ func TestForeseenCallsCountedOnceStored(t *testing.T) {
 		}
 	})
 }
+
+// A key past IDEMPOTENCY_KEY_TTL whose payment's work is still unsettled
+// at the processor (a create PROCESSING, a capture pending) is kept: the
+// client's retry is a replay, not a second charge, and the sweeper keeps
+// it too. Once settled, the key is forgotten as any other.
+func TestAKeyOutlivesItsTTLWhileItsWorkIsInFlight(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		d := stripedouble.New(stripedouble.Options{})
+		t.Cleanup(d.Close)
+		cfg := processor.DefaultConfig()
+		cfg.Processor, cfg.StripeAPIKey, cfg.StripeAPIBase, cfg.Timeout = processor.NameStripe, "sk_test_double", d.URL(), testTimeout
+		conn, err := stripe.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(conn.CloseIdleConnections)
+		clock := &fakeClock{now: time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)}
+		svc := mustService(t, db.Gorm, payments.Config{KeyTTL: time.Hour, Now: clock.Now, Processor: conn,
+			ProcessorTimeout: testTimeout, RecoveryAfter: time.Hour})
+		b := &bundle{db: db, svc: svc, clock: clock, conn: conn}
+		ctx := t.Context()
+
+		// Stripe charges, then answers 500 (and replays it for the key).
+		req := withToken(card("in-flight"), "pm_card_visa")
+		d.FailNext(stripedouble.CreatePaymentIntent, stripedouble.Fault{Kind: stripedouble.ServerErrorAfter})
+		first := b.mustCreate(t, req).Payment
+		authReq := withToken(request("client-1", "to-capture", "5.00", "BRL", payments.MethodCreditCard), "pm_card_visa")
+		authReq.Capture = ptr(false)
+		authorized := b.mustCreate(t, authReq).Payment
+		d.FailNext(stripedouble.CapturePaymentIntent, stripedouble.Fault{Kind: stripedouble.ServerErrorAfter})
+		capture, err := b.capture(t, authorized.ID, "capture", nil)
+		if err != nil || first.Status != payments.StatusProcessing || capture.Payment.PendingOperation == "" {
+			t.Fatalf("first answers: create %s, capture %+v %v; want PROCESSING and a pending capture", first.Status, capture.Payment, err)
+		}
+
+		clock.Advance(time.Hour + payments.SweepGrace + time.Minute)
+		if n, err := svc.SweepExpiredKeys(ctx, 0); err != nil || n != 0 {
+			t.Errorf("the sweep deleted %d keys (%v); want the in-flight payments' keys kept", n, err)
+		}
+		again := b.mustCreate(t, req)
+		if !again.Replayed || again.Payment.ID != first.ID {
+			t.Errorf("the create's retry past the TTL: %s (replayed %v), want a replay of %s", again.Payment.ID, again.Replayed, first.ID)
+		}
+		captureAgain, err := b.capture(t, authorized.ID, "capture", nil)
+		if err != nil || !captureAgain.Replayed {
+			t.Errorf("the capture's retry past the TTL: replayed %v, %v; want a replay", captureAgain.Replayed, err)
+		}
+		if ids := d.IntentsFor(first.ID); len(ids) != 1 {
+			t.Errorf("intents %v for one create", ids)
+		}
+
+		// Settled, the create's key is forgotten: the same request again is
+		// a new payment, as the TTL says.
+		for range 5 { // asked again (500 replayed), then read
+			clock.Advance(time.Hour + time.Second)
+			if _, err := svc.RecoverDue(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if p := b.mustGet(t, first.ID); p.Status != payments.StatusCaptured {
+			t.Fatalf("after recovery: %s, want CAPTURED", p.Status)
+		}
+		if later := b.mustCreate(t, req); later.Replayed || later.Payment.ID == first.ID {
+			t.Errorf("past the TTL, settled: replayed %v of %s, want a new payment", later.Replayed, later.Payment.ID)
+		}
+	})
+}

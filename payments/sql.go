@@ -37,10 +37,11 @@ var (
 // name: apply_change, the lifecycle's one conditional update, written once
 // (sql/common.sql) and run inside PostgreSQL's change_batch and SQLite's
 // apply_one_change; in_payment_ids, how each dialect takes a list of ids
-// (by_payment.sql).
+// (by_payment.sql); payment_in_flight, Payment.inFlight in SQL.
 func expand(set sqlq.Statements, text string) string {
 	return strings.NewReplacer("{{apply_change}}", set.SQL("apply_change"),
-		"{{in_payment_ids}}", set.SQL("in_payment_ids")).Replace(text)
+		"{{in_payment_ids}}", set.SQL("in_payment_ids"),
+		"{{payment_in_flight}}", set.SQL("payment_in_flight")).Replace(text)
 }
 
 // pageStatements are by_payment.sql's statements as a dialect runs them.
@@ -54,4 +55,7 @@ func pageStatementsOf(set sqlq.Statements) pageStatements {
 var (
 	postgresPage = pageStatementsOf(postgresSQL)
 	sqlitePage   = pageStatementsOf(sqliteSQL)
+	// postgresSweep and sqliteSweep are each dialect's sweep_keys.
+	postgresSweep = expand(postgresSQL, postgresSQL.SQL("sweep_keys"))
+	sqliteSweep   = expand(sqliteSQL, sqliteSQL.SQL("sweep_keys"))
 )

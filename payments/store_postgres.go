@@ -427,7 +427,7 @@ func (st *postgresStore) attemptCounts(ctx context.Context, r sqlq.Runner, from 
 }
 
 func (st *postgresStore) sweepKeys(ctx context.Context, before time.Time, limit int) (int64, error) {
-	return st.pg.Exec(ctx, postgresSQL.SQL("sweep_keys"), before, limit)
+	return st.pg.Exec(ctx, postgresSweep, before, limit)
 }
 
 var _ store = (*postgresStore)(nil)

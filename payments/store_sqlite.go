@@ -409,7 +409,7 @@ func (st *sqliteStore) attemptCounts(ctx context.Context, r sqlq.Runner, from ti
 }
 
 func (st *sqliteStore) sweepKeys(ctx context.Context, before time.Time, limit int) (int64, error) {
-	return st.lite.Exec(ctx, sqliteSQL.SQL("sweep_keys"), before, limit)
+	return st.lite.Exec(ctx, sqliteSweep, before, limit)
 }
 
 var _ store = (*sqliteStore)(nil)

@@ -18,6 +18,12 @@ SELECT id, operation, params, fingerprint, fingerprint_version, created_at, paym
        processor_operation_id
 FROM idempotency_keys WHERE client_id = $1 AND idempotency_key = $2
 
+-- name: payment_in_flight
+-- "Payment p has work at its processor that is not settled", a condition
+-- for the statements that keep such a payment's keys past their TTL:
+-- Payment.inFlight in Go, which the requests use.
+(p.status IN ('PROCESSING', 'PENDING') OR p.pending_operation IS NOT NULL OR p.reserved_minor > 0)
+
 -- name: forget_key
 -- Deletes a key found past its TTL ($1 its id, $2 expired-before), checking
 -- its age again, so that a key another request renewed meanwhile survives.

@@ -81,12 +81,16 @@ SELECT CAST(floor(extract(epoch FROM at) / 3600) AS bigint) AS hour, outcome, co
 FROM idempotency_attempts WHERE at >= $1 GROUP BY 1, 2
 
 -- name: sweep_keys
--- Deletes up to $2 keys created before $1 (SweepExpiredKeys). It skips
--- rows other transactions hold (a request forgetting an expired key,
--- another instance's sweep), and checks each row's age again as it
--- deletes it, so that a key renewed in between survives.
+-- Deletes up to $2 keys created before $1 (SweepExpiredKeys), but not the
+-- keys of a payment with work in flight at its processor. It skips rows
+-- other transactions hold (a request forgetting an expired key, another
+-- instance's sweep), and checks each row's age again as it deletes it, so
+-- that a key renewed in between survives.
 DELETE FROM idempotency_keys WHERE created_at < $1 AND id IN
-	(SELECT id FROM idempotency_keys WHERE created_at < $1 LIMIT $2 FOR UPDATE SKIP LOCKED)
+	(SELECT k.id FROM idempotency_keys k
+	 WHERE k.created_at < $1
+	   AND NOT EXISTS (SELECT 1 FROM payments p WHERE p.id = k.payment_id AND {{payment_in_flight}})
+	 LIMIT $2 FOR UPDATE OF k SKIP LOCKED)
 
 -- name: claim_due
 -- Leases to $1 until $2 up to $4 unsettled processor operations due at $3

@@ -32,9 +32,14 @@ SELECT CAST(strftime('%s', substr(at, 1, 19)) AS INTEGER) / 3600 AS hour, outcom
 FROM idempotency_attempts WHERE at >= $1 GROUP BY 1, 2
 
 -- name: sweep_keys
--- Deletes up to $2 keys created before $1. No row locks are needed: SQLite
+-- Deletes up to $2 keys created before $1, but not the keys of a payment
+-- with work in flight at its processor. No row locks are needed: SQLite
 -- has one writer at a time.
-DELETE FROM idempotency_keys WHERE id IN (SELECT id FROM idempotency_keys WHERE created_at < $1 LIMIT $2)
+DELETE FROM idempotency_keys WHERE id IN
+	(SELECT k.id FROM idempotency_keys k
+	 WHERE k.created_at < $1
+	   AND NOT EXISTS (SELECT 1 FROM payments p WHERE p.id = k.payment_id AND {{payment_in_flight}})
+	 LIMIT $2)
 
 -- name: claim_due
 -- PostgreSQL's claim_due without row locks: SQLite runs one writing
