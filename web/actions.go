@@ -229,19 +229,50 @@ func resultOf(v paymentView, key string) *actionResult {
 		return nil
 	}
 	res := &actionResult{Replayed: latest.Outcome == payments.OutcomeReplayed, At: applied.At, By: applied.Actor}
+	res.What = actionWords(v, applied)
+	return res
+}
+
+// waiting is said of an operation whose processor has not answered yet.
+const waiting = " sent; the processor has not answered yet"
+
+// actionWords says what applied, a staff member's capture, cancel or
+// refund, came to at the processor as the page shows it: done, waiting
+// for its answer, or refused or failed there.
+func actionWords(v paymentView, applied *attemptView) string {
+	p := v.Payment
 	switch applied.Operation {
 	case payments.OpCapture:
-		res.What = "Captured " + or(applied.Amount, money(v.Payment.Captured))
-	case payments.OpCancel:
-		res.What = "Canceled the authorization"
-	case payments.OpRefund:
-		amount := applied.Amount
-		for _, rf := range v.Refunds {
-			if rf.ID == applied.RefundID {
-				amount = money(rf.Amount)
-			}
+		switch {
+		case p.PendingOperation == payments.OpCapture:
+			return "Capture of " + or(applied.Amount, money(p.Amount)) + waiting
+		case p.Captured.Minor > 0:
+			return "Captured " + or(applied.Amount, money(p.Captured))
 		}
-		res.What = "Refunded " + amount
+		return "Capture of " + or(applied.Amount, money(p.Amount)) + " refused by the processor"
+	case payments.OpCancel:
+		switch {
+		case p.PendingOperation == payments.OpCancel:
+			return "Cancel" + waiting
+		case p.Status == payments.StatusCanceled:
+			return "Canceled the authorization"
+		}
+		return "Cancel refused by the processor"
+	case payments.OpRefund:
+		for _, rf := range v.Refunds {
+			if rf.ID != applied.RefundID {
+				continue
+			}
+			amount := money(rf.Amount)
+			switch rf.Status {
+			case payments.RefundProcessing:
+				return "Refund of " + amount + waiting
+			case payments.RefundFailed:
+				return "Refund of " + amount + " failed at the processor (" + or(rf.FailureCode, "no code given") + ")"
+			}
+			return "Refunded " + amount
+		}
+		return "Refunded " + applied.Amount
 	}
-	return res
+	return ""
 }

@@ -100,3 +100,48 @@ func TestDeliveriesNameTheirPayment(t *testing.T) {
 		t.Errorf("event cell %q", squash(doc.Find(`td[data-label="Event"]`).Text()))
 	}
 }
+
+// After a staff member's capture, cancel or refund, the page says what it
+// came to at the processor: done, sent and waiting for its answer, or
+// refused or failed there; never "Refunded" for a refund not made.
+func TestActionResultSaysWhatTheProcessorDid(t *testing.T) {
+	t.Parallel()
+	brl := func(minor int64) payments.Money { return payments.Money{Minor: minor, Currency: "BRL"} }
+	applied := func(op payments.Operation, refundID string) []attemptView {
+		return []attemptView{{Attempt: payments.Attempt{Operation: op, IdempotencyKey: "admin-k", Outcome: payments.OutcomeApplied,
+			At: created, RefundID: refundID, Transport: "admin", Actor: "ana"}}}
+	}
+	authorized := payments.Payment{ID: "pay_1", Amount: brl(1050), Captured: brl(0), Refunded: brl(0), Reserved: brl(0),
+		Status: payments.StatusAuthorized}
+	captured := authorized
+	captured.Status, captured.Captured = payments.StatusCaptured, brl(1050)
+	pending := func(op payments.Operation) payments.Payment { p := authorized; p.PendingOperation = op; return p }
+	canceled := authorized
+	canceled.Status = payments.StatusCanceled
+	refund := func(status payments.RefundStatus, code string) []payments.Refund {
+		return []payments.Refund{{ID: "ref_1", PaymentID: "pay_1", Amount: brl(400), Status: status, FailureCode: code}}
+	}
+	for _, c := range []struct {
+		name string
+		v    paymentView
+		want string
+	}{
+		{"capture done", paymentView{Payment: captured, Attempts: applied(payments.OpCapture, "")}, "Captured 10.50 BRL"},
+		{"capture waiting", paymentView{Payment: pending(payments.OpCapture), Attempts: applied(payments.OpCapture, "")},
+			"Capture of 10.50 BRL sent; the processor has not answered yet"},
+		{"capture refused", paymentView{Payment: authorized, Attempts: applied(payments.OpCapture, "")}, "Capture of 10.50 BRL refused by the processor"},
+		{"cancel done", paymentView{Payment: canceled, Attempts: applied(payments.OpCancel, "")}, "Canceled the authorization"},
+		{"cancel waiting", paymentView{Payment: pending(payments.OpCancel), Attempts: applied(payments.OpCancel, "")},
+			"Cancel sent; the processor has not answered yet"},
+		{"refund done", paymentView{Payment: captured, Refunds: refund(payments.RefundSucceeded, ""), Attempts: applied(payments.OpRefund, "ref_1")},
+			"Refunded 4.00 BRL"},
+		{"refund waiting", paymentView{Payment: captured, Refunds: refund(payments.RefundProcessing, ""), Attempts: applied(payments.OpRefund, "ref_1")},
+			"Refund of 4.00 BRL sent; the processor has not answered yet"},
+		{"refund failed", paymentView{Payment: captured, Refunds: refund(payments.RefundFailed, "expired_or_canceled_card"),
+			Attempts: applied(payments.OpRefund, "ref_1")}, "Refund of 4.00 BRL failed at the processor (expired_or_canceled_card)"},
+	} {
+		if res := resultOf(c.v, "admin-k"); res == nil || res.What != c.want {
+			t.Errorf("%s: %+v, want %q", c.name, res, c.want)
+		}
+	}
+}
