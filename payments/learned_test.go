@@ -84,11 +84,12 @@ func TestRefundReturnedAfterSucceedingIsFailed(t *testing.T) {
 		if l := d.Ledger(p.ProcessorReference); got.Refunded.Minor != l.Refunded {
 			t.Errorf("CMPay refunded %s, Stripe %d", got.Refunded, l.Refunded)
 		}
-		if r := refundOf(t, b, p.ID, second.ID); r.Status != payments.RefundFailed || r.FailureCode != "expired_or_canceled_card" {
-			t.Errorf("the returned refund: %s %q", r.Status, r.FailureCode)
+		if r := refundOf(t, b, p.ID, second.ID); r.Status != payments.RefundFailed || r.FailureCode != "expired_or_canceled_card" ||
+			r.ReturnedAt.IsZero() || r.ReturnedAt.After(b.clock.Now()) {
+			t.Errorf("the returned refund: %s %q returned at %v", r.Status, r.FailureCode, r.ReturnedAt)
 		}
-		if r := refundOf(t, b, p.ID, first.ID); r.Status != payments.RefundSucceeded {
-			t.Errorf("the other refund: %s", r.Status)
+		if r := refundOf(t, b, p.ID, first.ID); r.Status != payments.RefundSucceeded || !r.ReturnedAt.IsZero() {
+			t.Errorf("the other refund: %s returned at %v", r.Status, r.ReturnedAt)
 		}
 		if ev := b.events(t, p.ID); ev["PAYMENT_REFUND_FAILED"] != 1 || ev["PAYMENT_REFUNDED"] != 2 {
 			t.Errorf("events: %v", ev)

@@ -30,9 +30,9 @@ SELECT id, key FROM processor_operations WHERE refund_id = $1 ORDER BY created_a
 
 -- name: fail_succeeded_refund
 -- Fails refund $1, which had SUCCEEDED, with the processor's code $2: the
--- payer's bank returned it. Nothing when it is no longer SUCCEEDED (an
--- earlier event, or another instance, came first).
-UPDATE refunds SET status = 'FAILED', failure_code = $2 WHERE id = $1 AND status = 'SUCCEEDED'
+-- payer's bank returned it, as CMPay learned at $3. Nothing when it is no
+-- longer SUCCEEDED (an earlier event, or another instance, came first).
+UPDATE refunds SET status = 'FAILED', failure_code = $2, returned_at = $3 WHERE id = $1 AND status = 'SUCCEEDED'
 
 -- name: unrefund
 -- Takes a returned refund's $2 minor units off payment $1's refunded
