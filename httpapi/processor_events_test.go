@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -253,10 +254,11 @@ func TestStripeEventsSettlePayments(t *testing.T) {
 
 // Posted to two instances, each event three times, shuffled, all at once:
 // the events of a refund Stripe fails after it succeeded make it FAILED
-// once (REST shows the refund FAILED with Stripe's code and the payment
-// CAPTURED with nothing refunded; one PAYMENT_REFUND_FAILED carries it),
-// and a dispute's event, whose object CMPay does not act on, is answered
-// 200 and stored with its payment.
+// once (REST and GraphQL show the refund FAILED with Stripe's code and
+// the payment CAPTURED with nothing refunded, the admin's page says it came
+// back; one PAYMENT_REFUND_FAILED carries it), and a dispute's event,
+// whose object CMPay does not act on, is answered 200 and stored with its
+// payment.
 func TestStripeEventsReturnARefund(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
@@ -313,6 +315,20 @@ func TestStripeEventsReturnARefund(t *testing.T) {
 		if got.Status != "CAPTURED" || got.RefundedAmount != "0.00" || len(got.Refunds) != 1 ||
 			got.Refunds[0].Status != "FAILED" || got.Refunds[0].FailureCode != "expired_or_canceled_card" {
 			t.Errorf("REST shows %s", body)
+		}
+		gql := one.gql(t, `query($id: ID!) { payment(id: $id) { status refundedAmount refunds { status failureCode } } }`,
+			map[string]any{"id": card.Payment.ID})
+		if got := string(gql.Data["payment"]); got !=
+			`{"status":"CAPTURED","refundedAmount":"0.00","refunds":[{"status":"FAILED","failureCode":"expired_or_canceled_card"}]}` {
+			t.Errorf("GraphQL shows %s %v", got, gql.Errors)
+		}
+		_, page := one.adminPage(t, "/admin/payments/"+card.Payment.ID)
+		section := strings.Join(strings.Fields(page.Find("section.processor").Text()), " ")
+		for _, want := range []string{"The refund of 50.00 BRL succeeded, then came back", "charge.refund.updated",
+			"charge.dispute.created"} {
+			if !strings.Contains(section, want) {
+				t.Errorf("the admin's processor section lacks %q: %s", want, section)
+			}
 		}
 		var failed []struct{ RefundID *string }
 		db.Gorm.Raw(`SELECT refund_id FROM payment_events WHERE payment_id = ? AND type = 'PAYMENT_REFUND_FAILED'`,
