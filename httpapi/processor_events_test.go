@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -246,6 +248,107 @@ func TestStripeEventsSettlePayments(t *testing.T) {
 		all, err := svc.Refunds(ctx, card.Payment)
 		if err != nil || len(all) != 1 || all[0].Status != payments.RefundSucceeded {
 			t.Errorf("after its events: %+v, %v; want the refund SUCCEEDED", all, err)
+		}
+	})
+}
+
+// Posted to two instances, each event three times, shuffled, all at once:
+// the events of a refund Stripe fails after it succeeded make it FAILED
+// once (REST and GraphQL show the refund FAILED with Stripe's code and
+// the payment CAPTURED with nothing refunded, the admin's page says it came
+// back; one PAYMENT_REFUND_FAILED carries it), and a dispute's event,
+// whose object CMPay does not act on, is answered 200 and stored with its
+// payment.
+func TestStripeEventsReturnARefund(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		d := stripedouble.New(stripedouble.Options{})
+		t.Cleanup(d.Close)
+		one, svc, in := stripeInstance(t, db, d)
+		two, _, _ := stripeInstance(t, db, d)
+		ctx := t.Context()
+		tok := "pm_card_visa"
+		card, err := svc.Create(ctx, payments.CreateRequest{ClientID: "shop-7", IdempotencyKey: "returned", Amount: "50",
+			Currency: "BRL", Method: payments.MethodCreditCard, PaymentMethodToken: &tok, Origin: payments.Origin{Transport: "test"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref := card.Payment.ProcessorReference
+		res, err := svc.Refund(ctx, payments.RefundRequest{PaymentID: card.Payment.ID, IdempotencyKey: "returned-r",
+			Origin: payments.Origin{Transport: "test"}})
+		if err != nil || res.Refund == nil || res.Refund.Status != payments.RefundSucceeded {
+			t.Fatalf("refund: %+v, %v", res.Refund, err)
+		}
+		refunds := d.RefundsFor(res.Refund.ID)
+		if len(refunds) != 1 {
+			t.Fatalf("%d refunds at the double", len(refunds))
+		}
+		if err := d.FailRefund(refunds[0], "expired_or_canceled_card"); err != nil {
+			t.Fatal(err)
+		}
+		dispute := stripedouble.Event{ID: "evt_dispute_1", Type: "charge.dispute.created", Body: fmt.Appendf(nil,
+			`{"id":"evt_dispute_1","object":"event","type":"charge.dispute.created","created":%d,"data":{"object":`+
+				`{"id":"dp_1","object":"dispute","amount":5000,"currency":"brl","payment_intent":%q,"status":"needs_response"}}}`,
+			time.Now().Unix(), ref)}
+		events := append(d.EventsFor(ref), dispute)
+		for i, b := range []*bundle{one, two} {
+			statuses, err := d.Deliver(ctx, b.srv.URL+"/processor/stripe/events", eventSecret, events,
+				stripedouble.Delivery{Order: stripedouble.Shuffled, Seed: uint64(i), Copies: 3, Concurrent: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range statuses {
+				if s != http.StatusOK {
+					t.Fatalf("delivery statuses %v", statuses)
+				}
+			}
+		}
+
+		resp, body := one.raw(t, "GET", "/api/payments/"+card.Payment.ID, restHeaders(""), "")
+		var got struct {
+			Status, RefundedAmount string
+			Refunds                []struct{ Status, FailureCode string }
+		}
+		if err := json.Unmarshal(body, &got); err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET: %d %s", resp.StatusCode, body)
+		}
+		if got.Status != "CAPTURED" || got.RefundedAmount != "0.00" || len(got.Refunds) != 1 ||
+			got.Refunds[0].Status != "FAILED" || got.Refunds[0].FailureCode != "expired_or_canceled_card" {
+			t.Errorf("REST shows %s", body)
+		}
+		gql := one.gql(t, `query($id: ID!) { payment(id: $id) { status refundedAmount refunds { status failureCode } } }`,
+			map[string]any{"id": card.Payment.ID})
+		if got := string(gql.Data["payment"]); got !=
+			`{"status":"CAPTURED","refundedAmount":"0.00","refunds":[{"status":"FAILED","failureCode":"expired_or_canceled_card"}]}` {
+			t.Errorf("GraphQL shows %s %v", got, gql.Errors)
+		}
+		_, page := one.adminPage(t, "/admin/payments/"+card.Payment.ID)
+		section := strings.Join(strings.Fields(page.Find("section.processor").Text()), " ")
+		for _, want := range []string{"The refund of 50.00 BRL succeeded, then came back", "charge.refund.updated",
+			"charge.dispute.created"} {
+			if !strings.Contains(section, want) {
+				t.Errorf("the admin's processor section lacks %q: %s", want, section)
+			}
+		}
+		var failed []struct{ RefundID *string }
+		db.Gorm.Raw(`SELECT refund_id FROM payment_events WHERE payment_id = ? AND type = 'PAYMENT_REFUND_FAILED'`,
+			card.Payment.ID).Scan(&failed)
+		if len(failed) != 1 || failed[0].RefundID == nil || *failed[0].RefundID != res.Refund.ID {
+			t.Errorf("PAYMENT_REFUND_FAILED events: %+v; want one for %s", failed, res.Refund.ID)
+		}
+		stored, err := in.EventsOf(ctx, ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var types []string
+		for _, e := range stored {
+			if e.AppliedAt == nil {
+				t.Errorf("event %s %s is not applied", e.ID, e.Type)
+			}
+			types = append(types, e.Type)
+		}
+		if !slices.Contains(types, "charge.dispute.created") || !slices.Contains(types, "charge.refund.updated") {
+			t.Errorf("stored events: %v", types)
 		}
 	})
 }

@@ -119,6 +119,9 @@ type Refund struct {
 	FailureCode        *string `gorm:"size:100"`
 	ProcessorReference *string `gorm:"size:255"`
 	SettledAt          *time.Time
+	// ReturnedAt is when a refund that had SUCCEEDED was FAILED by its
+	// processor: the payer's bank sent it back (payments/learned.go).
+	ReturnedAt *time.Time
 }
 
 // IdempotencyKey remembers, for as long as the key's TTL, what a client's

@@ -210,6 +210,9 @@ type Refund struct {
 	// or failed; FailureCode is a FAILED refund's processor code.
 	Status      RefundStatus
 	FailureCode string
+	// ReturnedAt is when the processor failed the refund after it had
+	// succeeded (the payer's bank returned it); zero for any other.
+	ReturnedAt time.Time
 }
 
 // RefundStatus is where a refund is at the processor.

@@ -83,13 +83,18 @@ func (s *Service) AsyncStatesOf(ctx context.Context, ps []Payment) ([]AsyncState
 // ApplyProcessorEvent applies an event the processor posted to the payment
 // it names. The event is news, not the record: the payment's unsettled
 // operations are made due for recovery, which settles them on the
-// processor's word, and a PENDING payment is read from the processor and
-// settled as the record says. An event about a payment still PROCESSING
-// answers ErrPaymentNotKnown, to be applied again later. An event that
-// names no payment of CMPay's is applied as nothing: a payment's row is
-// stored before the processor is asked, so one that is not there now never
-// will be (the account's other payments, other event types).
+// processor's word; a PENDING payment is read from the processor and
+// settled as the record says; what the processor changed after CMPay had
+// settled (learned.go) is read and applied. An event about a payment still
+// PROCESSING answers ErrPaymentNotKnown, to be applied again later. An
+// event whose object CMPay does not act on (a dispute), or that names no
+// payment of CMPay's, is applied as nothing: a payment's row is stored
+// before the processor is asked, so one that is not there now never will
+// be (the account's other payments, other event types).
 func (s *Service) ApplyProcessorEvent(ctx context.Context, ev processor.Event) error {
+	if ev.Other {
+		return nil // an object CMPay does not act on (a dispute)
+	}
 	id := ""
 	if ev.Payment != nil {
 		id = ev.Payment.PaymentID
@@ -124,7 +129,7 @@ func (s *Service) ApplyProcessorEvent(ctx context.Context, ev processor.Event) e
 		_, err := s.settlePending(ctx, p, nil)
 		return err
 	}
-	return nil
+	return s.learnFromEvent(ctx, p, ev)
 }
 
 // settlePending settles a PENDING payment as the processor's record says:

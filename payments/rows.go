@@ -29,8 +29,8 @@ func scanPayment(row sqlq.Row) (Payment, error) {
 }
 
 // scanRefund reads a refund's columns (id, payment_id, amount_minor,
-// reason, idempotency_key, created_at, status, failure_code), of a payment
-// in currency.
+// reason, idempotency_key, created_at, status, failure_code, returned_at),
+// of a payment in currency.
 func scanRefund(row sqlq.Row, currency string) (Refund, error) {
 	r, err := scanRefundRow(row)
 	if err != nil {
@@ -41,7 +41,8 @@ func scanRefund(row sqlq.Row, currency string) (Refund, error) {
 
 func scanRefundRow(row sqlq.Row) (models.Refund, error) {
 	var r models.Refund
-	err := row.Scan(&r.ID, &r.PaymentID, &r.AmountMinor, &r.Reason, &r.IdempotencyKey, &r.CreatedAt, &r.Status, &r.FailureCode)
+	err := row.Scan(&r.ID, &r.PaymentID, &r.AmountMinor, &r.Reason, &r.IdempotencyKey, &r.CreatedAt, &r.Status, &r.FailureCode,
+		&r.ReturnedAt)
 	return r, err
 }
 
@@ -119,6 +120,14 @@ func deref(s *string) string {
 	return *s
 }
 
+// derefTime is *t in UTC, the zero time for nil.
+func derefTime(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return t.UTC()
+}
+
 // cmpOr is s, or def when s is empty (a refund read without its status,
 // from before refunds had one, succeeded).
 func cmpOr(s, def string) string {
@@ -138,6 +147,7 @@ func refundFromRow(row models.Refund, currency string) Refund {
 		CreatedAt:      row.CreatedAt.UTC(),
 		Status:         RefundStatus(cmpOr(row.Status, string(RefundSucceeded))),
 		FailureCode:    deref(row.FailureCode),
+		ReturnedAt:     derefTime(row.ReturnedAt),
 	}
 }
 

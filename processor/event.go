@@ -9,6 +9,8 @@ const (
 	EventPaymentCanceled  = "payment_intent.canceled"
 	EventChargeRefunded   = "charge.refunded"
 	EventRefundUpdated    = "refund.updated"
+	// EventChargeRefundUpdated carries a refund, as refund.updated does.
+	EventChargeRefundUpdated = "charge.refund.updated"
 )
 
 // Event is a verified event a processor posted, decoded into the seam's
@@ -33,4 +35,8 @@ type Event struct {
 	// RefundedMinor is how much of the payment is refunded in all
 	// (charge.refunded).
 	RefundedMinor int64
+	// Other says the event carries an object CMPay does not act on (a
+	// dispute, in charge.dispute.*): it is stored, listed with its payment,
+	// and applied as nothing.
+	Other bool
 }

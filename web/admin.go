@@ -433,23 +433,25 @@ func (a *admin) paymentView(ctx context.Context, id string) (paymentView, error)
 	return view, nil
 }
 
-// payLaterView adds what a Pix or boleto payment's section shows.
+// payLaterView adds what a Pix or boleto payment's section shows, and the
+// events the processor sent about any payment: a card's tell of a refund
+// returned or an authorization expired at the processor.
 func (a *admin) payLaterView(ctx context.Context, view *paymentView) error {
 	p := view.Payment
-	if p.Method != payments.MethodPix && p.Method != payments.MethodBoleto {
+	var err error
+	if a.events != nil && p.ProcessorReference != "" {
+		if view.ProcessorEvents, err = a.events.EventsOf(ctx, p.ProcessorReference); err != nil {
+			return err
+		}
+	}
+	if !paidLater(p) {
 		return nil
 	}
-	var err error
 	if view.Async, err = a.svc.AsyncStateOf(ctx, p.ID); err != nil {
 		return err
 	}
 	if na := view.Async.NextAction; na != nil && na.PixCode != "" {
 		if view.PixQR, err = qrDataURL(na.PixCode); err != nil {
-			return err
-		}
-	}
-	if a.events != nil && p.ProcessorReference != "" {
-		if view.ProcessorEvents, err = a.events.EventsOf(ctx, p.ProcessorReference); err != nil {
 			return err
 		}
 	}

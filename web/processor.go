@@ -14,7 +14,8 @@ type processorNote struct{ Text, Class string }
 // processorNotes says in plain words what support staff need to know of a
 // payment at its processor: work sent whose answer is not known yet (which
 // CMPay resolves by itself, so nobody should redo it), a decline, a failed
-// refund, a Pix or boleto waiting for the payer.
+// refund (or one the payer's bank returned), a Pix or boleto waiting for
+// the payer.
 func processorNotes(p payments.Payment, refunds []payments.Refund) []processorNote {
 	const unknown = "; its answer is not known yet. CMPay will resolve it by itself."
 	var notes []processorNote
@@ -44,11 +45,24 @@ func processorNotes(p payments.Payment, refunds []payments.Refund) []processorNo
 		case payments.RefundProcessing:
 			notes = append(notes, processorNote{"Refund of " + money(r.Amount) + " sent to the processor" + unknown, "pending"})
 		case payments.RefundFailed:
+			if !r.ReturnedAt.IsZero() {
+				notes = append(notes, processorNote{"The refund of " + money(r.Amount) + " succeeded, then came back: the processor " +
+					"failed it on " + stamp(r.ReturnedAt) + " (" + or(r.FailureCode, "no code given") + "), the payer's bank having " +
+					"returned it. The payer did not get it back; it no longer counts as refunded and can be refunded again.", "declined"})
+				continue
+			}
 			notes = append(notes, processorNote{"The processor failed the refund of " + money(r.Amount) + " (" +
 				or(r.FailureCode, "no code given") + "); no money went back, and the amount can be refunded again.", "declined"})
 		}
 	}
 	return notes
+}
+
+// paidLater says whether p is paid by its payer after it is created (Pix,
+// boleto): its page's paid-later section lists the processor's events,
+// which the processor section lists for any other payment.
+func paidLater(p payments.Payment) bool {
+	return p.Method == payments.MethodPix || p.Method == payments.MethodBoleto
 }
 
 // callOutcomeClass is the badge class of a processor call's outcome.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/PuerkitoBio/goquery"
 
+	"github.com/cmpay/cmpay/intake"
 	"github.com/cmpay/cmpay/payments"
 )
 
@@ -120,5 +121,55 @@ func TestNoActionWhileProcessorPending(t *testing.T) {
 	p.PendingOperation = payments.OpCancel
 	if f := newActionForms(p); f.any() {
 		t.Errorf("a pending cancel: %+v, want no action", f)
+	}
+}
+
+// A card payment whose refund the payer's bank returned after it succeeded
+// says so in plain words, with when and the processor's code, beside a
+// refund that failed at once; its processor section lists the events the
+// processor sent, as a Pix's paid-later section does.
+func TestPaymentPageShowsARefundReturnedAfterSucceeding(t *testing.T) {
+	t.Parallel()
+	brl := func(minor int64) payments.Money { return payments.Money{Minor: minor, Currency: "BRL"} }
+	p := samplePayment("pay_9", "order-9", 0, 0)
+	p.Method, p.Processor, p.ProcessorReference = payments.MethodCreditCard, "stripe", "pi_9"
+	p.Status, p.Refunded = payments.StatusPartiallyRefunded, brl(400)
+	returned := created.Add(48 * time.Hour)
+	applied := returned.Add(time.Second)
+	doc := renderDoc(t, paymentPage(paymentView{
+		Payment: p,
+		Refunds: []payments.Refund{
+			{ID: "ref_1", Amount: brl(400), IdempotencyKey: "r1", CreatedAt: created, Status: payments.RefundSucceeded},
+			{ID: "ref_2", Amount: brl(650), IdempotencyKey: "r2", CreatedAt: created, Status: payments.RefundFailed,
+				FailureCode: "expired_or_canceled_card", ReturnedAt: returned},
+			{ID: "ref_3", Amount: brl(100), IdempotencyKey: "r3", CreatedAt: created, Status: payments.RefundFailed,
+				FailureCode: "charge_disputed"},
+		},
+		ProcessorEvents: []intake.Received{
+			{ID: "evt_1", Type: "refund.updated", Created: returned, ReceivedAt: returned, AppliedAt: &applied},
+			{ID: "evt_2", Type: "charge.refund.updated", Created: returned, ReceivedAt: returned, AppliedAt: &applied},
+		},
+	}))
+	section := doc.Find("section.processor")
+	text := strings.Join(strings.Fields(section.Text()), " ")
+	for _, want := range []string{
+		"The refund of 6.50 BRL succeeded, then came back: the processor failed it on 2026-12-04 09:30:15 UTC " +
+			"(expired_or_canceled_card), the payer's bank having returned it. The payer did not get it back; " +
+			"it no longer counts as refunded and can be refunded again.",
+		"The processor failed the refund of 1.00 BRL (charge_disputed); no money went back",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("processor section lacks %q: %s", want, text)
+		}
+	}
+	if strings.Contains(text, "failed the refund of 6.50") {
+		t.Errorf("the returned refund is also told as failed at once: %s", text)
+	}
+	rows := section.Find("table[aria-labelledby=processor-events] tbody tr")
+	if rows.Length() != 2 || !strings.Contains(rows.Eq(1).Text(), "charge.refund.updated") {
+		t.Errorf("processor events: %q", rows.Text())
+	}
+	if doc.Find("#paid-later").Length() != 0 {
+		t.Error("a card payment shows the paid-later section")
 	}
 }

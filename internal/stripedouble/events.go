@@ -18,7 +18,8 @@ import (
 
 // Event is an event the double recorded when one of its objects changed:
 // payment_intent.succeeded, payment_intent.payment_failed,
-// payment_intent.canceled, charge.refunded, refund.updated.
+// payment_intent.canceled, charge.refunded, refund.updated,
+// charge.refund.updated.
 type Event struct {
 	ID      string
 	Type    string

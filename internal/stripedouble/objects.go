@@ -582,5 +582,6 @@ func (d *Double) FailRefund(refundID, failureCode string) error {
 	in.ledger.Refunded -= re.Amount
 	c := *re
 	d.emit("refund.updated", &c)
+	d.emit("charge.refund.updated", &c)
 	return nil
 }

@@ -9,7 +9,8 @@ FROM payments WHERE id = $1
 
 -- name: read_refund
 -- Reads one refund, in the column order scanRefund reads (rows.go).
-SELECT id, payment_id, amount_minor, reason, idempotency_key, created_at, status, failure_code FROM refunds WHERE id = $1
+SELECT id, payment_id, amount_minor, reason, idempotency_key, created_at, status, failure_code, returned_at
+FROM refunds WHERE id = $1
 
 -- name: read_key
 -- Reads the key a client ($1) holds ($2), for decide to judge, in

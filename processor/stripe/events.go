@@ -72,7 +72,8 @@ func signedAt(header string) (time.Time, error) {
 
 // DecodeEvent decodes a verified event's body. The payment_intent.*,
 // charge.* and refund.* events carry their object, mapped to the seam's
-// types; other types decode with only their ID, Type and Created.
+// types (a charge.* event by its object's type: decodeChargeFamily); other
+// types decode with only their ID, Type and Created.
 func DecodeEvent(payload []byte) (processor.Event, error) {
 	var raw stripeapi.Event
 	if err := json.Unmarshal(payload, &raw); err != nil {
@@ -98,15 +99,64 @@ func DecodeEvent(payload []byte) (processor.Event, error) {
 			ev.Refund, ev.PaymentReference = &r, r.PaymentReference
 		}
 	case "charge":
-		var ch stripeapi.Charge
-		if err = decodeObject(raw.Data.Raw, "charge", &ch); err == nil {
-			decodeCharge(&ev, &ch)
-		}
+		err = decodeChargeFamily(&ev, raw.Data.Raw)
 	}
 	if err != nil {
 		return processor.Event{}, err
 	}
 	return ev, nil
+}
+
+// decodeChargeFamily decodes a charge.* event by its object's type, since
+// the family carries more than charges: charge.refund.updated a refund,
+// charge.dispute.* a dispute. A refund decodes as a refund.* event's does;
+// an object of another type is accepted as Other, with the payment it
+// names when it names one, so that it is stored and applied as nothing:
+// refusing a validly signed event makes Stripe send it again for days and
+// may get the endpoint disabled, which would stop the events CMPay uses.
+func decodeChargeFamily(ev *processor.Event, raw json.RawMessage) error {
+	var head struct {
+		ID, Object    string
+		PaymentIntent json.RawMessage `json:"payment_intent"`
+	}
+	if err := json.Unmarshal(raw, &head); err != nil {
+		return fmt.Errorf("%w: data.object: %w", ErrEventMalformed, err)
+	}
+	switch head.Object {
+	case "charge":
+		var ch stripeapi.Charge
+		if err := decodeObject(raw, "charge", &ch); err != nil {
+			return err
+		}
+		decodeCharge(ev, &ch)
+	case "refund":
+		var re stripeapi.Refund
+		if err := decodeObject(raw, "refund", &re); err != nil {
+			return err
+		}
+		r := refundFrom(&re)
+		ev.Refund, ev.PaymentReference = &r, r.PaymentReference
+	default:
+		if head.ID == "" {
+			return fmt.Errorf("%w: data.object must have an id", ErrEventMalformed)
+		}
+		ev.Other, ev.PaymentReference = true, expandableID(head.PaymentIntent)
+	}
+	return nil
+}
+
+// expandableID is the id of a field Stripe gives either as an id or,
+// expanded, as the object itself; "" for anything else.
+func expandableID(raw json.RawMessage) string {
+	var id string
+	if json.Unmarshal(raw, &id) == nil {
+		return id
+	}
+	var obj struct{ ID string }
+	if json.Unmarshal(raw, &obj) == nil {
+		return obj.ID
+	}
+	return ""
 }
 
 // decodeObject decodes data.object, which must be of the named object type

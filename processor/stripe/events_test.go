@@ -127,3 +127,70 @@ func TestDecodeRefusesMalformed(t *testing.T) {
 		t.Errorf("other type: %+v %v", ev, err)
 	}
 }
+
+// A charge.* event decodes by its object's type: the refund that
+// charge.refund.updated carries as a refund.updated's would be (here from
+// the double, a refund failed after it succeeded), a dispute or any other
+// object as Other with the payment it names; each validly signed event is
+// accepted, and a bad signature is still refused.
+func TestChargeFamilyEventsDecodeByTheirObject(t *testing.T) {
+	conn, d, clock := setup(t, stripedouble.Options{})
+	ctx := context.Background()
+	p, err := conn.CreatePayment(ctx, cardReq("cmpay_1", "pay_1", "pm_card_visa", true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := conn.RefundPayment(ctx, processor.RefundRequest{IdempotencyKey: "cmpay_2", PaymentReference: p.Reference,
+		RefundID: "ref_1", AmountMinor: 300, Currency: "BRL"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.FailRefund(r.Reference, "expired_or_canceled_card"); err != nil {
+		t.Fatal(err)
+	}
+	now := clock.Now()
+	var refundTypes []string
+	for _, e := range d.EventsFor(p.Reference) {
+		if e.Type != processor.EventRefundUpdated && e.Type != processor.EventChargeRefundUpdated {
+			continue
+		}
+		ev, err := verify(t, d, e, now, now)
+		if err != nil || ev.Refund == nil || ev.Refund.State != processor.RefundFailed || ev.Refund.FailureCode != "expired_or_canceled_card" ||
+			ev.Refund.RefundID != "ref_1" || ev.PaymentReference != p.Reference || ev.Other {
+			t.Errorf("%s: %+v %+v %v", e.Type, ev, ev.Refund, err)
+		}
+		refundTypes = append(refundTypes, e.Type)
+	}
+	if len(refundTypes) != 2 {
+		t.Errorf("the failed refund's events: %v, want refund.updated and charge.refund.updated", refundTypes)
+	}
+
+	for _, tc := range []struct{ body, ref string }{
+		{`{"id":"evt_d1","object":"event","type":"charge.dispute.created","created":1800000000,"data":{"object":{"id":"dp_1","object":"dispute","amount":1050,"currency":"brl","charge":"ch_1","payment_intent":"pi_1","status":"needs_response"}}}`,
+			"pi_1"},
+		{`{"id":"evt_d2","object":"event","type":"charge.dispute.closed","created":1800000000,"data":{"object":{"id":"dp_2","object":"dispute","payment_intent":{"id":"pi_2","object":"payment_intent"}}}}`,
+			"pi_2"},
+		{`{"id":"evt_d3","object":"event","type":"charge.dispute.funds_withdrawn","created":1800000000,"data":{"object":{"id":"dp_3","object":"dispute","payment_intent":null}}}`,
+			""},
+		{`{"id":"evt_x1","object":"event","type":"charge.something_new","created":1800000000,"data":{"object":{"id":"xx_1","object":"something_new"}}}`,
+			""},
+	} {
+		body, ref, at := tc.body, tc.ref, time.Unix(1_800_000_000, 0)
+		ev, err := VerifyEvent([]byte(body), stripedouble.Sign([]byte(body), at, secret), secret, at)
+		if err != nil || !ev.Other || ev.PaymentReference != ref || ev.Payment != nil || ev.Refund != nil {
+			t.Errorf("%s: %+v %v; want it accepted as Other about %q", body, ev, err, ref)
+		}
+		if _, err := VerifyEvent([]byte(body), stripedouble.Sign([]byte(body), at, "whsec_other"), secret, at); !errors.Is(err, ErrEventSignature) {
+			t.Errorf("%s with a bad signature: %v", body, err)
+		}
+	}
+	for _, body := range []string{
+		`{"id":"evt_1","type":"charge.dispute.created","created":1,"data":{"object":{"object":"dispute"}}}`,
+		`{"id":"evt_1","type":"charge.refund.updated","created":1,"data":{"object":{"object":"refund","amount":"x","id":"re_1"}}}`,
+		`{"id":"evt_1","type":"charge.refund.updated","created":1,"data":{"object":"re_1"}}`,
+	} {
+		if _, err := DecodeEvent([]byte(body)); !errors.Is(err, ErrEventMalformed) {
+			t.Errorf("%s: %v, want malformed", body, err)
+		}
+	}
+}

@@ -1,0 +1,169 @@
+package payments
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cmpay/cmpay/internal/sqlq"
+	"github.com/cmpay/cmpay/processor"
+)
+
+// What CMPay learns from its processor after it settled an operation. A
+// processor can change what CMPay had settled without being asked: Stripe
+// cancels an authorization nobody captured (after 7 days for cards),
+// staff can capture one in Stripe's dashboard, and a refund that
+// succeeded fails when the payer's bank returns it (a closed card). Its
+// events say so; nothing else would, since only unsettled work is read
+// again. An event is news, not the record: the record is read from the
+// processor, and what it says is applied by a conditional update from the
+// settled state, so the same news twice, or from two instances at once,
+// changes it once.
+
+// learnFromEvent applies what event ev says changed at the processor about
+// p, a payment whose operations CMPay had settled: an authorization
+// captured or canceled there, or a refund failed after it succeeded.
+func (s *Service) learnFromEvent(ctx context.Context, p Payment, ev processor.Event) error {
+	if p.Status == StatusAuthorized && p.PendingOperation == "" && ev.Payment != nil &&
+		ev.Payment.State != processor.PaymentAuthorized {
+		return s.learnAuthorization(ctx, p)
+	}
+	var errs []error
+	for _, r := range eventRefunds(ev) {
+		if r.State != processor.RefundSucceeded {
+			errs = append(errs, s.learnRefund(ctx, p, r))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// eventRefunds are the refunds an event carries: a refund.* event's, a
+// charge.refund.updated's, or those a charge.refunded lists.
+func eventRefunds(ev processor.Event) []processor.Refund {
+	if ev.Refund != nil {
+		return append([]processor.Refund{*ev.Refund}, ev.Refunds...)
+	}
+	return ev.Refunds
+}
+
+// learnAuthorization reads AUTHORIZED payment p from its processor and,
+// when the processor captured or canceled it by itself, settles it so, with
+// its event under the payment's own key (no request of CMPay's did it), as
+// applyChange does for a capture or cancel that finds the other done.
+func (s *Service) learnAuthorization(ctx context.Context, p Payment) error {
+	rec, err := s.readRecord(ctx, p)
+	if err != nil {
+		return err
+	}
+	status, typ, captured := StatusCaptured, EventCaptured, rec.CapturedMinor
+	switch rec.State {
+	case processor.PaymentCaptured:
+		if captured <= 0 || captured > p.Amount.Minor {
+			captured = p.Amount.Minor
+		}
+	case processor.PaymentCanceled:
+		status, typ, captured = StatusCanceled, EventCanceled, 0
+	default:
+		return nil // still authorized there: the event was about something else
+	}
+	now := s.now()
+	return s.store.db().Tx(ctx, func(r sqlq.Runner) error {
+		got, err := scanPayment(r.QueryRow(ctx, commonSQL.SQL("settle_elsewhere"), p.ID, string(status), captured, now))
+		if errors.Is(err, sqlq.ErrNoRows) {
+			return nil // no longer AUTHORIZED with nothing pending: someone came first
+		}
+		if err != nil {
+			return fmt.Errorf("settle payment %s as its processor left it: %w", p.ID, err)
+		}
+		return insertEvent(ctx, r, typ, got.IdempotencyKey, got, nil, now)
+	})
+}
+
+// learnRefund reads from payment p's processor a refund that an event says
+// is not succeeded, when CMPay settled it SUCCEEDED, and fails it if the
+// processor says it failed.
+func (s *Service) learnRefund(ctx context.Context, p Payment, news processor.Refund) error {
+	var id, status string
+	var amount int64
+	var ref *string
+	err := s.store.db().QueryRow(ctx, commonSQL.SQL("refund_named"), p.ID, news.Reference, news.RefundID).
+		Scan(&id, &status, &amount, &ref)
+	if errors.Is(err, sqlq.ErrNoRows) {
+		return nil // not one of CMPay's refunds
+	}
+	if err != nil {
+		return fmt.Errorf("find the refund %s of %s: %w", news.Reference, p.ID, err)
+	}
+	if RefundStatus(status) != RefundSucceeded {
+		return nil // unsettled ones are recovery's (wake_operations); failed is final
+	}
+	reference := news.Reference
+	if ref != nil && *ref != "" {
+		reference = *ref
+	}
+	rec, err := s.readRefundRecord(ctx, p, id, reference)
+	if err != nil {
+		return err
+	}
+	if rec.State != processor.RefundFailed || rec.PaymentReference != p.ProcessorReference {
+		return nil
+	}
+	return s.returnRefund(ctx, p.ID, id, amount, rec.FailureCode)
+}
+
+// readRefundRecord reads refund id's record at payment p's processor, as a
+// READ call of the refund's operation.
+func (s *Service) readRefundRecord(ctx context.Context, p Payment, id, reference string) (processor.Refund, error) {
+	var opID, key string
+	if err := s.store.db().QueryRow(ctx, commonSQL.SQL("refund_operation"), id).Scan(&opID, &key); err != nil {
+		return processor.Refund{}, fmt.Errorf("the operation of refund %s: %w", id, err)
+	}
+	callCtx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	start := time.Now()
+	rec, err := s.processorNamed(p.Processor).GetRefund(callCtx, reference)
+	took := time.Since(start)
+	out := refundOutcome(rec, err)
+	s.onCall(OpRefund, out.call, took)
+	_, ierr := s.store.db().Exec(ctx, commonSQL.SQL("insert_call"), opID, p.ID, string(OpRefund), key, callRead,
+		string(out.call), optional(out.code), s.now(), took.Milliseconds())
+	if err != nil {
+		return processor.Refund{}, fmt.Errorf("read refund %s at the processor: %w", reference, err)
+	}
+	if ierr != nil {
+		return processor.Refund{}, fmt.Errorf("record a processor read: %w", ierr)
+	}
+	return rec, nil
+}
+
+// returnRefund fails refund id of payment paymentID, which had succeeded,
+// with the processor's code: its amount is no longer counted refunded, the
+// payment's status follows (CAPTURED or PARTIALLY_REFUNDED), and
+// PAYMENT_REFUND_FAILED is written under the refund's key. The contract
+// has no event of its own for a refund failed after it succeeded; its
+// payment's amounts say what changed.
+func (s *Service) returnRefund(ctx context.Context, paymentID, id string, amount int64, code string) error {
+	now := s.now()
+	return s.store.db().Tx(ctx, func(r sqlq.Runner) error {
+		n, err := r.Exec(ctx, commonSQL.SQL("fail_succeeded_refund"), id, optional(code), now)
+		if err != nil {
+			return fmt.Errorf("fail refund %s: %w", id, err)
+		}
+		if n == 0 {
+			return nil // failed already: someone came first
+		}
+		got, err := scanPayment(r.QueryRow(ctx, commonSQL.SQL("unrefund"), paymentID, amount))
+		if errors.Is(err, sqlq.ErrNoRows) {
+			return fmt.Errorf("refund %s of %s: the payment does not count its %d refunded", id, paymentID, amount)
+		}
+		if err != nil {
+			return fmt.Errorf("take refund %s off payment %s: %w", id, paymentID, err)
+		}
+		refund, err := readRefund(ctx, r, id, got)
+		if err != nil {
+			return err
+		}
+		return insertEvent(ctx, r, EventRefundFailed, refund.IdempotencyKey, got, refund, now)
+	})
+}
