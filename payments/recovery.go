@@ -70,7 +70,8 @@ func (s *Service) resolve(ctx context.Context, id string) error {
 	start := time.Now()
 	var out outcome
 	kind := callWrite
-	read := op.lastError != nil && *op.lastError == "read" || s.keyForgotten(op)
+	mode := deref(op.lastError)
+	read := mode == nextRead || mode == nextStored || s.keyForgotten(op)
 	if read {
 		kind = callRead
 	}
@@ -83,16 +84,24 @@ func (s *Service) resolve(ctx context.Context, id string) error {
 	case op.operation != OpCreate:
 		out = s.sendChange(callCtx, op, p.ProcessorReference, p.Amount.Currency)
 	case read:
-		out = s.readCreate(callCtx, op, p)
+		out = s.readCreate(callCtx, op, p, mode == nextStored)
 	default:
-		res, err := s.processorNamed(op.processor).CreatePayment(callCtx, processor.CreatePaymentRequest{IdempotencyKey: op.key,
-			PaymentID: op.paymentID, AmountMinor: op.amountMinor, Currency: op.currency,
-			Method: processor.Method(op.request.Method), PaymentMethodToken: op.request.Token,
-			Capture: op.request.Capture, Attempt: op.sends})
-		out = createOutcome(res, err)
+		out = s.sendCreate(callCtx, op)
+	}
+	if mode == nextStored && out.absent {
+		return s.sendAgain(ctx, op, p, out, time.Since(start))
 	}
 	_, err = s.record(ctx, op, out, kind, time.Since(start))
 	return err
+}
+
+// sendCreate sends op, a create, again with its key and its stored request.
+func (s *Service) sendCreate(ctx context.Context, op operationRow) outcome {
+	res, err := s.processorNamed(op.processor).CreatePayment(ctx, processor.CreatePaymentRequest{IdempotencyKey: op.key,
+		PaymentID: op.paymentID, AmountMinor: op.amountMinor, Currency: op.currency,
+		Method: processor.Method(op.request.Method), PaymentMethodToken: op.request.Token,
+		Capture: op.request.Capture, Attempt: op.sends})
+	return createOutcome(res, err)
 }
 
 // keyMargin is how long before a processor forgets a key recovery stops
@@ -117,7 +126,7 @@ func (s *Service) keyForgotten(op operationRow) bool {
 // when known, else by a search for the payment's id, where finding nothing
 // proves nothing (the search lags). A record not found, or not final,
 // leaves the operation to be read again.
-func (s *Service) readCreate(ctx context.Context, op operationRow, p Payment) outcome {
+func (s *Service) readCreate(ctx context.Context, op operationRow, p Payment, stored bool) outcome {
 	proc := s.processorNamed(op.processor)
 	if p.ProcessorReference != "" {
 		res, err := proc.GetPayment(ctx, p.ProcessorReference)
@@ -145,7 +154,10 @@ func (s *Service) readChange(ctx context.Context, op operationRow, p Payment) (o
 	proc := s.processorNamed(op.processor)
 	if op.operation != OpRefund {
 		res, err := proc.GetPayment(ctx, p.ProcessorReference)
-		return readOutcome(changeOutcome(op.operation, res, err), err), nil
+		out := readOutcome(changeOutcome(op.operation, res, err), err)
+		// Still only authorized: the capture or cancel did not happen.
+		out.absent = err == nil && res.State == processor.PaymentAuthorized
+		return out, nil
 	}
 	var ref *string
 	if err := s.store.db().QueryRow(ctx, commonSQL.SQL("refund_reference"), *op.refundID).Scan(&ref); err != nil {
@@ -164,7 +176,8 @@ func (s *Service) readChange(ctx context.Context, op operationRow, p Payment) (o
 			return readOutcome(refundOutcome(res, nil), nil), nil
 		}
 	}
-	return outcome{call: CallError, next: "read", code: "none_found"}, nil
+	// The list is consistent (unlike search): no refund in it is none made.
+	return outcome{call: CallError, next: nextRead, code: "none_found", absent: true}, nil
 }
 
 // readOutcome is what a read came to: a record settles the operation as a

@@ -107,6 +107,10 @@ type Fault struct {
 	// Delay is how long Delay holds the answer (default: an hour, that is
 	// until the client gives up).
 	Delay time.Duration
+	// Hold, when not nil, makes Delay hold the answer until it is closed
+	// (or the client gives up) instead: for tests that order two callers.
+	// A read's answer is the record as it was when the request came.
+	Hold <-chan struct{}
 }
 
 // Options configure a Double.
@@ -135,6 +139,7 @@ type Double struct {
 	order     []string // intent ids in creation order
 	refunds   map[string]*refund
 	keys      map[string]*keyEntry
+	keyOrder  []string // keys in the order of their first use
 	calls     map[Endpoint]int
 	planned   map[Endpoint]map[int]Fault
 	random    *randomFaults
@@ -219,6 +224,21 @@ func (d *Double) Calls(ep Endpoint) int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.calls[ep]
+}
+
+// Keys lists the idempotency keys ep's requests carried, each once, in
+// the order of their first use (those the double still remembers, as
+// Stripe does for 24 hours).
+func (d *Double) Keys(ep Endpoint) []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []string
+	for _, k := range d.keyOrder {
+		if e := d.keys[k]; e != nil && e.endpoint == ep {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // SetSearchLag changes the search lag.
@@ -336,6 +356,9 @@ func (d *Double) write(w http.ResponseWriter, r *http.Request, fault Fault, ep E
 		return
 	default:
 		e = &keyEntry{endpoint: ep, params: params, created: d.clock(), executing: true}
+		if d.keys[key] == nil {
+			d.keyOrder = append(d.keyOrder, key)
+		}
 		d.keys[key] = e
 	}
 	var a answer
@@ -349,7 +372,7 @@ func (d *Double) write(w http.ResponseWriter, r *http.Request, fault Fault, ep E
 		a = answerError(500, "api_error", "", "An unknown error occurred", "")
 	}
 	if fault.Kind == Delay {
-		wait(r, fault.Delay)
+		wait(r, fault)
 	}
 	if e != nil { // nil: a request without a key stores nothing
 		d.mu.Lock()
@@ -368,7 +391,7 @@ func (d *Double) finish(w http.ResponseWriter, r *http.Request, fault Fault, a a
 		return
 	case Delay:
 		if r.Method == http.MethodGet {
-			wait(r, fault.Delay)
+			wait(r, fault)
 		}
 		if r.Context().Err() != nil {
 			return
@@ -384,16 +407,18 @@ func (d *Double) finish(w http.ResponseWriter, r *http.Request, fault Fault, a a
 	_, _ = w.Write(a.body)
 }
 
-// wait holds an answer for delay (an hour by default) or until the client
-// is gone.
-func wait(r *http.Request, delay time.Duration) {
-	if delay <= 0 {
+// wait holds an answer for f.Delay (an hour by default), or until f.Hold
+// is closed, or until the client is gone.
+func wait(r *http.Request, f Fault) {
+	delay := f.Delay
+	if delay <= 0 || f.Hold != nil {
 		delay = time.Hour
 	}
 	t := time.NewTimer(delay)
 	defer t.Stop()
 	select {
 	case <-t.C:
+	case <-f.Hold:
 	case <-r.Context().Done():
 	}
 }
