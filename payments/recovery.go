@@ -91,6 +91,9 @@ func (s *Service) resolve(ctx context.Context, id string) error {
 	if mode == nextStored && out.absent {
 		return s.sendAgain(ctx, op, p, out, time.Since(start))
 	}
+	if mode == nextStored && out.next == nextRead {
+		out.next = nextStored // a read that proved nothing: the key's answer is still stored
+	}
 	_, err = s.record(ctx, op, out, kind, time.Since(start))
 	return err
 }
@@ -125,7 +128,9 @@ func (s *Service) keyForgotten(op operationRow) bool {
 // readCreate reads the processor's record of a create: by its reference
 // when known, else by a search for the payment's id, where finding nothing
 // proves nothing (the search lags). A record not found, or not final,
-// leaves the operation to be read again.
+// leaves the operation to be read again. When the key's answer is a stored
+// error (stored), a search that finds nothing is followed by a consistent
+// list (listCreated), whose finding nothing proves that no payment was made.
 func (s *Service) readCreate(ctx context.Context, op operationRow, p Payment, stored bool) outcome {
 	proc := s.processorNamed(op.processor)
 	if p.ProcessorReference != "" {
@@ -136,6 +141,15 @@ func (s *Service) readCreate(ctx context.Context, op operationRow, p Payment, st
 	if err != nil {
 		return readOutcome(errorOutcome(err), err)
 	}
+	if len(found) == 0 && stored {
+		return s.listCreated(ctx, op)
+	}
+	return foundOutcome(found)
+}
+
+// foundOutcome is what the payments found for a create came to: the one
+// not declined, else a declined one, else none found.
+func foundOutcome(found []processor.Payment) outcome {
 	for _, res := range found {
 		if res.State != processor.PaymentDeclined {
 			return readOutcome(createOutcome(res, nil), nil)
@@ -144,7 +158,30 @@ func (s *Service) readCreate(ctx context.Context, op operationRow, p Payment, st
 	if len(found) > 0 {
 		return readOutcome(createOutcome(found[0], nil), nil)
 	}
-	return outcome{call: CallError, next: "read", code: "none_found"}
+	return outcome{call: CallError, next: nextRead, code: "none_found"}
+}
+
+// listMargin widens the window of a create's list of payments on both
+// sides: the processor's clock may differ from CMPay's, so its record of
+// a payment may be dated before the operation was stored.
+const listMargin = 15 * time.Minute
+
+// listCreated looks for op's payment in the processor's consistent list of
+// the payments made from when op was stored until now. Every key op was
+// sent under has ended (each has a stored answer), so an empty list means
+// that none made a payment: absent.
+func (s *Service) listCreated(ctx context.Context, op operationRow) outcome {
+	lister, ok := s.processorNamed(op.processor).(processor.CreatedLister)
+	if !ok || op.createdAt.IsZero() {
+		return outcome{call: CallError, next: nextRead, code: "none_found"}
+	}
+	found, err := lister.ListPaymentsCreated(ctx, op.paymentID, op.createdAt.Add(-listMargin), s.now().Add(listMargin))
+	if err != nil {
+		return readOutcome(errorOutcome(err), err)
+	}
+	out := foundOutcome(found)
+	out.absent = len(found) == 0
+	return out
 }
 
 // readChange reads the processor's record of a capture's or cancel's

@@ -210,3 +210,55 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// stripeOnTestClock is stripeSetup with the double on the test's clock
+// (its records dated as CMPay's clock says, as with synchronized clocks)
+// and the given search lag.
+func stripeOnTestClock(t *testing.T, db dbtest.DB, searchLag time.Duration) (*bundle, *stripedouble.Double) {
+	t.Helper()
+	var b *bundle
+	d := stripedouble.New(stripedouble.Options{Clock: func() time.Time { return b.clock.Now() }, SearchLag: searchLag})
+	t.Cleanup(d.Close)
+	conn := stripeConn(t, d, testTimeout)
+	b = processorSetup(t, db, conn)
+	b.conn = conn
+	return b, d
+}
+
+// A create whose request failed inside Stripe, its 500 stored under the
+// key (500_stored), is proved not made by Stripe's list of intents by
+// creation time (consistent; here search lags an hour and finds nothing)
+// and sent again under one new key; one whose 500 came after the intent
+// was made (500_after) is found in that list and settled, never sent
+// again. Either way one intent, charged once, and CMPay shows it.
+func TestStoredErrorCreateIsSentAgainOnlyWhenListedNowhere(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		b, d := stripeOnTestClock(t, db, time.Hour)
+		for fault, wantKeys := range map[stripedouble.FaultKind]int{stripedouble.ServerErrorStored: 2, stripedouble.ServerErrorAfter: 1} {
+			t.Run(fault.String(), func(t *testing.T) {
+				before := len(d.Keys(stripedouble.CreatePaymentIntent))
+				d.FailNext(stripedouble.CreatePaymentIntent, stripedouble.Fault{Kind: fault})
+				p := b.mustCreate(t, withToken(card("create-"+fault.String()), "pm_card_visa")).Payment
+				if p.Status != payments.StatusProcessing {
+					t.Fatalf("first answer %s, want PROCESSING", p.Status)
+				}
+				p = recoverUntilSettled(t, b, p.ID)
+				intents := d.IntentsFor(p.ID)
+				if len(intents) != 1 || p.Status != payments.StatusCaptured || p.ProcessorReference != intents[0] ||
+					d.Status(intents[0]) != "succeeded" {
+					t.Fatalf("CMPay %s %s; the double's intents %v", p.Status, p.ProcessorReference, intents)
+				}
+				if l := d.Ledger(intents[0]); l.Authorizations != 1 || l.Captures != 1 || l.Captured != p.Captured.Minor {
+					t.Errorf("ledger %+v, CMPay captured %d; want one authorization, one capture, the same amount", l, p.Captured.Minor)
+				}
+				if keys := d.Keys(stripedouble.CreatePaymentIntent)[before:]; len(keys) != wantKeys {
+					t.Errorf("keys sent %q, want %d", keys, wantKeys)
+				}
+				if ev := b.events(t, p.ID); len(ev) != 1 || ev["PAYMENT_CREATED"] != 1 {
+					t.Errorf("events %v, want one PAYMENT_CREATED", ev)
+				}
+			})
+		}
+	})
+}

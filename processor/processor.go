@@ -292,6 +292,18 @@ type Refund struct {
 	Created     time.Time
 }
 
+// CreatedLister is a Processor that also lists its payments by when it
+// made them, consistently: unlike FindPayments' search, a payment made
+// before the call is in the answer. Recovery uses it to prove that a
+// create whose key's answer is a stored error made no payment, before
+// sending it again under a new key (payments/resend.go).
+type CreatedLister interface {
+	// ListPaymentsCreated lists the payments made for one CMPay payment id
+	// between from and to (both included, to the processor's precision).
+	// The answer is never nil, nil: an empty slice means none.
+	ListPaymentsCreated(ctx context.Context, paymentID string, from, to time.Time) ([]Payment, error)
+}
+
 // Foreseer is a Processor some of whose answers are known before it is
 // asked: a pure function of the request, given at once, with no state kept
 // and no money moved anywhere (the sandbox). The engine may then ask it

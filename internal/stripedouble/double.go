@@ -14,6 +14,7 @@
 //	POST /v1/refunds                       refund
 //	GET  /v1/payment_intents/{id}          read
 //	GET  /v1/payment_intents/search        search by metadata['cmpay_payment_id']
+//	GET  /v1/payment_intents               list, newest first, by created
 //	GET  /v1/refunds/{id}                  read a refund
 //	GET  /v1/refunds?payment_intent=…      a payment's refunds
 //
@@ -48,13 +49,14 @@ const (
 	CreateRefund         Endpoint = "POST /v1/refunds"
 	GetPaymentIntent     Endpoint = "GET /v1/payment_intents/{id}"
 	SearchPaymentIntents Endpoint = "GET /v1/payment_intents/search"
+	ListPaymentIntents   Endpoint = "GET /v1/payment_intents"
 	GetRefund            Endpoint = "GET /v1/refunds/{id}"
 	ListRefunds          Endpoint = "GET /v1/refunds"
 )
 
 // Endpoints lists every endpoint.
 var Endpoints = []Endpoint{CreatePaymentIntent, CapturePaymentIntent, CancelPaymentIntent, CreateRefund,
-	GetPaymentIntent, SearchPaymentIntents, GetRefund, ListRefunds}
+	GetPaymentIntent, SearchPaymentIntents, ListPaymentIntents, GetRefund, ListRefunds}
 
 // FaultKind is what goes wrong with one request.
 type FaultKind int
@@ -448,6 +450,8 @@ func route(method, path string) (Endpoint, string) {
 		return CancelPaymentIntent, parts[2]
 	case method == http.MethodPost && len(parts) == 2 && parts[1] == "refunds":
 		return CreateRefund, ""
+	case method == http.MethodGet && len(parts) == 2 && parts[1] == "payment_intents":
+		return ListPaymentIntents, ""
 	case method == http.MethodGet && len(parts) == 3 && parts[1] == "payment_intents" && parts[2] == "search":
 		return SearchPaymentIntents, ""
 	case method == http.MethodGet && len(parts) == 3 && parts[1] == "payment_intents":
