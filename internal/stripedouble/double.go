@@ -85,8 +85,7 @@ const (
 	Conflict
 	// ServerErrorStored: the request started executing and failed inside
 	// Stripe before doing anything; the 500 is stored under its key and
-	// replayed for 24 hours, and nothing happened. Tests inject it by
-	// name; Faults leaves it out.
+	// replayed for 24 hours, and nothing happened. On a read: a 500.
 	ServerErrorStored
 )
 
@@ -101,7 +100,8 @@ func (k FaultKind) String() string {
 }
 
 // Faults lists every fault but NoFault.
-var Faults = []FaultKind{DropRequest, DropResponse, Delay, ServerErrorAfter, ServerErrorBefore, RateLimit, Conflict}
+var Faults = []FaultKind{DropRequest, DropResponse, Delay, ServerErrorAfter, ServerErrorBefore, RateLimit, Conflict,
+	ServerErrorStored}
 
 // Fault is one injected fault.
 type Fault struct {
@@ -398,8 +398,8 @@ func (d *Double) finish(w http.ResponseWriter, r *http.Request, fault Fault, a a
 		if r.Context().Err() != nil {
 			return
 		}
-	case ServerErrorAfter:
-		if r.Method == http.MethodGet {
+	case ServerErrorAfter, ServerErrorStored:
+		if r.Method == http.MethodGet { // a read stores nothing: a plain 500
 			a = answerError(500, "api_error", "", "An unknown error occurred", "")
 		}
 	}
