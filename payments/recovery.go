@@ -88,7 +88,7 @@ func (s *Service) resolve(ctx context.Context, id string) error {
 	default:
 		out = s.sendCreate(callCtx, op)
 	}
-	if mode == nextStored && out.absent {
+	if mode == nextStored && out.absent && (op.operation != OpCreate || !s.keyForgotten(op)) {
 		return s.sendAgain(ctx, op, p, out, time.Since(start))
 	}
 	if mode == nextStored && out.next == nextRead {

@@ -23,6 +23,10 @@ import (
 // the operation's id ("cmpay_op_…", then "cmpay_op_…_a2", "_a3"), so even
 // two instances that both judged it would send one.
 //
+// A create a day old is the exception: like any create past its key's
+// lifetime (keyForgotten), it is never sent again, so no card is charged a
+// day after its payer paid; found, it settles; not found, it waits.
+//
 // Safe for each operation: a capture or cancel the processor already did
 // answers the payment's state (Stripe refuses a second one; the connector
 // reads the refusal as the state); a refund is sent again only when the
@@ -59,7 +63,8 @@ func (s *Service) sendAgain(ctx context.Context, op operationRow, p Payment, out
 			string(out.call), optional(out.code), s.now(), took.Milliseconds()); err != nil {
 			return fmt.Errorf("record processor call: %w", err)
 		}
-		n, err := r.Exec(ctx, commonSQL.SQL("rekey_operation"), op.id, op.key, key, s.instance)
+		n, err := r.Exec(ctx, commonSQL.SQL("rekey_operation"), op.id, op.key, key, s.instance,
+			s.now().Add(s.timeout+leaseMargin))
 		changed = n
 		if err != nil {
 			return fmt.Errorf("store the operation's next key: %w", err)

@@ -262,3 +262,34 @@ func TestStoredErrorCreateIsSentAgainOnlyWhenListedNowhere(t *testing.T) {
 		}
 	})
 }
+
+// A create whose key's answer is a stored 500, with every instance down
+// for a day after: Stripe's list shows no intent, but the create is not
+// sent a day late (as for any create past its key's lifetime); it waits,
+// PROCESSING, and nothing is charged.
+func TestStoredErrorCreateADayOldIsNotSentAgain(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		b, d := stripeOnTestClock(t, db, 0)
+		d.FailNext(stripedouble.CreatePaymentIntent, stripedouble.Fault{Kind: stripedouble.ServerErrorStored})
+		p := b.mustCreate(t, withToken(card("a-day-old"), "pm_card_visa")).Payment
+		b.clock.Advance(testRecovery + time.Second)
+		if _, err := b.svc.RecoverDue(t.Context()); err != nil { // the replayed 500
+			t.Fatal(err)
+		}
+		b.clock.Advance(25 * time.Hour)
+		for range 3 {
+			b.clock.Advance(testRecovery + time.Second)
+			if _, err := b.svc.RecoverDue(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := b.mustGet(t, p.ID); got.Status != payments.StatusProcessing || len(d.IntentsFor(p.ID)) != 0 {
+			t.Errorf("a day later: %s, %d intents; want PROCESSING, none", got.Status, len(d.IntentsFor(p.ID)))
+		}
+		// The request's and the first recovery round's, none since.
+		if keys, n := d.Keys(stripedouble.CreatePaymentIntent), d.Calls(stripedouble.CreatePaymentIntent); len(keys) != 1 || n != 2 {
+			t.Errorf("keys %q, %d creates sent; want one key, 2 sends", keys, n)
+		}
+	})
+}

@@ -229,8 +229,7 @@ func (d *Double) Calls(ep Endpoint) int {
 }
 
 // Keys lists the idempotency keys ep's requests carried, each once, in
-// the order of their first use (those the double still remembers, as
-// Stripe does for 24 hours).
+// the order of their first use.
 func (d *Double) Keys(ep Endpoint) []string {
 	d.mu.Lock()
 	defer d.mu.Unlock()
