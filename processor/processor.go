@@ -6,7 +6,10 @@
 // Every write takes an idempotency key that the caller derives from the
 // operation it stored before calling (for example "cmpay_<operation id>"),
 // never from a try: every try of one operation is then the same request to
-// the processor, and asking again can never move money twice. A call ends
+// the processor, and asking again can never move money twice. (The one
+// exception is the caller's: once the processor gives a stored error for
+// the key and its records show the operation not done, the operation is
+// stored with a new key and sent under it; payments/resend.go.) A call ends
 // in one of three ways:
 //
 //   - a result: the processor's state of the payment or refund;
