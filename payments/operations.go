@@ -360,8 +360,13 @@ func (s *Service) record(ctx context.Context, op operationRow, out outcome, kind
 			return fmt.Errorf("record processor call: %w", err)
 		}
 		if !out.settled {
-			next := optional(out.next)
-			_, err := r.Exec(ctx, commonSQL.SQL("postpone_operation"), op.id, sends, now.Add(s.recoveryAfter), next, s.instance)
+			next, due := optional(out.next), now.Add(s.recoveryAfter)
+			if kind == callWrite && out.next == nextStored {
+				// The processor answers, with a stored error: the read that
+				// resolves it (resend.go) is due at once.
+				due = now
+			}
+			_, err := r.Exec(ctx, commonSQL.SQL("postpone_operation"), op.id, sends, due, next, s.instance)
 			if err != nil {
 				return fmt.Errorf("postpone operation: %w", err)
 			}

@@ -293,3 +293,28 @@ func TestStoredErrorCreateADayOldIsNotSentAgain(t *testing.T) {
 		}
 	})
 }
+
+// Once Stripe replays the stored 500, the processor is answering again:
+// the read that resolves it is due at once, not a PROCESSOR_RECOVERY_AFTER
+// later, so the next recovery round, with no time passed, settles it.
+func TestStoredErrorIsReadAtOnce(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		b, d := stripeSetup(t, db)
+		p := stripeCard(t, b, "read-at-once", false)
+		d.FailNext(stripedouble.CapturePaymentIntent, stripedouble.Fault{Kind: stripedouble.ServerErrorStored})
+		if _, err := b.svc.Capture(t.Context(), payments.CaptureRequest{PaymentID: p.ID, IdempotencyKey: "cap"}); err != nil {
+			t.Fatal(err)
+		}
+		b.clock.Advance(testRecovery + time.Second)
+		if _, err := b.svc.RecoverDue(t.Context()); err != nil { // the replayed 500
+			t.Fatal(err)
+		}
+		if n, err := b.svc.RecoverDue(t.Context()); err != nil || n != 1 {
+			t.Fatalf("the next round claimed %d, %v; want the operation at once", n, err)
+		}
+		if got := b.mustGet(t, p.ID); got.Status != payments.StatusCaptured || got.PendingOperation != "" {
+			t.Errorf("%s pending %q, want CAPTURED; calls %q", got.Status, got.PendingOperation, b.calls(t, got))
+		}
+	})
+}
