@@ -318,3 +318,33 @@ func TestStoredErrorIsReadAtOnce(t *testing.T) {
 		}
 	})
 }
+
+// A refund whose key's answer is a stored 500, with every instance down
+// for a day after: unlike a create, it is sent again under a new key once
+// Stripe's list of the intent's refunds shows none, and refunded once.
+func TestStoredErrorRefundADayOldIsSentAgain(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		b, d := stripeOnTestClock(t, db, 0)
+		p := stripeCard(t, b, "refund-a-day-old", true)
+		d.FailNext(stripedouble.CreateRefund, stripedouble.Fault{Kind: stripedouble.ServerErrorStored})
+		if _, err := b.svc.Refund(t.Context(), payments.RefundRequest{PaymentID: p.ID, IdempotencyKey: "ref", Amount: new("4")}); err != nil {
+			t.Fatal(err)
+		}
+		b.clock.Advance(testRecovery + time.Second)
+		if _, err := b.svc.RecoverDue(t.Context()); err != nil { // the replayed 500
+			t.Fatal(err)
+		}
+		b.clock.Advance(25 * time.Hour)
+		if _, err := b.svc.RecoverDue(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		got := b.mustGet(t, p.ID)
+		if err := storedChanges["refund"].check(got, d.Ledger(p.ProcessorReference), ""); err != nil {
+			t.Error(err)
+		}
+		if keys := d.Keys(stripedouble.CreateRefund); len(keys) != 2 {
+			t.Errorf("refund keys %q, want the first and its _a2", keys)
+		}
+	})
+}
