@@ -17,7 +17,10 @@ type ProcessorOperation struct {
 	Processor string  `gorm:"not null;size:16"`
 	// Key is the idempotency key sent to the processor: a function of the
 	// operation alone ("cmpay_" + ID), the same for every try, and so
-	// unique as the ID is, without an index of its own.
+	// unique as the ID is, without an index of its own. Recovery replaces
+	// it, before sending, with "cmpay_" + ID + "_a2" (then _a3, ...) only
+	// when the processor stores an error under it and a read shows the
+	// operation not done (payments/resend.go): still unique.
 	Key string `gorm:"not null;size:255"`
 	// AmountMinor and Currency are what the operation moves; Request the
 	// rest of what it asks, as JSON (method, payment method token, capture).

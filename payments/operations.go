@@ -199,9 +199,28 @@ type outcome struct {
 	capturedMinor int64
 	call          CallOutcome
 	// next is, for an unsettled outcome, what recovery does next: ask
-	// again (""), or read the processor's record ("read").
+	// again (""), read the processor's record (nextRead), or read it and
+	// send again under a new key if it shows nothing done (nextStored).
 	next string
+	// absent: a consistent read shows that the operation did not happen
+	// at the processor (a capture's or cancel's payment still authorized;
+	// no refund with its id in the payment's list).
+	absent bool
 }
+
+// What recovery does next with an unsettled operation (outcome.next,
+// stored as processor_operations.last_error); "" is: ask again.
+const (
+	// nextRead: read the processor's record, where asking again cannot
+	// settle it (an idempotency mismatch, a key past its lifetime).
+	nextRead = "read"
+	// nextStored: the key's answer is a final error the processor stores
+	// and gives again for as long as it keeps the key (Stripe: a 500,
+	// replayed), so the key's request has ended. Read the record; if it
+	// shows the operation did not happen, send it again under a new key
+	// (resend.go).
+	nextStored = "stored"
+)
 
 // createOutcome reads a create's (or a read's) answer. A result settles
 // it in the state it names, unless that state is not final for a create
@@ -254,11 +273,14 @@ func errorOutcome(err error) outcome {
 		o.call = CallError
 	}
 	// A replayed 500 and a mismatch answer the same under the key every
-	// time: only a read can settle them. A 401 or 403 is not stored under
-	// the key, so once the operator fixes the key, asking again is safe.
+	// time: only a read can settle them (and after a replayed 500, whose
+	// request has ended, a new key). A 401 or 403 is not stored under the
+	// key, so once the operator fixes the key, asking again is safe.
 	switch {
-	case pe.Kind == processor.KindServerError && pe.Replayed, pe.Kind == processor.KindIdempotencyMismatch:
-		o.next = "read"
+	case pe.Kind == processor.KindServerError && pe.Replayed:
+		o.next = nextStored
+	case pe.Kind == processor.KindIdempotencyMismatch:
+		o.next = nextRead
 	}
 	if o.code == "" {
 		o.code = pe.Kind.String()
@@ -338,8 +360,13 @@ func (s *Service) record(ctx context.Context, op operationRow, out outcome, kind
 			return fmt.Errorf("record processor call: %w", err)
 		}
 		if !out.settled {
-			next := optional(out.next)
-			_, err := r.Exec(ctx, commonSQL.SQL("postpone_operation"), op.id, sends, now.Add(s.recoveryAfter), next, s.instance)
+			next, due := optional(out.next), now.Add(s.recoveryAfter)
+			if kind == callWrite && out.next == nextStored {
+				// The processor answers, with a stored error: the read that
+				// resolves it (resend.go) is due at once.
+				due = now
+			}
+			_, err := r.Exec(ctx, commonSQL.SQL("postpone_operation"), op.id, sends, due, next, s.instance)
 			if err != nil {
 				return fmt.Errorf("postpone operation: %w", err)
 			}

@@ -8,7 +8,8 @@ import (
 
 // What recovery does next after each kind of failed call: ask again with
 // the key, or read the record when asking again can only repeat the same
-// answer. Nothing here settles the operation.
+// answer (and, after a stored 500, send again under a new key if the
+// record shows nothing done). Nothing here settles the operation.
 func TestErrorOutcomeNext(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -16,8 +17,8 @@ func TestErrorOutcomeNext(t *testing.T) {
 		next string
 	}{
 		{"a 500, first time", &processor.Error{Kind: processor.KindServerError}, ""},
-		{"a 500 Stripe replays for the key", &processor.Error{Kind: processor.KindServerError, Replayed: true}, "read"},
-		{"the key's first request had other parameters", &processor.Error{Kind: processor.KindIdempotencyMismatch}, "read"},
+		{"a 500 Stripe replays for the key", &processor.Error{Kind: processor.KindServerError, Replayed: true}, nextStored},
+		{"the key's first request had other parameters", &processor.Error{Kind: processor.KindIdempotencyMismatch}, nextRead},
 		// Not stored under the key: once the operator fixes the API key,
 		// asking again is what settles it.
 		{"a bad API key", &processor.Error{Kind: processor.KindAuthentication}, ""},

@@ -231,7 +231,8 @@ const (
 type ProcessorCall struct {
 	Operation Operation
 	// ProcessorKey is the idempotency key CMPay sent: the same for every
-	// try of one operation.
+	// try of one operation, until the processor's stored error for it
+	// makes recovery send it again under a new one (resend.go).
 	ProcessorKey string
 	Outcome      CallOutcome
 	// Code is the processor's error or decline code, if any.

@@ -70,7 +70,8 @@ func (s *Service) resolve(ctx context.Context, id string) error {
 	start := time.Now()
 	var out outcome
 	kind := callWrite
-	read := op.lastError != nil && *op.lastError == "read" || s.keyForgotten(op)
+	mode := deref(op.lastError)
+	read := mode == nextRead || mode == nextStored || s.keyForgotten(op)
 	if read {
 		kind = callRead
 	}
@@ -83,16 +84,27 @@ func (s *Service) resolve(ctx context.Context, id string) error {
 	case op.operation != OpCreate:
 		out = s.sendChange(callCtx, op, p.ProcessorReference, p.Amount.Currency)
 	case read:
-		out = s.readCreate(callCtx, op, p)
+		out = s.readCreate(callCtx, op, p, mode == nextStored)
 	default:
-		res, err := s.processorNamed(op.processor).CreatePayment(callCtx, processor.CreatePaymentRequest{IdempotencyKey: op.key,
-			PaymentID: op.paymentID, AmountMinor: op.amountMinor, Currency: op.currency,
-			Method: processor.Method(op.request.Method), PaymentMethodToken: op.request.Token,
-			Capture: op.request.Capture, Attempt: op.sends})
-		out = createOutcome(res, err)
+		out = s.sendCreate(callCtx, op)
+	}
+	if mode == nextStored && out.absent && (op.operation != OpCreate || !s.keyForgotten(op)) {
+		return s.sendAgain(ctx, op, p, out, time.Since(start))
+	}
+	if mode == nextStored && out.next == nextRead {
+		out.next = nextStored // a read that proved nothing: the key's answer is still stored
 	}
 	_, err = s.record(ctx, op, out, kind, time.Since(start))
 	return err
+}
+
+// sendCreate sends op, a create, again with its key and its stored request.
+func (s *Service) sendCreate(ctx context.Context, op operationRow) outcome {
+	res, err := s.processorNamed(op.processor).CreatePayment(ctx, processor.CreatePaymentRequest{IdempotencyKey: op.key,
+		PaymentID: op.paymentID, AmountMinor: op.amountMinor, Currency: op.currency,
+		Method: processor.Method(op.request.Method), PaymentMethodToken: op.request.Token,
+		Capture: op.request.Capture, Attempt: op.sends})
+	return createOutcome(res, err)
 }
 
 // keyMargin is how long before a processor forgets a key recovery stops
@@ -116,8 +128,10 @@ func (s *Service) keyForgotten(op operationRow) bool {
 // readCreate reads the processor's record of a create: by its reference
 // when known, else by a search for the payment's id, where finding nothing
 // proves nothing (the search lags). A record not found, or not final,
-// leaves the operation to be read again.
-func (s *Service) readCreate(ctx context.Context, op operationRow, p Payment) outcome {
+// leaves the operation to be read again. When the key's answer is a stored
+// error (stored), a search that finds nothing is followed by a consistent
+// list (listCreated), whose finding nothing proves that no payment was made.
+func (s *Service) readCreate(ctx context.Context, op operationRow, p Payment, stored bool) outcome {
 	proc := s.processorNamed(op.processor)
 	if p.ProcessorReference != "" {
 		res, err := proc.GetPayment(ctx, p.ProcessorReference)
@@ -127,6 +141,15 @@ func (s *Service) readCreate(ctx context.Context, op operationRow, p Payment) ou
 	if err != nil {
 		return readOutcome(errorOutcome(err), err)
 	}
+	if len(found) == 0 && stored {
+		return s.listCreated(ctx, op)
+	}
+	return foundOutcome(found)
+}
+
+// foundOutcome is what the payments found for a create came to: the one
+// not declined, else a declined one, else none found.
+func foundOutcome(found []processor.Payment) outcome {
 	for _, res := range found {
 		if res.State != processor.PaymentDeclined {
 			return readOutcome(createOutcome(res, nil), nil)
@@ -135,7 +158,30 @@ func (s *Service) readCreate(ctx context.Context, op operationRow, p Payment) ou
 	if len(found) > 0 {
 		return readOutcome(createOutcome(found[0], nil), nil)
 	}
-	return outcome{call: CallError, next: "read", code: "none_found"}
+	return outcome{call: CallError, next: nextRead, code: "none_found"}
+}
+
+// listMargin widens the window of a create's list of payments on both
+// sides: the processor's clock may differ from CMPay's, so its record of
+// a payment may be dated before the operation was stored.
+const listMargin = 15 * time.Minute
+
+// listCreated looks for op's payment in the processor's consistent list of
+// the payments made from when op was stored until now. Every key op was
+// sent under has ended (each has a stored answer), so an empty list means
+// that none made a payment: absent.
+func (s *Service) listCreated(ctx context.Context, op operationRow) outcome {
+	lister, ok := s.processorNamed(op.processor).(processor.CreatedLister)
+	if !ok || op.createdAt.IsZero() {
+		return outcome{call: CallError, next: nextRead, code: "none_found"}
+	}
+	found, err := lister.ListPaymentsCreated(ctx, op.paymentID, op.createdAt.Add(-listMargin), s.now().Add(listMargin))
+	if err != nil {
+		return readOutcome(errorOutcome(err), err)
+	}
+	out := foundOutcome(found)
+	out.absent = len(found) == 0
+	return out
 }
 
 // readChange reads the processor's record of a capture's or cancel's
@@ -145,7 +191,10 @@ func (s *Service) readChange(ctx context.Context, op operationRow, p Payment) (o
 	proc := s.processorNamed(op.processor)
 	if op.operation != OpRefund {
 		res, err := proc.GetPayment(ctx, p.ProcessorReference)
-		return readOutcome(changeOutcome(op.operation, res, err), err), nil
+		out := readOutcome(changeOutcome(op.operation, res, err), err)
+		// Still only authorized: the capture or cancel did not happen.
+		out.absent = err == nil && res.State == processor.PaymentAuthorized
+		return out, nil
 	}
 	var ref *string
 	if err := s.store.db().QueryRow(ctx, commonSQL.SQL("refund_reference"), *op.refundID).Scan(&ref); err != nil {
@@ -164,7 +213,8 @@ func (s *Service) readChange(ctx context.Context, op operationRow, p Payment) (o
 			return readOutcome(refundOutcome(res, nil), nil), nil
 		}
 	}
-	return outcome{call: CallError, next: "read", code: "none_found"}, nil
+	// The list is consistent (unlike search): no refund in it is none made.
+	return outcome{call: CallError, next: nextRead, code: "none_found", absent: true}, nil
 }
 
 // readOutcome is what a read came to: a record settles the operation as a

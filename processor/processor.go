@@ -6,7 +6,10 @@
 // Every write takes an idempotency key that the caller derives from the
 // operation it stored before calling (for example "cmpay_<operation id>"),
 // never from a try: every try of one operation is then the same request to
-// the processor, and asking again can never move money twice. A call ends
+// the processor, and asking again can never move money twice. (The one
+// exception is the caller's: once the processor gives a stored error for
+// the key and its records show the operation not done, the operation is
+// stored with a new key and sent under it; payments/resend.go.) A call ends
 // in one of three ways:
 //
 //   - a result: the processor's state of the payment or refund;
@@ -290,6 +293,18 @@ type Refund struct {
 	Currency    string
 	FailureCode string
 	Created     time.Time
+}
+
+// CreatedLister is a Processor that also lists its payments by when it
+// made them, consistently: unlike FindPayments' search, a payment made
+// before the call is in the answer. Recovery uses it to prove that a
+// create whose key's answer is a stored error made no payment, before
+// sending it again under a new key (payments/resend.go).
+type CreatedLister interface {
+	// ListPaymentsCreated lists the payments made for one CMPay payment id
+	// between from and to (both included, to the processor's precision).
+	// The answer is never nil, nil: an empty slice means none.
+	ListPaymentsCreated(ctx context.Context, paymentID string, from, to time.Time) ([]Payment, error)
 }
 
 // Foreseer is a Processor some of whose answers are known before it is

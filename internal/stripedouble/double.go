@@ -14,6 +14,7 @@
 //	POST /v1/refunds                       refund
 //	GET  /v1/payment_intents/{id}          read
 //	GET  /v1/payment_intents/search        search by metadata['cmpay_payment_id']
+//	GET  /v1/payment_intents               list, newest first, by created
 //	GET  /v1/refunds/{id}                  read a refund
 //	GET  /v1/refunds?payment_intent=…      a payment's refunds
 //
@@ -48,13 +49,14 @@ const (
 	CreateRefund         Endpoint = "POST /v1/refunds"
 	GetPaymentIntent     Endpoint = "GET /v1/payment_intents/{id}"
 	SearchPaymentIntents Endpoint = "GET /v1/payment_intents/search"
+	ListPaymentIntents   Endpoint = "GET /v1/payment_intents"
 	GetRefund            Endpoint = "GET /v1/refunds/{id}"
 	ListRefunds          Endpoint = "GET /v1/refunds"
 )
 
 // Endpoints lists every endpoint.
 var Endpoints = []Endpoint{CreatePaymentIntent, CapturePaymentIntent, CancelPaymentIntent, CreateRefund,
-	GetPaymentIntent, SearchPaymentIntents, GetRefund, ListRefunds}
+	GetPaymentIntent, SearchPaymentIntents, ListPaymentIntents, GetRefund, ListRefunds}
 
 // FaultKind is what goes wrong with one request.
 type FaultKind int
@@ -83,8 +85,7 @@ const (
 	Conflict
 	// ServerErrorStored: the request started executing and failed inside
 	// Stripe before doing anything; the 500 is stored under its key and
-	// replayed for 24 hours, and nothing happened. Tests inject it by
-	// name; Faults leaves it out.
+	// replayed for 24 hours, and nothing happened. On a read: a 500.
 	ServerErrorStored
 )
 
@@ -99,7 +100,8 @@ func (k FaultKind) String() string {
 }
 
 // Faults lists every fault but NoFault.
-var Faults = []FaultKind{DropRequest, DropResponse, Delay, ServerErrorAfter, ServerErrorBefore, RateLimit, Conflict}
+var Faults = []FaultKind{DropRequest, DropResponse, Delay, ServerErrorAfter, ServerErrorBefore, RateLimit, Conflict,
+	ServerErrorStored}
 
 // Fault is one injected fault.
 type Fault struct {
@@ -107,6 +109,10 @@ type Fault struct {
 	// Delay is how long Delay holds the answer (default: an hour, that is
 	// until the client gives up).
 	Delay time.Duration
+	// Hold, when not nil, makes Delay hold the answer until it is closed
+	// (or the client gives up) instead: for tests that order two callers.
+	// A read's answer is the record as it was when the request came.
+	Hold <-chan struct{}
 }
 
 // Options configure a Double.
@@ -135,6 +141,7 @@ type Double struct {
 	order     []string // intent ids in creation order
 	refunds   map[string]*refund
 	keys      map[string]*keyEntry
+	keyOrder  []string // keys in the order of their first use
 	calls     map[Endpoint]int
 	planned   map[Endpoint]map[int]Fault
 	random    *randomFaults
@@ -219,6 +226,20 @@ func (d *Double) Calls(ep Endpoint) int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.calls[ep]
+}
+
+// Keys lists the idempotency keys ep's requests carried, each once, in
+// the order of their first use.
+func (d *Double) Keys(ep Endpoint) []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []string
+	for _, k := range d.keyOrder {
+		if e := d.keys[k]; e != nil && e.endpoint == ep {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // SetSearchLag changes the search lag.
@@ -336,6 +357,9 @@ func (d *Double) write(w http.ResponseWriter, r *http.Request, fault Fault, ep E
 		return
 	default:
 		e = &keyEntry{endpoint: ep, params: params, created: d.clock(), executing: true}
+		if d.keys[key] == nil {
+			d.keyOrder = append(d.keyOrder, key)
+		}
 		d.keys[key] = e
 	}
 	var a answer
@@ -349,7 +373,7 @@ func (d *Double) write(w http.ResponseWriter, r *http.Request, fault Fault, ep E
 		a = answerError(500, "api_error", "", "An unknown error occurred", "")
 	}
 	if fault.Kind == Delay {
-		wait(r, fault.Delay)
+		wait(r, fault)
 	}
 	if e != nil { // nil: a request without a key stores nothing
 		d.mu.Lock()
@@ -368,13 +392,13 @@ func (d *Double) finish(w http.ResponseWriter, r *http.Request, fault Fault, a a
 		return
 	case Delay:
 		if r.Method == http.MethodGet {
-			wait(r, fault.Delay)
+			wait(r, fault)
 		}
 		if r.Context().Err() != nil {
 			return
 		}
-	case ServerErrorAfter:
-		if r.Method == http.MethodGet {
+	case ServerErrorAfter, ServerErrorStored:
+		if r.Method == http.MethodGet { // a read stores nothing: a plain 500
 			a = answerError(500, "api_error", "", "An unknown error occurred", "")
 		}
 	}
@@ -384,16 +408,18 @@ func (d *Double) finish(w http.ResponseWriter, r *http.Request, fault Fault, a a
 	_, _ = w.Write(a.body)
 }
 
-// wait holds an answer for delay (an hour by default) or until the client
-// is gone.
-func wait(r *http.Request, delay time.Duration) {
-	if delay <= 0 {
+// wait holds an answer for f.Delay (an hour by default), or until f.Hold
+// is closed, or until the client is gone.
+func wait(r *http.Request, f Fault) {
+	delay := f.Delay
+	if delay <= 0 || f.Hold != nil {
 		delay = time.Hour
 	}
 	t := time.NewTimer(delay)
 	defer t.Stop()
 	select {
 	case <-t.C:
+	case <-f.Hold:
 	case <-r.Context().Done():
 	}
 }
@@ -423,6 +449,8 @@ func route(method, path string) (Endpoint, string) {
 		return CancelPaymentIntent, parts[2]
 	case method == http.MethodPost && len(parts) == 2 && parts[1] == "refunds":
 		return CreateRefund, ""
+	case method == http.MethodGet && len(parts) == 2 && parts[1] == "payment_intents":
+		return ListPaymentIntents, ""
 	case method == http.MethodGet && len(parts) == 3 && parts[1] == "payment_intents" && parts[2] == "search":
 		return SearchPaymentIntents, ""
 	case method == http.MethodGet && len(parts) == 3 && parts[1] == "payment_intents":

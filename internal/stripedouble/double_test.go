@@ -3,6 +3,7 @@ package stripedouble
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -384,5 +385,60 @@ func TestDeliverEvents(t *testing.T) {
 	}
 	if sig := Sign([]byte("x"), time.Unix(5, 0), "whsec_a"); !strings.HasPrefix(sig, "t=5,v1=") || len(sig) != len("t=5,v1=")+64 {
 		t.Errorf("signature %q", sig)
+	}
+}
+
+// Listing intents is consistent where search lags: an intent is listed as
+// soon as it is made, newest first, filtered by created, page by page.
+func TestListIntentsByCreated(t *testing.T) {
+	d, c := start(t, Options{SearchLag: time.Hour})
+	ctx := context.Background()
+	t0 := c.Now().Unix()
+	for i := range 3 {
+		do(ctx, d, "POST", "/v1/payment_intents", "k"+string(rune('a'+i)), createForm("1050"))
+		c.Add(time.Minute)
+	}
+	ids := func(r reply) []string {
+		var out []string
+		for _, v := range r.body["data"].([]any) {
+			out = append(out, v.(map[string]any)["id"].(string))
+		}
+		return out
+	}
+	all := d.IntentsFor("pay_1")
+	r := do(ctx, d, "GET", "/v1/payment_intents", "", url.Values{"created[gte]": {fmt.Sprint(t0 + 60)}, "limit": {"1"}})
+	if got := ids(r); r.status != 200 || len(got) != 1 || got[0] != all[2] || r.body["has_more"] != true {
+		t.Fatalf("first page %v (%s), want [%s] and more", got, r.raw, all[2])
+	}
+	r = do(ctx, d, "GET", "/v1/payment_intents", "", url.Values{"created[gte]": {fmt.Sprint(t0 + 60)}, "limit": {"1"},
+		"starting_after": {all[2]}})
+	if got := ids(r); len(got) != 1 || got[0] != all[1] || r.body["has_more"] != false {
+		t.Fatalf("second page %v, want [%s] and no more", got, all[1])
+	}
+	r = do(ctx, d, "GET", "/v1/payment_intents", "", url.Values{"created[lt]": {fmt.Sprint(t0 + 60)}})
+	if got := ids(r); len(got) != 1 || got[0] != all[0] {
+		t.Errorf("created before t0+60: %v, want [%s]", got, all[0])
+	}
+	if r := do(ctx, d, "GET", "/v1/payment_intents", "", url.Values{"limit": {"101"}}); r.status != 400 {
+		t.Errorf("limit 101: %d", r.status)
+	}
+}
+
+// A stored 500 is the key's answer for 24 hours, and nothing happened.
+func TestServerErrorStored(t *testing.T) {
+	d, _ := start(t, Options{})
+	d.FailNext(CreatePaymentIntent, Fault{Kind: ServerErrorStored})
+	ctx := context.Background()
+	first := do(ctx, d, "POST", "/v1/payment_intents", "k1", createForm("1050"))
+	second := do(ctx, d, "POST", "/v1/payment_intents", "k1", createForm("1050"))
+	if first.status != 500 || first.replayed || second.status != 500 || !second.replayed {
+		t.Fatalf("answers %d (replayed %v), %d (replayed %v); want 500, then 500 replayed", first.status, first.replayed,
+			second.status, second.replayed)
+	}
+	if ids := d.IntentsFor("pay_1"); len(ids) != 0 {
+		t.Errorf("intents %v, want none", ids)
+	}
+	if keys := d.Keys(CreatePaymentIntent); len(keys) != 1 || keys[0] != "k1" {
+		t.Errorf("keys %v, want [k1]", keys)
 	}
 }

@@ -452,6 +452,8 @@ func (d *Double) read(ep Endpoint, id string, f url.Values) answer {
 		}
 		return jsonAnswer(map[string]any{"object": "search_result", "data": data, "has_more": false,
 			"next_page": nil, "url": "/v1/payment_intents/search"})
+	case ListPaymentIntents:
+		return d.listIntents(f)
 	case GetRefund:
 		if re := d.refunds[id]; re != nil {
 			return jsonAnswer(re)
@@ -584,4 +586,57 @@ func (d *Double) FailRefund(refundID, failureCode string) error {
 	d.emit("refund.updated", &c)
 	d.emit("charge.refund.updated", &c)
 	return nil
+}
+
+// listIntents answers GET /v1/payment_intents as Stripe's lists do, and
+// unlike its search: consistent (every intent made before is there), newest
+// first, filtered by created (created, or created[gt|gte|lt|lte], Unix
+// seconds), a page of limit (1 to 100, default 10) after starting_after;
+// d.mu is held.
+func (d *Double) listIntents(f url.Values) answer {
+	limit := 10
+	if v := f.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 100 {
+			return answerError(400, "invalid_request_error", "parameter_invalid", "limit must be 1 to 100", "limit")
+		}
+		limit = n
+	}
+	var bounds [5]*int64 // created, gt, gte, lt, lte
+	for i, name := range []string{"created", "created[gt]", "created[gte]", "created[lt]", "created[lte]"} {
+		if v := f.Get(name); v != "" {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return answerError(400, "invalid_request_error", "parameter_invalid", "bad "+name, name)
+			}
+			bounds[i] = &n
+		}
+	}
+	in := func(c int64) bool {
+		return (bounds[0] == nil || c == *bounds[0]) && (bounds[1] == nil || c > *bounds[1]) &&
+			(bounds[2] == nil || c >= *bounds[2]) && (bounds[3] == nil || c < *bounds[3]) && (bounds[4] == nil || c <= *bounds[4])
+	}
+	after := f.Get("starting_after")
+	if after != "" && d.intents[after] == nil {
+		return d.missing("payment_intent", after)
+	}
+	data := []*intent{}
+	more := false
+	started := after == ""
+	for i := len(d.order) - 1; i >= 0; i-- {
+		it := d.intents[d.order[i]]
+		if !started {
+			started = it.ID == after
+			continue
+		}
+		if !in(it.Created) {
+			continue
+		}
+		if len(data) == limit {
+			more = true
+			break
+		}
+		data = append(data, it)
+	}
+	return jsonAnswer(map[string]any{"object": "list", "data": data, "has_more": more, "url": "/v1/payment_intents"})
 }

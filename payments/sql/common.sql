@@ -243,6 +243,15 @@ UPDATE processor_operations SET state = 'UNKNOWN', sends = sends + $2, next_try_
        lease_owner = NULL, lease_until = NULL
 WHERE id = $1 AND settled_at IS NULL AND (lease_owner IS NULL OR lease_owner = $5)
 
+-- name: rekey_operation
+-- Gives operation $1 the key $3 in place of $2, to send it again under
+-- (payments/resend.go): only while it is unsettled, still has key $2, and
+-- $4 holds its lease, so of two instances that judged it one stores a key
+-- and the other finds no row. It is then asked again (last_error NULL),
+-- its lease renewed to $5 for the send.
+UPDATE processor_operations SET key = $3, last_error = NULL, lease_until = $5
+WHERE id = $1 AND key = $2 AND settled_at IS NULL AND lease_owner = $4
+
 -- name: settle_created
 -- Sets a created payment to what its processor said ($2 status, $3
 -- reference, $4 decline code, $5 now: the capture's time; for a PENDING

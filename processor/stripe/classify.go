@@ -68,7 +68,7 @@ func kindOf(op string, se *stripeapi.Error) processor.Kind {
 }
 
 func isRead(op string) bool {
-	return op == "get_payment" || op == "find_payments" || op == "get_refund" || op == "list_refunds"
+	return op == "get_payment" || op == "find_payments" || op == "list_payments" || op == "get_refund" || op == "list_refunds"
 }
 
 // isTransport says whether err came from the HTTP round trip itself (a

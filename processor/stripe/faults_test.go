@@ -17,17 +17,19 @@ var wantKind = map[stripedouble.FaultKind]processor.Kind{
 	stripedouble.Delay:             processor.KindTimeout,
 	stripedouble.ServerErrorAfter:  processor.KindServerError,
 	stripedouble.ServerErrorBefore: processor.KindServerError,
+	stripedouble.ServerErrorStored: processor.KindServerError,
 	stripedouble.RateLimit:         processor.KindRateLimited,
 	stripedouble.Conflict:          processor.KindInProgress,
 }
 
 // writeCase is one money-moving operation: prepare what it needs, send
-// it (always with the same key), resolve it by reading when asking again
-// cannot (a replayed 500), and check the double moved its money once.
+// it (with the same key, but after a stored 500 the read shows not done),
+// resolve it by reading when asking again cannot (a replayed 500), and
+// check the double moved its money once.
 type writeCase struct {
 	endpoint stripedouble.Endpoint
 	prepare  func(t *testing.T, conn *Connector) string // the payment reference, if any
-	send     func(ctx context.Context, conn *Connector, ref string) (string, error)
+	send     func(ctx context.Context, conn *Connector, ref, key string) (string, error)
 	read     func(ctx context.Context, conn *Connector, ref string) (string, error)
 	check    func(t *testing.T, d *stripedouble.Double, ref string)
 }
@@ -52,8 +54,8 @@ var writeCases = map[string]writeCase{
 	"create": {
 		endpoint: stripedouble.CreatePaymentIntent,
 		prepare:  func(*testing.T, *Connector) string { return "" },
-		send: func(ctx context.Context, conn *Connector, _ string) (string, error) {
-			p, err := conn.CreatePayment(ctx, cardReq("cmpay_op", "pay_op", "pm_card_visa", true))
+		send: func(ctx context.Context, conn *Connector, _, key string) (string, error) {
+			p, err := conn.CreatePayment(ctx, cardReq(key, "pay_op", "pm_card_visa", true))
 			return string(p.State), err
 		},
 		read: func(ctx context.Context, conn *Connector, _ string) (string, error) {
@@ -76,8 +78,8 @@ var writeCases = map[string]writeCase{
 	"capture": {
 		endpoint: stripedouble.CapturePaymentIntent,
 		prepare:  authorized,
-		send: func(ctx context.Context, conn *Connector, ref string) (string, error) {
-			p, err := conn.CapturePayment(ctx, processor.CaptureRequest{IdempotencyKey: "cmpay_op", Reference: ref, AmountMinor: 1000, Currency: "BRL"})
+		send: func(ctx context.Context, conn *Connector, ref, key string) (string, error) {
+			p, err := conn.CapturePayment(ctx, processor.CaptureRequest{IdempotencyKey: key, Reference: ref, AmountMinor: 1000, Currency: "BRL"})
 			return string(p.State), err
 		},
 		read: readPayment,
@@ -90,8 +92,8 @@ var writeCases = map[string]writeCase{
 	"cancel": {
 		endpoint: stripedouble.CancelPaymentIntent,
 		prepare:  authorized,
-		send: func(ctx context.Context, conn *Connector, ref string) (string, error) {
-			p, err := conn.CancelPayment(ctx, processor.CancelRequest{IdempotencyKey: "cmpay_op", Reference: ref})
+		send: func(ctx context.Context, conn *Connector, ref, key string) (string, error) {
+			p, err := conn.CancelPayment(ctx, processor.CancelRequest{IdempotencyKey: key, Reference: ref})
 			return string(p.State), err
 		},
 		read: readPayment,
@@ -104,8 +106,8 @@ var writeCases = map[string]writeCase{
 	"refund": {
 		endpoint: stripedouble.CreateRefund,
 		prepare:  captured,
-		send: func(ctx context.Context, conn *Connector, ref string) (string, error) {
-			r, err := conn.RefundPayment(ctx, processor.RefundRequest{IdempotencyKey: "cmpay_op", PaymentReference: ref, RefundID: "ref_op", AmountMinor: 700, Currency: "BRL"})
+		send: func(ctx context.Context, conn *Connector, ref, key string) (string, error) {
+			r, err := conn.RefundPayment(ctx, processor.RefundRequest{IdempotencyKey: key, PaymentReference: ref, RefundID: "ref_op", AmountMinor: 700, Currency: "BRL"})
 			return string(r.State), err
 		},
 		read: func(ctx context.Context, conn *Connector, ref string) (string, error) {
@@ -144,17 +146,25 @@ func TestWriteFaults(t *testing.T) {
 				if fault == stripedouble.Delay {
 					ctx = short(t)
 				}
-				_, err := wc.send(ctx, conn, ref)
+				_, err := wc.send(ctx, conn, ref, "cmpay_op")
 				pe := asError(t, err)
 				if !processor.IsUnknown(err) || pe.Kind != wantKind[fault] || pe.Replayed {
 					t.Fatalf("first answer: %v (kind %s), want unknown %s", err, pe.Kind, wantKind[fault])
 				}
 				state, err := askAgain(wc, conn, ref)
-				if fault == stripedouble.ServerErrorAfter {
+				if fault == stripedouble.ServerErrorAfter || fault == stripedouble.ServerErrorStored {
 					if pe := asError(t, err); pe.Kind != processor.KindServerError || !pe.Replayed || !processor.IsUnknown(err) {
 						t.Fatalf("asking again after a stored 500: %v", err)
 					}
 					state, err = wc.read(context.Background(), conn, ref)
+				}
+				if fault == stripedouble.ServerErrorStored {
+					// Nothing happened: the read shows it, and the operation
+					// goes again under a new key (payments/resend.go).
+					if err == nil && state == want[name] {
+						t.Fatalf("after a stored 500 the read shows %q: done", state)
+					}
+					state, err = wc.send(context.Background(), conn, ref, "cmpay_op_a2")
 				}
 				if err != nil || state != want[name] {
 					t.Fatalf("resolved to %q, %v; want %s", state, err, want[name])
@@ -183,7 +193,7 @@ func failNext(d *stripedouble.Double, ep stripedouble.Endpoint, fault stripedoub
 func askAgain(wc writeCase, conn *Connector, ref string) (string, error) {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		state, err := wc.send(context.Background(), conn, ref)
+		state, err := wc.send(context.Background(), conn, ref, "cmpay_op")
 		var pe *processor.Error
 		if processor.IsUnknown(err) && errors.As(err, &pe) && !pe.Replayed && time.Now().Before(deadline) {
 			time.Sleep(time.Millisecond) // polling the double, not waiting for time to pass
@@ -204,6 +214,14 @@ func TestReadFaults(t *testing.T) {
 			found, err := conn.FindPayments(ctx, "pay_prep")
 			if err == nil && len(found) != 1 {
 				return errors.New("not found")
+			}
+			return err
+		},
+		stripedouble.ListPaymentIntents: func(ctx context.Context, conn *Connector, _, _ string) error {
+			now := time.Now()
+			found, err := conn.ListPaymentsCreated(ctx, "pay_prep", now.Add(-time.Hour), now.Add(time.Hour))
+			if err == nil && len(found) != 1 {
+				return errors.New("not listed")
 			}
 			return err
 		},

@@ -1,0 +1,88 @@
+package payments
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cmpay/cmpay/internal/sqlq"
+)
+
+// Sending again under a new key. Stripe stores the answer of a request
+// that started executing, a 500 included, and gives it again for 24 hours
+// to every request with its key: asking again with the key cannot settle
+// such an operation. A replayed 500 says that the key's request has ended,
+// so what it did is in the processor's records: recovery reads them
+// (nextStored), and where a consistent read shows that the operation did
+// not happen, it gives the operation a new key and sends it again. The new
+// key is stored before it is sent, on the condition that the key is still
+// the one read under and the lease still this instance's, so every
+// instance and every later recovery sends the same one; keys follow from
+// the operation's id ("cmpay_op_…", then "cmpay_op_…_a2", "_a3"), so even
+// two instances that both judged it would send one.
+//
+// A create a day old is the exception: like any create past its key's
+// lifetime (keyForgotten), it is never sent again, so no card is charged a
+// day after its payer paid; found, it settles; not found, it waits.
+//
+// Safe for each operation: a capture or cancel the processor already did
+// answers the payment's state (Stripe refuses a second one; the connector
+// reads the refusal as the state); a refund is sent again only when the
+// payment's list of refunds, which is consistent, holds none with its id;
+// a create only when a consistent list of the processor's payments by
+// creation time holds none with its payment's id (readCreate).
+
+// keyAttempt is what separates a key's attempt number from its
+// operation's key: "cmpay_op_…_a2".
+const keyAttempt = "_a"
+
+// nextKey is the key op is sent under after its current one.
+func nextKey(op operationRow) string {
+	base := opKey(op.id)
+	n := 1
+	if rest, ok := strings.CutPrefix(op.key, base+keyAttempt); ok {
+		if v, err := strconv.Atoi(rest); err == nil {
+			n = v
+		}
+	}
+	return fmt.Sprintf("%s%s%d", base, keyAttempt, n+1)
+}
+
+// sendAgain records the read (out) that showed the leased op not done
+// while its key's answer is a stored error, stores op's next key in the
+// same transaction, and sends op under it. Nothing is sent when the key
+// changed or the lease was lost meanwhile: someone else resolves it.
+func (s *Service) sendAgain(ctx context.Context, op operationRow, p Payment, out outcome, took time.Duration) error {
+	s.onCall(op.operation, out.call, took)
+	key := nextKey(op)
+	var changed int64
+	err := s.store.db().Tx(ctx, func(r sqlq.Runner) error {
+		if _, err := r.Exec(ctx, commonSQL.SQL("insert_call"), op.id, op.paymentID, string(op.operation), op.key, callRead,
+			string(out.call), optional(out.code), s.now(), took.Milliseconds()); err != nil {
+			return fmt.Errorf("record processor call: %w", err)
+		}
+		n, err := r.Exec(ctx, commonSQL.SQL("rekey_operation"), op.id, op.key, key, s.instance,
+			s.now().Add(s.timeout+leaseMargin))
+		changed = n
+		if err != nil {
+			return fmt.Errorf("store the operation's next key: %w", err)
+		}
+		return nil
+	})
+	if err != nil || changed == 0 {
+		return err
+	}
+	op.key, op.lastError = key, nil
+	callCtx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	start := time.Now()
+	if op.operation == OpCreate {
+		out = s.sendCreate(callCtx, op)
+	} else {
+		out = s.sendChange(callCtx, op, p.ProcessorReference, p.Amount.Currency)
+	}
+	_, err = s.record(ctx, op, out, callWrite, time.Since(start))
+	return err
+}

@@ -1,0 +1,350 @@
+package payments_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cmpay/cmpay/internal/dbtest"
+	"github.com/cmpay/cmpay/internal/stripedouble"
+	"github.com/cmpay/cmpay/payments"
+	"github.com/cmpay/cmpay/processor"
+	"github.com/cmpay/cmpay/processor/stripe"
+)
+
+// storedChange is a capture, cancel or refund as the stored-500 tests run
+// it: the endpoint it reaches, how the payment starts, the request, when
+// it is settled, and what CMPay and the double must then both say.
+type storedChange struct {
+	endpoint stripedouble.Endpoint
+	capture  bool
+	run      func(ctx context.Context, svc *payments.Service, id, key string) (payments.ChangeResult, error)
+	settled  func(p payments.Payment) bool
+	check    func(p payments.Payment, l stripedouble.Ledger, status string) error
+}
+
+var storedChanges = map[string]storedChange{
+	"capture": {stripedouble.CapturePaymentIntent, false,
+		func(ctx context.Context, svc *payments.Service, id, key string) (payments.ChangeResult, error) {
+			return svc.Capture(ctx, payments.CaptureRequest{PaymentID: id, IdempotencyKey: key})
+		},
+		func(p payments.Payment) bool { return p.PendingOperation == "" },
+		func(p payments.Payment, l stripedouble.Ledger, status string) error {
+			if p.Status != payments.StatusCaptured || p.Captured.Minor != l.Captured || status != "succeeded" ||
+				l.Captures != 1 || l.Captured != 1050 {
+				return fmt.Errorf("CMPay %s captured %d; the double %s %+v; want captured once, 1050", p.Status, p.Captured.Minor, status, l)
+			}
+			return nil
+		}},
+	"cancel": {stripedouble.CancelPaymentIntent, false,
+		func(ctx context.Context, svc *payments.Service, id, key string) (payments.ChangeResult, error) {
+			return svc.Cancel(ctx, payments.CancelRequest{PaymentID: id, IdempotencyKey: key})
+		},
+		func(p payments.Payment) bool { return p.PendingOperation == "" },
+		func(p payments.Payment, l stripedouble.Ledger, status string) error {
+			if p.Status != payments.StatusCanceled || status != "canceled" || l.Cancels != 1 || l.Captured != 0 {
+				return fmt.Errorf("CMPay %s; the double %s %+v; want canceled once", p.Status, status, l)
+			}
+			return nil
+		}},
+	"refund": {stripedouble.CreateRefund, true,
+		func(ctx context.Context, svc *payments.Service, id, key string) (payments.ChangeResult, error) {
+			return svc.Refund(ctx, payments.RefundRequest{PaymentID: id, IdempotencyKey: key, Amount: new("4")})
+		},
+		func(p payments.Payment) bool { return p.Reserved.Minor == 0 },
+		func(p payments.Payment, l stripedouble.Ledger, _ string) error {
+			if p.Status != payments.StatusPartiallyRefunded || p.Refunded.Minor != l.Refunded || l.Refunds != 1 || l.Refunded != 400 {
+				return fmt.Errorf("CMPay %s refunded %d; the double %+v; want one refund of 400", p.Status, p.Refunded.Minor, l)
+			}
+			return nil
+		}},
+}
+
+// A capture, cancel or refund whose request failed inside Stripe, the 500
+// stored under its key and replayed (500_stored: nothing happened), is
+// read, found not done, and sent again under one new key, within the
+// first recovery rounds; one whose 500 came after the money moved
+// (500_after) is settled from the read, under its first key alone. Either
+// way the money moved once and CMPay ends as the double's record.
+func TestStoredErrorChangeIsSentAgainUnderANewKey(t *testing.T) {
+	t.Parallel()
+	faults := map[stripedouble.FaultKind]int{stripedouble.ServerErrorStored: 2, stripedouble.ServerErrorAfter: 1}
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		b, d := stripeSetup(t, db)
+		for name, c := range storedChanges {
+			for fault, wantKeys := range faults {
+				t.Run(name+"/"+fault.String(), func(t *testing.T) {
+					p := stripeCard(t, b, name+"-"+fault.String(), c.capture)
+					d.FailNext(c.endpoint, stripedouble.Fault{Kind: fault})
+					res, err := c.run(t.Context(), b.svc, p.ID, name+"-"+fault.String()+"-op")
+					if err != nil || c.settled(res.Payment) {
+						t.Fatalf("first answer %+v, %v; want the operation in flight", res.Payment, err)
+					}
+					before := len(d.Keys(c.endpoint))
+					got := recoverUntil(t, b, p.ID, c.settled)
+					if err := c.check(got, d.Ledger(got.ProcessorReference), d.Status(got.ProcessorReference)); err != nil {
+						t.Error(err)
+					}
+					keys := d.Keys(c.endpoint)[before-1:]
+					if len(keys) != wantKeys || wantKeys == 2 && keys[1] != keys[0]+"_a2" {
+						t.Errorf("keys sent %q, want %d (the second the first's _a2)", keys, wantKeys)
+					}
+					calls := b.calls(t, got)
+					if len(calls) == 0 || !strings.HasSuffix(calls[len(calls)-1], "SUCCEEDED ") {
+						t.Errorf("calls %q, want the last one SUCCEEDED", calls)
+					}
+					if open := mustOpenUnknown(t, b.svc); open != 0 {
+						t.Errorf("%d unknown outcomes still open", open)
+					}
+				})
+			}
+		}
+	})
+}
+
+// The new key is shown with the write that carried it, and the read that
+// judged the operation with the key it read under.
+func TestStoredErrorNewKeyShowsInTheCalls(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		b, d := stripeSetup(t, db)
+		p := stripeCard(t, b, "keys-shown", false)
+		d.FailNext(stripedouble.CapturePaymentIntent, stripedouble.Fault{Kind: stripedouble.ServerErrorStored})
+		if _, err := b.svc.Capture(t.Context(), payments.CaptureRequest{PaymentID: p.ID, IdempotencyKey: "cap"}); err != nil {
+			t.Fatal(err)
+		}
+		got := recoverUntil(t, b, p.ID, func(p payments.Payment) bool { return p.PendingOperation == "" })
+		all, err := b.svc.ProcessorCallsOf(t.Context(), []payments.Payment{got})
+		if err != nil {
+			t.Fatal(err)
+		}
+		key := d.Keys(stripedouble.CapturePaymentIntent)[0]
+		var seen []string
+		for _, c := range all[0] {
+			if c.Operation == payments.OpCapture {
+				seen = append(seen, fmt.Sprintf("%s %s", c.Outcome, c.ProcessorKey))
+			}
+		}
+		// The request's 500, recovery's replayed 500, the read (the intent
+		// still authorized), the capture under the new key.
+		want := []string{"UNKNOWN " + key, "UNKNOWN " + key, "SUCCEEDED " + key, "SUCCEEDED " + key + "_a2"}
+		if !slices.Equal(seen, want) {
+			t.Errorf("capture calls %q, want %q", seen, want)
+		}
+	})
+}
+
+// Two instances recover one capture whose key's answer is a stored 500.
+// The first reads the intent (still authorized) and is held there past
+// its lease; the second claims the operation, reads, stores the new key
+// and captures. The first's read then comes back with the old record: it
+// finds the key changed and the lease gone, and sends nothing. One new key
+// is used, and the intent is captured once.
+func TestStoredErrorRaceUsesOneNewKey(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		b, d := stripeSetup(t, db)
+		p := stripeCard(t, b, "race-stored", false)
+		d.FailNext(stripedouble.CapturePaymentIntent, stripedouble.Fault{Kind: stripedouble.ServerErrorStored})
+		if _, err := b.svc.Capture(t.Context(), payments.CaptureRequest{PaymentID: p.ID, IdempotencyKey: "cap"}); err != nil {
+			t.Fatal(err)
+		}
+		b.clock.Advance(testRecovery + time.Second)
+		if _, err := b.svc.RecoverDue(t.Context()); err != nil { // the replayed 500
+			t.Fatal(err)
+		}
+		// The first instance: a patient one (its reads may take seconds).
+		slow := stripeConn(t, d, 5*time.Second)
+		first := mustService(t, b.db.Gorm, payments.Config{KeyTTL: testTTL, Now: b.clock.Now, Processor: slow,
+			ProcessorTimeout: 5 * time.Second, RecoveryAfter: testRecovery})
+		hold := make(chan struct{})
+		d.FailNext(stripedouble.GetPaymentIntent, stripedouble.Fault{Kind: stripedouble.Delay, Hold: hold})
+		reads := d.Calls(stripedouble.GetPaymentIntent)
+		b.clock.Advance(testRecovery + time.Second)
+		done := make(chan error, 1)
+		go func() { _, err := first.RecoverDue(context.Background()); done <- err }()
+		waitFor(t, "the first instance's read", func() bool { return d.Calls(stripedouble.GetPaymentIntent) > reads })
+		b.clock.Advance(time.Minute) // past the first instance's lease
+		if n, err := b.svc.RecoverDue(t.Context()); err != nil || n != 1 {
+			t.Fatalf("second instance: %d claimed, %v", n, err)
+		}
+		close(hold)
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		got := b.mustGet(t, p.ID)
+		if err := storedChanges["capture"].check(got, d.Ledger(p.ProcessorReference), d.Status(p.ProcessorReference)); err != nil {
+			t.Error(err)
+		}
+		// The request's, recovery's (replayed), the second instance's.
+		if keys, calls := d.Keys(stripedouble.CapturePaymentIntent), d.Calls(stripedouble.CapturePaymentIntent); len(keys) != 2 || calls != 3 {
+			t.Errorf("keys %q, %d captures sent; want 2 keys, 3 sends", keys, calls)
+		}
+	})
+}
+
+// stripeConn is a Stripe connector to the double with the given timeout.
+func stripeConn(t *testing.T, d *stripedouble.Double, timeout time.Duration) processor.Processor {
+	t.Helper()
+	cfg := processor.DefaultConfig()
+	cfg.Processor, cfg.StripeAPIKey, cfg.StripeAPIBase, cfg.Timeout = processor.NameStripe, "sk_test_double", d.URL(), timeout
+	conn, err := stripe.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(conn.CloseIdleConnections)
+	return conn
+}
+
+// waitFor polls cond until it holds, or fails after 5 seconds.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// stripeOnTestClock is stripeSetup with the double on the test's clock
+// (its records dated as CMPay's clock says, as with synchronized clocks)
+// and the given search lag.
+func stripeOnTestClock(t *testing.T, db dbtest.DB, searchLag time.Duration) (*bundle, *stripedouble.Double) {
+	t.Helper()
+	var b *bundle
+	d := stripedouble.New(stripedouble.Options{Clock: func() time.Time { return b.clock.Now() }, SearchLag: searchLag})
+	t.Cleanup(d.Close)
+	conn := stripeConn(t, d, testTimeout)
+	b = processorSetup(t, db, conn)
+	b.conn = conn
+	return b, d
+}
+
+// A create whose request failed inside Stripe, its 500 stored under the
+// key (500_stored), is proved not made by Stripe's list of intents by
+// creation time (consistent; here search lags an hour and finds nothing)
+// and sent again under one new key; one whose 500 came after the intent
+// was made (500_after) is found in that list and settled, never sent
+// again. Either way one intent, charged once, and CMPay shows it.
+func TestStoredErrorCreateIsSentAgainOnlyWhenListedNowhere(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		b, d := stripeOnTestClock(t, db, time.Hour)
+		for fault, wantKeys := range map[stripedouble.FaultKind]int{stripedouble.ServerErrorStored: 2, stripedouble.ServerErrorAfter: 1} {
+			t.Run(fault.String(), func(t *testing.T) {
+				before := len(d.Keys(stripedouble.CreatePaymentIntent))
+				d.FailNext(stripedouble.CreatePaymentIntent, stripedouble.Fault{Kind: fault})
+				p := b.mustCreate(t, withToken(card("create-"+fault.String()), "pm_card_visa")).Payment
+				if p.Status != payments.StatusProcessing {
+					t.Fatalf("first answer %s, want PROCESSING", p.Status)
+				}
+				p = recoverUntilSettled(t, b, p.ID)
+				intents := d.IntentsFor(p.ID)
+				if len(intents) != 1 || p.Status != payments.StatusCaptured || p.ProcessorReference != intents[0] ||
+					d.Status(intents[0]) != "succeeded" {
+					t.Fatalf("CMPay %s %s; the double's intents %v", p.Status, p.ProcessorReference, intents)
+				}
+				if l := d.Ledger(intents[0]); l.Authorizations != 1 || l.Captures != 1 || l.Captured != p.Captured.Minor {
+					t.Errorf("ledger %+v, CMPay captured %d; want one authorization, one capture, the same amount", l, p.Captured.Minor)
+				}
+				if keys := d.Keys(stripedouble.CreatePaymentIntent)[before:]; len(keys) != wantKeys {
+					t.Errorf("keys sent %q, want %d", keys, wantKeys)
+				}
+				if ev := b.events(t, p.ID); len(ev) != 1 || ev["PAYMENT_CREATED"] != 1 {
+					t.Errorf("events %v, want one PAYMENT_CREATED", ev)
+				}
+			})
+		}
+	})
+}
+
+// A create whose key's answer is a stored 500, with every instance down
+// for a day after: Stripe's list shows no intent, but the create is not
+// sent a day late (as for any create past its key's lifetime); it waits,
+// PROCESSING, and nothing is charged.
+func TestStoredErrorCreateADayOldIsNotSentAgain(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		b, d := stripeOnTestClock(t, db, 0)
+		d.FailNext(stripedouble.CreatePaymentIntent, stripedouble.Fault{Kind: stripedouble.ServerErrorStored})
+		p := b.mustCreate(t, withToken(card("a-day-old"), "pm_card_visa")).Payment
+		b.clock.Advance(testRecovery + time.Second)
+		if _, err := b.svc.RecoverDue(t.Context()); err != nil { // the replayed 500
+			t.Fatal(err)
+		}
+		b.clock.Advance(25 * time.Hour)
+		for range 3 {
+			b.clock.Advance(testRecovery + time.Second)
+			if _, err := b.svc.RecoverDue(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := b.mustGet(t, p.ID); got.Status != payments.StatusProcessing || len(d.IntentsFor(p.ID)) != 0 {
+			t.Errorf("a day later: %s, %d intents; want PROCESSING, none", got.Status, len(d.IntentsFor(p.ID)))
+		}
+		// The request's and the first recovery round's, none since.
+		if keys, n := d.Keys(stripedouble.CreatePaymentIntent), d.Calls(stripedouble.CreatePaymentIntent); len(keys) != 1 || n != 2 {
+			t.Errorf("keys %q, %d creates sent; want one key, 2 sends", keys, n)
+		}
+	})
+}
+
+// Once Stripe replays the stored 500, the processor is answering again:
+// the read that resolves it is due at once, not a PROCESSOR_RECOVERY_AFTER
+// later, so the next recovery round, with no time passed, settles it.
+func TestStoredErrorIsReadAtOnce(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		b, d := stripeSetup(t, db)
+		p := stripeCard(t, b, "read-at-once", false)
+		d.FailNext(stripedouble.CapturePaymentIntent, stripedouble.Fault{Kind: stripedouble.ServerErrorStored})
+		if _, err := b.svc.Capture(t.Context(), payments.CaptureRequest{PaymentID: p.ID, IdempotencyKey: "cap"}); err != nil {
+			t.Fatal(err)
+		}
+		b.clock.Advance(testRecovery + time.Second)
+		if _, err := b.svc.RecoverDue(t.Context()); err != nil { // the replayed 500
+			t.Fatal(err)
+		}
+		if n, err := b.svc.RecoverDue(t.Context()); err != nil || n != 1 {
+			t.Fatalf("the next round claimed %d, %v; want the operation at once", n, err)
+		}
+		if got := b.mustGet(t, p.ID); got.Status != payments.StatusCaptured || got.PendingOperation != "" {
+			t.Errorf("%s pending %q, want CAPTURED; calls %q", got.Status, got.PendingOperation, b.calls(t, got))
+		}
+	})
+}
+
+// A refund whose key's answer is a stored 500, with every instance down
+// for a day after: unlike a create, it is sent again under a new key once
+// Stripe's list of the intent's refunds shows none, and refunded once.
+func TestStoredErrorRefundADayOldIsSentAgain(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		b, d := stripeOnTestClock(t, db, 0)
+		p := stripeCard(t, b, "refund-a-day-old", true)
+		d.FailNext(stripedouble.CreateRefund, stripedouble.Fault{Kind: stripedouble.ServerErrorStored})
+		if _, err := b.svc.Refund(t.Context(), payments.RefundRequest{PaymentID: p.ID, IdempotencyKey: "ref", Amount: new("4")}); err != nil {
+			t.Fatal(err)
+		}
+		b.clock.Advance(testRecovery + time.Second)
+		if _, err := b.svc.RecoverDue(t.Context()); err != nil { // the replayed 500
+			t.Fatal(err)
+		}
+		b.clock.Advance(25 * time.Hour)
+		if _, err := b.svc.RecoverDue(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		got := b.mustGet(t, p.ID)
+		if err := storedChanges["refund"].check(got, d.Ledger(p.ProcessorReference), ""); err != nil {
+			t.Error(err)
+		}
+		if keys := d.Keys(stripedouble.CreateRefund); len(keys) != 2 {
+			t.Errorf("refund keys %q, want the first and its _a2", keys)
+		}
+	})
+}
