@@ -1269,7 +1269,7 @@ type Payment {
 type ProcessorCall {
   "The operation the call was made for."
   operation: Operation!
-  "The idempotency key CMPay sent the processor: the same for every try of one operation."
+  "The idempotency key CMPay sent the processor: the same for every try of one operation, save one case: when the processor stored an error under the key and a consistent read of its records then showed that the operation was not done, the operation goes on under a new key (its key and an attempt number), stored before it is sent."
   processorIdempotencyKey: String!
   "What the call came to."
   outcome: ProcessorCallOutcome!
