@@ -902,3 +902,59 @@ func TestAKeyOutlivesItsTTLWhileItsWorkIsInFlight(t *testing.T) {
 		}
 	})
 }
+
+// Recovery asks the processor about a claim's operations at once, not one
+// after the other: four unknown creates whose asks the double holds all
+// reach it while the first is still held (one at a time, the second would
+// wait for the first's 30 s timeout), and all settle once answered.
+func TestRecoveryAsksAboutABacklogAtOnce(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		d := stripedouble.New(stripedouble.Options{})
+		t.Cleanup(d.Close)
+		cfg := processor.DefaultConfig()
+		cfg.Processor, cfg.StripeAPIKey, cfg.StripeAPIBase, cfg.Timeout = processor.NameStripe, "sk_test_double", d.URL(), 30*time.Second
+		conn, err := stripe.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(conn.CloseIdleConnections)
+		clock := &fakeClock{now: time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)}
+		svc := mustService(t, db.Gorm, payments.Config{KeyTTL: testTTL, Now: clock.Now, Processor: conn,
+			ProcessorTimeout: 30 * time.Second, RecoveryAfter: testRecovery})
+		b := &bundle{db: db, svc: svc, clock: clock, conn: conn}
+
+		var ids []string
+		for i := range 4 {
+			d.FailNext(stripedouble.CreatePaymentIntent, stripedouble.Fault{Kind: stripedouble.ServerErrorBefore})
+			p := b.mustCreate(t, withToken(card(fmt.Sprint("backlog-", i)), "pm_card_visa")).Payment
+			if p.Status != payments.StatusProcessing {
+				t.Fatalf("create %d: %s, want PROCESSING", i, p.Status)
+			}
+			ids = append(ids, p.ID)
+		}
+		hold := make(chan struct{})
+		release := sync.OnceFunc(func() { close(hold) })
+		t.Cleanup(release) // also when the wait below fails
+		asked := d.Calls(stripedouble.CreatePaymentIntent)
+		for i := 1; i <= 4; i++ {
+			d.FailNth(stripedouble.CreatePaymentIntent, asked+i, stripedouble.Fault{Kind: stripedouble.Delay, Hold: hold})
+		}
+		clock.Advance(30*time.Second + testRecovery + time.Second)
+		done := make(chan error, 1)
+		go func() {
+			_, err := svc.RecoverDue(context.WithoutCancel(t.Context()))
+			done <- err
+		}()
+		waitFor(t, "four asks held at once", func() bool { return d.Calls(stripedouble.CreatePaymentIntent) == asked+4 })
+		release()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range ids {
+			if p := b.mustGet(t, id); p.Status != payments.StatusCaptured {
+				t.Errorf("%s: %s after recovery, want CAPTURED", id, p.Status)
+			}
+		}
+	})
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/cmpay/cmpay/internal/sqlq"
@@ -22,8 +23,16 @@ import (
 // again cannot settle it. Only the processor's word settles an operation;
 // anything else postpones it by PROCESSOR_RECOVERY_AFTER.
 
-// recoverBatch is how many due operations one claim takes.
-const recoverBatch = 16
+const (
+	// recoverBatch is how many due operations one claim takes.
+	recoverBatch = 16
+	// recoverAtOnce is how many of a claim's operations are resolved at
+	// once. One at a time, the backlog a processor's outage leaves (each
+	// call up to PROCESSOR_TIMEOUT) took longer to clear than the contract
+	// gives recovery once the processor answers again; at once, the
+	// processor sees at most this many of an instance's recovery calls.
+	recoverAtOnce = 8
+)
 
 // RecoverDue resolves the operations due now, each once, and says how many
 // it claimed. The Recoverer calls it on a timer; tests call it directly.
@@ -33,12 +42,22 @@ func (s *Service) RecoverDue(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("claim due processor operations: %w", err)
 	}
+	var mu sync.Mutex
 	var errs []error
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, recoverAtOnce)
 	for _, id := range ids {
-		if err := s.resolve(ctx, id); err != nil {
-			errs = append(errs, fmt.Errorf("operation %s: %w", id, err))
-		}
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			if err := s.resolve(ctx, id); err != nil {
+				mu.Lock()
+				defer mu.Unlock()
+				errs = append(errs, fmt.Errorf("operation %s: %w", id, err))
+			}
+		})
 	}
+	wg.Wait()
 	return len(ids), errors.Join(errs...)
 }
 
