@@ -213,16 +213,23 @@ func stripeSetup(t *testing.T, db dbtest.DB) (*bundle, *stripedouble.Double) {
 	t.Helper()
 	d := stripedouble.New(stripedouble.Options{})
 	t.Cleanup(d.Close)
-	cfg := processor.DefaultConfig()
-	cfg.Processor, cfg.StripeAPIKey, cfg.StripeAPIBase, cfg.Timeout = processor.NameStripe, "sk_test_double", d.URL(), testTimeout
-	conn, err := stripe.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(conn.CloseIdleConnections)
+	conn := stripeConn(t, d, testTimeout)
 	b := processorSetup(t, db, conn)
 	b.conn = conn
 	return b, d
+}
+
+// stripeService is a bundle whose service is configured by cfg, with a
+// test clock and a Stripe connector to a new double whose timeout is
+// cfg.ProcessorTimeout.
+func stripeService(t *testing.T, db dbtest.DB, cfg payments.Config) (*bundle, *stripedouble.Double) {
+	t.Helper()
+	d := stripedouble.New(stripedouble.Options{})
+	t.Cleanup(d.Close)
+	clock := &fakeClock{now: time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)}
+	conn := stripeConn(t, d, cfg.ProcessorTimeout)
+	cfg.Now, cfg.Processor = clock.Now, conn
+	return &bundle{db: db, svc: mustService(t, db.Gorm, cfg), clock: clock, conn: conn}, d
 }
 
 // recoverUntilSettled runs recovery rounds, the clock moved past each
@@ -842,20 +849,8 @@ func TestForeseenCallsCountedOnceStored(t *testing.T) {
 func TestAKeyOutlivesItsTTLWhileItsWorkIsInFlight(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
-		d := stripedouble.New(stripedouble.Options{})
-		t.Cleanup(d.Close)
-		cfg := processor.DefaultConfig()
-		cfg.Processor, cfg.StripeAPIKey, cfg.StripeAPIBase, cfg.Timeout = processor.NameStripe, "sk_test_double", d.URL(), testTimeout
-		conn, err := stripe.New(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(conn.CloseIdleConnections)
-		clock := &fakeClock{now: time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)}
-		svc := mustService(t, db.Gorm, payments.Config{KeyTTL: time.Hour, Now: clock.Now, Processor: conn,
-			ProcessorTimeout: testTimeout, RecoveryAfter: time.Hour})
-		b := &bundle{db: db, svc: svc, clock: clock, conn: conn}
-		ctx := t.Context()
+		b, d := stripeService(t, db, payments.Config{KeyTTL: time.Hour, ProcessorTimeout: testTimeout, RecoveryAfter: time.Hour})
+		svc, clock, ctx := b.svc, b.clock, t.Context()
 
 		// Stripe charges, then answers 500 (and replays it for the key).
 		req := withToken(card("in-flight"), "pm_card_visa")
@@ -910,19 +905,8 @@ func TestAKeyOutlivesItsTTLWhileItsWorkIsInFlight(t *testing.T) {
 func TestRecoveryAsksAboutABacklogAtOnce(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
-		d := stripedouble.New(stripedouble.Options{})
-		t.Cleanup(d.Close)
-		cfg := processor.DefaultConfig()
-		cfg.Processor, cfg.StripeAPIKey, cfg.StripeAPIBase, cfg.Timeout = processor.NameStripe, "sk_test_double", d.URL(), 30*time.Second
-		conn, err := stripe.New(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(conn.CloseIdleConnections)
-		clock := &fakeClock{now: time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)}
-		svc := mustService(t, db.Gorm, payments.Config{KeyTTL: testTTL, Now: clock.Now, Processor: conn,
-			ProcessorTimeout: 30 * time.Second, RecoveryAfter: testRecovery})
-		b := &bundle{db: db, svc: svc, clock: clock, conn: conn}
+		b, d := stripeService(t, db, payments.Config{KeyTTL: testTTL, ProcessorTimeout: 30 * time.Second, RecoveryAfter: testRecovery})
+		svc, clock := b.svc, b.clock
 
 		var ids []string
 		for i := range 4 {
