@@ -117,8 +117,14 @@ func OthersNotFound(err error) error {
 	return err
 }
 
-// FromInternal logs err and returns what the client may see of it.
+// FromInternal logs err and returns what the client may see of it. A
+// value of the request that the database refused (IsBadText) is the
+// client's input, not an internal error: BAD_USER_INPUT, on every route
+// that ends here.
 func FromInternal(ctx context.Context, err error) Error {
+	if msg, ok := badText(err); ok {
+		return fromBadText(ctx, err, msg)
+	}
 	id := requestid.From(ctx)
 	slog.ErrorContext(ctx, "internal error", "request_id", id, "err", err)
 	return Error{Code: Internal, Status: http.StatusInternalServerError,

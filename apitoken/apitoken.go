@@ -199,6 +199,11 @@ func (s *Store) List(ctx context.Context) ([]Token, error) {
 // entry in the same transaction (told when nothing changed); an id that
 // names no token writes none.
 func (s *Store) Revoke(ctx context.Context, id string, audit Audit) (Token, error) {
+	if !utf8.ValidString(id) || strings.ContainsRune(id, 0) {
+		// No token has such an id, and PostgreSQL would refuse the query
+		// (SQLSTATE 22021) rather than find nothing.
+		return Token{}, fmt.Errorf("%w: %q", ErrNotFound, id)
+	}
 	row, ok, err := s.st.revoke(ctx, id, s.now(), audit)
 	if err != nil {
 		return Token{}, err

@@ -54,20 +54,25 @@ func (a adminSignInLimiter) AnonymousFailed(addr string) {
 // as the sign-in form's is: when the address has spent its failures for
 // the username, or has too many checks under way (auth.FailureLimiter's
 // TakePair), so that a flood of bogus Basic credentials cannot take the
-// hashing from staff signing in. A failed check that named a username is
-// audited as a failed sign-in; successful scrapes, every few seconds, are
-// not.
+// hashing from staff signing in. Successful scrapes, every few seconds,
+// are not audited; failures are (see auditBasicFailure), within the
+// budgets that keep a guesser from filling the audit log.
 func staffBasic(st *staff.Store, limiter *auth.FailureLimiter) check {
 	return func(r *http.Request) (signIn, error) {
 		user, pass, found := r.BasicAuth()
 		if !found || st == nil {
 			return signIn{}, nil
 		}
-		refused := signIn{identity: "staff:" + staff.NormalizeUsername(user)}
-		try, _ := limiter.TakePair(staffAttempt(clientaddr.From(r.Context()), staff.NormalizeUsername(user)))
+		addr, typed := clientaddr.From(r.Context()), staff.NormalizeUsername(user)
+		refused := signIn{identity: "staff:" + typed}
+		try, _ := limiter.TakePair(staffAttempt(addr, typed))
 		if try == nil {
 			return refused, nil // counted by the guard, answered 429 once spent
 		}
+		// Read before this try counts: the guard answers 429 by the budgets
+		// as they were before the failure (signInFailed).
+		limited := limiter.Blocked(auth.Attempt{Addr: addr, Identity: refused.identity}).Any()
+		quietUnknown := adminSignInLimiter{limiter}.AnonymousSpent(addr)
 		ctx, cancel := context.WithTimeout(r.Context(), credentialCheckTimeout)
 		defer cancel()
 		acct, err := st.Verify(ctx, user, pass)
@@ -90,10 +95,25 @@ func staffBasic(st *staff.Store, limiter *auth.FailureLimiter) check {
 			return signIn{}, fmt.Errorf("check staff credentials: %w", err)
 		}
 		try.Kept()
-		if user != "" {
-			_ = st.RecordFailedSignIn(r.Context(), user, clientaddr.From(r.Context()),
-				"HTTP Basic on "+r.URL.Path+": wrong username or password, disabled, not an admin, or a temporary password")
+		unknown := errors.Is(err, staff.ErrUnknownUsername)
+		if unknown {
+			adminSignInLimiter{limiter}.AnonymousFailed(addr)
+		}
+		if user != "" && !limited && !(unknown && quietUnknown) {
+			auditBasicFailure(r, st, user)
 		}
 		return refused, nil
 	}
+}
+
+// auditBasicFailure audits a failed HTTP Basic sign-in that will be
+// answered 401. One answered 429 (the address or the username has spent
+// its failures), or one with an unknown username once the address has
+// spent its budget of those (adminSignInLimiter.AnonymousSpent), is
+// counted and logged by the guard, not audited: the audit log is
+// append-only, and a guesser must not be able to fill it, as with the
+// sign-in form.
+func auditBasicFailure(r *http.Request, st *staff.Store, user string) {
+	_ = st.RecordFailedSignIn(r.Context(), user, clientaddr.From(r.Context()),
+		"HTTP Basic on "+r.URL.Path+": wrong username or password, disabled, not an admin, or a temporary password")
 }

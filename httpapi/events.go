@@ -4,13 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
-	"github.com/cmpay/cmpay/apierror"
 	"github.com/cmpay/cmpay/auth"
 	"github.com/cmpay/cmpay/clientaddr"
 	"github.com/cmpay/cmpay/graph"
@@ -18,9 +15,11 @@ import (
 
 // Subscriptions over WebSocket carry their token in connection_init's
 // payload, not in the upgrade request (browsers cannot set its headers),
-// so the upgrade passes the bearer check here and the GraphQL handler asks
-// websocketAuthenticator when the payload arrives. Every other request to
-// /graphql, Server-Sent Events included, needs its Authorization header.
+// so an upgrade without an Authorization header passes the bearer check
+// here and the GraphQL handler asks websocketAuthenticator when the
+// payload arrives. Every other request to /graphql, Server-Sent Events and
+// upgrades that do bring the header included, has that header checked
+// first, as the API's every request.
 
 // isWebsocketUpgrade reports whether r asks to become a WebSocket.
 func isWebsocketUpgrade(r *http.Request) bool {
@@ -28,27 +27,21 @@ func isWebsocketUpgrade(r *http.Request) bool {
 }
 
 // websocketOrToken is the /graphql guard: apiToken for every request but a
-// WebSocket upgrade, which only has to come from an address that has not
-// failed too often, and bring at most one Authorization header, as every
-// request must.
-func websocketOrToken(apiToken func(http.Handler) http.Handler, failures *auth.FailureLimiter, log *slog.Logger) func(http.Handler) http.Handler {
+// WebSocket upgrade without an Authorization header, which is let through
+// to bring its token in connection_init. Such an upgrade is not refused by
+// its address's failure budget either: the address may be shared (a NAT,
+// a load balancer when TRUSTED_PROXIES is unset), and a valid token is
+// never refused for others' failures; a bad token in connection_init is
+// counted against the address like any other (websocketAuthenticator).
+func websocketOrToken(apiToken func(http.Handler) http.Handler) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		guarded := apiToken(next)
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if !isWebsocketUpgrade(r) {
-				guarded.ServeHTTP(w, r)
+			if isWebsocketUpgrade(r) && len(r.Header.Values("Authorization")) == 0 {
+				next.ServeHTTP(w, r)
 				return
 			}
-			if refuseSeveralAuthorizations(w, r, styleGraphQL, failures, log) {
-				return
-			}
-			if blocked := failures.Blocked(auth.Attempt{Addr: clientaddr.From(r.Context())}); blocked.Addr {
-				w.Header().Set("Retry-After", strconv.Itoa(int(blocked.RetryAfter.Seconds()+1)))
-				writeError(w, r, styleGraphQL, apierror.Error{Code: apierror.RateLimited, Status: http.StatusTooManyRequests,
-					Message: "too many failed sign-ins from this address; wait and try again"})
-				return
-			}
-			next.ServeHTTP(w, r)
+			guarded.ServeHTTP(w, r)
 		})
 	}
 }

@@ -136,7 +136,7 @@ func NewHandler(d Deps) http.Handler {
 	// read: a stranger's body, however slow or long, costs nothing.
 	body := limitBody(d.MaxBodyBytes)
 	// GraphQL checks scopes per root field (graph's rootFieldScopes).
-	r.With(websocketOrToken(apiToken, failures, log), body).Handle("/graphql", graph.NewHandler(d.Service, gqlOpts))
+	r.With(websocketOrToken(apiToken), body).Handle("/graphql", graph.NewHandler(d.Service, gqlOpts))
 	r.With(restToken, requireScope(auth.PaymentsWrite, styleProblem), body).Post("/api/payments", createPaymentREST(d.Service))
 	r.With(restToken, requireScope(auth.PaymentsWrite, styleProblem), body).Post("/api/payments/{id}/capture", capturePaymentREST(d.Service))
 	r.With(restToken, requireScope(auth.PaymentsWrite, styleProblem), body).Post("/api/payments/{id}/cancel", cancelPaymentREST(d.Service))

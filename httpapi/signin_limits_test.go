@@ -166,3 +166,54 @@ func TestAuditShowsControlCharactersEscaped(t *testing.T) {
 		t.Errorf("the audit page shows the typed username as %q; want its control characters escaped", text)
 	}
 }
+
+// HTTP Basic on /metrics has the sign-in form's budget for usernames that
+// are no account's: failures with made-up names are audited up to the
+// address's budget, then only counted.
+func TestAnonymousBasicFailuresAreBounded(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		b := setup(t, db, func(d *httpapi.Deps) { d.AuthFailuresPerMinute = 3 })
+		codes := map[int]int{}
+		for i := range 10 {
+			codes[signIn(b.handler, "/metrics", "203.0.113.7", "Basic "+basic(fmt.Sprint("nobody-", i), "guess")).Code]++
+		}
+		if codes[http.StatusOK] != 0 || codes[http.StatusInternalServerError] != 0 {
+			t.Errorf("answers %v; want 401s and 429s", codes)
+		}
+		entries, err := b.staff.AuditLog(context.Background(), staff.AuditFilter{Action: staff.ActSignIn}, 500, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := len(entries.Entries); n != 3 {
+			t.Errorf("%d entries for 10 HTTP Basic failures with unknown usernames from one address; want 3, as the form", n)
+		}
+	})
+}
+
+// An HTTP Basic failure answered 429 (its address has spent its failures)
+// is counted, not audited; the right password still reads /metrics from
+// that address.
+func TestLimitedBasicFailuresAreNotAudited(t *testing.T) {
+	t.Parallel()
+	b := setup(t, dbtest.SQLite(t), func(d *httpapi.Deps) { d.AuthFailuresPerMinute = 3 })
+	const addr = "203.0.113.9"
+	for i := range 3 {
+		signIn(b.handler, "/graphql", addr, fmt.Sprint("Bearer guess-", i))
+	}
+	for i := range 2 {
+		if rec := signIn(b.handler, "/metrics", addr, "Basic "+basic("admin", fmt.Sprint("wrong-", i))); rec.Code != http.StatusTooManyRequests {
+			t.Errorf("a wrong admin password from a limited address: %d, want 429", rec.Code)
+		}
+	}
+	if rec := signIn(b.handler, "/metrics", addr, "Basic "+basic("admin", adminPassword)); rec.Code != http.StatusOK {
+		t.Errorf("the right admin password from a limited address: %d, want 200", rec.Code)
+	}
+	entries, err := b.staff.AuditLog(context.Background(), staff.AuditFilter{Action: staff.ActSignIn}, 500, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(entries.Entries); n != 0 {
+		t.Errorf("%d sign-in entries for HTTP Basic failures answered 429; want none", n)
+	}
+}

@@ -2,6 +2,7 @@ package staff
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -332,9 +333,14 @@ func (s *Store) ChangePassword(ctx context.Context, sess Session, address, curre
 
 // Verify checks a username and password without signing in (HTTP Basic on
 // /metrics). An unknown username costs as much as a wrong password, and a
-// disabled account is refused like both: ErrBadCredentials for all three.
+// disabled account is refused like both: ErrBadCredentials for all three,
+// ErrUnknownUsername (which is one) for the first, so that the caller can
+// count such failures under a budget of their own as SignIn's caller does.
 func (s *Store) Verify(ctx context.Context, username, password string) (Account, error) {
-	acct, _, err := s.verify(ctx, username, password)
+	acct, why, err := s.verify(ctx, username, password)
+	if errors.Is(err, ErrBadCredentials) && why == whyUnknown {
+		return Account{}, ErrUnknownUsername
+	}
 	return acct, err
 }
 

@@ -98,17 +98,29 @@ func appendEntry(ctx context.Context, q queries, at time.Time, who Actor, action
 	return q.appendEntry(ctx, storedEntry(at, who, action, target, outcome, detail))
 }
 
-// storedEntry is an entry as stored, its fields cut to their columns' sizes.
+// storedEntry is an entry as stored, its fields made storable and cut to
+// their columns' sizes.
 func storedEntry(at time.Time, who Actor, action Action, target, outcome, detail string) models.StaffAuditEntry {
 	return models.StaffAuditEntry{
 		At:      at,
-		Actor:   clip(who.Username, 100),
-		Address: clip(who.Address, 64),
+		Actor:   clip(storable(who.Username), 100),
+		Address: clip(storable(who.Address), 64),
 		Action:  string(action),
-		Target:  clip(target, 200),
+		Target:  clip(storable(target), 200),
 		Outcome: outcome,
-		Detail:  clip(detail, 1000),
+		Detail:  clip(storable(detail), 1000),
 	}
+}
+
+// storable is s with every NUL byte and every byte that is not UTF-8
+// replaced by U+FFFD: an entry records what someone typed (a username at
+// sign-in, an id in a URL), and PostgreSQL refuses those bytes in text
+// (SQLSTATE 22021), which would lose the entry and answer 500.
+func storable(s string) string {
+	if payments.StorableText(s) {
+		return s
+	}
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
 }
 
 // Record writes one audit entry on its own: for what changes nothing in the
@@ -216,6 +228,11 @@ func (s *Store) AuditLog(ctx context.Context, f AuditFilter, first int, after st
 	}
 	if !f.From.IsZero() && !f.To.IsZero() && !f.From.Before(f.To) {
 		return AuditPage{}, invalid("the end of the time range must come after its start")
+	}
+	if !payments.StorableText(f.Actor) || !payments.StorableText(string(f.Action)) {
+		// No entry holds them (storedEntry), and PostgreSQL would refuse
+		// the query rather than find nothing.
+		return AuditPage{}, invalid("a NUL character or bytes that are not UTF-8 are in a filter, and no entry can have them")
 	}
 	var cur *auditCursor
 	if after != "" {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cmpay/cmpay/internal/sqlq"
 	"github.com/cmpay/cmpay/models"
+	"github.com/cmpay/cmpay/payments"
 )
 
 // store is the seam between a Store and a database: the statements the
@@ -157,7 +158,14 @@ func scanAccount(row sqlq.Row) (models.StaffAccount, error) {
 	return a, err
 }
 
+// account reads the account username names. A username PostgreSQL cannot
+// hold as text (a NUL byte, bytes that are not UTF-8) is no account's, as
+// on SQLite: found false without asking, where PostgreSQL would refuse the
+// query (SQLSTATE 22021) and a sign-in would answer 500.
 func (s shared) account(ctx context.Context, username string) (models.StaffAccount, bool, error) {
+	if !payments.StorableText(username) {
+		return models.StaffAccount{}, false, nil
+	}
 	a, err := scanAccount(s.r.QueryRow(ctx, s.q.SQL("account"), username))
 	if errors.Is(err, sqlq.ErrNoRows) {
 		return a, false, nil

@@ -497,7 +497,8 @@ func orNone(v string) string {
 	return v
 }
 
-// serverError logs what went wrong and shows only the request id.
+// serverError logs what went wrong and shows only the request id; a value
+// the database refused is the request's fault and says so instead (400).
 func serverError(w http.ResponseWriter, r *http.Request, err error) {
 	if database.IsUnavailable(err) {
 		// Not a bug: the database is down, failing over or read-only.
@@ -508,6 +509,11 @@ func serverError(w http.ResponseWriter, r *http.Request, err error) {
 		return
 	}
 	e := apierror.FromInternal(r.Context(), err)
+	if e.Code == apierror.BadUserInput {
+		// A value the database refused (apierror.IsBadText): the request's.
+		render(w, r, e.Status, badInputPage(e.Message))
+		return
+	}
 	id, _ := e.Details["requestId"].(string)
 	render(w, r, e.Status, errorPage(id))
 }

@@ -325,6 +325,11 @@ func (s *Service) DeleteEndpoint(ctx context.Context, client, id string) (bool, 
 
 // DeleteEndpointOf deletes o's endpoint id, as DeleteEndpoint does.
 func (s *Service) DeleteEndpointOf(ctx context.Context, o Owner, id string) (bool, error) {
+	if !payments.StorableText(id) {
+		// No endpoint has such an id, and PostgreSQL would refuse the
+		// query (SQLSTATE 22021) rather than find nothing.
+		return false, nil
+	}
 	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
 	found, err := s.store.deleteEndpoint(ctx, o, id, s.now())
