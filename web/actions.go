@@ -268,6 +268,9 @@ func actionWords(v paymentView, applied *attemptView) string {
 			case payments.RefundProcessing:
 				return "Refund of " + amount + waiting
 			case payments.RefundFailed:
+				if !rf.ReturnedAt.IsZero() {
+					return "Refunded " + amount + ", then returned by the payer's bank (" + or(rf.FailureCode, "no code given") + ")"
+				}
 				return "Refund of " + amount + " failed at the processor (" + or(rf.FailureCode, "no code given") + ")"
 			}
 			return "Refunded " + amount

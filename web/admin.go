@@ -427,16 +427,17 @@ func (a *admin) paymentView(ctx context.Context, id string) (paymentView, error)
 	if sess, ok := sessionFrom(ctx); ok && sess.Account.Role.Allows(staff.Operator) {
 		view.Actions = newActionForms(p)
 	}
-	if err := a.payLaterView(ctx, &view); err != nil {
+	if err := a.processorView(ctx, &view); err != nil {
 		return paymentView{}, err
 	}
 	return view, nil
 }
 
-// payLaterView adds what a Pix or boleto payment's section shows, and the
-// events the processor sent about any payment: a card's tell of a refund
-// returned or an authorization expired at the processor.
-func (a *admin) payLaterView(ctx context.Context, view *paymentView) error {
+// processorView adds what the page shows of the payment at its processor:
+// the events the processor sent about it (for a card, a refund returned or
+// an authorization expired there), and a Pix or boleto payment's state and
+// code.
+func (a *admin) processorView(ctx context.Context, view *paymentView) error {
 	p := view.Payment
 	var err error
 	if a.events != nil && p.ProcessorReference != "" {

@@ -121,6 +121,8 @@ func TestActionResultSaysWhatTheProcessorDid(t *testing.T) {
 	refund := func(status payments.RefundStatus, code string) []payments.Refund {
 		return []payments.Refund{{ID: "ref_1", PaymentID: "pay_1", Amount: brl(400), Status: status, FailureCode: code}}
 	}
+	returned := refund(payments.RefundFailed, "expired_or_canceled_card")
+	returned[0].ReturnedAt = created.Add(time.Hour)
 	for _, c := range []struct {
 		name string
 		v    paymentView
@@ -139,6 +141,8 @@ func TestActionResultSaysWhatTheProcessorDid(t *testing.T) {
 			"Refund of 4.00 BRL sent; the processor has not answered yet"},
 		{"refund failed", paymentView{Payment: captured, Refunds: refund(payments.RefundFailed, "expired_or_canceled_card"),
 			Attempts: applied(payments.OpRefund, "ref_1")}, "Refund of 4.00 BRL failed at the processor (expired_or_canceled_card)"},
+		{"refund returned", paymentView{Payment: captured, Refunds: returned, Attempts: applied(payments.OpRefund, "ref_1")},
+			"Refunded 4.00 BRL, then returned by the payer's bank (expired_or_canceled_card)"},
 	} {
 		if res := resultOf(c.v, "admin-k"); res == nil || res.What != c.want {
 			t.Errorf("%s: %+v, want %q", c.name, res, c.want)
