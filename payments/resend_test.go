@@ -348,3 +348,39 @@ func TestStoredErrorRefundADayOldIsSentAgain(t *testing.T) {
 		}
 	})
 }
+
+// A refund made before its 500 (500_after) while ten newer refunds of the
+// intent were made elsewhere (Stripe's dashboard): the list of refunds
+// holds it on its second page, so recovery finds it there and settles it,
+// never sending it under a new key.
+func TestStoredErrorRefundOnALaterPageIsFound(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		b, d := stripeOnTestClock(t, db, 0)
+		p := stripeCard(t, b, "refund-later-page", true)
+		d.FailNext(stripedouble.CreateRefund, stripedouble.Fault{Kind: stripedouble.ServerErrorAfter})
+		if _, err := b.svc.Refund(t.Context(), payments.RefundRequest{PaymentID: p.ID, IdempotencyKey: "ref", Amount: new("4")}); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 10 {
+			if _, err := b.conn.RefundPayment(t.Context(), processor.RefundRequest{IdempotencyKey: fmt.Sprint("dashboard-", i),
+				PaymentReference: p.ProcessorReference, AmountMinor: 1, Currency: "BRL"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		lists := d.Calls(stripedouble.ListRefunds)
+		got := recoverUntil(t, b, p.ID, storedChanges["refund"].settled)
+		l := d.Ledger(p.ProcessorReference)
+		if got.Refunded.Minor != 400 || l.Refunds != 11 || l.Refunded != 410 {
+			t.Errorf("CMPay refunded %d; the double %+v; want 400 of 410, in 11 refunds", got.Refunded.Minor, l)
+		}
+		for _, k := range d.Keys(stripedouble.CreateRefund) {
+			if strings.HasSuffix(k, "_a2") {
+				t.Errorf("sent again under %s", k)
+			}
+		}
+		if pages := d.Calls(stripedouble.ListRefunds) - lists; pages < 2 {
+			t.Errorf("%d list pages read, want the second", pages)
+		}
+	})
+}
