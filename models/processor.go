@@ -45,6 +45,11 @@ type ProcessorOperation struct {
 	LastError *string   `gorm:"size:500"`
 	CreatedAt time.Time `gorm:"not null;autoCreateTime:false"`
 	SettledAt *time.Time
+	// KeySince is when recovery gave the operation its current Key
+	// (payments/resend.go); NULL while it has its first, set at CreatedAt.
+	// The processor remembers a key for a time counted from its first
+	// send, so recovery counts a key's age from here.
+	KeySince *time.Time
 }
 
 // ProcessorCall is one call made to the processor for an operation: a

@@ -301,16 +301,19 @@ type operationRow struct {
 	state         string
 	sends         int
 	lastError     *string
-	// createdAt is when the operation was stored, and its key first sent
-	// (read_operation only; zero elsewhere).
+	// createdAt is when the operation was stored, and its key first sent;
+	// keySince when recovery gave it its current key (nil: its first).
+	// read_operation only; zero elsewhere.
 	createdAt time.Time
+	keySince  *time.Time
 }
 
 func scanOperation(row sqlq.Row) (operationRow, error) {
 	var o operationRow
 	var req string
 	if err := row.Scan(&o.id, &o.paymentID, &o.refundID, &o.operation, &o.processor, &o.key, &o.amountMinor,
-		&o.currency, &req, &o.state, &o.sends, &o.lastError, &o.createdAt); err != nil {
+		&o.currency, &req, &o.state, &o.sends, &o.lastError, &o.createdAt,
+		&o.keySince); err != nil {
 		return operationRow{}, err
 	}
 	if err := json.Unmarshal([]byte(req), &o.request); err != nil {

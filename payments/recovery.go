@@ -20,8 +20,11 @@ import (
 // (claim_due: one UPDATE ... RETURNING; PostgreSQL skips the rows another
 // instance is claiming, SQLite has one writer), and resolves each: asks
 // again with the same key, or reads the processor's record where asking
-// again cannot settle it. Only the processor's word settles an operation;
-// anything else postpones it by PROCESSOR_RECOVERY_AFTER.
+// again cannot settle it, and after a stored error (a replayed 500) sends
+// it again under a new key where a consistent read shows it not done
+// (resend.go). Only the processor's word settles an operation; anything
+// else postpones it by PROCESSOR_RECOVERY_AFTER, except a stored error
+// answered to a send, whose read is due at once.
 
 const (
 	// recoverBatch is how many due operations one claim takes.
@@ -61,10 +64,12 @@ func (s *Service) RecoverDue(ctx context.Context) (int, error) {
 	return len(ids), errors.Join(errs...)
 }
 
-// resolve makes one call for the leased operation id and records it. The
-// lease is renewed first: it was claimed with the batch, and the calls of
-// the operations before it may have used up its time; one another instance
-// has taken over since is left to it.
+// resolve makes the calls for the leased operation id and records them:
+// one send or read, or after a stored error up to three (a create's
+// search and list, then a send under a new key). The lease is renewed
+// first: it was claimed with the batch, and the calls of the operations
+// before it may have used up its time; one another instance has taken
+// over since is left to it.
 func (s *Service) resolve(ctx context.Context, id string) error {
 	renewed, err := s.store.db().Exec(ctx, commonSQL.SQL("renew_lease"), id, s.instance, s.now().Add(s.timeout+leaseMargin))
 	if err != nil {
@@ -90,7 +95,7 @@ func (s *Service) resolve(ctx context.Context, id string) error {
 	var out outcome
 	kind := callWrite
 	mode := deref(op.lastError)
-	read := mode == nextRead || mode == nextStored || s.keyForgotten(op)
+	read := mode == nextRead || mode == nextStored || s.keyForgotten(op) || s.tooLateToCharge(op)
 	if read {
 		kind = callRead
 	}
@@ -107,7 +112,7 @@ func (s *Service) resolve(ctx context.Context, id string) error {
 	default:
 		out = s.sendCreate(callCtx, op)
 	}
-	if mode == nextStored && out.absent && (op.operation != OpCreate || !s.keyForgotten(op)) {
+	if mode == nextStored && out.absent && (op.operation != OpCreate || !s.tooLateToCharge(op)) {
 		return s.sendAgain(ctx, op, p, out, time.Since(start))
 	}
 	if mode == nextStored && out.next == nextRead {
@@ -130,18 +135,44 @@ func (s *Service) sendCreate(ctx context.Context, op operationRow) outcome {
 // sending it: a clock's skew and the call's own time fit well within it.
 const keyMargin = time.Hour
 
-// keyForgotten says whether op's key may be past the time its processor
-// remembers it (Stripe: 24 hours), when sending a create or a refund again
-// with it would be a new request that moves money again. Such an
-// operation is only ever read: found, it settles; not found, it waits,
-// never charged twice. A capture or cancel is safe to send again (the
-// connector reads an intent already captured or canceled as the answer).
+// keyForgotten says whether op's current key may be past the time its
+// processor remembers it (Stripe: 24 hours from the key's first send:
+// keySince, else createdAt), when sending a create or a refund again with
+// it would be a new request that moves money again. Such an operation is
+// read, never sent with that key: found, it settles; not found, it waits,
+// unless its key's answer was a stored error and a consistent read shows
+// it not done, when a refund (or a create still in time,
+// tooLateToCharge) is sent under a new key (resend.go). A capture or
+// cancel is safe to send again (the connector reads an intent already
+// captured or canceled as the answer).
 func (s *Service) keyForgotten(op operationRow) bool {
-	kl, ok := s.processorNamed(op.processor).(interface{ KeyLifetime() time.Duration })
-	if !ok || op.createdAt.IsZero() || op.operation == OpCapture || op.operation == OpCancel {
+	life, ok := s.keyLifetime(op)
+	if !ok || op.operation == OpCapture || op.operation == OpCancel {
 		return false
 	}
-	return s.now().Sub(op.createdAt) > kl.KeyLifetime()-keyMargin
+	since := op.createdAt
+	if op.keySince != nil {
+		since = *op.keySince
+	}
+	return s.now().Sub(since) > life-keyMargin
+}
+
+// tooLateToCharge says whether op is a create stored longer ago than its
+// processor keeps a key, under any key: it is then only read, never sent,
+// so no card is charged a day after its payer paid.
+func (s *Service) tooLateToCharge(op operationRow) bool {
+	life, ok := s.keyLifetime(op)
+	return ok && op.operation == OpCreate && s.now().Sub(op.createdAt) > life-keyMargin
+}
+
+// keyLifetime is how long op's processor remembers a key; not ok when it
+// does not say, or op's creation time is not known.
+func (s *Service) keyLifetime(op operationRow) (time.Duration, bool) {
+	kl, ok := s.processorNamed(op.processor).(interface{ KeyLifetime() time.Duration })
+	if !ok || op.createdAt.IsZero() {
+		return 0, false
+	}
+	return kl.KeyLifetime(), true
 }
 
 // readCreate reads the processor's record of a create: by its reference

@@ -384,3 +384,97 @@ func TestStoredErrorRefundOnALaterPageIsFound(t *testing.T) {
 		}
 	})
 }
+
+// A refund a day old whose key's answer is a stored 500 is sent again
+// under _a2, and that send gets no answer that settles it (429, a 500
+// before acting, a dropped request). The new key is a day younger than
+// the operation: recovery asks again under it, and the refund is made
+// once, under _a2.
+func TestStoredErrorRefundADayOldIsAskedAgainUnderItsNewKey(t *testing.T) {
+	t.Parallel()
+	faults := []stripedouble.FaultKind{stripedouble.RateLimit, stripedouble.ServerErrorBefore, stripedouble.DropRequest}
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		for _, fault := range faults {
+			t.Run(fault.String(), func(t *testing.T) {
+				b, d := stripeOnTestClock(t, db, 0)
+				p := stripeCard(t, b, "refund-new-key-"+fault.String(), true)
+				d.FailNext(stripedouble.CreateRefund, stripedouble.Fault{Kind: stripedouble.ServerErrorStored})
+				if _, err := b.svc.Refund(t.Context(), payments.RefundRequest{PaymentID: p.ID, IdempotencyKey: "ref-" + fault.String(),
+					Amount: new("4")}); err != nil {
+					t.Fatal(err)
+				}
+				b.clock.Advance(testRecovery + time.Second)
+				if _, err := b.svc.RecoverDue(t.Context()); err != nil { // the replayed 500
+					t.Fatal(err)
+				}
+				b.clock.Advance(25 * time.Hour)
+				d.FailNext(stripedouble.CreateRefund, stripedouble.Fault{Kind: fault})
+				if _, err := b.svc.RecoverDue(t.Context()); err != nil { // read: none; _a2 sent, unanswered
+					t.Fatal(err)
+				}
+				got := recoverUntil(t, b, p.ID, storedChanges["refund"].settled)
+				if err := storedChanges["refund"].check(got, d.Ledger(p.ProcessorReference), ""); err != nil {
+					t.Error(err)
+				}
+				if keys := d.Keys(stripedouble.CreateRefund); len(keys) != 2 || keys[1] != keys[0]+"_a2" {
+					t.Errorf("refund keys %q, want the first and its _a2", keys)
+				}
+			})
+		}
+	})
+}
+
+// A refund given _a2 and never sent (the instance died between storing
+// the key and sending it) is sent under _a2 by the next recovery, however
+// old the operation: the key's age counts from when it was stored.
+func TestStoredErrorRefundNewKeyStoredButNotSentIsSent(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		b, d := stripeOnTestClock(t, db, 0)
+		p := stripeCard(t, b, "refund-key-not-sent", true)
+		d.FailNext(stripedouble.CreateRefund, stripedouble.Fault{Kind: stripedouble.ServerErrorStored})
+		if _, err := b.svc.Refund(t.Context(), payments.RefundRequest{PaymentID: p.ID, IdempotencyKey: "ref", Amount: new("4")}); err != nil {
+			t.Fatal(err)
+		}
+		b.clock.Advance(testRecovery + time.Second)
+		if _, err := b.svc.RecoverDue(t.Context()); err != nil { // the replayed 500
+			t.Fatal(err)
+		}
+		b.clock.Advance(25 * time.Hour)
+		// The dying instance stores _a2, then stops before its refund
+		// reaches Stripe, and records nothing more.
+		conn := stripeConn(t, d, 5*time.Second).(*stripe.Connector)
+		reached := make(chan struct{})
+		dying := mustService(t, b.db.Gorm, payments.Config{KeyTTL: testTTL, Now: b.clock.Now, ProcessorTimeout: 5 * time.Second,
+			RecoveryAfter: testRecovery, Processor: diesBeforeRefund{conn, reached}})
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { _, err := dying.RecoverDue(ctx); done <- err }()
+		<-reached
+		cancel()
+		if err := <-done; err == nil {
+			t.Fatal("the dying instance recorded its send")
+		}
+		b.clock.Advance(time.Minute) // past its lease
+		got := recoverUntil(t, b, p.ID, storedChanges["refund"].settled)
+		if err := storedChanges["refund"].check(got, d.Ledger(p.ProcessorReference), ""); err != nil {
+			t.Error(err)
+		}
+		if keys := d.Keys(stripedouble.CreateRefund); len(keys) != 2 || keys[1] != keys[0]+"_a2" {
+			t.Errorf("refund keys %q, want the first and its _a2", keys)
+		}
+	})
+}
+
+// diesBeforeRefund is the Stripe connector of an instance that dies just
+// before a refund is sent: it says so on reached, then waits for its end.
+type diesBeforeRefund struct {
+	*stripe.Connector
+	reached chan struct{}
+}
+
+func (c diesBeforeRefund) RefundPayment(ctx context.Context, _ processor.RefundRequest) (processor.Refund, error) {
+	close(c.reached)
+	<-ctx.Done()
+	return processor.Refund{}, ctx.Err()
+}

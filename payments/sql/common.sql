@@ -222,7 +222,7 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
 -- Reads one processor operation, in scanOperation's column order
 -- (operations.go).
 SELECT id, payment_id, refund_id, operation, processor, key, amount_minor, currency, request, state, sends,
-       last_error, created_at
+       last_error, created_at, key_since
 FROM processor_operations WHERE id = $1
 
 -- name: settle_operation
@@ -248,8 +248,9 @@ WHERE id = $1 AND settled_at IS NULL AND (lease_owner IS NULL OR lease_owner = $
 -- (payments/resend.go): only while it is unsettled, still has key $2, and
 -- $4 holds its lease, so of two instances that judged it one stores a key
 -- and the other finds no row. It is then asked again (last_error NULL),
--- its lease renewed to $5 for the send.
-UPDATE processor_operations SET key = $3, last_error = NULL, lease_until = $5
+-- its lease renewed to $5 for the send. The new key's age counts from $6
+-- (key_since).
+UPDATE processor_operations SET key = $3, last_error = NULL, lease_until = $5, key_since = $6
 WHERE id = $1 AND key = $2 AND settled_at IS NULL AND lease_owner = $4
 
 -- name: settle_created
