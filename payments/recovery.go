@@ -95,6 +95,10 @@ func (s *Service) resolve(ctx context.Context, id string) error {
 	var out outcome
 	kind := callWrite
 	mode := deref(op.lastError)
+	if mode == nextStored && op.storedAt == nil {
+		now := s.now()
+		op.storedAt = &now // stored before stored_at was kept: seen now
+	}
 	read := mode == nextRead || mode == nextStored || s.keyForgotten(op) || s.tooLateToCharge(op)
 	if read {
 		kind = callRead
@@ -180,7 +184,9 @@ func (s *Service) keyLifetime(op operationRow) (time.Duration, bool) {
 // proves nothing (the search lags). A record not found, or not final,
 // leaves the operation to be read again. When the key's answer is a stored
 // error (stored), a search that finds nothing is followed by a consistent
-// list (listCreated), whose finding nothing proves that no payment was made.
+// list (listCreated), whose finding nothing proves that no payment was
+// made; not for a create too late to be sent again, which the list could
+// not change (search alone then).
 func (s *Service) readCreate(ctx context.Context, op operationRow, p Payment, stored bool) outcome {
 	proc := s.processorNamed(op.processor)
 	if p.ProcessorReference != "" {
@@ -191,7 +197,7 @@ func (s *Service) readCreate(ctx context.Context, op operationRow, p Payment, st
 	if err != nil {
 		return readOutcome(errorOutcome(err), err)
 	}
-	if len(found) == 0 && stored {
+	if len(found) == 0 && stored && !s.tooLateToCharge(op) {
 		return s.listCreated(ctx, op)
 	}
 	return foundOutcome(found)
@@ -217,15 +223,18 @@ func foundOutcome(found []processor.Payment) outcome {
 const listMargin = 15 * time.Minute
 
 // listCreated looks for op's payment in the processor's consistent list of
-// the payments made from when op was stored until now. Every key op was
-// sent under has ended (each has a stored answer), so an empty list means
-// that none made a payment: absent.
+// the payments made from when op was stored until its current key's stored
+// error was first seen (storedAt, set by resolve): every key op was sent
+// under had ended by then (each has a stored answer), so no payment of op
+// is dated later, and an empty list means that none made one: absent. The
+// window is fixed once seen, so later rounds do not page through every
+// payment the account makes meanwhile.
 func (s *Service) listCreated(ctx context.Context, op operationRow) outcome {
 	lister, ok := s.processorNamed(op.processor).(processor.CreatedLister)
-	if !ok || op.createdAt.IsZero() {
+	if !ok || op.createdAt.IsZero() || op.storedAt == nil {
 		return outcome{call: CallError, next: nextRead, code: "none_found"}
 	}
-	found, err := lister.ListPaymentsCreated(ctx, op.paymentID, op.createdAt.Add(-listMargin), s.now().Add(listMargin))
+	found, err := lister.ListPaymentsCreated(ctx, op.paymentID, op.createdAt.Add(-listMargin), op.storedAt.Add(listMargin))
 	if err != nil {
 		return readOutcome(errorOutcome(err), err)
 	}

@@ -263,6 +263,42 @@ func TestStoredErrorCreateIsSentAgainOnlyWhenListedNowhere(t *testing.T) {
 	})
 }
 
+// A create whose key's answer is a stored 500, every instance down for
+// two hours after while the account made 150 other payments: the list it
+// is looked for in ends a margin after its stored 500 was first seen (no
+// send of its key can be dated later), so recovery reads one page of
+// Stripe's list, not every payment made since, and sends it again once.
+func TestStoredErrorCreateListsOnlyUntilItsStoredError(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		b, d := stripeOnTestClock(t, db, time.Hour)
+		d.FailNext(stripedouble.CreatePaymentIntent, stripedouble.Fault{Kind: stripedouble.ServerErrorStored})
+		p := b.mustCreate(t, withToken(card("list-window"), "pm_card_visa")).Payment
+		b.clock.Advance(testRecovery + time.Second)
+		if _, err := b.svc.RecoverDue(t.Context()); err != nil { // the replayed 500
+			t.Fatal(err)
+		}
+		for i := range 150 {
+			b.clock.Advance(48 * time.Second)
+			if _, err := b.conn.CreatePayment(t.Context(), processor.CreatePaymentRequest{
+				IdempotencyKey: fmt.Sprint("other-", i), PaymentID: fmt.Sprint("other-", i), AmountMinor: 100,
+				Currency: "BRL", Method: processor.MethodCreditCard, PaymentMethodToken: "pm_card_visa", Capture: true}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		lists := d.Calls(stripedouble.ListPaymentIntents)
+		got := recoverUntilSettled(t, b, p.ID)
+		if pages := d.Calls(stripedouble.ListPaymentIntents) - lists; pages != 1 {
+			t.Errorf("%d list pages read, want 1 (the payments up to its stored 500)", pages)
+		}
+		intents := d.IntentsFor(p.ID)
+		if len(intents) != 1 || got.Status != payments.StatusCaptured || got.ProcessorReference != intents[0] ||
+			d.Ledger(intents[0]).Captures != 1 {
+			t.Errorf("CMPay %s %s; the double's intents %v", got.Status, got.ProcessorReference, intents)
+		}
+	})
+}
+
 // A create whose key's answer is a stored 500, with every instance down
 // for a day after: Stripe's list shows no intent, but the create is not
 // sent a day late (as for any create past its key's lifetime); it waits,
@@ -278,11 +314,17 @@ func TestStoredErrorCreateADayOldIsNotSentAgain(t *testing.T) {
 			t.Fatal(err)
 		}
 		b.clock.Advance(25 * time.Hour)
+		lists := d.Calls(stripedouble.ListPaymentIntents)
 		for range 3 {
 			b.clock.Advance(testRecovery + time.Second)
 			if _, err := b.svc.RecoverDue(t.Context()); err != nil {
 				t.Fatal(err)
 			}
+		}
+		// Never to be sent again, it is searched for, not listed: the list
+		// could change nothing.
+		if pages := d.Calls(stripedouble.ListPaymentIntents) - lists; pages != 0 {
+			t.Errorf("%d list pages read a day later, want none", pages)
 		}
 		if got := b.mustGet(t, p.ID); got.Status != payments.StatusProcessing || len(d.IntentsFor(p.ID)) != 0 {
 			t.Errorf("a day later: %s, %d intents; want PROCESSING, none", got.Status, len(d.IntentsFor(p.ID)))
