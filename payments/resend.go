@@ -35,7 +35,8 @@ import (
 // reads the refusal as the state); a refund is sent again only when the
 // payment's list of refunds, which is consistent, holds none with its id;
 // a create only when a consistent list of the processor's payments by
-// creation time holds none with its payment's id (readCreate).
+// creation time holds none with its payment's id (readCreate), and its
+// stored error was first seen longer ago than search's lag (mayResend).
 
 // keyAttempt is what separates a key's attempt number from its
 // operation's key: "cmpay_op_…_a2".

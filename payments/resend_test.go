@@ -299,6 +299,36 @@ func TestStoredErrorCreateListsOnlyUntilItsStoredError(t *testing.T) {
 	})
 }
 
+// A create whose 500 came after its intent was made (500_after), on an
+// account whose clock is 20 minutes behind CMPay's (past listMargin):
+// the list's window misses the intent, but the create is not sent again
+// before search, which matches the payment's id whatever its date, has
+// caught up with its key's send; search then finds the intent, and the
+// card is charged once.
+func TestStoredErrorCreateSkewedPastTheMarginIsFoundBySearch(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		var b *bundle
+		d := stripedouble.New(stripedouble.Options{SearchLag: time.Minute,
+			Clock: func() time.Time { return b.clock.Now().Add(-20 * time.Minute) }})
+		t.Cleanup(d.Close)
+		b = processorSetup(t, db, stripeConn(t, d, testTimeout))
+		d.FailNext(stripedouble.CreatePaymentIntent, stripedouble.Fault{Kind: stripedouble.ServerErrorAfter})
+		p := b.mustCreate(t, withToken(card("skew-search"), "pm_card_visa")).Payment
+		if p.Status != payments.StatusProcessing {
+			t.Fatalf("first answer %s, want PROCESSING", p.Status)
+		}
+		got := recoverUntilSettled(t, b, p.ID)
+		intents := d.IntentsFor(p.ID)
+		if len(intents) != 1 || got.Status != payments.StatusCaptured || got.ProcessorReference != intents[0] {
+			t.Fatalf("CMPay %s %s; the double's intents %v: want one, settled from search", got.Status, got.ProcessorReference, intents)
+		}
+		if keys := d.Keys(stripedouble.CreatePaymentIntent); len(keys) != 1 {
+			t.Errorf("keys %q, want the first alone", keys)
+		}
+	})
+}
+
 // A create whose key's answer is a stored 500, with every instance down
 // for a day after: Stripe's list shows no intent, but the create is not
 // sent a day late (as for any create past its key's lifetime); it waits,
