@@ -45,6 +45,16 @@ type ProcessorOperation struct {
 	LastError *string   `gorm:"size:500"`
 	CreatedAt time.Time `gorm:"not null;autoCreateTime:false"`
 	SettledAt *time.Time
+	// KeySince is when recovery gave the operation its current Key
+	// (payments/resend.go); NULL while it has its first, set at CreatedAt.
+	// The processor remembers a key for a time counted from its first
+	// send, so recovery counts a key's age from here.
+	KeySince *time.Time
+	// StoredAt is when recovery first saw the processor's stored error
+	// under Key (a replayed 500); NULL until then, and again once Key
+	// changes. No request under Key can have executed after it, which
+	// bounds the list of payments a create is looked for in.
+	StoredAt *time.Time
 }
 
 // ProcessorCall is one call made to the processor for an operation: a

@@ -301,16 +301,20 @@ type operationRow struct {
 	state         string
 	sends         int
 	lastError     *string
-	// createdAt is when the operation was stored, and its key first sent
-	// (read_operation only; zero elsewhere).
-	createdAt time.Time
+	// createdAt is when the operation was stored, and its key first sent;
+	// keySince when recovery gave it its current key (nil: its first);
+	// storedAt when recovery first saw a stored error under that key (nil:
+	// none yet). read_operation only; zero elsewhere.
+	createdAt          time.Time
+	keySince, storedAt *time.Time
 }
 
 func scanOperation(row sqlq.Row) (operationRow, error) {
 	var o operationRow
 	var req string
 	if err := row.Scan(&o.id, &o.paymentID, &o.refundID, &o.operation, &o.processor, &o.key, &o.amountMinor,
-		&o.currency, &req, &o.state, &o.sends, &o.lastError, &o.createdAt); err != nil {
+		&o.currency, &req, &o.state, &o.sends, &o.lastError, &o.createdAt,
+		&o.keySince, &o.storedAt); err != nil {
 		return operationRow{}, err
 	}
 	if err := json.Unmarshal([]byte(req), &o.request); err != nil {
@@ -361,12 +365,16 @@ func (s *Service) record(ctx context.Context, op operationRow, out outcome, kind
 		}
 		if !out.settled {
 			next, due := optional(out.next), now.Add(s.recoveryAfter)
+			var storedAt *time.Time
+			if out.next == nextStored {
+				storedAt = &now
+			}
 			if kind == callWrite && out.next == nextStored {
 				// The processor answers, with a stored error: the read that
 				// resolves it (resend.go) is due at once.
 				due = now
 			}
-			_, err := r.Exec(ctx, commonSQL.SQL("postpone_operation"), op.id, sends, due, next, s.instance)
+			_, err := r.Exec(ctx, commonSQL.SQL("postpone_operation"), op.id, sends, due, next, s.instance, storedAt)
 			if err != nil {
 				return fmt.Errorf("postpone operation: %w", err)
 			}

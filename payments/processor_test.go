@@ -233,10 +233,12 @@ func stripeService(t *testing.T, db dbtest.DB, cfg payments.Config) (*bundle, *s
 }
 
 // recoverUntilSettled runs recovery rounds, the clock moved past each
-// postponement, until the payment is no longer PROCESSING, or fails.
+// postponement, until the payment is no longer PROCESSING, or fails after
+// 5 rounds past payments.SearchLag (a create after a stored 500 waits it
+// out before it is sent again).
 func recoverUntilSettled(t *testing.T, b *bundle, id string) payments.Payment {
 	t.Helper()
-	for range 5 {
+	for end := b.clock.Now().Add(payments.SearchLag + 5*(testRecovery+time.Second)); b.clock.Now().Before(end); {
 		b.clock.Advance(testRecovery + time.Second)
 		if _, err := b.svc.RecoverDue(t.Context()); err != nil {
 			t.Fatal(err)
@@ -245,7 +247,7 @@ func recoverUntilSettled(t *testing.T, b *bundle, id string) payments.Payment {
 			return p
 		}
 	}
-	t.Fatalf("payment %s still PROCESSING after 5 recovery rounds; calls %q", id, b.calls(t, b.mustGet(t, id)))
+	t.Fatalf("payment %s still PROCESSING after recovery rounds past the search lag; calls %q", id, b.calls(t, b.mustGet(t, id)))
 	return payments.Payment{}
 }
 

@@ -20,8 +20,11 @@ import (
 // (claim_due: one UPDATE ... RETURNING; PostgreSQL skips the rows another
 // instance is claiming, SQLite has one writer), and resolves each: asks
 // again with the same key, or reads the processor's record where asking
-// again cannot settle it. Only the processor's word settles an operation;
-// anything else postpones it by PROCESSOR_RECOVERY_AFTER.
+// again cannot settle it, and after a stored error (a replayed 500) sends
+// it again under a new key where a consistent read shows it not done
+// (resend.go). Only the processor's word settles an operation; anything
+// else postpones it by PROCESSOR_RECOVERY_AFTER, except a stored error
+// answered to a send, whose read is due at once.
 
 const (
 	// recoverBatch is how many due operations one claim takes.
@@ -61,10 +64,12 @@ func (s *Service) RecoverDue(ctx context.Context) (int, error) {
 	return len(ids), errors.Join(errs...)
 }
 
-// resolve makes one call for the leased operation id and records it. The
-// lease is renewed first: it was claimed with the batch, and the calls of
-// the operations before it may have used up its time; one another instance
-// has taken over since is left to it.
+// resolve makes the calls for the leased operation id and records them:
+// one send or read, or after a stored error up to three (a create's
+// search and list, then a send under a new key). The lease is renewed
+// first: it was claimed with the batch, and the calls of the operations
+// before it may have used up its time; one another instance has taken
+// over since is left to it.
 func (s *Service) resolve(ctx context.Context, id string) error {
 	renewed, err := s.store.db().Exec(ctx, commonSQL.SQL("renew_lease"), id, s.instance, s.now().Add(s.timeout+leaseMargin))
 	if err != nil {
@@ -90,7 +95,11 @@ func (s *Service) resolve(ctx context.Context, id string) error {
 	var out outcome
 	kind := callWrite
 	mode := deref(op.lastError)
-	read := mode == nextRead || mode == nextStored || s.keyForgotten(op)
+	readAt := s.now()
+	if mode == nextStored && op.storedAt == nil {
+		op.storedAt = &readAt // stored before stored_at was kept: seen now
+	}
+	read := mode == nextRead || mode == nextStored || s.keyForgotten(op) || s.tooLateToCharge(op)
 	if read {
 		kind = callRead
 	}
@@ -107,7 +116,7 @@ func (s *Service) resolve(ctx context.Context, id string) error {
 	default:
 		out = s.sendCreate(callCtx, op)
 	}
-	if mode == nextStored && out.absent && (op.operation != OpCreate || !s.keyForgotten(op)) {
+	if mode == nextStored && out.absent && s.mayResend(op, readAt) {
 		return s.sendAgain(ctx, op, p, out, time.Since(start))
 	}
 	if mode == nextStored && out.next == nextRead {
@@ -130,18 +139,65 @@ func (s *Service) sendCreate(ctx context.Context, op operationRow) outcome {
 // sending it: a clock's skew and the call's own time fit well within it.
 const keyMargin = time.Hour
 
-// keyForgotten says whether op's key may be past the time its processor
-// remembers it (Stripe: 24 hours), when sending a create or a refund again
-// with it would be a new request that moves money again. Such an
-// operation is only ever read: found, it settles; not found, it waits,
-// never charged twice. A capture or cancel is safe to send again (the
-// connector reads an intent already captured or canceled as the answer).
+// keyForgotten says whether op's current key may be past the time its
+// processor remembers it (Stripe: 24 hours from the key's first send:
+// keySince, else createdAt), when sending a create or a refund again with
+// it would be a new request that moves money again. Such an operation is
+// read, never sent with that key: found, it settles; not found, it waits,
+// unless its key's answer was a stored error and a consistent read shows
+// it not done, when a refund (or a create still in time,
+// tooLateToCharge) is sent under a new key (resend.go). A capture or
+// cancel is safe to send again (the connector reads an intent already
+// captured or canceled as the answer).
 func (s *Service) keyForgotten(op operationRow) bool {
-	kl, ok := s.processorNamed(op.processor).(interface{ KeyLifetime() time.Duration })
-	if !ok || op.createdAt.IsZero() || op.operation == OpCapture || op.operation == OpCancel {
+	life, ok := s.keyLifetime(op)
+	if !ok || op.operation == OpCapture || op.operation == OpCancel {
 		return false
 	}
-	return s.now().Sub(op.createdAt) > kl.KeyLifetime()-keyMargin
+	since := op.createdAt
+	if op.keySince != nil {
+		since = *op.keySince
+	}
+	return s.now().Sub(since) > life-keyMargin
+}
+
+// tooLateToCharge says whether op is a create stored longer ago than its
+// processor keeps a key, under any key: it is then only read, never sent,
+// so no card is charged a day after its payer paid.
+func (s *Service) tooLateToCharge(op operationRow) bool {
+	life, ok := s.keyLifetime(op)
+	return ok && op.operation == OpCreate && s.now().Sub(op.createdAt) > life-keyMargin
+}
+
+// keyLifetime is how long op's processor remembers a key; not ok when it
+// does not say, or op's creation time is not known.
+func (s *Service) keyLifetime(op operationRow) (time.Duration, bool) {
+	kl, ok := s.processorNamed(op.processor).(interface{ KeyLifetime() time.Duration })
+	if !ok || op.createdAt.IsZero() {
+		return 0, false
+	}
+	return kl.KeyLifetime(), true
+}
+
+// searchLag is how long after a payment is made the processor's search
+// may still not show it: Stripe documents under a minute in normal
+// operation (up to an hour in an outage), doubled here. A create read
+// absent after a stored error is sent again only once that error was
+// first seen longer ago than this, so that search, which matches the
+// payment's id whatever its date, would show a payment the list's window
+// missed because the clocks differ by more than listMargin.
+const searchLag = 2 * time.Minute
+
+// mayResend says whether op, which a consistent read made at readAt
+// showed not done while its key's answer is a stored error, is sent again
+// under a new key now: a capture, cancel or refund at once; a create only
+// while it may still charge, and once search has caught up with every
+// send of its key (searchLag). Otherwise it is read again later.
+func (s *Service) mayResend(op operationRow, readAt time.Time) bool {
+	if op.operation != OpCreate {
+		return true
+	}
+	return !s.tooLateToCharge(op) && readAt.Sub(*op.storedAt) >= searchLag
 }
 
 // readCreate reads the processor's record of a create: by its reference
@@ -149,7 +205,9 @@ func (s *Service) keyForgotten(op operationRow) bool {
 // proves nothing (the search lags). A record not found, or not final,
 // leaves the operation to be read again. When the key's answer is a stored
 // error (stored), a search that finds nothing is followed by a consistent
-// list (listCreated), whose finding nothing proves that no payment was made.
+// list (listCreated), whose finding nothing proves that no payment was
+// made; not for a create too late to be sent again, which the list could
+// not change (search alone then).
 func (s *Service) readCreate(ctx context.Context, op operationRow, p Payment, stored bool) outcome {
 	proc := s.processorNamed(op.processor)
 	if p.ProcessorReference != "" {
@@ -160,7 +218,7 @@ func (s *Service) readCreate(ctx context.Context, op operationRow, p Payment, st
 	if err != nil {
 		return readOutcome(errorOutcome(err), err)
 	}
-	if len(found) == 0 && stored {
+	if len(found) == 0 && stored && !s.tooLateToCharge(op) {
 		return s.listCreated(ctx, op)
 	}
 	return foundOutcome(found)
@@ -186,15 +244,18 @@ func foundOutcome(found []processor.Payment) outcome {
 const listMargin = 15 * time.Minute
 
 // listCreated looks for op's payment in the processor's consistent list of
-// the payments made from when op was stored until now. Every key op was
-// sent under has ended (each has a stored answer), so an empty list means
-// that none made a payment: absent.
+// the payments made from when op was stored until its current key's stored
+// error was first seen (storedAt, set by resolve): every key op was sent
+// under had ended by then (each has a stored answer), so no payment of op
+// is dated later, and an empty list means that none made one: absent. The
+// window is fixed once seen, so later rounds do not page through every
+// payment the account makes meanwhile.
 func (s *Service) listCreated(ctx context.Context, op operationRow) outcome {
 	lister, ok := s.processorNamed(op.processor).(processor.CreatedLister)
-	if !ok || op.createdAt.IsZero() {
+	if !ok || op.createdAt.IsZero() || op.storedAt == nil {
 		return outcome{call: CallError, next: nextRead, code: "none_found"}
 	}
-	found, err := lister.ListPaymentsCreated(ctx, op.paymentID, op.createdAt.Add(-listMargin), s.now().Add(listMargin))
+	found, err := lister.ListPaymentsCreated(ctx, op.paymentID, op.createdAt.Add(-listMargin), op.storedAt.Add(listMargin))
 	if err != nil {
 		return readOutcome(errorOutcome(err), err)
 	}

@@ -23,16 +23,20 @@ import (
 // the operation's id ("cmpay_op_…", then "cmpay_op_…_a2", "_a3"), so even
 // two instances that both judged it would send one.
 //
-// A create a day old is the exception: like any create past its key's
-// lifetime (keyForgotten), it is never sent again, so no card is charged a
-// day after its payer paid; found, it settles; not found, it waits.
+// A create a day old is the exception: like any create stored longer ago
+// than its processor keeps a key (tooLateToCharge), it is never sent
+// again, so no card is charged a day after its payer paid; found, it
+// settles; not found, it waits. A new key's own age counts from when it
+// was stored (key_since): a refund whose new key's send got no answer is
+// asked again under it, however old the refund.
 //
 // Safe for each operation: a capture or cancel the processor already did
 // answers the payment's state (Stripe refuses a second one; the connector
 // reads the refusal as the state); a refund is sent again only when the
 // payment's list of refunds, which is consistent, holds none with its id;
 // a create only when a consistent list of the processor's payments by
-// creation time holds none with its payment's id (readCreate).
+// creation time holds none with its payment's id (readCreate), and its
+// stored error was first seen longer ago than search's lag (mayResend).
 
 // keyAttempt is what separates a key's attempt number from its
 // operation's key: "cmpay_op_…_a2".
@@ -56,15 +60,15 @@ func nextKey(op operationRow) string {
 // changed or the lease was lost meanwhile: someone else resolves it.
 func (s *Service) sendAgain(ctx context.Context, op operationRow, p Payment, out outcome, took time.Duration) error {
 	s.onCall(op.operation, out.call, took)
-	key := nextKey(op)
+	key, now := nextKey(op), s.now()
 	var changed int64
 	err := s.store.db().Tx(ctx, func(r sqlq.Runner) error {
 		if _, err := r.Exec(ctx, commonSQL.SQL("insert_call"), op.id, op.paymentID, string(op.operation), op.key, callRead,
-			string(out.call), optional(out.code), s.now(), took.Milliseconds()); err != nil {
+			string(out.call), optional(out.code), now, took.Milliseconds()); err != nil {
 			return fmt.Errorf("record processor call: %w", err)
 		}
 		n, err := r.Exec(ctx, commonSQL.SQL("rekey_operation"), op.id, op.key, key, s.instance,
-			s.now().Add(s.timeout+leaseMargin))
+			now.Add(s.timeout+leaseMargin), now)
 		changed = n
 		if err != nil {
 			return fmt.Errorf("store the operation's next key: %w", err)

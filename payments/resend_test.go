@@ -263,6 +263,72 @@ func TestStoredErrorCreateIsSentAgainOnlyWhenListedNowhere(t *testing.T) {
 	})
 }
 
+// A create whose key's answer is a stored 500, every instance down for
+// two hours after while the account made 150 other payments: the list it
+// is looked for in ends a margin after its stored 500 was first seen (no
+// send of its key can be dated later), so recovery reads one page of
+// Stripe's list, not every payment made since, and sends it again once.
+func TestStoredErrorCreateListsOnlyUntilItsStoredError(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		b, d := stripeOnTestClock(t, db, time.Hour)
+		d.FailNext(stripedouble.CreatePaymentIntent, stripedouble.Fault{Kind: stripedouble.ServerErrorStored})
+		p := b.mustCreate(t, withToken(card("list-window"), "pm_card_visa")).Payment
+		b.clock.Advance(testRecovery + time.Second)
+		if _, err := b.svc.RecoverDue(t.Context()); err != nil { // the replayed 500
+			t.Fatal(err)
+		}
+		for i := range 150 {
+			b.clock.Advance(48 * time.Second)
+			if _, err := b.conn.CreatePayment(t.Context(), processor.CreatePaymentRequest{
+				IdempotencyKey: fmt.Sprint("other-", i), PaymentID: fmt.Sprint("other-", i), AmountMinor: 100,
+				Currency: "BRL", Method: processor.MethodCreditCard, PaymentMethodToken: "pm_card_visa", Capture: true}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		lists := d.Calls(stripedouble.ListPaymentIntents)
+		got := recoverUntilSettled(t, b, p.ID)
+		if pages := d.Calls(stripedouble.ListPaymentIntents) - lists; pages != 1 {
+			t.Errorf("%d list pages read, want 1 (the payments up to its stored 500)", pages)
+		}
+		intents := d.IntentsFor(p.ID)
+		if len(intents) != 1 || got.Status != payments.StatusCaptured || got.ProcessorReference != intents[0] ||
+			d.Ledger(intents[0]).Captures != 1 {
+			t.Errorf("CMPay %s %s; the double's intents %v", got.Status, got.ProcessorReference, intents)
+		}
+	})
+}
+
+// A create whose 500 came after its intent was made (500_after), on an
+// account whose clock is 20 minutes behind CMPay's (past listMargin):
+// the list's window misses the intent, but the create is not sent again
+// before search, which matches the payment's id whatever its date, has
+// caught up with its key's send; search then finds the intent, and the
+// card is charged once.
+func TestStoredErrorCreateSkewedPastTheMarginIsFoundBySearch(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		var b *bundle
+		d := stripedouble.New(stripedouble.Options{SearchLag: time.Minute,
+			Clock: func() time.Time { return b.clock.Now().Add(-20 * time.Minute) }})
+		t.Cleanup(d.Close)
+		b = processorSetup(t, db, stripeConn(t, d, testTimeout))
+		d.FailNext(stripedouble.CreatePaymentIntent, stripedouble.Fault{Kind: stripedouble.ServerErrorAfter})
+		p := b.mustCreate(t, withToken(card("skew-search"), "pm_card_visa")).Payment
+		if p.Status != payments.StatusProcessing {
+			t.Fatalf("first answer %s, want PROCESSING", p.Status)
+		}
+		got := recoverUntilSettled(t, b, p.ID)
+		intents := d.IntentsFor(p.ID)
+		if len(intents) != 1 || got.Status != payments.StatusCaptured || got.ProcessorReference != intents[0] {
+			t.Fatalf("CMPay %s %s; the double's intents %v: want one, settled from search", got.Status, got.ProcessorReference, intents)
+		}
+		if keys := d.Keys(stripedouble.CreatePaymentIntent); len(keys) != 1 {
+			t.Errorf("keys %q, want the first alone", keys)
+		}
+	})
+}
+
 // A create whose key's answer is a stored 500, with every instance down
 // for a day after: Stripe's list shows no intent, but the create is not
 // sent a day late (as for any create past its key's lifetime); it waits,
@@ -278,11 +344,17 @@ func TestStoredErrorCreateADayOldIsNotSentAgain(t *testing.T) {
 			t.Fatal(err)
 		}
 		b.clock.Advance(25 * time.Hour)
+		lists := d.Calls(stripedouble.ListPaymentIntents)
 		for range 3 {
 			b.clock.Advance(testRecovery + time.Second)
 			if _, err := b.svc.RecoverDue(t.Context()); err != nil {
 				t.Fatal(err)
 			}
+		}
+		// Never to be sent again, it is searched for, not listed: the list
+		// could change nothing.
+		if pages := d.Calls(stripedouble.ListPaymentIntents) - lists; pages != 0 {
+			t.Errorf("%d list pages read a day later, want none", pages)
 		}
 		if got := b.mustGet(t, p.ID); got.Status != payments.StatusProcessing || len(d.IntentsFor(p.ID)) != 0 {
 			t.Errorf("a day later: %s, %d intents; want PROCESSING, none", got.Status, len(d.IntentsFor(p.ID)))
@@ -347,4 +419,134 @@ func TestStoredErrorRefundADayOldIsSentAgain(t *testing.T) {
 			t.Errorf("refund keys %q, want the first and its _a2", keys)
 		}
 	})
+}
+
+// A refund made before its 500 (500_after) while ten newer refunds of the
+// intent were made elsewhere (Stripe's dashboard): the list of refunds
+// holds it on its second page, so recovery finds it there and settles it,
+// never sending it under a new key.
+func TestStoredErrorRefundOnALaterPageIsFound(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		b, d := stripeOnTestClock(t, db, 0)
+		p := stripeCard(t, b, "refund-later-page", true)
+		d.FailNext(stripedouble.CreateRefund, stripedouble.Fault{Kind: stripedouble.ServerErrorAfter})
+		if _, err := b.svc.Refund(t.Context(), payments.RefundRequest{PaymentID: p.ID, IdempotencyKey: "ref", Amount: new("4")}); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 10 {
+			if _, err := b.conn.RefundPayment(t.Context(), processor.RefundRequest{IdempotencyKey: fmt.Sprint("dashboard-", i),
+				PaymentReference: p.ProcessorReference, AmountMinor: 1, Currency: "BRL"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		lists := d.Calls(stripedouble.ListRefunds)
+		got := recoverUntil(t, b, p.ID, storedChanges["refund"].settled)
+		l := d.Ledger(p.ProcessorReference)
+		if got.Refunded.Minor != 400 || l.Refunds != 11 || l.Refunded != 410 {
+			t.Errorf("CMPay refunded %d; the double %+v; want 400 of 410, in 11 refunds", got.Refunded.Minor, l)
+		}
+		for _, k := range d.Keys(stripedouble.CreateRefund) {
+			if strings.HasSuffix(k, "_a2") {
+				t.Errorf("sent again under %s", k)
+			}
+		}
+		if pages := d.Calls(stripedouble.ListRefunds) - lists; pages < 2 {
+			t.Errorf("%d list pages read, want the second", pages)
+		}
+	})
+}
+
+// A refund a day old whose key's answer is a stored 500 is sent again
+// under _a2, and that send gets no answer that settles it (429, a 500
+// before acting, a dropped request). The new key is a day younger than
+// the operation: recovery asks again under it, and the refund is made
+// once, under _a2.
+func TestStoredErrorRefundADayOldIsAskedAgainUnderItsNewKey(t *testing.T) {
+	t.Parallel()
+	faults := []stripedouble.FaultKind{stripedouble.RateLimit, stripedouble.ServerErrorBefore, stripedouble.DropRequest}
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		for _, fault := range faults {
+			t.Run(fault.String(), func(t *testing.T) {
+				b, d := stripeOnTestClock(t, db, 0)
+				p := stripeCard(t, b, "refund-new-key-"+fault.String(), true)
+				d.FailNext(stripedouble.CreateRefund, stripedouble.Fault{Kind: stripedouble.ServerErrorStored})
+				if _, err := b.svc.Refund(t.Context(), payments.RefundRequest{PaymentID: p.ID, IdempotencyKey: "ref-" + fault.String(),
+					Amount: new("4")}); err != nil {
+					t.Fatal(err)
+				}
+				b.clock.Advance(testRecovery + time.Second)
+				if _, err := b.svc.RecoverDue(t.Context()); err != nil { // the replayed 500
+					t.Fatal(err)
+				}
+				b.clock.Advance(25 * time.Hour)
+				d.FailNext(stripedouble.CreateRefund, stripedouble.Fault{Kind: fault})
+				if _, err := b.svc.RecoverDue(t.Context()); err != nil { // read: none; _a2 sent, unanswered
+					t.Fatal(err)
+				}
+				got := recoverUntil(t, b, p.ID, storedChanges["refund"].settled)
+				if err := storedChanges["refund"].check(got, d.Ledger(p.ProcessorReference), ""); err != nil {
+					t.Error(err)
+				}
+				if keys := d.Keys(stripedouble.CreateRefund); len(keys) != 2 || keys[1] != keys[0]+"_a2" {
+					t.Errorf("refund keys %q, want the first and its _a2", keys)
+				}
+			})
+		}
+	})
+}
+
+// A refund given _a2 and never sent (the instance died between storing
+// the key and sending it) is sent under _a2 by the next recovery, however
+// old the operation: the key's age counts from when it was stored.
+func TestStoredErrorRefundNewKeyStoredButNotSentIsSent(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		b, d := stripeOnTestClock(t, db, 0)
+		p := stripeCard(t, b, "refund-key-not-sent", true)
+		d.FailNext(stripedouble.CreateRefund, stripedouble.Fault{Kind: stripedouble.ServerErrorStored})
+		if _, err := b.svc.Refund(t.Context(), payments.RefundRequest{PaymentID: p.ID, IdempotencyKey: "ref", Amount: new("4")}); err != nil {
+			t.Fatal(err)
+		}
+		b.clock.Advance(testRecovery + time.Second)
+		if _, err := b.svc.RecoverDue(t.Context()); err != nil { // the replayed 500
+			t.Fatal(err)
+		}
+		b.clock.Advance(25 * time.Hour)
+		// The dying instance stores _a2, then stops before its refund
+		// reaches Stripe, and records nothing more.
+		conn := stripeConn(t, d, 5*time.Second).(*stripe.Connector)
+		reached := make(chan struct{})
+		dying := mustService(t, b.db.Gorm, payments.Config{KeyTTL: testTTL, Now: b.clock.Now, ProcessorTimeout: 5 * time.Second,
+			RecoveryAfter: testRecovery, Processor: diesBeforeRefund{conn, reached}})
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { _, err := dying.RecoverDue(ctx); done <- err }()
+		<-reached
+		cancel()
+		if err := <-done; err == nil {
+			t.Fatal("the dying instance recorded its send")
+		}
+		b.clock.Advance(time.Minute) // past its lease
+		got := recoverUntil(t, b, p.ID, storedChanges["refund"].settled)
+		if err := storedChanges["refund"].check(got, d.Ledger(p.ProcessorReference), ""); err != nil {
+			t.Error(err)
+		}
+		if keys := d.Keys(stripedouble.CreateRefund); len(keys) != 2 || keys[1] != keys[0]+"_a2" {
+			t.Errorf("refund keys %q, want the first and its _a2", keys)
+		}
+	})
+}
+
+// diesBeforeRefund is the Stripe connector of an instance that dies just
+// before a refund is sent: it says so on reached, then waits for its end.
+type diesBeforeRefund struct {
+	*stripe.Connector
+	reached chan struct{}
+}
+
+func (c diesBeforeRefund) RefundPayment(ctx context.Context, _ processor.RefundRequest) (processor.Refund, error) {
+	close(c.reached)
+	<-ctx.Done()
+	return processor.Refund{}, ctx.Err()
 }

@@ -442,3 +442,36 @@ func TestServerErrorStored(t *testing.T) {
 		t.Errorf("keys %v, want [k1]", keys)
 	}
 }
+
+// An intent's refunds are listed as its intents are: newest first, a page
+// of limit after starting_after, has_more while refunds remain.
+func TestListRefundsByPage(t *testing.T) {
+	d, _ := start(t, Options{})
+	ctx := context.Background()
+	id := do(ctx, d, "POST", "/v1/payment_intents", "k1", createForm("1050")).body["id"].(string)
+	for i := range 3 {
+		do(ctx, d, "POST", "/v1/refunds", fmt.Sprint("r", i), url.Values{"payment_intent": {id}, "amount": {"100"}})
+	}
+	ids := func(r reply) []string {
+		var out []string
+		for _, v := range r.body["data"].([]any) {
+			out = append(out, v.(map[string]any)["id"].(string))
+		}
+		return out
+	}
+	all := ids(do(ctx, d, "GET", "/v1/refunds", "", url.Values{"payment_intent": {id}}))
+	if len(all) != 3 || all[0] < all[1] || all[1] < all[2] {
+		t.Fatalf("all refunds %v, want 3, newest first", all)
+	}
+	r := do(ctx, d, "GET", "/v1/refunds", "", url.Values{"payment_intent": {id}, "limit": {"2"}})
+	if got := ids(r); r.status != 200 || len(got) != 2 || got[1] != all[1] || r.body["has_more"] != true {
+		t.Fatalf("first page %v (%s), want %v and more", got, r.raw, all[:2])
+	}
+	r = do(ctx, d, "GET", "/v1/refunds", "", url.Values{"payment_intent": {id}, "limit": {"2"}, "starting_after": {all[1]}})
+	if got := ids(r); len(got) != 1 || got[0] != all[2] || r.body["has_more"] != false {
+		t.Fatalf("second page %v (%s), want [%s] and no more", got, r.raw, all[2])
+	}
+	if r := do(ctx, d, "GET", "/v1/refunds", "", url.Values{"payment_intent": {id}, "limit": {"0"}}); r.status != 400 {
+		t.Errorf("limit 0: %d", r.status)
+	}
+}

@@ -460,11 +460,7 @@ func (d *Double) read(ep Endpoint, id string, f url.Values) answer {
 		}
 		return d.missing("refund", id)
 	case ListRefunds:
-		pi := f.Get("payment_intent")
-		if d.intents[pi] == nil {
-			return d.missing("payment_intent", pi)
-		}
-		return jsonAnswer(map[string]any{"object": "list", "data": d.refundsOf(pi), "has_more": false, "url": "/v1/refunds"})
+		return d.listRefunds(f)
 	}
 	panic("not a read: " + string(ep))
 }
@@ -594,13 +590,9 @@ func (d *Double) FailRefund(refundID, failureCode string) error {
 // seconds), a page of limit (1 to 100, default 10) after starting_after;
 // d.mu is held.
 func (d *Double) listIntents(f url.Values) answer {
-	limit := 10
-	if v := f.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 100 {
-			return answerError(400, "invalid_request_error", "parameter_invalid", "limit must be 1 to 100", "limit")
-		}
-		limit = n
+	limit, ok := pageLimit(f)
+	if !ok {
+		return badLimit()
 	}
 	var bounds [5]*int64 // created, gt, gte, lt, lte
 	for i, name := range []string{"created", "created[gt]", "created[gte]", "created[lt]", "created[lte]"} {
@@ -639,4 +631,46 @@ func (d *Double) listIntents(f url.Values) answer {
 		data = append(data, it)
 	}
 	return jsonAnswer(map[string]any{"object": "list", "data": data, "has_more": more, "url": "/v1/payment_intents"})
+}
+
+// pageLimit is a list's page size: limit, 1 to 100, default 10; not ok
+// for anything else.
+func pageLimit(f url.Values) (int, bool) {
+	v := f.Get("limit")
+	if v == "" {
+		return 10, true
+	}
+	n, err := strconv.Atoi(v)
+	return n, err == nil && n >= 1 && n <= 100
+}
+
+func badLimit() answer {
+	return answerError(400, "invalid_request_error", "parameter_invalid", "limit must be 1 to 100", "limit")
+}
+
+// listRefunds answers GET /v1/refunds?payment_intent=…: the intent's
+// refunds, newest first, a page of limit after starting_after, as Stripe
+// pages its lists; d.mu is held.
+func (d *Double) listRefunds(f url.Values) answer {
+	pi := f.Get("payment_intent")
+	if d.intents[pi] == nil {
+		return d.missing("payment_intent", pi)
+	}
+	limit, ok := pageLimit(f)
+	if !ok {
+		return badLimit()
+	}
+	all := d.refundsOf(pi)
+	if after := f.Get("starting_after"); after != "" {
+		i := slices.IndexFunc(all, func(re *refund) bool { return re.ID == after })
+		if i < 0 {
+			return d.missing("refund", after)
+		}
+		all = all[i+1:]
+	}
+	data, more := all, false
+	if len(all) > limit {
+		data, more = all[:limit], true
+	}
+	return jsonAnswer(map[string]any{"object": "list", "data": data, "has_more": more, "url": "/v1/refunds"})
 }

@@ -222,7 +222,7 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
 -- Reads one processor operation, in scanOperation's column order
 -- (operations.go).
 SELECT id, payment_id, refund_id, operation, processor, key, amount_minor, currency, request, state, sends,
-       last_error, created_at
+       last_error, created_at, key_since, stored_at
 FROM processor_operations WHERE id = $1
 
 -- name: settle_operation
@@ -238,9 +238,11 @@ WHERE id = $1 AND settled_at IS NULL
 -- Leaves operation $1 unsettled after a call that did not settle it:
 -- UNKNOWN, $2 more sends, next due at $3, $4 the error that says what to do
 -- next, the lease released. Only by the lease's holder $5 (or when no one
--- holds it): a holder whose lease ran out leaves it to the new one.
+-- holds it): a holder whose lease ran out leaves it to the new one. $6 is
+-- now when the key's answer is a stored error, else NULL: stored_at keeps
+-- when that was first seen.
 UPDATE processor_operations SET state = 'UNKNOWN', sends = sends + $2, next_try_at = $3, last_error = $4,
-       lease_owner = NULL, lease_until = NULL
+       lease_owner = NULL, lease_until = NULL, stored_at = COALESCE(stored_at, $6)
 WHERE id = $1 AND settled_at IS NULL AND (lease_owner IS NULL OR lease_owner = $5)
 
 -- name: rekey_operation
@@ -248,8 +250,9 @@ WHERE id = $1 AND settled_at IS NULL AND (lease_owner IS NULL OR lease_owner = $
 -- (payments/resend.go): only while it is unsettled, still has key $2, and
 -- $4 holds its lease, so of two instances that judged it one stores a key
 -- and the other finds no row. It is then asked again (last_error NULL),
--- its lease renewed to $5 for the send.
-UPDATE processor_operations SET key = $3, last_error = NULL, lease_until = $5
+-- its lease renewed to $5 for the send. The new key's age counts from $6
+-- (key_since), and no stored error has been seen under it yet.
+UPDATE processor_operations SET key = $3, last_error = NULL, lease_until = $5, key_since = $6, stored_at = NULL
 WHERE id = $1 AND key = $2 AND settled_at IS NULL AND lease_owner = $4
 
 -- name: settle_created

@@ -2,7 +2,9 @@ package stripe
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"slices"
 	"testing"
 	"time"
 
@@ -287,5 +289,30 @@ func TestMGAIsWholeAriaryAtStripe(t *testing.T) {
 	p, err := conn.CreatePayment(context.Background(), req)
 	if err != nil || p.AmountMinor != 1000 || p.CapturedMinor != 1000 || d.Ledger(p.Reference).Captured != 10 {
 		t.Fatalf("%+v %v ledger %+v", p, err, d.Ledger(p.Reference))
+	}
+}
+
+// ListRefunds reads every page of an intent's refunds (Stripe's page is 10
+// by default): a refund older than the ten newest is found.
+func TestListRefundsReadsEveryPage(t *testing.T) {
+	conn, d, _ := setup(t, stripedouble.Options{})
+	ctx := context.Background()
+	p, err := conn.CreatePayment(ctx, cardReq("cmpay_op1", "pay_1", "pm_card_visa", true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 12 {
+		if _, err := conn.RefundPayment(ctx, processor.RefundRequest{IdempotencyKey: fmt.Sprint("cmpay_r", i),
+			PaymentReference: p.Reference, RefundID: fmt.Sprint("ref_", i), AmountMinor: 10, Currency: "BRL"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lists := d.Calls(stripedouble.ListRefunds)
+	all, err := conn.ListRefunds(ctx, p.Reference)
+	if err != nil || len(all) != 12 || !slices.ContainsFunc(all, func(r processor.Refund) bool { return r.RefundID == "ref_0" }) {
+		t.Fatalf("listed %d refunds (%v), want 12, ref_0 among them", len(all), err)
+	}
+	if pages := d.Calls(stripedouble.ListRefunds) - lists; pages != 2 {
+		t.Errorf("%d pages read, want 2", pages)
 	}
 }
