@@ -64,6 +64,10 @@ type Config struct {
 	// RecoveryAfter is how long an unknown outcome waits before recovery
 	// resolves it (PROCESSOR_RECOVERY_AFTER). Zero means 30 s.
 	RecoveryAfter time.Duration
+	// SearchLag is how long the processor's search may take to show a new
+	// payment (STRIPE_SEARCH_LAG; recovery.go, mayResend). Zero means
+	// 2 minutes.
+	SearchLag time.Duration
 	// OnProcessorCall, if set, is told of every processor call stored (as
 	// processorCalls lists them): its operation, outcome and duration
 	// (metrics hook in here).
@@ -110,13 +114,15 @@ type Service struct {
 	clockOffset ClockOffset
 	onAttempt   func(Operation, Outcome, string)
 
-	// proc moves the money (operations.go); timeout and recoveryAfter are
-	// PROCESSOR_TIMEOUT and PROCESSOR_RECOVERY_AFTER; instance names this
-	// Service as the owner of the operations it leases.
+	// proc moves the money (operations.go); timeout, recoveryAfter and
+	// searchLag are PROCESSOR_TIMEOUT, PROCESSOR_RECOVERY_AFTER and
+	// STRIPE_SEARCH_LAG; instance names this Service as the owner of the
+	// operations it leases.
 	proc          processor.Processor
 	procs         map[string]processor.Processor
 	timeout       time.Duration
 	recoveryAfter time.Duration
+	searchLag     time.Duration
 	instance      string
 	onCall        func(Operation, CallOutcome, time.Duration)
 	onSettled     func(Operation, bool)
@@ -145,6 +151,9 @@ func NewService(db *gorm.DB, cfg Config) (*Service, error) {
 	}
 	if s.recoveryAfter <= 0 {
 		s.recoveryAfter = defaults.RecoveryAfter
+	}
+	if s.searchLag = cfg.SearchLag; s.searchLag <= 0 {
+		s.searchLag = defaultSearchLag
 	}
 	defaults.Timeout = s.timeout
 	if s.proc == nil {

@@ -77,6 +77,10 @@ type Config struct {
 	// PollAfter is how long a pending payment may go without an event
 	// before it is read from the processor (PROCESSOR_POLL_AFTER).
 	PollAfter time.Duration
+	// StripeSearchLag is how long Stripe's search may take to show a new
+	// PaymentIntent (STRIPE_SEARCH_LAG): after a stored error, a create
+	// found nowhere is sent again only once this long has passed.
+	StripeSearchLag time.Duration
 	// SandboxMethods is SandboxInstant or SandboxAsync (SANDBOX_METHODS).
 	SandboxMethods SandboxMethods
 	// SandboxPixExpiry and SandboxBoletoExpiry are how long a sandbox Pix
@@ -93,6 +97,7 @@ func DefaultConfig() Config {
 		Timeout:             10 * time.Second,
 		RecoveryAfter:       30 * time.Second,
 		PollAfter:           5 * time.Minute,
+		StripeSearchLag:     2 * time.Minute,
 		SandboxMethods:      SandboxInstant,
 		SandboxPixExpiry:    15 * time.Minute,
 		SandboxBoletoExpiry: 72 * time.Hour,
@@ -102,9 +107,9 @@ func DefaultConfig() Config {
 // String shows the configuration with its secrets redacted.
 func (c Config) String() string {
 	return fmt.Sprintf("processor=%s stripe_api_key=%q stripe_api_base=%s stripe_webhook_secret=%q "+
-		"timeout=%s recovery_after=%s poll_after=%s sandbox_methods=%s pix_expiry=%s boleto_expiry=%s",
+		"timeout=%s recovery_after=%s poll_after=%s stripe_search_lag=%s sandbox_methods=%s pix_expiry=%s boleto_expiry=%s",
 		c.Processor, c.StripeAPIKey.show(), c.StripeAPIBase, c.StripeWebhookSecret.show(),
-		c.Timeout, c.RecoveryAfter, c.PollAfter, c.SandboxMethods, c.SandboxPixExpiry, c.SandboxBoletoExpiry)
+		c.Timeout, c.RecoveryAfter, c.PollAfter, c.StripeSearchLag, c.SandboxMethods, c.SandboxPixExpiry, c.SandboxBoletoExpiry)
 }
 
 // ConfigFromEnv reads the configuration from getenv (os.Getenv in the
@@ -144,7 +149,8 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		dst  *time.Duration
 	}{
 		{"PROCESSOR_TIMEOUT", &c.Timeout}, {"PROCESSOR_RECOVERY_AFTER", &c.RecoveryAfter},
-		{"PROCESSOR_POLL_AFTER", &c.PollAfter}, {"SANDBOX_PIX_EXPIRY", &c.SandboxPixExpiry},
+		{"PROCESSOR_POLL_AFTER", &c.PollAfter}, {"STRIPE_SEARCH_LAG", &c.StripeSearchLag},
+		{"SANDBOX_PIX_EXPIRY", &c.SandboxPixExpiry},
 		{"SANDBOX_BOLETO_EXPIRY", &c.SandboxBoletoExpiry},
 	}
 	for _, d := range durations {

@@ -135,6 +135,7 @@ func build(ctx context.Context, db *gorm.DB, replica *database.Replica, cfg conf
 	svc, err := payments.NewService(db, payments.Config{
 		KeyTTL: cfg.KeyTTL, Reads: replica, Unavailable: database.IsUnavailable, ClockOffset: database.ClockOffset(db),
 		Processor: proc, Sandbox: sandbox.New(pcfg), ProcessorTimeout: pcfg.Timeout, RecoveryAfter: pcfg.RecoveryAfter,
+		SearchLag:       pcfg.StripeSearchLag,
 		OnProcessorCall: m.OnProcessorCall, OnOperationSettled: func(op payments.Operation, wasUnknown bool) {
 			m.OnOperationSettled(op, wasUnknown)
 			ev.Wake() // an event was written

@@ -33,7 +33,7 @@ func TestChaosAtTheProcessor(t *testing.T) {
 	// plus 5 s (payments' leaseMargin): most of the time after the flows.
 	double.FailRandomly(7, 0.15, 750*time.Millisecond, stripedouble.Faults, stripedouble.Endpoints...)
 	env := []string{"PROCESSOR=stripe", "STRIPE_API_KEY=sk_test_chaos", "STRIPE_API_BASE=" + double.URL(),
-		"PROCESSOR_TIMEOUT=500ms", "PROCESSOR_RECOVERY_AFTER=500ms"}
+		"PROCESSOR_TIMEOUT=500ms", "PROCESSOR_RECOVERY_AFTER=500ms", "STRIPE_SEARCH_LAG=100ms"}
 
 	var servers [2]atomic.Pointer[process]
 	servers[0].Store(startServer(t, db.URL, env...))
