@@ -196,8 +196,9 @@ var noIntrospectionRule = core.Rule{
 // codeTooComplex is the code gqlgen's complexity limit uses.
 const codeTooComplex = "COMPLEXITY_LIMIT_EXCEEDED"
 
-// listMultiplier is how many items complexity assumes an unbounded list
-// (a payment's attempts, refunds or processor calls) holds.
+// listMultiplier is how many items complexity assumes a list holds when
+// the client does not say (a payment's attempts, refunds or processor calls
+// without first or last: see listSize).
 const listMultiplier = 10
 
 // queryCost is what a root field that reads the database costs besides
@@ -221,8 +222,9 @@ func complexity() ComplexityRoot {
 	}
 	c.Query.Payment = func(child int, _ string) int { return queryCost + 1 + child }
 	c.Query.WebhookEndpoints = func(child int) int { return queryCost + 1 + listMultiplier*child }
-	c.Payment.Attempts = func(child int) int { return 1 + listMultiplier*child }
-	c.Payment.ProcessorCalls = func(child int) int { return 1 + listMultiplier*child }
+	c.Payment.Attempts = func(child int, first, last *int) int { return 1 + listSize(first, last)*child }
+	c.Payment.Refunds = func(child int, first, last *int) int { return 1 + listSize(first, last)*child }
+	c.Payment.ProcessorCalls = func(child int, first, last *int) int { return 1 + listSize(first, last)*child }
 	return c
 }
 
