@@ -148,6 +148,7 @@ func NewHandler(svc *payments.Service, opts Options) http.Handler {
 	srv.Use(extension.FixedComplexityLimit(opts.MaxComplexity))
 	srv.AroundOperations(recheck.aroundOperations)
 	srv.AroundOperations(streamsOnly)
+	srv.AroundOperations(withListBudget(opts.MaxComplexity))
 	srv.AroundOperations(withEnding)
 	if opts.OnOperation != nil {
 		srv.AroundOperations(func(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {

@@ -1,7 +1,14 @@
 package graph
 
 import (
+	"context"
 	"fmt"
+	"sync/atomic"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/99designs/gqlgen/graphql/errcode"
+	"github.com/vektah/gqlparser/v2/ast"
+	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"github.com/cmpay/cmpay/payments"
 )
@@ -11,6 +18,18 @@ import (
 // retry loop adds an attempt with every replay: 20,000 replays under 30
 // aliases answered 87 MB when the lists came whole.
 const maxListItems = 100
+
+// listWindow is window, taken from the response's list budget.
+func listWindow[T any](ctx context.Context, items []T, first, last *int) ([]T, error) {
+	out, err := window(items, first, last)
+	if err != nil {
+		return nil, err
+	}
+	if err := takeListItems(ctx, len(out)); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
 
 // window is the part of a payment's list, oldest first, that one response
 // carries: the oldest first items, the newest last items, or with neither
@@ -69,4 +88,42 @@ func listSize(first, last *int) int {
 		n = *last
 	}
 	return min(max(n, 0), maxListItems)
+}
+
+// listBudget is how many more items of payments' lists one response may
+// carry. Without first or last a list is priced as listMultiplier items
+// but carries up to maxListItems, so without a budget a document within
+// the complexity limit could get ten times as many items as it paid for.
+type listBudget struct {
+	limit int
+	left  atomic.Int64 // resolvers of one response run concurrently
+}
+
+type listBudgetKey struct{}
+
+// withListBudget gives each query and mutation a budget of limit list
+// items (none when limit is 0, as the complexity limit is off then). A subscription has none: each of its events is a response of its
+// own, of one payment, which maxListItems bounds.
+func withListBudget(limit int) graphql.OperationMiddleware {
+	return func(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
+		if op := graphql.GetOperationContext(ctx).Operation; limit > 0 && op != nil && op.Operation != ast.Subscription {
+			b := &listBudget{limit: limit}
+			b.left.Store(int64(limit))
+			ctx = context.WithValue(ctx, listBudgetKey{}, b)
+		}
+		return next(ctx)
+	}
+}
+
+// takeListItems spends n items of the response's budget, or refuses the
+// list once the budget is spent (the lists that came first keep theirs).
+func takeListItems(ctx context.Context, n int) error {
+	b, _ := ctx.Value(listBudgetKey{}).(*listBudget)
+	if b == nil || n == 0 || b.left.Add(-int64(n)) >= 0 {
+		return nil
+	}
+	err := gqlerror.Errorf("one response carries at most %d items of payments' attempts, refunds and processor calls: "+
+		"ask for fewer with first or last, or for fewer payments", b.limit)
+	errcode.Set(err, codeTooComplex)
+	return err
 }

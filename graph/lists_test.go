@@ -100,8 +100,9 @@ func TestPaymentListArgumentsAreChecked(t *testing.T) {
 }
 
 // What a document can get back is bounded by its cost: the lists it asks
-// for are priced by the size asked (or, with no argument, as before), and
-// each carries at most maxListItems, however many replays the payment has.
+// for are priced by the size asked (or, with no argument, as before), each
+// carries at most maxListItems, however many replays the payment has, and
+// all of them together at most MaxComplexity items.
 func TestListsBoundWhatAResponseCarries(t *testing.T) {
 	t.Parallel()
 	svc := mustService(t, dbtest.SQLite(t).Gorm)
@@ -136,6 +137,28 @@ func TestListsBoundWhatAResponseCarries(t *testing.T) {
 	res, _ = serve(t, h, context.Background(), aliases(50, "attempts(first: 100)"))
 	if res.code() != codeTooComplex {
 		t.Errorf("%+v, want %s", res.Errors, codeTooComplex)
+	}
+	// 80 aliases at the default price (43 each) fit the limit too, but
+	// would carry 8,000 items: the response carries MaxComplexity of
+	// them, and the lists past that are refused.
+	res, _ = serve(t, h, context.Background(), aliases(80, "attempts"))
+	items, refused := 0, 0
+	for _, raw := range res.Data {
+		var l *struct{ Attempts []json.RawMessage }
+		if err := json.Unmarshal(raw, &l); err != nil {
+			t.Fatal(err)
+		}
+		if l == nil {
+			refused++
+			continue
+		}
+		items += len(l.Attempts)
+	}
+	if limit := DefaultOptions().MaxComplexity; items != limit || refused != 80-limit/maxListItems {
+		t.Errorf("%d items and %d lists refused, want %d items and %d refused", items, refused, limit, 80-limit/maxListItems)
+	}
+	if res.code() != codeTooComplex || !strings.Contains(res.Errors[0].Message, "at most 5000 items") {
+		t.Errorf("errors %+v, want the lists past the budget refused as too costly", res.Errors)
 	}
 }
 

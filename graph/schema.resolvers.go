@@ -132,7 +132,7 @@ func (r *paymentResolver) Attempts(ctx context.Context, obj *payments.Payment, f
 	if err != nil {
 		return nil, err
 	}
-	return window(all, first, last)
+	return listWindow(ctx, all, first, last)
 }
 
 // AttemptCount is the resolver for the attemptCount field.
@@ -157,7 +157,7 @@ func (r *paymentResolver) Refunds(ctx context.Context, obj *payments.Payment, fi
 	if err != nil {
 		return nil, err
 	}
-	return window(all, first, last)
+	return listWindow(ctx, all, first, last)
 }
 
 // RefundCount is the resolver for the refundCount field.
@@ -206,7 +206,7 @@ func (r *paymentResolver) ProcessorCalls(ctx context.Context, obj *payments.Paym
 	if err != nil {
 		return nil, err
 	}
-	return window(all, first, last)
+	return listWindow(ctx, all, first, last)
 }
 
 // ProcessorCallCount is the resolver for the processorCallCount field.
