@@ -22,6 +22,8 @@ import (
 //     json.Number, a string type, so gqlparser let "idempotencyKey": 12
 //     through and gqlgen made it the key "12". (ID still takes integers, as
 //     the spec says.)
+//   - an Int takes only a JSON number, whole and of 32 bits: gqlparser
+//     took the string "5", and "99999999999" skipped the range check.
 //   - an enum takes only one of its values, spelt exactly. gqlparser
 //     compares case-insensitively, so "pix" passed, and gqlgen's lookup of
 //     PIX's Go value then gave "" and the domain the message `method ""`.
@@ -97,7 +99,11 @@ func (s strictVariables) check(v any, t *ast.Type) *badValue {
 			}
 		case "Int":
 			// The spec's Int is 32 bits; gqlparser took any int64, and a
-			// huge first: reached the complexity limit as the error.
+			// huge first: reached the complexity limit as the error. It
+			// also took a numeric string ("5"), which the spec refuses.
+			if _, ok := v.(string); ok {
+				return &badValue{message: intRange + ", not a string"}
+			}
 			if !int32Value(v) {
 				return &badValue{message: intRange}
 			}

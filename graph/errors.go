@@ -32,6 +32,10 @@ func presentError(ctx context.Context, err error) *gqlerror.Error {
 	switch {
 	case errors.As(err, &badValue):
 		gqlErr.Extensions = map[string]any{"code": apierror.BadUserInput}
+	case gqlErr.Rule == maxFieldsRuleName:
+		// A validation rule's error, which gqlgen marks as failed
+		// validation, for a document too costly to run.
+		gqlErr.Extensions = map[string]any{"code": codeTooComplex}
 	case gqlErr.Extensions["code"] != nil:
 		// Already classified by gqlgen.
 	case errors.As(err, &own) && own.Unwrap() == nil && len(own.Path) == 0:

@@ -101,7 +101,8 @@ type ComplexityRoot struct {
 
 	Payment struct {
 		Amount             func(childComplexity int) int
-		Attempts           func(childComplexity int) int
+		AttemptCount       func(childComplexity int) int
+		Attempts           func(childComplexity int, first *int, last *int) int
 		CanceledAt         func(childComplexity int) int
 		CapturedAmount     func(childComplexity int) int
 		CapturedAt         func(childComplexity int) int
@@ -117,10 +118,12 @@ type ComplexityRoot struct {
 		PaidAt             func(childComplexity int) int
 		PendingOperation   func(childComplexity int) int
 		Processor          func(childComplexity int) int
-		ProcessorCalls     func(childComplexity int) int
+		ProcessorCallCount func(childComplexity int) int
+		ProcessorCalls     func(childComplexity int, first *int, last *int) int
 		ProcessorReference func(childComplexity int) int
+		RefundCount        func(childComplexity int) int
 		RefundedAmount     func(childComplexity int) int
-		Refunds            func(childComplexity int) int
+		Refunds            func(childComplexity int, first *int, last *int) int
 		RejectedCount      func(childComplexity int) int
 		ReplayCount        func(childComplexity int) int
 		Status             func(childComplexity int) int
@@ -213,18 +216,21 @@ type PaymentResolver interface {
 	Amount(ctx context.Context, obj *payments.Payment) (scalar.Decimal, error)
 	Currency(ctx context.Context, obj *payments.Payment) (string, error)
 
-	Attempts(ctx context.Context, obj *payments.Payment) ([]payments.Attempt, error)
+	Attempts(ctx context.Context, obj *payments.Payment, first *int, last *int) ([]payments.Attempt, error)
+	AttemptCount(ctx context.Context, obj *payments.Payment) (int, error)
 
 	CapturedAmount(ctx context.Context, obj *payments.Payment) (scalar.Decimal, error)
 	RefundedAmount(ctx context.Context, obj *payments.Payment) (scalar.Decimal, error)
-	Refunds(ctx context.Context, obj *payments.Payment) ([]payments.Refund, error)
+	Refunds(ctx context.Context, obj *payments.Payment, first *int, last *int) ([]payments.Refund, error)
+	RefundCount(ctx context.Context, obj *payments.Payment) (int, error)
 	CapturedAt(ctx context.Context, obj *payments.Payment) (*time.Time, error)
 	CanceledAt(ctx context.Context, obj *payments.Payment) (*time.Time, error)
 	Processor(ctx context.Context, obj *payments.Payment) (string, error)
 	ProcessorReference(ctx context.Context, obj *payments.Payment) (*string, error)
 	DeclineCode(ctx context.Context, obj *payments.Payment) (*string, error)
 	PendingOperation(ctx context.Context, obj *payments.Payment) (*payments.Operation, error)
-	ProcessorCalls(ctx context.Context, obj *payments.Payment) ([]payments.ProcessorCall, error)
+	ProcessorCalls(ctx context.Context, obj *payments.Payment, first *int, last *int) ([]payments.ProcessorCall, error)
+	ProcessorCallCount(ctx context.Context, obj *payments.Payment) (int, error)
 	NextAction(ctx context.Context, obj *payments.Payment) (*payments.NextAction, error)
 	PaidAt(ctx context.Context, obj *payments.Payment) (*time.Time, error)
 	ExpiredAt(ctx context.Context, obj *payments.Payment) (*time.Time, error)
@@ -476,12 +482,23 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Payment.Amount(childComplexity), true
+	case "Payment.attemptCount":
+		if e.ComplexityRoot.Payment.AttemptCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Payment.AttemptCount(childComplexity), true
 	case "Payment.attempts":
 		if e.ComplexityRoot.Payment.Attempts == nil {
 			break
 		}
 
-		return e.ComplexityRoot.Payment.Attempts(childComplexity), true
+		args, err := ec.field_Payment_attempts_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Payment.Attempts(childComplexity, args["first"].(*int), args["last"].(*int)), true
 	case "Payment.canceledAt":
 		if e.ComplexityRoot.Payment.CanceledAt == nil {
 			break
@@ -572,18 +589,35 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Payment.Processor(childComplexity), true
+	case "Payment.processorCallCount":
+		if e.ComplexityRoot.Payment.ProcessorCallCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Payment.ProcessorCallCount(childComplexity), true
 	case "Payment.processorCalls":
 		if e.ComplexityRoot.Payment.ProcessorCalls == nil {
 			break
 		}
 
-		return e.ComplexityRoot.Payment.ProcessorCalls(childComplexity), true
+		args, err := ec.field_Payment_processorCalls_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Payment.ProcessorCalls(childComplexity, args["first"].(*int), args["last"].(*int)), true
 	case "Payment.processorReference":
 		if e.ComplexityRoot.Payment.ProcessorReference == nil {
 			break
 		}
 
 		return e.ComplexityRoot.Payment.ProcessorReference(childComplexity), true
+	case "Payment.refundCount":
+		if e.ComplexityRoot.Payment.RefundCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Payment.RefundCount(childComplexity), true
 	case "Payment.refundedAmount":
 		if e.ComplexityRoot.Payment.RefundedAmount == nil {
 			break
@@ -595,7 +629,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			break
 		}
 
-		return e.ComplexityRoot.Payment.Refunds(childComplexity), true
+		args, err := ec.field_Payment_refunds_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Payment.Refunds(childComplexity, args["first"].(*int), args["last"].(*int)), true
 	case "Payment.rejectedCount":
 		if e.ComplexityRoot.Payment.RejectedCount == nil {
 			break
@@ -1230,16 +1269,24 @@ type Payment {
   replayCount: Int!
   "How many requests reused one of this payment's keys for another operation or payload, and were refused."
   rejectedCount: Int!
-  "every request made against the payment, whatever its operation and key, oldest first"
-  attempts: [IdempotencyAttempt!]!
+  """
+  every request made against the payment, whatever its operation and key, oldest first. A response carries at most
+  100 of them: ` + "`" + `first: n` + "`" + ` gives the oldest n, ` + "`" + `last: n` + "`" + ` the newest n (one or the other, 0 to 100); with neither, the
+  oldest 100. attemptCount says how many there are in all.
+  """
+  attempts(first: Int, last: Int): [IdempotencyAttempt!]!
+  "How many attempts the payment has, however many a response lists."
+  attemptCount: Int!
   "Where the payment is in its life."
   status: PaymentStatus!
   "What was captured: \"0.00\" while AUTHORIZED or CANCELED."
   capturedAmount: Decimal!
   "The sum of the payment's refunds."
   refundedAmount: Decimal!
-  "The payment's refunds, oldest first."
-  refunds: [Refund!]!
+  "The payment's refunds, oldest first; at most 100 per response, chosen with ` + "`" + `first` + "`" + ` or ` + "`" + `last` + "`" + ` as for attempts."
+  refunds(first: Int, last: Int): [Refund!]!
+  "How many refunds the payment has, however many a response lists."
+  refundCount: Int!
   "When the payment was captured; null unless it was."
   capturedAt: Time
   "When the payment was canceled; null unless it was."
@@ -1255,8 +1302,13 @@ type Payment {
   keeps its status (AUTHORIZED) meanwhile. Null when nothing is pending.
   """
   pendingOperation: Operation
-  "Every call CMPay made to the processor for this payment, oldest first; reads made to resolve an operation are listed under that operation."
-  processorCalls: [ProcessorCall!]!
+  """
+  Every call CMPay made to the processor for this payment, oldest first; reads made to resolve an operation are
+  listed under that operation. At most 100 per response, chosen with ` + "`" + `first` + "`" + ` or ` + "`" + `last` + "`" + ` as for attempts.
+  """
+  processorCalls(first: Int, last: Int): [ProcessorCall!]!
+  "How many processor calls the payment has, however many a response lists."
+  processorCallCount: Int!
   "For a Pix or boleto payment: what the payer does, and until when; null for other methods."
   nextAction: NextAction
   "When the payer paid a Pix or boleto payment; null unless they did."
@@ -1589,6 +1641,8 @@ func (ec *executionContext) childFields_Payment(ctx context.Context, field graph
 		return ec.fieldContext_Payment_rejectedCount(ctx, field)
 	case "attempts":
 		return ec.fieldContext_Payment_attempts(ctx, field)
+	case "attemptCount":
+		return ec.fieldContext_Payment_attemptCount(ctx, field)
 	case "status":
 		return ec.fieldContext_Payment_status(ctx, field)
 	case "capturedAmount":
@@ -1597,6 +1651,8 @@ func (ec *executionContext) childFields_Payment(ctx context.Context, field graph
 		return ec.fieldContext_Payment_refundedAmount(ctx, field)
 	case "refunds":
 		return ec.fieldContext_Payment_refunds(ctx, field)
+	case "refundCount":
+		return ec.fieldContext_Payment_refundCount(ctx, field)
 	case "capturedAt":
 		return ec.fieldContext_Payment_capturedAt(ctx, field)
 	case "canceledAt":
@@ -1611,6 +1667,8 @@ func (ec *executionContext) childFields_Payment(ctx context.Context, field graph
 		return ec.fieldContext_Payment_pendingOperation(ctx, field)
 	case "processorCalls":
 		return ec.fieldContext_Payment_processorCalls(ctx, field)
+	case "processorCallCount":
+		return ec.fieldContext_Payment_processorCallCount(ctx, field)
 	case "nextAction":
 		return ec.fieldContext_Payment_nextAction(ctx, field)
 	case "paidAt":
@@ -1986,6 +2044,72 @@ func (ec *executionContext) field_Mutation_refundPayment_args(ctx context.Contex
 		return nil, err
 	}
 	args["idempotencyKey"] = arg3
+	return args, nil
+}
+
+func (ec *executionContext) field_Payment_attempts_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "last",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["last"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Payment_processorCalls_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "last",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["last"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Payment_refunds_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "last",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["last"] = arg1
 	return args, nil
 }
 
@@ -3150,7 +3274,8 @@ func (ec *executionContext) _Payment_attempts(ctx context.Context, field graphql
 			return ec.fieldContext_Payment_attempts(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return ec.Resolvers.Payment().Attempts(ctx, obj)
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Payment().Attempts(ctx, obj, fc.Args["first"].(*int), fc.Args["last"].(*int))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v []payments.Attempt) graphql.Marshaler {
@@ -3160,7 +3285,7 @@ func (ec *executionContext) _Payment_attempts(ctx context.Context, field graphql
 		true,
 	)
 }
-func (ec *executionContext) fieldContext_Payment_attempts(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+func (ec *executionContext) fieldContext_Payment_attempts(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	fc = &graphql.FieldContext{
 		Object:     "Payment",
 		Field:      field,
@@ -3170,7 +3295,41 @@ func (ec *executionContext) fieldContext_Payment_attempts(_ context.Context, fie
 			return ec.childFields_IdempotencyAttempt(ctx, field)
 		},
 	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Payment_attempts_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
 	return fc, nil
+}
+
+func (ec *executionContext) _Payment_attemptCount(ctx context.Context, field graphql.CollectedField, obj *payments.Payment) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Payment_attemptCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Payment().AttemptCount(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Payment_attemptCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Payment", field, true, true, "Int")
 }
 
 func (ec *executionContext) _Payment_status(ctx context.Context, field graphql.CollectedField, obj *payments.Payment) (ret graphql.Marshaler) {
@@ -3251,7 +3410,8 @@ func (ec *executionContext) _Payment_refunds(ctx context.Context, field graphql.
 			return ec.fieldContext_Payment_refunds(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return ec.Resolvers.Payment().Refunds(ctx, obj)
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Payment().Refunds(ctx, obj, fc.Args["first"].(*int), fc.Args["last"].(*int))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v []payments.Refund) graphql.Marshaler {
@@ -3261,7 +3421,7 @@ func (ec *executionContext) _Payment_refunds(ctx context.Context, field graphql.
 		true,
 	)
 }
-func (ec *executionContext) fieldContext_Payment_refunds(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+func (ec *executionContext) fieldContext_Payment_refunds(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	fc = &graphql.FieldContext{
 		Object:     "Payment",
 		Field:      field,
@@ -3271,7 +3431,41 @@ func (ec *executionContext) fieldContext_Payment_refunds(_ context.Context, fiel
 			return ec.childFields_Refund(ctx, field)
 		},
 	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Payment_refunds_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
 	return fc, nil
+}
+
+func (ec *executionContext) _Payment_refundCount(ctx context.Context, field graphql.CollectedField, obj *payments.Payment) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Payment_refundCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Payment().RefundCount(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Payment_refundCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Payment", field, true, true, "Int")
 }
 
 func (ec *executionContext) _Payment_capturedAt(ctx context.Context, field graphql.CollectedField, obj *payments.Payment) (ret graphql.Marshaler) {
@@ -3421,7 +3615,8 @@ func (ec *executionContext) _Payment_processorCalls(ctx context.Context, field g
 			return ec.fieldContext_Payment_processorCalls(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return ec.Resolvers.Payment().ProcessorCalls(ctx, obj)
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Payment().ProcessorCalls(ctx, obj, fc.Args["first"].(*int), fc.Args["last"].(*int))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v []payments.ProcessorCall) graphql.Marshaler {
@@ -3431,7 +3626,7 @@ func (ec *executionContext) _Payment_processorCalls(ctx context.Context, field g
 		true,
 	)
 }
-func (ec *executionContext) fieldContext_Payment_processorCalls(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+func (ec *executionContext) fieldContext_Payment_processorCalls(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	fc = &graphql.FieldContext{
 		Object:     "Payment",
 		Field:      field,
@@ -3441,7 +3636,41 @@ func (ec *executionContext) fieldContext_Payment_processorCalls(_ context.Contex
 			return ec.childFields_ProcessorCall(ctx, field)
 		},
 	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Payment_processorCalls_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
 	return fc, nil
+}
+
+func (ec *executionContext) _Payment_processorCallCount(ctx context.Context, field graphql.CollectedField, obj *payments.Payment) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Payment_processorCallCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Payment().ProcessorCallCount(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Payment_processorCallCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Payment", field, true, true, "Int")
 }
 
 func (ec *executionContext) _Payment_nextAction(ctx context.Context, field graphql.CollectedField, obj *payments.Payment) (ret graphql.Marshaler) {
@@ -6210,6 +6439,12 @@ func (ec *executionContext) _Payment(ctx context.Context, sel ast.SelectionSet, 
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Payment_attempts(ctx, field, obj)
 				})
+		case "attemptCount":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Payment_attemptCount(ctx, field, obj)
+				})
 		case "status":
 			out.Values[i] = ec._Payment_status(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -6232,6 +6467,12 @@ func (ec *executionContext) _Payment(ctx context.Context, sel ast.SelectionSet, 
 				true, true,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Payment_refunds(ctx, field, obj)
+				})
+		case "refundCount":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Payment_refundCount(ctx, field, obj)
 				})
 		case "capturedAt":
 			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
@@ -6274,6 +6515,12 @@ func (ec *executionContext) _Payment(ctx context.Context, sel ast.SelectionSet, 
 				true, true,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Payment_processorCalls(ctx, field, obj)
+				})
+		case "processorCallCount":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Payment_processorCallCount(ctx, field, obj)
 				})
 		case "nextAction":
 			out.ResolveConcurrently(ec.OperationContext, &deferred, i,

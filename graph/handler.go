@@ -87,6 +87,23 @@ func init() {
 	errcode.RegisterErrorType(apierror.BadRequest, errcode.KindProtocol)
 }
 
+// validationRules are the spec's rules with the overlap check bounded, and
+// this server's own limits.
+func validationRules(opts Options) *rules.Rules {
+	r := rules.NewDefaultRules()
+	overlap := boundedOverlapRule(overlapBudget)
+	r.ReplaceRule(overlap.Name, overlap.RuleFunc)
+	r.AddRule(keepDecimalLiterals.Name, keepDecimalLiterals.RuleFunc)
+	depthRule := maxDepthRule(opts.MaxDepth)
+	r.AddRule(depthRule.Name, depthRule.RuleFunc)
+	fieldsRule := maxFieldsRule(maxFields)
+	r.AddRule(fieldsRule.Name, fieldsRule.RuleFunc)
+	if !opts.Introspection {
+		r.AddRule(noIntrospectionRule.Name, noIntrospectionRule.RuleFunc)
+	}
+	return r
+}
+
 // NewHandler serves the GraphQL API over svc per GraphQL over HTTP: queries
 // by GET or POST, mutations by POST only, application/json and
 // application/graphql-response+json.
@@ -115,18 +132,7 @@ func NewHandler(svc *payments.Service, opts Options) http.Handler {
 		opts.MaxTokens = DefaultMaxTokens
 	}
 	srv.SetParserTokenLimit(opts.MaxTokens)
-	srv.SetValidationRulesFn(func() *rules.Rules {
-		r := rules.NewDefaultRules()
-		overlap := boundedOverlapRule(overlapBudget)
-		r.ReplaceRule(overlap.Name, overlap.RuleFunc)
-		r.AddRule(keepDecimalLiterals.Name, keepDecimalLiterals.RuleFunc)
-		depthRule := maxDepthRule(opts.MaxDepth)
-		r.AddRule(depthRule.Name, depthRule.RuleFunc)
-		if !opts.Introspection {
-			r.AddRule(noIntrospectionRule.Name, noIntrospectionRule.RuleFunc)
-		}
-		return r
-	})
+	srv.SetValidationRulesFn(func() *rules.Rules { return validationRules(opts) })
 	// Parsed and validated documents are reused across requests.
 	srv.SetQueryCache(lru.New[*ast.QueryDocument](1000))
 	// First: a query too long is refused before anything, the persisted
@@ -142,6 +148,7 @@ func NewHandler(svc *payments.Service, opts Options) http.Handler {
 	srv.Use(extension.FixedComplexityLimit(opts.MaxComplexity))
 	srv.AroundOperations(recheck.aroundOperations)
 	srv.AroundOperations(streamsOnly)
+	srv.AroundOperations(withListBudget(opts.MaxComplexity))
 	srv.AroundOperations(withEnding)
 	if opts.OnOperation != nil {
 		srv.AroundOperations(func(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {

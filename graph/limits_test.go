@@ -220,3 +220,76 @@ func mustService(t *testing.T, db *gorm.DB) *payments.Service {
 	}
 	return svc
 }
+
+// A ladder of fragments, each spreading the next twice, stands for 2^n
+// fields in a document of a few hundred bytes. Each form is refused as too
+// costly, before gqlgen's complexity walk or anything else opens every
+// spread: at 30 rungs that walk takes minutes (the query ladder's depth
+// check alone took 404 s), so an answer at all shows it did not happen.
+func TestFragmentLaddersAreRefusedAsTooCostly(t *testing.T) {
+	t.Parallel()
+	h := NewHandler(nil, DefaultOptions())
+	for name, query := range map[string]string{
+		"on Query":                queryLadder(30),
+		"through __type's ofType": ofTypeLadder(30),
+		"in inline fragments": strings.Replace(queryLadder(30), "fragment F0 on Query { ...F1 ...F1 }",
+			"fragment F0 on Query { ... on Query { ...F1 } ... { ...F1 } }", 1),
+	} {
+		t.Run(name, func(t *testing.T) {
+			res, took := serve(t, h, context.Background(), query)
+			t.Logf("%d bytes refused in %s: %.200v", len(query), took, res.Errors)
+			if len(res.Data) > 0 {
+				t.Fatalf("answered: %d fields of data", len(res.Data))
+			}
+			for _, e := range res.Errors {
+				if e.Extensions["code"] == codeTooComplex && strings.Contains(e.Message, "more than 10000 fields") {
+					return
+				}
+			}
+			t.Errorf("not refused as too costly: %+v", res.Errors)
+		})
+	}
+}
+
+// The count of a document's fields is exact up to the limit and counts
+// each fragment once: an ofType ladder of n rungs has 3·2^n - 1 fields.
+func TestFieldCountSpreadsEachFragmentOnce(t *testing.T) {
+	t.Parallel()
+	for _, n := range []int{1, 5, 11, 40} {
+		doc := mustParse(t, ofTypeLadder(n))
+		c := newFieldCount(doc.Fragments, maxFields)
+		got := c.fields(doc.Operations[0].SelectionSet)
+		want := maxFields + 1 // past the limit counts stop
+		if n < 20 {
+			want = 3<<n - 1
+		}
+		if got != want {
+			t.Errorf("%d rungs: %d fields, want %d", n, got, want)
+		}
+		// Each rung has four selections (two fields and a spread in
+		// each): a walk of every spread would look at about 2^n.
+		if limit := 4*(n+1) + 2; c.steps > limit {
+			t.Fatalf("%d rungs: %d selections looked at, want at most %d", n, c.steps, limit)
+		}
+	}
+}
+
+// Depth counts each fragment once too, and a fragment's depth adds to
+// wherever it is spread.
+func TestDepthWalksEachFragmentOnce(t *testing.T) {
+	t.Parallel()
+	doc := mustParse(t, queryLadder(12))
+	w := newDepthWalk(doc.Fragments)
+	if d := w.depth(doc.Operations[0].SelectionSet); d != 1 {
+		t.Errorf("the ladder's depth is %d, want 1", d)
+	}
+	if limit := 2*12 + 3; w.steps > limit { // a walk of every spread: 2^13
+		t.Errorf("%d selections looked at, want at most %d", w.steps, limit)
+	}
+
+	doc = mustParse(t, `{ payment(id: "1") { ...P } payments { edges { node { ...P } } } }
+		fragment P on Payment { attempts { at } }`)
+	if d := newDepthWalk(doc.Fragments).depth(doc.Operations[0].SelectionSet); d != 5 {
+		t.Errorf("depth %d, want 5 (payments, edges, node, attempts, at)", d)
+	}
+}

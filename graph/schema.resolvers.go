@@ -127,8 +127,18 @@ func (r *paymentResolver) Currency(ctx context.Context, obj *payments.Payment) (
 }
 
 // Attempts is the resolver for the attempts field.
-func (r *paymentResolver) Attempts(ctx context.Context, obj *payments.Payment) ([]payments.Attempt, error) {
-	return loadersFrom(ctx, r.Service).attempts.Load(ctx, *obj)
+func (r *paymentResolver) Attempts(ctx context.Context, obj *payments.Payment, first *int, last *int) ([]payments.Attempt, error) {
+	all, err := loadersFrom(ctx, r.Service).attempts.Load(ctx, *obj)
+	if err != nil {
+		return nil, err
+	}
+	return listWindow(ctx, all, first, last)
+}
+
+// AttemptCount is the resolver for the attemptCount field.
+func (r *paymentResolver) AttemptCount(ctx context.Context, obj *payments.Payment) (int, error) {
+	all, err := loadersFrom(ctx, r.Service).attempts.Load(ctx, *obj)
+	return len(all), err
 }
 
 // CapturedAmount is the resolver for the capturedAmount field.
@@ -142,8 +152,18 @@ func (r *paymentResolver) RefundedAmount(ctx context.Context, obj *payments.Paym
 }
 
 // Refunds is the resolver for the refunds field.
-func (r *paymentResolver) Refunds(ctx context.Context, obj *payments.Payment) ([]payments.Refund, error) {
-	return loadersFrom(ctx, r.Service).refunds.Load(ctx, *obj)
+func (r *paymentResolver) Refunds(ctx context.Context, obj *payments.Payment, first *int, last *int) ([]payments.Refund, error) {
+	all, err := loadersFrom(ctx, r.Service).refunds.Load(ctx, *obj)
+	if err != nil {
+		return nil, err
+	}
+	return listWindow(ctx, all, first, last)
+}
+
+// RefundCount is the resolver for the refundCount field.
+func (r *paymentResolver) RefundCount(ctx context.Context, obj *payments.Payment) (int, error) {
+	all, err := loadersFrom(ctx, r.Service).refunds.Load(ctx, *obj)
+	return len(all), err
 }
 
 // CapturedAt is the resolver for the capturedAt field.
@@ -181,8 +201,18 @@ func (r *paymentResolver) PendingOperation(ctx context.Context, obj *payments.Pa
 }
 
 // ProcessorCalls is the resolver for the processorCalls field.
-func (r *paymentResolver) ProcessorCalls(ctx context.Context, obj *payments.Payment) ([]payments.ProcessorCall, error) {
-	return loadersFrom(ctx, r.Service).processorCalls.Load(ctx, *obj)
+func (r *paymentResolver) ProcessorCalls(ctx context.Context, obj *payments.Payment, first *int, last *int) ([]payments.ProcessorCall, error) {
+	all, err := loadersFrom(ctx, r.Service).processorCalls.Load(ctx, *obj)
+	if err != nil {
+		return nil, err
+	}
+	return listWindow(ctx, all, first, last)
+}
+
+// ProcessorCallCount is the resolver for the processorCallCount field.
+func (r *paymentResolver) ProcessorCallCount(ctx context.Context, obj *payments.Payment) (int, error) {
+	all, err := loadersFrom(ctx, r.Service).processorCalls.Load(ctx, *obj)
+	return len(all), err
 }
 
 // NextAction is the resolver for the nextAction field.

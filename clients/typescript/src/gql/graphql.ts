@@ -102,7 +102,7 @@ export type RefundStatus =
 
 export type RefundFieldsFragment = { id: string, paymentId: string, amount: string, reason: string | null, idempotencyKey: string, createdAt: string, status: RefundStatus, failureCode: string | null };
 
-export type PaymentFieldsFragment = { id: string, clientId: string, amount: string, currency: string, method: PaymentMethod, idempotencyKey: string, createdAt: string, replayCount: number, rejectedCount: number, status: PaymentStatus, capturedAmount: string, refundedAmount: string, capturedAt: string | null, canceledAt: string | null, processor: string, processorReference: string | null, declineCode: string | null, pendingOperation: Operation | null, paidAt: string | null, expiredAt: string | null, refunds: Array<{ id: string, paymentId: string, amount: string, reason: string | null, idempotencyKey: string, createdAt: string, status: RefundStatus, failureCode: string | null }>, nextAction: { type: NextActionType, pixCode: string | null, boletoLine: string | null, hostedUrl: string | null, expiresAt: string } | null };
+export type PaymentFieldsFragment = { id: string, clientId: string, amount: string, currency: string, method: PaymentMethod, idempotencyKey: string, createdAt: string, replayCount: number, rejectedCount: number, attemptCount: number, status: PaymentStatus, capturedAmount: string, refundedAmount: string, refundCount: number, capturedAt: string | null, canceledAt: string | null, processor: string, processorReference: string | null, declineCode: string | null, pendingOperation: Operation | null, processorCallCount: number, paidAt: string | null, expiredAt: string | null, refunds: Array<{ id: string, paymentId: string, amount: string, reason: string | null, idempotencyKey: string, createdAt: string, status: RefundStatus, failureCode: string | null }>, nextAction: { type: NextActionType, pixCode: string | null, boletoLine: string | null, hostedUrl: string | null, expiresAt: string } | null };
 
 export type CreatePaymentMutationVariables = Exact<{
   input: CreatePaymentInput;
@@ -110,7 +110,7 @@ export type CreatePaymentMutationVariables = Exact<{
 }>;
 
 
-export type CreatePaymentMutation = { createPayment: { replayed: boolean, payment: { id: string, clientId: string, amount: string, currency: string, method: PaymentMethod, idempotencyKey: string, createdAt: string, replayCount: number, rejectedCount: number, status: PaymentStatus, capturedAmount: string, refundedAmount: string, capturedAt: string | null, canceledAt: string | null, processor: string, processorReference: string | null, declineCode: string | null, pendingOperation: Operation | null, paidAt: string | null, expiredAt: string | null, refunds: Array<{ id: string, paymentId: string, amount: string, reason: string | null, idempotencyKey: string, createdAt: string, status: RefundStatus, failureCode: string | null }>, nextAction: { type: NextActionType, pixCode: string | null, boletoLine: string | null, hostedUrl: string | null, expiresAt: string } | null } } | null };
+export type CreatePaymentMutation = { createPayment: { replayed: boolean, payment: { id: string, clientId: string, amount: string, currency: string, method: PaymentMethod, idempotencyKey: string, createdAt: string, replayCount: number, rejectedCount: number, attemptCount: number, status: PaymentStatus, capturedAmount: string, refundedAmount: string, refundCount: number, capturedAt: string | null, canceledAt: string | null, processor: string, processorReference: string | null, declineCode: string | null, pendingOperation: Operation | null, processorCallCount: number, paidAt: string | null, expiredAt: string | null, refunds: Array<{ id: string, paymentId: string, amount: string, reason: string | null, idempotencyKey: string, createdAt: string, status: RefundStatus, failureCode: string | null }>, nextAction: { type: NextActionType, pixCode: string | null, boletoLine: string | null, hostedUrl: string | null, expiresAt: string } | null } } | null };
 
 export type CapturePaymentMutationVariables = Exact<{
   paymentId: string | number;
@@ -119,7 +119,7 @@ export type CapturePaymentMutationVariables = Exact<{
 }>;
 
 
-export type CapturePaymentMutation = { capturePayment: { replayed: boolean, payment: { id: string, clientId: string, amount: string, currency: string, method: PaymentMethod, idempotencyKey: string, createdAt: string, replayCount: number, rejectedCount: number, status: PaymentStatus, capturedAmount: string, refundedAmount: string, capturedAt: string | null, canceledAt: string | null, processor: string, processorReference: string | null, declineCode: string | null, pendingOperation: Operation | null, paidAt: string | null, expiredAt: string | null, refunds: Array<{ id: string, paymentId: string, amount: string, reason: string | null, idempotencyKey: string, createdAt: string, status: RefundStatus, failureCode: string | null }>, nextAction: { type: NextActionType, pixCode: string | null, boletoLine: string | null, hostedUrl: string | null, expiresAt: string } | null } } | null };
+export type CapturePaymentMutation = { capturePayment: { replayed: boolean, payment: { id: string, clientId: string, amount: string, currency: string, method: PaymentMethod, idempotencyKey: string, createdAt: string, replayCount: number, rejectedCount: number, attemptCount: number, status: PaymentStatus, capturedAmount: string, refundedAmount: string, refundCount: number, capturedAt: string | null, canceledAt: string | null, processor: string, processorReference: string | null, declineCode: string | null, pendingOperation: Operation | null, processorCallCount: number, paidAt: string | null, expiredAt: string | null, refunds: Array<{ id: string, paymentId: string, amount: string, reason: string | null, idempotencyKey: string, createdAt: string, status: RefundStatus, failureCode: string | null }>, nextAction: { type: NextActionType, pixCode: string | null, boletoLine: string | null, hostedUrl: string | null, expiresAt: string } | null } } | null };
 
 export type CancelPaymentMutationVariables = Exact<{
   paymentId: string | number;
@@ -127,7 +127,7 @@ export type CancelPaymentMutationVariables = Exact<{
 }>;
 
 
-export type CancelPaymentMutation = { cancelPayment: { replayed: boolean, payment: { id: string, clientId: string, amount: string, currency: string, method: PaymentMethod, idempotencyKey: string, createdAt: string, replayCount: number, rejectedCount: number, status: PaymentStatus, capturedAmount: string, refundedAmount: string, capturedAt: string | null, canceledAt: string | null, processor: string, processorReference: string | null, declineCode: string | null, pendingOperation: Operation | null, paidAt: string | null, expiredAt: string | null, refunds: Array<{ id: string, paymentId: string, amount: string, reason: string | null, idempotencyKey: string, createdAt: string, status: RefundStatus, failureCode: string | null }>, nextAction: { type: NextActionType, pixCode: string | null, boletoLine: string | null, hostedUrl: string | null, expiresAt: string } | null } } | null };
+export type CancelPaymentMutation = { cancelPayment: { replayed: boolean, payment: { id: string, clientId: string, amount: string, currency: string, method: PaymentMethod, idempotencyKey: string, createdAt: string, replayCount: number, rejectedCount: number, attemptCount: number, status: PaymentStatus, capturedAmount: string, refundedAmount: string, refundCount: number, capturedAt: string | null, canceledAt: string | null, processor: string, processorReference: string | null, declineCode: string | null, pendingOperation: Operation | null, processorCallCount: number, paidAt: string | null, expiredAt: string | null, refunds: Array<{ id: string, paymentId: string, amount: string, reason: string | null, idempotencyKey: string, createdAt: string, status: RefundStatus, failureCode: string | null }>, nextAction: { type: NextActionType, pixCode: string | null, boletoLine: string | null, hostedUrl: string | null, expiresAt: string } | null } } | null };
 
 export type RefundPaymentMutationVariables = Exact<{
   paymentId: string | number;
@@ -137,14 +137,14 @@ export type RefundPaymentMutationVariables = Exact<{
 }>;
 
 
-export type RefundPaymentMutation = { refundPayment: { replayed: boolean, refund: { id: string, paymentId: string, amount: string, reason: string | null, idempotencyKey: string, createdAt: string, status: RefundStatus, failureCode: string | null }, payment: { id: string, clientId: string, amount: string, currency: string, method: PaymentMethod, idempotencyKey: string, createdAt: string, replayCount: number, rejectedCount: number, status: PaymentStatus, capturedAmount: string, refundedAmount: string, capturedAt: string | null, canceledAt: string | null, processor: string, processorReference: string | null, declineCode: string | null, pendingOperation: Operation | null, paidAt: string | null, expiredAt: string | null, refunds: Array<{ id: string, paymentId: string, amount: string, reason: string | null, idempotencyKey: string, createdAt: string, status: RefundStatus, failureCode: string | null }>, nextAction: { type: NextActionType, pixCode: string | null, boletoLine: string | null, hostedUrl: string | null, expiresAt: string } | null } } | null };
+export type RefundPaymentMutation = { refundPayment: { replayed: boolean, refund: { id: string, paymentId: string, amount: string, reason: string | null, idempotencyKey: string, createdAt: string, status: RefundStatus, failureCode: string | null }, payment: { id: string, clientId: string, amount: string, currency: string, method: PaymentMethod, idempotencyKey: string, createdAt: string, replayCount: number, rejectedCount: number, attemptCount: number, status: PaymentStatus, capturedAmount: string, refundedAmount: string, refundCount: number, capturedAt: string | null, canceledAt: string | null, processor: string, processorReference: string | null, declineCode: string | null, pendingOperation: Operation | null, processorCallCount: number, paidAt: string | null, expiredAt: string | null, refunds: Array<{ id: string, paymentId: string, amount: string, reason: string | null, idempotencyKey: string, createdAt: string, status: RefundStatus, failureCode: string | null }>, nextAction: { type: NextActionType, pixCode: string | null, boletoLine: string | null, hostedUrl: string | null, expiresAt: string } | null } } | null };
 
 export type PaymentQueryVariables = Exact<{
   id: string | number;
 }>;
 
 
-export type PaymentQuery = { payment: { id: string, clientId: string, amount: string, currency: string, method: PaymentMethod, idempotencyKey: string, createdAt: string, replayCount: number, rejectedCount: number, status: PaymentStatus, capturedAmount: string, refundedAmount: string, capturedAt: string | null, canceledAt: string | null, processor: string, processorReference: string | null, declineCode: string | null, pendingOperation: Operation | null, paidAt: string | null, expiredAt: string | null, refunds: Array<{ id: string, paymentId: string, amount: string, reason: string | null, idempotencyKey: string, createdAt: string, status: RefundStatus, failureCode: string | null }>, nextAction: { type: NextActionType, pixCode: string | null, boletoLine: string | null, hostedUrl: string | null, expiresAt: string } | null } | null };
+export type PaymentQuery = { payment: { id: string, clientId: string, amount: string, currency: string, method: PaymentMethod, idempotencyKey: string, createdAt: string, replayCount: number, rejectedCount: number, attemptCount: number, status: PaymentStatus, capturedAmount: string, refundedAmount: string, refundCount: number, capturedAt: string | null, canceledAt: string | null, processor: string, processorReference: string | null, declineCode: string | null, pendingOperation: Operation | null, processorCallCount: number, paidAt: string | null, expiredAt: string | null, refunds: Array<{ id: string, paymentId: string, amount: string, reason: string | null, idempotencyKey: string, createdAt: string, status: RefundStatus, failureCode: string | null }>, nextAction: { type: NextActionType, pixCode: string | null, boletoLine: string | null, hostedUrl: string | null, expiresAt: string } | null } | null };
 
 export type PaymentEventsSubscriptionVariables = Exact<{
   paymentId?: string | number | null | undefined;
@@ -152,7 +152,7 @@ export type PaymentEventsSubscriptionVariables = Exact<{
 }>;
 
 
-export type PaymentEventsSubscription = { paymentEvents: { id: string, type: PaymentEventType, at: string, idempotencyKey: string, payment: { id: string, clientId: string, amount: string, currency: string, method: PaymentMethod, idempotencyKey: string, createdAt: string, replayCount: number, rejectedCount: number, status: PaymentStatus, capturedAmount: string, refundedAmount: string, capturedAt: string | null, canceledAt: string | null, processor: string, processorReference: string | null, declineCode: string | null, pendingOperation: Operation | null, paidAt: string | null, expiredAt: string | null, refunds: Array<{ id: string, paymentId: string, amount: string, reason: string | null, idempotencyKey: string, createdAt: string, status: RefundStatus, failureCode: string | null }>, nextAction: { type: NextActionType, pixCode: string | null, boletoLine: string | null, hostedUrl: string | null, expiresAt: string } | null }, refund: { id: string, paymentId: string, amount: string, reason: string | null, idempotencyKey: string, createdAt: string, status: RefundStatus, failureCode: string | null } | null } };
+export type PaymentEventsSubscription = { paymentEvents: { id: string, type: PaymentEventType, at: string, idempotencyKey: string, payment: { id: string, clientId: string, amount: string, currency: string, method: PaymentMethod, idempotencyKey: string, createdAt: string, replayCount: number, rejectedCount: number, attemptCount: number, status: PaymentStatus, capturedAmount: string, refundedAmount: string, refundCount: number, capturedAt: string | null, canceledAt: string | null, processor: string, processorReference: string | null, declineCode: string | null, pendingOperation: Operation | null, processorCallCount: number, paidAt: string | null, expiredAt: string | null, refunds: Array<{ id: string, paymentId: string, amount: string, reason: string | null, idempotencyKey: string, createdAt: string, status: RefundStatus, failureCode: string | null }>, nextAction: { type: NextActionType, pixCode: string | null, boletoLine: string | null, hostedUrl: string | null, expiresAt: string } | null }, refund: { id: string, paymentId: string, amount: string, reason: string | null, idempotencyKey: string, createdAt: string, status: RefundStatus, failureCode: string | null } | null } };
 
 export class TypedDocumentString<TResult, TVariables>
   extends String
@@ -195,18 +195,21 @@ export const PaymentFieldsFragmentDoc = new TypedDocumentString(`
   createdAt
   replayCount
   rejectedCount
+  attemptCount
   status
   capturedAmount
   refundedAmount
   refunds {
     ...RefundFields
   }
+  refundCount
   capturedAt
   canceledAt
   processor
   processorReference
   declineCode
   pendingOperation
+  processorCallCount
   nextAction {
     type
     pixCode
@@ -256,18 +259,21 @@ fragment PaymentFields on Payment {
   createdAt
   replayCount
   rejectedCount
+  attemptCount
   status
   capturedAmount
   refundedAmount
   refunds {
     ...RefundFields
   }
+  refundCount
   capturedAt
   canceledAt
   processor
   processorReference
   declineCode
   pendingOperation
+  processorCallCount
   nextAction {
     type
     pixCode
@@ -311,18 +317,21 @@ fragment PaymentFields on Payment {
   createdAt
   replayCount
   rejectedCount
+  attemptCount
   status
   capturedAmount
   refundedAmount
   refunds {
     ...RefundFields
   }
+  refundCount
   capturedAt
   canceledAt
   processor
   processorReference
   declineCode
   pendingOperation
+  processorCallCount
   nextAction {
     type
     pixCode
@@ -362,18 +371,21 @@ fragment PaymentFields on Payment {
   createdAt
   replayCount
   rejectedCount
+  attemptCount
   status
   capturedAmount
   refundedAmount
   refunds {
     ...RefundFields
   }
+  refundCount
   capturedAt
   canceledAt
   processor
   processorReference
   declineCode
   pendingOperation
+  processorCallCount
   nextAction {
     type
     pixCode
@@ -421,18 +433,21 @@ fragment PaymentFields on Payment {
   createdAt
   replayCount
   rejectedCount
+  attemptCount
   status
   capturedAmount
   refundedAmount
   refunds {
     ...RefundFields
   }
+  refundCount
   capturedAt
   canceledAt
   processor
   processorReference
   declineCode
   pendingOperation
+  processorCallCount
   nextAction {
     type
     pixCode
@@ -469,18 +484,21 @@ fragment PaymentFields on Payment {
   createdAt
   replayCount
   rejectedCount
+  attemptCount
   status
   capturedAmount
   refundedAmount
   refunds {
     ...RefundFields
   }
+  refundCount
   capturedAt
   canceledAt
   processor
   processorReference
   declineCode
   pendingOperation
+  processorCallCount
   nextAction {
     type
     pixCode
@@ -526,18 +544,21 @@ fragment PaymentFields on Payment {
   createdAt
   replayCount
   rejectedCount
+  attemptCount
   status
   capturedAmount
   refundedAmount
   refunds {
     ...RefundFields
   }
+  refundCount
   capturedAt
   canceledAt
   processor
   processorReference
   declineCode
   pendingOperation
+  processorCallCount
   nextAction {
     type
     pixCode

@@ -1,0 +1,59 @@
+package graph
+
+import (
+	"encoding/json"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/cmpay/cmpay/auth"
+	"github.com/cmpay/cmpay/internal/dbtest"
+)
+
+// An Int variable takes a JSON number only: a numeric string is a
+// variable-coercion error, as the spec's input coercion for Int says, and
+// a string out of the 32-bit range does not slip past the range check.
+func TestIntVariableRefusesStrings(t *testing.T) {
+	t.Parallel()
+	h := NewHandler(mustService(t, dbtest.SQLite(t).Gorm), DefaultOptions())
+	const top = `query($f: Int) { payments(first: $f) { edges { cursor } } }`
+	for _, tt := range []struct {
+		name, query, variables string
+		refused                bool
+	}{
+		{"a number", top, `{"f": 5}`, false},
+		{"a numeric string", top, `{"f": "5"}`, true},
+		{"a string past 32 bits", top, `{"f": "99999999999"}`, true},
+		{"a number past 32 bits", top, `{"f": 99999999999}`, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			body := `{"query":` + quoteJSON(tt.query) + `,"variables":` + tt.variables + `}`
+			req := httptest.NewRequest("POST", "/graphql", strings.NewReader(body))
+			req = req.WithContext(auth.WithPrincipal(req.Context(), auth.FullAccess(auth.KindEnvToken, "test")))
+			req.Header.Set("Content-Type", "application/json")
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			var res response
+			if err := json.Unmarshal(rec.Body.Bytes(), &res); err != nil {
+				t.Fatalf("not JSON: %.200s", rec.Body)
+			}
+			if !tt.refused {
+				if len(res.Errors) > 0 {
+					t.Errorf("refused: %+v", res.Errors)
+				}
+				return
+			}
+			if res.code() != "GRAPHQL_VALIDATION_FAILED" || !strings.Contains(res.Errors[0].Message, "whole number") {
+				t.Errorf("%.300s, want a variable error saying what an Int is", rec.Body)
+			}
+			if len(res.Data) > 0 {
+				t.Errorf("the operation ran: %.200s", rec.Body)
+			}
+		})
+	}
+}
+
+func quoteJSON(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}

@@ -1,0 +1,90 @@
+package graph
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/cmpay/cmpay/auth"
+	"github.com/vektah/gqlparser/v2/ast"
+	"github.com/vektah/gqlparser/v2/parser"
+	"github.com/vektah/gqlparser/v2/validator"
+)
+
+// queryLadder is a document of n fragments on Query, each spreading the
+// next twice: n rungs stand for 2^n copies of the last one's field, though
+// the text grows only linearly (23 rungs are 938 bytes).
+func queryLadder(n int) string {
+	var b strings.Builder
+	b.WriteString("{ ...F0 }")
+	for i := range n {
+		fmt.Fprintf(&b, " fragment F%d on Query { ...F%d ...F%d }", i, i+1, i+1)
+	}
+	fmt.Fprintf(&b, " fragment F%d on Query { __typename }", n)
+	return b.String()
+}
+
+// ofTypeLadder is the same under __type, through __Type's ofType, which is
+// not a list (gqlparser's introspection depth rule counts lists only), with
+// two aliases per rung so that no two fields overlap.
+func ofTypeLadder(n int) string {
+	var b strings.Builder
+	b.WriteString(`{ __type(name: "Query") { ...T0 } }`)
+	for i := range n {
+		fmt.Fprintf(&b, " fragment T%d on __Type { a: ofType { ...T%d } b: ofType { ...T%d } }", i, i+1, i+1)
+	}
+	fmt.Fprintf(&b, " fragment T%d on __Type { name }", n)
+	return b.String()
+}
+
+func mustParse(tb testing.TB, query string) *ast.QueryDocument {
+	tb.Helper()
+	doc, err := parser.ParseQuery(&ast.Source{Input: query})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return doc
+}
+
+// BenchmarkValidateLadder validates a 30-rung ladder with the server's
+// rules, as the handler does before anything else looks at the document.
+func BenchmarkValidateLadder(b *testing.B) {
+	schema := NewExecutableSchema(Config{Complexity: complexity()}).Schema()
+	for name, query := range map[string]string{"query": queryLadder(30), "ofType": ofTypeLadder(30)} {
+		b.Run(name, func(b *testing.B) {
+			doc := mustParse(b, query)
+			for b.Loop() {
+				validator.ValidateWithRules(schema, doc, validationRules(DefaultOptions()))
+			}
+		})
+	}
+}
+
+// BenchmarkRefuseLadder is the whole handler's answer to a 30-rung ladder:
+// parsing, validation and, for a document that passes it, gqlgen's
+// complexity walk.
+func BenchmarkRefuseLadder(b *testing.B) {
+	h := NewHandler(nil, DefaultOptions())
+	for name, query := range map[string]string{"query": queryLadder(30), "ofType": ofTypeLadder(30)} {
+		b.Run(name, func(b *testing.B) {
+			body, err := json.Marshal(map[string]any{"query": query})
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx := auth.WithPrincipal(context.Background(), auth.FullAccess(auth.KindEnvToken, "bench"))
+			for b.Loop() {
+				req := httptest.NewRequestWithContext(ctx, "POST", "/graphql", bytes.NewReader(body))
+				req.Header.Set("Content-Type", "application/json")
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, req)
+				if !strings.Contains(rec.Body.String(), `"errors"`) {
+					b.Fatalf("a 30-rung ladder was answered: %.200s", rec.Body)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,188 @@
+package graph
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/cmpay/cmpay/internal/dbtest"
+	"github.com/cmpay/cmpay/payments"
+)
+
+// replayedPayment is a payment whose key was replayed n times: n+1 attempts.
+func replayedPayment(t *testing.T, svc *payments.Service, n int) string {
+	t.Helper()
+	var id string
+	for range n + 1 {
+		res, err := svc.Create(t.Context(), payments.CreateRequest{ClientID: "loop", Amount: "10", Currency: "BRL",
+			Method: payments.MethodPix, IdempotencyKey: "retry-loop"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		id = res.Payment.ID
+	}
+	return id
+}
+
+type attemptList struct {
+	Attempts     []struct{ Outcome string }
+	AttemptCount int
+}
+
+// A payment's attempts grow with every replay of its key, but one list in
+// a response carries at most maxListItems of them: the oldest with no
+// argument, as many as asked with first (oldest) or last (newest), and
+// attemptCount says how many there are.
+func TestPaymentListsCarryABoundedWindow(t *testing.T) {
+	t.Parallel()
+	svc := mustService(t, dbtest.SQLite(t).Gorm)
+	const replays = maxListItems + 20
+	id := replayedPayment(t, svc, replays)
+	h := NewHandler(svc, DefaultOptions())
+	res, _ := serve(t, h, context.Background(), fmt.Sprintf(`{
+		all: payment(id: %[1]q) { attempts { outcome } attemptCount }
+		oldest: payment(id: %[1]q) { attempts(first: 2) { outcome } }
+		newest: payment(id: %[1]q) { attempts(last: 3) { outcome } }
+		none: payment(id: %[1]q) { attempts(first: 0) { outcome } }
+		others: payment(id: %[1]q) { refunds(last: 5) { id } refundCount processorCalls(first: 5) { at } processorCallCount }
+	}`, id))
+	if len(res.Errors) > 0 {
+		t.Fatalf("errors: %+v", res.Errors)
+	}
+	got := map[string]attemptList{}
+	for name, raw := range res.Data {
+		var l attemptList
+		if err := json.Unmarshal(raw, &l); err != nil {
+			t.Fatal(err)
+		}
+		got[name] = l
+	}
+	outcomes := func(name string) string {
+		var s []string
+		for _, a := range got[name].Attempts {
+			s = append(s, a.Outcome)
+		}
+		return strings.Join(s, ",")
+	}
+	if n := len(got["all"].Attempts); n != maxListItems || got["all"].Attempts[0].Outcome != "CREATED" {
+		t.Errorf("no argument: %d attempts starting with %q, want the oldest %d", n, outcomes("all")[:7], maxListItems)
+	}
+	if c := got["all"].AttemptCount; c != replays+1 {
+		t.Errorf("attemptCount %d, want %d", c, replays+1)
+	}
+	for name, want := range map[string]string{"oldest": "CREATED,REPLAYED", "newest": "REPLAYED,REPLAYED,REPLAYED", "none": ""} {
+		if outcomes(name) != want {
+			t.Errorf("%s: %q, want %q", name, outcomes(name), want)
+		}
+	}
+	if !strings.Contains(string(res.Data["others"]), `"refundCount":0`) || !strings.Contains(string(res.Data["others"]), `"processorCallCount":`) {
+		t.Errorf("refunds and processor calls: %s", res.Data["others"])
+	}
+}
+
+// Asking for more than a response carries, for fewer than none, or from
+// both ends is refused as bad input, not cut short.
+func TestPaymentListArgumentsAreChecked(t *testing.T) {
+	t.Parallel()
+	svc := mustService(t, dbtest.SQLite(t).Gorm)
+	id := replayedPayment(t, svc, 1)
+	h := NewHandler(svc, DefaultOptions())
+	for _, args := range []string{"first: 101", "last: -1", "first: 1, last: 1"} {
+		for _, list := range []string{"attempts", "refunds", "processorCalls"} {
+			res, _ := serve(t, h, context.Background(), fmt.Sprintf(`{ payment(id: %q) { %s(%s) { __typename } } }`, id, list, args))
+			if res.code() != "BAD_USER_INPUT" || string(res.Data["payment"]) != "null" {
+				t.Errorf("%s(%s): %s %+v, want BAD_USER_INPUT", list, args, res.Data["payment"], res.Errors)
+			}
+		}
+	}
+}
+
+// What a document can get back is bounded by its cost: the lists it asks
+// for are priced by the size asked (or, with no argument, as before), each
+// carries at most maxListItems, however many replays the payment has, and
+// all of them together at most MaxComplexity items.
+func TestListsBoundWhatAResponseCarries(t *testing.T) {
+	t.Parallel()
+	svc := mustService(t, dbtest.SQLite(t).Gorm)
+	id := replayedPayment(t, svc, 2*maxListItems)
+	h := NewHandler(svc, DefaultOptions())
+	aliases := func(n int, sel string) string {
+		var q strings.Builder
+		q.WriteString("{")
+		for i := range n {
+			fmt.Fprintf(&q, " a%d: payment(id: %q) { %s { at } }", i, id, sel)
+		}
+		return q.String() + " }"
+	}
+	// 50 aliases at the default price fit the limit and get 100 each, not
+	// the 201 the payment has.
+	res, _ := serve(t, h, context.Background(), aliases(50, "attempts"))
+	if len(res.Errors) > 0 {
+		t.Fatalf("refused: %+v", res.Errors)
+	}
+	items := 0
+	for _, raw := range res.Data {
+		var l struct{ Attempts []json.RawMessage }
+		if err := json.Unmarshal(raw, &l); err != nil {
+			t.Fatal(err)
+		}
+		items += len(l.Attempts)
+	}
+	if items != 50*maxListItems {
+		t.Errorf("%d attempts in the response, want %d", items, 50*maxListItems)
+	}
+	// The same with first: 100 is priced at 100 items a list.
+	res, _ = serve(t, h, context.Background(), aliases(50, "attempts(first: 100)"))
+	if res.code() != codeTooComplex {
+		t.Errorf("%+v, want %s", res.Errors, codeTooComplex)
+	}
+	// 80 aliases at the default price (43 each) fit the limit too, but
+	// would carry 8,000 items: the response carries MaxComplexity of
+	// them, and the lists past that are refused.
+	res, _ = serve(t, h, context.Background(), aliases(80, "attempts"))
+	items, refused := 0, 0
+	for _, raw := range res.Data {
+		var l *struct{ Attempts []json.RawMessage }
+		if err := json.Unmarshal(raw, &l); err != nil {
+			t.Fatal(err)
+		}
+		if l == nil {
+			refused++
+			continue
+		}
+		items += len(l.Attempts)
+	}
+	if limit := DefaultOptions().MaxComplexity; items != limit || refused != 80-limit/maxListItems {
+		t.Errorf("%d items and %d lists refused, want %d items and %d refused", items, refused, limit, 80-limit/maxListItems)
+	}
+	if res.code() != codeTooComplex || !strings.Contains(res.Errors[0].Message, "at most 5000 items") {
+		t.Errorf("errors %+v, want the lists past the budget refused as too costly", res.Errors)
+	}
+}
+
+func TestWindow(t *testing.T) {
+	t.Parallel()
+	items := []int{1, 2, 3, 4, 5}
+	n := func(i int) *int { return &i }
+	for _, tt := range []struct {
+		first, last *int
+		want        string
+	}{
+		{nil, nil, "[1 2 3 4 5]"},
+		{n(2), nil, "[1 2]"},
+		{nil, n(2), "[4 5]"},
+		{n(9), nil, "[1 2 3 4 5]"},
+		{nil, n(0), "[]"},
+	} {
+		got, err := window(items, tt.first, tt.last)
+		if err != nil || fmt.Sprint(got) != tt.want {
+			t.Errorf("window(%v, %v): %v %v, want %s", tt.first, tt.last, got, err, tt.want)
+		}
+	}
+	long := make([]int, maxListItems+1)
+	if got, _ := window(long, nil, nil); len(got) != maxListItems {
+		t.Errorf("no argument: %d items, want %d", len(got), maxListItems)
+	}
+}
