@@ -1270,9 +1270,9 @@ type Payment {
   "How many requests reused one of this payment's keys for another operation or payload, and were refused."
   rejectedCount: Int!
   """
-  every request made against the payment, whatever its operation and key, oldest first. A response carries at most
-  100 of them: ` + "`" + `first: n` + "`" + ` gives the oldest n, ` + "`" + `last: n` + "`" + ` the newest n (one or the other, 0 to 100); with neither, the
-  oldest 100. attemptCount says how many there are in all.
+  every request made against the payment, whatever its operation and key, oldest first: ` + "`" + `first: n` + "`" + ` gives the oldest
+  n, ` + "`" + `last: n` + "`" + ` the newest n (one or the other, 0 to 100); with neither, all of them, within the response's budget of
+  GRAPHQL_MAX_COMPLEXITY list items (a subscription's event: the oldest 100). attemptCount says how many there are.
   """
   attempts(first: Int, last: Int): [IdempotencyAttempt!]!
   "How many attempts the payment has, however many a response lists."
@@ -1283,7 +1283,7 @@ type Payment {
   capturedAmount: Decimal!
   "The sum of the payment's refunds."
   refundedAmount: Decimal!
-  "The payment's refunds, oldest first; at most 100 per response, chosen with ` + "`" + `first` + "`" + ` or ` + "`" + `last` + "`" + ` as for attempts."
+  "The payment's refunds, oldest first; ` + "`" + `first` + "`" + ` or ` + "`" + `last` + "`" + ` as for attempts."
   refunds(first: Int, last: Int): [Refund!]!
   "How many refunds the payment has, however many a response lists."
   refundCount: Int!
@@ -1304,7 +1304,7 @@ type Payment {
   pendingOperation: Operation
   """
   Every call CMPay made to the processor for this payment, oldest first; reads made to resolve an operation are
-  listed under that operation. At most 100 per response, chosen with ` + "`" + `first` + "`" + ` or ` + "`" + `last` + "`" + ` as for attempts.
+  listed under that operation; ` + "`" + `first` + "`" + ` or ` + "`" + `last` + "`" + ` as for attempts.
   """
   processorCalls(first: Int, last: Int): [ProcessorCall!]!
   "How many processor calls the payment has, however many a response lists."

@@ -13,17 +13,25 @@ import (
 	"github.com/cmpay/cmpay/payments"
 )
 
-// maxListItems is how many items one of a payment's lists (attempts,
-// refunds, processor calls) carries in a response at most. A client in a
-// retry loop adds an attempt with every replay: 20,000 replays under 30
-// aliases answered 87 MB when the lists came whole.
+// maxListItems is the most items first or last may ask of one of a
+// payment's lists (attempts, refunds, processor calls), and what one such
+// list carries in a subscription's event when neither is given. A client
+// in a retry loop adds an attempt with every replay: 20,000 replays under
+// 30 aliases answered 87 MB when nothing bounded the lists.
 const maxListItems = 100
 
-// listWindow is window, taken from the response's list budget.
+// listWindow is window, taken from the response's list budget. With
+// neither first nor last, a list gives every item, as the contract has
+// attempts show every attempt, within the budget; a subscription has no
+// budget (withListBudget), so its event's list gives the oldest
+// maxListItems.
 func listWindow[T any](ctx context.Context, items []T, first, last *int) ([]T, error) {
 	out, err := window(items, first, last)
 	if err != nil {
 		return nil, err
+	}
+	if first == nil && last == nil && len(out) > maxListItems && inSubscription(ctx) {
+		out = out[:maxListItems]
 	}
 	if err := takeListItems(ctx, len(out)); err != nil {
 		return nil, err
@@ -31,16 +39,25 @@ func listWindow[T any](ctx context.Context, items []T, first, last *int) ([]T, e
 	return out, nil
 }
 
+// inSubscription reports whether ctx is a subscription's.
+func inSubscription(ctx context.Context) bool {
+	if !graphql.HasOperationContext(ctx) {
+		return false
+	}
+	op := graphql.GetOperationContext(ctx).Operation
+	return op != nil && op.Operation == ast.Subscription
+}
+
 // window is the part of a payment's list, oldest first, that one response
 // carries: the oldest first items, the newest last items, or with neither
-// the oldest maxListItems. Asking for more than maxListItems, for fewer
-// than none, or with both is refused rather than cut: the client asked for
-// something it will not get.
+// all of them. Asking for more than maxListItems, for fewer than none, or
+// with both is refused rather than cut: the client asked for something it
+// will not get.
 func window[T any](items []T, first, last *int) ([]T, error) {
 	if first != nil && last != nil {
 		return nil, listArgumentError("first", "give first or last, not both")
 	}
-	n, fromEnd := maxListItems, false
+	n, fromEnd := len(items), false
 	switch {
 	case first != nil:
 		if err := checkListArgument("first", *first); err != nil {
@@ -76,7 +93,7 @@ func listArgumentError(field, message string) error {
 // listSize is how many items complexity assumes one of a payment's lists
 // holds: what the client asked for, or listMultiplier when it did not ask
 // (the estimate from before the lists took a bound, kept so that existing
-// queries keep within the limit; maxListItems caps what they get).
+// queries keep within the limit; the list budget caps what they get).
 func listSize(first, last *int) int {
 	n := listMultiplier
 	switch {
@@ -92,8 +109,8 @@ func listSize(first, last *int) int {
 
 // listBudget is how many more items of payments' lists one response may
 // carry. Without first or last a list is priced as listMultiplier items
-// but carries up to maxListItems, so without a budget a document within
-// the complexity limit could get ten times as many items as it paid for.
+// but carries every item, so without a budget a document within the
+// complexity limit could get any number of items.
 type listBudget struct {
 	limit int
 	left  atomic.Int64 // resolvers of one response run concurrently

@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/vektah/gqlparser/v2/ast"
+
 	"github.com/cmpay/cmpay/internal/dbtest"
 	"github.com/cmpay/cmpay/payments"
 )
@@ -31,10 +34,9 @@ type attemptList struct {
 	AttemptCount int
 }
 
-// A payment's attempts grow with every replay of its key, but one list in
-// a response carries at most maxListItems of them: the oldest with no
-// argument, as many as asked with first (oldest) or last (newest), and
-// attemptCount says how many there are.
+// A payment's attempts grow with every replay of its key: a list gives
+// them all with no argument, as many as asked with first (oldest) or last
+// (newest), and attemptCount says how many there are.
 func TestPaymentListsCarryABoundedWindow(t *testing.T) {
 	t.Parallel()
 	svc := mustService(t, dbtest.SQLite(t).Gorm)
@@ -66,8 +68,8 @@ func TestPaymentListsCarryABoundedWindow(t *testing.T) {
 		}
 		return strings.Join(s, ",")
 	}
-	if n := len(got["all"].Attempts); n != maxListItems || got["all"].Attempts[0].Outcome != "CREATED" {
-		t.Errorf("no argument: %d attempts starting with %q, want the oldest %d", n, outcomes("all")[:7], maxListItems)
+	if n := len(got["all"].Attempts); n != replays+1 || got["all"].Attempts[0].Outcome != "CREATED" {
+		t.Errorf("no argument: %d attempts starting with %q, want all %d", n, outcomes("all")[:7], replays+1)
 	}
 	if c := got["all"].AttemptCount; c != replays+1 {
 		t.Errorf("attemptCount %d, want %d", c, replays+1)
@@ -100,9 +102,9 @@ func TestPaymentListArgumentsAreChecked(t *testing.T) {
 }
 
 // What a document can get back is bounded by its cost: the lists it asks
-// for are priced by the size asked (or, with no argument, as before), each
-// carries at most maxListItems, however many replays the payment has, and
-// all of them together at most MaxComplexity items.
+// for are priced by the size asked (or, with no argument, as before), and
+// all of them together carry at most MaxComplexity items, however many
+// replays the payment has.
 func TestListsBoundWhatAResponseCarries(t *testing.T) {
 	t.Parallel()
 	svc := mustService(t, dbtest.SQLite(t).Gorm)
@@ -116,9 +118,10 @@ func TestListsBoundWhatAResponseCarries(t *testing.T) {
 		}
 		return q.String() + " }"
 	}
-	// 50 aliases at the default price fit the limit and get 100 each, not
-	// the 201 the payment has.
-	res, _ := serve(t, h, context.Background(), aliases(50, "attempts"))
+	const attempts = 2*maxListItems + 1
+	// 20 aliases at the default price fit the limit, and get all 201
+	// attempts each: 4,020 items, within the budget.
+	res, _ := serve(t, h, context.Background(), aliases(20, "attempts"))
 	if len(res.Errors) > 0 {
 		t.Fatalf("refused: %+v", res.Errors)
 	}
@@ -130,8 +133,8 @@ func TestListsBoundWhatAResponseCarries(t *testing.T) {
 		}
 		items += len(l.Attempts)
 	}
-	if items != 50*maxListItems {
-		t.Errorf("%d attempts in the response, want %d", items, 50*maxListItems)
+	if items != 20*attempts {
+		t.Errorf("%d attempts in the response, want %d", items, 20*attempts)
 	}
 	// The same with first: 100 is priced at 100 items a list.
 	res, _ = serve(t, h, context.Background(), aliases(50, "attempts(first: 100)"))
@@ -139,8 +142,8 @@ func TestListsBoundWhatAResponseCarries(t *testing.T) {
 		t.Errorf("%+v, want %s", res.Errors, codeTooComplex)
 	}
 	// 80 aliases at the default price (43 each) fit the limit too, but
-	// would carry 8,000 items: the response carries MaxComplexity of
-	// them, and the lists past that are refused.
+	// would carry 16,080 items: the response carries the lists that fit in
+	// MaxComplexity items, and refuses the lists past that.
 	res, _ = serve(t, h, context.Background(), aliases(80, "attempts"))
 	items, refused := 0, 0
 	for _, raw := range res.Data {
@@ -154,8 +157,8 @@ func TestListsBoundWhatAResponseCarries(t *testing.T) {
 		}
 		items += len(l.Attempts)
 	}
-	if limit := DefaultOptions().MaxComplexity; items != limit || refused != 80-limit/maxListItems {
-		t.Errorf("%d items and %d lists refused, want %d items and %d refused", items, refused, limit, 80-limit/maxListItems)
+	if fit := DefaultOptions().MaxComplexity / attempts; items != fit*attempts || refused != 80-fit {
+		t.Errorf("%d items and %d lists refused, want %d items and %d refused", items, refused, fit*attempts, 80-fit)
 	}
 	if res.code() != codeTooComplex || !strings.Contains(res.Errors[0].Message, "at most 5000 items") {
 		t.Errorf("errors %+v, want the lists past the budget refused as too costly", res.Errors)
@@ -182,7 +185,17 @@ func TestWindow(t *testing.T) {
 		}
 	}
 	long := make([]int, maxListItems+1)
-	if got, _ := window(long, nil, nil); len(got) != maxListItems {
-		t.Errorf("no argument: %d items, want %d", len(got), maxListItems)
+	if got, _ := window(long, nil, nil); len(got) != len(long) {
+		t.Errorf("no argument: %d items, want all %d", len(got), len(long))
+	}
+	// A subscription's event, which has no response budget, carries the
+	// oldest maxListItems of a list asked with no argument.
+	sub := graphql.WithOperationContext(context.Background(),
+		&graphql.OperationContext{Operation: &ast.OperationDefinition{Operation: ast.Subscription}})
+	if got, err := listWindow(sub, long, nil, nil); err != nil || len(got) != maxListItems {
+		t.Errorf("in a subscription, no argument: %d items, %v; want %d", len(got), err, maxListItems)
+	}
+	if got, err := listWindow(context.Background(), long, nil, nil); err != nil || len(got) != len(long) {
+		t.Errorf("outside one, no argument: %d items, %v; want all %d", len(got), err, len(long))
 	}
 }
