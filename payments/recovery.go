@@ -116,7 +116,7 @@ func (s *Service) resolve(ctx context.Context, id string) error {
 	default:
 		out = s.sendCreate(callCtx, op)
 	}
-	if mode == nextStored && out.absent && s.mayResend(op, readAt) {
+	if out.absent && s.mayResend(op, readAt) && (mode == nextStored || op.operation == OpRefund && s.keyForgotten(op)) {
 		return s.sendAgain(ctx, op, p, out, time.Since(start))
 	}
 	if mode == nextStored && out.next == nextRead {
@@ -143,12 +143,13 @@ const keyMargin = time.Hour
 // processor remembers it (Stripe: 24 hours from the key's first send:
 // keySince, else createdAt), when sending a create or a refund again with
 // it would be a new request that moves money again. Such an operation is
-// read, never sent with that key: found, it settles; not found, it waits,
-// unless its key's answer was a stored error and a consistent read shows
-// it not done, when a refund (or a create still in time,
-// tooLateToCharge) is sent under a new key (resend.go). A capture or
-// cancel is safe to send again (the connector reads an intent already
-// captured or canceled as the answer).
+// read, never sent with that key: found, it settles. A refund not found in
+// its payment's list of refunds, which is consistent, was not made (no
+// request of a day-old key is still running): it is sent under a new key
+// (resend.go), as the merchant asked. A create not found waits, unless its
+// key's answer was a stored error and it is still in time
+// (tooLateToCharge). A capture or cancel is safe to send again (the
+// connector reads an intent already captured or canceled as the answer).
 func (s *Service) keyForgotten(op operationRow) bool {
 	life, ok := s.keyLifetime(op)
 	if !ok || op.operation == OpCapture || op.operation == OpCancel {

@@ -550,3 +550,36 @@ func (c diesBeforeRefund) RefundPayment(ctx context.Context, _ processor.RefundR
 	<-ctx.Done()
 	return processor.Refund{}, ctx.Err()
 }
+
+// A refund whose request Stripe refused before acting (a 500 it does not
+// store), and that no instance recovered for a day: its key may be
+// forgotten at Stripe, so it is read,
+// and Stripe's list of the intent's refunds, which is consistent, shows
+// none with its id. It is sent again under a new key, once, and refunded;
+// it waited for an operator before.
+func TestARefundADayOldFoundNowhereIsSentAgain(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		b, d := stripeOnTestClock(t, db, 0)
+		p := stripeCard(t, b, "refund-found-nowhere", true)
+		d.FailNext(stripedouble.CreateRefund, stripedouble.Fault{Kind: stripedouble.ServerErrorBefore})
+		if _, err := b.svc.Refund(t.Context(), payments.RefundRequest{PaymentID: p.ID, IdempotencyKey: "ref", Amount: new("4")}); err != nil {
+			t.Fatal(err)
+		}
+		b.clock.Advance(25 * time.Hour)
+		for range 2 {
+			if _, err := b.svc.RecoverDue(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			b.clock.Advance(testRecovery + time.Second)
+		}
+		got := b.mustGet(t, p.ID)
+		if err := storedChanges["refund"].check(got, d.Ledger(p.ProcessorReference), ""); err != nil {
+			t.Error(err)
+		}
+		// The first key's request was refused before Stripe kept its key.
+		if keys := d.Keys(stripedouble.CreateRefund); len(keys) != 1 || !strings.HasSuffix(keys[0], "_a2") {
+			t.Errorf("refund keys Stripe kept %q, want the new one alone", keys)
+		}
+	})
+}
