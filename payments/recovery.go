@@ -116,6 +116,11 @@ func (s *Service) resolve(ctx context.Context, id string) error {
 	default:
 		out = s.sendCreate(callCtx, op)
 	}
+	if out.absent && s.mayResend(op, readAt) && mode != nextStored && op.operation == OpRefund && s.keyForgotten(op) {
+		if out.absent, err = s.atRest(ctx, op, readAt); err != nil {
+			return err
+		}
+	}
 	if out.absent && s.mayResend(op, readAt) && (mode == nextStored || op.operation == OpRefund && s.keyForgotten(op)) {
 		return s.sendAgain(ctx, op, p, out, time.Since(start))
 	}
@@ -144,9 +149,9 @@ const keyMargin = time.Hour
 // keySince, else createdAt), when sending a create or a refund again with
 // it would be a new request that moves money again. Such an operation is
 // read, never sent with that key: found, it settles. A refund not found in
-// its payment's list of refunds, which is consistent, was not made (no
-// request of a day-old key is still running): it is sent under a new key
-// (resend.go), as the merchant asked. A create not found waits, unless its
+// its payment's list of refunds, which is consistent, was not made once
+// no request under its key can still be running (atRest): it is sent
+// under a new key (resend.go), as the merchant asked. A create not found waits, unless its
 // key's answer was a stored error and it is still in time
 // (tooLateToCharge). A capture or cancel is safe to send again (the
 // connector reads an intent already captured or canceled as the answer).
@@ -160,6 +165,26 @@ func (s *Service) keyForgotten(op operationRow) bool {
 		since = *op.keySince
 	}
 	return s.now().Sub(since) > life-keyMargin
+}
+
+// restAfter is how long after its last send under a key an operation's
+// request under it is taken to have ended, whatever Stripe made of it: far
+// past any request's time at Stripe.
+const restAfter = 10 * time.Minute
+
+// atRest says whether op was last sent under its current key longer ago
+// than restAfter (or never), so that a consistent read showing it not
+// done cannot be overtaken by a request still running under that key.
+func (s *Service) atRest(ctx context.Context, op operationRow, now time.Time) (bool, error) {
+	var last time.Time
+	err := s.store.db().QueryRow(ctx, commonSQL.SQL("last_write_under_key"), op.paymentID, op.id, op.key).Scan(&last)
+	if errors.Is(err, sqlq.ErrNoRows) {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read the operation's last send: %w", err)
+	}
+	return now.Sub(last) > restAfter, nil
 }
 
 // tooLateToCharge says whether op is a create stored longer ago than its

@@ -583,3 +583,36 @@ func TestARefundADayOldFoundNowhereIsSentAgain(t *testing.T) {
 		}
 	})
 }
+
+// A day-old refund is sent under a new key only once its old key has
+// rested: sent (and refused before Stripe acted) at 22 h 58 min, read at
+// 23 h 03 min, it waits, for a request under the old key could still be
+// running at Stripe; ten minutes after that send, it is sent again.
+func TestARefundADayOldWaitsForItsLastSendToRest(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		b, d := stripeOnTestClock(t, db, 0)
+		p := stripeCard(t, b, "refund-resting", true)
+		d.FailNext(stripedouble.CreateRefund, stripedouble.Fault{Kind: stripedouble.ServerErrorBefore})
+		if _, err := b.svc.Refund(t.Context(), payments.RefundRequest{PaymentID: p.ID, IdempotencyKey: "ref", Amount: new("4")}); err != nil {
+			t.Fatal(err)
+		}
+		recoverAt := func(advance time.Duration) payments.Payment {
+			t.Helper()
+			b.clock.Advance(advance)
+			if _, err := b.svc.RecoverDue(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			return b.mustGet(t, p.ID)
+		}
+		d.FailNext(stripedouble.CreateRefund, stripedouble.Fault{Kind: stripedouble.ServerErrorBefore})
+		recoverAt(22*time.Hour + 58*time.Minute) // asked again under its key: refused again
+		if got := recoverAt(5 * time.Minute); got.Refunded.Minor != 0 || len(d.Keys(stripedouble.CreateRefund)) != 0 {
+			t.Fatalf("5 minutes after the last send: refunded %s, keys %q; want it left alone", got.Refunded, d.Keys(stripedouble.CreateRefund))
+		}
+		got := recoverAt(10 * time.Minute)
+		if err := storedChanges["refund"].check(got, d.Ledger(p.ProcessorReference), ""); err != nil {
+			t.Error(err)
+		}
+	})
+}

@@ -218,6 +218,15 @@ VALUES (CAST($1 AS TEXT), $2, $3, $4, $5, 'cmpay_' || CAST($1 AS TEXT), $6, $7, 
 INSERT INTO processor_calls (operation_id, payment_id, operation, processor_key, kind, outcome, code, at, duration_ms)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
 
+-- name: last_write_under_key
+-- When operation $2 of payment $1 was last sent under key $3 (no row:
+-- never): a refund whose key is a day old is sent under a new key only once
+-- no request under its old one can still be running (recovery.go, atRest).
+-- (Not MAX(at): SQLite would answer it as text.)
+SELECT at FROM processor_calls
+WHERE payment_id = $1 AND operation_id = $2 AND processor_key = $3 AND kind = 'WRITE'
+ORDER BY at DESC LIMIT 1
+
 -- name: read_operation
 -- Reads one processor operation, in scanOperation's column order
 -- (operations.go).
