@@ -97,12 +97,22 @@ const maxFieldsRuleName = "MaxFields"
 
 // maxFields is how many fields one operation may expand to, every
 // fragment spread in place (list sizes do not multiply it: that is what
-// complexity prices). GraphiQL's schema query expands to 226; a query of
-// every field of a payment, its lists included, to under 100.
+// complexity prices). GraphiQL's schema query expands to 226 and one
+// __schema root (introspectionFields); a query of every field of a
+// payment, its lists included, to under 100.
 const maxFields = 10_000
 
+// introspectionFields is what an introspection root counts for besides its
+// own selection: what __schema answers grows with the schema, not with the
+// document (about 50 KB for a few fields of every type), and gqlgen's
+// complexity walk does not price anything under it, so 995 aliases of one
+// in 20 KB answered 51 MB in 9 s. With maxFields, an operation holds three
+// __schema roots at most; __type answers one type.
+var introspectionFields = map[string]int{"__schema": 3_000, "__type": 100}
+
 // maxFieldsRule refuses an operation that expands to more than limit
-// fields once its fragments are spread, introspection included. Fragments
+// fields once its fragments are spread, introspection included (its roots
+// weighed by introspectionFields). Fragments
 // let a 1 KB document stand for 2^30 fields, and gqlgen's complexity
 // extension walks every one of them before it can refuse the operation (27
 // rungs held a core for over a minute); this rule counts each fragment
@@ -150,7 +160,7 @@ func (c *fieldCount) fields(set ast.SelectionSet) int {
 		c.steps++
 		switch sel := sel.(type) {
 		case *ast.Field:
-			n += 1 + c.fields(sel.SelectionSet)
+			n += 1 + introspectionFields[sel.Name] + c.fields(sel.SelectionSet)
 		case *ast.InlineFragment:
 			n += c.fields(sel.SelectionSet)
 		case *ast.FragmentSpread:

@@ -252,7 +252,8 @@ func TestFragmentLaddersAreRefusedAsTooCostly(t *testing.T) {
 }
 
 // The count of a document's fields is exact up to the limit and counts
-// each fragment once: an ofType ladder of n rungs has 3·2^n - 1 fields.
+// each fragment once: an ofType ladder of n rungs has 3·2^n - 1 fields,
+// and its __type root counts for introspectionFields more.
 func TestFieldCountSpreadsEachFragmentOnce(t *testing.T) {
 	t.Parallel()
 	for _, n := range []int{1, 5, 11, 40} {
@@ -261,7 +262,7 @@ func TestFieldCountSpreadsEachFragmentOnce(t *testing.T) {
 		got := c.fields(doc.Operations[0].SelectionSet)
 		want := maxFields + 1 // past the limit counts stop
 		if n < 20 {
-			want = 3<<n - 1
+			want = 3<<n - 1 + introspectionFields["__type"]
 		}
 		if got != want {
 			t.Errorf("%d rungs: %d fields, want %d", n, got, want)
@@ -271,6 +272,35 @@ func TestFieldCountSpreadsEachFragmentOnce(t *testing.T) {
 		if limit := 4*(n+1) + 2; c.steps > limit {
 			t.Fatalf("%d rungs: %d selections looked at, want at most %d", n, c.steps, limit)
 		}
+	}
+}
+
+// Introspection roots count for what they answer, which grows with the
+// schema and which complexity does not price: GraphiQL's one __schema
+// passes (TestOrdinaryDocumentsPass), four aliases of it in a few hundred
+// bytes are refused before anything runs, however they are spread.
+func TestIntrospectionAliasesAreRefusedAsTooCostly(t *testing.T) {
+	t.Parallel()
+	h := NewHandler(nil, DefaultOptions())
+	var aliases, spread strings.Builder
+	for i := range 4 {
+		fmt.Fprintf(&aliases, " a%d: __schema { types { name fields { name } } }", i)
+		fmt.Fprintf(&spread, " a%d: __schema { ...S }", i)
+	}
+	for name, query := range map[string]string{
+		"aliases":          "{" + aliases.String() + " }",
+		"through fragment": "{" + spread.String() + " } fragment S on __Schema { types { name fields { name } } }",
+	} {
+		t.Run(name, func(t *testing.T) {
+			res, _ := serve(t, h, context.Background(), query)
+			if len(res.Data) > 0 || res.code() != codeTooComplex {
+				t.Errorf("answered %d bytes of data, errors %+v; want %s", len(res.Data), res.Errors, codeTooComplex)
+			}
+		})
+	}
+	three := "{ a: __schema { queryType { name } } b: __schema { queryType { name } } c: __schema { queryType { name } } }"
+	if res, _ := serve(t, h, context.Background(), three); len(res.Errors) > 0 {
+		t.Errorf("three __schema roots: %+v, want them answered", res.Errors)
 	}
 }
 

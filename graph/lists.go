@@ -22,9 +22,8 @@ const maxListItems = 100
 
 // listWindow is window, taken from the response's list budget. With
 // neither first nor last, a list gives every item, as the contract has
-// attempts show every attempt, within the budget; a subscription has no
-// budget (withListBudget), so its event's list gives the oldest
-// maxListItems.
+// attempts show every attempt, within the budget; in a subscription's
+// event, its oldest maxListItems.
 func listWindow[T any](ctx context.Context, items []T, first, last *int) ([]T, error) {
 	out, err := window(items, first, last)
 	if err != nil {
@@ -33,10 +32,11 @@ func listWindow[T any](ctx context.Context, items []T, first, last *int) ([]T, e
 	if first == nil && last == nil && len(out) > maxListItems && inSubscription(ctx) {
 		out = out[:maxListItems]
 	}
-	if err := takeListItems(ctx, len(out)); err != nil {
+	n, err := takeListItems(ctx, len(out))
+	if err != nil {
 		return nil, err
 	}
-	return out, nil
+	return out[:n], nil
 }
 
 // inSubscription reports whether ctx is a subscription's.
@@ -113,34 +113,61 @@ func listSize(first, last *int) int {
 // complexity limit could get any number of items.
 type listBudget struct {
 	limit int
-	left  atomic.Int64 // resolvers of one response run concurrently
+	// cut: a list past the budget is cut to what is left rather than
+	// refused. A mutation's payload is the answer of a request that was
+	// applied: refusing a list there would null the payload and read as
+	// nothing done.
+	cut  bool
+	left atomic.Int64 // resolvers of one response run concurrently
 }
 
 type listBudgetKey struct{}
 
-// withListBudget gives each query and mutation a budget of limit list
-// items (none when limit is 0, as the complexity limit is off then). A subscription has none: each of its events is a response of its
-// own, of one payment, which maxListItems bounds.
+// withListBudget gives each response a budget of limit list items (none
+// when limit is 0, as the complexity limit is off then): a query's or a
+// mutation's, and each event of a subscription, one payment each.
 func withListBudget(limit int) graphql.OperationMiddleware {
 	return func(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
-		if op := graphql.GetOperationContext(ctx).Operation; limit > 0 && op != nil && op.Operation != ast.Subscription {
-			b := &listBudget{limit: limit}
-			b.left.Store(int64(limit))
-			ctx = context.WithValue(ctx, listBudgetKey{}, b)
+		op := graphql.GetOperationContext(ctx).Operation
+		if limit <= 0 || op == nil {
+			return next(ctx)
 		}
-		return next(ctx)
+		budgeted := func(ctx context.Context) context.Context {
+			b := &listBudget{limit: limit, cut: op.Operation == ast.Mutation}
+			b.left.Store(int64(limit))
+			return context.WithValue(ctx, listBudgetKey{}, b)
+		}
+		if op.Operation != ast.Subscription {
+			return next(budgeted(ctx))
+		}
+		events := next(ctx)
+		return func(ctx context.Context) *graphql.Response { return events(budgeted(ctx)) }
 	}
 }
 
-// takeListItems spends n items of the response's budget, or refuses the
-// list once the budget is spent (the lists that came first keep theirs).
-func takeListItems(ctx context.Context, n int) error {
+// takeListItems spends up to n items of the response's budget and says
+// how many a list may carry: n, or in a mutation what is left; past the
+// budget elsewhere the list is refused, spending nothing (the lists that
+// fit keep theirs).
+func takeListItems(ctx context.Context, n int) (int, error) {
 	b, _ := ctx.Value(listBudgetKey{}).(*listBudget)
-	if b == nil || n == 0 || b.left.Add(-int64(n)) >= 0 {
-		return nil
+	if b == nil || n == 0 {
+		return n, nil
 	}
-	err := gqlerror.Errorf("one response carries at most %d items of payments' attempts, refunds and processor calls: "+
-		"ask for fewer with first or last, or for fewer payments", b.limit)
-	errcode.Set(err, codeTooComplex)
-	return err
+	for {
+		left := b.left.Load()
+		take := int64(n)
+		if take > left {
+			if !b.cut {
+				err := gqlerror.Errorf("one response carries at most %d items of payments' attempts, refunds and "+
+					"processor calls: ask for fewer with first or last, or for fewer payments", b.limit)
+				errcode.Set(err, codeTooComplex)
+				return 0, err
+			}
+			take = max(left, 0)
+		}
+		if b.left.CompareAndSwap(left, left-take) {
+			return int(take), nil
+		}
+	}
 }

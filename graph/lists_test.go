@@ -199,3 +199,64 @@ func TestWindow(t *testing.T) {
 		t.Errorf("outside one, no argument: %d items, %v; want all %d", len(got), err, len(long))
 	}
 }
+
+// A mutation that was applied keeps its payload: a list past the
+// response's budget is cut to what is left, not refused (which would null
+// the payload, as if nothing had been done). 45 aliases of a payment's 201
+// attempts ask for 9,045 items; the refund is answered with the budget's
+// 5,000 of them.
+func TestAMutationsListsAreCutToTheBudget(t *testing.T) {
+	t.Parallel()
+	svc := mustService(t, dbtest.SQLite(t).Gorm)
+	id := replayedPayment(t, svc, 2*maxListItems)
+	h := NewHandler(svc, DefaultOptions())
+	var q strings.Builder
+	fmt.Fprintf(&q, `mutation { refundPayment(paymentId: %q, amount: "1.00", idempotencyKey: "cut") { refund { id } payment {`, id)
+	for i := range 45 {
+		fmt.Fprintf(&q, " a%d: attempts { at }", i)
+	}
+	q.WriteString(" } } }")
+	res, _ := serve(t, h, context.Background(), q.String())
+	if len(res.Errors) > 0 {
+		t.Fatalf("errors %+v, want none", res.Errors)
+	}
+	var payload struct {
+		Refund  *struct{ ID string }
+		Payment map[string][]json.RawMessage
+	}
+	if err := json.Unmarshal(res.Data["refundPayment"], &payload); err != nil {
+		t.Fatal(err)
+	}
+	items := 0
+	for _, l := range payload.Payment {
+		items += len(l)
+	}
+	if limit := DefaultOptions().MaxComplexity; payload.Refund == nil || items != limit {
+		t.Errorf("refund %v, %d attempts in the payload; want the refund and %d", payload.Refund, items, limit)
+	}
+}
+
+// Each event of a subscription has a budget of its own, as each response
+// does: a document's lists are bounded per event, however many events come.
+func TestEachSubscriptionEventHasItsBudget(t *testing.T) {
+	t.Parallel()
+	ctx := graphql.WithOperationContext(context.Background(),
+		&graphql.OperationContext{Operation: &ast.OperationDefinition{Operation: ast.Subscription}})
+	var budgets []*listBudget
+	events := withListBudget(50)(ctx, func(context.Context) graphql.ResponseHandler {
+		return func(ctx context.Context) *graphql.Response {
+			b, _ := ctx.Value(listBudgetKey{}).(*listBudget)
+			budgets = append(budgets, b)
+			if _, err := takeListItems(ctx, 40); err != nil {
+				t.Errorf("event %d: %v, want its 40 items within its own budget", len(budgets), err)
+			}
+			return &graphql.Response{}
+		}
+	})
+	for range 3 {
+		events(ctx)
+	}
+	if len(budgets) != 3 || budgets[0] == nil || budgets[0] == budgets[1] || budgets[1] == budgets[2] {
+		t.Errorf("budgets %v, want a new one for each of 3 events", budgets)
+	}
+}
