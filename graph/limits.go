@@ -24,8 +24,12 @@ func maxDepthRule(limit int) core.Rule {
 	return core.Rule{
 		Name: "MaxQueryDepth",
 		RuleFunc: func(observers *core.Events, addError core.AddErrFunc) {
+			var w *depthWalk
 			observers.OnOperation(func(walker *core.Walker, op *ast.OperationDefinition) {
-				if d := newDepthWalk(walker.Document.Fragments).depth(op.SelectionSet); d > limit {
+				if w == nil { // one walk per document: fragments are shared by its operations
+					w = newDepthWalk(walker.Document.Fragments)
+				}
+				if d := w.depth(op.SelectionSet); d > limit {
 					addError(
 						core.Message("query depth %d exceeds the limit of %d; split it into smaller queries", d, limit),
 						core.At(op.Position),
@@ -41,14 +45,12 @@ func maxDepthRule(limit int) core.Rule {
 // at every spread made a ladder of fragments that each spread the next
 // twice cost 2^n walks (30 rungs, 1.2 KB, took 404 s).
 type depthWalk struct {
-	fragments ast.FragmentDefinitionList
-	known     map[string]int
-	visiting  map[string]bool
-	steps     int // selections looked at, for tests
+	fragmentMemo
+	steps int // selections looked at, for tests
 }
 
 func newDepthWalk(fragments ast.FragmentDefinitionList) *depthWalk {
-	return &depthWalk{fragments: fragments, known: map[string]int{}, visiting: map[string]bool{}}
+	return &depthWalk{fragmentMemo: newFragmentMemo(fragments)}
 }
 
 func (w *depthWalk) depth(set ast.SelectionSet) int {
@@ -72,23 +74,38 @@ func (w *depthWalk) depth(set ast.SelectionSet) int {
 	return deepest
 }
 
-// fragment is the depth of the named fragment's selections. Cycles are
-// refused by another rule; here they must only not loop (a fragment met
-// inside itself counts for nothing, so a cyclic document's depth may come
-// out short, and it is refused anyway).
-func (w *depthWalk) fragment(name string) int {
-	if d, ok := w.known[name]; ok {
-		return d
+// fragment is the depth of the named fragment's selections.
+func (w *depthWalk) fragment(name string) int { return w.of(name, w.depth) }
+
+// fragmentMemo is a measure of a document's fragments, each computed
+// once. Cycles are refused by another rule; here they must only not loop:
+// a fragment met inside itself counts for nothing, so a cyclic document's
+// measure may come out short, and it is refused anyway.
+type fragmentMemo struct {
+	fragments ast.FragmentDefinitionList
+	known     map[string]int
+	visiting  map[string]bool
+}
+
+func newFragmentMemo(fragments ast.FragmentDefinitionList) fragmentMemo {
+	return fragmentMemo{fragments: fragments, known: map[string]int{}, visiting: map[string]bool{}}
+}
+
+// of is the measure of the named fragment's selections, computed the first
+// time it is asked for.
+func (m *fragmentMemo) of(name string, measure func(ast.SelectionSet) int) int {
+	if n, ok := m.known[name]; ok {
+		return n
 	}
-	frag := w.fragments.ForName(name)
-	if frag == nil || w.visiting[name] {
+	frag := m.fragments.ForName(name)
+	if frag == nil || m.visiting[name] {
 		return 0
 	}
-	w.visiting[name] = true
-	d := w.depth(frag.SelectionSet)
-	delete(w.visiting, name)
-	w.known[name] = d
-	return d
+	m.visiting[name] = true
+	n := measure(frag.SelectionSet)
+	delete(m.visiting, name)
+	m.known[name] = n
+	return n
 }
 
 // maxFieldsRuleName names the rule that counts a document's fields; its
@@ -143,15 +160,13 @@ func maxFieldsRule(limit int) core.Rule {
 // counted once. Counts stop growing just past limit, so that a ladder of
 // a hundred rungs cannot overflow an int.
 type fieldCount struct {
-	fragments ast.FragmentDefinitionList
-	known     map[string]int
-	visiting  map[string]bool
-	limit     int
-	steps     int // selections looked at, for tests
+	fragmentMemo
+	limit int
+	steps int // selections looked at, for tests
 }
 
 func newFieldCount(fragments ast.FragmentDefinitionList, limit int) *fieldCount {
-	return &fieldCount{fragments: fragments, known: map[string]int{}, visiting: map[string]bool{}, limit: limit}
+	return &fieldCount{fragmentMemo: newFragmentMemo(fragments), limit: limit}
 }
 
 func (c *fieldCount) fields(set ast.SelectionSet) int {
@@ -171,22 +186,8 @@ func (c *fieldCount) fields(set ast.SelectionSet) int {
 	return n
 }
 
-// fragment is the count of the named fragment's fields; a fragment met
-// inside itself counts for nothing (another rule refuses cycles).
-func (c *fieldCount) fragment(name string) int {
-	if n, ok := c.known[name]; ok {
-		return n
-	}
-	frag := c.fragments.ForName(name)
-	if frag == nil || c.visiting[name] {
-		return 0
-	}
-	c.visiting[name] = true
-	n := c.fields(frag.SelectionSet)
-	delete(c.visiting, name)
-	c.known[name] = n
-	return n
-}
+// fragment is the count of the named fragment's fields.
+func (c *fieldCount) fragment(name string) int { return c.of(name, c.fields) }
 
 // noIntrospectionRule refuses __schema and __type when introspection is
 // switched off, with an error that says so, before anything executes.

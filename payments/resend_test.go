@@ -111,11 +111,7 @@ func TestStoredErrorNewKeyShowsInTheCalls(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
 		b, d := stripeSetup(t, db)
-		p := stripeCard(t, b, "keys-shown", false)
-		d.FailNext(stripedouble.CapturePaymentIntent, stripedouble.Fault{Kind: stripedouble.ServerErrorStored})
-		if _, err := b.svc.Capture(t.Context(), payments.CaptureRequest{PaymentID: p.ID, IdempotencyKey: "cap"}); err != nil {
-			t.Fatal(err)
-		}
+		p := storedErrorCapture(t, b, d, "keys-shown", false)
 		got := recoverUntil(t, b, p.ID, func(p payments.Payment) bool { return p.PendingOperation == "" })
 		all, err := b.svc.ProcessorCallsOf(t.Context(), []payments.Payment{got})
 		if err != nil {
@@ -147,15 +143,7 @@ func TestStoredErrorRaceUsesOneNewKey(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
 		b, d := stripeSetup(t, db)
-		p := stripeCard(t, b, "race-stored", false)
-		d.FailNext(stripedouble.CapturePaymentIntent, stripedouble.Fault{Kind: stripedouble.ServerErrorStored})
-		if _, err := b.svc.Capture(t.Context(), payments.CaptureRequest{PaymentID: p.ID, IdempotencyKey: "cap"}); err != nil {
-			t.Fatal(err)
-		}
-		b.clock.Advance(testRecovery + time.Second)
-		if _, err := b.svc.RecoverDue(t.Context()); err != nil { // the replayed 500
-			t.Fatal(err)
-		}
+		p := storedErrorCapture(t, b, d, "race-stored", true)
 		// The first instance: a patient one (its reads may take seconds).
 		slow := stripeConn(t, d, 5*time.Second)
 		first := mustService(t, b.db.Gorm, payments.Config{KeyTTL: testTTL, Now: b.clock.Now, Processor: slow,
@@ -184,6 +172,25 @@ func TestStoredErrorRaceUsesOneNewKey(t *testing.T) {
 			t.Errorf("keys %q, %d captures sent; want 2 keys, 3 sends", keys, calls)
 		}
 	})
+}
+
+// storedErrorCapture is an authorized card payment (key) whose capture
+// (key "cap") got a 500 that Stripe stores under the key, and, when
+// replayed, after one recovery round that met the 500 replayed.
+func storedErrorCapture(t *testing.T, b *bundle, d *stripedouble.Double, key string, replayed bool) payments.Payment {
+	t.Helper()
+	p := stripeCard(t, b, key, false)
+	d.FailNext(stripedouble.CapturePaymentIntent, stripedouble.Fault{Kind: stripedouble.ServerErrorStored})
+	if _, err := b.svc.Capture(t.Context(), payments.CaptureRequest{PaymentID: p.ID, IdempotencyKey: "cap"}); err != nil {
+		t.Fatal(err)
+	}
+	if replayed {
+		b.clock.Advance(testRecovery + time.Second)
+		if _, err := b.svc.RecoverDue(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return p
 }
 
 // stripeConn is a Stripe connector to the double with the given timeout.
@@ -373,15 +380,7 @@ func TestStoredErrorIsReadAtOnce(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
 		b, d := stripeSetup(t, db)
-		p := stripeCard(t, b, "read-at-once", false)
-		d.FailNext(stripedouble.CapturePaymentIntent, stripedouble.Fault{Kind: stripedouble.ServerErrorStored})
-		if _, err := b.svc.Capture(t.Context(), payments.CaptureRequest{PaymentID: p.ID, IdempotencyKey: "cap"}); err != nil {
-			t.Fatal(err)
-		}
-		b.clock.Advance(testRecovery + time.Second)
-		if _, err := b.svc.RecoverDue(t.Context()); err != nil { // the replayed 500
-			t.Fatal(err)
-		}
+		p := storedErrorCapture(t, b, d, "read-at-once", true)
 		if n, err := b.svc.RecoverDue(t.Context()); err != nil || n != 1 {
 			t.Fatalf("the next round claimed %d, %v; want the operation at once", n, err)
 		}
