@@ -37,8 +37,11 @@ const (
 )
 
 // DefaultInitTimeout is how long a WebSocket may take to send
-// connection_init unless Options.InitTimeout says otherwise.
-const DefaultInitTimeout = 10 * time.Second
+// connection_init unless Options.InitTimeout says otherwise. Clients send
+// it as soon as the socket opens (within milliseconds); 3 s, the
+// graphql-ws reference server's default, leaves room for a slow mobile
+// link while a socket that says nothing holds its slot for little time.
+const DefaultInitTimeout = 3 * time.Second
 
 const transportWS = "graphql-transport-ws"
 
