@@ -37,8 +37,11 @@ const (
 )
 
 // DefaultInitTimeout is how long a WebSocket may take to send
-// connection_init unless Options.InitTimeout says otherwise.
-const DefaultInitTimeout = 10 * time.Second
+// connection_init unless Options.InitTimeout says otherwise. Clients send
+// it as soon as the socket opens (within milliseconds); 3 s, the
+// graphql-ws reference server's default, leaves room for a slow mobile
+// link while a socket that says nothing holds its slot for little time.
+const DefaultInitTimeout = 3 * time.Second
 
 const transportWS = "graphql-transport-ws"
 
@@ -92,8 +95,9 @@ type protocolConn struct {
 
 // clientMessage is what protocolConn reads of a message.
 type clientMessage struct {
-	Type string  `json:"type"`
-	ID   *string `json:"id"`
+	Type    string          `json:"type"`
+	ID      *string         `json:"id"`
+	Payload json.RawMessage `json:"payload"`
 }
 
 func (c *protocolConn) NextReader() (int, io.Reader, error) {
@@ -143,6 +147,16 @@ func (c *protocolConn) admit(m clientMessage) verdict {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if m.Type == "connection_init" {
+		if !objectOrNull(m.Payload) {
+			// gqlgen drops such a socket without closing it: it would
+			// stay open, unread and uncounted, for as long as the client
+			// liked.
+			code := transport.WebsocketCloseProtocolError
+			if c.strict {
+				code = CloseBadMessage
+			}
+			return verdict{code: code, reason: "Invalid message received: connection_init's payload must be an object"}
+		}
 		if c.inited && c.strict {
 			return verdict{code: CloseTooManyInits, reason: "Too many initialisation requests"}
 		}
@@ -185,6 +199,13 @@ func (c *protocolConn) admit(m clientMessage) verdict {
 		return passOn
 	}
 	return verdict{code: CloseBadMessage, reason: "Invalid message received"}
+}
+
+// objectOrNull reports whether a message's payload, valid JSON, is absent,
+// null or an object: what connection_init may carry.
+func objectOrNull(payload json.RawMessage) bool {
+	p := bytes.TrimSpace(payload)
+	return len(p) == 0 || string(p) == "null" || p[0] == '{'
 }
 
 func (c *protocolConn) violation(code int, reason string) (int, io.Reader, error) {

@@ -102,6 +102,7 @@ func TestTransportWSCloseCodes(t *testing.T) {
 		{"not JSON", []any{initMsg, []byte(`{"type": "subscribe",`)}, CloseBadMessage},
 		{"an unknown type", []any{initMsg, wsMessage{Type: "next", ID: "1"}}, CloseBadMessage},
 		{"a subscribe without an id", []any{initMsg, wsMessage{Type: "subscribe", Payload: json.RawMessage(eventsSubscription)}}, CloseBadMessage},
+		{"a connection_init whose payload is not an object", []any{[]byte(`{"type": "connection_init", "payload": [1]}`)}, CloseBadMessage},
 		{"no connection_init in time", nil, CloseInitTimeout},
 		{"refused credentials", []any{wsMessage{Type: "connection_init", Payload: json.RawMessage(`{"Authorization": "Bearer bad"}`)}}, CloseForbidden},
 	} {

@@ -33,15 +33,24 @@ func isWebsocketUpgrade(r *http.Request) bool {
 // a load balancer when TRUSTED_PROXIES is unset), and a valid token is
 // never refused for others' failures; a bad token in connection_init is
 // counted against the address like any other (websocketAuthenticator).
-func websocketOrToken(apiToken func(http.Handler) http.Handler) func(http.Handler) http.Handler {
+// It must take a slot in pending, though, held until connection_init
+// arrives or the socket ends (gqlgen's transport serves a socket for its
+// whole life), so that unknown sockets cannot pile up.
+func websocketOrToken(apiToken func(http.Handler) http.Handler, pending *pendingSockets) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		guarded := apiToken(next)
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if isWebsocketUpgrade(r) && len(r.Header.Values("Authorization")) == 0 {
-				next.ServeHTTP(w, r)
+			if !isWebsocketUpgrade(r) || len(r.Header.Values("Authorization")) != 0 {
+				guarded.ServeHTTP(w, r)
 				return
 			}
-			guarded.ServeHTTP(w, r)
+			release, refused := pending.acquire(clientaddr.From(r.Context()))
+			if refused != 0 {
+				pending.refuse(w, r, refused)
+				return
+			}
+			defer release()
+			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), pendingReleaseKey{}, release)))
 		})
 	}
 }
@@ -56,6 +65,9 @@ var errBadToken = errors.New("missing or invalid bearer token")
 // other.
 func websocketAuthenticator(creds *credentials, failures *auth.FailureLimiter) func(context.Context, string) (context.Context, error) {
 	return func(ctx context.Context, authorization string) (context.Context, error) {
+		// connection_init has come, good token or bad: the socket is no
+		// longer waiting for it.
+		releasePending(ctx)
 		req := (&http.Request{Header: http.Header{"Authorization": {authorization}}}).WithContext(ctx)
 		res, err := creds.bearer(req)
 		if err != nil {

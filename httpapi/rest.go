@@ -410,7 +410,7 @@ func writeProblem(w http.ResponseWriter, r *http.Request, e apierror.Error) {
 		body[k] = v
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
-	if e.Status == http.StatusServiceUnavailable {
+	if e.Status == http.StatusServiceUnavailable && w.Header().Get("Retry-After") == "" {
 		// The database is down or failing over; a failover takes seconds
 		// (docs/operations/high-availability.md), so a second is a fair
 		// first wait.

@@ -58,6 +58,9 @@ type Deps struct {
 	// AuthFailuresPerMinute is how often one address, or one identity, may
 	// fail to sign in; zero means auth.DefaultFailuresPerMinute.
 	AuthFailuresPerMinute int
+	// PendingSockets caps the WebSockets that have not sent
+	// connection_init yet; zero fields mean the defaults.
+	PendingSockets PendingSocketLimits
 	// TrustedProxies are the networks whose X-Forwarded-For and
 	// X-Forwarded-Proto are believed (see package clientaddr).
 	TrustedProxies []netip.Prefix
@@ -136,7 +139,12 @@ func NewHandler(d Deps) http.Handler {
 	// read: a stranger's body, however slow or long, costs nothing.
 	body := limitBody(d.MaxBodyBytes)
 	// GraphQL checks scopes per root field (graph's rootFieldScopes).
-	r.With(websocketOrToken(apiToken), body).Handle("/graphql", graph.NewHandler(d.Service, gqlOpts))
+	initTimeout := gqlOpts.InitTimeout
+	if initTimeout <= 0 {
+		initTimeout = graph.DefaultInitTimeout
+	}
+	pending := newPendingSockets(d.PendingSockets, initTimeout)
+	r.With(websocketOrToken(apiToken, pending), body).Handle("/graphql", graph.NewHandler(d.Service, gqlOpts))
 	r.With(restToken, requireScope(auth.PaymentsWrite, styleProblem), body).Post("/api/payments", createPaymentREST(d.Service))
 	r.With(restToken, requireScope(auth.PaymentsWrite, styleProblem), body).Post("/api/payments/{id}/capture", capturePaymentREST(d.Service))
 	r.With(restToken, requireScope(auth.PaymentsWrite, styleProblem), body).Post("/api/payments/{id}/cancel", cancelPaymentREST(d.Service))
