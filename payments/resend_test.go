@@ -174,6 +174,18 @@ func TestStoredErrorRaceUsesOneNewKey(t *testing.T) {
 	})
 }
 
+// faultedRefund is a captured card payment (key) whose refund of 4.00
+// (key "ref") met fault at Stripe.
+func faultedRefund(t *testing.T, b *bundle, d *stripedouble.Double, key string, fault stripedouble.FaultKind) payments.Payment {
+	t.Helper()
+	p := stripeCard(t, b, key, true)
+	d.FailNext(stripedouble.CreateRefund, stripedouble.Fault{Kind: fault})
+	if _, err := b.svc.Refund(t.Context(), payments.RefundRequest{PaymentID: p.ID, IdempotencyKey: "ref", Amount: new("4")}); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // storedErrorCapture is an authorized card payment (key) whose capture
 // (key "cap") got a 500 that Stripe stores under the key, and, when
 // replayed, after one recovery round that met the 500 replayed.
@@ -397,11 +409,7 @@ func TestStoredErrorRefundADayOldIsSentAgain(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
 		b, d := stripeOnTestClock(t, db, 0)
-		p := stripeCard(t, b, "refund-a-day-old", true)
-		d.FailNext(stripedouble.CreateRefund, stripedouble.Fault{Kind: stripedouble.ServerErrorStored})
-		if _, err := b.svc.Refund(t.Context(), payments.RefundRequest{PaymentID: p.ID, IdempotencyKey: "ref", Amount: new("4")}); err != nil {
-			t.Fatal(err)
-		}
+		p := faultedRefund(t, b, d, "refund-a-day-old", stripedouble.ServerErrorStored)
 		b.clock.Advance(testRecovery + time.Second)
 		if _, err := b.svc.RecoverDue(t.Context()); err != nil { // the replayed 500
 			t.Fatal(err)
@@ -428,11 +436,7 @@ func TestStoredErrorRefundOnALaterPageIsFound(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
 		b, d := stripeOnTestClock(t, db, 0)
-		p := stripeCard(t, b, "refund-later-page", true)
-		d.FailNext(stripedouble.CreateRefund, stripedouble.Fault{Kind: stripedouble.ServerErrorAfter})
-		if _, err := b.svc.Refund(t.Context(), payments.RefundRequest{PaymentID: p.ID, IdempotencyKey: "ref", Amount: new("4")}); err != nil {
-			t.Fatal(err)
-		}
+		p := faultedRefund(t, b, d, "refund-later-page", stripedouble.ServerErrorAfter)
 		for i := range 10 {
 			if _, err := b.conn.RefundPayment(t.Context(), processor.RefundRequest{IdempotencyKey: fmt.Sprint("dashboard-", i),
 				PaymentReference: p.ProcessorReference, AmountMinor: 1, Currency: "BRL"}); err != nil {
@@ -502,11 +506,7 @@ func TestStoredErrorRefundNewKeyStoredButNotSentIsSent(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
 		b, d := stripeOnTestClock(t, db, 0)
-		p := stripeCard(t, b, "refund-key-not-sent", true)
-		d.FailNext(stripedouble.CreateRefund, stripedouble.Fault{Kind: stripedouble.ServerErrorStored})
-		if _, err := b.svc.Refund(t.Context(), payments.RefundRequest{PaymentID: p.ID, IdempotencyKey: "ref", Amount: new("4")}); err != nil {
-			t.Fatal(err)
-		}
+		p := faultedRefund(t, b, d, "refund-key-not-sent", stripedouble.ServerErrorStored)
 		b.clock.Advance(testRecovery + time.Second)
 		if _, err := b.svc.RecoverDue(t.Context()); err != nil { // the replayed 500
 			t.Fatal(err)
@@ -560,11 +560,7 @@ func TestARefundADayOldFoundNowhereIsSentAgain(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
 		b, d := stripeOnTestClock(t, db, 0)
-		p := stripeCard(t, b, "refund-found-nowhere", true)
-		d.FailNext(stripedouble.CreateRefund, stripedouble.Fault{Kind: stripedouble.ServerErrorBefore})
-		if _, err := b.svc.Refund(t.Context(), payments.RefundRequest{PaymentID: p.ID, IdempotencyKey: "ref", Amount: new("4")}); err != nil {
-			t.Fatal(err)
-		}
+		p := faultedRefund(t, b, d, "refund-found-nowhere", stripedouble.ServerErrorBefore)
 		b.clock.Advance(25 * time.Hour)
 		for range 2 {
 			if _, err := b.svc.RecoverDue(t.Context()); err != nil {
@@ -591,11 +587,7 @@ func TestARefundADayOldWaitsForItsLastSendToRest(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
 		b, d := stripeOnTestClock(t, db, 0)
-		p := stripeCard(t, b, "refund-resting", true)
-		d.FailNext(stripedouble.CreateRefund, stripedouble.Fault{Kind: stripedouble.ServerErrorBefore})
-		if _, err := b.svc.Refund(t.Context(), payments.RefundRequest{PaymentID: p.ID, IdempotencyKey: "ref", Amount: new("4")}); err != nil {
-			t.Fatal(err)
-		}
+		p := faultedRefund(t, b, d, "refund-resting", stripedouble.ServerErrorBefore)
 		recoverAt := func(advance time.Duration) payments.Payment {
 			t.Helper()
 			b.clock.Advance(advance)
