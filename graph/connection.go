@@ -48,8 +48,10 @@ type connection struct {
 	// end is the error an SSE stream's subscription ended with, sent as
 	// its last event (see streamEnd).
 	end *gqlerror.Error
-	// closeSocket closes a WebSocket with a code; nil for SSE.
+	// closeSocket closes a WebSocket with a code, dropSocket closes it
+	// outright; nil for SSE.
 	closeSocket func(code int, reason string)
+	dropSocket  func()
 
 	refuseOnce sync.Once
 

@@ -277,7 +277,18 @@ func (t websocketTransport) Do(w http.ResponseWriter, r *http.Request, exec grap
 	conn := newConnection(true)
 	ctx := withConnection(r.Context(), conn)
 	ctx = context.WithValue(ctx, upgradeAuthKey{}, r.Header.Get("Authorization"))
-	t.recheck.serve(ctx, conn, func(ctx context.Context) { t.Websocket.Do(w, r.WithContext(ctx), exec) })
+	t.recheck.serve(ctx, conn, func(ctx context.Context) {
+		t.Websocket.Do(w, r.WithContext(ctx), exec)
+		// gqlgen returns without closing the socket on some failed
+		// connection_init (a payload it cannot decode): no socket may
+		// outlive its handler, which gives back its slot (httpapi's cap).
+		conn.mu.Lock()
+		drop := conn.dropSocket
+		conn.mu.Unlock()
+		if drop != nil {
+			drop()
+		}
+	})
 }
 
 // sseTransport is gqlgen's Server-Sent Events transport (graphql-sse,

@@ -70,7 +70,7 @@ func (p protocolImplementation) Accept(w http.ResponseWriter, r *http.Request, o
 	})
 	if c := connectionOf(r.Context()); c != nil {
 		c.mu.Lock()
-		c.closeSocket = pc.closeWith
+		c.closeSocket, c.dropSocket = pc.closeWith, pc.drop
 		c.mu.Unlock()
 	}
 	return pc, nil
@@ -147,10 +147,10 @@ func (c *protocolConn) admit(m clientMessage) verdict {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if m.Type == "connection_init" {
-		if !objectOrNull(m.Payload) {
+		if !initPayload(m.Payload) {
 			// gqlgen drops such a socket without closing it: it would
 			// stay open, unread and uncounted, for as long as the client
-			// liked.
+			// liked (websocketTransport.Do closes whatever it leaves).
 			code := transport.WebsocketCloseProtocolError
 			if c.strict {
 				code = CloseBadMessage
@@ -203,9 +203,12 @@ func (c *protocolConn) admit(m clientMessage) verdict {
 
 // objectOrNull reports whether a message's payload, valid JSON, is absent,
 // null or an object: what connection_init may carry.
-func objectOrNull(payload json.RawMessage) bool {
-	p := bytes.TrimSpace(payload)
-	return len(p) == 0 || string(p) == "null" || p[0] == '{'
+func initPayload(payload json.RawMessage) bool {
+	if len(bytes.TrimSpace(payload)) == 0 {
+		return true
+	}
+	var p transport.InitPayload // as gqlgen decodes it: {"x": 1e999} is an object it cannot
+	return json.Unmarshal(payload, &p) == nil
 }
 
 func (c *protocolConn) violation(code int, reason string) (int, io.Reader, error) {
@@ -265,6 +268,14 @@ func (c *protocolConn) closeWith(code int, reason string) {
 func (c *protocolConn) Close() error {
 	c.initTimer.Stop()
 	return c.WebsocketConn.Close()
+}
+
+// drop closes the socket, with a close frame (1001, going away) if none
+// was sent: what gqlgen's handler left open when it returned.
+func (c *protocolConn) drop() {
+	const goingAway = 1001
+	c.closeWith(goingAway, "Going away")
+	_ = c.Close()
 }
 
 // SetReadLimit and SetReadDeadline pass gqlgen's settings on to the

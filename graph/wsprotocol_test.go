@@ -103,6 +103,7 @@ func TestTransportWSCloseCodes(t *testing.T) {
 		{"an unknown type", []any{initMsg, wsMessage{Type: "next", ID: "1"}}, CloseBadMessage},
 		{"a subscribe without an id", []any{initMsg, wsMessage{Type: "subscribe", Payload: json.RawMessage(eventsSubscription)}}, CloseBadMessage},
 		{"a connection_init whose payload is not an object", []any{[]byte(`{"type": "connection_init", "payload": [1]}`)}, CloseBadMessage},
+		{"a connection_init whose object gqlgen cannot decode", []any{[]byte(`{"type": "connection_init", "payload": {"x": 1e999}}`)}, CloseBadMessage},
 		{"no connection_init in time", nil, CloseInitTimeout},
 		{"refused credentials", []any{wsMessage{Type: "connection_init", Payload: json.RawMessage(`{"Authorization": "Bearer bad"}`)}}, CloseForbidden},
 	} {
