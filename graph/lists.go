@@ -26,6 +26,18 @@ const maxListItems = 100
 // event, its oldest maxListItems.
 func listWindow[T any](ctx context.Context, items []T, first, last *int) ([]T, error) {
 	out, err := window(items, first, last)
+	if err != nil && operationIs(ctx, ast.Mutation) {
+		// A mutation's payload answers a request that was applied: its
+		// error is said beside it, and the list given as asked within
+		// the bounds, rather than the payload nulled as if nothing had
+		// been done.
+		graphql.AddError(ctx, err)
+		first, last = clamp(first), clamp(last)
+		if first != nil {
+			last = nil
+		}
+		out, err = window(items, first, last)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -40,12 +52,24 @@ func listWindow[T any](ctx context.Context, items []T, first, last *int) ([]T, e
 }
 
 // inSubscription reports whether ctx is a subscription's.
-func inSubscription(ctx context.Context) bool {
+func inSubscription(ctx context.Context) bool { return operationIs(ctx, ast.Subscription) }
+
+// operationIs reports whether ctx is an operation of kind's.
+func operationIs(ctx context.Context, kind ast.Operation) bool {
 	if !graphql.HasOperationContext(ctx) {
 		return false
 	}
 	op := graphql.GetOperationContext(ctx).Operation
-	return op != nil && op.Operation == ast.Subscription
+	return op != nil && op.Operation == kind
+}
+
+// clamp is n within 0 to maxListItems; nil stays nil.
+func clamp(n *int) *int {
+	if n == nil {
+		return nil
+	}
+	c := min(max(*n, 0), maxListItems)
+	return &c
 }
 
 // window is the part of a payment's list, oldest first, that one response

@@ -188,8 +188,8 @@ func TestWindow(t *testing.T) {
 	if got, _ := window(long, nil, nil); len(got) != len(long) {
 		t.Errorf("no argument: %d items, want all %d", len(got), len(long))
 	}
-	// A subscription's event, which has no response budget, carries the
-	// oldest maxListItems of a list asked with no argument.
+	// A subscription's event carries the oldest maxListItems of a list
+	// asked with no argument.
 	sub := graphql.WithOperationContext(context.Background(),
 		&graphql.OperationContext{Operation: &ast.OperationDefinition{Operation: ast.Subscription}})
 	if got, err := listWindow(sub, long, nil, nil); err != nil || len(got) != maxListItems {
@@ -258,5 +258,30 @@ func TestEachSubscriptionEventHasItsBudget(t *testing.T) {
 	}
 	if len(budgets) != 3 || budgets[0] == nil || budgets[0] == budgets[1] || budgets[1] == budgets[2] {
 		t.Errorf("budgets %v, want a new one for each of 3 events", budgets)
+	}
+}
+
+// A mutation that was applied keeps its payload when one of its lists is
+// asked for out of bounds: the error is said beside the payload, and the
+// list given within the bounds.
+func TestAMutationsBadListArgumentKeepsThePayload(t *testing.T) {
+	t.Parallel()
+	svc := mustService(t, dbtest.SQLite(t).Gorm)
+	id := replayedPayment(t, svc, 2)
+	h := NewHandler(svc, DefaultOptions())
+	res, _ := serve(t, h, context.Background(), fmt.Sprintf(`mutation { refundPayment(paymentId: %q, amount: "1.00",
+		idempotencyKey: "bad-list") { refund { id } payment { attempts(first: 101) { at } a: attempts(first: 1, last: 1) { at } } } }`, id))
+	var payload struct {
+		Refund  *struct{ ID string }
+		Payment struct{ Attempts, A []json.RawMessage }
+	}
+	if err := json.Unmarshal(res.Data["refundPayment"], &payload); err != nil {
+		t.Fatal(err)
+	}
+	if payload.Refund == nil || len(payload.Payment.Attempts) != 4 || len(payload.Payment.A) != 1 {
+		t.Errorf("payload %s; want the refund, the 4 attempts and the first one", res.Data["refundPayment"])
+	}
+	if res.code() != "BAD_USER_INPUT" || len(res.Errors) != 2 {
+		t.Errorf("errors %+v, want the two arguments refused as BAD_USER_INPUT", res.Errors)
 	}
 }

@@ -20,9 +20,9 @@ import (
 // (claim_due: one UPDATE ... RETURNING; PostgreSQL skips the rows another
 // instance is claiming, SQLite has one writer), and resolves each: asks
 // again with the same key, or reads the processor's record where asking
-// again cannot settle it, and after a stored error (a replayed 500) sends
-// it again under a new key where a consistent read shows it not done
-// (resend.go). Only the processor's word settles an operation; anything
+// again cannot settle it, and after a stored error (a replayed 500), or
+// for a refund whose key is a day old, sends it again under a new key
+// where a consistent read shows it not done (resend.go). Only the processor's word settles an operation; anything
 // else postpones it by PROCESSOR_RECOVERY_AFTER, except a stored error
 // answered to a send, whose read is due at once.
 
@@ -151,9 +151,9 @@ const keyMargin = time.Hour
 // read, never sent with that key: found, it settles. A refund not found in
 // its payment's list of refunds, which is consistent, was not made once
 // no request under its key can still be running (atRest): it is sent
-// under a new key (resend.go), as the merchant asked. A create not found waits, unless its
-// key's answer was a stored error and it is still in time
-// (tooLateToCharge). A capture or cancel is safe to send again (the
+// under a new key (resend.go), as the merchant asked. A create not found
+// waits, unless its key's answer was a stored error and it is still in
+// time (tooLateToCharge). A capture or cancel is safe to send again (the
 // connector reads an intent already captured or canceled as the answer).
 func (s *Service) keyForgotten(op operationRow) bool {
 	life, ok := s.keyLifetime(op)
@@ -215,8 +215,9 @@ func (s *Service) keyLifetime(op operationRow) (time.Duration, bool) {
 const defaultSearchLag = 2 * time.Minute
 
 // mayResend says whether op, which a consistent read made at readAt
-// showed not done while its key's answer is a stored error, is sent again
-// under a new key now: a capture, cancel or refund at once; a create only
+// showed not done while its key's answer is a stored error (or, for a
+// refund, while its key is a day old: atRest decides besides), is sent
+// again under a new key now: a capture, cancel or refund at once; a create only
 // while it may still charge, and once search has caught up with every
 // send of its key (the search lag). Otherwise it is read again later.
 func (s *Service) mayResend(op operationRow, readAt time.Time) bool {

@@ -21,7 +21,10 @@ import (
 // the one read under and the lease still this instance's, so every
 // instance and every later recovery sends the same one; keys follow from
 // the operation's id ("cmpay_op_…", then "cmpay_op_…_a2", "_a3"), so even
-// two instances that both judged it would send one.
+// two instances that both judged it would send one. A refund whose key is
+// a day old goes the same way without a stored error, once its last send
+// under the old key is ten minutes old (recovery.go, atRest), since no
+// request under a key a day old is still running.
 //
 // A create a day old is the exception: like any create stored longer ago
 // than its processor keeps a key (tooLateToCharge), it is never sent
@@ -55,7 +58,8 @@ func nextKey(op operationRow) string {
 }
 
 // sendAgain records the read (out) that showed the leased op not done
-// while its key's answer is a stored error, stores op's next key in the
+// (its key's answer a stored error, or a refund's key a day old and at
+// rest), stores op's next key in the
 // same transaction, and sends op under it. Nothing is sent when the key
 // changed or the lease was lost meanwhile: someone else resolves it.
 func (s *Service) sendAgain(ctx context.Context, op operationRow, p Payment, out outcome, took time.Duration) error {
