@@ -116,12 +116,15 @@ func (s *Service) resolve(ctx context.Context, id string) error {
 	default:
 		out = s.sendCreate(callCtx, op)
 	}
-	if out.absent && s.mayResend(op, readAt) && mode != nextStored && op.operation == OpRefund && s.keyForgotten(op) {
+	// A refund whose key is a day old goes on under a new key as after a
+	// stored error, once no send under its old key can still be running.
+	dayOldRefund := mode != nextStored && op.operation == OpRefund && s.keyForgotten(op)
+	if out.absent && dayOldRefund {
 		if out.absent, err = s.atRest(ctx, op, readAt); err != nil {
 			return err
 		}
 	}
-	if out.absent && s.mayResend(op, readAt) && (mode == nextStored || op.operation == OpRefund && s.keyForgotten(op)) {
+	if out.absent && (mode == nextStored || dayOldRefund) && s.mayResend(op, readAt) {
 		return s.sendAgain(ctx, op, p, out, time.Since(start))
 	}
 	if mode == nextStored && out.next == nextRead {
