@@ -34,18 +34,27 @@ type PendingSocketLimits struct {
 	PerAddress, PerInstance int
 }
 
+// pendingSocketHooks tell the metrics how many sockets wait (waiting: +1
+// or -1) and which cap refused an upgrade (refused: "address" or
+// "instance"); nil hooks do nothing.
+type pendingSocketHooks struct {
+	waiting func(delta int)
+	refused func(limit string)
+}
+
 // pendingSockets counts the WebSockets waiting for their connection_init,
 // per client address and in all.
 type pendingSockets struct {
 	perAddress, perInstance int
 	retryAfter              string
+	hooks                   pendingSocketHooks
 
 	mu     sync.Mutex
 	total  int
 	byAddr map[string]int
 }
 
-func newPendingSockets(l PendingSocketLimits, initTimeout time.Duration) *pendingSockets {
+func newPendingSockets(l PendingSocketLimits, initTimeout time.Duration, hooks pendingSocketHooks) *pendingSockets {
 	if l.PerAddress <= 0 {
 		l.PerAddress = DefaultPendingSocketsPerAddress
 	}
@@ -56,7 +65,7 @@ func newPendingSockets(l PendingSocketLimits, initTimeout time.Duration) *pendin
 	// is free.
 	secs := int(math.Ceil(initTimeout.Seconds()))
 	return &pendingSockets{perAddress: l.PerAddress, perInstance: l.PerInstance,
-		retryAfter: strconv.Itoa(max(secs, 1)), byAddr: map[string]int{}}
+		retryAfter: strconv.Itoa(max(secs, 1)), byAddr: map[string]int{}, hooks: hooks}
 }
 
 // acquire takes a slot for a socket from addr. It returns the function
@@ -64,26 +73,55 @@ func newPendingSockets(l PendingSocketLimits, initTimeout time.Duration) *pendin
 // counts), or the status of the refusal: 429 when addr holds its share,
 // 503 when the instance is full.
 func (p *pendingSockets) acquire(addr string) (release func(), refused int) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.byAddr[addr] >= p.perAddress {
-		return nil, http.StatusTooManyRequests
+	refused = p.take(addr)
+	switch refused {
+	case 0:
+		p.hooks.count(1)
+	case http.StatusTooManyRequests:
+		p.hooks.refuse("address")
+		return nil, refused
+	default:
+		p.hooks.refuse("instance")
+		return nil, refused
 	}
-	if p.total >= p.perInstance {
-		return nil, http.StatusServiceUnavailable
-	}
-	p.byAddr[addr]++
-	p.total++
 	var once sync.Once
 	return func() { once.Do(func() { p.release(addr) }) }, 0
 }
 
-func (p *pendingSockets) release(addr string) {
+// take counts a socket from addr in, or says which cap is full.
+func (p *pendingSockets) take(addr string) (refused int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.byAddr[addr] >= p.perAddress {
+		return http.StatusTooManyRequests
+	}
+	if p.total >= p.perInstance {
+		return http.StatusServiceUnavailable
+	}
+	p.byAddr[addr]++
+	p.total++
+	return 0
+}
+
+func (p *pendingSockets) release(addr string) {
+	p.mu.Lock()
 	p.total--
 	if p.byAddr[addr]--; p.byAddr[addr] <= 0 {
 		delete(p.byAddr, addr)
+	}
+	p.mu.Unlock()
+	p.hooks.count(-1)
+}
+
+func (h pendingSocketHooks) count(delta int) {
+	if h.waiting != nil {
+		h.waiting(delta)
+	}
+}
+
+func (h pendingSocketHooks) refuse(limit string) {
+	if h.refused != nil {
+		h.refused(limit)
 	}
 }
 

@@ -9,7 +9,9 @@ import (
 // TestPendingReleaseCountsOnce: a socket's slot is given back by
 // connection_init and again when the socket ends; only the first counts.
 func TestPendingReleaseCountsOnce(t *testing.T) {
-	p := newPendingSockets(PendingSocketLimits{PerAddress: 2, PerInstance: 3}, 2500*time.Millisecond)
+	waiting, refused := 0, map[string]int{}
+	hooks := pendingSocketHooks{waiting: func(d int) { waiting += d }, refused: func(l string) { refused[l]++ }}
+	p := newPendingSockets(PendingSocketLimits{PerAddress: 2, PerInstance: 3}, 2500*time.Millisecond, hooks)
 	if p.retryAfter != "3" {
 		t.Errorf("Retry-After %q for a 2.5 s init timeout, want 3", p.retryAfter)
 	}
@@ -36,5 +38,8 @@ func TestPendingReleaseCountsOnce(t *testing.T) {
 	b1()
 	if p.total != 2 || p.byAddr["b"] != 0 || len(p.byAddr) != 1 {
 		t.Errorf("after b's release: total %d, by address %v", p.total, p.byAddr)
+	}
+	if waiting != p.total || refused["address"] != 2 || refused["instance"] != 1 {
+		t.Errorf("hooks: %d waiting, refused %v; want %d waiting, 2 by address, 1 by instance", waiting, refused, p.total)
 	}
 }

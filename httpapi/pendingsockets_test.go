@@ -178,4 +178,14 @@ func TestPendingSocketsPerInstance(t *testing.T) {
 	if typ, code := initialize(t, ctx, c, ""); typ != "connection_ack" {
 		t.Fatalf("connection_init on a socket whose header had the token: %q, closed %d", typ, code)
 	}
+	_, text := b.raw(t, "GET", "/metrics", http.Header{"Authorization": {"Bearer " + token}}, "")
+	for _, want := range []string{
+		"cmpay_websockets_waiting_for_init 2",
+		`cmpay_websockets_refused_total{limit="instance"} 1`,
+		`cmpay_websockets_refused_total{limit="address"} 0`,
+	} {
+		if !strings.Contains(string(text), want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
 }

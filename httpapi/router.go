@@ -91,23 +91,12 @@ func NewHandler(d Deps) http.Handler {
 	if d.MaxBodyBytes <= 0 {
 		d.MaxBodyBytes = DefaultMaxBodyBytes
 	}
-	gqlOpts := graph.DefaultOptions()
-	if d.GraphQL != nil {
-		gqlOpts = *d.GraphQL
-	}
-	gqlOpts.OnOperation = metrics.SetOperation
 	creds := newCredentials(d.APITokens, d.Tokens)
 	failures := auth.NewFailureLimiter(d.AuthFailuresPerMinute)
 	apiToken := guard(creds.bearer, failures, styleGraphQL, bearerChallenge, log)
 	restToken := guard(creds.bearer, failures, styleProblem, bearerChallenge, log)
 	adminOrToken := guard(either(staffBasic(d.Staff, failures), creds.bearer), failures, styleProblem, basicChallenge, log)
-	gqlOpts.Events, gqlOpts.Webhooks = d.Events, d.Webhooks
-	gqlOpts.Authenticate = websocketAuthenticator(creds, failures)
-	gqlOpts.Recheck = connectionRecheck(creds)
-	if d.Metrics != nil {
-		gqlOpts.OnSubscriptionRefused = d.Metrics.SubscriptionRefused
-	}
-	gqlOpts.ClientOf = auth.BoundClient
+	gqlOpts := graphQLOptions(d, creds, failures)
 
 	r := chi.NewRouter()
 	r.Use(requestid.Middleware, clientaddr.New(d.TrustedProxies).Middleware, hsts, recoverPanics(log), accessLog(log, d.Metrics))
@@ -139,11 +128,7 @@ func NewHandler(d Deps) http.Handler {
 	// read: a stranger's body, however slow or long, costs nothing.
 	body := limitBody(d.MaxBodyBytes)
 	// GraphQL checks scopes per root field (graph's rootFieldScopes).
-	initTimeout := gqlOpts.InitTimeout
-	if initTimeout <= 0 {
-		initTimeout = graph.DefaultInitTimeout
-	}
-	pending := newPendingSockets(d.PendingSockets, initTimeout)
+	pending := newPendingSockets(d.PendingSockets, gqlOpts.InitTimeout, socketHooks(d.Metrics))
 	r.With(websocketOrToken(apiToken, pending), body).Handle("/graphql", graph.NewHandler(d.Service, gqlOpts))
 	r.With(restToken, requireScope(auth.PaymentsWrite, styleProblem), body).Post("/api/payments", createPaymentREST(d.Service))
 	r.With(restToken, requireScope(auth.PaymentsWrite, styleProblem), body).Post("/api/payments/{id}/capture", capturePaymentREST(d.Service))
@@ -163,7 +148,53 @@ func NewHandler(d Deps) http.Handler {
 
 	// Support staff: their own accounts, signed in with a session cookie
 	// (web.Admin checks the session and the role of every route).
-	adminUI := web.Admin(web.AdminDeps{
+	adminUI := adminHandler(d, failures, log)
+	r.Handle("/admin", adminUI)
+	r.Handle("/admin/*", adminUI)
+
+	// Operators: a token, or an admin staff account's HTTP Basic.
+	if d.Metrics != nil {
+		r.With(adminOrToken, requireScope(auth.MetricsRead, styleProblem)).Method(http.MethodGet, "/metrics", d.Metrics.Handler())
+	}
+	// Go's profiler and expvar are not here: see DebugHandler (DEBUG_ADDR).
+	return r
+}
+
+// graphQLOptions are d's GraphQL limits (graph.DefaultOptions when none)
+// joined to what the handler needs from the rest of the surface: the
+// credentials a WebSocket's connection_init is checked against, the
+// metrics, and the events and webhooks services.
+func graphQLOptions(d Deps, creds *credentials, failures *auth.FailureLimiter) graph.Options {
+	o := graph.DefaultOptions()
+	if d.GraphQL != nil {
+		o = *d.GraphQL
+	}
+	if o.InitTimeout <= 0 {
+		o.InitTimeout = graph.DefaultInitTimeout
+	}
+	o.OnOperation = metrics.SetOperation
+	o.Events, o.Webhooks = d.Events, d.Webhooks
+	o.Authenticate = websocketAuthenticator(creds, failures)
+	o.Recheck = connectionRecheck(creds)
+	if d.Metrics != nil {
+		o.OnSubscriptionRefused = d.Metrics.SubscriptionRefused
+	}
+	o.ClientOf = auth.BoundClient
+	return o
+}
+
+// socketHooks count the sockets waiting for connection_init in m, if any.
+func socketHooks(m *metrics.Metrics) pendingSocketHooks {
+	if m == nil {
+		return pendingSocketHooks{}
+	}
+	return pendingSocketHooks{waiting: m.WebSocketWaiting, refused: m.WebSocketRefused}
+}
+
+// adminHandler is the admin UI over d's services; sign-in failures count
+// in failures, as the API's do.
+func adminHandler(d Deps, failures *auth.FailureLimiter, log *slog.Logger) http.Handler {
+	return web.Admin(web.AdminDeps{
 		Payments:        d.Service,
 		Staff:           d.Staff,
 		Limiter:         adminSignInLimiter{failures},
@@ -175,13 +206,4 @@ func NewHandler(d Deps) http.Handler {
 		Logger:          log,
 		RequestTimeout:  d.AdminRequestTimeout,
 	})
-	r.Handle("/admin", adminUI)
-	r.Handle("/admin/*", adminUI)
-
-	// Operators: a token, or an admin staff account's HTTP Basic.
-	if d.Metrics != nil {
-		r.With(adminOrToken, requireScope(auth.MetricsRead, styleProblem)).Method(http.MethodGet, "/metrics", d.Metrics.Handler())
-	}
-	// Go's profiler and expvar are not here: see DebugHandler (DEBUG_ADDR).
-	return r
 }

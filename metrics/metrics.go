@@ -29,6 +29,8 @@ type Metrics struct {
 	events   *eventMetrics
 	// processor counts the processor calls (processor.go).
 	processor *processorMetrics
+	// sockets count the WebSockets waiting for connection_init (sockets.go).
+	sockets *socketMetrics
 
 	// The children of the vectors above, by their labels. Every request
 	// counts its attempt and observes its latency: looking a child up in a
@@ -92,6 +94,7 @@ func New(db *sql.DB) *Metrics {
 	)
 	m.events = newEventMetrics(m.registry)
 	m.processor = newProcessorMetrics(m.registry)
+	m.sockets = newSocketMetrics(m.registry)
 	return m
 }
 
