@@ -35,7 +35,8 @@ func isWebsocketUpgrade(r *http.Request) bool {
 // counted against the address like any other (websocketAuthenticator).
 // It must take a slot in pending, though, held until connection_init
 // arrives or the socket ends (gqlgen's transport serves a socket for its
-// whole life), so that unknown sockets cannot pile up.
+// whole life), so that unknown sockets cannot pile up: past a cap, the
+// oldest waiting socket is dropped.
 func websocketOrToken(apiToken func(http.Handler) http.Handler, pending *pendingSockets) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		guarded := apiToken(next)
@@ -44,13 +45,9 @@ func websocketOrToken(apiToken func(http.Handler) http.Handler, pending *pending
 				guarded.ServeHTTP(w, r)
 				return
 			}
-			release, refused := pending.acquire(clientaddr.From(r.Context()))
-			if refused != 0 {
-				pending.refuse(w, r, refused)
-				return
-			}
+			socket, release := pending.admit(clientaddr.From(r.Context()))
 			defer release()
-			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), pendingReleaseKey{}, release)))
+			next.ServeHTTP(watchHijack{w, socket}, r.WithContext(context.WithValue(r.Context(), pendingReleaseKey{}, release)))
 		})
 	}
 }

@@ -1,14 +1,12 @@
 package httpapi
 
 import (
+	"bufio"
+	"container/list"
 	"context"
-	"math"
+	"net"
 	"net/http"
-	"strconv"
 	"sync"
-	"time"
-
-	"github.com/cmpay/cmpay/apierror"
 )
 
 // A WebSocket upgrade without an Authorization header is accepted before
@@ -17,6 +15,12 @@ import (
 // or the init timeout. These caps bound how many may wait so: without
 // them one address opened 19,962 at once and the process ran out of file
 // descriptors, /healthz included.
+//
+// Past a cap the oldest waiting socket is dropped to make room, rather
+// than the new one refused: a browser sends connection_init within
+// milliseconds of opening, so a flood mostly drops its own sockets, while
+// refusing would lock out everyone behind the flooder's address (a NAT)
+// for as long as the flood lasts.
 const (
 	// DefaultPendingSocketsPerAddress: a browser opens one socket per tab
 	// and sends connection_init within milliseconds; 32 leaves room for a
@@ -35,83 +39,165 @@ type PendingSocketLimits struct {
 }
 
 // pendingSocketHooks tell the metrics how many sockets wait (waiting: +1
-// or -1) and which cap refused an upgrade (refused: "address" or
+// or -1) and which cap dropped a waiting socket (dropped: "address" or
 // "instance"); nil hooks do nothing.
 type pendingSocketHooks struct {
 	waiting func(delta int)
-	refused func(limit string)
+	dropped func(limit string)
 }
 
-// pendingSockets counts the WebSockets waiting for their connection_init,
-// per client address and in all.
+// pendingSockets holds the WebSockets waiting for their connection_init,
+// oldest first, per client address and in all.
 type pendingSockets struct {
 	perAddress, perInstance int
-	retryAfter              string
 	hooks                   pendingSocketHooks
 
 	mu     sync.Mutex
-	total  int
-	byAddr map[string]int
+	all    *list.List // of *pendingSocket, oldest first
+	byAddr map[string]*list.List
 }
 
-func newPendingSockets(l PendingSocketLimits, initTimeout time.Duration, hooks pendingSocketHooks) *pendingSockets {
+// pendingSocket is one waiting socket: its place in both lists while it
+// waits, and its connection once the upgrade has taken it over.
+type pendingSocket struct {
+	addr        string
+	inAll, inAd *list.Element
+
+	mu      sync.Mutex
+	conn    net.Conn
+	dropped bool
+}
+
+func newPendingSockets(l PendingSocketLimits, hooks pendingSocketHooks) *pendingSockets {
 	if l.PerAddress <= 0 {
 		l.PerAddress = DefaultPendingSocketsPerAddress
 	}
 	if l.PerInstance <= 0 {
 		l.PerInstance = DefaultPendingSocketsPerInstance
 	}
-	// Every pending socket leaves within the init timeout: by then a slot
-	// is free.
-	secs := int(math.Ceil(initTimeout.Seconds()))
-	return &pendingSockets{perAddress: l.PerAddress, perInstance: l.PerInstance,
-		retryAfter: strconv.Itoa(max(secs, 1)), byAddr: map[string]int{}, hooks: hooks}
+	return &pendingSockets{perAddress: l.PerAddress, perInstance: l.PerInstance, hooks: hooks,
+		all: list.New(), byAddr: map[string]*list.List{}}
 }
 
-// acquire takes a slot for a socket from addr. It returns the function
-// that gives it back (safe to call more than once: only the first call
-// counts), or the status of the refusal: 429 when addr holds its share,
-// 503 when the instance is full.
-func (p *pendingSockets) acquire(addr string) (release func(), refused int) {
-	refused = p.take(addr)
-	switch refused {
-	case 0:
-		p.hooks.count(1)
-	case http.StatusTooManyRequests:
-		p.hooks.refuse("address")
-		return nil, refused
-	default:
-		p.hooks.refuse("instance")
-		return nil, refused
+// admit counts a socket from addr in, dropping the address's oldest
+// waiting socket when the address holds its share, else the instance's
+// oldest when the instance is full. It returns the socket and the
+// function that gives its place back (safe to call more than once: only
+// the first call counts).
+func (p *pendingSockets) admit(addr string) (*pendingSocket, func()) {
+	s := &pendingSocket{addr: addr}
+	victim, limit := p.take(s)
+	p.hooks.count(1)
+	if victim != nil {
+		p.hooks.drop(limit)
+		p.hooks.count(-1)
+		victim.drop()
 	}
 	var once sync.Once
-	return func() { once.Do(func() { p.release(addr) }) }, 0
+	return s, func() {
+		once.Do(func() {
+			if p.leave(s) {
+				p.hooks.count(-1)
+			}
+		})
+	}
 }
 
-// take counts a socket from addr in, or says which cap is full.
-func (p *pendingSockets) take(addr string) (refused int) {
+// take puts s in the lists, taking out the socket whose place it takes,
+// if any, and the cap that chose it.
+func (p *pendingSockets) take(s *pendingSocket) (victim *pendingSocket, limit string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.byAddr[addr] >= p.perAddress {
-		return http.StatusTooManyRequests
+	ad := p.byAddr[s.addr]
+	switch {
+	case ad != nil && ad.Len() >= p.perAddress:
+		victim, limit = ad.Front().Value.(*pendingSocket), "address"
+	case p.all.Len() >= p.perInstance:
+		victim, limit = p.all.Front().Value.(*pendingSocket), "instance"
 	}
-	if p.total >= p.perInstance {
-		return http.StatusServiceUnavailable
+	if victim != nil {
+		p.remove(victim)
 	}
-	p.byAddr[addr]++
-	p.total++
-	return 0
+	if ad = p.byAddr[s.addr]; ad == nil {
+		ad = list.New()
+		p.byAddr[s.addr] = ad
+	}
+	s.inAll, s.inAd = p.all.PushBack(s), ad.PushBack(s)
+	return victim, limit
 }
 
-func (p *pendingSockets) release(addr string) {
+// leave takes s out of the lists; false if it was out already (dropped).
+func (p *pendingSockets) leave(s *pendingSocket) bool {
 	p.mu.Lock()
-	p.total--
-	if p.byAddr[addr]--; p.byAddr[addr] <= 0 {
-		delete(p.byAddr, addr)
+	defer p.mu.Unlock()
+	if s.inAll == nil {
+		return false
 	}
-	p.mu.Unlock()
-	p.hooks.count(-1)
+	p.remove(s)
+	return true
 }
+
+// remove takes s out of the lists; p.mu is held.
+func (p *pendingSockets) remove(s *pendingSocket) {
+	p.all.Remove(s.inAll)
+	ad := p.byAddr[s.addr]
+	ad.Remove(s.inAd)
+	if ad.Len() == 0 {
+		delete(p.byAddr, s.addr)
+	}
+	s.inAll, s.inAd = nil, nil
+}
+
+// waiting is how many sockets wait, in all and from addr.
+func (p *pendingSockets) waiting(addr string) (total, fromAddr int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if ad := p.byAddr[addr]; ad != nil {
+		fromAddr = ad.Len()
+	}
+	return p.all.Len(), fromAddr
+}
+
+// drop closes s's connection, or has it closed as soon as the upgrade
+// takes it over. Closing the connection ends the socket's handler, with
+// no close frame: a socket that has said nothing is owed none.
+func (s *pendingSocket) drop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.dropped = true
+	if s.conn != nil {
+		_ = s.conn.Close()
+	}
+}
+
+// hijacked records the connection the upgrade took over.
+func (s *pendingSocket) hijacked(conn net.Conn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.conn = conn
+	if s.dropped {
+		_ = conn.Close()
+	}
+}
+
+// watchHijack is w, but the connection its Hijack hands over is recorded
+// in s, so that s can be dropped.
+type watchHijack struct {
+	http.ResponseWriter
+	s *pendingSocket
+}
+
+func (w watchHijack) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	conn, rw, err := http.NewResponseController(w.ResponseWriter).Hijack()
+	if err == nil {
+		w.s.hijacked(conn)
+	}
+	return conn, rw, err
+}
+
+// Unwrap lets http.ResponseController reach the writer's other methods
+// (deadlines, Flush).
+func (w watchHijack) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 func (h pendingSocketHooks) count(delta int) {
 	if h.waiting != nil {
@@ -119,21 +205,10 @@ func (h pendingSocketHooks) count(delta int) {
 	}
 }
 
-func (h pendingSocketHooks) refuse(limit string) {
-	if h.refused != nil {
-		h.refused(limit)
+func (h pendingSocketHooks) drop(limit string) {
+	if h.dropped != nil {
+		h.dropped(limit)
 	}
-}
-
-// refuse answers an upgrade past a cap, before it becomes a socket.
-func (p *pendingSockets) refuse(w http.ResponseWriter, r *http.Request, status int) {
-	e := apierror.Error{Code: apierror.RateLimited, Status: status,
-		Message: "too many WebSockets from this address are waiting for connection_init; send it, or wait and try again"}
-	if status == http.StatusServiceUnavailable {
-		e.Code, e.Message = apierror.Unavailable, "too many WebSockets are waiting for connection_init on this instance; wait and try again"
-	}
-	w.Header().Set("Retry-After", p.retryAfter)
-	writeProblem(w, r, e)
 }
 
 // pendingReleaseKey carries a pending socket's release function, called

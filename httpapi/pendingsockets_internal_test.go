@@ -1,45 +1,63 @@
 package httpapi
 
 import (
-	"net/http"
+	"net"
 	"testing"
-	"time"
 )
 
-// TestPendingReleaseCountsOnce: a socket's slot is given back by
-// connection_init and again when the socket ends; only the first counts.
-func TestPendingReleaseCountsOnce(t *testing.T) {
-	waiting, refused := 0, map[string]int{}
-	hooks := pendingSocketHooks{waiting: func(d int) { waiting += d }, refused: func(l string) { refused[l]++ }}
-	p := newPendingSockets(PendingSocketLimits{PerAddress: 2, PerInstance: 3}, 2500*time.Millisecond, hooks)
-	if p.retryAfter != "3" {
-		t.Errorf("Retry-After %q for a 2.5 s init timeout, want 3", p.retryAfter)
+// TestPendingDropsTheOldest: past an address's share its oldest waiting
+// socket is dropped, past the instance's cap the instance's oldest; a
+// place given back by connection_init and again when the socket ends
+// counts once; the hooks see every change.
+func TestPendingDropsTheOldest(t *testing.T) {
+	waiting, dropped := 0, map[string]int{}
+	hooks := pendingSocketHooks{waiting: func(d int) { waiting += d }, dropped: func(l string) { dropped[l]++ }}
+	p := newPendingSockets(PendingSocketLimits{PerAddress: 2, PerInstance: 3}, hooks)
+
+	a1, releaseA1 := p.admit("a")
+	a2, _ := p.admit("a")
+	a3, _ := p.admit("a") // a's share is 2: a1 goes
+	if !a1.isDropped() || a2.isDropped() || a3.isDropped() {
+		t.Fatalf("third socket from a: dropped a1 %v, a2 %v, a3 %v; want a1 alone", a1.isDropped(), a2.isDropped(), a3.isDropped())
 	}
-	a1, _ := p.acquire("a")
-	if _, refused := p.acquire("a"); refused != 0 {
-		t.Fatalf("second socket from a refused with %d", refused)
+	releaseA1() // its handler ends: nothing left to give back
+	if total, fromA := p.waiting("a"); total != 2 || fromA != 2 {
+		t.Fatalf("after a1 dropped and released: %d waiting, %d from a; want 2 and 2", total, fromA)
 	}
-	if _, refused := p.acquire("a"); refused != http.StatusTooManyRequests {
-		t.Fatalf("third socket from a: %d, want 429", refused)
+
+	b1, releaseB1 := p.admit("b")
+	c1, _ := p.admit("c") // the instance holds 3: its oldest, a2, goes
+	if !a2.isDropped() || a3.isDropped() || b1.isDropped() || c1.isDropped() {
+		t.Fatalf("past the instance's cap: a2 %v, a3 %v, b1 %v, c1 %v; want a2 alone dropped",
+			a2.isDropped(), a3.isDropped(), b1.isDropped(), c1.isDropped())
 	}
-	a1()
-	a1()
-	if _, refused := p.acquire("a"); refused != 0 {
-		t.Fatalf("after a release, a socket from a refused with %d", refused)
+	releaseB1()
+	releaseB1()
+	if total, fromB := p.waiting("b"); total != 2 || fromB != 0 || len(p.byAddr) != 2 {
+		t.Errorf("after b's release: %d waiting, %d from b, addresses %v", total, fromB, p.byAddr)
 	}
-	if _, refused := p.acquire("a"); refused != http.StatusTooManyRequests {
-		t.Fatalf("a release counted twice: %d, want 429", refused)
+	if waiting != 2 || dropped["address"] != 1 || dropped["instance"] != 1 {
+		t.Errorf("hooks: %d waiting, dropped %v; want 2 waiting, 1 by address, 1 by instance", waiting, dropped)
 	}
-	b1, _ := p.acquire("b")
-	if _, refused := p.acquire("c"); refused != http.StatusServiceUnavailable {
-		t.Fatalf("past the instance's cap: %d, want 503", refused)
+}
+
+// TestPendingDroppedBeforeHijack: a socket dropped while its upgrade is
+// still being answered is closed as soon as the upgrade takes its
+// connection over.
+func TestPendingDroppedBeforeHijack(t *testing.T) {
+	p := newPendingSockets(PendingSocketLimits{PerAddress: 1, PerInstance: 10}, pendingSocketHooks{})
+	first, _ := p.admit("a")
+	p.admit("a")
+	server, client := net.Pipe()
+	defer client.Close()
+	first.hijacked(server)
+	if _, err := server.Write([]byte("x")); err == nil {
+		t.Fatal("the dropped socket's connection still takes writes")
 	}
-	b1()
-	b1()
-	if p.total != 2 || p.byAddr["b"] != 0 || len(p.byAddr) != 1 {
-		t.Errorf("after b's release: total %d, by address %v", p.total, p.byAddr)
-	}
-	if waiting != p.total || refused["address"] != 2 || refused["instance"] != 1 {
-		t.Errorf("hooks: %d waiting, refused %v; want %d waiting, 2 by address, 1 by instance", waiting, refused, p.total)
-	}
+}
+
+func (s *pendingSocket) isDropped() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.dropped
 }

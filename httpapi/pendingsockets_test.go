@@ -2,7 +2,6 @@ package httpapi_test
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"net/http"
 	"net/netip"
@@ -66,26 +65,42 @@ func (b *bundle) mustUpgrade(t *testing.T, ctx context.Context, addr string, hea
 	return c
 }
 
-// wantRefused checks that an upgrade from addr is answered status with a
-// problem of the code given and a Retry-After.
-func (b *bundle) wantRefused(t *testing.T, ctx context.Context, addr string, status int, code string) {
+// alive says whether c is still open: a socket that has not sent
+// connection_init may still ping, and is answered pong.
+func alive(t *testing.T, ctx context.Context, c *websocket.Conn) bool {
 	t.Helper()
-	c, res, body := b.upgrade(t, ctx, addr, nil)
-	if c != nil {
-		t.Fatalf("upgrade from %s accepted, want %d", addr, status)
+	if err := wsjson.Write(ctx, c, map[string]string{"type": "ping"}); err != nil {
+		return false
 	}
-	var problem struct {
-		Status int    `json:"status"`
-		Code   string `json:"code"`
+	var m streamtest.Message
+	if err := wsjson.Read(ctx, c, &m); err != nil {
+		return false
 	}
-	if res.StatusCode != status || json.Unmarshal(body, &problem) != nil || problem.Status != status || problem.Code != code {
-		t.Errorf("upgrade from %s: %d %s, want %d with a problem coded %s", addr, res.StatusCode, body, status, code)
+	if m.Type != "pong" {
+		t.Fatalf("ping answered %q", m.Type)
 	}
-	if ct := res.Header.Get("Content-Type"); ct != "application/problem+json" {
-		t.Errorf("Content-Type %q, want application/problem+json", ct)
-	}
-	if ra := res.Header.Get("Retry-After"); ra != "3" {
-		t.Errorf("Retry-After %q, want 3 (the init timeout)", ra)
+	return true
+}
+
+// metricsHave waits until /metrics shows every line in want.
+func (b *bundle) metricsHave(t *testing.T, ctx context.Context, want ...string) {
+	t.Helper()
+	for {
+		_, text := b.raw(t, "GET", "/metrics", http.Header{"Authorization": {"Bearer " + token}}, "")
+		missing := ""
+		for _, w := range want {
+			if !strings.Contains(string(text), w+"\n") {
+				missing = w
+				break
+			}
+		}
+		if missing == "" {
+			return
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("metrics never showed %s", missing)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
@@ -103,10 +118,12 @@ func initialize(t *testing.T, ctx context.Context, c *websocket.Conn, authorizat
 	return m.Type, 0
 }
 
-// TestPendingSocketsPerAddress: past the cap, an address's upgrades are
-// refused with 429 while another address, and an upgrade with a valid
-// token in its header, still connect; connection_init, with a good token
-// or a bad one, frees the slot at once.
+// TestPendingSocketsPerAddress: past an address's share, its oldest
+// waiting socket is dropped for the new one, so a browser behind a
+// flooder's address still gets in; other addresses, sockets that sent
+// connection_init and upgrades with a token in their header are not
+// touched; connection_init, with a good token or a bad one, frees a place
+// at once.
 func TestPendingSocketsPerAddress(t *testing.T) {
 	t.Parallel()
 	b := pendingSurface(t, 3, 100)
@@ -117,27 +134,36 @@ func TestPendingSocketsPerAddress(t *testing.T) {
 	for range 3 {
 		pending = append(pending, b.mustUpgrade(t, ctx, flooder, nil))
 	}
-	b.wantRefused(t, ctx, flooder, http.StatusTooManyRequests, "RATE_LIMITED")
-	b.mustUpgrade(t, ctx, other, nil)
-	b.mustUpgrade(t, ctx, flooder, http.Header{"Authorization": {"Bearer " + token}})
+	elsewhere := b.mustUpgrade(t, ctx, other, nil)
+	withHeader := b.mustUpgrade(t, ctx, flooder, http.Header{"Authorization": {"Bearer " + token}})
 
-	if typ, code := initialize(t, ctx, pending[0], "Bearer "+token); typ != "connection_ack" {
-		t.Fatalf("connection_init with a good token: %q, closed %d", typ, code)
+	browser := b.mustUpgrade(t, ctx, flooder, nil)
+	if alive(t, ctx, pending[0]) {
+		t.Fatal("a fourth waiting socket from one address: the oldest is still open")
 	}
-	b.mustUpgrade(t, ctx, flooder, nil) // the slot init freed
-	b.wantRefused(t, ctx, flooder, http.StatusTooManyRequests, "RATE_LIMITED")
+	if typ, code := initialize(t, ctx, browser, "Bearer "+token); typ != "connection_ack" {
+		t.Fatalf("connection_init of the newest socket: %q, closed %d", typ, code)
+	}
+	for i, c := range []*websocket.Conn{pending[1], pending[2], elsewhere, withHeader} {
+		if !alive(t, ctx, c) {
+			t.Fatalf("socket %d was dropped", i)
+		}
+	}
 
+	// pending[1] and [2] wait; the browser's init freed its place.
 	if _, code := initialize(t, ctx, pending[1], "Bearer wrong"); code != graph.CloseForbidden {
 		t.Fatalf("connection_init with a bad token: closed %d, want 4403", code)
 	}
-	b.mustUpgrade(t, ctx, flooder, nil) // the slot the bad init freed
-	b.wantRefused(t, ctx, flooder, http.StatusTooManyRequests, "RATE_LIMITED")
-
+	b.mustUpgrade(t, ctx, flooder, nil)
+	if !alive(t, ctx, pending[2]) {
+		t.Fatal("a bad connection_init did not free its place: the oldest was dropped")
+	}
+	b.metricsHave(t, ctx, `cmpay_websockets_dropped_total{limit="address"} 1`, "cmpay_websockets_waiting_for_init 3")
 }
 
 // TestPendingSocketClosedFreesItsSlot: a socket closed before
-// connection_init gives its slot back, once: the address may open one
-// more, not two.
+// connection_init gives its place back, once: the address may open one
+// more without dropping another, not two.
 func TestPendingSocketClosedFreesItsSlot(t *testing.T) {
 	t.Parallel()
 	b := pendingSurface(t, 2, 100)
@@ -145,47 +171,43 @@ func TestPendingSocketClosedFreesItsSlot(t *testing.T) {
 	defer cancel()
 	const addr = "203.0.113.5"
 	first := b.mustUpgrade(t, ctx, addr, nil)
-	b.mustUpgrade(t, ctx, addr, nil)
-	b.wantRefused(t, ctx, addr, http.StatusTooManyRequests, "RATE_LIMITED")
-
+	second := b.mustUpgrade(t, ctx, addr, nil)
 	if err := first.Close(websocket.StatusNormalClosure, ""); err != nil {
 		t.Fatal(err)
 	}
-	// The server notices the close on its own time: try until it has.
-	for {
-		c, res, body := b.upgrade(t, ctx, addr, nil)
-		if c != nil {
-			break
-		}
-		if res.StatusCode != http.StatusTooManyRequests || ctx.Err() != nil {
-			t.Fatalf("after a close: %d %s", res.StatusCode, body)
-		}
+	// The server notices the close on its own time.
+	b.metricsHave(t, ctx, "cmpay_websockets_waiting_for_init 1")
+	third := b.mustUpgrade(t, ctx, addr, nil)
+	if !alive(t, ctx, second) {
+		t.Fatal("a place freed by a close was not used: the oldest was dropped")
 	}
-	b.wantRefused(t, ctx, addr, http.StatusTooManyRequests, "RATE_LIMITED")
+	b.mustUpgrade(t, ctx, addr, nil)
+	if alive(t, ctx, second) || !alive(t, ctx, third) {
+		t.Fatal("the close freed two places")
+	}
 }
 
-// TestPendingSocketsPerInstance: past the instance's cap, any address is
-// refused with 503, a token in the header is not.
+// TestPendingSocketsPerInstance: past the instance's cap, the instance's
+// oldest waiting socket is dropped, whatever its address; a token in the
+// header does not count.
 func TestPendingSocketsPerInstance(t *testing.T) {
 	t.Parallel()
 	b := pendingSurface(t, 10, 2)
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	b.mustUpgrade(t, ctx, "192.0.2.1", nil)
-	b.mustUpgrade(t, ctx, "192.0.2.2", nil)
-	b.wantRefused(t, ctx, "192.0.2.3", http.StatusServiceUnavailable, "SERVICE_UNAVAILABLE")
+	oldest := b.mustUpgrade(t, ctx, "192.0.2.1", nil)
+	next := b.mustUpgrade(t, ctx, "192.0.2.2", nil)
 	c := b.mustUpgrade(t, ctx, "192.0.2.3", http.Header{"Authorization": {"Bearer " + token}})
+	if !alive(t, ctx, oldest) {
+		t.Fatal("an upgrade with a token in its header took a waiting socket's place")
+	}
+	newest := b.mustUpgrade(t, ctx, "192.0.2.3", nil)
+	if alive(t, ctx, oldest) || !alive(t, ctx, next) || !alive(t, ctx, newest) {
+		t.Fatal("past the instance's cap, the oldest waiting socket was not the one dropped")
+	}
 	if typ, code := initialize(t, ctx, c, ""); typ != "connection_ack" {
 		t.Fatalf("connection_init on a socket whose header had the token: %q, closed %d", typ, code)
 	}
-	_, text := b.raw(t, "GET", "/metrics", http.Header{"Authorization": {"Bearer " + token}}, "")
-	for _, want := range []string{
-		"cmpay_websockets_waiting_for_init 2",
-		`cmpay_websockets_refused_total{limit="instance"} 1`,
-		`cmpay_websockets_refused_total{limit="address"} 0`,
-	} {
-		if !strings.Contains(string(text), want) {
-			t.Errorf("metrics lack %s", want)
-		}
-	}
+	b.metricsHave(t, ctx, "cmpay_websockets_waiting_for_init 2",
+		`cmpay_websockets_dropped_total{limit="instance"} 1`, `cmpay_websockets_dropped_total{limit="address"} 0`)
 }

@@ -128,7 +128,7 @@ func NewHandler(d Deps) http.Handler {
 	// read: a stranger's body, however slow or long, costs nothing.
 	body := limitBody(d.MaxBodyBytes)
 	// GraphQL checks scopes per root field (graph's rootFieldScopes).
-	pending := newPendingSockets(d.PendingSockets, gqlOpts.InitTimeout, socketHooks(d.Metrics))
+	pending := newPendingSockets(d.PendingSockets, socketHooks(d.Metrics))
 	r.With(websocketOrToken(apiToken, pending), body).Handle("/graphql", graph.NewHandler(d.Service, gqlOpts))
 	r.With(restToken, requireScope(auth.PaymentsWrite, styleProblem), body).Post("/api/payments", createPaymentREST(d.Service))
 	r.With(restToken, requireScope(auth.PaymentsWrite, styleProblem), body).Post("/api/payments/{id}/capture", capturePaymentREST(d.Service))
@@ -169,9 +169,6 @@ func graphQLOptions(d Deps, creds *credentials, failures *auth.FailureLimiter) g
 	if d.GraphQL != nil {
 		o = *d.GraphQL
 	}
-	if o.InitTimeout <= 0 {
-		o.InitTimeout = graph.DefaultInitTimeout
-	}
 	o.OnOperation = metrics.SetOperation
 	o.Events, o.Webhooks = d.Events, d.Webhooks
 	o.Authenticate = websocketAuthenticator(creds, failures)
@@ -188,7 +185,7 @@ func socketHooks(m *metrics.Metrics) pendingSocketHooks {
 	if m == nil {
 		return pendingSocketHooks{}
 	}
-	return pendingSocketHooks{waiting: m.WebSocketWaiting, refused: m.WebSocketRefused}
+	return pendingSocketHooks{waiting: m.WebSocketWaiting, dropped: m.WebSocketDropped}
 }
 
 // adminHandler is the admin UI over d's services; sign-in failures count

@@ -3,10 +3,11 @@ package metrics
 import "github.com/prometheus/client_golang/prometheus"
 
 // socketMetrics count the WebSockets that have not sent connection_init:
-// how many wait now, and how many were refused at the upgrade by a cap.
+// how many wait now, and how many were dropped to make room for newer
+// ones.
 type socketMetrics struct {
 	waiting prometheus.Gauge
-	refused *prometheus.CounterVec
+	dropped *prometheus.CounterVec
 }
 
 func newSocketMetrics(reg *prometheus.Registry) *socketMetrics {
@@ -15,15 +16,15 @@ func newSocketMetrics(reg *prometheus.Registry) *socketMetrics {
 			Name: "cmpay_websockets_waiting_for_init",
 			Help: "WebSockets opened without an Authorization header that have not sent connection_init yet, on this instance.",
 		}),
-		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "cmpay_websockets_refused_total",
-			Help: "WebSocket upgrades refused because too many sockets were waiting for connection_init, by the cap that refused them (address: 429, instance: 503).",
+		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cmpay_websockets_dropped_total",
+			Help: "WebSockets dropped before their connection_init to make room for a newer one, by the cap that was full (address, instance).",
 		}, []string{"limit"}),
 	}
 	for _, l := range []string{"address", "instance"} {
-		m.refused.WithLabelValues(l)
+		m.dropped.WithLabelValues(l)
 	}
-	reg.MustRegister(m.waiting, m.refused)
+	reg.MustRegister(m.waiting, m.dropped)
 	return m
 }
 
@@ -34,8 +35,8 @@ func (m *Metrics) WebSocketWaiting(delta int) {
 	m.sockets.waiting.Add(float64(delta))
 }
 
-// WebSocketRefused counts an upgrade refused by a cap on waiting sockets
-// (limit: address or instance) in cmpay_websockets_refused_total.
-func (m *Metrics) WebSocketRefused(limit string) {
-	m.sockets.refused.WithLabelValues(limit).Inc()
+// WebSocketDropped counts a waiting socket dropped because a cap (limit:
+// address or instance) was full, in cmpay_websockets_dropped_total.
+func (m *Metrics) WebSocketDropped(limit string) {
+	m.sockets.dropped.WithLabelValues(limit).Inc()
 }
