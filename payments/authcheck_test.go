@@ -135,7 +135,8 @@ func TestFailedAuthorizationReadIsRetried(t *testing.T) {
 
 // What is not the reads' is never read: a payment with a capture pending
 // (recovery's), a sandbox payment (the sandbox never acts by itself),
-// and payments no longer AUTHORIZED.
+// and payments no longer AUTHORIZED; beside them, the one old Stripe
+// authorization is.
 func TestAuthorizationReadsLeaveOthersAlone(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
@@ -147,15 +148,19 @@ func TestAuthorizationReadsLeaveOthersAlone(t *testing.T) {
 			t.Fatalf("capture: %+v, %v; want it pending", res, err)
 		}
 		stripeCard(t, b, "captured", true)
+		due := stripeCard(t, b, "due", false)
 		cfg := processor.DefaultConfig()
 		cfg.Timeout = testTimeout
-		sb := processorSetup(t, db, sandbox.New(cfg))
-		sb.clock = b.clock
+		sb := &bundle{db: db, clock: b.clock, svc: mustService(t, db.Gorm, payments.Config{KeyTTL: testTTL, Now: b.clock.Now,
+			Processor: sandbox.New(cfg), ProcessorTimeout: testTimeout, RecoveryAfter: testRecovery})}
 		sb.authorized(t, "sandbox-auth", "10.50")
 
 		b.clock.Advance(7 * payments.AuthCheckEvery)
-		if n := checkAuthorizations(t, b.svc); n != 0 || d.Calls(stripedouble.GetPaymentIntent) != 0 {
-			t.Errorf("%d claimed, %d read; want none", n, d.Calls(stripedouble.GetPaymentIntent))
+		if n := checkAuthorizations(t, b.svc); n != 1 || d.Calls(stripedouble.GetPaymentIntent) != 1 {
+			t.Errorf("%d claimed, %d read; want the one due", n, d.Calls(stripedouble.GetPaymentIntent))
+		}
+		if got := b.mustGet(t, due.ID); len(b.calls(t, got)) != 2 {
+			t.Errorf("the due one's calls: %q", b.calls(t, got))
 		}
 		if n := checkAuthorizations(t, sb.svc); n != 0 {
 			t.Errorf("the sandbox's instance claimed %d", n)
