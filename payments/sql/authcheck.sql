@@ -5,7 +5,7 @@
 
 -- name: claim_authorizations_postgres
 -- Claims up to $4 AUTHORIZED payments at processor $3 with nothing
--- pending whose read is due by $2 (their last read, or their creation,
+-- pending, and a reference there to read them by, whose read is due by $2 (their last read, or their creation,
 -- that long ago), the longest due first, through the partial index
 -- idx_payments_auth_check on the due time: it stamps each with $1, which
 -- keeps every instance from claiming it again until its read is done or
@@ -16,7 +16,7 @@ UPDATE payments SET auth_checked_at = $1
 WHERE id IN (SELECT id FROM payments
              WHERE status = 'AUTHORIZED' AND processor <> 'sandbox'
                AND COALESCE(auth_checked_at, created_at) <= $2
-               AND processor = $3 AND pending_operation IS NULL
+               AND processor = $3 AND pending_operation IS NULL AND processor_reference IS NOT NULL
              ORDER BY COALESCE(auth_checked_at, created_at) LIMIT $4 FOR UPDATE SKIP LOCKED)
 RETURNING id
 
@@ -27,7 +27,7 @@ UPDATE payments SET auth_checked_at = $1
 WHERE id IN (SELECT id FROM payments
              WHERE status = 'AUTHORIZED' AND processor <> 'sandbox'
                AND COALESCE(auth_checked_at, created_at) <= $2
-               AND processor = $3 AND pending_operation IS NULL
+               AND processor = $3 AND pending_operation IS NULL AND processor_reference IS NOT NULL
              ORDER BY COALESCE(auth_checked_at, created_at) LIMIT $4)
 RETURNING id
 
