@@ -103,9 +103,11 @@ type Payment struct {
 	// AuthCheckedAt schedules the read of an AUTHORIZED payment at its
 	// processor, which may cancel or capture it by itself
 	// (payments/authcheck.go): the next read is due a fixed interval after
-	// it, or after CreatedAt while it is nil. Its partial index, on that
-	// due time, lets each round take the oldest due authorizations without
-	// reading the others, however many there are.
+	// it, or after CreatedAt while it is nil (a claim sets it so that the
+	// payment is due again minutes later, should its read fail). Its
+	// partial index, on the time the interval counts from, lets each round
+	// take the longest due authorizations without reading the others,
+	// however many there are.
 	AuthCheckedAt *time.Time `gorm:"index:idx_payments_auth_check,expression:COALESCE(auth_checked_at\\, created_at),where:status = 'AUTHORIZED' AND processor <> 'sandbox'"`
 }
 
