@@ -100,6 +100,15 @@ type Payment struct {
 	// ProcessorUpdatedAt is the processor's own time of the newest state of
 	// the payment CMPay applied: an event older than it changes nothing.
 	ProcessorUpdatedAt *time.Time
+	// AuthCheckedAt schedules the read of an AUTHORIZED payment at its
+	// processor, which may cancel or capture it by itself
+	// (payments/authcheck.go): the next read is due a fixed interval after
+	// it, or after CreatedAt while it is nil (a claim sets it so that the
+	// payment is due again minutes later, should its read fail). Its
+	// partial index, on the time the interval counts from, lets each round
+	// take the longest due authorizations without reading the others,
+	// however many there are.
+	AuthCheckedAt *time.Time `gorm:"index:idx_payments_auth_check,expression:COALESCE(auth_checked_at\\, created_at),where:status = 'AUTHORIZED' AND processor <> 'sandbox'"`
 }
 
 // Refund is money given back from a captured payment. A payment has any

@@ -47,15 +47,23 @@ func eventRefunds(ev processor.Event) []processor.Refund {
 	return ev.Refunds
 }
 
-// learnAuthorization reads AUTHORIZED payment p from its processor and,
-// when the processor captured or canceled it by itself, settles it so, with
-// its event under the payment's own key (no request of CMPay's did it), as
-// applyChange does for a capture or cancel that finds the other done.
+// learnAuthorization reads AUTHORIZED payment p from its processor and
+// settles it as the record says (settleAuthorization).
 func (s *Service) learnAuthorization(ctx context.Context, p Payment) error {
 	rec, err := s.readRecord(ctx, p)
 	if err != nil {
 		return err
 	}
+	return s.settleAuthorization(ctx, p, rec)
+}
+
+// settleAuthorization settles AUTHORIZED payment p as rec, its processor's
+// record, says when the processor captured or canceled it by itself: with
+// its event under the payment's own key (no request of CMPay's did it), as
+// applyChange does for a capture or cancel that finds the other done. An
+// event and a read of an old authorization (authcheck.go) both come here,
+// so the two settle it alike, and once.
+func (s *Service) settleAuthorization(ctx context.Context, p Payment, rec processor.Payment) error {
 	status, typ, captured := StatusCaptured, EventCaptured, rec.CapturedMinor
 	switch rec.State {
 	case processor.PaymentCaptured:
@@ -65,7 +73,7 @@ func (s *Service) learnAuthorization(ctx context.Context, p Payment) error {
 	case processor.PaymentCanceled:
 		status, typ, captured = StatusCanceled, EventCanceled, 0
 	default:
-		return nil // still authorized there: the event was about something else
+		return nil // still authorized there (or not yet final): nothing to settle
 	}
 	now := s.now()
 	return s.store.db().Tx(ctx, func(r sqlq.Runner) error {

@@ -350,7 +350,8 @@ func readOutcome(o outcome, err error) outcome {
 // Recoverer is the background service, on every instance, that resolves
 // this Service's due operations every interval (zero: a tenth of
 // PROCESSOR_RECOVERY_AFTER, at most 5 s), claiming batch after batch while
-// they come full.
+// they come full, and then reads one batch of old authorizations
+// (authcheck.go).
 func (s *Service) Recoverer(interval time.Duration, log *slog.Logger) *startstop.Runner {
 	if interval <= 0 {
 		interval = min(s.recoveryAfter/10, 5*time.Second)
@@ -365,9 +366,10 @@ func (s *Service) Recoverer(interval time.Duration, log *slog.Logger) *startstop
 				log.Warn("processor recovery", "err", err)
 			}
 			if n < recoverBatch || ctx.Err() != nil {
-				return
+				break
 			}
 		}
+		s.checkAuthorizationsRound(ctx, log) // authcheck.go
 	})
 }
 

@@ -10,7 +10,8 @@ import (
 // The SQL statements live in sql/*.sql, each with a name and a comment
 // (sqlq.Load): common.sql for what both dialects run as it is, and the
 // listing's fragments, with pending.sql and learned.sql for what the
-// processor's events bring; by_payment.sql for what both run with a fragment
+// processor's events bring and authcheck.sql for what its records say when
+// no event came (with its claim in both dialects); by_payment.sql for what both run with a fragment
 // each writes its own way; postgres.sql, create_batch.sql, change_batch.sql
 // and settle_batch.sql for PostgreSQL; sqlite.sql for SQLite.
 
@@ -19,7 +20,7 @@ var sqlFiles embed.FS
 
 var (
 	// commonSQL is what both stores run alike (steps.go, list.go).
-	commonSQL = sqlq.MustLoad(sqlFiles, "sql/common.sql", "sql/pending.sql", "sql/learned.sql")
+	commonSQL = sqlq.MustLoad(sqlFiles, "sql/common.sql", "sql/pending.sql", "sql/learned.sql", "sql/authcheck.sql")
 	// postgresSQL and sqliteSQL are each dialect's statements, with the
 	// common ones they include.
 	postgresSQL = sqlq.MustLoad(sqlFiles, "sql/common.sql", "sql/pending.sql", "sql/learned.sql", "sql/by_payment.sql", "sql/postgres.sql",

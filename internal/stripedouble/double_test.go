@@ -475,3 +475,42 @@ func TestListRefundsByPage(t *testing.T) {
 		t.Errorf("limit 0: %d", r.status)
 	}
 }
+
+// An uncaptured intent is canceled or captured by Stripe itself (its
+// authorization lapsed; staff in the dashboard), with its event recorded
+// and the money as Stripe leaves it; an intent not waiting for a capture
+// is refused and left as it was.
+func TestAuthorizationSettledByStripe(t *testing.T) {
+	d, _ := start(t, Options{})
+	ctx := context.Background()
+	form := createForm("1050")
+	form.Set("capture_method", "manual")
+	lapsed := do(ctx, d, "POST", "/v1/payment_intents", "k1", form).body["id"].(string)
+	captured := do(ctx, d, "POST", "/v1/payment_intents", "k2", form).body["id"].(string)
+	if err := d.ExpireAuthorization(lapsed); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.CaptureFromDashboard(captured, 800); err != nil {
+		t.Fatal(err)
+	}
+	r := do(ctx, d, "GET", "/v1/payment_intents/"+lapsed, "", nil)
+	if r.body["status"] != "canceled" || r.body["cancellation_reason"] != "automatic" || d.Ledger(lapsed).Authorized != 0 {
+		t.Errorf("lapsed authorization: %s", r.raw)
+	}
+	if l := d.Ledger(captured); d.Status(captured) != "succeeded" || l.Captured != 800 || l.Captures != 1 {
+		t.Errorf("dashboard capture: %s %+v", d.Status(captured), l)
+	}
+	types := []string{}
+	for _, e := range d.Events() {
+		types = append(types, e.Type)
+	}
+	if strings.Join(types, ",") != "payment_intent.canceled,payment_intent.succeeded" {
+		t.Errorf("events %v", types)
+	}
+	if d.ExpireAuthorization(captured) == nil || d.CaptureFromDashboard(lapsed, 0) == nil || d.ExpireAuthorization("pi_nope") == nil {
+		t.Error("an intent not waiting for a capture was acted on")
+	}
+	if d.Status(captured) != "succeeded" || d.Status(lapsed) != "canceled" || len(d.Events()) != 2 {
+		t.Error("a refused action changed something")
+	}
+}

@@ -148,7 +148,7 @@ func (d *Double) execute(ep Endpoint, id string, f url.Values) answer {
 	case CapturePaymentIntent:
 		return d.capture(id, f)
 	case CancelPaymentIntent:
-		return d.cancel(id)
+		return d.cancel(id, "requested_by_customer")
 	case CreateRefund:
 		return d.createRefund(f)
 	}
@@ -311,7 +311,7 @@ func (d *Double) capture(id string, f url.Values) answer {
 	return jsonAnswer(in)
 }
 
-func (d *Double) cancel(id string) answer {
+func (d *Double) cancel(id, reason string) answer {
 	in := d.intents[id]
 	if in == nil {
 		return d.missing("payment_intent", id)
@@ -319,7 +319,7 @@ func (d *Double) cancel(id string) answer {
 	if in.Status == "succeeded" || in.Status == "canceled" {
 		return unexpectedState(in, "canceled")
 	}
-	now, reason := d.clock().Unix(), "requested_by_customer"
+	now := d.clock().Unix()
 	in.Status, in.Capturable, in.CanceledAt, in.CancelReason, in.NextAction = "canceled", 0, &now, &reason, nil
 	in.ledger.Authorized = 0
 	in.ledger.Cancels++
@@ -538,6 +538,44 @@ func (d *Double) Expire(intentID string) error {
 	in.LastError = &stripeError{Type: "invalid_request_error", Code: "payment_intent_payment_attempt_expired",
 		Message: "The payment attempt expired."}
 	d.emit("payment_intent.payment_failed", in.snapshot())
+	return nil
+}
+
+// ExpireAuthorization cancels an uncaptured intent as Stripe does by itself
+// when its authorization lapses (7 days for cards): canceled with
+// cancellation_reason "automatic", the hold released, and
+// payment_intent.canceled recorded, which reaches CMPay only if a test
+// posts it (a lost event is one it does not).
+func (d *Double) ExpireAuthorization(intentID string) error {
+	return d.actOnAuthorization(intentID, func(in *intent) answer { return d.cancel(in.ID, "automatic") })
+}
+
+// CaptureFromDashboard captures amount (0: all of it) of an uncaptured
+// intent as staff do in Stripe's dashboard, with no request of CMPay's:
+// payment_intent.succeeded is recorded, and reaches CMPay only if a test
+// posts it.
+func (d *Double) CaptureFromDashboard(intentID string, amount int64) error {
+	return d.actOnAuthorization(intentID, func(in *intent) answer {
+		f := url.Values{}
+		if amount > 0 {
+			f.Set("amount_to_capture", strconv.FormatInt(amount, 10))
+		}
+		return d.capture(in.ID, f)
+	})
+}
+
+// actOnAuthorization runs act, under d.mu, on intent id when it waits for
+// a capture, and says why not otherwise.
+func (d *Double) actOnAuthorization(id string, act func(*intent) answer) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	in := d.intents[id]
+	if in == nil || in.Status != "requires_capture" {
+		return fmt.Errorf("stripedouble: intent %q is not waiting for a capture", id)
+	}
+	if a := act(in); a.status != http.StatusOK {
+		return fmt.Errorf("stripedouble: intent %q: %s", id, a.body)
+	}
 	return nil
 }
 

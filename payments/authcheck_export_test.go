@@ -1,0 +1,10 @@
+package payments
+
+// AuthCheckEvery and AuthCheckRetry are how long an authorization goes
+// unread, and how soon one whose read failed is read again, for the tests
+// outside the package (authcheck.go).
+const (
+	AuthCheckEvery = authCheckEvery
+	AuthCheckRetry = authCheckRetry
+	AuthCheckBatch = authCheckBatch
+)
