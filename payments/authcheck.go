@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cmpay/cmpay/internal/sqlq"
 	"github.com/cmpay/cmpay/processor"
 )
 
@@ -63,8 +62,7 @@ func (s *Service) CheckAuthorizations(ctx context.Context) (int, error) {
 	// The claim's stamp makes the payment due again authCheckRetry from now
 	// unless its read records that the authorization stands.
 	lease := now.Add(-authCheckEvery + max(authCheckRetry, s.timeout+leaseMargin))
-	db := s.store.db()
-	ids, err := sqlq.Collect(ctx, db, claimAuthorizationsSQL(db), []any{lease, now.Add(-authCheckEvery), name, authCheckBatch}, scanID)
+	ids, err := s.store.claimAuthorizations(ctx, lease, now.Add(-authCheckEvery), name, authCheckBatch)
 	if err != nil {
 		return 0, fmt.Errorf("claim authorizations to read: %w", err)
 	}
@@ -82,15 +80,6 @@ func (s *Service) CheckAuthorizations(ctx context.Context) (int, error) {
 	}
 	wg.Wait()
 	return len(ids), errors.Join(errs...)
-}
-
-// claimAuthorizationsSQL is db's dialect's claim: PostgreSQL's skips the
-// rows others hold; SQLite, one writer, needs no row locks.
-func claimAuthorizationsSQL(db sqlq.DB) string {
-	if _, ok := db.(*sqlq.PG); ok {
-		return commonSQL.SQL("claim_authorizations_postgres")
-	}
-	return commonSQL.SQL("claim_authorizations_sqlite")
 }
 
 // checkAuthorization reads claimed payment id from its processor as a READ

@@ -61,6 +61,10 @@ type store interface {
 	// the processors named, to owner until until, and returns their ids
 	// (recovery.go).
 	claimDue(ctx context.Context, owner string, until, now time.Time, limit int, processors [2]string) ([]string, error)
+	// claimAuthorizations stamps with lease up to limit AUTHORIZED payments
+	// at processor whose read is due (their last read, or their creation,
+	// no later than due), and returns their ids (authcheck.go).
+	claimAuthorizations(ctx context.Context, lease, due time.Time, processor string, limit int) ([]string, error)
 	// sweepKeys deletes up to limit keys created before before, and says
 	// how many it deleted (sweep.go).
 	sweepKeys(ctx context.Context, before time.Time, limit int) (int64, error)

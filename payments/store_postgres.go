@@ -444,4 +444,10 @@ func (st *postgresStore) claimDue(ctx context.Context, owner string, until, now 
 	return sqlq.Collect(ctx, st.pg, postgresSQL.SQL("claim_due"), []any{owner, until, now, limit, processors[0], processors[1]}, scanID)
 }
 
+// claimAuthorizations skips the payments others hold (SKIP LOCKED), as
+// claimDue does.
+func (st *postgresStore) claimAuthorizations(ctx context.Context, lease, due time.Time, processor string, limit int) ([]string, error) {
+	return sqlq.Collect(ctx, st.pg, postgresSQL.SQL("claim_authorizations"), []any{lease, due, processor, limit}, scanID)
+}
+
 func (st *postgresStore) lockPaymentSQL() string { return postgresSQL.SQL("lock_payment") }

@@ -430,6 +430,10 @@ func (st *sqliteStore) claimDue(ctx context.Context, owner string, until, now ti
 	return sqlq.Collect(ctx, st.lite, sqliteSQL.SQL("claim_due"), []any{owner, until, now, limit, processors[0], processors[1]}, scanID)
 }
 
+func (st *sqliteStore) claimAuthorizations(ctx context.Context, lease, due time.Time, processor string, limit int) ([]string, error) {
+	return sqlq.Collect(ctx, st.lite, sqliteSQL.SQL("claim_authorizations"), []any{lease, due, processor, limit}, scanID)
+}
+
 // insertOperation stores a create's processor operation, leased to the
 // request that asks next, if it has one (createPlan.storesOperation): what
 // create_batch's "operation" writes on PostgreSQL.

@@ -107,6 +107,23 @@ WHERE id IN (SELECT id FROM processor_operations
              ORDER BY next_try_at LIMIT $4 FOR UPDATE SKIP LOCKED)
 RETURNING id
 
+-- name: claim_authorizations
+-- Claims up to $4 AUTHORIZED payments at processor $3 with nothing
+-- pending, and a reference there to read them by, whose read is due by $2 (their last read, or their creation,
+-- that long ago), the longest due first, through the partial index
+-- idx_payments_auth_check on the due time: it stamps each with $1, which
+-- keeps every instance from claiming it again until its read is done or
+-- a retry's time has passed. SKIP LOCKED: a payment another instance is
+-- claiming, or a request is changing, is left to it rather than waited
+-- for. The index's own conditions are repeated so that the planner uses it.
+UPDATE payments SET auth_checked_at = $1
+WHERE id IN (SELECT id FROM payments
+             WHERE status = 'AUTHORIZED' AND processor <> 'sandbox'
+               AND COALESCE(auth_checked_at, created_at) <= $2
+               AND processor = $3 AND pending_operation IS NULL AND processor_reference IS NOT NULL
+             ORDER BY COALESCE(auth_checked_at, created_at) LIMIT $4 FOR UPDATE SKIP LOCKED)
+RETURNING id
+
 -- name: lock_payment
 -- Reads payment $1 and locks its row until the transaction ends: a
 -- capture, cancel or refund sent to a processor (changes.go) checks the

@@ -62,3 +62,14 @@ FROM payments WHERE id = $1
 -- "Is one of the payment ids in the JSON array $1" (SQLite has no arrays),
 -- completing a WHERE on a payment id (by_payment.sql).
 IN (SELECT value FROM json_each($1))
+
+-- name: claim_authorizations
+-- PostgreSQL's claim_authorizations without row locks: SQLite runs one
+-- writing statement at a time, so no two instances claim one payment.
+UPDATE payments SET auth_checked_at = $1
+WHERE id IN (SELECT id FROM payments
+             WHERE status = 'AUTHORIZED' AND processor <> 'sandbox'
+               AND COALESCE(auth_checked_at, created_at) <= $2
+               AND processor = $3 AND pending_operation IS NULL AND processor_reference IS NOT NULL
+             ORDER BY COALESCE(auth_checked_at, created_at) LIMIT $4)
+RETURNING id
