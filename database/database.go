@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -233,14 +234,31 @@ func sqliteDSN(rest string) (string, error) {
 // sqliteTimeLayout is how times are stored in SQLite.
 const sqliteTimeLayout = "2006-01-02 15:04:05.999999999-07:00"
 
-// redact hides a password in a URL that is about to be logged or returned.
-func redact(rawURL string) string {
-	u, err := url.Parse(rawURL)
-	if err != nil || u.User == nil {
-		return rawURL
+// redact hides a password in a connection string that is about to be
+// logged or returned. It must hide it in strings that do not parse, since
+// those are the ones an error quotes: a URL's user information is taken to
+// run to the last "@" (a password may hold "/", "%" or spaces), and a
+// key=value string's password= value is hidden too.
+func redact(raw string) string {
+	raw = keywordPassword.ReplaceAllString(raw, "${1}xxxxx")
+	scheme, rest, ok := strings.Cut(raw, "://")
+	if !ok {
+		return raw
 	}
-	return u.Redacted()
+	at := strings.LastIndex(rest, "@")
+	if at < 0 {
+		return raw
+	}
+	user, _, hasPassword := strings.Cut(rest[:at], ":")
+	if !hasPassword {
+		return raw
+	}
+	return scheme + "://" + user + ":xxxxx@" + rest[at+1:]
 }
+
+// keywordPassword is the password of a key=value connection string
+// ("host=db password=secret"), quoted or not.
+var keywordPassword = regexp.MustCompile(`(?i)(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s]*)`)
 
 // migrationLocks are what a migration takes first, per database, so that
 // instances starting at once migrate one after another and the later ones
