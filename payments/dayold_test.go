@@ -8,6 +8,8 @@ import (
 	"github.com/cmpay/cmpay/internal/dbtest"
 	"github.com/cmpay/cmpay/internal/stripedouble"
 	"github.com/cmpay/cmpay/payments"
+	"github.com/cmpay/cmpay/processor"
+	"github.com/cmpay/cmpay/processor/stripe"
 )
 
 // dayOldSettled is how long after a create was stored its sends have
@@ -190,6 +192,49 @@ func TestADayOldCreateWaitsForTheConfiguredSearchLag(t *testing.T) {
 		recoverAt(t, b, start, dayOldSettled-payments.SearchLag+time.Hour)
 		if got := b.mustGet(t, p.ID); got.Status != payments.StatusDeclined || got.DeclineCode != payments.DeclineNotCreated {
 			t.Errorf("past the configured lag: %s %q, want DECLINED %q", got.Status, got.DeclineCode, payments.DeclineNotCreated)
+		}
+	})
+}
+
+// A create met by a wrong API key (Stripe: 401) is the one wait recovery
+// cannot end alone: every call, reads included, is refused, and each says
+// so (code authentication); a day later it is still PROCESSING, never
+// declined on refused reads. Once an instance runs with the right key, the
+// next recovery declines it (Stripe never made it).
+func TestADayOldCreateWaitsForTheAPIKey(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		clock := &fakeClock{now: time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)}
+		d := stripedouble.New(stripedouble.Options{Clock: clock.Now})
+		t.Cleanup(d.Close)
+		cfg := processor.DefaultConfig()
+		cfg.Processor, cfg.StripeAPIKey, cfg.StripeAPIBase, cfg.Timeout = processor.NameStripe, "sk_live_revoked", d.URL(), testTimeout
+		wrong, err := stripe.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(wrong.CloseIdleConnections)
+		b := &bundle{db: db, clock: clock, svc: mustService(t, db.Gorm, payments.Config{KeyTTL: testTTL, Now: clock.Now,
+			Processor: wrong, ProcessorTimeout: testTimeout, RecoveryAfter: testRecovery})}
+		start := clock.Now()
+		p := b.mustCreate(t, withToken(card("wrong-key"), "pm_card_visa")).Payment
+		recoverAt(t, b, start, testRecovery+time.Second)
+		recoverAt(t, b, start, 25*time.Hour)
+		got := b.mustGet(t, p.ID)
+		calls := b.calls(t, got)
+		if got.Status != payments.StatusProcessing || len(calls) != 3 {
+			t.Fatalf("a day on with a wrong key: %s, calls %q; want PROCESSING, three calls", got.Status, calls)
+		}
+		for _, c := range calls {
+			if c != "CREATE_PAYMENT ERROR "+payments.CodeCredentialsRefused {
+				t.Errorf("call %q, want each refused for the credentials", c)
+			}
+		}
+		b.svc = mustService(t, db.Gorm, payments.Config{KeyTTL: testTTL, Now: clock.Now, Processor: stripeConn(t, d, testTimeout),
+			ProcessorTimeout: testTimeout, RecoveryAfter: testRecovery})
+		recoverAt(t, b, start, 25*time.Hour+testRecovery+time.Second)
+		if got := b.mustGet(t, p.ID); got.Status != payments.StatusDeclined || got.DeclineCode != payments.DeclineNotCreated {
+			t.Errorf("with the right key: %s %q, want DECLINED %q", got.Status, got.DeclineCode, payments.DeclineNotCreated)
 		}
 	})
 }
