@@ -16,9 +16,9 @@ import (
 // consistent list of the processor's payments by creation time that holds
 // none with the payment's id is the processor's word that the payment did
 // not happen, and it is declined (DeclineNotCreated), as any decline: its
-// event, its call, its key bound to it. Without this it stayed PROCESSING
-// for good (every instance down for a day, an outage longer than a day, a
-// stored 500 a day old), though nothing was left to wait for.
+// event, its call, its key bound to it. Waiting instead would leave it
+// PROCESSING for good (every instance down for a day, an outage longer
+// than a day, a stored 500 a day old), with nothing left to wait for.
 
 // DeclineNotCreated is the decline code of a create that the processor
 // never made: a day after it was stored, when no send of it can still be
