@@ -1295,7 +1295,7 @@ type Payment {
   processor: String!
   "The processor's id for the payment (Stripe: the PaymentIntent id), once known; null before."
   processorReference: String
-  "DECLINED only: the processor's most specific code, e.g. \"card_declined\", \"insufficient_funds\"."
+  "DECLINED only: the processor's most specific code, e.g. \"card_declined\", \"insufficient_funds\"; or CMPay's \"not_created\": a create whose answer was lost, which the processor's records showed it never made a day later."
   declineCode: String
   """
   A capture or cancel sent to the processor whose outcome is not known yet; CMPay resolves it by itself. The payment

@@ -275,18 +275,27 @@ func errorOutcome(err error) outcome {
 	// A replayed 500 and a mismatch answer the same under the key every
 	// time: only a read can settle them (and after a replayed 500, whose
 	// request has ended, a new key). A 401 or 403 is not stored under the
-	// key, so once the operator fixes the key, asking again is safe.
+	// idempotency key, so once CMPay's API key is fixed, asking again is
+	// safe; until then reads are refused too, and the call's code says so
+	// (CodeCredentialsRefused), whatever the processor's code for it.
 	switch {
 	case pe.Kind == processor.KindServerError && pe.Replayed:
 		o.next = nextStored
 	case pe.Kind == processor.KindIdempotencyMismatch:
 		o.next = nextRead
 	}
-	if o.code == "" {
+	if o.code == "" || pe.Kind == processor.KindAuthentication {
 		o.code = pe.Kind.String()
 	}
 	return o
 }
+
+// CodeCredentialsRefused is the code of a processor call refused for
+// CMPay's credentials (HTTP 401 or 403; Stripe's own code for it varies,
+// and often there is none): the one case recovery cannot resolve alone,
+// since reads are refused too, so the admin shows it as waiting for the
+// processor's API key to be fixed.
+const CodeCredentialsRefused = "authentication"
 
 // operationRow is a stored processor operation (read_operation).
 type operationRow struct {

@@ -710,8 +710,8 @@ func TestRecovererResolvesInTheBackground(t *testing.T) {
 
 // Past Stripe's 24 hours a key is forgotten, and the same key would be a
 // new request: recovery then only reads. A create that never reached the
-// processor is not sent again, and so never charged late; one that did is
-// found and settled.
+// processor is not sent again, and so never charged late: found nowhere,
+// it is declined (dayold_test.go); one that did is found and settled.
 func TestRecoveryNeverResendsAForgottenKey(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
@@ -733,8 +733,8 @@ func TestRecoveryNeverResendsAForgottenKey(t *testing.T) {
 		if n := len(d.IntentsFor(lost.ID)); n != 0 {
 			t.Errorf("a create a day old was sent again: %d intents", n)
 		}
-		if got := b.mustGet(t, lost.ID); got.Status != payments.StatusProcessing {
-			t.Errorf("nothing found at the processor, yet the payment is %s", got.Status)
+		if got := b.mustGet(t, lost.ID); got.Status != payments.StatusDeclined || got.DeclineCode != payments.DeclineNotCreated {
+			t.Errorf("nothing found at the processor: %s %q, want DECLINED %q", got.Status, got.DeclineCode, payments.DeclineNotCreated)
 		}
 		if got := b.mustGet(t, made.ID); got.Status != payments.StatusCaptured || len(d.IntentsFor(made.ID)) != 1 {
 			t.Errorf("a create the processor made: %s, %d intents; want CAPTURED, one", got.Status, len(d.IntentsFor(made.ID)))

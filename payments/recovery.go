@@ -112,7 +112,9 @@ func (s *Service) resolve(ctx context.Context, id string) error {
 	case op.operation != OpCreate:
 		out = s.sendChange(callCtx, op, p.ProcessorReference, p.Amount.Currency)
 	case read:
-		out = s.readCreate(callCtx, op, p, mode == nextStored)
+		if out, err = s.readCreate(callCtx, op, p, mode == nextStored); err != nil {
+			return err
+		}
 	default:
 		out = s.sendCreate(callCtx, op)
 	}
@@ -155,8 +157,9 @@ const keyMargin = time.Hour
 // its payment's list of refunds, which is consistent, was not made once
 // no request under its key can still be running (atRest): it is sent
 // under a new key (resend.go), as the merchant asked. A create not found
-// waits, unless its key's answer was a stored error and it is still in
-// time (tooLateToCharge). A capture or cancel is safe to send again (the
+// is sent again only after a stored error and while still in time
+// (tooLateToCharge); past that, it is declined once a consistent list
+// shows it never made (dayold.go). A capture or cancel is safe to send again (the
 // connector reads an intent already captured or canceled as the answer).
 func (s *Service) keyForgotten(op operationRow) bool {
 	life, ok := s.keyLifetime(op)
@@ -236,22 +239,27 @@ func (s *Service) mayResend(op operationRow, readAt time.Time) bool {
 // leaves the operation to be read again. When the key's answer is a stored
 // error (stored), a search that finds nothing is followed by a consistent
 // list (listCreated), whose finding nothing proves that no payment was
-// made; not for a create too late to be sent again, which the list could
-// not change (search alone then).
-func (s *Service) readCreate(ctx context.Context, op operationRow, p Payment, stored bool) outcome {
+// made. A create too late to be sent again is listed instead once none of
+// its sends can still be running or missing from search, and declined if
+// the list holds nothing (readDayOld).
+func (s *Service) readCreate(ctx context.Context, op operationRow, p Payment, stored bool) (outcome, error) {
 	proc := s.processorNamed(op.processor)
 	if p.ProcessorReference != "" {
 		res, err := proc.GetPayment(ctx, p.ProcessorReference)
-		return readOutcome(createOutcome(res, err), err)
+		return readOutcome(createOutcome(res, err), err), nil
 	}
 	found, err := proc.FindPayments(ctx, op.paymentID)
 	if err != nil {
-		return readOutcome(errorOutcome(err), err)
+		return readOutcome(errorOutcome(err), err), nil
 	}
-	if len(found) == 0 && stored && !s.tooLateToCharge(op) {
-		return s.listCreated(ctx, op)
+	switch {
+	case len(found) > 0:
+	case s.tooLateToCharge(op):
+		return s.readDayOld(ctx, op)
+	case stored:
+		return s.listCreated(ctx, op), nil
 	}
-	return foundOutcome(found)
+	return foundOutcome(found), nil
 }
 
 // foundOutcome is what the payments found for a create came to: the one

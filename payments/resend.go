@@ -29,7 +29,8 @@ import (
 // A create a day old is the exception: like any create stored longer ago
 // than its processor keeps a key (tooLateToCharge), it is never sent
 // again, so no card is charged a day after its payer paid; found, it
-// settles; not found, it waits. A new key's own age counts from when it
+// settles; found nowhere once its sends have ended, it is declined
+// (dayold.go). A new key's own age counts from when it
 // was stored (key_since): a refund whose new key's send got no answer is
 // asked again under it, however old the refund.
 //

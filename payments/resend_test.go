@@ -350,8 +350,8 @@ func TestStoredErrorCreateSkewedPastTheMarginIsFoundBySearch(t *testing.T) {
 
 // A create whose key's answer is a stored 500, with every instance down
 // for a day after: Stripe's list shows no intent, but the create is not
-// sent a day late (as for any create past its key's lifetime); it waits,
-// PROCESSING, and nothing is charged.
+// sent a day late (as for any create past its key's lifetime); nothing is
+// charged, and the list, read once, declines it (dayold_test.go).
 func TestStoredErrorCreateADayOldIsNotSentAgain(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
@@ -370,13 +370,13 @@ func TestStoredErrorCreateADayOldIsNotSentAgain(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		// Never to be sent again, it is searched for, not listed: the list
-		// could change nothing.
-		if pages := d.Calls(stripedouble.ListPaymentIntents) - lists; pages != 0 {
-			t.Errorf("%d list pages read a day later, want none", pages)
+		if pages := d.Calls(stripedouble.ListPaymentIntents) - lists; pages != 1 {
+			t.Errorf("%d list pages read a day later, want the one that declines it", pages)
 		}
-		if got := b.mustGet(t, p.ID); got.Status != payments.StatusProcessing || len(d.IntentsFor(p.ID)) != 0 {
-			t.Errorf("a day later: %s, %d intents; want PROCESSING, none", got.Status, len(d.IntentsFor(p.ID)))
+		if got := b.mustGet(t, p.ID); got.Status != payments.StatusDeclined || got.DeclineCode != payments.DeclineNotCreated ||
+			len(d.IntentsFor(p.ID)) != 0 {
+			t.Errorf("a day later: %s %q, %d intents; want DECLINED %q, none", got.Status, got.DeclineCode,
+				len(d.IntentsFor(p.ID)), payments.DeclineNotCreated)
 		}
 		// The request's and the first recovery round's, none since.
 		if keys, n := d.Keys(stripedouble.CreatePaymentIntent), d.Calls(stripedouble.CreatePaymentIntent); len(keys) != 1 || n != 2 {

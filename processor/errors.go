@@ -40,7 +40,8 @@ const (
 	KindIdempotencyMismatch
 	// KindAuthentication (known, not refused): the processor refused CMPay's
 	// credentials (Stripe: 401, 403). Nothing happened; the operation is
-	// not refused either: it waits until the operator fixes the key.
+	// not refused either: it waits until CMPay's API key for the processor
+	// (STRIPE_API_KEY) is fixed: recovery cannot end that wait alone.
 	KindAuthentication
 	// KindUnsupported (known, not refused): this processor cannot do the
 	// request (the sandbox has no records to search). Nothing was sent.

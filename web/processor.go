@@ -13,16 +13,52 @@ type processorNote struct{ Text, Class string }
 
 // processorNotes says in plain words what support staff need to know of a
 // payment at its processor: work sent whose answer is not known yet (which
-// CMPay resolves by itself, so nobody should redo it), a decline, a failed
+// CMPay resolves by itself, so nobody should redo it, unless the processor
+// refuses CMPay's credentials: credentialsNote), a decline, a failed
 // refund (or one the payer's bank returned), a Pix or boleto waiting for
 // the payer.
-func processorNotes(p payments.Payment, refunds []payments.Refund) []processorNote {
+func processorNotes(p payments.Payment, refunds []payments.Refund, calls []payments.ProcessorCall) []processorNote {
+	notes := statusNotes(p, refunds)
+	for _, n := range notes {
+		if n.Class == "pending" && p.Status != payments.StatusPending && waitsForCredentials(calls) {
+			return append(notes, processorNote{"The processor refused CMPay's credentials on its last call (" +
+				payments.CodeCredentialsRefused + "): nothing can be resolved until CMPay's API key for it " +
+				"(STRIPE_API_KEY) is fixed; CMPay then resolves it by itself.", "declined"})
+		}
+	}
+	return notes
+}
+
+// waitsForCredentials says whether the newest of a payment's processor
+// calls was refused for CMPay's credentials: recovery asks again, but
+// nothing settles until the API key is fixed.
+func waitsForCredentials(calls []payments.ProcessorCall) bool {
+	if len(calls) == 0 {
+		return false
+	}
+	last := calls[0]
+	for _, c := range calls[1:] {
+		if !c.At.Before(last.At) {
+			last = c
+		}
+	}
+	return last.Code == payments.CodeCredentialsRefused
+}
+
+// statusNotes are processorNotes' sentences on the payment's status, its
+// pending capture or cancel, and its refunds.
+func statusNotes(p payments.Payment, refunds []payments.Refund) []processorNote {
 	const unknown = "; its answer is not known yet. CMPay will resolve it by itself."
 	var notes []processorNote
 	switch p.Status {
 	case payments.StatusProcessing:
 		notes = append(notes, processorNote{"Payment sent to the processor" + unknown, "pending"})
 	case payments.StatusDeclined:
+		if p.DeclineCode == payments.DeclineNotCreated {
+			notes = append(notes, processorNote{"The processor never made this payment: its answer was lost, and a day " +
+				"later its records hold none (" + p.DeclineCode + "); no money moved. A new try needs a new idempotency key.", "declined"})
+			break
+		}
 		notes = append(notes, processorNote{"The processor declined this payment (" + or(p.DeclineCode, "no code given") +
 			"); no money moved. A new try needs a new idempotency key.", "declined"})
 	case payments.StatusPending:

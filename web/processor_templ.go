@@ -39,7 +39,7 @@ func processorSection(v paymentView) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		for _, line := range processorNotes(p, v.Refunds) {
+		for _, line := range processorNotes(p, v.Refunds, v.ProcessorCalls) {
 			{
 				templ_7745c5c3_ElementWriter := templ_7745c5c3_Buffer
 				templ_7745c5c3_Buffer := templ.GetBuffer()

@@ -173,3 +173,35 @@ func TestPaymentPageShowsARefundReturnedAfterSucceeding(t *testing.T) {
 		t.Error("a card payment shows the paid-later section")
 	}
 }
+
+// A payment whose work waits because the processor refuses CMPay's
+// credentials says so, and what ends the wait; one whose last call was
+// any other error says CMPay resolves it alone. A create the processor
+// never made says that, not "declined".
+func TestPaymentPageSaysWhatTheProcessorWaitsFor(t *testing.T) {
+	t.Parallel()
+	section := func(p payments.Payment, calls ...payments.ProcessorCall) string {
+		doc := renderDoc(t, paymentPage(paymentView{Payment: p, ProcessorCalls: calls}))
+		return strings.Join(strings.Fields(doc.Find("section.processor").Text()), " ")
+	}
+	call := func(code string, at time.Duration) payments.ProcessorCall {
+		return payments.ProcessorCall{Operation: payments.OpCreate, ProcessorKey: "cmpay_op1", Outcome: payments.CallError,
+			Code: code, At: created.Add(at)}
+	}
+	const credentials = "refused CMPay's credentials on its last call (authentication): nothing can be resolved " +
+		"until CMPay's API key for it (STRIPE_API_KEY) is fixed"
+	p := samplePayment("pay_10", "order-10", 0, 0)
+	p.Processor, p.Status = "stripe", payments.StatusProcessing
+	if text := section(p, call("timeout", 0), call(payments.CodeCredentialsRefused, time.Minute)); !strings.Contains(text, credentials) ||
+		!strings.Contains(text, "Payment sent to the processor; its answer is not known yet.") {
+		t.Errorf("credentials refused on the last call: %s", text)
+	}
+	if text := section(p, call(payments.CodeCredentialsRefused, 0), call("rate_limit", time.Minute)); strings.Contains(text, "credentials") {
+		t.Errorf("credentials refused before, not on the last call: %s", text)
+	}
+	p.Status, p.DeclineCode = payments.StatusDeclined, payments.DeclineNotCreated
+	if text := section(p, call(payments.CodeCredentialsRefused, 0)); strings.Contains(text, "credentials") ||
+		!strings.Contains(text, "The processor never made this payment") || !strings.Contains(text, "no money moved") {
+		t.Errorf("a create never made: %s", text)
+	}
+}

@@ -227,6 +227,15 @@ SELECT at FROM processor_calls
 WHERE payment_id = $1 AND operation_id = $2 AND processor_key = $3 AND kind = 'WRITE'
 ORDER BY at DESC LIMIT 1
 
+-- name: last_write_of_operation
+-- When operation $2 of payment $1 was last sent, under any of its keys (no
+-- row: its send was never recorded): a create a day old that the
+-- processor's list by creation time shows never made is declined only
+-- once the list has covered that send (dayold.go).
+SELECT at FROM processor_calls
+WHERE payment_id = $1 AND operation_id = $2 AND kind = 'WRITE'
+ORDER BY at DESC LIMIT 1
+
 -- name: read_operation
 -- Reads one processor operation, in scanOperation's column order
 -- (operations.go).
