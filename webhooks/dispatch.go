@@ -73,6 +73,11 @@ type result struct {
 // it is kept to show in the admin.
 const (
 	maxAnswerBytes = 64 << 10
+	// maxAnswerHeaderBytes caps an answer's headers as maxAnswerBytes caps
+	// its body: net/http would read up to 10 MB of them, in each of the
+	// instance's concurrent attempts, for a receiver whose answer nobody
+	// reads.
+	maxAnswerHeaderBytes = 64 << 10
 	maxShown       = 200
 )
 

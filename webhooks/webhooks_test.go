@@ -13,6 +13,7 @@ import (
 	"net/netip"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -506,4 +507,30 @@ func TestThousandPaymentsTwoDispatchers(t *testing.T) {
 		t.Errorf("%d bad deliveries, first %q", len(rcv.bad), rcv.bad[0])
 	}
 	t.Logf("%d events, %d calls, %d duplicates", n, rcv.calls, dups)
+}
+
+// TestHugeAnswerHeadersFailTheAttempt: an answer's headers are read up to
+// 64 KiB, as its body is; past that the attempt fails (and is retried),
+// rather than each concurrent attempt holding up to net/http's 10 MB.
+func TestHugeAnswerHeadersFailTheAttempt(t *testing.T) {
+	t.Parallel()
+	big := strings.Repeat("a", 1<<20)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("X-Padding", big)
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer srv.Close()
+	e := newEnv(t, dbtest.SQLite(t), webhooks.Config{AllowPrivate: true, RetryMin: time.Hour})
+	if _, _, err := e.wh.CreateEndpoint(t.Context(), "", srv.URL, nil); err != nil {
+		t.Fatal(err)
+	}
+	run(t, e.wh.Run)
+	e.create(t, "shop-1", "huge-headers")
+	waitFor(t, 10*time.Second, "the attempt", func() bool {
+		rows := e.deliveries(t)
+		return len(rows) == 1 && rows[0].Attempts == 1
+	})
+	if d := e.deliveries(t)[0]; d.Status == "DELIVERED" {
+		t.Errorf("an answer with 1 MB of headers was read and counted delivered (status %d)", d.LastStatus)
+	}
 }
