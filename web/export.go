@@ -32,7 +32,7 @@ const exportWriteTime = 30 * time.Second
 
 // export streams every payment the list's filters match as RFC 4180 CSV
 // (CRLF line ends, quoting where needed), newest first, in constant memory:
-// payments.Export reads keyset pages of 100 and rows are flushed to the
+// payments.Export reads keyset pages of 1,000 and rows are flushed to the
 // client as they go. It is audited before the first row leaves (an export
 // that cannot be audited does not start) and again when it ends, with the
 // number of rows sent, or how it failed.
