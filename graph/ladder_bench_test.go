@@ -88,3 +88,39 @@ func BenchmarkRefuseLadder(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkValidateManyOps validates documents of many operations that
+// spread one fragment (manyOpsDocuments) with the server's rules.
+func BenchmarkValidateManyOps(b *testing.B) {
+	schema := NewExecutableSchema(Config{Complexity: complexity()}).Schema()
+	for _, d := range manyOpsDocuments {
+		b.Run(d.name, func(b *testing.B) {
+			doc := mustParse(b, d.query)
+			for b.Loop() {
+				validator.ValidateWithRules(schema, doc, validationRules(DefaultOptions()))
+			}
+		})
+	}
+}
+
+// BenchmarkRefuseManyOps is the whole handler's answer to the same
+// documents, parsing included. A document that passes validation is
+// cached by its text: past the first iteration it costs only a lookup.
+func BenchmarkRefuseManyOps(b *testing.B) {
+	h := NewHandler(nil, DefaultOptions())
+	for _, d := range manyOpsDocuments {
+		b.Run(d.name, func(b *testing.B) {
+			body, err := json.Marshal(map[string]any{"query": d.query, "operationName": "Q0"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx := auth.WithPrincipal(context.Background(), auth.FullAccess(auth.KindEnvToken, "bench"))
+			for b.Loop() {
+				req := httptest.NewRequestWithContext(ctx, "POST", "/graphql", bytes.NewReader(body))
+				req.Header.Set("Content-Type", "application/json")
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, req) // answered or refused: what it costs is the point
+			}
+		})
+	}
+}
