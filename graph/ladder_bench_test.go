@@ -103,6 +103,21 @@ func BenchmarkValidateManyOps(b *testing.B) {
 	}
 }
 
+// BenchmarkCheckManyOps is what the handler does instead of validating
+// those documents: checkDocument's counts, which refuse them.
+func BenchmarkCheckManyOps(b *testing.B) {
+	for _, d := range manyOpsDocuments {
+		b.Run(d.name, func(b *testing.B) {
+			doc := mustParse(b, d.query)
+			for b.Loop() {
+				if checkDocument(doc) == nil {
+					b.Fatal("not refused")
+				}
+			}
+		})
+	}
+}
+
 // BenchmarkRefuseManyOps is the whole handler's answer to the same
 // documents, parsing included. A document that passes validation is
 // cached by its text: past the first iteration it costs only a lookup.
