@@ -139,3 +139,29 @@ func BenchmarkRefuseManyOps(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkValidateWithinBudget validates, with the server's rules, the
+// largest document of each shape that checkDocument lets through: what a
+// document within the walk budget can still cost.
+func BenchmarkValidateWithinBudget(b *testing.B) {
+	schema := NewExecutableSchema(Config{Complexity: complexity()}).Schema()
+	for _, s := range []struct {
+		name string
+		doc  func(n int) string
+	}{
+		{"aliases", func(n int) string { return manyOps(n, true, aliasedFields(1000)) }},
+		{"repeats", func(n int) string { return manyOps(n, true, repeatedField(100)) }},
+		{"small repeats", func(n int) string { return manyOps(n, true, repeatedField(20)) }},
+		{"chain", func(n int) string { return fragmentChain(10, n) }},
+	} {
+		b.Run(s.name, func(b *testing.B) {
+			query, _ := largestAccepted(b, s.doc)
+			doc := mustParse(b, query)
+			for b.Loop() {
+				if errs := validator.ValidateWithRules(schema, doc, validationRules(DefaultOptions())); len(errs) > 0 {
+					b.Fatal(errs)
+				}
+			}
+		})
+	}
+}
