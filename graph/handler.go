@@ -134,7 +134,8 @@ func NewHandler(svc *payments.Service, opts Options) http.Handler {
 	srv.SetParserTokenLimit(opts.MaxTokens)
 	srv.SetValidationRulesFn(func() *rules.Rules { return validationRules(opts) })
 	// Parsed and validated documents are reused across requests.
-	srv.SetQueryCache(lru.New[*ast.QueryDocument](1000))
+	docs := lru.New[*ast.QueryDocument](1000)
+	srv.SetQueryCache(docs)
 	// First: a query too long is refused before anything, the persisted
 	// query cache included, keeps it.
 	srv.Use(requestLimits{maxBytes: opts.MaxQueryBytes})
@@ -142,7 +143,10 @@ func NewHandler(svc *payments.Service, opts Options) http.Handler {
 		srv.Use(extension.Introspection{})
 	}
 	srv.Use(extension.AutomaticPersistedQuery{Cache: lru.New[string](1000)})
-	srv.Use(requireQuery{})                      // after APQ, which fills in persisted queries
+	srv.Use(requireQuery{}) // after APQ, which fills in persisted queries
+	// Before gqlgen parses and validates it: a document whose validation
+	// would hold a core is refused without starting it.
+	srv.Use(documentCost{cache: docs, maxTokens: opts.MaxTokens})
 	srv.Use(scopeCheck{scopes: rootFieldScopes}) // first of what runs once the document is valid
 	srv.Use(strictVariables{schema: schema.Schema()})
 	srv.Use(extension.FixedComplexityLimit(opts.MaxComplexity))

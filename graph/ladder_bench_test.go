@@ -88,3 +88,80 @@ func BenchmarkRefuseLadder(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkValidateManyOps validates documents of many operations that
+// spread one fragment (manyOpsDocuments) with the server's rules.
+func BenchmarkValidateManyOps(b *testing.B) {
+	schema := NewExecutableSchema(Config{Complexity: complexity()}).Schema()
+	for _, d := range manyOpsDocuments {
+		b.Run(d.name, func(b *testing.B) {
+			doc := mustParse(b, d.query)
+			for b.Loop() {
+				validator.ValidateWithRules(schema, doc, validationRules(DefaultOptions()))
+			}
+		})
+	}
+}
+
+// BenchmarkCheckManyOps is what the handler does instead of validating
+// those documents: checkDocument's counts, which refuse them.
+func BenchmarkCheckManyOps(b *testing.B) {
+	for _, d := range manyOpsDocuments {
+		b.Run(d.name, func(b *testing.B) {
+			doc := mustParse(b, d.query)
+			for b.Loop() {
+				if checkDocument(doc) == nil {
+					b.Fatal("not refused")
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkRefuseManyOps is the whole handler's answer to the same
+// documents, parsing included. A document that passes validation is
+// cached by its text: past the first iteration it costs only a lookup.
+func BenchmarkRefuseManyOps(b *testing.B) {
+	h := NewHandler(nil, DefaultOptions())
+	for _, d := range manyOpsDocuments {
+		b.Run(d.name, func(b *testing.B) {
+			body, err := json.Marshal(map[string]any{"query": d.query, "operationName": "Q0"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx := auth.WithPrincipal(context.Background(), auth.FullAccess(auth.KindEnvToken, "bench"))
+			for b.Loop() {
+				req := httptest.NewRequestWithContext(ctx, "POST", "/graphql", bytes.NewReader(body))
+				req.Header.Set("Content-Type", "application/json")
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, req) // answered or refused: what it costs is the point
+			}
+		})
+	}
+}
+
+// BenchmarkValidateWithinBudget validates, with the server's rules, the
+// largest document of each shape that checkDocument lets through: what a
+// document within the walk budget can still cost.
+func BenchmarkValidateWithinBudget(b *testing.B) {
+	schema := NewExecutableSchema(Config{Complexity: complexity()}).Schema()
+	for _, s := range []struct {
+		name string
+		doc  func(n int) string
+	}{
+		{"aliases", func(n int) string { return manyOps(n, true, aliasedFields(1000)) }},
+		{"repeats", func(n int) string { return manyOps(n, true, repeatedField(100)) }},
+		{"small repeats", func(n int) string { return manyOps(n, true, repeatedField(20)) }},
+		{"chain", func(n int) string { return fragmentChain(10, n) }},
+	} {
+		b.Run(s.name, func(b *testing.B) {
+			query, _ := largestAccepted(b, s.doc)
+			doc := mustParse(b, query)
+			for b.Loop() {
+				if errs := validator.ValidateWithRules(schema, doc, validationRules(DefaultOptions())); len(errs) > 0 {
+					b.Fatal(errs)
+				}
+			}
+		})
+	}
+}

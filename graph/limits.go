@@ -145,15 +145,18 @@ func maxFieldsRule(limit int) core.Rule {
 					c = newFieldCount(walker.Document.Fragments, limit)
 				}
 				if n := c.fields(op.SelectionSet); n > limit {
-					addError(
-						core.Message("the operation selects more than %d fields once its fragments are spread; "+
-							"ask for less in one request", limit),
-						core.At(op.Position),
-					)
+					addError(core.Message("%s", maxFieldsRefusal(limit)), core.At(op.Position))
 				}
 			})
 		},
 	}
+}
+
+// maxFieldsRefusal is what an operation over maxFields is told, by the
+// rule or before validation (documentCost).
+func maxFieldsRefusal(limit int) string {
+	return fmt.Sprintf("the operation selects more than %d fields once its fragments are spread; "+
+		"ask for less in one request", limit)
 }
 
 // fieldCount counts the fields a selection set expands to, each fragment
@@ -314,17 +317,20 @@ func boundedOverlapRule(budget int) core.Rule {
 				}
 				done = true
 				if !withinOverlapBudget(walker.Document, budget) {
-					addError(
-						core.Message("the document repeats fields too often to be checked: give repeated fields "+
-							"aliases or select them once (more than %d comparisons of same-named fields)", budget),
-						core.At(op.Position),
-					)
+					addError(core.Message("%s", overlapRefusal(budget)), core.At(op.Position))
 					return
 				}
 				core.Walk(walker.Schema, walker.Document, inner)
 			})
 		},
 	}
+}
+
+// overlapRefusal is what a document over the overlap rule's budget is
+// told, by the rule or before validation (documentCost).
+func overlapRefusal(budget int) string {
+	return fmt.Sprintf("the document repeats fields too often to be checked: give repeated fields "+
+		"aliases or select them once (more than %d comparisons of same-named fields)", budget)
 }
 
 // overlapCounter counts, without comparing anything, the pairs of fields
@@ -335,13 +341,21 @@ func boundedOverlapRule(budget int) core.Rule {
 type overlapCounter struct {
 	fragments map[string]*ast.FragmentDefinition
 	left      int
+	calls     int // spends, each a bounded piece of work: for tests
+}
+
+func newOverlapCounter(doc *ast.QueryDocument, budget int) *overlapCounter {
+	c := &overlapCounter{fragments: make(map[string]*ast.FragmentDefinition, len(doc.Fragments)), left: budget}
+	for _, f := range doc.Fragments {
+		if _, ok := c.fragments[f.Name]; !ok { // the first of duplicates, as gqlparser's walk
+			c.fragments[f.Name] = f
+		}
+	}
+	return c
 }
 
 func withinOverlapBudget(doc *ast.QueryDocument, budget int) bool {
-	c := &overlapCounter{fragments: make(map[string]*ast.FragmentDefinition, len(doc.Fragments)), left: budget}
-	for _, f := range doc.Fragments {
-		c.fragments[f.Name] = f
-	}
+	c := newOverlapCounter(doc, budget)
 	for _, op := range doc.Operations {
 		if !c.everySet(op.SelectionSet) {
 			return false
@@ -356,6 +370,7 @@ func withinOverlapBudget(doc *ast.QueryDocument, budget int) bool {
 }
 
 func (c *overlapCounter) spend(n int) bool {
+	c.calls++
 	c.left -= n
 	return c.left >= 0
 }
