@@ -78,7 +78,7 @@ const (
 	// instance's concurrent attempts, for a receiver whose answer nobody
 	// reads.
 	maxAnswerHeaderBytes = 64 << 10
-	maxShown       = 200
+	maxShown             = 200
 )
 
 // claimBatch is the most deliveries one claim takes.
