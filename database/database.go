@@ -276,7 +276,8 @@ func Migrate(db *gorm.DB) error {
 	return err
 }
 
-// MigrateReport is Migrate, saying which numbered migrations it ran.
+// MigrateReport is Migrate, saying which tables it created and which
+// numbered migrations it ran.
 func MigrateReport(ctx context.Context, db *gorm.DB) (Migrated, error) {
 	dialect, err := sqlq.Of(db)
 	if err != nil {
@@ -289,6 +290,10 @@ func MigrateReport(ctx context.Context, db *gorm.DB) (Migrated, error) {
 				return err
 			}
 		}
+		tables, missing, err := missingTables(tx)
+		if err != nil {
+			return err
+		}
 		if err := tx.AutoMigrate(models.All()...); err != nil {
 			return err
 		}
@@ -296,6 +301,7 @@ func MigrateReport(ctx context.Context, db *gorm.DB) (Migrated, error) {
 			return err
 		}
 		out, err = runMigrations(ctx, tx, string(dialect))
+		out.Tables, out.Created = tables, missing
 		return err
 	})
 	if err != nil {

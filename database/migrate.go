@@ -164,10 +164,32 @@ func LatestVersion() int { return migrations[len(migrations)-1].version }
 
 // Migrated says what Migrate did.
 type Migrated struct {
+	// Tables lists every table the models declare; Created those of them
+	// this migration created, as found under its lock: of several
+	// migrations at once, only the first creates any.
+	Tables, Created []string
 	// Ran lists the versions run now, oldest first; Version is the schema's
 	// version after (the highest recorded).
 	Ran     []int
 	Version int
+}
+
+// missingTables returns every table the models declare and those of them
+// that tx does not have yet. Read under the migration's lock, so that it
+// says what this migration will create, not what another one is creating.
+func missingTables(tx *gorm.DB) (tables, missing []string, err error) {
+	for _, model := range models.All() {
+		stmt := &gorm.Statement{DB: tx}
+		if err := stmt.Parse(model); err != nil {
+			return nil, nil, fmt.Errorf("table of %T: %w", model, err)
+		}
+		table := stmt.Schema.Table
+		tables = append(tables, table)
+		if !tx.Migrator().HasTable(table) {
+			missing = append(missing, table)
+		}
+	}
+	return tables, missing, nil
 }
 
 // runMigrations runs, in tx, the numbered migrations not yet recorded.

@@ -8,6 +8,7 @@ package graph
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"time"
 
@@ -272,10 +273,11 @@ func (r *queryResolver) Payments(ctx context.Context, filter *model.PaymentFilte
 		f.Flagged = deref(filter.Flagged)
 		f.Status = deref(filter.Status)
 	}
-	// A token bound to a client lists that client's payments only.
+	// A token bound to a client lists that client's payments only; asking
+	// for another client's is FORBIDDEN, as paymentEvents answers.
 	if bound := auth.BoundClient(ctx); bound != "" {
-		if f.ClientID != "" && f.ClientID != bound {
-			return &model.PaymentConnection{Edges: []model.PaymentEdge{}, PageInfo: &model.PageInfo{}}, nil
+		if f.ClientID != "" && !auth.Sees(ctx, f.ClientID) {
+			return nil, fmt.Errorf("list another client's payments: %w", payments.ErrForbidden)
 		}
 		f.ClientID = bound
 	}

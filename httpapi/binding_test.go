@@ -81,8 +81,15 @@ func TestTokenBoundToAClient(t *testing.T) {
 		if !strings.Contains(list, mine) || strings.Contains(list, theirs) {
 			t.Errorf("the listing shows %s; want shop-7's payment only", list)
 		}
-		if other := string(gql(`{ payments(filter: {clientId: "shop-8"}) { edges { node { id } } } }`).Data["payments"]); strings.Contains(other, theirs) {
-			t.Errorf("a filter on another client shows %s", other)
+		// Listing another client's payments is FORBIDDEN, as subscribing to
+		// its events is (the contract's "beyond its client"); its own, named,
+		// lists them.
+		if r := gql(`{ payments(filter: {clientId: "shop-8"}) { edges { node { id } } } }`); r.code() != "FORBIDDEN" ||
+			strings.Contains(string(r.Data["payments"]), theirs) {
+			t.Errorf("a filter on another client: %s %+v; want FORBIDDEN", r.Data["payments"], r.Errors)
+		}
+		if own := string(gql(`{ payments(filter: {clientId: "shop-7"}) { edges { node { id } } } }`).Data["payments"]); !strings.Contains(own, mine) {
+			t.Errorf("a filter on its own client shows %s; want %s", own, mine)
 		}
 		// Its own client: everything works.
 		res, body = b.raw(t, "POST", "/api/payments/"+mine+"/refunds", as("r-3"), `{"amount":"1"}`)

@@ -68,7 +68,7 @@ type Service struct {
 	db   sqlq.DB
 }
 
-//go:embed sql/common.sql
+//go:embed sql/*.sql
 var sqlFiles embed.FS
 
 // statements are the package's SQL, which both dialects run as written.

@@ -15,8 +15,10 @@ type ProcessorEvent struct {
 	// about (for a refund's event, the refunded payment's).
 	PaymentReference string `gorm:"not null;size:255;index:idx_processor_events_payment,priority:1"`
 	// Created is the processor's time of the event, which orders them.
-	Created    time.Time `gorm:"not null;index:idx_processor_events_payment,priority:2"`
-	ReceivedAt time.Time `gorm:"not null"`
+	Created time.Time `gorm:"not null;index:idx_processor_events_payment,priority:2"`
+	// ReceivedAt is when CMPay stored it; the sweep deletes by it, oldest
+	// first, through its index.
+	ReceivedAt time.Time `gorm:"not null;index:idx_processor_events_received"`
 	// AppliedAt is when CMPay applied it; unset while the payment it names
 	// is not known yet (an event may come before CMPay has recorded the
 	// processor's answer), so it is tried again.

@@ -74,23 +74,47 @@ func (a *admin) resendDelivery(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// shownURL is an endpoint's URL as the admin shows it. Its user
-// information (sent to the receiver as HTTP Basic) and its query (where a
-// receiver's token often is) may be the client's secrets, not for every
-// staff member's eyes: both are masked.
+// shownURL is an endpoint's URL as the admin shows it, to every role: its
+// scheme, host and the start of its path, which say where deliveries go.
+// The rest may be the client's secrets, not for every staff member's eyes:
+// user information (sent to the receiver as HTTP Basic), the query (where
+// a receiver's token often is), and the path past its first segment
+// (Slack's https://hooks.slack.com/services/T…/B…/<secret>, Discord's
+// /api/webhooks/<id>/<token>) each become "…". A first segment longer than
+// shownSegment is hidden too: a lone token (https://webhook.site/<uuid>).
+// No admin page edits an endpoint, so none needs the URL in full; the
+// client that made it reads it through the API.
 func shownURL(raw string) string {
 	u, err := url.Parse(raw)
-	if err != nil {
-		return "(unreadable URL)" // stored only after it parsed
+	if err != nil || u.Host == "" {
+		return "(unreadable URL)" // stored only after it parsed, with a host
 	}
+	var b strings.Builder
+	b.WriteString(u.Scheme + "://")
 	if u.User != nil {
-		u.User = url.User("xxxxx")
+		b.WriteString("…@")
 	}
-	if u.RawQuery != "" {
-		u.RawQuery = "xxxxx"
+	b.WriteString(u.Host)
+	first, rest, more := strings.Cut(strings.TrimPrefix(u.EscapedPath(), "/"), "/")
+	switch {
+	case len(first) > shownSegment:
+		b.WriteString("/…")
+	case first != "":
+		b.WriteString("/" + first)
+		if more && rest != "" {
+			b.WriteString("/…")
+		}
 	}
-	return u.String()
+	if u.RawQuery != "" || u.ForceQuery {
+		b.WriteString("?…")
+	}
+	return b.String()
 }
+
+// shownSegment is the longest first path segment shownURL shows: words
+// such as "services", "webhooks" or "api" fit; random tokens (22 and more
+// characters, a UUID's 36) do not.
+const shownSegment = 16
 
 // endpointTypes shows an endpoint's event types.
 func endpointTypes(stored string) string {

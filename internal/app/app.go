@@ -159,6 +159,11 @@ func build(ctx context.Context, db *gorm.DB, replica *database.Replica, cfg conf
 			return nil, err
 		}
 	}
+	// Stored processor events are swept whether or not a secret is set now.
+	oldEvents, err := intake.NewSweeper(db, nil)
+	if err != nil {
+		return nil, err
+	}
 	staffStore := staff.New(db, staff.Config{IdleTimeout: cfg.AdminSessionIdle})
 	admin, err := staffStore.Bootstrap(ctx, cfg.AdminUser, cfg.AdminPassword)
 	if err != nil {
@@ -194,7 +199,8 @@ func build(ctx context.Context, db *gorm.DB, replica *database.Replica, cfg conf
 	// Every instance resolves unknown processor outcomes (the Recoverer):
 	// the database's lease keeps two from resolving one at once.
 	// and reads the pending Pix and boleto whose news is late (the Poller).
-	background := []startstop.Service{svc.ClockSync(log), ev, wh, svc.Sweeper(cfg.SweepInterval, log), svc.Recoverer(0, log),
+	background := []startstop.Service{svc.ClockSync(log), ev, wh, svc.Sweeper(cfg.SweepInterval, log),
+		oldEvents.Runner(cfg.SweepInterval, log), svc.Recoverer(0, log),
 		svc.Poller(pcfg.PollAfter, 0, log)}
 	if in != nil {
 		background = append(background, in.Retrier(5*time.Second, log))

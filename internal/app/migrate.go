@@ -2,12 +2,10 @@ package app
 
 import (
 	"context"
-	"fmt"
 
 	"gorm.io/gorm"
 
 	"github.com/cmpay/cmpay/database"
-	"github.com/cmpay/cmpay/models"
 )
 
 // Migration says what Migrate found and did.
@@ -15,7 +13,7 @@ type Migration struct {
 	// Dialect is "postgres" or "sqlite".
 	Dialect string
 	// Tables lists every table the models declare; Created those of them
-	// that were missing before.
+	// this run created (found missing under the migration's lock).
 	Tables, Created []string
 	// Ran lists the numbered migrations run now, by version; Version is
 	// the highest recorded after, the schema's version.
@@ -27,37 +25,17 @@ type Migration struct {
 // server does and `cmpay migrate` does alone (database.Migrate: the tables
 // and indexes of the models, the currencies, the numbered migrations). It
 // is safe to run at every start and from several instances at once. The
-// Migration it returns says which tables were missing before and which
-// numbered migrations ran, for `cmpay migrate` to print.
+// Migration it returns says which tables and numbered migrations this run
+// created and ran, as found under the migration's lock, for `cmpay
+// migrate` to print: of several runs at once, one creates the tables and
+// the others find nothing to do.
 func Migrate(db *gorm.DB) (Migration, error) {
 	m := Migration{Dialect: db.Dialector.Name()}
-	present := map[string]bool{}
-	for _, model := range models.All() {
-		table, err := tableOf(db, model)
-		if err != nil {
-			return m, err
-		}
-		m.Tables = append(m.Tables, table)
-		present[table] = db.Migrator().HasTable(table)
-	}
 	done, err := database.MigrateReport(context.Background(), db)
 	if err != nil {
 		return m, err
 	}
-	for _, table := range m.Tables {
-		if !present[table] {
-			m.Created = append(m.Created, table)
-		}
-	}
+	m.Tables, m.Created = done.Tables, done.Created
 	m.Ran, m.Version = done.Ran, done.Version
 	return m, nil
-}
-
-// tableOf is the table of a model.
-func tableOf(db *gorm.DB, model any) (string, error) {
-	stmt := &gorm.Statement{DB: db}
-	if err := stmt.Parse(model); err != nil {
-		return "", fmt.Errorf("migrate: %w", err)
-	}
-	return stmt.Schema.Table, nil
 }

@@ -23,6 +23,9 @@ import (
 // rest, as the server reads them) and its output streams.
 type Env struct {
 	Getenv func(string) string
+	// Stdin is read only by commands that ask for it (staff add
+	// --password-stdin); nil reads as no input.
+	Stdin  io.Reader
 	Stdout io.Writer
 	Stderr io.Writer
 	// Migrated says the database is known to be migrated already, so

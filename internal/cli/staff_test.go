@@ -103,3 +103,62 @@ func regexpLine(out string, words ...string) bool {
 	}
 	return false
 }
+
+// A wrong staff command line exits 2 with the reason and the usage on
+// stderr, as tokens' does (cli.Run's promise), so that a script can tell
+// "typed it wrong" from "it failed"; a refused value exits 1, as tokens'
+// unknown scope does.
+func TestStaffWrongCommandLineExitsTwo(t *testing.T) {
+	t.Parallel()
+	url := dbtest.SQLite(t).URL
+	for _, tt := range []struct {
+		args     []string
+		code     int
+		inStderr string
+	}{
+		{[]string{"staff", "add"}, 2, "add takes 1 argument(s), got 0"},
+		{[]string{"staff", "add", "bob", "--bogus"}, 2, "flag provided but not defined: -bogus"},
+		{[]string{"staff", "frobnicate"}, 2, `unknown command "frobnicate"`},
+		{[]string{"staff", "add", "bob"}, 2, "add needs --role"},
+		{[]string{"staff", "list", "extra"}, 2, "list takes 0 argument(s)"},
+		{[]string{"staff", "disable", "bob", "--role", "admin"}, 2, "go with add only"},
+		{[]string{"staff", "add", "bob", "--role", "admin", "--password", "x", "--password-stdin"}, 2, "give one of them"},
+		{[]string{"staff", "add", "bob", "--role", "root"}, 1, "role"},
+		{[]string{"staff", "disable", "nobody"}, 1, `no staff account "nobody"`},
+	} {
+		code, out, errOut := cmdMigrated(t, url, tt.args...) // dbtest.SQLite migrated it
+		if code != tt.code || !strings.Contains(errOut, tt.inStderr) || out != "" {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want exit %d and %q", tt.args, code, out, errOut, tt.code, tt.inStderr)
+		}
+		if code == 2 && !strings.Contains(errOut, "Usage:\n  cmpay staff add USERNAME") {
+			t.Errorf("%q: no usage on stderr: %q", tt.args, errOut)
+		}
+	}
+	if code, out, _ := cmdMigrated(t, url, "staff", "add", "-h"); code != 2 || !strings.Contains(out, "--password-stdin") {
+		t.Errorf("staff add -h: exit %d, stdout %q; want 2 and the usage", code, out)
+	}
+}
+
+// --password-stdin sets the first line of standard input as the password,
+// so that it never shows in the process list or the shell's history.
+func TestStaffAddPasswordFromStdin(t *testing.T) {
+	t.Parallel()
+	db := dbtest.SQLite(t)
+	code, out, errOut := runCLIInput(t, db.URL, true, "a long passphrase from stdin\nnot this line\n",
+		"staff", "add", "bob", "--role", "viewer", "--password-stdin")
+	if code != 0 || !strings.Contains(out, "Added bob (viewer) with the password given.") {
+		t.Fatalf("add --password-stdin: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	st := staff.New(dbtest.Connect(t, db.URL), staff.Config{})
+	if _, acct, err := st.SignIn(t.Context(), staff.SignInRequest{Username: "bob", Password: "a long passphrase from stdin"}); err != nil || acct.MustChangePassword {
+		t.Errorf("bob signs in with the password from stdin: %+v %v", acct, err)
+	}
+	// An empty first line sets nothing.
+	code, _, errOut = runCLIInput(t, db.URL, true, "\n", "staff", "add", "carol", "--role", "viewer", "--password-stdin")
+	if code != 1 || !strings.Contains(errOut, "no password") {
+		t.Errorf("empty stdin: exit %d, stderr %q; want 1 and why", code, errOut)
+	}
+	if _, out, _ := cmdMigrated(t, db.URL, "staff", "list"); strings.Contains(out, "carol") {
+		t.Errorf("carol was added from an empty stdin:\n%s", out)
+	}
+}

@@ -31,6 +31,13 @@ func cmdMigrated(t *testing.T, databaseURL string, args ...string) (code int, st
 
 func runCLI(t *testing.T, databaseURL string, migrated bool, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
+	return runCLIInput(t, databaseURL, migrated, "", args...)
+}
+
+// runCLIInput runs a command as runCLI does, with stdin as its standard
+// input.
+func runCLIInput(t *testing.T, databaseURL string, migrated bool, stdin string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
 	var out, errOut bytes.Buffer
 	env := cli.Env{
 		Getenv: func(k string) string {
@@ -39,6 +46,7 @@ func runCLI(t *testing.T, databaseURL string, migrated bool, args ...string) (co
 			}
 			return ""
 		},
+		Stdin:  strings.NewReader(stdin),
 		Stdout: &out, Stderr: &errOut,
 		Migrated: migrated,
 	}
