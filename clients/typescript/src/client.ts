@@ -304,8 +304,17 @@ export class CMPayClient {
 
   async #resume(): Promise<ResumedOperation[]> {
     await this.ready;
+    let loaded: PendingOperation[];
+    try {
+      loaded = await this.#storage.load();
+    } catch (err) {
+      throw new StorageError(`could not load the stored operations: ${String(err)}; nothing was sent`, {
+        code: 'STORAGE_LOAD_FAILED',
+        cause: err,
+      });
+    }
     const stored: PendingOperation[] = [];
-    for (const op of await this.#storage.load()) {
+    for (const op of loaded) {
       if (this.#settledKeys.has(op.idempotencyKey)) await this.#forget(op);
       else stored.push(op);
     }
