@@ -33,6 +33,10 @@ func signatureCases() []struct {
 		{"another secret", "whsec_another", webhooks.Sign(secret, now, []byte(body)), body, false},
 		{"ten minutes old", secret, webhooks.Sign(secret, now.Add(-10*time.Minute), []byte(body)), body, false},
 		{"no signature", secret, "t=" + strconv.FormatInt(now.Unix(), 10), body, false},
+		// 64 characters as the hex digest has, 65 bytes: a check that
+		// compares lengths in characters throws instead of refusing.
+		{"v1 of 64 characters, not 64 bytes", secret,
+			"t=" + strconv.FormatInt(now.Unix(), 10) + ",v1=\u00e9" + strings.Repeat("0", 63), body, false},
 	}
 }
 

@@ -2,11 +2,13 @@
 // runs on the caller's side. Every operation's key is stored before its
 // request leaves and removed only once it has a final answer; retries and
 // resumePending() send the stored key again, never a new one.
-import { anySignal, newIdempotencyKey, realClock, type Clock } from './clock.js';
+import { anySignal, newIdempotencyKey, parseDuration, realClock, type Clock } from './clock.js';
 import {
   AbortedError,
+  AuthError,
   CMPayError,
   DeclinedError,
+  ExpiredOperationError,
   KeyReusedError,
   NotFoundError,
   RefundFailedError,
@@ -19,11 +21,13 @@ import {
   CancelPaymentDocument,
   CapturePaymentDocument,
   CreatePaymentDocument,
+  PaymentAttemptsDocument,
   PaymentDocument,
   PaymentEventsDocument,
+  PaymentsByKeyDocument,
   RefundPaymentDocument,
 } from './gql/graphql.js';
-import { differingFields } from './params.js';
+import { canonicalAmount, differingFields } from './params.js';
 import { backoffDelay, judge, retryPolicy, type RetryOptions, type RetryPolicy, type Verdict } from './retry.js';
 import { indexedDBStorage, type PendingStorage } from './storage.js';
 import { fetchTransport, type GraphQLRequest, type Transport } from './transport.js';
@@ -61,6 +65,24 @@ export interface CMPayClientOptions {
   storage?: PendingStorage;
   /** How requests are retried. */
   retry?: RetryOptions;
+  /**
+   * How long the server remembers a key: its IDEMPOTENCY_KEY_TTL, in
+   * milliseconds or written as the server's setting ("24h", "72h"); default
+   * 24 h. A stored operation older than this less a tenth (room for clock
+   * changes) is never sent again blindly, since the server may take its key
+   * for a new one: the client first looks up what was made under the key.
+   */
+  idempotencyKeyTTL?: number | string;
+  /**
+   * Whether a call without idempotencyKey joins a stored, unsettled
+   * operation with equal parameters (and answers `replayed: true`) instead
+   * of making a new key: right for one shopper clicking Pay twice or again
+   * after a reload, wrong for a server paying for many customers, whose
+   * equal orders are distinct payments. Default: true when the storage holds
+   * one user's operations (`singleUser`, as indexedDBStorage does), false
+   * otherwise. Passing an idempotencyKey per intended operation always works.
+   */
+  joinByParameters?: boolean;
   /** The fetch to use; default globalThis.fetch. */
   fetch?: typeof fetch;
   /** A WebSocket class for subscriptions (Node.js 20 has none: pass the `ws` package's); without one, or with false, SSE is used. */
@@ -138,6 +160,8 @@ export class CMPayClient {
   readonly #ownSubscriber?: DefaultSubscriber;
   readonly #onStored?: (op: PendingOperation) => void;
   readonly #onSettled?: (op: PendingOperation) => void;
+  readonly #ttlMs: number;
+  readonly #join: boolean;
 
   // What this client knows of storage: loaded at start, then kept in step
   // with every put and remove it makes.
@@ -151,6 +175,15 @@ export class CMPayClient {
   #starting = new Map<string, PendingOperation>();
   #storing = new Map<string, Promise<void>>();
   #resuming?: Promise<ResumedOperation[]>;
+  // Keys this client stored and sent only with answers that prove nothing
+  // was applied: a refusal that does not judge the operation (a 401, a
+  // proxy's 403) may then forget it. A key leaves at its first try without
+  // such an answer; keys loaded from storage never enter.
+  #clean = new Set<string>();
+  // Keys settled whose removal from storage failed: never joined, and not
+  // sent again by resumePending(), which tries the removal again.
+  #settledKeys = new Set<string>();
+  #loadError?: StorageError;
 
   constructor(opts: CMPayClientOptions) {
     if (!opts.url || !opts.token) throw new TypeError('CMPayClient needs url and token');
@@ -172,6 +205,8 @@ export class CMPayClient {
     this.#pollIntervalMs = opts.pollIntervalMs ?? 5_000;
     this.#onStored = opts.onStored;
     this.#onSettled = opts.onSettled;
+    this.#ttlMs = parseDuration(opts.idempotencyKeyTTL ?? 24 * 3_600_000);
+    this.#join = opts.joinByParameters ?? storage.singleUser === true;
     if (opts.subscriber) {
       this.#subscriber = opts.subscriber;
     } else {
@@ -184,12 +219,22 @@ export class CMPayClient {
       this.#subscriber = this.#ownSubscriber.subscribe;
     }
 
-    const loaded = storage.load();
+    let loaded: ReturnType<PendingStorage['load']>;
+    try {
+      loaded = storage.load();
+    } catch (err) {
+      throw this.#loadFailed(err);
+    }
     if (Array.isArray(loaded)) {
       this.#remember(loaded);
       this.ready = Promise.resolve();
     } else {
-      this.ready = Promise.resolve(loaded).then((ops) => this.#remember(ops));
+      this.ready = Promise.resolve(loaded).then(
+        (ops) => this.#remember(ops),
+        (err: unknown) => {
+          throw this.#loadFailed(err);
+        },
+      );
       // Every method awaits ready and reports its failure; this keeps an
       // unawaited ready from being an unhandled rejection.
       this.ready.catch(() => undefined);
@@ -201,12 +246,21 @@ export class CMPayClient {
     this.#loaded = true;
   }
 
+  #loadFailed(err: unknown): StorageError {
+    this.#loadError = new StorageError(`could not load the stored operations: ${String(err)}; nothing was sent`, {
+      code: 'STORAGE_LOAD_FAILED',
+      cause: err,
+    });
+    return this.#loadError;
+  }
+
   /**
    * The operations stored and not settled yet, oldest first: those loaded at
    * start and those this client stored since. Throws StorageError before
    * `ready` has resolved (IndexedDB loads asynchronously).
    */
   pending(): PendingOperation[] {
+    if (this.#loadError) throw this.#loadError;
     if (!this.#loaded) {
       throw new StorageError('stored operations are still loading: await client.ready first', { code: 'STORAGE_NOT_READY' });
     }
@@ -250,13 +304,28 @@ export class CMPayClient {
 
   async #resume(): Promise<ResumedOperation[]> {
     await this.ready;
-    const stored = await this.#storage.load();
+    let loaded: PendingOperation[];
+    try {
+      loaded = await this.#storage.load();
+    } catch (err) {
+      throw new StorageError(`could not load the stored operations: ${String(err)}; nothing was sent`, {
+        code: 'STORAGE_LOAD_FAILED',
+        cause: err,
+      });
+    }
+    const stored: PendingOperation[] = [];
+    for (const op of loaded) {
+      if (this.#settledKeys.has(op.idempotencyKey)) await this.#forget(op);
+      else stored.push(op);
+    }
     for (const op of stored) this.#known.set(op.idempotencyKey, op);
     stored.sort((a, b) => a.startedAt.localeCompare(b.startedAt));
     const out: ResumedOperation[] = [];
     for (const op of stored) {
       try {
-        const result = await this.#execute(op);
+        // Looked up first: the server may have forgotten its key sooner than
+        // idempotencyKeyTTL says, and an earlier try may have applied it.
+        const result = await this.#execute(op, undefined, true);
         out.push({ pending: op, result, settled: result.settled });
       } catch (err) {
         const error = err instanceof CMPayError ? err : new CMPayError(String(err), { code: 'CLIENT_ERROR', cause: err });
@@ -268,19 +337,26 @@ export class CMPayClient {
 
   async #run<O extends Operation>(operation: O, params: OperationParams[O], opts: CallOptions): Promise<PaymentResult> {
     await this.ready;
-    const op = await this.#begin({ operation, params, idempotencyKey: opts.idempotencyKey } as PendingOperation);
-    return this.#execute(op, opts.signal);
+    const { op, joined } = await this.#begin({ operation, params, idempotencyKey: opts.idempotencyKey } as PendingOperation);
+    const result = await this.#execute(op, opts.signal);
+    // A call that joined another's operation did not make it.
+    return joined ? { ...result, replayed: true } : result;
   }
 
-  // #begin picks the operation's key and stores it: the caller's key; else
-  // the key of a stored operation with the same parameters (the same payment
-  // entered again after a reload, or a second click while the first is being
-  // stored); else a new one. It resolves once the key is durable.
-  async #begin(wanted: Omit<PendingOperation, 'startedAt' | 'idempotencyKey'> & { idempotencyKey?: string }) {
+  // #begin picks the operation's key and stores it: the caller's key; else,
+  // when joining by parameters, the key of a stored operation with the same
+  // parameters (the same payment entered again after a reload, or a second
+  // click while the first is being stored); else a new one. It resolves
+  // once the key is durable.
+  async #begin(
+    wanted: Omit<PendingOperation, 'startedAt' | 'idempotencyKey'> & { idempotencyKey?: string },
+  ): Promise<{ op: PendingOperation; joined: boolean }> {
     const held = this.#held(wanted);
     if (held) {
+      // Joined: another call is making this operation right now.
+      const joined = this.#starting.has(held.idempotencyKey) || this.#inflight.has(held.idempotencyKey);
       await this.#storing.get(held.idempotencyKey);
-      return held;
+      return { op: held, joined };
     }
     const op = {
       operation: wanted.operation,
@@ -310,16 +386,23 @@ export class CMPayClient {
       });
     this.#starting.set(key, op);
     this.#storing.set(key, stored);
+    this.#clean.add(key);
     await stored;
-    return op;
+    return { op, joined: false };
   }
 
   // #held finds the operation a call must join: the one stored, or being
   // stored, under the caller's key (refusing other parameters under it), or
-  // without a caller's key one with the same parameters.
+  // without a caller's key, when joining by parameters, one with the same
+  // parameters whose key the server still holds. (An operation under the
+  // caller's key is that operation whatever its age: #send looks up a stale
+  // one before sending anything.)
   #held(wanted: Omit<PendingOperation, 'startedAt' | 'idempotencyKey'> & { idempotencyKey?: string }) {
     const all = [...this.#known.values(), ...this.#starting.values()];
-    if (wanted.idempotencyKey === undefined) return all.find((op) => differingFields(op, wanted).length === 0);
+    if (wanted.idempotencyKey === undefined) {
+      if (!this.#join) return undefined;
+      return all.find((op) => !this.#stale(op) && differingFields(op, wanted).length === 0);
+    }
     const held = all.find((op) => op.idempotencyKey === wanted.idempotencyKey);
     const differ = held ? differingFields(held, wanted) : [];
     if (differ.length > 0) {
@@ -331,22 +414,25 @@ export class CMPayClient {
     return held;
   }
 
-  #execute(op: PendingOperation, signal?: AbortSignal): Promise<PaymentResult> {
+  #execute(op: PendingOperation, signal?: AbortSignal, lookFirst = false): Promise<PaymentResult> {
     let p = this.#inflight.get(op.idempotencyKey);
     if (!p) {
-      p = this.#send(op, signal).finally(() => this.#inflight.delete(op.idempotencyKey));
+      p = this.#send(op, signal, lookFirst).finally(() => this.#inflight.delete(op.idempotencyKey));
       this.#inflight.set(op.idempotencyKey, p);
     }
     return p;
   }
 
-  async #send(op: PendingOperation, signal?: AbortSignal): Promise<PaymentResult> {
+  // #send sends op until it has an answer, first looking up what was made
+  // under its key when lookFirst is set or the server may have forgotten it.
+  async #send(op: PendingOperation, signal?: AbortSignal, lookFirst = false): Promise<PaymentResult> {
     const field = documents[op.operation].field;
-    let verdict: Answer;
+    let verdict: Answer | 'stale';
     try {
-      verdict = await this.#request(requestFor(op), field, signal);
+      verdict = lookFirst || this.#stale(op) ? 'stale' : await this.#request(requestFor(op), field, { signal, op });
+      if (verdict === 'stale') return await this.#lookThenSend(op, signal);
     } catch (err) {
-      if (err instanceof CMPayError) {
+      if (err instanceof CMPayError && this.#known.has(op.idempotencyKey)) {
         err.idempotencyKey = op.idempotencyKey;
         err.pending = true;
       }
@@ -354,10 +440,101 @@ export class CMPayClient {
     }
     if (verdict.kind === 'final') {
       verdict.error.idempotencyKey = op.idempotencyKey;
-      await this.#settle(op);
+      // An answer that does not judge the operation (a 401, a proxy's 403)
+      // forgets it only when no earlier try can have applied it.
+      if (verdict.settles || this.#clean.has(op.idempotencyKey)) await this.#settle(op);
+      else verdict.error.pending = true;
       throw verdict.error;
     }
     return this.#answer(op, verdict.data as Record<string, unknown>);
+  }
+
+  // #stale says whether the server may have forgotten op's key: it was
+  // stored more than the key TTL less a tenth ago (or when is unreadable).
+  #stale(op: PendingOperation): boolean {
+    const age = this.#clock.now() - Date.parse(op.startedAt);
+    return !(age < this.#ttlMs - this.#ttlMs / 10);
+  }
+
+  // #lookThenSend settles op from what was made under its key, as a replay
+  // would. When nothing was, it sends op; if the server may have forgotten
+  // the key (stale), only a create, capture or cancel, under a renewed key (a
+  // second capture or cancel of one payment is refused by its status), never
+  // a refund: see ExpiredOperationError.
+  async #lookThenSend(op: PendingOperation, signal?: AbortSignal): Promise<PaymentResult> {
+    const stale = this.#stale(op);
+    let found: Record<string, unknown> | null;
+    try {
+      found = await this.#lookup(op, signal);
+    } catch (err) {
+      // The key made another payment, or the payment does not exist: final.
+      if (err instanceof KeyReusedError || err instanceof NotFoundError) await this.#settle(op);
+      // A token without payments:read cannot look; the key of a fresh
+      // operation is still held, so sending it can only replay. Any other
+      // failure keeps the operation stored.
+      if (stale || !(err instanceof AuthError) || err.code !== 'FORBIDDEN') throw err;
+      found = null;
+    }
+    if (found) return this.#answer(op, found);
+    if (!stale) return this.#send(op, signal);
+    if (op.operation === 'REFUND_PAYMENT') {
+      await this.#settle(op);
+      throw new ExpiredOperationError(
+        `the refund stored at ${op.startedAt} is older than the server's key TTL and no refund was made under its key: ` +
+          'it was not sent again, nothing was done; refund again if it is still wanted',
+        { code: 'OPERATION_EXPIRED', idempotencyKey: op.idempotencyKey, operation: op.operation, startedAt: op.startedAt },
+      );
+    }
+    const renewed = { ...op, startedAt: new Date(this.#clock.now()).toISOString() } as PendingOperation;
+    try {
+      await this.#storage.put(renewed);
+    } catch (err) {
+      throw new StorageError('could not store the renewed key; nothing was sent', { code: 'STORAGE_FAILED', idempotencyKey: op.idempotencyKey, cause: err });
+    }
+    this.#known.set(renewed.idempotencyKey, renewed);
+    return this.#send(renewed, signal);
+  }
+
+  // #lookup reads what was made under an operation's key, as the
+  // mutation's payload would carry it (replayed), or null when nothing was.
+  async #lookup(op: PendingOperation, signal?: AbortSignal): Promise<Record<string, unknown> | null> {
+    const key = op.idempotencyKey;
+    if (op.operation === 'CREATE_PAYMENT') {
+      const variables = { clientId: String(op.params.clientId), idempotencyKey: key };
+      const req = { query: PaymentsByKeyDocument.toString(), operationName: 'PaymentsByKey', variables };
+      const data = (await this.#query(req, 'payments', signal)) as { edges: Array<{ node: Payment }> };
+      const made = data.edges.map((e) => e.node).sort((a, b) => a.createdAt.localeCompare(b.createdAt));
+      if (made.length === 0) return null;
+      const same = made.find((p) => createDiffers(op.params, p).length === 0);
+      if (same) return { payment: same, replayed: true };
+      throw new KeyReusedError(`idempotency key ${JSON.stringify(key)} was used for another payment`, {
+        code: 'IDEMPOTENCY_KEY_REUSED',
+        idempotencyKey: key,
+        differingFields: createDiffers(op.params, made[0]),
+        paymentId: made[0].id,
+      });
+    }
+    const req = { query: PaymentAttemptsDocument.toString(), operationName: 'PaymentAttempts', variables: { id: op.params.paymentId } };
+    const p = (await this.#query(req, 'payment', signal, true)) as
+      | (Payment & { attempts: Array<{ operation: string; idempotencyKey: string; outcome: string }> })
+      | null;
+    if (!p) throw new NotFoundError(`no payment ${op.params.paymentId}`, { code: 'NOT_FOUND', idempotencyKey: key });
+    const { attempts, ...payment } = p;
+    if (op.operation === 'REFUND_PAYMENT') {
+      const refund = payment.refunds.find((r) => r.idempotencyKey === key);
+      return refund ? { refund, payment, replayed: true } : null;
+    }
+    const applied = attempts.some(
+      (a) => a.idempotencyKey === key && a.operation === op.operation && (a.outcome === 'APPLIED' || a.outcome === 'REPLAYED'),
+    );
+    return applied ? { payment, replayed: true } : null;
+  }
+
+  // #query sends a read, retried like the mutations; a final error is thrown as it is.
+  async #query(req: GraphQLRequest, field: string, signal?: AbortSignal, nullable = false): Promise<unknown> {
+    const verdict = await this.#request(req, field, { signal, nullable });
+    if (verdict.kind === 'final') throw verdict.error;
+    return verdict.data;
   }
 
   // #answer reads a payload: PROCESSING and PENDING are answers, not errors;
@@ -392,29 +569,43 @@ export class CMPayClient {
     return { ...(data as object), payment, replayed: data.replayed === true, idempotencyKey: op.idempotencyKey, settled } as PaymentResult;
   }
 
-  // #settle removes an operation that has its final answer. Should storage
-  // fail to remove it, it stays: a later resume replays it, which is
-  // harmless, so the caller still gets the answer.
+  // #settle forgets an operation that has its final answer. Should storage
+  // fail to remove it, the caller still gets the answer: this client never
+  // joins it nor sends it again, and resumePending() tries the removal again
+  // (a client started later may send it again: a replay, harmless).
   async #settle(op: PendingOperation) {
+    this.#known.delete(op.idempotencyKey);
+    this.#clean.delete(op.idempotencyKey);
+    this.#settledKeys.add(op.idempotencyKey);
+    await this.#forget(op);
+  }
+
+  async #forget(op: PendingOperation) {
     try {
       await this.#storage.remove(op.idempotencyKey);
     } catch {
       return;
     }
-    this.#known.delete(op.idempotencyKey);
+    this.#settledKeys.delete(op.idempotencyKey);
     this.#onSettled?.(structuredClone(op));
   }
 
   // #request sends req until an answer is final or carries data, waiting
   // between tries as the policy says. It throws UnavailableError when the
-  // tries run out and AbortedError when signal fires.
-  async #request(req: GraphQLRequest, field: string, signal?: AbortSignal, nullable = false): Promise<Answer> {
+  // tries run out and AbortedError when signal fires. With op, it answers
+  // 'stale' instead of a try once op's key may be forgotten, and marks op
+  // unclean at its first try without an answer that proves nothing applied.
+  async #request(req: GraphQLRequest, field: string, o: RequestOptions): Promise<Answer>;
+  async #request(req: GraphQLRequest, field: string, o: RequestOptions & { op: PendingOperation }): Promise<Answer | 'stale'>;
+  async #request(req: GraphQLRequest, field: string, o: RequestOptions & { op?: PendingOperation }): Promise<Answer | 'stale'> {
+    const { signal, nullable = false, op } = o;
     const p = this.#policy;
     let last: CMPayError | undefined;
     let attempt = 0;
     while (attempt < p.maxAttempts) {
       attempt++;
       if (signal?.aborted) throw aborted(signal, last);
+      if (op && attempt > 1 && this.#stale(op)) return 'stale';
       let verdict: Verdict;
       const timeout = new AbortController();
       const timer = setTimeout(() => timeout.abort(new Error('timeout')), p.attemptTimeoutMs);
@@ -422,6 +613,7 @@ export class CMPayClient {
         const res = await this.#transport(req, anySignal([signal, timeout.signal]));
         verdict = judge(res, field, this.#clock.now(), nullable);
       } catch (err) {
+        if (op) this.#clean.delete(op.idempotencyKey);
         if (signal?.aborted) throw aborted(signal, err);
         const timedOut = timeout.signal.aborted;
         verdict = {
@@ -436,6 +628,7 @@ export class CMPayClient {
       } finally {
         clearTimeout(timer);
       }
+      if (op && verdict.kind !== 'final') this.#clean.delete(op.idempotencyKey);
       if (verdict.kind !== 'retry') return verdict;
       last = verdict.error;
       if (attempt >= p.maxAttempts) break;
@@ -459,9 +652,7 @@ export class CMPayClient {
   /** The payment with this id, or null when there is none. Retried like the mutations; nothing is stored. */
   async getPayment(id: string, opts: { signal?: AbortSignal } = {}): Promise<Payment | null> {
     const req = { query: PaymentDocument.toString(), operationName: 'Payment', variables: { id } };
-    const verdict = await this.#request(req, 'payment', opts.signal, true);
-    if (verdict.kind === 'final') throw verdict.error;
-    return verdict.data as Payment | null;
+    return (await this.#query(req, 'payment', opts.signal, true)) as Payment | null;
   }
 
   /**
@@ -586,6 +777,23 @@ export class CMPayClient {
 
 /** An answer #request returns: data, or a final error. */
 type Answer = Exclude<Verdict, { kind: 'retry' }>;
+
+interface RequestOptions {
+  signal?: AbortSignal;
+  /** A null field without errors is an answer (a query for a payment that does not exist). */
+  nullable?: boolean;
+}
+
+// createDiffers names the fields by which a payment differs from a create's
+// parameters, of those a payment shows (clientId, amount, currency, method).
+function createDiffers(params: CreatePaymentInput, p: Payment): string[] {
+  const out: string[] = [];
+  if (String(params.clientId) !== p.clientId) out.push('clientId');
+  if (canonicalAmount(params.amount) !== canonicalAmount(p.amount)) out.push('amount');
+  if (String(params.currency).trim().toUpperCase() !== p.currency) out.push('currency');
+  if (params.method !== p.method) out.push('method');
+  return out;
+}
 
 function aborted(signal: AbortSignal | undefined, cause: unknown): AbortedError {
   return new AbortedError(`aborted: ${String(signal?.reason ?? 'by the caller')}`, { code: 'ABORTED', cause, retryable: true });

@@ -56,3 +56,20 @@ export function anySignal(signals: Array<AbortSignal | undefined>): AbortSignal 
   }
   return c.signal;
 }
+
+const durationUnits: Record<string, number> = { ns: 1e-6, us: 1e-3, µs: 1e-3, ms: 1, s: 1_000, m: 60_000, h: 3_600_000 };
+
+/**
+ * parseDuration reads a duration as milliseconds: a number of milliseconds,
+ * or a Go duration as the server's settings are written ("24h", "1h30m",
+ * "90s"). It throws TypeError for anything else, zero and negatives included.
+ */
+export function parseDuration(v: number | string): number {
+  let ms = typeof v === 'number' ? v : NaN;
+  if (typeof v === 'string' && /^(\d+(\.\d+)?(ns|us|µs|ms|s|m|h))+$/.test(v.trim())) {
+    ms = 0;
+    for (const [, n, , unit] of v.trim().matchAll(/(\d+(\.\d+)?)(ns|us|µs|ms|s|m|h)/g)) ms += Number(n) * durationUnits[unit];
+  }
+  if (!Number.isFinite(ms) || ms <= 0) throw new TypeError(`not a positive duration: ${JSON.stringify(v)} (milliseconds, or e.g. "24h")`);
+  return ms;
+}

@@ -184,6 +184,26 @@ export class UnavailableError extends CMPayError {
   }
 }
 
+/**
+ * A stored operation older than the server's key TTL (less a margin) that the
+ * client did not send again: the server may have forgotten its key, nothing
+ * made under the key was found, and sending it now is not known to be safe (a
+ * refund a day late may follow one made another way since). Nothing was done,
+ * and it left storage: make the call again if it is still wanted.
+ */
+export class ExpiredOperationError extends CMPayError {
+  /** The operation, as the schema's Operation enum names it. */
+  readonly operation: string;
+  /** When its key was stored (RFC 3339). */
+  readonly startedAt: string;
+
+  constructor(message: string, opts: CMPayErrorOptions & { operation: string; startedAt: string }) {
+    super(message, opts);
+    this.operation = opts.operation;
+    this.startedAt = opts.startedAt;
+  }
+}
+
 /** The caller's AbortSignal fired. The operation stays in storage: the request may have reached the server. */
 export class AbortedError extends CMPayError {}
 

@@ -17,6 +17,7 @@ export {
   AuthError,
   UnavailableError,
   AbortedError,
+  ExpiredOperationError,
   StorageError,
   WaitTimeoutError,
   fromGraphQLError,
@@ -29,7 +30,7 @@ export type { Transport, TransportResponse, GraphQLRequest } from './transport.j
 export { defaultSubscriber } from './events.js';
 export type { Subscriber, SubscriptionResult, SubscriberOptions, DefaultSubscriber } from './events.js';
 export { canonicalAmount, differingFields } from './params.js';
-export { newIdempotencyKey } from './clock.js';
+export { newIdempotencyKey, parseDuration } from './clock.js';
 export type { Clock } from './clock.js';
 export { isSettled } from './types.js';
 export type * from './types.js';

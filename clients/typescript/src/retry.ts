@@ -55,7 +55,22 @@ export function parseRetryAfter(value: string | null | undefined, now: number): 
 export type Verdict =
   | { kind: 'data'; data: unknown }
   | { kind: 'retry'; error: CMPayError; retryAfterMs: number | null }
-  | { kind: 'final'; error: CMPayError };
+  | { kind: 'final'; error: CMPayError; settles: boolean };
+
+// The codes that settle the operation the request asked for: the server
+// judged this key or these parameters, so sending them again would get the
+// same answer. Any other final answer (UNAUTHENTICATED, FORBIDDEN, a proxy's
+// 4xx, a code this client does not know) says nothing about the operation,
+// which may have been applied by an earlier try whose answer was lost.
+const settlingCodes: ReadonlySet<string> = new Set([
+  'BAD_USER_INPUT',
+  'IDEMPOTENCY_KEY_REUSED',
+  'PAYMENT_STATE_CONFLICT',
+  'AMOUNT_EXCEEDS_AVAILABLE',
+  'PAYMENT_DECLINED',
+  'PROCESSOR_REFUSED',
+  'NOT_FOUND',
+]);
 
 // HTTP statuses that say "not now" rather than "no": 408 timeout, 409 a
 // request with this key still executing, 425 too early, 429 too many, 5xx.
@@ -65,7 +80,8 @@ const retryableStatus = (s: number) => s === 408 || s === 409 || s === 425 || s 
  * judge reads one answer to a request for the root field `field`. A payload
  * in data wins over everything (a committed payment is never hidden behind an
  * error); then an error with a retryable code, or a retryable status, is
- * retried; any other error is final. With nullable, a null field without
+ * retried; any other error is final, and settles the operation only when
+ * the server judged the operation itself (settlingCodes). With nullable, a null field without
  * errors is an answer too (a query for a payment that does not exist).
  */
 export function judge(res: TransportResponse, field: string, now: number, nullable = false): Verdict {
@@ -85,7 +101,7 @@ export function judge(res: TransportResponse, field: string, now: number, nullab
     if (typeof ext.retryAfter === 'number') retryAfterMs ??= ext.retryAfter * 1000;
     if (retryableCodes.has(err.code) || res.status === 503) return { kind: 'retry', error: err, retryAfterMs };
     if (err.code === 'UNKNOWN' && retryableStatus(res.status)) return { kind: 'retry', error: err, retryAfterMs };
-    return { kind: 'final', error: err };
+    return { kind: 'final', error: err, settles: settlingCodes.has(err.code) };
   }
   const code = body === undefined ? 'BAD_RESPONSE' : 'NO_DATA';
   const err = new CMPayError(`the server answered HTTP ${res.status} without ${field}`, {
@@ -95,5 +111,5 @@ export function judge(res: TransportResponse, field: string, now: number, nullab
   });
   // A 200 that is not GraphQL's (a proxy's page) may pass; a 4xx will not.
   if (retryableStatus(res.status) || res.status < 300) return { kind: 'retry', error: err, retryAfterMs };
-  return { kind: 'final', error: new CMPayError(err.message, { code, httpStatus: res.status }) };
+  return { kind: 'final', error: new CMPayError(err.message, { code, httpStatus: res.status }), settles: false };
 }

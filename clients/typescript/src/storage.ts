@@ -21,6 +21,12 @@ export interface PendingStorage {
   put(op: PendingOperation): void | Promise<void>;
   /** Forgets the op stored under this key, if any; resolves once durable. */
   remove(idempotencyKey: string): void | Promise<void>;
+  /**
+   * True when everything stored here belongs to one user (a browser
+   * profile's IndexedDB): the client then joins a call to a stored operation
+   * with equal parameters by default (CMPayClientOptions.joinByParameters).
+   */
+  readonly singleUser?: boolean;
 }
 
 /** A PendingStorage whose load answers at once (memory, file): pending() then works right after the client is made. */
@@ -171,6 +177,7 @@ export function indexedDBStorage(opts: IndexedDBStorageOptions = {}): PendingSto
     await Promise.all([f(tx.store), tx.done]);
   };
   return {
+    singleUser: true,
     load: async () => (await open()).getAll(storeName) as Promise<PendingOperation[]>,
     put: (op) => write((s) => s.put(op)),
     remove: (key) => write((s) => s.delete(key)),

@@ -4,6 +4,19 @@ type Exact<T extends { [key: string]: unknown }> = { [K in keyof T]: T[K] };
 /** Internal type. DO NOT USE DIRECTLY. */
 export type Incremental<T> = T | { [P in keyof T]?: P extends ' $fragmentName' | '__typename' ? T[P] : never };
 import type { DocumentTypeDecoration } from '@graphql-typed-document-node/core';
+/** What became of one request made with an idempotency key. */
+export type AttemptOutcome =
+  /** A capture, cancel or refund took effect. */
+  | 'APPLIED'
+  /** The request created the payment. */
+  | 'CREATED'
+  /** A business rule refused the operation (PAYMENT_STATE_CONFLICT, AMOUNT_EXCEEDS_AVAILABLE); nothing was done and the key stays unused. */
+  | 'REFUSED'
+  /** Same key, another operation, payment or parameters: refused with IDEMPOTENCY_KEY_REUSED; nothing was done. */
+  | 'REJECTED'
+  /** Same key, same operation and parameters: the first result was returned and nothing was done again. */
+  | 'REPLAYED';
+
 /** The payment to create. These fields are the payload an idempotency key is bound to. */
 export type CreatePaymentInput = {
   /** How much, greater than zero, with at most the currency's minor-unit digits (2 for BRL, 0 for JPY). */
@@ -145,6 +158,21 @@ export type PaymentQueryVariables = Exact<{
 
 
 export type PaymentQuery = { payment: { id: string, clientId: string, amount: string, currency: string, method: PaymentMethod, idempotencyKey: string, createdAt: string, replayCount: number, rejectedCount: number, attemptCount: number, status: PaymentStatus, capturedAmount: string, refundedAmount: string, refundCount: number, capturedAt: string | null, canceledAt: string | null, processor: string, processorReference: string | null, declineCode: string | null, pendingOperation: Operation | null, processorCallCount: number, paidAt: string | null, expiredAt: string | null, refunds: Array<{ id: string, paymentId: string, amount: string, reason: string | null, idempotencyKey: string, createdAt: string, status: RefundStatus, failureCode: string | null }>, nextAction: { type: NextActionType, pixCode: string | null, boletoLine: string | null, hostedUrl: string | null, expiresAt: string } | null } | null };
+
+export type PaymentsByKeyQueryVariables = Exact<{
+  clientId: string | number;
+  idempotencyKey: string;
+}>;
+
+
+export type PaymentsByKeyQuery = { payments: { edges: Array<{ node: { id: string, clientId: string, amount: string, currency: string, method: PaymentMethod, idempotencyKey: string, createdAt: string, replayCount: number, rejectedCount: number, attemptCount: number, status: PaymentStatus, capturedAmount: string, refundedAmount: string, refundCount: number, capturedAt: string | null, canceledAt: string | null, processor: string, processorReference: string | null, declineCode: string | null, pendingOperation: Operation | null, processorCallCount: number, paidAt: string | null, expiredAt: string | null, refunds: Array<{ id: string, paymentId: string, amount: string, reason: string | null, idempotencyKey: string, createdAt: string, status: RefundStatus, failureCode: string | null }>, nextAction: { type: NextActionType, pixCode: string | null, boletoLine: string | null, hostedUrl: string | null, expiresAt: string } | null } }> } };
+
+export type PaymentAttemptsQueryVariables = Exact<{
+  id: string | number;
+}>;
+
+
+export type PaymentAttemptsQuery = { payment: { id: string, clientId: string, amount: string, currency: string, method: PaymentMethod, idempotencyKey: string, createdAt: string, replayCount: number, rejectedCount: number, attemptCount: number, status: PaymentStatus, capturedAmount: string, refundedAmount: string, refundCount: number, capturedAt: string | null, canceledAt: string | null, processor: string, processorReference: string | null, declineCode: string | null, pendingOperation: Operation | null, processorCallCount: number, paidAt: string | null, expiredAt: string | null, attempts: Array<{ operation: Operation, idempotencyKey: string, outcome: AttemptOutcome }>, refunds: Array<{ id: string, paymentId: string, amount: string, reason: string | null, idempotencyKey: string, createdAt: string, status: RefundStatus, failureCode: string | null }>, nextAction: { type: NextActionType, pixCode: string | null, boletoLine: string | null, hostedUrl: string | null, expiresAt: string } | null } | null };
 
 export type PaymentEventsSubscriptionVariables = Exact<{
   paymentId?: string | number | null | undefined;
@@ -509,6 +537,120 @@ fragment PaymentFields on Payment {
   paidAt
   expiredAt
 }`) as unknown as TypedDocumentString<PaymentQuery, PaymentQueryVariables>;
+export const PaymentsByKeyDocument = new TypedDocumentString(`
+    query PaymentsByKey($clientId: ID!, $idempotencyKey: String!) {
+  payments(
+    filter: {clientId: $clientId, idempotencyKey: $idempotencyKey}
+    first: 20
+  ) {
+    edges {
+      node {
+        ...PaymentFields
+      }
+    }
+  }
+}
+    fragment RefundFields on Refund {
+  id
+  paymentId
+  amount
+  reason
+  idempotencyKey
+  createdAt
+  status
+  failureCode
+}
+fragment PaymentFields on Payment {
+  id
+  clientId
+  amount
+  currency
+  method
+  idempotencyKey
+  createdAt
+  replayCount
+  rejectedCount
+  attemptCount
+  status
+  capturedAmount
+  refundedAmount
+  refunds {
+    ...RefundFields
+  }
+  refundCount
+  capturedAt
+  canceledAt
+  processor
+  processorReference
+  declineCode
+  pendingOperation
+  processorCallCount
+  nextAction {
+    type
+    pixCode
+    boletoLine
+    hostedUrl
+    expiresAt
+  }
+  paidAt
+  expiredAt
+}`) as unknown as TypedDocumentString<PaymentsByKeyQuery, PaymentsByKeyQueryVariables>;
+export const PaymentAttemptsDocument = new TypedDocumentString(`
+    query PaymentAttempts($id: ID!) {
+  payment(id: $id) {
+    ...PaymentFields
+    attempts {
+      operation
+      idempotencyKey
+      outcome
+    }
+  }
+}
+    fragment RefundFields on Refund {
+  id
+  paymentId
+  amount
+  reason
+  idempotencyKey
+  createdAt
+  status
+  failureCode
+}
+fragment PaymentFields on Payment {
+  id
+  clientId
+  amount
+  currency
+  method
+  idempotencyKey
+  createdAt
+  replayCount
+  rejectedCount
+  attemptCount
+  status
+  capturedAmount
+  refundedAmount
+  refunds {
+    ...RefundFields
+  }
+  refundCount
+  capturedAt
+  canceledAt
+  processor
+  processorReference
+  declineCode
+  pendingOperation
+  processorCallCount
+  nextAction {
+    type
+    pixCode
+    boletoLine
+    hostedUrl
+    expiresAt
+  }
+  paidAt
+  expiredAt
+}`) as unknown as TypedDocumentString<PaymentAttemptsQuery, PaymentAttemptsQueryVariables>;
 export const PaymentEventsDocument = new TypedDocumentString(`
     subscription PaymentEvents($paymentId: ID, $after: ID) {
   paymentEvents(paymentId: $paymentId, after: $after) {

@@ -2,7 +2,7 @@
 // CMPay server built from this repository (go build into a temporary
 // folder) on SQLite and a random port, and a static server for the browser
 // test's page, whose origin the CMPay server allows (CORS_ORIGINS).
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { createReadStream, existsSync, mkdtempSync, rmSync, statSync, readdirSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -10,6 +10,7 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 import type { TestProject } from 'vitest/node';
+import { startServer } from './server.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -23,6 +24,8 @@ declare module 'vitest' {
     pageOrigin: string;
     /** A folder for the tests' own files. */
     workDir: string;
+    /** The server binary, for tests that start a server of their own. */
+    serverBin: string;
   }
 }
 
@@ -57,37 +60,6 @@ function servePage(dir: string): Promise<Server> {
   return new Promise((ok) => server.listen(0, '127.0.0.1', () => ok(server)));
 }
 
-// startServer runs the binary and resolves with its address once it prints
-// it; the server's log goes to a file beside the database.
-function startServer(bin: string, dir: string, token: string, origin: string): Promise<{ child: ChildProcess; addr: string }> {
-  const child = spawn(bin, [], {
-    env: {
-      ...process.env,
-      DATABASE_URL: `sqlite:${join(dir, 'cmpay.db')}`,
-      ADDR: '127.0.0.1:0',
-      API_TOKENS: token,
-      ADMIN_PASSWORD: 'not-used-by-these-tests',
-      CORS_ORIGINS: origin,
-      // pm_sandbox_slow's first call gives up after this, and recovery
-      // settles it this long after: short, for waitForSettled's test.
-      PROCESSOR_TIMEOUT: '1s',
-      PROCESSOR_RECOVERY_AFTER: '1s',
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const log: Buffer[] = [];
-  child.stderr!.on('data', (b: Buffer) => log.push(b));
-  return new Promise((ok, fail) => {
-    let out = '';
-    child.stdout!.on('data', (b: Buffer) => {
-      out += b.toString();
-      const m = /CMPay listening on http:\/\/(\S+)/.exec(out);
-      if (m) ok({ child, addr: m[1] });
-    });
-    child.on('exit', (code) => fail(new Error(`the server exited (${code}) before listening:\n${Buffer.concat(log).toString().slice(-2000)}`)));
-  });
-}
-
 export default async function setup(project: TestProject) {
   checkBuilt();
   const dir = mkdtempSync(join(tmpdir(), 'cmpay-ts-'));
@@ -110,17 +82,24 @@ export default async function setup(project: TestProject) {
   const pageOrigin = `http://127.0.0.1:${pagePort}`;
 
   const token = `ts-client-test-${process.pid}`;
-  const { child, addr } = await startServer(bin, dir, token, pageOrigin);
+  const server = await startServer(bin, dir, token, {
+    CORS_ORIGINS: pageOrigin,
+    // pm_sandbox_slow's first call gives up after this, and recovery
+    // settles it this long after: short, for waitForSettled's test.
+    PROCESSOR_TIMEOUT: '1s',
+    PROCESSOR_RECOVERY_AFTER: '1s',
+  });
+  const addr = server.addr;
   project.provide('graphqlUrl', `http://${addr}/graphql`);
   project.provide('serverAddr', addr);
   project.provide('token', token);
   project.provide('pageOrigin', pageOrigin);
   project.provide('workDir', dir);
+  project.provide('serverBin', bin);
 
   return async () => {
-    child.kill('SIGTERM');
     page.close();
-    await new Promise((ok) => (child.exitCode !== null ? ok(undefined) : child.once('exit', ok)));
+    await server.stop();
     rmSync(dir, { recursive: true, force: true });
   };
 }

@@ -1,10 +1,15 @@
 import { describe, expect, test } from 'vitest';
 import {
   CMPayClient,
+  CMPayError,
+  ExpiredOperationError,
   KeyReusedError,
+  StorageError,
+  indexedDBStorage,
   UnavailableError,
   WaitTimeoutError,
   memoryStorage,
+  parseDuration,
   type PendingStorage,
   type Transport,
 } from '../../src/index.js';
@@ -28,6 +33,9 @@ function client(storage: PendingStorage, transport: Transport, extra: Partial<Co
 
 const created = (key: string, over = {}) => ok({ createPayment: { payment: payment({ idempotencyKey: key, ...over }), replayed: false } });
 const down: Step[] = [new TypeError('offline'), new TypeError('offline')];
+// What resumePending reads first for a stored create, and for a payment's other operations.
+const noneByKey = ok({ payments: { edges: [] } });
+const attemptsOf = (over: Record<string, unknown> = {}, attempts: unknown[] = []) => ok({ payment: { ...payment(over), attempts } });
 
 describe('resuming after a restart', () => {
   test('an operation left without an answer is resumed by the next client with its own key', async () => {
@@ -39,14 +47,34 @@ describe('resuming after a restart', () => {
     expect(stored).toMatchObject({ operation: 'CREATE_PAYMENT', params: input });
 
     // The page reloads: a new client, the same storage.
-    const transport = scriptedTransport([created(stored.idempotencyKey)]);
+    const transport = scriptedTransport([noneByKey, created(stored.idempotencyKey)]);
     const second = client(storage, transport);
     expect(second.pending()).toEqual([stored]);
     const [outcome] = await second.resumePending();
     expect(outcome).toMatchObject({ settled: true, result: { idempotencyKey: stored.idempotencyKey, settled: true } });
-    expect(transport.requests[0].variables).toMatchObject({ idempotencyKey: stored.idempotencyKey, input });
+    expect(transport.requests[0]).toMatchObject({ operationName: 'PaymentsByKey', variables: { idempotencyKey: stored.idempotencyKey } });
+    expect(transport.requests[1].variables).toMatchObject({ idempotencyKey: stored.idempotencyKey, input });
     expect(second.pending()).toEqual([]);
     expect(storage.load()).toEqual([]);
+  });
+
+  test('a resumed operation made by an earlier try is found and settled without sending it again', async () => {
+    const storage = memoryStorage();
+    await storage.put({ operation: 'CREATE_PAYMENT', idempotencyKey: 'k-made', params: input, startedAt: '2026-12-04T09:59:00.000Z' });
+    const transport = scriptedTransport([ok({ payments: { edges: [{ node: payment({ id: 'p-made', idempotencyKey: 'k-made' }) }] } })]);
+    const [outcome] = await client(storage, transport).resumePending();
+    expect(outcome).toMatchObject({ settled: true, result: { replayed: true, payment: { id: 'p-made' } } });
+    expect(transport.requests.map((q) => q.operationName)).toEqual(['PaymentsByKey']);
+    expect(storage.load()).toEqual([]);
+  });
+
+  test('a resume whose token cannot read sends a fresh operation anyway: its key is still held', async () => {
+    const storage = memoryStorage();
+    await storage.put({ operation: 'CREATE_PAYMENT', idempotencyKey: 'k-w', params: input, startedAt: '2026-12-04T09:59:00.000Z' });
+    const transport = scriptedTransport([gqlError('payments', 'FORBIDDEN'), created('k-w')]);
+    const [outcome] = await client(storage, transport).resumePending();
+    expect(outcome).toMatchObject({ settled: true, result: { replayed: false } });
+    expect(transport.requests.map((q) => q.operationName)).toEqual(['PaymentsByKey', 'CreatePayment']);
   });
 
   test('the same payment entered again after a reload reuses the stored key, whatever the amount is written as', async () => {
@@ -55,7 +83,7 @@ describe('resuming after a restart', () => {
     const [stored] = storage.load();
 
     const transport = scriptedTransport([created(stored.idempotencyKey, { replayed: true })]);
-    const again = client(storage, transport);
+    const again = client(storage, transport, { joinByParameters: true });
     const r = await again.createPayment({ ...input, amount: 10.5, currency: 'brl' });
     expect(r.idempotencyKey).toBe(stored.idempotencyKey);
     expect(transport.requests.map((q) => q.variables.idempotencyKey)).toEqual([stored.idempotencyKey]);
@@ -86,11 +114,13 @@ describe('resuming after a restart', () => {
     await storage.put({ operation: 'REFUND_PAYMENT', idempotencyKey: 'r', params: { paymentId: 'p1', amount: '1' }, startedAt: '2026-12-04T10:00:02.000Z' });
     await storage.put({ operation: 'CAPTURE_PAYMENT', idempotencyKey: 'c', params: { paymentId: 'p1' }, startedAt: '2026-12-04T10:00:01.000Z' });
     const transport = scriptedTransport([
+      attemptsOf({ id: 'p1', status: 'AUTHORIZED' }),
       ok({ capturePayment: { payment: payment({ id: 'p1' }), replayed: true } }),
+      attemptsOf({ id: 'p1' }),
       gqlError('refundPayment', 'AMOUNT_EXCEEDS_AVAILABLE', { available: '0.00' }),
     ]);
     const out = await client(storage, transport).resumePending();
-    expect(transport.requests.map((q) => q.operationName)).toEqual(['CapturePayment', 'RefundPayment']);
+    expect(transport.requests.map((q) => q.operationName)).toEqual(['PaymentAttempts', 'CapturePayment', 'PaymentAttempts', 'RefundPayment']);
     expect(out.map((o) => [o.pending.idempotencyKey, o.settled, o.error?.code ?? 'ok'])).toEqual([
       ['c', true, 'ok'],
       ['r', true, 'AMOUNT_EXCEEDS_AVAILABLE'],
@@ -106,16 +136,17 @@ describe('resuming after a restart', () => {
     const transport = scriptedTransport([
       async () => {
         await gate;
-        return created('k1');
+        return noneByKey;
       },
+      created('k1'),
     ]);
-    const c = client(storage, transport);
+    const c = client(storage, transport, { joinByParameters: true });
     const resumed = c.resumePending();
     const entered = c.createPayment(input);
     release();
     const [[outcome], r] = await Promise.all([resumed, entered]);
     expect(outcome.result?.payment.id).toBe(r.payment.id);
-    expect(transport.requests).toHaveLength(1);
+    expect(transport.requests.map((q) => q.operationName)).toEqual(['PaymentsByKey', 'CreatePayment']);
   });
 });
 
@@ -197,15 +228,244 @@ describe('answers still in flight at the processor (contract v3)', () => {
 });
 
 describe('a double click', () => {
-  test('two calls with the same parameters at once make one request with one key', async () => {
+  // A storage of one user's operations that takes a while to write, as IndexedDB does.
+  const slowStorage = (singleUser: boolean): PendingStorage => {
     const storage = memoryStorage();
-    // A storage that takes a while to write, as IndexedDB does.
-    const slow = { ...storage, put: async (op: Parameters<typeof storage.put>[0]) => { await new Promise((r) => setTimeout(r, 20)); storage.put(op); } };
+    return {
+      ...storage,
+      singleUser,
+      put: async (op) => {
+        await new Promise((r) => setTimeout(r, 20));
+        storage.put(op);
+      },
+    };
+  };
+
+  test("two calls with the same parameters at once make one request with one key; the second sees it replayed", async () => {
     const transport = scriptedTransport([(req) => created(String(req.variables.idempotencyKey))]);
-    const c = client(slow, transport);
+    const c = client(slowStorage(true), transport);
     const [a, b] = await Promise.all([c.createPayment(input), c.createPayment({ ...input, amount: '10.5' })]);
     expect(transport.requests).toHaveLength(1);
     expect(a.payment.id).toBe(b.payment.id);
     expect(a.idempotencyKey).toBe(b.idempotencyKey);
+    expect([a.replayed, b.replayed]).toEqual([false, true]);
+  });
+
+  test("a server's storage (not one user's) makes two customers' equal payments two payments", async () => {
+    const transport = scriptedTransport([(req) => created(String(req.variables.idempotencyKey)), (req) => created(String(req.variables.idempotencyKey))]);
+    const c = client(slowStorage(false), transport);
+    const [a, b] = await Promise.all([c.createPayment(input), c.createPayment(input)]);
+    expect(transport.requests).toHaveLength(2);
+    expect(a.idempotencyKey).not.toBe(b.idempotencyKey);
+    expect([a.replayed, b.replayed]).toEqual([false, false]);
+  });
+
+  test('indexedDBStorage joins by default, memory and file storage do not, and the option decides over both', () => {
+    expect(indexedDBStorage({ name: 'cmpay-join-default' }).singleUser).toBe(true);
+    expect(memoryStorage().singleUser).toBeUndefined();
+  });
+});
+
+describe('an answer that does not judge the operation (a 401, a proxy 403)', () => {
+  const proxy403 = { status: 403, retryAfter: null, body: undefined };
+  const unauthenticated = gqlError('createPayment', 'UNAUTHENTICATED', {}, 401);
+
+  for (const [name, answer] of [['a proxy 403', proxy403], ['UNAUTHENTICATED', unauthenticated]] as const) {
+    test(`${name} after a lost answer keeps the key stored and says so`, async () => {
+      const storage = memoryStorage();
+      const c = client(storage, scriptedTransport([new TypeError('answer lost'), answer]));
+      const err = (await c.createPayment(input).catch((e: unknown) => e)) as CMPayError;
+      expect(err).toBeInstanceOf(CMPayError);
+      expect(err).toMatchObject({ pending: true, idempotencyKey: 'key-' + keyCount });
+      expect(keys(storage.load())).toEqual([err.idempotencyKey]);
+    });
+
+    test(`${name} on a stored operation's resume keeps it stored`, async () => {
+      const storage = memoryStorage();
+      await storage.put({ operation: 'CREATE_PAYMENT', idempotencyKey: 'k9', params: input, startedAt: '2026-12-04T10:00:00.000Z' });
+      const [outcome] = await client(storage, scriptedTransport([noneByKey, answer])).resumePending();
+      expect(outcome).toMatchObject({ settled: false, error: { pending: true } });
+      expect(keys(storage.load())).toEqual(['k9']);
+    });
+
+    test(`${name} to a first try leaves nothing stored: nothing can have been applied`, async () => {
+      const storage = memoryStorage();
+      const err = (await client(storage, scriptedTransport([answer])).createPayment(input).catch((e: unknown) => e)) as CMPayError;
+      expect(err.pending).toBe(false);
+      expect(storage.load()).toEqual([]);
+    });
+  }
+
+  test("an answer that judges the operation (BAD_USER_INPUT) settles it even after a lost answer", async () => {
+    const storage = memoryStorage();
+    const c = client(storage, scriptedTransport([new TypeError('answer lost'), gqlError('createPayment', 'BAD_USER_INPUT')]));
+    const err = (await c.createPayment(input).catch((e: unknown) => e)) as CMPayError;
+    expect(err).toMatchObject({ code: 'BAD_USER_INPUT', pending: false });
+    expect(storage.load()).toEqual([]);
+  });
+});
+
+describe('a settled operation storage failed to remove', () => {
+  test('is never joined nor sent again by this client; resumePending removes it', async () => {
+    const mem = memoryStorage();
+    let failRemove = true;
+    const storage: PendingStorage = {
+      ...mem,
+      singleUser: true,
+      remove: (k) => {
+        if (failRemove) {
+          failRemove = false;
+          throw new Error('QuotaExceededError');
+        }
+        return mem.remove(k);
+      },
+    };
+    const transport = scriptedTransport([(req) => created(String(req.variables.idempotencyKey)), (req) => created(String(req.variables.idempotencyKey))]);
+    const c = client(storage, transport);
+    const first = await c.createPayment(input);
+    expect(first.settled).toBe(true);
+    expect(c.pending()).toEqual([]);
+    const second = await c.createPayment(input);
+    expect(second.idempotencyKey).not.toBe(first.idempotencyKey);
+    expect(second.replayed).toBe(false);
+    expect(await c.resumePending()).toEqual([]);
+    expect(mem.load()).toEqual([]);
+    expect(transport.requests).toHaveLength(2);
+  });
+});
+
+describe('storage that fails to load', () => {
+  test('an asynchronous load: every call fails with StorageError and nothing is sent', async () => {
+    const transport = scriptedTransport([]);
+    const storage: PendingStorage = { load: () => Promise.reject(new Error('InvalidStateError')), put: () => undefined, remove: () => undefined };
+    const c = new CMPayClient({ url: 'http://x/graphql', token: 't', storage, transport });
+    await expect(c.ready).rejects.toBeInstanceOf(StorageError);
+    await expect(c.createPayment(input)).rejects.toMatchObject({ name: 'StorageError', code: 'STORAGE_LOAD_FAILED' });
+    await expect(c.resumePending()).rejects.toBeInstanceOf(StorageError);
+    expect(() => c.pending()).toThrow(StorageError);
+    expect(transport.requests).toEqual([]);
+  });
+
+  test('a synchronous load: the constructor throws StorageError', () => {
+    const storage: PendingStorage = {
+      load: () => {
+        throw new Error('not the client JSON');
+      },
+      put: () => undefined,
+      remove: () => undefined,
+    };
+    expect(() => new CMPayClient({ url: 'http://x/graphql', token: 't', storage, transport: scriptedTransport([]) })).toThrow(StorageError);
+  });
+});
+
+describe("an operation older than the server's key TTL", () => {
+  // fakeClock starts at 2026-12-04T10:00:00Z: these were stored two days before.
+  const old = '2026-12-02T10:00:00.000Z';
+  const found = (p: Record<string, unknown>[]) => ok({ payments: { edges: p.map((node) => ({ node })) } });
+  const withAttempts = (over: Record<string, unknown>, attempts: Record<string, unknown>[]) => ok({ payment: { ...payment(over), attempts } });
+
+  test('a create is looked up by client and key and settled as a replay, never sent again', async () => {
+    const storage = memoryStorage();
+    await storage.put({ operation: 'CREATE_PAYMENT', idempotencyKey: 'old-1', params: input, startedAt: old });
+    const transport = scriptedTransport([found([payment({ id: 'p-old', idempotencyKey: 'old-1' })])]);
+    const [outcome] = await client(storage, transport).resumePending();
+    expect(outcome).toMatchObject({ settled: true, result: { replayed: true, payment: { id: 'p-old' } } });
+    expect(transport.requests.map((r) => [r.operationName, r.variables])).toEqual([
+      ['PaymentsByKey', { clientId: 'c1', idempotencyKey: 'old-1' }],
+    ]);
+    expect(storage.load()).toEqual([]);
+  });
+
+  test('a create nobody made is made under its key, renewed in storage first', async () => {
+    const storage = memoryStorage();
+    await storage.put({ operation: 'CREATE_PAYMENT', idempotencyKey: 'old-2', params: input, startedAt: old });
+    const renewed: string[] = [];
+    const watched: PendingStorage = { ...storage, put: (op) => (renewed.push(op.startedAt), storage.put(op)) };
+    const transport = scriptedTransport([found([]), created('old-2')]);
+    const [outcome] = await client(watched, transport).resumePending();
+    expect(outcome).toMatchObject({ settled: true, result: { replayed: false } });
+    expect(transport.requests.map((r) => r.operationName)).toEqual(['PaymentsByKey', 'CreatePayment']);
+    expect(transport.requests[1].variables.idempotencyKey).toBe('old-2');
+    expect(renewed).toEqual(['2026-12-04T10:00:00.000Z']);
+  });
+
+  test('a refund found among the payment refunds is a replay; one nobody made is not sent', async () => {
+    const storage = memoryStorage();
+    await storage.put({ operation: 'REFUND_PAYMENT', idempotencyKey: 'r-made', params: { paymentId: 'p1', amount: '1' }, startedAt: old });
+    await storage.put({ operation: 'REFUND_PAYMENT', idempotencyKey: 'r-lost', params: { paymentId: 'p1', amount: '1' }, startedAt: '2026-12-02T10:00:01.000Z' });
+    const refund = { id: 'rf1', paymentId: 'p1', amount: '1.00', reason: null, idempotencyKey: 'r-made', createdAt: old };
+    const p1 = { id: 'p1', refunds: [refund], status: 'PARTIALLY_REFUNDED' };
+    const transport = scriptedTransport([withAttempts(p1, []), withAttempts(p1, [])]);
+    const [made, lost] = await client(storage, transport).resumePending();
+    expect(made).toMatchObject({ settled: true, result: { replayed: true } });
+    expect((made.result as { refund?: unknown }).refund).toMatchObject({ id: 'rf1' });
+    expect(lost.error).toBeInstanceOf(ExpiredOperationError);
+    expect(lost).toMatchObject({ settled: true, error: { pending: false, operation: 'REFUND_PAYMENT', code: 'OPERATION_EXPIRED' } });
+    expect(transport.requests.map((r) => r.operationName)).toEqual(['PaymentAttempts', 'PaymentAttempts']);
+    expect(storage.load()).toEqual([]);
+  });
+
+  test('a capture applied under its key is a replay; one nobody made is sent again', async () => {
+    const storage = memoryStorage();
+    await storage.put({ operation: 'CAPTURE_PAYMENT', idempotencyKey: 'c-made', params: { paymentId: 'p1' }, startedAt: old });
+    await storage.put({ operation: 'CAPTURE_PAYMENT', idempotencyKey: 'c-lost', params: { paymentId: 'p2' }, startedAt: '2026-12-02T10:00:01.000Z' });
+    const transport = scriptedTransport([
+      withAttempts({ id: 'p1' }, [{ operation: 'CAPTURE_PAYMENT', idempotencyKey: 'c-made', outcome: 'APPLIED' }]),
+      withAttempts({ id: 'p2', status: 'AUTHORIZED' }, [{ operation: 'CAPTURE_PAYMENT', idempotencyKey: 'c-other', outcome: 'APPLIED' }]),
+      ok({ capturePayment: { payment: payment({ id: 'p2' }), replayed: false } }),
+    ]);
+    const [made, lost] = await client(storage, transport).resumePending();
+    expect(made).toMatchObject({ settled: true, result: { replayed: true, payment: { id: 'p1' } } });
+    expect(lost).toMatchObject({ settled: true, result: { replayed: false, payment: { id: 'p2' } } });
+    expect(transport.requests.map((r) => r.operationName)).toEqual(['PaymentAttempts', 'PaymentAttempts', 'CapturePayment']);
+  });
+
+  test('a key found on a payment with other parameters is IDEMPOTENCY_KEY_REUSED, and settles', async () => {
+    const storage = memoryStorage();
+    await storage.put({ operation: 'CREATE_PAYMENT', idempotencyKey: 'old-3', params: input, startedAt: old });
+    const transport = scriptedTransport([found([payment({ idempotencyKey: 'old-3', amount: '99.00' })])]);
+    const [outcome] = await client(storage, transport).resumePending();
+    expect(outcome.error).toBeInstanceOf(KeyReusedError);
+    expect(outcome).toMatchObject({ settled: true, error: { differingFields: ['amount'] } });
+  });
+
+  test('a call with equal parameters does not join it: it gets its own key', async () => {
+    const storage = memoryStorage();
+    await storage.put({ operation: 'CREATE_PAYMENT', idempotencyKey: 'old-4', params: input, startedAt: old });
+    const transport = scriptedTransport([(req) => created(String(req.variables.idempotencyKey))]);
+    const r = await client(storage, transport, { joinByParameters: true }).createPayment(input);
+    expect(r.idempotencyKey).not.toBe('old-4');
+    expect(transport.requests.map((q) => q.operationName)).toEqual(['CreatePayment']);
+  });
+
+  test('a lookup that cannot be answered (a 401) keeps the operation stored', async () => {
+    const storage = memoryStorage();
+    await storage.put({ operation: 'CREATE_PAYMENT', idempotencyKey: 'old-5', params: input, startedAt: old });
+    const transport = scriptedTransport([gqlError('payments', 'UNAUTHENTICATED', {}, 401)]);
+    const [outcome] = await client(storage, transport).resumePending();
+    expect(outcome).toMatchObject({ settled: false, error: { code: 'UNAUTHENTICATED', pending: true } });
+    expect(keys(storage.load())).toEqual(['old-5']);
+  });
+
+  test('retries stop once the key may be forgotten, and the operation is looked up instead', async () => {
+    const storage = memoryStorage();
+    // A TTL of 10 s less its tenth; the first backoff waits 9.9 s.
+    const c = client(storage, scriptedTransport([new TypeError('answer lost'), found([payment({ id: 'p-late', idempotencyKey: 'key-x' })])]), {
+      idempotencyKeyTTL: '10s',
+      newKey: () => 'key-x',
+      random: () => 0.99,
+      retry: { maxAttempts: 3, baseDelayMs: 10_000 },
+    });
+    const r = await c.createPayment(input);
+    expect(r).toMatchObject({ replayed: true, payment: { id: 'p-late' } });
+  });
+
+  test('the TTL takes milliseconds or the server setting; anything else is refused', () => {
+    expect(parseDuration('24h')).toBe(86_400_000);
+    expect(parseDuration('1h30m')).toBe(5_400_000);
+    expect(parseDuration(1500)).toBe(1500);
+    expect(() => parseDuration('24 hours')).toThrow(TypeError);
+    expect(() => parseDuration(0)).toThrow(TypeError);
+    expect(() => client(memoryStorage(), scriptedTransport([]), { idempotencyKeyTTL: 'soon' })).toThrow(TypeError);
   });
 });

@@ -1,0 +1,210 @@
+// Where a key could be lost or outlived, against the real server: an
+// operation resumed after the server forgot its key, an answer that says
+// nothing about the operation after one that was lost, two customers'
+// equal payments in one Node.js process, and a settled operation that
+// storage failed to remove.
+import { mkdtempSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
+import {
+  AuthError,
+  CMPayClient,
+  CMPayError,
+  ExpiredOperationError,
+  fileStorage,
+  memoryStorage,
+  type CMPayClientOptions,
+  type PendingStorage,
+} from '../../dist/index.js';
+import { paymentsOf } from './check.js';
+import { startServer, type RunningServer } from './server.js';
+
+const run = `keys-${Date.now()}`;
+let n = 0;
+const input = (over = {}) => ({ clientId: `${run}-${++n}`, amount: '10.00', currency: 'BRL', method: 'CREDIT_CARD' as const, ...over });
+const noEvents = async function* () {};
+
+function client(opts: Partial<CMPayClientOptions> = {}) {
+  return new CMPayClient({
+    url: inject('graphqlUrl'),
+    token: inject('token'),
+    storage: memoryStorage(),
+    subscriber: noEvents,
+    retry: { baseDelayMs: 1, maxAttempts: 3 },
+    ...opts,
+  });
+}
+
+// A fetch whose first n requests reach the server but whose answers are lost.
+function losingFirst(count: number, then: typeof fetch = fetch): typeof fetch & { calls: number } {
+  const f = (async (url: RequestInfo | URL, init?: RequestInit) => {
+    f.calls++;
+    if (f.calls <= count) {
+      await fetch(url, init);
+      throw new TypeError('network error: the answer was lost');
+    }
+    return then(url, init);
+  }) as typeof fetch & { calls: number };
+  f.calls = 0;
+  return f;
+}
+
+describe("after the server's IDEMPOTENCY_KEY_TTL", () => {
+  const ttlMs = 2_000;
+  let server: RunningServer;
+  let url: string;
+  const token = `keys-ttl-${process.pid}`;
+
+  beforeAll(async () => {
+    server = await startServer(inject('serverBin'), mkdtempSync(join(inject('workDir'), 'ttl-')), token, { IDEMPOTENCY_KEY_TTL: `${ttlMs}ms` });
+    url = `http://${server.addr}/graphql`;
+  });
+  afterAll(() => server?.stop());
+
+  // What the short-TTL server holds for a client, read by plain fetch.
+  async function madeFor(clientId: string) {
+    const res = await fetch(url, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
+      body: JSON.stringify({
+        query: 'query($c: ID!) { payments(filter: { clientId: $c }) { edges { node { id idempotencyKey refunds { idempotencyKey } } } } }',
+        variables: { c: clientId },
+      }),
+    });
+    const body = (await res.json()) as { data: { payments: { edges: Array<{ node: { id: string; idempotencyKey: string; refunds: Array<{ idempotencyKey: string }> } }> } } };
+    return body.data.payments.edges.map((e) => e.node);
+  }
+
+  const page = (storage: PendingStorage, opts: Partial<CMPayClientOptions> = {}) =>
+    new CMPayClient({ url, token, storage, subscriber: noEvents, retry: { baseDelayMs: 1, maxAttempts: 2 }, ...opts });
+
+  test('what was made under a stored key is found, not made again; only a create nobody made is made', async () => {
+    // 1. A create whose every answer was lost; the next page does not know the server's TTL.
+    const lost = { storage: memoryStorage(), input: input() };
+    await page(lost.storage, { fetch: losingFirst(2) }).createPayment(lost.input).catch(() => undefined);
+    // 2. The same, resumed by a page that knows the TTL: the stale path.
+    const lostKnown = { storage: memoryStorage(), input: input() };
+    await page(lostKnown.storage, { fetch: losingFirst(2) }).createPayment(lostKnown.input).catch(() => undefined);
+    // 3. A create that never reached the server.
+    const never = { storage: memoryStorage(), input: input() };
+    await page(never.storage, { fetch: () => Promise.reject(new TypeError('offline')) }).createPayment(never.input).catch(() => undefined);
+    // 4. A refund whose answer was lost, and 5. one that never reached the server.
+    const refunds = { storage: memoryStorage(), input: input() };
+    const paid = await page(memoryStorage()).createPayment(refunds.input);
+    await page(refunds.storage, { fetch: losingFirst(2) }).refundPayment({ paymentId: paid.payment.id, amount: '1' }).catch(() => undefined);
+    await page(refunds.storage, { fetch: () => Promise.reject(new TypeError('offline')) })
+      .refundPayment({ paymentId: paid.payment.id, amount: '2' })
+      .catch(() => undefined);
+    for (const s of [lost, lostKnown, never]) expect(s.storage.load()).toHaveLength(1);
+    const keyOf = new Map([lost, lostKnown, never].map((s) => [s, s.storage.load()[0].idempotencyKey]));
+    expect(refunds.storage.load()).toHaveLength(2);
+
+    // The payer comes back once the server has forgotten every key.
+    const since = Date.now();
+    await expect.poll(() => Date.now() - since, { timeout: ttlMs * 3, interval: 100 }).toBeGreaterThan(ttlMs + 500);
+
+    const [a] = await page(lost.storage).resumePending();
+    expect(a).toMatchObject({ settled: true, result: { replayed: true } });
+    const ttl = { idempotencyKeyTTL: `${ttlMs}ms` };
+    const [b] = await page(lostKnown.storage, ttl).resumePending();
+    expect(b).toMatchObject({ settled: true, result: { replayed: true } });
+    const [c] = await page(never.storage, ttl).resumePending();
+    expect(c).toMatchObject({ settled: true, result: { replayed: false } });
+    const [made, notMade] = await page(refunds.storage, ttl).resumePending();
+    expect(made).toMatchObject({ settled: true, result: { replayed: true, refund: { amount: '1.00' } } });
+    expect(notMade.error).toBeInstanceOf(ExpiredOperationError);
+    expect(notMade).toMatchObject({ settled: true, error: { pending: false } });
+
+    for (const s of [lost, lostKnown, never]) {
+      expect((await madeFor(s.input.clientId)).map((p) => p.idempotencyKey)).toEqual([keyOf.get(s)]);
+      expect(s.storage.load()).toEqual([]);
+    }
+    const [refunded] = await madeFor(refunds.input.clientId);
+    expect(refunded.refunds).toHaveLength(1);
+  });
+});
+
+describe('an answer that says nothing about the operation, after a lost one', () => {
+  test("a proxy's 403 keeps the key: the operation is pending, and resuming it pays once", async () => {
+    const proxy403 = losingFirst(1, async () => new Response('<html>403 Forbidden</html>', { status: 403, headers: { 'Content-Type': 'text/html' } }));
+    const storage = memoryStorage();
+    const i = input();
+    const err = (await client({ storage, fetch: proxy403 }).createPayment(i).catch((e: unknown) => e)) as CMPayError;
+    expect(err).toBeInstanceOf(CMPayError);
+    expect(err).toMatchObject({ httpStatus: 403, pending: true });
+    expect(storage.load().map((o) => o.idempotencyKey)).toEqual([err.idempotencyKey]);
+
+    const [resumed] = await client({ storage }).resumePending();
+    expect(resumed).toMatchObject({ settled: true, result: { replayed: true } });
+    expect((await paymentsOf(i.clientId)).map((p) => p.idempotencyKey)).toEqual([err.idempotencyKey]);
+  });
+
+  test("the server's 401 (a token revoked meanwhile) keeps the key for a resume with a new token", async () => {
+    // The first try commits and its answer is lost; the next ones carry a token the server refuses.
+    const revoked = losingFirst(1, (url, init) =>
+      fetch(url, { ...init, headers: { ...(init?.headers as Record<string, string>), Authorization: 'Bearer revoked-meanwhile' } }),
+    );
+    const storage = memoryStorage();
+    const i = input();
+    const err = await client({ storage, fetch: revoked }).createPayment(i).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(AuthError);
+    expect(err).toMatchObject({ code: 'UNAUTHENTICATED', httpStatus: 401, pending: true });
+    expect(storage.load()).toHaveLength(1);
+
+    const [resumed] = await client({ storage }).resumePending();
+    expect(resumed).toMatchObject({ settled: true, result: { replayed: true } });
+    expect(await paymentsOf(i.clientId)).toHaveLength(1);
+  });
+
+  test('a 401 to a first try leaves nothing stored and nothing made', async () => {
+    const storage = memoryStorage();
+    const i = input();
+    const err = await client({ storage, token: 'wrong' }).createPayment(i).catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: 'UNAUTHENTICATED', pending: false });
+    expect(storage.load()).toEqual([]);
+    expect(await paymentsOf(i.clientId)).toEqual([]);
+  });
+});
+
+describe('equal payments made at once', () => {
+  test("in a Node.js backend (file storage) two customers' equal payments are two payments", async () => {
+    const c = client({ storage: fileStorage(join(mkdtempSync(join(inject('workDir'), 'two-')), 'p.json')) });
+    const order = input({ method: 'PIX' as const });
+    const [alice, bob] = await Promise.all([c.createPayment(order), c.createPayment(order)]);
+    expect(alice.payment.id).not.toBe(bob.payment.id);
+    expect([alice.replayed, bob.replayed]).toEqual([false, false]);
+    expect(await paymentsOf(order.clientId)).toHaveLength(2);
+  });
+
+  test("joining by parameters (one shopper's double click) makes one payment, and the second call says replayed", async () => {
+    const c = client({ joinByParameters: true });
+    const order = input();
+    const [first, second] = await Promise.all([c.createPayment(order), c.createPayment(order)]);
+    expect(second.payment.id).toBe(first.payment.id);
+    expect([first.replayed, second.replayed]).toEqual([false, true]);
+    expect(await paymentsOf(order.clientId)).toHaveLength(1);
+  });
+});
+
+test('a settled payment that storage failed to remove is never answered to the next equal call', async () => {
+  const mem = memoryStorage();
+  let failRemove = true;
+  const storage: PendingStorage = {
+    ...mem,
+    singleUser: true,
+    remove: (k) => {
+      if (failRemove) {
+        failRemove = false;
+        throw new Error('QuotaExceededError');
+      }
+      return mem.remove(k);
+    },
+  };
+  const c = client({ storage });
+  const order = input();
+  const first = await c.createPayment(order);
+  const second = await c.createPayment(order);
+  expect(second.payment.id).not.toBe(first.payment.id);
+  expect(second.replayed).toBe(false);
+  expect(await paymentsOf(order.clientId)).toHaveLength(2);
+});
