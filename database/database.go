@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -234,31 +233,30 @@ func sqliteDSN(rest string) (string, error) {
 // sqliteTimeLayout is how times are stored in SQLite.
 const sqliteTimeLayout = "2006-01-02 15:04:05.999999999-07:00"
 
-// redact hides a password in a connection string that is about to be
-// logged or returned. It must hide it in strings that do not parse, since
-// those are the ones an error quotes: a URL's user information is taken to
-// run to the last "@" (a password may hold "/", "%" or spaces), and a
-// key=value string's password= value is hidden too.
+// redact is a connection string as an error may quote it: a URL's scheme,
+// user, host and path, its password and its query (where a password,
+// sslpassword or other secret may be, under any spelling) replaced; a
+// key=value string not at all. It must hold for strings that do not
+// parse, since those are the ones an error quotes: the user information
+// is taken to run to the last "@" (a password may hold "/", "?", "%" or
+// spaces).
 func redact(raw string) string {
-	raw = keywordPassword.ReplaceAllString(raw, "${1}xxxxx")
 	scheme, rest, ok := strings.Cut(raw, "://")
 	if !ok {
-		return raw
+		return "(a connection string, not shown)"
 	}
-	at := strings.LastIndex(rest, "@")
-	if at < 0 {
-		return raw
+	if at := strings.LastIndex(rest, "@"); at >= 0 {
+		user, _, hasPassword := strings.Cut(rest[:at], ":")
+		if hasPassword {
+			user += ":xxxxx"
+		}
+		rest = user + "@" + rest[at+1:]
 	}
-	user, _, hasPassword := strings.Cut(rest[:at], ":")
-	if !hasPassword {
-		return raw
+	if before, _, hasQuery := strings.Cut(rest, "?"); hasQuery {
+		rest = before + "?…"
 	}
-	return scheme + "://" + user + ":xxxxx@" + rest[at+1:]
+	return scheme + "://" + rest
 }
-
-// keywordPassword is the password of a key=value connection string
-// ("host=db password=secret"), quoted or not.
-var keywordPassword = regexp.MustCompile(`(?i)(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s]*)`)
 
 // migrationLocks are what a migration takes first, per database, so that
 // instances starting at once migrate one after another and the later ones
