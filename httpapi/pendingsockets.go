@@ -18,9 +18,9 @@ import (
 //
 // Past a cap the oldest waiting socket is dropped to make room, rather
 // than the new one refused: a browser sends connection_init within
-// milliseconds of opening, so a flood mostly drops its own sockets, while
-// refusing would lock out everyone behind the flooder's address (a NAT)
-// for as long as the flood lasts.
+// milliseconds of opening, so a flood must open a cap's worth of sockets
+// in those milliseconds to drop it, while refusing let a few upgrades a
+// second lock out everyone behind the flooder's address (a NAT).
 const (
 	// DefaultPendingSocketsPerAddress: a browser opens one socket per tab
 	// and sends connection_init within milliseconds; 32 leaves room for a
