@@ -113,8 +113,10 @@ func runExamples(t *testing.T, s *server, blocks []*block) []problem {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", "-c", script.String())
 	cmd.Dir = dir
+	// The environment the docs assume a reader has; PASSPHRASE stands for
+	// a password the reader's secret store would give.
 	cmd.Env = append(os.Environ(), "PATH="+s.bin+string(os.PathListSeparator)+os.Getenv("PATH"),
-		"CMPAY_URL="+s.url, "CMPAY_TOKEN="+exampleToken, "DATABASE_URL="+s.dbURL)
+		"CMPAY_URL="+s.url, "CMPAY_TOKEN="+exampleToken, "DATABASE_URL="+s.dbURL, "PASSPHRASE=a passphrase of the examples")
 	cmd.WaitDelay = 5 * time.Second
 	runErr := cmd.Run()
 

@@ -49,7 +49,7 @@ func TestStaffCommandDispatch(t *testing.T) {
 		t.Fatalf("cmpay staff add: exit %d\n%s%s", code, out, errOut)
 	}
 	code, out, errOut = runBinary(t, url, "staff", "add", "zoe")
-	if code == 0 || !strings.Contains(out+errOut, "usage:") {
+	if code != 2 || !strings.Contains(errOut, "Usage:") {
 		t.Errorf("a mistake: exit %d\n%s%s", code, out, errOut)
 	}
 }
