@@ -106,8 +106,8 @@ type Payment struct {
 	// it, or after CreatedAt while it is nil (a claim sets it so that the
 	// payment is due again minutes later, should its read fail). Its
 	// partial index, on the time the interval counts from, lets each round
-	// take the longest due authorizations without reading the others,
-	// however many there are.
+	// take the longest due authorizations without reading the others (the
+	// reads, 8 a round, still top out near 230,000 a day per instance).
 	AuthCheckedAt *time.Time `gorm:"index:idx_payments_auth_check,expression:COALESCE(auth_checked_at\\, created_at),where:status = 'AUTHORIZED' AND processor <> 'sandbox'"`
 }
 

@@ -55,6 +55,13 @@ type ProcessorOperation struct {
 	// changes. No request under Key can have executed after it, which
 	// bounds the list of payments a create is looked for in.
 	StoredAt *time.Time
+	// LastSendAt is when the operation was last about to be sent, under
+	// any key, written by the statement that stores or leases it for that
+	// send: a send is recorded (ProcessorCall) only once it returns, so a
+	// holder that dies mid-send leaves this alone to say it may have run.
+	// NULL on rows stored before it was kept: their recorded sends, else
+	// CreatedAt, say when.
+	LastSendAt *time.Time
 }
 
 // ProcessorCall is one call made to the processor for an operation: a

@@ -8,3 +8,7 @@ const (
 	AuthCheckRetry = authCheckRetry
 	AuthCheckBatch = authCheckBatch
 )
+
+// SQLiteClaimAuthorizations is SQLite's statement that claims the
+// authorizations due for a read (sql/sqlite.sql), for the test of its plan.
+var SQLiteClaimAuthorizations = sqliteSQL.SQL("claim_authorizations")

@@ -3,6 +3,7 @@ package payments_test
 import (
 	"context"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -280,5 +281,44 @@ func TestAuthorizationClaimSkipsHeldRows(t *testing.T) {
 	}
 	if got := b.mustGet(t, held.ID); len(b.calls(t, got)) != 2 {
 		t.Errorf("the held one's calls: %q", b.calls(t, got))
+	}
+}
+
+// SQLite's claim of the authorizations due for a read goes through their
+// partial index in due order, as PostgreSQL's does: it neither reads every
+// AUTHORIZED payment through idx_payments_status_created nor sorts them,
+// which SQLite chooses without ANALYZE's statistics (as here).
+func TestTheSQLiteAuthorizationClaimUsesItsIndex(t *testing.T) {
+	t.Parallel()
+	db := dbtest.SQLite(t)
+	sqlDB, err := db.Gorm.DB()
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
+	rows, err := sqlDB.QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+payments.SQLiteClaimAuthorizations,
+		now.Add(payments.AuthCheckRetry), now.Add(-payments.AuthCheckEvery), "stripe", payments.AuthCheckBatch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, detail)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	indexed := slices.ContainsFunc(plan, func(d string) bool {
+		return strings.Contains(d, "USING INDEX idx_payments_auth_check")
+	})
+	sorted := slices.ContainsFunc(plan, func(d string) bool { return strings.Contains(d, "TEMP B-TREE") })
+	if !indexed || sorted {
+		t.Errorf("plan %q: want idx_payments_auth_check and no sort", plan)
 	}
 }

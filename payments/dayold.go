@@ -31,9 +31,9 @@ const DeclineNotCreated = "not_created"
 // (tooLateToCharge) that search did not find. Once no send of op can still
 // be running or be missing from search (sendsSettled), it lists the
 // processor's payments created from when op was stored until its last
-// send had surely ended; none with its id declines it (DeclineNotCreated),
-// one settles it as found. Before that, or without such a list, it is read
-// again later.
+// send, recorded or only begun, had surely ended; none with its id
+// declines it (DeclineNotCreated), one settles it as found. Before that,
+// or without such a list, it is read again later.
 func (s *Service) readDayOld(ctx context.Context, op operationRow) (outcome, error) {
 	none := outcome{call: CallError, next: nextRead, code: "none_found"}
 	lister, ok := s.processorNamed(op.processor).(processor.CreatedLister)
@@ -47,7 +47,7 @@ func (s *Service) readDayOld(ctx context.Context, op operationRow) (outcome, err
 	if !s.sendsSettled(op, lastWrite, s.now()) {
 		return none, nil
 	}
-	// Every payment of op is dated before its last recorded send had ended
+	// Every payment of op is dated before its last send had ended
 	// (restAfter), give or take the clocks' difference (listMargin).
 	found, err := lister.ListPaymentsCreated(ctx, op.paymentID, op.createdAt.Add(-listMargin),
 		lastWrite.Add(restAfter+listMargin))
@@ -65,10 +65,12 @@ func (s *Service) readDayOld(ctx context.Context, op operationRow) (outcome, err
 // to charge, has ended at the processor and shows in its search. No send
 // starts once op is too late to charge (tooLateToCharge, checked before
 // each; a send after a stored error follows its read, within the
-// timeout), and none recorded came later than lastWrite; each ends within
-// restAfter, and its payment then shows in search within the search lag.
-// Search covers a send the instance that made it died before recording,
-// which the list's window (up to lastWrite) might miss.
+// timeout), and none started later than lastWrite, which counts the stamp
+// written before each send as well as the sends recorded after they
+// returned; each ends within restAfter. The list's window, up to
+// lastWrite, so covers a send whose instance died before recording it,
+// without waiting on search, which can lag far longer than the search lag
+// in an outage; the search lag is still waited for a send search shows.
 func (s *Service) sendsSettled(op operationRow, lastWrite, now time.Time) bool {
 	life, ok := s.keyLifetime(op)
 	if !ok {
@@ -78,19 +80,25 @@ func (s *Service) sendsSettled(op operationRow, lastWrite, now time.Time) bool {
 	return now.Sub(lastStart) >= restAfter+s.searchLag
 }
 
-// lastWrite is when op was last sent, under any of its keys, as recorded;
-// op's creation when no send is (the request that stored it sends it at
-// once, and may have died before recording it).
+// lastWrite is when op was last sent, under any of its keys: the later of
+// its stamp, written before each send starts (last_send_at), and its last
+// recorded send; op's creation when neither is (a row from before the
+// stamp was kept, whose request sent it at once and may have died before
+// recording it).
 func (s *Service) lastWrite(ctx context.Context, op operationRow) (time.Time, error) {
-	var last time.Time
-	err := s.store.db().QueryRow(ctx, commonSQL.SQL("last_write_of_operation"), op.paymentID, op.id).Scan(&last)
+	last := op.createdAt
+	if op.lastSendAt != nil {
+		last = later(last, *op.lastSendAt)
+	}
+	var recorded time.Time
+	err := s.store.db().QueryRow(ctx, commonSQL.SQL("last_write_of_operation"), op.paymentID, op.id).Scan(&recorded)
 	if errors.Is(err, sqlq.ErrNoRows) {
-		return op.createdAt, nil
+		return last, nil
 	}
 	if err != nil {
 		return time.Time{}, fmt.Errorf("read the operation's last send: %w", err)
 	}
-	return later(last, op.createdAt), nil
+	return later(last, recorded), nil
 }
 
 // later is the later of a and b.

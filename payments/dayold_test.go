@@ -1,7 +1,9 @@
 package payments_test
 
 import (
+	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -236,5 +238,100 @@ func TestADayOldCreateWaitsForTheAPIKey(t *testing.T) {
 		if got := b.mustGet(t, p.ID); got.Status != payments.StatusDeclined || got.DeclineCode != payments.DeclineNotCreated {
 			t.Errorf("with the right key: %s %q, want DECLINED %q", got.Status, got.DeclineCode, payments.DeclineNotCreated)
 		}
+	})
+}
+
+// sendUnrecordedAt moves b's clock to at (from start) and runs one
+// recovery round whose send of p's create reaches Stripe, which makes the
+// intent, and then dies with Stripe's answer on the way (its context
+// ends): the send is never recorded in processor_calls.
+func sendUnrecordedAt(t *testing.T, b *bundle, d *stripedouble.Double, start time.Time, at time.Duration, p payments.Payment) {
+	t.Helper()
+	hold := make(chan struct{})
+	t.Cleanup(func() { close(hold) })
+	d.FailNext(stripedouble.CreatePaymentIntent, stripedouble.Fault{Kind: stripedouble.Delay, Hold: hold})
+	b.clock.Advance(start.Add(at).Sub(b.clock.Now()))
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { _, err := b.svc.RecoverDue(ctx); done <- err }()
+	for deadline := time.Now().Add(5 * time.Second); len(d.IntentsFor(p.ID)) == 0; {
+		if time.Now().After(deadline) {
+			cancel()
+			<-done
+			t.Fatal("the send never reached the double")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	<-done
+	for _, c := range b.calls(t, b.mustGet(t, p.ID)) {
+		if strings.HasPrefix(c, "CREATE_PAYMENT SUCCEEDED") {
+			t.Fatalf("calls %q: the send was recorded", b.calls(t, b.mustGet(t, p.ID)))
+		}
+	}
+}
+
+// settlesFromTheList runs the recovery round at dayOldSettled (from
+// start) and checks that p, whose create Stripe made and captured once,
+// is then CAPTURED with that intent, and that the round sent no create.
+func settlesFromTheList(t *testing.T, b *bundle, d *stripedouble.Double, start time.Time, p payments.Payment) {
+	t.Helper()
+	sent := d.Calls(stripedouble.CreatePaymentIntent)
+	recoverAt(t, b, start, dayOldSettled)
+	got := b.mustGet(t, p.ID)
+	intents := d.IntentsFor(p.ID)
+	if len(intents) != 1 {
+		t.Fatalf("the double's intents %v, want one", intents)
+	}
+	if got.Status != payments.StatusCaptured || got.ProcessorReference != intents[0] {
+		t.Fatalf("CMPay %s %q %q while Stripe holds intent %v (captures %d); calls %q; want CAPTURED from the list",
+			got.Status, got.DeclineCode, got.ProcessorReference, intents, d.Ledger(intents[0]).Captures, b.calls(t, got))
+	}
+	if n := d.Calls(stripedouble.CreatePaymentIntent); n != sent {
+		t.Errorf("%d creates sent a day on, want none", n-sent)
+	}
+}
+
+// A create whose stored 500 is resolved by a send under _a2 at 22 h 59 min
+// that Stripe makes, while the instance sending it dies before recording
+// it; search lags an hour (as in a Stripe outage). A day on, the list's
+// window reaches past that send, stamped on the operation before it
+// started: the create settles CAPTURED, never declined not_created.
+func TestADayOldCreateResentUnderANewKeyUnrecordedIsFound(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		b, d := stripeLagged(t, db, 0, time.Hour)
+		start := b.clock.Now()
+		d.FailNext(stripedouble.CreatePaymentIntent, stripedouble.Fault{Kind: stripedouble.ServerErrorStored})
+		p := b.mustCreate(t, withToken(card("sent-unrecorded"), "pm_card_visa")).Payment
+		recoverAt(t, b, start, testRecovery+time.Second) // the replayed 500, read: stored
+		sendUnrecordedAt(t, b, d, start, 22*time.Hour+59*time.Minute, p)
+		if keys := d.Keys(stripedouble.CreatePaymentIntent); len(keys) != 2 {
+			t.Fatalf("keys %q, want the first and _a2", keys)
+		}
+		settlesFromTheList(t, b, d, start, p)
+	})
+}
+
+// The same under the create's own key: its first send never reached
+// Stripe, every instance is down until 22 h 59 min, when recovery sends it
+// again under that key, Stripe makes it and the instance dies before
+// recording the send. No new key marks that send; the stamp does.
+func TestADayOldCreateResentUnderItsKeyUnrecordedIsFound(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		b, d := stripeLagged(t, db, 0, time.Hour)
+		start := b.clock.Now()
+		d.FailNext(stripedouble.CreatePaymentIntent, stripedouble.Fault{Kind: stripedouble.DropRequest})
+		p := b.mustCreate(t, withToken(card("resent-unrecorded"), "pm_card_visa")).Payment
+		if p.Status != payments.StatusProcessing {
+			t.Fatalf("first answer %s, want PROCESSING", p.Status)
+		}
+		sendUnrecordedAt(t, b, d, start, 22*time.Hour+59*time.Minute, p)
+		// The double counts no dropped request.
+		if keys := d.Keys(stripedouble.CreatePaymentIntent); len(keys) != 1 || keys[0] != "cmpay_op_"+strings.TrimPrefix(p.ID, "pay_") {
+			t.Fatalf("keys %q, want the create's own key once", keys)
+		}
+		settlesFromTheList(t, b, d, start, p)
 	})
 }

@@ -313,9 +313,10 @@ type operationRow struct {
 	// createdAt is when the operation was stored, and its key first sent;
 	// keySince when recovery gave it its current key (nil: its first);
 	// storedAt when recovery first saw a stored error under that key (nil:
-	// none yet). read_operation only; zero elsewhere.
-	createdAt          time.Time
-	keySince, storedAt *time.Time
+	// none yet); lastSendAt when it was last about to be sent (nil: a row
+	// from before that was kept). read_operation only; zero elsewhere.
+	createdAt                      time.Time
+	keySince, storedAt, lastSendAt *time.Time
 }
 
 func scanOperation(row sqlq.Row) (operationRow, error) {
@@ -323,7 +324,7 @@ func scanOperation(row sqlq.Row) (operationRow, error) {
 	var req string
 	if err := row.Scan(&o.id, &o.paymentID, &o.refundID, &o.operation, &o.processor, &o.key, &o.amountMinor,
 		&o.currency, &req, &o.state, &o.sends, &o.lastError, &o.createdAt,
-		&o.keySince, &o.storedAt); err != nil {
+		&o.keySince, &o.storedAt, &o.lastSendAt); err != nil {
 		return operationRow{}, err
 	}
 	if err := json.Unmarshal([]byte(req), &o.request); err != nil {

@@ -67,20 +67,30 @@ func (s *Service) RecoverDue(ctx context.Context) (int, error) {
 // resolve makes the calls for the leased operation id and records them:
 // one send or read, or after a stored error up to three (a create's
 // search and list, then a send under a new key). The lease is renewed
-// first: it was claimed with the batch, and the calls of the operations
-// before it may have used up its time; one another instance has taken
-// over since is left to it.
+// before any call: it was claimed with the batch, and the calls of the
+// operations before it may have used up its time; one another instance
+// has taken over since is left to it. The renewal stamps a send before it
+// starts (last_send_at), which a day-old create's decline waits for
+// (dayold.go) even if this instance dies before recording the send.
 func (s *Service) resolve(ctx context.Context, id string) error {
-	renewed, err := s.store.db().Exec(ctx, commonSQL.SQL("renew_lease"), id, s.instance, s.now().Add(s.timeout+leaseMargin))
+	op, err := scanOperation(s.store.db().QueryRow(ctx, commonSQL.SQL("read_operation"), id))
+	if err != nil {
+		return fmt.Errorf("read operation: %w", err)
+	}
+	mode := deref(op.lastError)
+	readAt := s.now()
+	read := mode == nextRead || mode == nextStored || s.keyForgotten(op) || s.tooLateToCharge(op)
+	var sendAt *time.Time
+	if !read {
+		sendAt = &readAt
+	}
+	renewed, err := s.store.db().Exec(ctx, commonSQL.SQL("renew_lease"), id, s.instance,
+		readAt.Add(s.timeout+leaseMargin), sendAt)
 	if err != nil {
 		return fmt.Errorf("renew the lease: %w", err)
 	}
 	if renewed == 0 {
 		return nil
-	}
-	op, err := scanOperation(s.store.db().QueryRow(ctx, commonSQL.SQL("read_operation"), id))
-	if err != nil {
-		return fmt.Errorf("read operation: %w", err)
 	}
 	p, ok, err := s.store.readPayment(ctx, op.paymentID)
 	if err != nil {
@@ -94,12 +104,9 @@ func (s *Service) resolve(ctx context.Context, id string) error {
 	start := time.Now()
 	var out outcome
 	kind := callWrite
-	mode := deref(op.lastError)
-	readAt := s.now()
 	if mode == nextStored && op.storedAt == nil {
 		op.storedAt = &readAt // stored before stored_at was kept: seen now
 	}
-	read := mode == nextRead || mode == nextStored || s.keyForgotten(op) || s.tooLateToCharge(op)
 	if read {
 		kind = callRead
 	}

@@ -204,12 +204,13 @@ SELECT * FROM (
 -- PostgreSQL's creates store theirs in create_batch): $1 id, $2 payment,
 -- $3 refund, $4 operation, $5 processor, $6 amount, $7 currency, $8 request
 -- (JSON), $9 state, $10 code, $11 sends, $12 lease owner, $13 lease end,
--- $14 next try, $15 now, $16 settled at (NULL while unsettled).
+-- $14 next try, $15 now, $16 settled at (NULL while unsettled). Each is
+-- sent right after, so it is stamped sent at $15 (last_send_at).
 INSERT INTO processor_operations (id, payment_id, refund_id, operation, processor, key, amount_minor, currency,
                                   request, state, code, sends, lease_owner, lease_until, next_try_at, created_at,
-                                  settled_at)
+                                  settled_at, last_send_at)
 VALUES (CAST($1 AS TEXT), $2, $3, $4, $5, 'cmpay_' || CAST($1 AS TEXT), $6, $7, $8, $9, $10, $11, $12, $13, $14, $15,
-        $16)
+        $16, $15)
 
 -- name: insert_call
 -- Records one processor call of an operation: $1 operation id, $2 payment,
@@ -228,10 +229,10 @@ WHERE payment_id = $1 AND operation_id = $2 AND processor_key = $3 AND kind = 'W
 ORDER BY at DESC LIMIT 1
 
 -- name: last_write_of_operation
--- When operation $2 of payment $1 was last sent, under any of its keys (no
--- row: its send was never recorded): a create a day old that the
--- processor's list by creation time shows never made is declined only
--- once the list has covered that send (dayold.go).
+-- When operation $2 of payment $1 was last sent, under any of its keys, as
+-- recorded (no row: no send was): with its last_send_at, what a create a
+-- day old waits for and its processor's list by creation time covers
+-- before it is declined (dayold.go).
 SELECT at FROM processor_calls
 WHERE payment_id = $1 AND operation_id = $2 AND kind = 'WRITE'
 ORDER BY at DESC LIMIT 1
@@ -240,7 +241,7 @@ ORDER BY at DESC LIMIT 1
 -- Reads one processor operation, in scanOperation's column order
 -- (operations.go).
 SELECT id, payment_id, refund_id, operation, processor, key, amount_minor, currency, request, state, sends,
-       last_error, created_at, key_since, stored_at
+       last_error, created_at, key_since, stored_at, last_send_at
 FROM processor_operations WHERE id = $1
 
 -- name: settle_operation
@@ -269,8 +270,10 @@ WHERE id = $1 AND settled_at IS NULL AND (lease_owner IS NULL OR lease_owner = $
 -- $4 holds its lease, so of two instances that judged it one stores a key
 -- and the other finds no row. It is then asked again (last_error NULL),
 -- its lease renewed to $5 for the send. The new key's age counts from $6
--- (key_since), and no stored error has been seen under it yet.
-UPDATE processor_operations SET key = $3, last_error = NULL, lease_until = $5, key_since = $6, stored_at = NULL
+-- (key_since), and no stored error has been seen under it yet; $6 is also
+-- when it was last about to be sent (last_send_at).
+UPDATE processor_operations SET key = $3, last_error = NULL, lease_until = $5, key_since = $6, stored_at = NULL,
+       last_send_at = $6
 WHERE id = $1 AND key = $2 AND settled_at IS NULL AND lease_owner = $4
 
 -- name: settle_created
@@ -397,6 +400,9 @@ SELECT idempotency_key FROM idempotency_keys WHERE processor_operation_id = $1
 -- name: renew_lease
 -- Extends to $3 the lease of operation $1 while $2 still holds it and it is
 -- unsettled: recovery renews a claimed operation's lease just before asking,
--- since a batch's later operations wait for the earlier ones' calls. No
--- row: another instance took it over, or someone settled it.
-UPDATE processor_operations SET lease_until = $3 WHERE id = $1 AND lease_owner = $2 AND settled_at IS NULL
+-- since a batch's later operations wait for the earlier ones' calls. $4 is
+-- now when it asks by a send, stamped before the send starts (last_send_at);
+-- NULL for a read. No row: another instance took it over, or someone
+-- settled it.
+UPDATE processor_operations SET lease_until = $3, last_send_at = COALESCE($4, last_send_at)
+WHERE id = $1 AND lease_owner = $2 AND settled_at IS NULL

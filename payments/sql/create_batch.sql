@@ -96,9 +96,10 @@ created AS (
 -- it (processor_calls_of; createPlan.storesOperation says the same in Go).
 operation AS (
 	INSERT INTO processor_operations (id, payment_id, operation, processor, key, amount_minor, currency, request,
-	                                  state, code, sends, lease_owner, lease_until, next_try_at, created_at)
+	                                  state, code, sends, lease_owner, lease_until, next_try_at, created_at,
+	                                  last_send_at)
 	SELECT op_id, payment_id, 'CREATE_PAYMENT', $17, 'cmpay_' || op_id, amount_minor, currency, op_request,
-	       op_state, NULL, 0, $24, $25, $26, $14
+	       op_state, NULL, 0, $24, $25, $26, $14, $14
 	FROM claimed WHERE op_state = 'PENDING'
 ),
 -- created_event: each created payment's PAYMENT_CREATED event, written by

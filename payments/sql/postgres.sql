@@ -109,13 +109,14 @@ RETURNING id
 
 -- name: claim_authorizations
 -- Claims up to $4 AUTHORIZED payments at processor $3 with nothing
--- pending, and a reference there to read them by, whose read is due by $2 (their last read, or their creation,
--- that long ago), the longest due first, through the partial index
--- idx_payments_auth_check on the due time: it stamps each with $1, which
--- keeps every instance from claiming it again until its read is done or
--- a retry's time has passed. SKIP LOCKED: a payment another instance is
--- claiming, or a request is changing, is left to it rather than waited
--- for. The index's own conditions are repeated so that the planner uses it.
+-- pending, and a reference there to read them by, whose read is due by
+-- $2 (their last read, or their creation, that long ago), the longest
+-- due first, through the partial index idx_payments_auth_check on the
+-- due time: it stamps each with $1, which keeps every instance from
+-- claiming it again until its read is done or a retry's time has passed.
+-- SKIP LOCKED: a payment another instance is claiming, or a request is
+-- changing, is left to it rather than waited for. The index's own
+-- conditions are repeated so that the planner uses it.
 UPDATE payments SET auth_checked_at = $1
 WHERE id IN (SELECT id FROM payments
              WHERE status = 'AUTHORIZED' AND processor <> 'sandbox'

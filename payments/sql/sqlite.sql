@@ -66,8 +66,10 @@ IN (SELECT value FROM json_each($1))
 -- name: claim_authorizations
 -- PostgreSQL's claim_authorizations without row locks: SQLite runs one
 -- writing statement at a time, so no two instances claim one payment.
+-- INDEXED BY: without ANALYZE's statistics SQLite reads every AUTHORIZED
+-- row through idx_payments_status_created and sorts them each round.
 UPDATE payments SET auth_checked_at = $1
-WHERE id IN (SELECT id FROM payments
+WHERE id IN (SELECT id FROM payments INDEXED BY idx_payments_auth_check
              WHERE status = 'AUTHORIZED' AND processor <> 'sandbox'
                AND COALESCE(auth_checked_at, created_at) <= $2
                AND processor = $3 AND pending_operation IS NULL AND processor_reference IS NOT NULL
