@@ -187,17 +187,20 @@ const restAfter = 10 * time.Minute
 
 // atRest says whether op was last sent under its current key longer ago
 // than restAfter (or never), so that a consistent read showing it not
-// done cannot be overtaken by a request still running under that key.
+// done cannot be overtaken by a request still running under that key. The
+// last send is the later of the recorded ones and op's stamp, written
+// before each send starts (last_send_at): a send whose instance died
+// before recording it may still be running at the processor.
 func (s *Service) atRest(ctx context.Context, op operationRow, now time.Time) (bool, error) {
 	var last time.Time
 	err := s.store.db().QueryRow(ctx, commonSQL.SQL("last_write_under_key"), op.paymentID, op.id, op.key).Scan(&last)
-	if errors.Is(err, sqlq.ErrNoRows) {
-		return true, nil
-	}
-	if err != nil {
+	if err != nil && !errors.Is(err, sqlq.ErrNoRows) {
 		return false, fmt.Errorf("read the operation's last send: %w", err)
 	}
-	return now.Sub(last) > restAfter, nil
+	if op.lastSendAt != nil {
+		last = later(last, *op.lastSendAt)
+	}
+	return last.IsZero() || now.Sub(last) > restAfter, nil
 }
 
 // tooLateToCharge says whether op is a create stored longer ago than its

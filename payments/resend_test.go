@@ -607,3 +607,42 @@ func TestARefundADayOldWaitsForItsLastSendToRest(t *testing.T) {
 		}
 	})
 }
+
+// A day-old refund whose last send was cut off before it was recorded (the
+// instance died with the request at Stripe) still rests ten minutes from
+// that send, which its stamp (last_send_at) gives: a request under the old
+// key could still be running at Stripe, and the refund list would not show
+// it yet.
+func TestARefundADayOldWaitsForAnUnrecordedSendToRest(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		b, d := stripeOnTestClock(t, db, 0)
+		p := faultedRefund(t, b, d, "refund-unrecorded-send", stripedouble.ServerErrorBefore)
+		b.clock.Advance(22*time.Hour + 58*time.Minute)
+		conn := stripeConn(t, d, 5*time.Second).(*stripe.Connector)
+		reached := make(chan struct{})
+		dying := mustService(t, b.db.Gorm, payments.Config{KeyTTL: testTTL, Now: b.clock.Now, ProcessorTimeout: 5 * time.Second,
+			RecoveryAfter: testRecovery, Processor: diesBeforeRefund{conn, reached}})
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { _, err := dying.RecoverDue(ctx); done <- err }()
+		<-reached
+		cancel()
+		if err := <-done; err == nil {
+			t.Fatal("the dying instance recorded its send")
+		}
+		b.clock.Advance(5 * time.Minute) // a day old, its last send five minutes ago
+		if _, err := b.svc.RecoverDue(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if got := b.mustGet(t, p.ID); got.Refunded.Minor != 0 || len(d.Keys(stripedouble.CreateRefund)) != 0 {
+			t.Fatalf("5 minutes after an unrecorded send: refunded %s, keys %q; want it left alone",
+				got.Refunded, d.Keys(stripedouble.CreateRefund))
+		}
+		b.clock.Advance(10 * time.Minute)
+		got := recoverUntil(t, b, p.ID, storedChanges["refund"].settled)
+		if err := storedChanges["refund"].check(got, d.Ledger(p.ProcessorReference), ""); err != nil {
+			t.Error(err)
+		}
+	})
+}
