@@ -238,14 +238,19 @@ const sqliteTimeLayout = "2006-01-02 15:04:05.999999999-07:00"
 // sslpassword or other secret may be, under any spelling) replaced; a
 // key=value string not at all. It must hold for strings that do not
 // parse, since those are the ones an error quotes: the user information
-// is taken to run to the last "@" (a password may hold "/", "?", "%" or
-// spaces).
+// is taken to run to the last "@" (a password may hold "/", "%" or
+// spaces), and a URL whose "@" could be in its query is not shown.
 func redact(raw string) string {
 	scheme, rest, ok := strings.Cut(raw, "://")
 	if !ok {
 		return "(a connection string, not shown)"
 	}
 	if at := strings.LastIndex(rest, "@"); at >= 0 {
+		if strings.ContainsAny(rest[:at], "?#") {
+			// The "@" may be in the query or fragment, or a password may
+			// hold "?" or "#": no cut can be trusted to hide it.
+			return scheme + "://(not shown)"
+		}
 		user, _, hasPassword := strings.Cut(rest[:at], ":")
 		if hasPassword {
 			user += ":xxxxx"
