@@ -39,9 +39,15 @@ type staffArgs struct {
 // for the first accounts and for when no admin can sign in. Changes are
 // audited as made by "(command line)".
 func staffCommand(ctx context.Context, env Env, args []string) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	// As every command's: help asked for goes to stdout, no command at
+	// all is a wrong command line; both exit 2, as tokens' and migrate's.
+	if len(args) == 0 {
+		fmt.Fprintln(env.Stderr, staffUsage)
+		return errUsage
+	}
+	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		fmt.Fprintln(env.Stdout, staffUsage)
-		return nil
+		return flag.ErrHelp
 	}
 	a, err := parseStaffArgs(args)
 	if errors.Is(err, flag.ErrHelp) {

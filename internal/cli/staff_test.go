@@ -134,8 +134,13 @@ func TestStaffWrongCommandLineExitsTwo(t *testing.T) {
 			t.Errorf("%q: no usage on stderr: %q", tt.args, errOut)
 		}
 	}
-	if code, out, _ := cmdMigrated(t, url, "staff", "add", "-h"); code != 2 || !strings.Contains(out, "--password-stdin") {
-		t.Errorf("staff add -h: exit %d, stdout %q; want 2 and the usage", code, out)
+	for _, args := range [][]string{{"staff", "add", "-h"}, {"staff", "-h"}, {"staff", "--help"}, {"staff", "help"}} {
+		if code, out, _ := cmdMigrated(t, url, args...); code != 2 || !strings.Contains(out, "--password-stdin") {
+			t.Errorf("%q: exit %d, stdout %q; want 2 and the usage", args, code, out)
+		}
+	}
+	if code, out, errOut := cmdMigrated(t, url, "staff"); code != 2 || out != "" || !strings.Contains(errOut, "Usage:") {
+		t.Errorf("staff alone: exit %d, stdout %q, stderr %q; want 2 and the usage on stderr", code, out, errOut)
 	}
 }
 
