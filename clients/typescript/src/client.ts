@@ -166,8 +166,11 @@ export class CMPayClient {
   readonly #join: boolean;
 
   // What this client knows of storage: loaded at start, then kept in step
-  // with every put and remove it makes.
+  // with every put and remove it makes, and read again before joining an
+  // operation another client (tab) stored, which may have settled it since.
   #known = new Map<string, PendingOperation>();
+  // Keys this client stored itself: joining them needs no second look.
+  #own = new Set<string>();
   #loaded = false;
   // One request loop per key at a time: a resume and a call for the same
   // operation share it.
@@ -248,6 +251,17 @@ export class CMPayClient {
     this.#loaded = true;
   }
 
+  // #sync makes #known what storage holds, as just loaded: operations
+  // another client settled leave it, those it stored join it. Operations
+  // whose put has not resolved yet, or whose request is in flight here, stay.
+  #sync(stored: PendingOperation[]) {
+    const keys = new Set(stored.map((op) => op.idempotencyKey));
+    for (const key of this.#known.keys()) {
+      if (!keys.has(key) && !this.#starting.has(key) && !this.#inflight.has(key)) this.#known.delete(key);
+    }
+    for (const op of stored) if (!this.#inflight.has(op.idempotencyKey)) this.#known.set(op.idempotencyKey, op);
+  }
+
   #loadFailed(err: unknown): StorageError {
     this.#loadError = new StorageError(`could not load the stored operations: ${String(err)}; nothing was sent`, {
       code: 'STORAGE_LOAD_FAILED',
@@ -322,7 +336,7 @@ export class CMPayClient {
       if (this.#settledKeys.has(op.idempotencyKey)) await this.#forget(op);
       else stored.push(op);
     }
-    for (const op of stored) this.#known.set(op.idempotencyKey, op);
+    this.#sync(stored);
     stored.sort((a, b) => a.startedAt.localeCompare(b.startedAt));
     const out: ResumedOperation[] = [];
     for (const op of stored) {
@@ -355,7 +369,14 @@ export class CMPayClient {
   async #begin(
     wanted: Omit<PendingOperation, 'startedAt' | 'idempotencyKey'> & { idempotencyKey?: string },
   ): Promise<{ op: PendingOperation; joined: boolean }> {
-    const held = this.#held(wanted);
+    let held = this.#held(wanted);
+    if (held && wanted.idempotencyKey === undefined && !this.#mine(held.idempotencyKey)) {
+      // Joined by parameters to an operation another client (tab) stored:
+      // only if storage still holds it. Settled there, it is done, and the
+      // same parameters are a new payment.
+      await this.#reload();
+      held = this.#held(wanted);
+    }
     if (held) {
       // Joined: another call is making this operation right now.
       const joined = this.#starting.has(held.idempotencyKey) || this.#inflight.has(held.idempotencyKey);
@@ -374,6 +395,7 @@ export class CMPayClient {
       .then(
         () => {
           this.#known.set(key, op);
+          this.#own.add(key);
           this.#onStored?.(structuredClone(op));
         },
         (err: unknown) => {
@@ -416,6 +438,26 @@ export class CMPayClient {
       );
     }
     return held;
+  }
+
+  // #mine says whether this client stored the operation under key, or is
+  // making it right now.
+  #mine(key: string): boolean {
+    return this.#own.has(key) || this.#starting.has(key) || this.#inflight.has(key);
+  }
+
+  // #reload reads storage again into #known; nothing is sent when it fails.
+  async #reload() {
+    let loaded: PendingOperation[];
+    try {
+      loaded = await this.#storage.load();
+    } catch (err) {
+      throw new StorageError(`could not read the stored operations again: ${String(err)}; nothing was sent`, {
+        code: 'STORAGE_LOAD_FAILED',
+        cause: err,
+      });
+    }
+    this.#sync(loaded.filter((op) => !this.#settledKeys.has(op.idempotencyKey)));
   }
 
   #execute(op: PendingOperation, signal?: AbortSignal): Promise<PaymentResult> {
@@ -617,6 +659,7 @@ export class CMPayClient {
   // (a client started later may send it again: a replay, harmless).
   async #settle(op: PendingOperation) {
     this.#known.delete(op.idempotencyKey);
+    this.#own.delete(op.idempotencyKey);
     this.#clean.delete(op.idempotencyKey);
     this.#settledKeys.add(op.idempotencyKey);
     await this.#forget(op);

@@ -277,6 +277,49 @@ describe('a double click', () => {
     expect([a.replayed, b.replayed]).toEqual([false, false]);
   });
 
+  test('a payment another tab settled is not joined: the same parameters later are a new payment', async () => {
+    // Two tabs share one IndexedDB: here one memoryStorage, joinByParameters on.
+    const storage = memoryStorage();
+    await storage.put({ operation: 'CREATE_PAYMENT', idempotencyKey: 'k-first', params: input, startedAt: '2026-12-04T09:59:00.000Z' });
+    const made = payment({ id: 'p-first', idempotencyKey: 'k-first' });
+    const tabA = client(storage, scriptedTransport([ok({ createPayment: { payment: made, replayed: true } })]), { joinByParameters: true });
+    const bRequests = scriptedTransport([
+      (req) => ok({ createPayment: { payment: payment({ idempotencyKey: String(req.variables.idempotencyKey) }), replayed: req.variables.idempotencyKey === 'k-first' } }),
+    ]);
+    const tabB = client(storage, bRequests, { joinByParameters: true, newKey: () => 'k-second' });
+    await tabB.ready;
+    // Tab A resumes and settles the first payment; storage no longer holds it.
+    const [a] = await tabA.resumePending();
+    expect(a.settled).toBe(true);
+    expect(storage.load()).toEqual([]);
+    // Later, in tab B, the shopper buys the same thing again.
+    const second = await tabB.createPayment(input);
+    expect(bRequests.requests[0].variables.idempotencyKey, "tab B sent the settled payment's key: it gets the first payment back").not.toBe('k-first');
+    expect(second.replayed).toBe(false);
+  });
+
+  test("a payment another tab stored and has not settled is joined: it is still the shopper's first click", async () => {
+    const storage = memoryStorage();
+    await storage.put({ operation: 'CREATE_PAYMENT', idempotencyKey: 'k-first', params: input, startedAt: '2026-12-04T09:59:00.000Z' });
+    const tabB = client(storage, scriptedTransport([created('k-first', { replayed: true })]), { joinByParameters: true });
+    const r = await tabB.createPayment(input);
+    expect(r).toMatchObject({ idempotencyKey: 'k-first' });
+  });
+
+  test("storage that fails to be read again before joining another tab's operation: nothing is sent", async () => {
+    const mem = memoryStorage();
+    await mem.put({ operation: 'CREATE_PAYMENT', idempotencyKey: 'k-first', params: input, startedAt: '2026-12-04T09:59:00.000Z' });
+    let loads = 0;
+    const storage: PendingStorage = { ...mem, load: () => (++loads > 1 ? Promise.reject(new Error('IndexedDB closed')) : mem.load()) };
+    const transport = scriptedTransport([]);
+    const tabB = client(storage, transport, { joinByParameters: true });
+    await tabB.ready;
+    const err = await tabB.createPayment(input).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(StorageError);
+    expect(err).toMatchObject({ code: 'STORAGE_LOAD_FAILED' });
+    expect(transport.requests).toEqual([]);
+  });
+
   test('indexedDBStorage joins by default, memory and file storage do not, and the option decides over both', () => {
     expect(indexedDBStorage({ name: 'cmpay-join-default' }).singleUser).toBe(true);
     expect(memoryStorage().singleUser).toBeUndefined();
