@@ -5,12 +5,12 @@
 import { anySignal, newIdempotencyKey, parseDuration, realClock, type Clock } from './clock.js';
 import {
   AbortedError,
-  AuthError,
   CMPayError,
   DeclinedError,
   ExpiredOperationError,
   KeyReusedError,
   NotFoundError,
+  ProcessorRefusedError,
   RefundFailedError,
   StorageError,
   UnavailableError,
@@ -27,7 +27,7 @@ import {
   PaymentsByKeyDocument,
   RefundPaymentDocument,
 } from './gql/graphql.js';
-import { canonicalAmount, differingFields } from './params.js';
+import { canonicalAmount, canonicalClientId, differingFields } from './params.js';
 import { backoffDelay, judge, retryPolicy, type RetryOptions, type RetryPolicy, type Verdict } from './retry.js';
 import { indexedDBStorage, type PendingStorage } from './storage.js';
 import { fetchTransport, type GraphQLRequest, type Transport } from './transport.js';
@@ -68,9 +68,11 @@ export interface CMPayClientOptions {
   /**
    * How long the server remembers a key: its IDEMPOTENCY_KEY_TTL, in
    * milliseconds or written as the server's setting ("24h", "72h"); default
-   * 24 h. A stored operation older than this less a tenth (room for clock
-   * changes) is never sent again blindly, since the server may take its key
-   * for a new one: the client first looks up what was made under the key.
+   * 24 h. It must not exceed the server's: a stored operation younger than
+   * this less a tenth (room for clock changes) is sent again with its key,
+   * trusting the server to replay it. An older one is never sent again
+   * blindly, since the server may take its key for a new one: the client
+   * first looks up what was made under the key.
    */
   idempotencyKeyTTL?: number | string;
   /**
@@ -164,8 +166,11 @@ export class CMPayClient {
   readonly #join: boolean;
 
   // What this client knows of storage: loaded at start, then kept in step
-  // with every put and remove it makes.
+  // with every put and remove it makes, and read again before joining an
+  // operation another client (tab) stored, which may have settled it since.
   #known = new Map<string, PendingOperation>();
+  // Keys this client stored itself: joining them needs no second look.
+  #own = new Set<string>();
   #loaded = false;
   // One request loop per key at a time: a resume and a call for the same
   // operation share it.
@@ -246,6 +251,17 @@ export class CMPayClient {
     this.#loaded = true;
   }
 
+  // #sync makes #known what storage holds, as just loaded: operations
+  // another client settled leave it, those it stored join it. Operations
+  // whose put has not resolved yet, or whose request is in flight here, stay.
+  #sync(stored: PendingOperation[]) {
+    const keys = new Set(stored.map((op) => op.idempotencyKey));
+    for (const key of this.#known.keys()) {
+      if (!keys.has(key) && !this.#starting.has(key) && !this.#inflight.has(key)) this.#known.delete(key);
+    }
+    for (const op of stored) if (!this.#inflight.has(op.idempotencyKey)) this.#known.set(op.idempotencyKey, op);
+  }
+
   #loadFailed(err: unknown): StorageError {
     this.#loadError = new StorageError(`could not load the stored operations: ${String(err)}; nothing was sent`, {
       code: 'STORAGE_LOAD_FAILED',
@@ -291,9 +307,11 @@ export class CMPayClient {
 
   /**
    * Sends every stored operation again, oldest first, each with its own key,
-   * and resolves to what became of each. Call it at start: it finishes what
-   * a reload, a crash or a lost connection interrupted. Never rejects for an
-   * operation's failure: see each outcome's error.
+   * and resolves to what became of each: the server's replay is the answer.
+   * An operation the server may have forgotten (stale) is looked up instead
+   * of sent. Call it at start: it finishes what a reload, a crash or a lost
+   * connection interrupted. Never rejects for an operation's failure: see
+   * each outcome's error.
    */
   resumePending(): Promise<ResumedOperation[]> {
     this.#resuming ??= this.#resume().finally(() => {
@@ -318,14 +336,14 @@ export class CMPayClient {
       if (this.#settledKeys.has(op.idempotencyKey)) await this.#forget(op);
       else stored.push(op);
     }
-    for (const op of stored) this.#known.set(op.idempotencyKey, op);
+    this.#sync(stored);
     stored.sort((a, b) => a.startedAt.localeCompare(b.startedAt));
     const out: ResumedOperation[] = [];
     for (const op of stored) {
       try {
-        // Looked up first: the server may have forgotten its key sooner than
-        // idempotencyKeyTTL says, and an earlier try may have applied it.
-        const result = await this.#execute(op, undefined, true);
+        // A key the server still holds is sent again, and its replay (or
+        // refusal) is the answer; a stale one is looked up (#send).
+        const result = await this.#execute(op);
         out.push({ pending: op, result, settled: result.settled });
       } catch (err) {
         const error = err instanceof CMPayError ? err : new CMPayError(String(err), { code: 'CLIENT_ERROR', cause: err });
@@ -351,7 +369,14 @@ export class CMPayClient {
   async #begin(
     wanted: Omit<PendingOperation, 'startedAt' | 'idempotencyKey'> & { idempotencyKey?: string },
   ): Promise<{ op: PendingOperation; joined: boolean }> {
-    const held = this.#held(wanted);
+    let held = this.#held(wanted);
+    if (held && wanted.idempotencyKey === undefined && !this.#mine(held.idempotencyKey)) {
+      // Joined by parameters to an operation another client (tab) stored:
+      // only if storage still holds it. Settled there, it is done, and the
+      // same parameters are a new payment.
+      await this.#reload();
+      held = this.#held(wanted);
+    }
     if (held) {
       // Joined: another call is making this operation right now.
       const joined = this.#starting.has(held.idempotencyKey) || this.#inflight.has(held.idempotencyKey);
@@ -370,6 +395,7 @@ export class CMPayClient {
       .then(
         () => {
           this.#known.set(key, op);
+          this.#own.add(key);
           this.#onStored?.(structuredClone(op));
         },
         (err: unknown) => {
@@ -414,22 +440,42 @@ export class CMPayClient {
     return held;
   }
 
-  #execute(op: PendingOperation, signal?: AbortSignal, lookFirst = false): Promise<PaymentResult> {
+  // #mine says whether this client stored the operation under key, or is
+  // making it right now.
+  #mine(key: string): boolean {
+    return this.#own.has(key) || this.#starting.has(key) || this.#inflight.has(key);
+  }
+
+  // #reload reads storage again into #known; nothing is sent when it fails.
+  async #reload() {
+    let loaded: PendingOperation[];
+    try {
+      loaded = await this.#storage.load();
+    } catch (err) {
+      throw new StorageError(`could not read the stored operations again: ${String(err)}; nothing was sent`, {
+        code: 'STORAGE_LOAD_FAILED',
+        cause: err,
+      });
+    }
+    this.#sync(loaded.filter((op) => !this.#settledKeys.has(op.idempotencyKey)));
+  }
+
+  #execute(op: PendingOperation, signal?: AbortSignal): Promise<PaymentResult> {
     let p = this.#inflight.get(op.idempotencyKey);
     if (!p) {
-      p = this.#send(op, signal, lookFirst).finally(() => this.#inflight.delete(op.idempotencyKey));
+      p = this.#send(op, signal).finally(() => this.#inflight.delete(op.idempotencyKey));
       this.#inflight.set(op.idempotencyKey, p);
     }
     return p;
   }
 
   // #send sends op until it has an answer, first looking up what was made
-  // under its key when lookFirst is set or the server may have forgotten it.
-  async #send(op: PendingOperation, signal?: AbortSignal, lookFirst = false): Promise<PaymentResult> {
+  // under its key when the server may have forgotten it (stale).
+  async #send(op: PendingOperation, signal?: AbortSignal): Promise<PaymentResult> {
     const field = documents[op.operation].field;
     let verdict: Answer | 'stale';
     try {
-      verdict = lookFirst || this.#stale(op) ? 'stale' : await this.#request(requestFor(op), field, { signal, op });
+      verdict = this.#stale(op) ? 'stale' : await this.#request(requestFor(op), field, { signal, op });
       if (verdict === 'stale') return await this.#lookThenSend(op, signal);
     } catch (err) {
       if (err instanceof CMPayError && this.#known.has(op.idempotencyKey)) {
@@ -456,27 +502,27 @@ export class CMPayClient {
     return !(age < this.#ttlMs - this.#ttlMs / 10);
   }
 
-  // #lookThenSend settles op from what was made under its key, as a replay
-  // would. When nothing was, it sends op; if the server may have forgotten
-  // the key (stale), only a create, capture or cancel, under a renewed key (a
-  // second capture or cancel of one payment is refused by its status), never
-  // a refund: see ExpiredOperationError.
+  // #lookThenSend settles a stale op from what was made under its key, as a
+  // replay would. When nothing was, a create, capture or cancel is sent under
+  // the same key, its startedAt renewed in storage first (a second capture or
+  // cancel of one payment is refused by its status); a refund never is: see
+  // ExpiredOperationError. When the lookup fails, op stays stored and is not
+  // sent: the server may have forgotten its key, and only a lookup tells an
+  // operation made from one nobody made.
   async #lookThenSend(op: PendingOperation, signal?: AbortSignal): Promise<PaymentResult> {
-    const stale = this.#stale(op);
     let found: Record<string, unknown> | null;
     try {
       found = await this.#lookup(op, signal);
     } catch (err) {
-      // The key made another payment, or the payment does not exist: final.
-      if (err instanceof KeyReusedError || err instanceof NotFoundError) await this.#settle(op);
-      // A token without payments:read cannot look; the key of a fresh
-      // operation is still held, so sending it can only replay. Any other
-      // failure keeps the operation stored.
-      if (stale || !(err instanceof AuthError) || err.code !== 'FORBIDDEN') throw err;
-      found = null;
+      // Final: the key made another payment, the payment does not exist,
+      // the processor refused the capture or cancel.
+      if (err instanceof KeyReusedError || err instanceof NotFoundError || err instanceof ProcessorRefusedError) {
+        await this.#settle(op);
+        throw err;
+      }
+      throw lookupFailed(op, err);
     }
     if (found) return this.#answer(op, found);
-    if (!stale) return this.#send(op, signal);
     if (op.operation === 'REFUND_PAYMENT') {
       await this.#settle(op);
       throw new ExpiredOperationError(
@@ -489,31 +535,20 @@ export class CMPayClient {
     try {
       await this.#storage.put(renewed);
     } catch (err) {
-      throw new StorageError('could not store the renewed key; nothing was sent', { code: 'STORAGE_FAILED', idempotencyKey: op.idempotencyKey, cause: err });
+      throw new StorageError('could not store the renewed operation; nothing was sent', { code: 'STORAGE_FAILED', idempotencyKey: op.idempotencyKey, cause: err });
     }
     this.#known.set(renewed.idempotencyKey, renewed);
     return this.#send(renewed, signal);
   }
 
-  // #lookup reads what was made under an operation's key, as the
+  // #lookup reads what was made under a stale operation's key, as the
   // mutation's payload would carry it (replayed), or null when nothing was.
+  // It throws what a replay would answer when that is final (KeyReusedError,
+  // NotFoundError, ProcessorRefusedError), and LOOKUP_INCONCLUSIVE when the
+  // read cannot tell.
   async #lookup(op: PendingOperation, signal?: AbortSignal): Promise<Record<string, unknown> | null> {
+    if (op.operation === 'CREATE_PAYMENT') return this.#lookupCreate(op, signal);
     const key = op.idempotencyKey;
-    if (op.operation === 'CREATE_PAYMENT') {
-      const variables = { clientId: String(op.params.clientId), idempotencyKey: key };
-      const req = { query: PaymentsByKeyDocument.toString(), operationName: 'PaymentsByKey', variables };
-      const data = (await this.#query(req, 'payments', signal)) as { edges: Array<{ node: Payment }> };
-      const made = data.edges.map((e) => e.node).sort((a, b) => a.createdAt.localeCompare(b.createdAt));
-      if (made.length === 0) return null;
-      const same = made.find((p) => createDiffers(op.params, p).length === 0);
-      if (same) return { payment: same, replayed: true };
-      throw new KeyReusedError(`idempotency key ${JSON.stringify(key)} was used for another payment`, {
-        code: 'IDEMPOTENCY_KEY_REUSED',
-        idempotencyKey: key,
-        differingFields: createDiffers(op.params, made[0]),
-        paymentId: made[0].id,
-      });
-    }
     const req = { query: PaymentAttemptsDocument.toString(), operationName: 'PaymentAttempts', variables: { id: op.params.paymentId } };
     const p = (await this.#query(req, 'payment', signal, true)) as
       | (Payment & { attempts: Array<{ operation: string; idempotencyKey: string; outcome: string }> })
@@ -522,12 +557,61 @@ export class CMPayClient {
     const { attempts, ...payment } = p;
     if (op.operation === 'REFUND_PAYMENT') {
       const refund = payment.refunds.find((r) => r.idempotencyKey === key);
-      return refund ? { refund, payment, replayed: true } : null;
+      if (refund) return { refund, payment, replayed: true };
+      if ((payment.refundCount ?? 0) > payment.refunds.length) {
+        throw inconclusive(op, `the payment has ${payment.refundCount} refunds and the answer listed ${payment.refunds.length}`);
+      }
+      return null;
     }
+    // The newest attempts only (last: 100 in PaymentAttempts), within the
+    // server's list budget. A capture or cancel older than them is sent again
+    // under its key: the server replays it, or, having forgotten the key,
+    // the payment's status refuses a second one.
     const applied = attempts.some(
       (a) => a.idempotencyKey === key && a.operation === op.operation && (a.outcome === 'APPLIED' || a.outcome === 'REPLAYED'),
     );
-    return applied ? { payment, replayed: true } : null;
+    if (!applied) return null;
+    // The server keeps a refused capture's or cancel's attempt APPLIED with
+    // nothing pending: only the payment's state shows the change was made.
+    const effect = op.operation === 'CAPTURE_PAYMENT' ? capturedStatuses.has(payment.status) : payment.status === 'CANCELED';
+    if (effect || payment.pendingOperation === op.operation) return { payment, replayed: true };
+    throw new ProcessorRefusedError(
+      `the processor refused the ${op.operation === 'CAPTURE_PAYMENT' ? 'capture' : 'cancel'} made under key ${JSON.stringify(key)}: ` +
+        `the payment is ${payment.status}; nothing was applied`,
+      { code: 'PROCESSOR_REFUSED', processorCode: null, idempotencyKey: key },
+    );
+  }
+
+  // #lookupCreate finds the payment made under a create's client and key.
+  // The server binds a key to the payment it made first, so the payment
+  // found is the operation's unless the caller's own key was used for
+  // another payment (after the server forgot it): compared by the fields a
+  // payment shows, as the server compares them.
+  async #lookupCreate(op: PendingOperation & { operation: 'CREATE_PAYMENT' }, signal?: AbortSignal): Promise<Record<string, unknown> | null> {
+    const key = op.idempotencyKey;
+    const clientId = canonicalClientId(op.params.clientId) ?? '';
+    // The server stores no text with a NUL (and refuses a filter with one):
+    // nothing can have been made, and sending it gets the server's refusal.
+    if (clientId.includes('\u0000') || key.includes('\u0000')) return null;
+    const variables = { clientId, idempotencyKey: key };
+    const req = { query: PaymentsByKeyDocument.toString(), operationName: 'PaymentsByKey', variables };
+    const data = (await this.#query(req, 'payments', signal)) as {
+      edges: Array<{ node: Payment }>;
+      pageInfo?: { hasNextPage: boolean };
+    };
+    const made = data.edges.map((e) => e.node).sort((a, b) => a.createdAt.localeCompare(b.createdAt));
+    if (made.length === 0) return null;
+    const same = made.find((p) => createDiffers(op.params, p).length === 0);
+    if (same) return { payment: same, replayed: true };
+    if (data.pageInfo?.hasNextPage) {
+      throw inconclusive(op, `more payments were made under its key than one answer lists, and none of those listed is this one`);
+    }
+    throw new KeyReusedError(`idempotency key ${JSON.stringify(key)} was used for another payment`, {
+      code: 'IDEMPOTENCY_KEY_REUSED',
+      idempotencyKey: key,
+      differingFields: createDiffers(op.params, made[0]),
+      paymentId: made[0].id,
+    });
   }
 
   // #query sends a read, retried like the mutations; a final error is thrown as it is.
@@ -575,6 +659,7 @@ export class CMPayClient {
   // (a client started later may send it again: a replay, harmless).
   async #settle(op: PendingOperation) {
     this.#known.delete(op.idempotencyKey);
+    this.#own.delete(op.idempotencyKey);
     this.#clean.delete(op.idempotencyKey);
     this.#settledKeys.add(op.idempotencyKey);
     await this.#forget(op);
@@ -763,7 +848,7 @@ export class CMPayClient {
     const refundKeys = new Set(p.refunds.map((r) => r.idempotencyKey));
     for (const op of this.#known.values()) {
       const done =
-        (op.operation === 'CREATE_PAYMENT' && op.idempotencyKey === p.idempotencyKey && String(op.params.clientId) === p.clientId) ||
+        (op.operation === 'CREATE_PAYMENT' && op.idempotencyKey === p.idempotencyKey && canonicalClientId(op.params.clientId) === canonicalClientId(p.clientId)) ||
         (op.operation === 'REFUND_PAYMENT' && op.params.paymentId === p.id && refundKeys.has(op.idempotencyKey));
       if (done) await this.#settle(op);
     }
@@ -785,14 +870,39 @@ interface RequestOptions {
 }
 
 // createDiffers names the fields by which a payment differs from a create's
-// parameters, of those a payment shows (clientId, amount, currency, method).
+// parameters, of those a payment shows (clientId, amount, currency, method),
+// compared as the server compares them: client ids in NFC, amounts by value.
 function createDiffers(params: CreatePaymentInput, p: Payment): string[] {
   const out: string[] = [];
-  if (String(params.clientId) !== p.clientId) out.push('clientId');
+  if (canonicalClientId(params.clientId) !== canonicalClientId(p.clientId)) out.push('clientId');
   if (canonicalAmount(params.amount) !== canonicalAmount(p.amount)) out.push('amount');
   if (String(params.currency).trim().toUpperCase() !== p.currency) out.push('currency');
   if (params.method !== p.method) out.push('method');
   return out;
+}
+
+// The statuses a payment can have once captured.
+const capturedStatuses: ReadonlySet<string> = new Set(['CAPTURED', 'PARTIALLY_REFUNDED', 'REFUNDED']);
+
+// inconclusive is the error of a lookup whose answer cannot tell whether the
+// operation was made.
+function inconclusive(op: PendingOperation, why: string): CMPayError {
+  return new CMPayError(`the lookup cannot tell whether the operation was made: ${why}`, {
+    code: 'LOOKUP_INCONCLUSIVE',
+    idempotencyKey: op.idempotencyKey,
+  });
+}
+
+// lookupFailed says why a stale operation stays stored: its lookup failed,
+// and it is not sent blindly, since the server may have forgotten its key.
+function lookupFailed(op: PendingOperation, err: unknown): CMPayError {
+  const e = err instanceof CMPayError ? err : new CMPayError(String(err), { code: 'CLIENT_ERROR', cause: err });
+  e.message =
+    `${op.operation} stored at ${op.startedAt} (older than the key TTL) could not be looked up, so it stays stored ` +
+    `and was not sent again: ${e.message}`;
+  e.idempotencyKey = op.idempotencyKey;
+  e.pending = true;
+  return e;
 }
 
 function aborted(signal: AbortSignal | undefined, cause: unknown): AbortedError {

@@ -5,15 +5,39 @@
 // before it leaves.
 import type { Operation, PendingOperation } from './types.js';
 
-/** canonicalAmount writes a decimal amount without leading or trailing zeros: "10.50", 10.5 and "010.5" are "10.5". */
+/**
+ * canonicalAmount writes a decimal amount by its value, reduced, as the
+ * server compares amounts: "10.50", 10.5, "010.5", "+10.50" and "1.05e1" are
+ * all "10.5". It reads what the server's parser reads (an optional sign,
+ * digits with at most one point, an optional exponent); anything else is
+ * returned trimmed, as written, and so equals only itself.
+ */
 export function canonicalAmount(a: unknown): string | null {
   if (a === undefined || a === null) return null;
   const s = String(a).trim();
-  const m = /^(\d*)(?:\.(\d*))?$/.exec(s);
-  if (!m || (m[1] === '' && !m[2])) return s;
-  const int = m[1].replace(/^0+/, '') || '0';
-  const frac = (m[2] ?? '').replace(/0+$/, '');
-  return frac ? `${int}.${frac}` : int;
+  const m = /^([+-]?)(\d*)(?:\.(\d*))?(?:[eE]([+-]?\d+))?$/.exec(s);
+  if (!m || (m[2] === '' && !m[3])) return s;
+  const [, sign, int, frac = '', exp = '0'] = m;
+  // The value is coefficient × 10^exponent, the coefficient without the
+  // zeros that do not change it.
+  let digits = (int + frac).replace(/^0+/, '');
+  if (digits === '') return '0';
+  let exponent = Number(exp) - frac.length;
+  const trailing = digits.length - digits.replace(/0+$/, '').length;
+  digits = digits.slice(0, digits.length - trailing);
+  exponent += trailing;
+  const neg = sign === '-' ? '-' : '';
+  // Amounts far beyond any currency's range stay in exponent form: equal
+  // values still write alike, without building a huge string.
+  if (!Number.isSafeInteger(exponent) || Math.abs(exponent) > 64) return `${neg}${digits}e${exponent}`;
+  if (exponent >= 0) return `${neg}${digits}${'0'.repeat(exponent)}`;
+  const point = digits.length + exponent;
+  return point > 0 ? `${neg}${digits.slice(0, point)}.${digits.slice(point)}` : `${neg}0.${'0'.repeat(-point)}${digits}`;
+}
+
+/** canonicalClientId is a client id as the server keeps it: in Unicode NFC, so "café" typed decomposed is the same client. */
+export function canonicalClientId(v: unknown): string | null {
+  return v === undefined || v === null ? null : String(v).normalize('NFC');
 }
 
 // The fields of each operation's parameters, by their differingFields names,
@@ -26,7 +50,7 @@ const capture: Canon = (v) => (v === undefined || v === null ? true : v);
 
 const fields: Record<Operation, Record<string, Canon>> = {
   CREATE_PAYMENT: {
-    clientId: id,
+    clientId: canonicalClientId,
     amount: canonicalAmount,
     currency: upper,
     method: same,

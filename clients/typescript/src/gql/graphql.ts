@@ -165,7 +165,7 @@ export type PaymentsByKeyQueryVariables = Exact<{
 }>;
 
 
-export type PaymentsByKeyQuery = { payments: { edges: Array<{ node: { id: string, clientId: string, amount: string, currency: string, method: PaymentMethod, idempotencyKey: string, createdAt: string, replayCount: number, rejectedCount: number, attemptCount: number, status: PaymentStatus, capturedAmount: string, refundedAmount: string, refundCount: number, capturedAt: string | null, canceledAt: string | null, processor: string, processorReference: string | null, declineCode: string | null, pendingOperation: Operation | null, processorCallCount: number, paidAt: string | null, expiredAt: string | null, refunds: Array<{ id: string, paymentId: string, amount: string, reason: string | null, idempotencyKey: string, createdAt: string, status: RefundStatus, failureCode: string | null }>, nextAction: { type: NextActionType, pixCode: string | null, boletoLine: string | null, hostedUrl: string | null, expiresAt: string } | null } }> } };
+export type PaymentsByKeyQuery = { payments: { edges: Array<{ node: { id: string, clientId: string, amount: string, currency: string, method: PaymentMethod, idempotencyKey: string, createdAt: string, replayCount: number, rejectedCount: number, attemptCount: number, status: PaymentStatus, capturedAmount: string, refundedAmount: string, refundCount: number, capturedAt: string | null, canceledAt: string | null, processor: string, processorReference: string | null, declineCode: string | null, pendingOperation: Operation | null, processorCallCount: number, paidAt: string | null, expiredAt: string | null, refunds: Array<{ id: string, paymentId: string, amount: string, reason: string | null, idempotencyKey: string, createdAt: string, status: RefundStatus, failureCode: string | null }>, nextAction: { type: NextActionType, pixCode: string | null, boletoLine: string | null, hostedUrl: string | null, expiresAt: string } | null } }>, pageInfo: { hasNextPage: boolean } } };
 
 export type PaymentAttemptsQueryVariables = Exact<{
   id: string | number;
@@ -548,6 +548,9 @@ export const PaymentsByKeyDocument = new TypedDocumentString(`
         ...PaymentFields
       }
     }
+    pageInfo {
+      hasNextPage
+    }
   }
 }
     fragment RefundFields on Refund {
@@ -599,7 +602,7 @@ export const PaymentAttemptsDocument = new TypedDocumentString(`
     query PaymentAttempts($id: ID!) {
   payment(id: $id) {
     ...PaymentFields
-    attempts {
+    attempts(last: 100) {
       operation
       idempotencyKey
       outcome

@@ -1,8 +1,8 @@
 // Where a key could be lost or outlived, against the real server: an
-// operation resumed after the server forgot its key, an answer that says
-// nothing about the operation after one that was lost, two customers'
-// equal payments in one Node.js process, and a settled operation that
-// storage failed to remove.
+// operation resumed while the server holds its key and after it forgot it,
+// an answer that says nothing about the operation after one that was lost,
+// two customers' equal payments in one Node.js process, and a settled
+// operation that storage failed to remove.
 import { mkdtempSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
@@ -79,23 +79,27 @@ describe("after the server's IDEMPOTENCY_KEY_TTL", () => {
     new CMPayClient({ url, token, storage, subscriber: noEvents, retry: { baseDelayMs: 1, maxAttempts: 2 }, ...opts });
 
   test('what was made under a stored key is found, not made again; only a create nobody made is made', async () => {
-    // 1. A create whose every answer was lost; the next page does not know the server's TTL.
-    const lost = { storage: memoryStorage(), input: input() };
-    await page(lost.storage, { fetch: losingFirst(2) }).createPayment(lost.input).catch(() => undefined);
-    // 2. The same, resumed by a page that knows the TTL: the stale path.
+    // 1. A create whose every answer was lost, and 2. the same written as
+    // the server reads it but not as it answers it: a client id typed
+    // decomposed (the server keeps NFC), an amount with a sign and an exponent.
     const lostKnown = { storage: memoryStorage(), input: input() };
     await page(lostKnown.storage, { fetch: losingFirst(2) }).createPayment(lostKnown.input).catch(() => undefined);
-    // 3. A create that never reached the server.
+    const lost = { storage: memoryStorage(), input: input({ clientId: `${run}-cafe\u0301-${++n}`, amount: '+1.05e1' }) };
+    await page(lost.storage, { fetch: losingFirst(2) }).createPayment(lost.input).catch(() => undefined);
+    // 3. A create with a NUL in its client id: no payment can have one.
+    const nul = { storage: memoryStorage(), input: input({ clientId: `${run}-nul\u0000-${++n}` }) };
+    await page(nul.storage, { fetch: losingFirst(2) }).createPayment(nul.input).catch(() => undefined);
+    // 4. A create that never reached the server.
     const never = { storage: memoryStorage(), input: input() };
     await page(never.storage, { fetch: () => Promise.reject(new TypeError('offline')) }).createPayment(never.input).catch(() => undefined);
-    // 4. A refund whose answer was lost, and 5. one that never reached the server.
+    // 5. A refund whose answer was lost, and 6. one that never reached the server.
     const refunds = { storage: memoryStorage(), input: input() };
     const paid = await page(memoryStorage()).createPayment(refunds.input);
     await page(refunds.storage, { fetch: losingFirst(2) }).refundPayment({ paymentId: paid.payment.id, amount: '1' }).catch(() => undefined);
     await page(refunds.storage, { fetch: () => Promise.reject(new TypeError('offline')) })
       .refundPayment({ paymentId: paid.payment.id, amount: '2' })
       .catch(() => undefined);
-    for (const s of [lost, lostKnown, never]) expect(s.storage.load()).toHaveLength(1);
+    for (const s of [lost, lostKnown, never, nul]) expect(s.storage.load()).toHaveLength(1);
     const keyOf = new Map([lost, lostKnown, never].map((s) => [s, s.storage.load()[0].idempotencyKey]));
     expect(refunds.storage.load()).toHaveLength(2);
 
@@ -103,11 +107,15 @@ describe("after the server's IDEMPOTENCY_KEY_TTL", () => {
     const since = Date.now();
     await expect.poll(() => Date.now() - since, { timeout: ttlMs * 3, interval: 100 }).toBeGreaterThan(ttlMs + 500);
 
-    const [a] = await page(lost.storage).resumePending();
-    expect(a).toMatchObject({ settled: true, result: { replayed: true } });
     const ttl = { idempotencyKeyTTL: `${ttlMs}ms` };
+    const [a] = await page(lost.storage, ttl).resumePending();
+    expect(a.error).toBeUndefined();
+    expect(a).toMatchObject({ settled: true, result: { replayed: true, payment: { amount: '10.50' } } });
     const [b] = await page(lostKnown.storage, ttl).resumePending();
     expect(b).toMatchObject({ settled: true, result: { replayed: true } });
+    const [z] = await page(nul.storage, ttl).resumePending();
+    expect(z).toMatchObject({ settled: true, error: { code: 'BAD_USER_INPUT' } });
+    expect(nul.storage.load()).toEqual([]);
     const [c] = await page(never.storage, ttl).resumePending();
     expect(c).toMatchObject({ settled: true, result: { replayed: false } });
     const [made, notMade] = await page(refunds.storage, ttl).resumePending();
@@ -116,11 +124,64 @@ describe("after the server's IDEMPOTENCY_KEY_TTL", () => {
     expect(notMade).toMatchObject({ settled: true, error: { pending: false } });
 
     for (const s of [lost, lostKnown, never]) {
-      expect((await madeFor(s.input.clientId)).map((p) => p.idempotencyKey)).toEqual([keyOf.get(s)]);
+      expect((await madeFor(s.input.clientId.normalize('NFC'))).map((p) => p.idempotencyKey)).toEqual([keyOf.get(s)]);
       expect(s.storage.load()).toEqual([]);
     }
     const [refunded] = await madeFor(refunds.input.clientId);
     expect(refunded.refunds).toHaveLength(1);
+  });
+});
+
+describe('a stored operation whose key the server still holds is sent again, and its answer is the replay', () => {
+  // One try, so that the lost answer leaves the operation stored.
+  const once = { retry: { baseDelayMs: 1, maxAttempts: 1 } };
+
+  test('a create written otherwise than the server answers it (NFD client id, +10.50, 1.05e1) is replayed', async () => {
+    for (const over of [{ clientId: `${run}-cafe\u0301-${++n}` }, { amount: '+10.50' }, { amount: '1.05e1' }]) {
+      const storage = memoryStorage();
+      const i = input(over);
+      const err = await client({ storage, fetch: losingFirst(1), ...once }).createPayment(i).catch((e: unknown) => e);
+      expect(err).toMatchObject({ pending: true });
+      expect(await paymentsOf(i.clientId.normalize('NFC'))).toHaveLength(1);
+
+      const [resumed] = await client({ storage, ...once }).resumePending();
+      expect(resumed.error, JSON.stringify(over)).toBeUndefined();
+      expect(resumed).toMatchObject({ settled: true, result: { replayed: true } });
+      expect(await paymentsOf(i.clientId.normalize('NFC'))).toHaveLength(1);
+    }
+  });
+
+  test('a refund of a payment replayed 5,100 times is resumed: no list of its attempts is read', async () => {
+    const url = inject('graphqlUrl');
+    const headers = { Authorization: `Bearer ${inject('token')}`, 'Content-Type': 'application/json' };
+    const i = input();
+    const made = await client().createPayment(i, { idempotencyKey: `${run}-many` });
+    // 5,100 replays of the create's key, 100 to a request.
+    const aliases = Array.from({ length: 100 }, (_, k) =>
+      `a${k}: createPayment(input: {clientId: ${JSON.stringify(i.clientId)}, amount: "10.00", currency: "BRL", method: CREDIT_CARD}, idempotencyKey: "${run}-many") { replayed }`,
+    ).join('\n');
+    for (let k = 0; k < 51; k++) {
+      const res = await fetch(url, { method: 'POST', headers, body: JSON.stringify({ query: `mutation { ${aliases} }` }) });
+      const body = (await res.json()) as { errors?: unknown[] };
+      expect(body.errors, JSON.stringify(body.errors)).toBeUndefined();
+    }
+    const storage = memoryStorage();
+    const err = await client({ storage, fetch: losingFirst(1), ...once }).refundPayment({ paymentId: made.payment.id, amount: '1' }).catch((e: unknown) => e);
+    expect(err).toMatchObject({ pending: true });
+
+    const [resumed] = await client({ storage, ...once }).resumePending();
+    expect(resumed.error?.code, resumed.error?.message).toBeUndefined();
+    expect(resumed).toMatchObject({ settled: true, result: { replayed: true } });
+  }, 60_000);
+
+  test('a create with a NUL in its client id settles on the server\'s answer, whatever the payments filter makes of it', async () => {
+    const storage = memoryStorage();
+    const i = input({ clientId: `${run}-nul\u0000-${++n}` });
+    const err = await client({ storage, fetch: losingFirst(1), ...once }).createPayment(i).catch((e: unknown) => e);
+    expect(err).toMatchObject({ pending: true });
+    const [resumed] = await client({ storage, ...once }).resumePending();
+    expect(resumed, `${resumed.error?.code} ${resumed.error?.message}`).toMatchObject({ settled: true });
+    expect(storage.load()).toEqual([]);
   });
 });
 

@@ -4,7 +4,9 @@ import {
   CMPayError,
   ExpiredOperationError,
   KeyReusedError,
+  ProcessorRefusedError,
   StorageError,
+  canonicalAmount,
   indexedDBStorage,
   UnavailableError,
   WaitTimeoutError,
@@ -33,9 +35,6 @@ function client(storage: PendingStorage, transport: Transport, extra: Partial<Co
 
 const created = (key: string, over = {}) => ok({ createPayment: { payment: payment({ idempotencyKey: key, ...over }), replayed: false } });
 const down: Step[] = [new TypeError('offline'), new TypeError('offline')];
-// What resumePending reads first for a stored create, and for a payment's other operations.
-const noneByKey = ok({ payments: { edges: [] } });
-const attemptsOf = (over: Record<string, unknown> = {}, attempts: unknown[] = []) => ok({ payment: { ...payment(over), attempts } });
 
 describe('resuming after a restart', () => {
   test('an operation left without an answer is resumed by the next client with its own key', async () => {
@@ -47,34 +46,35 @@ describe('resuming after a restart', () => {
     expect(stored).toMatchObject({ operation: 'CREATE_PAYMENT', params: input });
 
     // The page reloads: a new client, the same storage.
-    const transport = scriptedTransport([noneByKey, created(stored.idempotencyKey)]);
+    const transport = scriptedTransport([created(stored.idempotencyKey)]);
     const second = client(storage, transport);
     expect(second.pending()).toEqual([stored]);
     const [outcome] = await second.resumePending();
     expect(outcome).toMatchObject({ settled: true, result: { idempotencyKey: stored.idempotencyKey, settled: true } });
-    expect(transport.requests[0]).toMatchObject({ operationName: 'PaymentsByKey', variables: { idempotencyKey: stored.idempotencyKey } });
-    expect(transport.requests[1].variables).toMatchObject({ idempotencyKey: stored.idempotencyKey, input });
+    expect(transport.requests.map((q) => q.operationName)).toEqual(['CreatePayment']);
+    expect(transport.requests[0].variables).toMatchObject({ idempotencyKey: stored.idempotencyKey, input });
     expect(second.pending()).toEqual([]);
     expect(storage.load()).toEqual([]);
   });
 
-  test('a resumed operation made by an earlier try is found and settled without sending it again', async () => {
+  test('a resumed operation whose key the server holds is not judged here: the replay is the answer', async () => {
     const storage = memoryStorage();
     await storage.put({ operation: 'CREATE_PAYMENT', idempotencyKey: 'k-made', params: input, startedAt: '2026-12-04T09:59:00.000Z' });
-    const transport = scriptedTransport([ok({ payments: { edges: [{ node: payment({ id: 'p-made', idempotencyKey: 'k-made' }) }] } })]);
+    const transport = scriptedTransport([ok({ createPayment: { payment: payment({ id: 'p-made', idempotencyKey: 'k-made' }), replayed: true } })]);
     const [outcome] = await client(storage, transport).resumePending();
     expect(outcome).toMatchObject({ settled: true, result: { replayed: true, payment: { id: 'p-made' } } });
-    expect(transport.requests.map((q) => q.operationName)).toEqual(['PaymentsByKey']);
+    expect(transport.requests.map((q) => q.operationName)).toEqual(['CreatePayment']);
     expect(storage.load()).toEqual([]);
   });
 
-  test('a resume whose token cannot read sends a fresh operation anyway: its key is still held', async () => {
+  test("a resumed capture the processor refused is the server's PROCESSOR_REFUSED, and settles", async () => {
     const storage = memoryStorage();
-    await storage.put({ operation: 'CREATE_PAYMENT', idempotencyKey: 'k-w', params: input, startedAt: '2026-12-04T09:59:00.000Z' });
-    const transport = scriptedTransport([gqlError('payments', 'FORBIDDEN'), created('k-w')]);
+    await storage.put({ operation: 'CAPTURE_PAYMENT', idempotencyKey: 'cap-q', params: { paymentId: 'p1' }, startedAt: '2026-12-04T09:59:00.000Z' });
+    const transport = scriptedTransport([gqlError('capturePayment', 'PROCESSOR_REFUSED', { processorCode: 'charge_already_refunded' }, 402)]);
     const [outcome] = await client(storage, transport).resumePending();
-    expect(outcome).toMatchObject({ settled: true, result: { replayed: false } });
-    expect(transport.requests.map((q) => q.operationName)).toEqual(['PaymentsByKey', 'CreatePayment']);
+    expect(outcome.result).toBeUndefined();
+    expect(outcome).toMatchObject({ settled: true, error: { code: 'PROCESSOR_REFUSED', processorCode: 'charge_already_refunded' } });
+    expect(storage.load()).toEqual([]);
   });
 
   test('the same payment entered again after a reload reuses the stored key, whatever the amount is written as', async () => {
@@ -99,6 +99,26 @@ describe('resuming after a restart', () => {
     expect(keys(storage.load())).toEqual([stored.idempotencyKey]);
   });
 
+  test("a caller's key stored with the same client id in another Unicode form is that operation", async () => {
+    const storage = memoryStorage();
+    await storage.put({ operation: 'CREATE_PAYMENT', idempotencyKey: 'order-8', params: { ...input, clientId: 'cafe\u0301' }, startedAt: '2026-12-04T09:59:00.000Z' });
+    const transport = scriptedTransport([created('order-8', { clientId: 'caf\u00e9' })]);
+    const r = await client(storage, transport).createPayment({ ...input, clientId: 'caf\u00e9', amount: '+1050e-2' }, { idempotencyKey: 'order-8' });
+    expect(r.idempotencyKey).toBe('order-8');
+  });
+
+  test('amounts are compared by value, as the server reads them', () => {
+    for (const [a, b] of [['10.50', '10.5'], ['+10.50', '10.5'], ['1.05e1', '10.5'], ['1050E-2', '10.5'], ['0.105e+2', '10.5'], ['1e3', '1000'], ['.5', '0.5'], ['5.', '5'], ['0.00', '0'], ['1e-3', '0.001']] as const) {
+      expect(canonicalAmount(a), a).toBe(b);
+    }
+    expect(canonicalAmount(10.5)).toBe('10.5');
+    expect(canonicalAmount('1e999999')).toBe('1e999999');
+    expect(canonicalAmount('1e999999')).toBe(canonicalAmount('10e999998'));
+    expect(canonicalAmount('-10.5')).toBe('-10.5');
+    expect(canonicalAmount('ten')).toBe('ten');
+    expect(canonicalAmount(null)).toBeNull();
+  });
+
   test("a caller's key stored for other parameters is refused before anything is sent", async () => {
     const storage = memoryStorage();
     await client(storage, scriptedTransport([...down])).createPayment(input, { idempotencyKey: 'order-7' }).catch(() => undefined);
@@ -114,13 +134,11 @@ describe('resuming after a restart', () => {
     await storage.put({ operation: 'REFUND_PAYMENT', idempotencyKey: 'r', params: { paymentId: 'p1', amount: '1' }, startedAt: '2026-12-04T10:00:02.000Z' });
     await storage.put({ operation: 'CAPTURE_PAYMENT', idempotencyKey: 'c', params: { paymentId: 'p1' }, startedAt: '2026-12-04T10:00:01.000Z' });
     const transport = scriptedTransport([
-      attemptsOf({ id: 'p1', status: 'AUTHORIZED' }),
       ok({ capturePayment: { payment: payment({ id: 'p1' }), replayed: true } }),
-      attemptsOf({ id: 'p1' }),
       gqlError('refundPayment', 'AMOUNT_EXCEEDS_AVAILABLE', { available: '0.00' }),
     ]);
     const out = await client(storage, transport).resumePending();
-    expect(transport.requests.map((q) => q.operationName)).toEqual(['PaymentAttempts', 'CapturePayment', 'PaymentAttempts', 'RefundPayment']);
+    expect(transport.requests.map((q) => q.operationName)).toEqual(['CapturePayment', 'RefundPayment']);
     expect(out.map((o) => [o.pending.idempotencyKey, o.settled, o.error?.code ?? 'ok'])).toEqual([
       ['c', true, 'ok'],
       ['r', true, 'AMOUNT_EXCEEDS_AVAILABLE'],
@@ -136,9 +154,8 @@ describe('resuming after a restart', () => {
     const transport = scriptedTransport([
       async () => {
         await gate;
-        return noneByKey;
+        return created('k1');
       },
-      created('k1'),
     ]);
     const c = client(storage, transport, { joinByParameters: true });
     const resumed = c.resumePending();
@@ -146,7 +163,7 @@ describe('resuming after a restart', () => {
     release();
     const [[outcome], r] = await Promise.all([resumed, entered]);
     expect(outcome.result?.payment.id).toBe(r.payment.id);
-    expect(transport.requests.map((q) => q.operationName)).toEqual(['PaymentsByKey', 'CreatePayment']);
+    expect(transport.requests.map((q) => q.operationName)).toEqual(['CreatePayment']);
   });
 });
 
@@ -260,6 +277,49 @@ describe('a double click', () => {
     expect([a.replayed, b.replayed]).toEqual([false, false]);
   });
 
+  test('a payment another tab settled is not joined: the same parameters later are a new payment', async () => {
+    // Two tabs share one IndexedDB: here one memoryStorage, joinByParameters on.
+    const storage = memoryStorage();
+    await storage.put({ operation: 'CREATE_PAYMENT', idempotencyKey: 'k-first', params: input, startedAt: '2026-12-04T09:59:00.000Z' });
+    const made = payment({ id: 'p-first', idempotencyKey: 'k-first' });
+    const tabA = client(storage, scriptedTransport([ok({ createPayment: { payment: made, replayed: true } })]), { joinByParameters: true });
+    const bRequests = scriptedTransport([
+      (req) => ok({ createPayment: { payment: payment({ idempotencyKey: String(req.variables.idempotencyKey) }), replayed: req.variables.idempotencyKey === 'k-first' } }),
+    ]);
+    const tabB = client(storage, bRequests, { joinByParameters: true, newKey: () => 'k-second' });
+    await tabB.ready;
+    // Tab A resumes and settles the first payment; storage no longer holds it.
+    const [a] = await tabA.resumePending();
+    expect(a.settled).toBe(true);
+    expect(storage.load()).toEqual([]);
+    // Later, in tab B, the shopper buys the same thing again.
+    const second = await tabB.createPayment(input);
+    expect(bRequests.requests[0].variables.idempotencyKey, "tab B sent the settled payment's key: it gets the first payment back").not.toBe('k-first');
+    expect(second.replayed).toBe(false);
+  });
+
+  test("a payment another tab stored and has not settled is joined: it is still the shopper's first click", async () => {
+    const storage = memoryStorage();
+    await storage.put({ operation: 'CREATE_PAYMENT', idempotencyKey: 'k-first', params: input, startedAt: '2026-12-04T09:59:00.000Z' });
+    const tabB = client(storage, scriptedTransport([created('k-first', { replayed: true })]), { joinByParameters: true });
+    const r = await tabB.createPayment(input);
+    expect(r).toMatchObject({ idempotencyKey: 'k-first' });
+  });
+
+  test("storage that fails to be read again before joining another tab's operation: nothing is sent", async () => {
+    const mem = memoryStorage();
+    await mem.put({ operation: 'CREATE_PAYMENT', idempotencyKey: 'k-first', params: input, startedAt: '2026-12-04T09:59:00.000Z' });
+    let loads = 0;
+    const storage: PendingStorage = { ...mem, load: () => (++loads > 1 ? Promise.reject(new Error('IndexedDB closed')) : mem.load()) };
+    const transport = scriptedTransport([]);
+    const tabB = client(storage, transport, { joinByParameters: true });
+    await tabB.ready;
+    const err = await tabB.createPayment(input).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(StorageError);
+    expect(err).toMatchObject({ code: 'STORAGE_LOAD_FAILED' });
+    expect(transport.requests).toEqual([]);
+  });
+
   test('indexedDBStorage joins by default, memory and file storage do not, and the option decides over both', () => {
     expect(indexedDBStorage({ name: 'cmpay-join-default' }).singleUser).toBe(true);
     expect(memoryStorage().singleUser).toBeUndefined();
@@ -283,7 +343,7 @@ describe('an answer that does not judge the operation (a 401, a proxy 403)', () 
     test(`${name} on a stored operation's resume keeps it stored`, async () => {
       const storage = memoryStorage();
       await storage.put({ operation: 'CREATE_PAYMENT', idempotencyKey: 'k9', params: input, startedAt: '2026-12-04T10:00:00.000Z' });
-      const [outcome] = await client(storage, scriptedTransport([noneByKey, answer])).resumePending();
+      const [outcome] = await client(storage, scriptedTransport([answer])).resumePending();
       expect(outcome).toMatchObject({ settled: false, error: { pending: true } });
       expect(keys(storage.load())).toEqual(['k9']);
     });
@@ -418,6 +478,92 @@ describe("an operation older than the server's key TTL", () => {
     expect(made).toMatchObject({ settled: true, result: { replayed: true, payment: { id: 'p1' } } });
     expect(lost).toMatchObject({ settled: true, result: { replayed: false, payment: { id: 'p2' } } });
     expect(transport.requests.map((r) => r.operationName)).toEqual(['PaymentAttempts', 'PaymentAttempts', 'CapturePayment']);
+  });
+
+  test('a create is found as the server made it: client id in NFC, amount by value whatever its sign or exponent', async () => {
+    for (const params of [{ ...input, clientId: 'cafe\u0301' }, { ...input, amount: '+10.50' }, { ...input, amount: '1.05e1' }, { ...input, amount: '1050E-2' }]) {
+      const storage = memoryStorage();
+      await storage.put({ operation: 'CREATE_PAYMENT', idempotencyKey: 'old-n', params, startedAt: old });
+      const transport = scriptedTransport([found([payment({ id: 'p-n', idempotencyKey: 'old-n', clientId: params.clientId.normalize('NFC') })])]);
+      const [outcome] = await client(storage, transport).resumePending();
+      expect(outcome.error, JSON.stringify(params)).toBeUndefined();
+      expect(outcome).toMatchObject({ settled: true, result: { replayed: true, payment: { id: 'p-n' } } });
+      expect(transport.requests[0].variables.clientId).toBe(params.clientId.normalize('NFC'));
+    }
+  });
+
+  test('a capture or cancel whose attempt is APPLIED but whose effect the payment lacks was refused: PROCESSOR_REFUSED', async () => {
+    const storage = memoryStorage();
+    await storage.put({ operation: 'CAPTURE_PAYMENT', idempotencyKey: 'cap-q', params: { paymentId: 'p1' }, startedAt: old });
+    await storage.put({ operation: 'CANCEL_PAYMENT', idempotencyKey: 'can-q', params: { paymentId: 'p2' }, startedAt: '2026-12-02T10:00:01.000Z' });
+    // What the server answers after a capture the processor refused (the
+    // payment was canceled at the processor meanwhile), and after a cancel it
+    // refused (the payment is still AUTHORIZED): the attempt APPLIED, nothing pending.
+    const transport = scriptedTransport([
+      withAttempts({ id: 'p1', status: 'CANCELED', capturedAmount: '0.00', capturedAt: null, canceledAt: old, pendingOperation: null }, [
+        { operation: 'CREATE_PAYMENT', idempotencyKey: 'k', outcome: 'CREATED' },
+        { operation: 'CAPTURE_PAYMENT', idempotencyKey: 'cap-q', outcome: 'APPLIED' },
+      ]),
+      withAttempts({ id: 'p2', status: 'AUTHORIZED', capturedAmount: '0.00', capturedAt: null, pendingOperation: null }, [
+        { operation: 'CANCEL_PAYMENT', idempotencyKey: 'can-q', outcome: 'APPLIED' },
+      ]),
+    ]);
+    const out = await client(storage, transport).resumePending();
+    for (const o of out) {
+      expect(o.result, `${o.pending.operation} refused by the processor answered as a result`).toBeUndefined();
+      expect(o.error).toBeInstanceOf(ProcessorRefusedError);
+      expect(o).toMatchObject({ settled: true, error: { code: 'PROCESSOR_REFUSED', pending: false } });
+    }
+    expect(transport.requests.map((r) => r.operationName)).toEqual(['PaymentAttempts', 'PaymentAttempts']);
+    // The newest attempts only: a payment may have thousands.
+    expect(transport.requests[0].query).toContain('attempts(last: 100)');
+    expect(storage.load()).toEqual([]);
+  });
+
+  test('a capture still waiting for the processor under its key is a replay, not settled', async () => {
+    const storage = memoryStorage();
+    await storage.put({ operation: 'CAPTURE_PAYMENT', idempotencyKey: 'cap-w', params: { paymentId: 'p1' }, startedAt: old });
+    const transport = scriptedTransport([
+      withAttempts({ id: 'p1', status: 'AUTHORIZED', pendingOperation: 'CAPTURE_PAYMENT' }, [
+        { operation: 'CAPTURE_PAYMENT', idempotencyKey: 'cap-w', outcome: 'APPLIED' },
+      ]),
+    ]);
+    const [outcome] = await client(storage, transport).resumePending();
+    expect(outcome).toMatchObject({ settled: false, result: { replayed: true, settled: false } });
+    expect(keys(storage.load())).toEqual(['cap-w']);
+  });
+
+  test('a lookup the server refuses (BAD_USER_INPUT, a list too long) keeps the operation stored, says why, sends nothing', async () => {
+    for (const [code, field] of [['BAD_USER_INPUT', 'payments'], ['COMPLEXITY_LIMIT_EXCEEDED', 'payments']]) {
+      const storage = memoryStorage();
+      await storage.put({ operation: 'CREATE_PAYMENT', idempotencyKey: 'old-6', params: input, startedAt: old });
+      const transport = scriptedTransport([gqlError(field, code)]);
+      const [outcome] = await client(storage, transport).resumePending();
+      expect(outcome).toMatchObject({ settled: false, error: { code, pending: true, idempotencyKey: 'old-6' } });
+      expect(outcome.error?.message).toMatch(/stays stored and was not sent again/);
+      expect(transport.requests.map((r) => r.operationName)).toEqual(['PaymentsByKey']);
+      expect(keys(storage.load())).toEqual(['old-6']);
+    }
+  });
+
+  test('a create whose client id has a NUL, which the server never stores, is sent: its refusal settles it', async () => {
+    const storage = memoryStorage();
+    await storage.put({ operation: 'CREATE_PAYMENT', idempotencyKey: 'old-8', params: { ...input, clientId: 'c\u0000' }, startedAt: old });
+    const transport = scriptedTransport([gqlError('createPayment', 'BAD_USER_INPUT', { field: 'clientId' })]);
+    const [outcome] = await client(storage, transport).resumePending();
+    expect(outcome).toMatchObject({ settled: true, error: { code: 'BAD_USER_INPUT', pending: false } });
+    expect(transport.requests.map((r) => r.operationName)).toEqual(['CreatePayment']);
+    expect(storage.load()).toEqual([]);
+  });
+
+  test('more payments under the key than one answer lists, none of them this one: inconclusive, kept stored', async () => {
+    const storage = memoryStorage();
+    await storage.put({ operation: 'CREATE_PAYMENT', idempotencyKey: 'old-7', params: input, startedAt: old });
+    const other = payment({ idempotencyKey: 'old-7', amount: '99.00' });
+    const transport = scriptedTransport([ok({ payments: { edges: [{ node: other }], pageInfo: { hasNextPage: true } } })]);
+    const [outcome] = await client(storage, transport).resumePending();
+    expect(outcome).toMatchObject({ settled: false, error: { code: 'LOOKUP_INCONCLUSIVE', pending: true } });
+    expect(keys(storage.load())).toEqual(['old-7']);
   });
 
   test('a key found on a payment with other parameters is IDEMPOTENCY_KEY_REUSED, and settles', async () => {
