@@ -2,10 +2,8 @@ package payments
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/cmpay/cmpay/processor"
@@ -66,20 +64,7 @@ func (s *Service) CheckAuthorizations(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("claim authorizations to read: %w", err)
 	}
-	var mu sync.Mutex
-	var errs []error
-	var wg sync.WaitGroup
-	for _, id := range ids {
-		wg.Go(func() {
-			if err := s.checkAuthorization(ctx, id); err != nil {
-				mu.Lock()
-				defer mu.Unlock()
-				errs = append(errs, fmt.Errorf("authorization %s: %w", id, err))
-			}
-		})
-	}
-	wg.Wait()
-	return len(ids), errors.Join(errs...)
+	return len(ids), atOnce(ids, authCheckBatch, "authorization", func(id string) error { return s.checkAuthorization(ctx, id) })
 }
 
 // checkAuthorization reads claimed payment id from its processor as a READ

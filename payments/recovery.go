@@ -45,23 +45,30 @@ func (s *Service) RecoverDue(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("claim due processor operations: %w", err)
 	}
+	return len(ids), atOnce(ids, recoverAtOnce, "operation", func(id string) error { return s.resolve(ctx, id) })
+}
+
+// atOnce runs do for each id, at most limit at a time, and joins their
+// errors, each named by what and its id: one failure must not keep the
+// others of a claim from being worked on, nor hide their failures.
+func atOnce(ids []string, limit int, what string, do func(id string) error) error {
 	var mu sync.Mutex
 	var errs []error
 	var wg sync.WaitGroup
-	slots := make(chan struct{}, recoverAtOnce)
+	slots := make(chan struct{}, limit)
 	for _, id := range ids {
 		slots <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-slots }()
-			if err := s.resolve(ctx, id); err != nil {
+			if err := do(id); err != nil {
 				mu.Lock()
 				defer mu.Unlock()
-				errs = append(errs, fmt.Errorf("operation %s: %w", id, err))
+				errs = append(errs, fmt.Errorf("%s %s: %w", what, id, err))
 			}
 		})
 	}
 	wg.Wait()
-	return len(ids), errors.Join(errs...)
+	return errors.Join(errs...)
 }
 
 // resolve makes the calls for the leased operation id and records them:

@@ -514,18 +514,7 @@ func TestStoredErrorRefundNewKeyStoredButNotSentIsSent(t *testing.T) {
 		b.clock.Advance(25 * time.Hour)
 		// The dying instance stores _a2, then stops before its refund
 		// reaches Stripe, and records nothing more.
-		conn := stripeConn(t, d, 5*time.Second).(*stripe.Connector)
-		reached := make(chan struct{})
-		dying := mustService(t, b.db.Gorm, payments.Config{KeyTTL: testTTL, Now: b.clock.Now, ProcessorTimeout: 5 * time.Second,
-			RecoveryAfter: testRecovery, Processor: diesBeforeRefund{conn, reached}})
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan error, 1)
-		go func() { _, err := dying.RecoverDue(ctx); done <- err }()
-		<-reached
-		cancel()
-		if err := <-done; err == nil {
-			t.Fatal("the dying instance recorded its send")
-		}
+		dieSendingRefund(t, b, d)
 		b.clock.Advance(time.Minute) // past its lease
 		got := recoverUntil(t, b, p.ID, storedChanges["refund"].settled)
 		if err := storedChanges["refund"].check(got, d.Ledger(p.ProcessorReference), ""); err != nil {
@@ -535,6 +524,24 @@ func TestStoredErrorRefundNewKeyStoredButNotSentIsSent(t *testing.T) {
 			t.Errorf("refund keys %q, want the first and its _a2", keys)
 		}
 	})
+}
+
+// dieSendingRefund runs one recovery round on an instance that dies as it
+// sends a refund: its call never returns, so it records nothing of it.
+func dieSendingRefund(t *testing.T, b *bundle, d *stripedouble.Double) {
+	t.Helper()
+	conn := stripeConn(t, d, 5*time.Second).(*stripe.Connector)
+	reached := make(chan struct{})
+	dying := mustService(t, b.db.Gorm, payments.Config{KeyTTL: testTTL, Now: b.clock.Now, ProcessorTimeout: 5 * time.Second,
+		RecoveryAfter: testRecovery, Processor: diesBeforeRefund{conn, reached}})
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { _, err := dying.RecoverDue(ctx); done <- err }()
+	<-reached
+	cancel()
+	if err := <-done; err == nil {
+		t.Fatal("the dying instance recorded its send")
+	}
 }
 
 // diesBeforeRefund is the Stripe connector of an instance that dies just
@@ -619,18 +626,7 @@ func TestARefundADayOldWaitsForAnUnrecordedSendToRest(t *testing.T) {
 		b, d := stripeOnTestClock(t, db, 0)
 		p := faultedRefund(t, b, d, "refund-unrecorded-send", stripedouble.ServerErrorBefore)
 		b.clock.Advance(22*time.Hour + 58*time.Minute)
-		conn := stripeConn(t, d, 5*time.Second).(*stripe.Connector)
-		reached := make(chan struct{})
-		dying := mustService(t, b.db.Gorm, payments.Config{KeyTTL: testTTL, Now: b.clock.Now, ProcessorTimeout: 5 * time.Second,
-			RecoveryAfter: testRecovery, Processor: diesBeforeRefund{conn, reached}})
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan error, 1)
-		go func() { _, err := dying.RecoverDue(ctx); done <- err }()
-		<-reached
-		cancel()
-		if err := <-done; err == nil {
-			t.Fatal("the dying instance recorded its send")
-		}
+		dieSendingRefund(t, b, d)
 		b.clock.Advance(5 * time.Minute) // a day old, its last send five minutes ago
 		if _, err := b.svc.RecoverDue(t.Context()); err != nil {
 			t.Fatal(err)
