@@ -380,14 +380,14 @@ export class CMPayClient {
 
   async #run<O extends Operation>(operation: O, params: OperationParams[O], opts: CallOptions): Promise<PaymentResult> {
     await this.ready;
-    const { op, joined } = await this.#begin({ operation, params, idempotencyKey: opts.idempotencyKey } as PendingOperation);
+    const { op, joined, staleJoin } = await this.#begin({ operation, params, idempotencyKey: opts.idempotencyKey } as PendingOperation);
     let result: PaymentResult;
     try {
       result = await this.#execute(op, opts.signal);
     } catch (err) {
       // Joined by parameters to a stale refund nobody made, which was
       // dropped: this call is a refund wanted now, under a key of its own.
-      if (err instanceof ExpiredOperationError && opts.idempotencyKey === undefined && !this.#known.has(op.idempotencyKey)) {
+      if (err instanceof ExpiredOperationError && staleJoin && !this.#known.has(op.idempotencyKey)) {
         return this.#run(operation, params, opts);
       }
       throw err;
@@ -403,7 +403,7 @@ export class CMPayClient {
   // once the key is durable.
   async #begin(
     wanted: Omit<PendingOperation, 'startedAt' | 'idempotencyKey'> & { idempotencyKey?: string },
-  ): Promise<{ op: PendingOperation; joined: boolean }> {
+  ): Promise<{ op: PendingOperation; joined: boolean; staleJoin: boolean }> {
     let held = this.#held(wanted);
     const othersJoined = held && wanted.idempotencyKey === undefined && !this.#mine(held.idempotencyKey);
     if (othersJoined || (!held && wanted.idempotencyKey !== undefined)) {
@@ -420,7 +420,7 @@ export class CMPayClient {
       // Joined: another call is making this operation right now.
       const joined = this.#starting.has(held.idempotencyKey) || this.#inflight.has(held.idempotencyKey);
       await this.#storing.get(held.idempotencyKey);
-      return { op: held, joined };
+      return { op: held, joined, staleJoin: wanted.idempotencyKey === undefined && this.#stale(held) };
     }
     const op = {
       operation: wanted.operation,
@@ -450,7 +450,7 @@ export class CMPayClient {
     this.#storing.set(key, stored);
     this.#clean.add(key);
     await stored;
-    return { op, joined: false };
+    return { op, joined: false, staleJoin: false };
   }
 
   // #announce calls onStored; should it throw, the call rejects with
