@@ -164,6 +164,8 @@ export class CMPayClient {
   readonly #onSettled?: (op: PendingOperation) => void;
   readonly #ttlMs: number;
   readonly #join: boolean;
+  // Names this client in the operations it stores or sends (sender): see #onlySender.
+  readonly #id = newIdempotencyKey();
 
   // What this client knows of storage: loaded at start, then kept in step
   // with every put and remove it makes, and read again before joining an
@@ -182,8 +184,9 @@ export class CMPayClient {
   #resuming?: Promise<ResumedOperation[]>;
   // Keys this client stored and sent only with answers that prove nothing
   // was applied: a refusal that does not judge the operation (a 401, a
-  // proxy's 403) may then forget it. A key leaves at its first try without
-  // such an answer; keys loaded from storage never enter.
+  // proxy's 403) may then forget it, if no other client sent it
+  // (#onlySender). A key leaves at its first try without such an answer;
+  // keys loaded from storage never enter.
   #clean = new Set<string>();
   // Keys settled whose removal from storage failed: never joined, and not
   // sent again by resumePending(), which tries the removal again.
@@ -285,6 +288,28 @@ export class CMPayClient {
       .map((op) => structuredClone(op));
   }
 
+  /**
+   * Forgets a stored operation for good: it is no longer joined nor sent by
+   * resumePending(). For an operation that cannot settle (a lookup that keeps
+   * failing, a refusal that never judges it) once the caller knows its fate
+   * some other way; forgetting one whose fate is unknown gives up the
+   * guarantee for it. Throws StorageError when the removal fails.
+   */
+  async discard(idempotencyKey: string): Promise<void> {
+    await this.ready;
+    const inflight = this.#inflight.get(idempotencyKey) ?? this.#storing.get(idempotencyKey);
+    if (inflight) await inflight.catch(() => undefined);
+    try {
+      await this.#storage.remove(idempotencyKey);
+    } catch (err) {
+      throw new StorageError(`could not remove the stored operation: ${String(err)}`, { code: 'STORAGE_FAILED', idempotencyKey, cause: err });
+    }
+    this.#known.delete(idempotencyKey);
+    this.#own.delete(idempotencyKey);
+    this.#clean.delete(idempotencyKey);
+    this.#settledKeys.delete(idempotencyKey);
+  }
+
   /** Creates a payment, exactly once per key however often it is retried or resumed. */
   createPayment(input: CreatePaymentInput, opts: CallOptions = {}): Promise<CreatePaymentResult> {
     return this.#run('CREATE_PAYMENT', input, opts);
@@ -355,8 +380,18 @@ export class CMPayClient {
 
   async #run<O extends Operation>(operation: O, params: OperationParams[O], opts: CallOptions): Promise<PaymentResult> {
     await this.ready;
-    const { op, joined } = await this.#begin({ operation, params, idempotencyKey: opts.idempotencyKey } as PendingOperation);
-    const result = await this.#execute(op, opts.signal);
+    const { op, joined, staleJoin } = await this.#begin({ operation, params, idempotencyKey: opts.idempotencyKey } as PendingOperation);
+    let result: PaymentResult;
+    try {
+      result = await this.#execute(op, opts.signal);
+    } catch (err) {
+      // Joined by parameters to a stale refund nobody made, which was
+      // dropped: this call is a refund wanted now, under a key of its own.
+      if (err instanceof ExpiredOperationError && staleJoin && !this.#known.has(op.idempotencyKey)) {
+        return this.#run(operation, params, opts);
+      }
+      throw err;
+    }
     // A call that joined another's operation did not make it.
     return joined ? { ...result, replayed: true } : result;
   }
@@ -368,12 +403,16 @@ export class CMPayClient {
   // once the key is durable.
   async #begin(
     wanted: Omit<PendingOperation, 'startedAt' | 'idempotencyKey'> & { idempotencyKey?: string },
-  ): Promise<{ op: PendingOperation; joined: boolean }> {
+  ): Promise<{ op: PendingOperation; joined: boolean; staleJoin: boolean }> {
     let held = this.#held(wanted);
-    if (held && wanted.idempotencyKey === undefined && !this.#mine(held.idempotencyKey)) {
+    const othersJoined = held && wanted.idempotencyKey === undefined && !this.#mine(held.idempotencyKey);
+    if (othersJoined || (!held && wanted.idempotencyKey !== undefined)) {
       // Joined by parameters to an operation another client (tab) stored:
       // only if storage still holds it. Settled there, it is done, and the
-      // same parameters are a new payment.
+      // same parameters are a new payment. A caller's key unknown here may
+      // have been stored by another client since this one loaded: that
+      // operation is joined (and looked up first when stale), never
+      // replaced with a new startedAt.
       await this.#reload();
       held = this.#held(wanted);
     }
@@ -381,13 +420,14 @@ export class CMPayClient {
       // Joined: another call is making this operation right now.
       const joined = this.#starting.has(held.idempotencyKey) || this.#inflight.has(held.idempotencyKey);
       await this.#storing.get(held.idempotencyKey);
-      return { op: held, joined };
+      return { op: held, joined, staleJoin: wanted.idempotencyKey === undefined && this.#stale(held) };
     }
     const op = {
       operation: wanted.operation,
       params: structuredClone(wanted.params),
       idempotencyKey: wanted.idempotencyKey ?? this.#newKey(),
       startedAt: new Date(this.#clock.now()).toISOString(),
+      sender: this.#id,
     } as PendingOperation;
     const key = op.idempotencyKey;
     const stored = Promise.resolve()
@@ -396,14 +436,10 @@ export class CMPayClient {
         () => {
           this.#known.set(key, op);
           this.#own.add(key);
-          this.#onStored?.(structuredClone(op));
+          this.#announce(op);
         },
-        (err: unknown) => {
-          throw new StorageError('could not store the idempotency key; nothing was sent', {
-            code: 'STORAGE_FAILED',
-            idempotencyKey: key,
-            cause: err,
-          });
+        async (err: unknown) => {
+          throw await this.#unstore(op, err);
         },
       )
       .finally(() => {
@@ -414,20 +450,60 @@ export class CMPayClient {
     this.#storing.set(key, stored);
     this.#clean.add(key);
     await stored;
-    return { op, joined: false };
+    return { op, joined: false, staleJoin: false };
+  }
+
+  // #announce calls onStored; should it throw, the call rejects with
+  // pending: the operation is stored, not sent, and joined or resumed later.
+  #announce(op: PendingOperation) {
+    try {
+      this.#onStored?.(structuredClone(op));
+    } catch (err) {
+      const e = new CMPayError(`onStored threw (${String(err)}): the operation is stored and was not sent`, {
+        code: 'ON_STORED_FAILED',
+        idempotencyKey: op.idempotencyKey,
+        cause: err,
+      });
+      e.pending = true;
+      throw e;
+    }
+  }
+
+  // #unstore answers a put that failed: the write may have reached storage
+  // anyway (a commit whose acknowledgement was lost), so the key is removed
+  // before the caller hears "nothing was sent". When that fails too, the
+  // operation stays known here as pending, unsent: a later call joins it and
+  // resumePending() sends it if storage holds it.
+  async #unstore(op: PendingOperation, err: unknown): Promise<StorageError> {
+    const key = op.idempotencyKey;
+    try {
+      await this.#storage.remove(key);
+    } catch (removeErr) {
+      this.#known.set(key, op);
+      this.#own.add(key);
+      this.#clean.delete(key);
+      const e = new StorageError(
+        `could not store the idempotency key (${String(err)}) nor remove what the write may have left (${String(removeErr)}): ` +
+          'it was not sent, and stays pending: call again with the same key (or parameters), or resumePending()',
+        { code: 'STORAGE_FAILED', idempotencyKey: key, cause: err },
+      );
+      e.pending = true;
+      return e;
+    }
+    return new StorageError('could not store the idempotency key; nothing was sent', { code: 'STORAGE_FAILED', idempotencyKey: key, cause: err });
   }
 
   // #held finds the operation a call must join: the one stored, or being
   // stored, under the caller's key (refusing other parameters under it), or
   // without a caller's key, when joining by parameters, one with the same
-  // parameters whose key the server still holds. (An operation under the
-  // caller's key is that operation whatever its age: #send looks up a stale
-  // one before sending anything.)
+  // parameters. A stale one is joined too: #send looks it up before sending
+  // anything, and answers what was made under it as a replay, or sends it
+  // renewed as this call; left stored, it would be made after this call's.
   #held(wanted: Omit<PendingOperation, 'startedAt' | 'idempotencyKey'> & { idempotencyKey?: string }) {
     const all = [...this.#known.values(), ...this.#starting.values()];
     if (wanted.idempotencyKey === undefined) {
       if (!this.#join) return undefined;
-      return all.find((op) => !this.#stale(op) && differingFields(op, wanted).length === 0);
+      return all.find((op) => differingFields(op, wanted).length === 0);
     }
     const held = all.find((op) => op.idempotencyKey === wanted.idempotencyKey);
     const differ = held ? differingFields(held, wanted) : [];
@@ -463,10 +539,34 @@ export class CMPayClient {
   #execute(op: PendingOperation, signal?: AbortSignal): Promise<PaymentResult> {
     let p = this.#inflight.get(op.idempotencyKey);
     if (!p) {
-      p = this.#send(op, signal).finally(() => this.#inflight.delete(op.idempotencyKey));
+      p = this.#claim(op)
+        .then((claimed) => this.#send(claimed, signal))
+        .finally(() => this.#inflight.delete(op.idempotencyKey));
       this.#inflight.set(op.idempotencyKey, p);
     }
     return p;
+  }
+
+  // #claim names this client as the sender of an operation another client
+  // stored before sending it, so that the other client, answered with a
+  // refusal, knows a try of this one may have applied it (#onlySender).
+  // Nothing is sent when that put fails.
+  async #claim(op: PendingOperation): Promise<PendingOperation> {
+    if (op.sender === undefined || op.sender === this.#id) return op;
+    const claimed = { ...op, sender: this.#id } as PendingOperation;
+    try {
+      await this.#storage.put(claimed);
+    } catch (err) {
+      const e = new StorageError(`could not mark the stored operation as sent by this client: ${String(err)}; it was not sent`, {
+        code: 'STORAGE_FAILED',
+        idempotencyKey: op.idempotencyKey,
+        cause: err,
+      });
+      e.pending = true;
+      throw e;
+    }
+    if (this.#known.has(op.idempotencyKey)) this.#known.set(op.idempotencyKey, claimed);
+    return claimed;
   }
 
   // #send sends op until it has an answer, first looking up what was made
@@ -486,13 +586,42 @@ export class CMPayClient {
     }
     if (verdict.kind === 'final') {
       verdict.error.idempotencyKey = op.idempotencyKey;
-      // An answer that does not judge the operation (a 401, a proxy's 403)
-      // forgets it only when no earlier try can have applied it.
-      if (verdict.settles || this.#clean.has(op.idempotencyKey)) await this.#settle(op);
+      if (await this.#judged(op, verdict)) await this.#settle(op);
       else verdict.error.pending = true;
       throw verdict.error;
     }
     return this.#answer(op, verdict.data as Record<string, unknown>);
+  }
+
+  // #judged says whether a final error lets op be forgotten. CMPay's codes
+  // that judge the operation do, but NOT_FOUND on a capture, cancel or
+  // refund: the server answers it for another client's payment too (a token
+  // bound to another merchant), so it judges only a try whose token is the
+  // one that stored op. A refusal (401, 403, a proxy's 4xx) forgets op only
+  // when no try, here or in another client, can have applied it; a code
+  // CMPay does not send never does (a gateway's timeout, after it forwarded
+  // the request).
+  async #judged(op: PendingOperation, v: Extract<Answer, { kind: 'final' }>): Promise<boolean> {
+    const notFoundChange = v.error.code === 'NOT_FOUND' && op.operation !== 'CREATE_PAYMENT';
+    if (v.settles && !notFoundChange) return true;
+    if (!v.refusal && !notFoundChange) return false;
+    return this.#onlySender(op);
+  }
+
+  // #onlySender says whether this client is provably op's only sender: every
+  // try it made was answered without effect, and storage still names it as
+  // the sender (another client sending op names itself first, #claim).
+  async #onlySender(op: PendingOperation): Promise<boolean> {
+    const key = op.idempotencyKey;
+    if (!this.#clean.has(key)) return false;
+    let stored: PendingOperation[];
+    try {
+      stored = await this.#storage.load();
+    } catch {
+      return false;
+    }
+    const now = stored.find((o) => o.idempotencyKey === key);
+    return this.#clean.has(key) && (now === undefined || now.sender === this.#id);
   }
 
   // #stale says whether the server may have forgotten op's key: it was
@@ -514,9 +643,10 @@ export class CMPayClient {
     try {
       found = await this.#lookup(op, signal);
     } catch (err) {
-      // Final: the key made another payment, the payment does not exist,
-      // the processor refused the capture or cancel.
-      if (err instanceof KeyReusedError || err instanceof NotFoundError || err instanceof ProcessorRefusedError) {
+      // Final: the key made another payment, the processor refused the
+      // capture or cancel. A payment not found may be another client's
+      // (the token's binding): op stays stored.
+      if (err instanceof KeyReusedError || err instanceof ProcessorRefusedError) {
         await this.#settle(op);
         throw err;
       }
@@ -526,12 +656,12 @@ export class CMPayClient {
     if (op.operation === 'REFUND_PAYMENT') {
       await this.#settle(op);
       throw new ExpiredOperationError(
-        `the refund stored at ${op.startedAt} is older than the server's key TTL and no refund was made under its key: ` +
+        `the refund stored at ${op.startedAt} is older than nine tenths of the key TTL (idempotencyKeyTTL) and no refund was made under its key: ` +
           'it was not sent again, nothing was done; refund again if it is still wanted',
         { code: 'OPERATION_EXPIRED', idempotencyKey: op.idempotencyKey, operation: op.operation, startedAt: op.startedAt },
       );
     }
-    const renewed = { ...op, startedAt: new Date(this.#clock.now()).toISOString() } as PendingOperation;
+    const renewed = { ...op, startedAt: new Date(this.#clock.now()).toISOString(), sender: this.#id } as PendingOperation;
     try {
       await this.#storage.put(renewed);
     } catch (err) {
@@ -898,7 +1028,7 @@ function inconclusive(op: PendingOperation, why: string): CMPayError {
 function lookupFailed(op: PendingOperation, err: unknown): CMPayError {
   const e = err instanceof CMPayError ? err : new CMPayError(String(err), { code: 'CLIENT_ERROR', cause: err });
   e.message =
-    `${op.operation} stored at ${op.startedAt} (older than the key TTL) could not be looked up, so it stays stored ` +
+    `${op.operation} stored at ${op.startedAt} (older than nine tenths of the key TTL) could not be looked up, so it stays stored ` +
     `and was not sent again: ${e.message}`;
   e.idempotencyKey = op.idempotencyKey;
   e.pending = true;

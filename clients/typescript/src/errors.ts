@@ -185,8 +185,9 @@ export class UnavailableError extends CMPayError {
 }
 
 /**
- * A stored operation older than the server's key TTL (less a margin) that the
- * client did not send again: the server may have forgotten its key, nothing
+ * A stored operation older than nine tenths of idempotencyKeyTTL (the
+ * server's key TTL less a margin for clock changes) that the client did not
+ * send again: the server may have forgotten its key, nothing
  * made under the key was found, and sending it now is not known to be safe (a
  * refund a day late may follow one made another way since). Nothing was done,
  * and it left storage: make the call again if it is still wanted.

@@ -55,7 +55,7 @@ export function parseRetryAfter(value: string | null | undefined, now: number): 
 export type Verdict =
   | { kind: 'data'; data: unknown }
   | { kind: 'retry'; error: CMPayError; retryAfterMs: number | null }
-  | { kind: 'final'; error: CMPayError; settles: boolean };
+  | { kind: 'final'; error: CMPayError; settles: boolean; refusal: boolean };
 
 // The codes that settle the operation the request asked for: the server
 // judged this key or these parameters, so sending them again would get the
@@ -72,6 +72,21 @@ const settlingCodes: ReadonlySet<string> = new Set([
   'NOT_FOUND',
 ]);
 
+// The codes with which CMPay refuses a request before running it (a token
+// it does not accept, a body it cannot read, a query it does not know), and
+// a GraphQL server's own for the last two: the request applied nothing.
+// Such a refusal does not judge the operation either (an earlier try may
+// have applied it), but it proves this try did nothing.
+const refusalCodes: ReadonlySet<string> = new Set([
+  'UNAUTHENTICATED',
+  'FORBIDDEN',
+  'BAD_REQUEST',
+  'PAYLOAD_TOO_LARGE',
+  'UNSUPPORTED_MEDIA_TYPE',
+  'GRAPHQL_PARSE_FAILED',
+  'GRAPHQL_VALIDATION_FAILED',
+]);
+
 // HTTP statuses that say "not now" rather than "no": 408 timeout, 409 a
 // request with this key still executing, 425 too early, 429 too many, 5xx.
 const retryableStatus = (s: number) => s === 408 || s === 409 || s === 425 || s === 429 || s >= 500;
@@ -79,10 +94,13 @@ const retryableStatus = (s: number) => s === 408 || s === 409 || s === 425 || s 
 /**
  * judge reads one answer to a request for the root field `field`. A payload
  * in data wins over everything (a committed payment is never hidden behind an
- * error); then an error with a retryable code, or a retryable status, is
- * retried; any other error is final, and settles the operation only when
- * the server judged the operation itself (settlingCodes). With nullable, a null field without
- * errors is an answer too (a query for a payment that does not exist).
+ * error); then an error with a retryable code, any 429 or 503, or a
+ * retryable status (408, 409, 425, 5xx) with a code CMPay does not send, is
+ * retried; any other error is final. A final error settles the operation
+ * only when the server judged the operation itself (settlingCodes), and is
+ * a refusal when the request was turned away before it ran (refusalCodes, a
+ * 4xx that is not GraphQL's). With nullable, a null field without errors is
+ * an answer too (a query for a payment that does not exist).
  */
 export function judge(res: TransportResponse, field: string, now: number, nullable = false): Verdict {
   const body = res.body as { data?: Record<string, unknown> | null; errors?: GraphQLErrorBody[] } | undefined;
@@ -99,9 +117,12 @@ export function judge(res: TransportResponse, field: string, now: number, nullab
     const err = fromGraphQLError(gqlErr, res.status);
     const ext = gqlErr.extensions ?? {};
     if (typeof ext.retryAfter === 'number') retryAfterMs ??= ext.retryAfter * 1000;
-    if (retryableCodes.has(err.code) || res.status === 503) return { kind: 'retry', error: err, retryAfterMs };
-    if (err.code === 'UNKNOWN' && retryableStatus(res.status)) return { kind: 'retry', error: err, retryAfterMs };
-    return { kind: 'final', error: err, settles: settlingCodes.has(err.code) };
+    if (retryableCodes.has(err.code) || res.status === 503 || res.status === 429) return { kind: 'retry', error: err, retryAfterMs };
+    // A code CMPay does not send (a gateway's GATEWAY_TIMEOUT, a router's
+    // REQUEST_TIMEOUT) with a "not now" status is retried as if it had none.
+    const known = settlingCodes.has(err.code) || refusalCodes.has(err.code);
+    if (!known && retryableStatus(res.status)) return { kind: 'retry', error: err, retryAfterMs };
+    return { kind: 'final', error: err, settles: settlingCodes.has(err.code), refusal: refusalCodes.has(err.code) };
   }
   const code = body === undefined ? 'BAD_RESPONSE' : 'NO_DATA';
   const err = new CMPayError(`the server answered HTTP ${res.status} without ${field}`, {
@@ -111,5 +132,5 @@ export function judge(res: TransportResponse, field: string, now: number, nullab
   });
   // A 200 that is not GraphQL's (a proxy's page) may pass; a 4xx will not.
   if (retryableStatus(res.status) || res.status < 300) return { kind: 'retry', error: err, retryAfterMs };
-  return { kind: 'final', error: new CMPayError(err.message, { code, httpStatus: res.status }), settles: false };
+  return { kind: 'final', error: new CMPayError(err.message, { code, httpStatus: res.status }), settles: false, refusal: true };
 }

@@ -95,6 +95,12 @@ export type PendingOperation = {
     params: OperationParams[O];
     /** When the key was stored (RFC 3339). */
     startedAt: string;
+    /**
+     * The client (tab, process) that last stored it to send it: a client
+     * forgets an operation on an answer that does not judge it only while
+     * storage still names it here, so that no other client's try is lost.
+     */
+    sender?: string;
   };
 }[Operation];
 

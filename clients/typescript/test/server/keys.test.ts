@@ -130,6 +130,38 @@ describe("after the server's IDEMPOTENCY_KEY_TTL", () => {
     const [refunded] = await madeFor(refunds.input.clientId);
     expect(refunded.refunds).toHaveLength(1);
   });
+
+  test('a shopper who pays again after the first create went stale pays once', async () => {
+    const order = input();
+    const storage = memoryStorage(); // the tab's IndexedDB
+    const opts = { joinByParameters: true, idempotencyKeyTTL: `${ttlMs}ms`, retry: { baseDelayMs: 1, maxAttempts: 1 } };
+    let online = false;
+    const net = ((u: RequestInfo | URL, init?: RequestInit) => (online ? fetch(u, init) : Promise.reject(new TypeError('offline')))) as typeof fetch;
+    const tab = page(storage, { ...opts, fetch: net });
+    await tab.createPayment(order).catch(() => undefined); // offline: never reached the server
+    const since = Date.now();
+    await expect.poll(() => Date.now() - since, { timeout: ttlMs * 3, interval: 100 }).toBeGreaterThan(ttlMs);
+    online = true;
+    await tab.createPayment(order); // the same order, paid again
+    await page(storage, opts).resumePending(); // the next page load
+    expect(await madeFor(order.clientId)).toHaveLength(1);
+  });
+
+  test("a caller's key another client stored after this one loaded is looked up once stale, not sent blindly", async () => {
+    const order = input();
+    const shared = memoryStorage(); // a PendingStorage shared by two processes (a table, say)
+    const opts = { idempotencyKeyTTL: `${ttlMs}ms`, retry: { baseDelayMs: 1, maxAttempts: 1 } };
+    const b = page(shared, opts); // started first
+    await b.ready;
+    await page(shared, { ...opts, fetch: losingFirst(1) }).createPayment(order, { idempotencyKey: `order-${order.clientId}` }).catch(() => undefined);
+    expect(shared.load()).toHaveLength(1);
+    const since = Date.now();
+    await expect.poll(() => Date.now() - since, { timeout: ttlMs * 3, interval: 100 }).toBeGreaterThan(ttlMs + 500);
+    // The order is retried on B with its key.
+    const r = await b.createPayment(order, { idempotencyKey: `order-${order.clientId}` });
+    expect(r.replayed).toBe(true);
+    expect(await madeFor(order.clientId)).toHaveLength(1);
+  });
 });
 
 describe('a stored operation whose key the server still holds is sent again, and its answer is the replay', () => {
@@ -268,4 +300,99 @@ test('a settled payment that storage failed to remove is never answered to the n
   expect(second.payment.id).not.toBe(first.payment.id);
   expect(second.replayed).toBe(false);
   expect(await paymentsOf(order.clientId)).toHaveLength(2);
+});
+
+describe('one intended payment, one payment, whatever answers a try', () => {
+  const page = (storage: PendingStorage, opts: Partial<CMPayClientOptions> = {}) =>
+    client({ storage, joinByParameters: true, retry: { baseDelayMs: 1, maxAttempts: 2 }, ...opts });
+  const json = (status: number, body: unknown) => new Response(JSON.stringify(body), { status, headers: { 'Content-Type': 'application/json' } });
+
+  test("a gateway's 504 in GraphQL's shape after it forwarded the request is retried: the replay answers", async () => {
+    const order = input();
+    let calls = 0;
+    const gateway = (async (url: RequestInfo | URL, init?: RequestInit) => {
+      if (++calls === 1) {
+        await fetch(url, init);
+        return json(504, { errors: [{ message: 'upstream request timeout', extensions: { code: 'GATEWAY_TIMEOUT' } }] });
+      }
+      return fetch(url, init);
+    }) as typeof fetch;
+    const r = await page(memoryStorage(), { fetch: gateway }).createPayment(order);
+    expect(r.replayed).toBe(true);
+    expect(await paymentsOf(order.clientId)).toHaveLength(1);
+  });
+
+  test("a 401 in one tab after another tab resumed its operation keeps the key: the next click joins it", async () => {
+    const order = input();
+    const storage = memoryStorage(); // the tabs' shared IndexedDB
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let sentA!: () => void;
+    const aSent = new Promise<void>((r) => (sentA = r));
+    // Tab A's token has expired: its one try is answered 401, late.
+    const expired = (async () => {
+      sentA();
+      await gate;
+      return json(401, { errors: [{ message: 'token expired', extensions: { code: 'UNAUTHENTICATED' } }] });
+    }) as typeof fetch;
+    const a = page(storage, { fetch: expired, retry: { baseDelayMs: 1, maxAttempts: 1 } }).createPayment(order).catch((e: unknown) => e);
+    await aSent;
+    // Tab B resumes A's operation: the server makes the payment; B's answer is lost.
+    await page(storage, { fetch: losingFirst(1), retry: { baseDelayMs: 1, maxAttempts: 1 } }).resumePending();
+    release();
+    expect(await a).toMatchObject({ code: 'UNAUTHENTICATED', pending: true });
+    // The shopper logs in again (a new page) and pays: the stored operation answers.
+    const c = page(storage);
+    expect(await c.createPayment(order)).toMatchObject({ replayed: true });
+    expect(await c.resumePending()).toEqual([]);
+    expect(await paymentsOf(order.clientId)).toHaveLength(1);
+  });
+
+  test('a put that wrote the key and then failed removes it before saying nothing was sent', async () => {
+    const order = input();
+    const inner = memoryStorage();
+    let failNext = true;
+    // Storage whose write committed but whose acknowledgement was lost.
+    const storage: PendingStorage = {
+      load: () => inner.load(),
+      remove: (k) => inner.remove(k),
+      put: async (op) => {
+        await inner.put(op);
+        if (failNext) {
+          failNext = false;
+          throw new Error('commit acknowledgement lost');
+        }
+      },
+    };
+    const shop = page(storage);
+    expect(await shop.createPayment(order).catch((e: unknown) => e)).toMatchObject({ code: 'STORAGE_FAILED', pending: false });
+    await shop.createPayment(order); // told nothing was sent, the shopper clicks Pay again
+    await page(storage).resumePending(); // the next start
+    expect(await paymentsOf(order.clientId)).toHaveLength(1);
+  });
+
+  test("a refund resumed under a token bound to another client (NOT_FOUND) keeps its key", async () => {
+    const { execFileSync } = await import('node:child_process');
+    const mint = (client: string) =>
+      execFileSync(inject('serverBin'), ['tokens', 'create', '--name', `keys-${client}`, '--client', client], {
+        env: { ...process.env, DATABASE_URL: `sqlite:${join(inject('workDir'), 'cmpay.db')}`, API_TOKENS: inject('token'), ADMIN_PASSWORD: 'not-used-by-these-tests' },
+      })
+        .toString()
+        .trim()
+        .split('\n')
+        .pop()!;
+    const order = input();
+    const tokenX = mint(order.clientId);
+    const tokenY = mint(`${order.clientId}-other`);
+    const storage = memoryStorage(); // one browser profile's IndexedDB, staff switching merchants
+    const paid = await page(storage, { token: tokenX }).createPayment(order);
+    await page(storage, { token: tokenX, fetch: losingFirst(1), retry: { baseDelayMs: 1, maxAttempts: 1 } })
+      .refundPayment({ paymentId: paid.payment.id, amount: '4.00' })
+      .catch(() => undefined);
+    expect(storage.load()).toMatchObject([{ operation: 'REFUND_PAYMENT' }]);
+    // The page reloads signed in as merchant Y: its resume sends X's refund.
+    const [outcome] = await page(storage, { token: tokenY }).resumePending();
+    expect(outcome).toMatchObject({ settled: false, error: { code: 'NOT_FOUND', pending: true } });
+    expect(storage.load()).toHaveLength(1);
+  });
 });

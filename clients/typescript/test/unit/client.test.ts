@@ -356,6 +356,39 @@ describe('an answer that does not judge the operation (a 401, a proxy 403)', () 
     });
   }
 
+  test("a refusal in one tab keeps a key another tab's unanswered try carried", async () => {
+    const storage = memoryStorage();
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let sentByA!: () => void;
+    const aSent = new Promise<void>((r) => (sentByA = r));
+    // Tab A: its token expired; its one try is answered 401, late.
+    const tabA = client(storage, scriptedTransport([async () => (sentByA(), await gate, unauthenticated)]));
+    const call = tabA.createPayment(input).catch((e: unknown) => e) as Promise<CMPayError>;
+    await aSent;
+    // Tab B resumes A's stored operation: the server may have made the payment; B's answers are lost.
+    const [resumed] = await client(storage, scriptedTransport([new TypeError('answer lost'), new TypeError('answer lost')])).resumePending();
+    expect(resumed).toMatchObject({ settled: false, error: { pending: true } });
+    release();
+    expect(await call).toMatchObject({ code: 'UNAUTHENTICATED', pending: true });
+    expect(keys(storage.load())).toEqual([resumed.pending.idempotencyKey]);
+  });
+
+  test('a NOT_FOUND to a resumed refund (a token bound to another client) keeps it stored', async () => {
+    const storage = memoryStorage();
+    await storage.put({ operation: 'REFUND_PAYMENT', idempotencyKey: 'rf-1', params: { paymentId: 'p1', amount: '1.00' }, startedAt: '2026-12-04T10:00:00.000Z' });
+    const [outcome] = await client(storage, scriptedTransport([gqlError('refundPayment', 'NOT_FOUND')])).resumePending();
+    expect(outcome).toMatchObject({ settled: false, error: { code: 'NOT_FOUND', pending: true } });
+    expect(keys(storage.load())).toEqual(['rf-1']);
+  });
+
+  test('a NOT_FOUND to a fresh refund whose only try it answers settles it', async () => {
+    const storage = memoryStorage();
+    const err = (await client(storage, scriptedTransport([gqlError('refundPayment', 'NOT_FOUND')])).refundPayment({ paymentId: 'nope' }).catch((e: unknown) => e)) as CMPayError;
+    expect(err).toMatchObject({ code: 'NOT_FOUND', pending: false });
+    expect(storage.load()).toEqual([]);
+  });
+
   test("an answer that judges the operation (BAD_USER_INPUT) settles it even after a lost answer", async () => {
     const storage = memoryStorage();
     const c = client(storage, scriptedTransport([new TypeError('answer lost'), gqlError('createPayment', 'BAD_USER_INPUT')]));
@@ -575,13 +608,77 @@ describe("an operation older than the server's key TTL", () => {
     expect(outcome).toMatchObject({ settled: true, error: { differingFields: ['amount'] } });
   });
 
-  test('a call with equal parameters does not join it: it gets its own key', async () => {
+  test('a call with equal parameters joins it: nothing made under it, it is made as this call, renewed', async () => {
     const storage = memoryStorage();
     await storage.put({ operation: 'CREATE_PAYMENT', idempotencyKey: 'old-4', params: input, startedAt: old });
-    const transport = scriptedTransport([(req) => created(String(req.variables.idempotencyKey))]);
+    const transport = scriptedTransport([found([]), (req) => created(String(req.variables.idempotencyKey))]);
     const r = await client(storage, transport, { joinByParameters: true }).createPayment(input);
-    expect(r.idempotencyKey).not.toBe('old-4');
-    expect(transport.requests.map((q) => q.operationName)).toEqual(['CreatePayment']);
+    expect(r).toMatchObject({ idempotencyKey: 'old-4', replayed: false, settled: true });
+    expect(transport.requests.map((q) => q.operationName)).toEqual(['PaymentsByKey', 'CreatePayment']);
+    expect(storage.load()).toEqual([]);
+  });
+
+  test('a call with equal parameters joins it: made under it, it is answered as a replay', async () => {
+    const storage = memoryStorage();
+    await storage.put({ operation: 'CREATE_PAYMENT', idempotencyKey: 'old-6', params: input, startedAt: old });
+    const transport = scriptedTransport([found([payment({ id: 'p-6', idempotencyKey: 'old-6' })])]);
+    const r = await client(storage, transport, { joinByParameters: true }).createPayment(input);
+    expect(r).toMatchObject({ idempotencyKey: 'old-6', replayed: true, payment: { id: 'p-6' } });
+    expect(storage.load()).toEqual([]);
+  });
+
+  test('a call with equal parameters whose lookup fails makes no new key: the stale one stays, pending', async () => {
+    const storage = memoryStorage();
+    await storage.put({ operation: 'CREATE_PAYMENT', idempotencyKey: 'old-7', params: input, startedAt: old });
+    const transport = scriptedTransport([gqlError('payments', 'UNAUTHENTICATED', {}, 401)]);
+    const err = (await client(storage, transport, { joinByParameters: true }).createPayment(input).catch((e: unknown) => e)) as CMPayError;
+    expect(err).toMatchObject({ pending: true, idempotencyKey: 'old-7' });
+    expect(transport.requests.map((q) => q.operationName)).toEqual(['PaymentsByKey']);
+    expect(keys(storage.load())).toEqual(['old-7']);
+  });
+
+  test('a refund with equal parameters whose stale twin nobody made is made now, under a key of its own', async () => {
+    const storage = memoryStorage();
+    await storage.put({ operation: 'REFUND_PAYMENT', idempotencyKey: 'old-r', params: { paymentId: 'p-r', amount: '1.00' }, startedAt: old });
+    const refund = (key: string) => ({ id: 'r1', idempotencyKey: key, amount: '1.00', status: 'SUCCEEDED', createdAt: old });
+    const transport = scriptedTransport([
+      withAttempts({ id: 'p-r' }, []),
+      (req) => ok({ refundPayment: { payment: payment({ id: 'p-r' }), refund: refund(String(req.variables.idempotencyKey)), replayed: false } }),
+    ]);
+    const r = await client(storage, transport, { joinByParameters: true }).refundPayment({ paymentId: 'p-r', amount: '1.00' });
+    expect(r.idempotencyKey).not.toBe('old-r');
+    expect(transport.requests.map((q) => q.operationName)).toEqual(['PaymentAttempts', 'RefundPayment']);
+    expect(storage.load()).toEqual([]);
+  });
+
+  test("a caller's key another client stored after this one loaded is looked up, not sent blindly", async () => {
+    const storage = memoryStorage();
+    const tB = scriptedTransport([found([payment({ id: 'p-7', idempotencyKey: 'order-7' })])]);
+    const b = client(storage, tB);
+    await b.ready;
+    // Another client then stored order-7 two days ago; its answer was lost.
+    await storage.put({ operation: 'CREATE_PAYMENT', idempotencyKey: 'order-7', params: input, startedAt: old });
+    const r = await b.createPayment(input, { idempotencyKey: 'order-7' });
+    expect(r).toMatchObject({ replayed: true, payment: { id: 'p-7' } });
+    expect(tB.requests.map((q) => q.operationName)).toEqual(['PaymentsByKey']);
+  });
+
+  test('a shopper who pays again in the same tab after the first create went stale pays once', async () => {
+    const storage = memoryStorage();
+    const clock = fakeClock();
+    const ttl = { idempotencyKeyTTL: '24h', joinByParameters: true, clock };
+    // Day 1: offline, the click's create never reaches the server.
+    const tab = client(storage, scriptedTransport([...down, found([]), (req) => created(String(req.variables.idempotencyKey))]), ttl);
+    const first = (await tab.createPayment(input).catch((e: unknown) => e)) as CMPayError;
+    expect(first.pending).toBe(true);
+    // 22 hours later (past nine tenths of the TTL) the shopper clicks Pay again.
+    await clock.sleep(22 * 3_600_000);
+    const again = await tab.createPayment(input);
+    expect(again.idempotencyKey).toBe(first.idempotencyKey);
+    // The next page load finds nothing left to send.
+    const t2 = scriptedTransport([]);
+    expect(await client(storage, t2, ttl).resumePending()).toEqual([]);
+    expect(t2.requests).toEqual([]);
   });
 
   test('a lookup that cannot be answered (a 401) keeps the operation stored', async () => {
@@ -613,5 +710,115 @@ describe("an operation older than the server's key TTL", () => {
     expect(() => parseDuration('24 hours')).toThrow(TypeError);
     expect(() => parseDuration(0)).toThrow(TypeError);
     expect(() => client(memoryStorage(), scriptedTransport([]), { idempotencyKeyTTL: 'soon' })).toThrow(TypeError);
+  });
+});
+
+describe('a code CMPay does not send', () => {
+  // A gateway in front of the API that timed out answers in GraphQL's shape
+  // with its own code (Apollo Router's traffic shaping: REQUEST_TIMEOUT),
+  // after it forwarded the request: the payment may have been made.
+  const cases = [
+    ['a 504 with GATEWAY_TIMEOUT', gqlError('createPayment', 'GATEWAY_TIMEOUT', {}, 504)],
+    ["a router's REQUEST_TIMEOUT as 504", gqlError('createPayment', 'REQUEST_TIMEOUT', {}, 504)],
+    ["a router's REQUEST_TIMEOUT as 200", gqlError('createPayment', 'REQUEST_TIMEOUT', {}, 200)],
+  ] as const;
+  for (const [name, answer] of cases) {
+    test(`${name} keeps the key: the request may have been applied`, async () => {
+      const storage = memoryStorage();
+      const err = (await client(storage, scriptedTransport([answer, answer])).createPayment(input).catch((e: unknown) => e)) as CMPayError;
+      expect(err).toBeInstanceOf(CMPayError);
+      expect(err.pending, 'the key was forgotten').toBe(true);
+      expect(keys(storage.load())).toEqual([err.idempotencyKey]);
+    });
+  }
+
+  test('with a 5xx it is retried like a 5xx without a code', async () => {
+    const t = scriptedTransport([gqlError('createPayment', 'GATEWAY_TIMEOUT', {}, 504), (req) => created(String(req.variables.idempotencyKey))]);
+    const r = await client(memoryStorage(), t).createPayment(input);
+    expect(r.settled).toBe(true);
+    expect(t.requests).toHaveLength(2);
+  });
+
+  test('a 429 whose code is not RATE_LIMITED is retried', async () => {
+    const t = scriptedTransport([gqlError('createPayment', 'TOO_MANY_REQUESTS', {}, 429), (req) => created(String(req.variables.idempotencyKey))]);
+    await client(memoryStorage(), t).createPayment(input);
+    expect(t.requests).toHaveLength(2);
+  });
+});
+
+describe('a put that fails', () => {
+  const failingPut = (inner: PendingStorage, removeFails: boolean): PendingStorage => {
+    let failNext = true;
+    return {
+      load: () => inner.load(),
+      remove: async (k) => {
+        if (removeFails) throw new Error('storage gone');
+        await inner.remove(k);
+      },
+      // The write committed; its acknowledgement was lost.
+      put: async (op) => {
+        await inner.put(op);
+        if (failNext) {
+          failNext = false;
+          throw new Error('commit acknowledgement lost');
+        }
+      },
+    };
+  };
+
+  test('after writing the key: the key is removed before the caller hears "nothing was sent"', async () => {
+    const inner = memoryStorage();
+    const err = (await client(failingPut(inner, false), scriptedTransport([])).createPayment(input).catch((e: unknown) => e)) as CMPayError;
+    expect(err).toBeInstanceOf(StorageError);
+    expect(err).toMatchObject({ pending: false });
+    expect(err.message).toContain('nothing was sent');
+    expect(inner.load()).toEqual([]);
+  });
+
+  test('whose removal fails too: the operation stays pending and the next equal call sends it, not a new key', async () => {
+    const inner = memoryStorage();
+    const t = scriptedTransport([(req) => created(String(req.variables.idempotencyKey))]);
+    const c = client(failingPut(inner, true), t, { joinByParameters: true });
+    const err = (await c.createPayment(input).catch((e: unknown) => e)) as CMPayError;
+    expect(err).toBeInstanceOf(StorageError);
+    expect(err).toMatchObject({ pending: true });
+    expect(err.message).not.toContain('nothing was sent');
+    expect(c.pending().map((o) => o.idempotencyKey)).toEqual([err.idempotencyKey]);
+    const r = await c.createPayment(input);
+    expect(r.idempotencyKey).toBe(err.idempotencyKey);
+    expect(t.requests).toHaveLength(1);
+  });
+
+  test('an onStored that throws: the call rejects pending, and the stored operation is sent by the next call', async () => {
+    const storage = memoryStorage();
+    let throwing = true;
+    const t = scriptedTransport([(req) => created(String(req.variables.idempotencyKey))]);
+    const c = client(storage, t, {
+      joinByParameters: true,
+      onStored: () => {
+        if (throwing) throw new Error('analytics down');
+      },
+    });
+    const err = (await c.createPayment(input).catch((e: unknown) => e)) as CMPayError;
+    expect(err).toBeInstanceOf(CMPayError);
+    expect(err).toMatchObject({ code: 'ON_STORED_FAILED', pending: true });
+    expect(t.requests).toEqual([]);
+    throwing = false;
+    const r = await c.createPayment(input);
+    expect(r.idempotencyKey).toBe(err.idempotencyKey);
+  });
+});
+
+describe('discard', () => {
+  test('forgets a stored operation for good: it is neither joined nor resumed', async () => {
+    const storage = memoryStorage();
+    await storage.put({ operation: 'CREATE_PAYMENT', idempotencyKey: 'stuck', params: input, startedAt: '2026-12-02T10:00:00.000Z' });
+    const t = scriptedTransport([]);
+    const c = client(storage, t, { joinByParameters: true });
+    await c.discard('stuck');
+    expect(storage.load()).toEqual([]);
+    expect(c.pending()).toEqual([]);
+    expect(await c.resumePending()).toEqual([]);
+    expect(t.requests).toEqual([]);
   });
 });

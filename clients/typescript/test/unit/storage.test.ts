@@ -1,10 +1,11 @@
 import 'fake-indexeddb/auto';
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import fs, { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, test } from 'vitest';
+import { describe, expect, test, vi } from 'vitest';
 import {
   CMPayClient,
+  CMPayError,
   StorageError,
   fileStorage,
   indexedDBStorage,
@@ -128,5 +129,39 @@ describe('client and storage', () => {
     } finally {
       globalThis.indexedDB = saved;
     }
+  });
+});
+
+describe('fileStorage whose folder fsync fails after the rename', () => {
+  test('the key the failed put wrote is not sent later under a second key', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cmpay-fsync-'));
+    const file = join(dir, 'pending.json');
+    const input = { clientId: 'c1', amount: '10.50', currency: 'BRL', method: 'PIX' as const };
+    let n = 0;
+    const client = (storage: PendingStorage, transport: ReturnType<typeof scriptedTransport>) =>
+      new CMPayClient({ url: 'http://x/graphql', token: 't', storage, transport, clock: fakeClock(), newKey: () => `fk-${++n}` });
+    const created = (req: { variables: Record<string, unknown> }) =>
+      ok({ createPayment: { payment: payment({ idempotencyKey: String(req.variables.idempotencyKey) }), replayed: false } });
+    const realOpen = fs.promises.open.bind(fs.promises);
+    const spy = vi.spyOn(fs.promises, 'open').mockImplementation((async (p: string, flags: string) => {
+      if (p === dir) throw Object.assign(new Error('EMFILE: too many open files'), { code: 'EMFILE' });
+      return realOpen(p, flags);
+    }) as typeof fs.promises.open);
+    let err: CMPayError;
+    try {
+      err = (await client(fileStorage(file), scriptedTransport([])).createPayment(input).catch((e: unknown) => e)) as CMPayError;
+    } finally {
+      spy.mockRestore();
+    }
+    expect(err).toBeInstanceOf(StorageError);
+    // The removal's fsync failed too: the caller is not told nothing was sent.
+    expect(err.pending).toBe(true);
+    // A caller paying again anyway, then the next start: one key sent.
+    const t1 = scriptedTransport([created]);
+    await client(fileStorage(file), t1).createPayment(input);
+    const t2 = scriptedTransport([created]);
+    await client(fileStorage(file), t2).resumePending();
+    const sent = [...t1.requests, ...t2.requests].filter((r) => r.operationName === 'CreatePayment').map((r) => r.variables.idempotencyKey);
+    expect(new Set(sent).size, `one intended payment sent under keys ${JSON.stringify(sent)}`).toBe(1);
   });
 });
