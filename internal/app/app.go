@@ -132,21 +132,7 @@ func build(ctx context.Context, db *gorm.DB, replica *database.Replica, cfg conf
 	if err != nil {
 		return nil, err
 	}
-	svc, err := payments.NewService(db, payments.Config{
-		KeyTTL: cfg.KeyTTL, Reads: replica, Unavailable: database.IsUnavailable, ClockOffset: database.ClockOffset(db),
-		Processor: proc, Sandbox: sandbox.New(pcfg), ProcessorTimeout: pcfg.Timeout, RecoveryAfter: pcfg.RecoveryAfter,
-		SearchLag:       pcfg.StripeSearchLag,
-		OnProcessorCall: m.OnProcessorCall, OnOperationSettled: func(op payments.Operation, wasUnknown bool) {
-			m.OnOperationSettled(op, wasUnknown)
-			ev.Wake() // an event was written
-		},
-		OnAttempt: func(op payments.Operation, o payments.Outcome, transport string) {
-			m.OnAttempt(op, o, transport)
-			if o == payments.OutcomeCreated || o == payments.OutcomeApplied {
-				ev.Wake() // an event was written
-			}
-		},
-	})
+	svc, err := newPayments(db, replica, cfg, pcfg, proc, m, ev)
 	if err != nil {
 		return nil, err
 	}
@@ -194,10 +180,10 @@ func build(ctx context.Context, db *gorm.DB, replica *database.Replica, cfg conf
 
 		AdminRequestTimeout: cfg.AdminRequestTimeout,
 	})
-	// The clock is measured before anything serves; the sweeper and the
-	// debug endpoints depend on nothing started after them.
-	// Every instance resolves unknown processor outcomes (the Recoverer):
-	// the database's lease keeps two from resolving one at once.
+	// The clock is measured before anything serves; the sweepers and the
+	// debug endpoints depend on nothing started after them. Every instance
+	// resolves unknown processor outcomes and reads old authorizations
+	// (the Recoverer; the database's leases keep two instances off one),
 	// and reads the pending Pix and boleto whose news is late (the Poller).
 	background := []startstop.Service{svc.ClockSync(log), ev, wh, svc.Sweeper(cfg.SweepInterval, log),
 		oldEvents.Runner(cfg.SweepInterval, log), svc.Recoverer(0, log),
@@ -210,6 +196,28 @@ func build(ctx context.Context, db *gorm.DB, replica *database.Replica, cfg conf
 	}
 	return &server{cfg: cfg, db: db, log: log, http: newHTTPServer(handler, log), admin: admin,
 		background: startstop.NewGroup(background...), events: ev, webhooks: wh}, nil
+}
+
+// newPayments is the payments service over db, its processor proc, with
+// its hooks into the metrics m and the events ev: a settled operation
+// or an applied request wrote an event, which wakes ev's dispatch.
+func newPayments(db *gorm.DB, replica *database.Replica, cfg config.Config, pcfg processor.Config, proc processor.Processor,
+	m *metrics.Metrics, ev *events.Service) (*payments.Service, error) {
+	return payments.NewService(db, payments.Config{
+		KeyTTL: cfg.KeyTTL, Reads: replica, Unavailable: database.IsUnavailable, ClockOffset: database.ClockOffset(db),
+		Processor: proc, Sandbox: sandbox.New(pcfg), ProcessorTimeout: pcfg.Timeout, RecoveryAfter: pcfg.RecoveryAfter,
+		SearchLag:       pcfg.StripeSearchLag,
+		OnProcessorCall: m.OnProcessorCall, OnOperationSettled: func(op payments.Operation, wasUnknown bool) {
+			m.OnOperationSettled(op, wasUnknown)
+			ev.Wake() // an event was written
+		},
+		OnAttempt: func(op payments.Operation, o payments.Outcome, transport string) {
+			m.OnAttempt(op, o, transport)
+			if o == payments.OutcomeCreated || o == payments.OutcomeApplied {
+				ev.Wake() // an event was written
+			}
+		},
+	})
 }
 
 // serve starts the background services, serves on ln until ctx ends, and
