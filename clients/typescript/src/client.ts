@@ -93,8 +93,13 @@ export interface CMPayClientOptions {
   pollIntervalMs?: number;
   /** Called once an operation's key is durably stored, before its request leaves. */
   onStored?: (op: PendingOperation) => void;
-  /** Called once an operation has its final answer and left storage. */
-  onSettled?: (op: PendingOperation) => void;
+  /**
+   * Called once an operation has its final answer and left storage (or,
+   * when its removal failed, was marked settled there). Should it throw (or
+   * reject), the throw is reported with console.warn and changes nothing:
+   * the call still answers what the server did.
+   */
+  onSettled?: (op: PendingOperation) => void | Promise<void>;
   /** Replaces the HTTP transport (tests). */
   transport?: Transport;
   /** Replaces the subscription transport (tests). */
@@ -161,7 +166,7 @@ export class CMPayClient {
   readonly #subscriber: Subscriber;
   readonly #ownSubscriber?: DefaultSubscriber;
   readonly #onStored?: (op: PendingOperation) => void;
-  readonly #onSettled?: (op: PendingOperation) => void;
+  readonly #onSettled?: (op: PendingOperation) => void | Promise<void>;
   readonly #ttlMs: number;
   readonly #join: boolean;
   // Names this client in the operations it stores or sends (sender): see #onlySender.
@@ -175,8 +180,8 @@ export class CMPayClient {
   #own = new Set<string>();
   #loaded = false;
   // One request loop per key at a time: a resume and a call for the same
-  // operation share it.
-  #inflight = new Map<string, Promise<PaymentResult>>();
+  // operation share it (#execute).
+  #inflight = new Map<string, Flight>();
   // Operations whose put has not resolved yet, and that put: a second call
   // with the same parameters waits for it instead of minting another key.
   #starting = new Map<string, PendingOperation>();
@@ -250,7 +255,7 @@ export class CMPayClient {
   }
 
   #remember(ops: PendingOperation[]) {
-    for (const op of ops) this.#known.set(op.idempotencyKey, op);
+    for (const op of this.#live(ops)) this.#known.set(op.idempotencyKey, op);
     this.#loaded = true;
   }
 
@@ -297,7 +302,7 @@ export class CMPayClient {
    */
   async discard(idempotencyKey: string): Promise<void> {
     await this.ready;
-    const inflight = this.#inflight.get(idempotencyKey) ?? this.#storing.get(idempotencyKey);
+    const inflight = this.#inflight.get(idempotencyKey)?.done ?? this.#storing.get(idempotencyKey);
     if (inflight) await inflight.catch(() => undefined);
     try {
       await this.#storage.remove(idempotencyKey);
@@ -358,7 +363,8 @@ export class CMPayClient {
     }
     const stored: PendingOperation[] = [];
     for (const op of loaded) {
-      if (this.#settledKeys.has(op.idempotencyKey)) await this.#forget(op);
+      if (op.settled === true) await this.#dropTombstone(op.idempotencyKey);
+      else if (this.#settledKeys.has(op.idempotencyKey)) await this.#forget(op);
       else stored.push(op);
     }
     this.#sync(stored);
@@ -376,6 +382,16 @@ export class CMPayClient {
       }
     }
     return out;
+  }
+
+  // #dropTombstone removes an operation some client settled and could not
+  // remove (#forget); should that fail again, the tombstone stays, skipped.
+  async #dropTombstone(key: string) {
+    try {
+      await this.#storage.remove(key);
+    } catch {
+      // Left for the next resumePending().
+    }
   }
 
   async #run<O extends Operation>(operation: O, params: OperationParams[O], opts: CallOptions): Promise<PaymentResult> {
@@ -405,14 +421,16 @@ export class CMPayClient {
     wanted: Omit<PendingOperation, 'startedAt' | 'idempotencyKey'> & { idempotencyKey?: string },
   ): Promise<{ op: PendingOperation; joined: boolean; staleJoin: boolean }> {
     let held = this.#held(wanted);
-    const othersJoined = held && wanted.idempotencyKey === undefined && !this.#mine(held.idempotencyKey);
-    if (othersJoined || (!held && wanted.idempotencyKey !== undefined)) {
+    const byParams = wanted.idempotencyKey === undefined;
+    if (byParams ? this.#join && (!held || !this.#mine(held.idempotencyKey)) : !held) {
       // Joined by parameters to an operation another client (tab) stored:
       // only if storage still holds it. Settled there, it is done, and the
-      // same parameters are a new payment. A caller's key unknown here may
+      // same parameters are a new payment. With nothing held here, another
+      // client may have stored an equal operation since this one loaded: it
+      // is still the shopper's first click. A caller's key unknown here may
       // have been stored by another client since this one loaded: that
       // operation is joined (and looked up first when stale), never
-      // replaced with a new startedAt.
+      // replaced with a new startedAt. One read of storage per call.
       await this.#reload();
       held = this.#held(wanted);
     }
@@ -484,7 +502,7 @@ export class CMPayClient {
       this.#clean.delete(key);
       const e = new StorageError(
         `could not store the idempotency key (${String(err)}) nor remove what the write may have left (${String(removeErr)}): ` +
-          'it was not sent, and stays pending: call again with the same key (or parameters), or resumePending()',
+          `it was not sent, and stays pending: call again with the same key${this.#join ? ' (or parameters)' : ''}, or resumePending()`,
         { code: 'STORAGE_FAILED', idempotencyKey: key, cause: err },
       );
       e.pending = true;
@@ -533,26 +551,66 @@ export class CMPayClient {
         cause: err,
       });
     }
-    this.#sync(loaded.filter((op) => !this.#settledKeys.has(op.idempotencyKey)));
+    this.#sync(this.#live(loaded));
   }
 
+  // #execute sends op, or joins the request loop already sending it. The
+  // loop stops only once every caller sharing it has aborted: a caller whose
+  // signal fires while others still wait gets its AbortedError at once, and
+  // the others their answer. A caller that comes once every earlier one
+  // aborted gets the answer the stopped loop may still have had, else a new
+  // loop, started once the old one ended.
   #execute(op: PendingOperation, signal?: AbortSignal): Promise<PaymentResult> {
-    let p = this.#inflight.get(op.idempotencyKey);
-    if (!p) {
-      p = this.#claim(op)
-        .then((claimed) => this.#send(claimed, signal))
-        .finally(() => this.#inflight.delete(op.idempotencyKey));
-      this.#inflight.set(op.idempotencyKey, p);
+    const key = op.idempotencyKey;
+    let f = this.#inflight.get(key);
+    if (!f || f.stop.signal.aborted) {
+      const stop = new AbortController();
+      const send = () => this.#claim(op).then((claimed) => this.#send(claimed, stop.signal));
+      const base = f
+        ? f.done.catch((err: unknown) => {
+            if (err instanceof AbortedError) return send();
+            throw err;
+          })
+        : send();
+      const flight = { stop, callers: 0, aborted: 0 } as Flight;
+      flight.done = base.finally(() => {
+        if (this.#inflight.get(key) === flight) this.#inflight.delete(key);
+      });
+      this.#inflight.set(key, flight);
+      f = flight;
     }
-    return p;
+    return this.#attend(f, key, signal);
+  }
+
+  #attend(f: Flight, key: string, signal?: AbortSignal): Promise<PaymentResult> {
+    f.callers++;
+    if (!signal) return f.done;
+    return new Promise<PaymentResult>((resolve, reject) => {
+      const leave = () => {
+        if (++f.aborted === f.callers) {
+          f.stop.abort(signal.reason);
+          return; // the loop's own AbortedError answers this last caller
+        }
+        const e = aborted(signal, undefined);
+        e.idempotencyKey = key;
+        e.pending = true;
+        reject(e);
+      };
+      if (signal.aborted) leave();
+      else signal.addEventListener('abort', leave, { once: true });
+      f.done.then(resolve, reject).finally(() => signal.removeEventListener('abort', leave));
+    });
   }
 
   // #claim names this client as the sender of an operation another client
   // stored before sending it, so that the other client, answered with a
   // refusal, knows a try of this one may have applied it (#onlySender).
-  // Nothing is sent when that put fails.
+  // Nothing is sent when that put fails. Once another client sent it, this
+  // one can never prove it unapplied, even after naming itself again: its
+  // key leaves #clean for good.
   async #claim(op: PendingOperation): Promise<PendingOperation> {
     if (op.sender === undefined || op.sender === this.#id) return op;
+    this.#clean.delete(op.idempotencyKey);
     const claimed = { ...op, sender: this.#id } as PendingOperation;
     try {
       await this.#storage.put(claimed);
@@ -621,7 +679,7 @@ export class CMPayClient {
       return false;
     }
     const now = stored.find((o) => o.idempotencyKey === key);
-    return this.#clean.has(key) && (now === undefined || now.sender === this.#id);
+    return this.#clean.has(key) && (now === undefined || now.settled === true || now.sender === this.#id);
   }
 
   // #stale says whether the server may have forgotten op's key: it was
@@ -686,8 +744,19 @@ export class CMPayClient {
     if (!p) throw new NotFoundError(`no payment ${op.params.paymentId}`, { code: 'NOT_FOUND', idempotencyKey: key });
     const { attempts, ...payment } = p;
     if (op.operation === 'REFUND_PAYMENT') {
-      const refund = payment.refunds.find((r) => r.idempotencyKey === key);
-      if (refund) return { refund, payment, replayed: true };
+      // A key the server forgot can have been used again: a refund made
+      // under it long before op was stored is another's (refundMadeBy).
+      const refund = payment.refunds.find((r) => r.idempotencyKey === key && refundMadeBy(op, r, this.#ttlMs));
+      if (refund) {
+        const differ = refundDiffers(op.params, refund);
+        if (differ.length === 0) return { refund, payment, replayed: true };
+        throw new KeyReusedError(`idempotency key ${JSON.stringify(key)} was used for another refund (${differ.join(', ')}) of payment ${payment.id}`, {
+          code: 'IDEMPOTENCY_KEY_REUSED',
+          idempotencyKey: key,
+          differingFields: differ,
+          paymentId: payment.id,
+        });
+      }
       if ((payment.refundCount ?? 0) > payment.refunds.length) {
         throw inconclusive(op, `the payment has ${payment.refundCount} refunds and the answer listed ${payment.refunds.length}`);
       }
@@ -783,10 +852,8 @@ export class CMPayClient {
     return { ...(data as object), payment, replayed: data.replayed === true, idempotencyKey: op.idempotencyKey, settled } as PaymentResult;
   }
 
-  // #settle forgets an operation that has its final answer. Should storage
-  // fail to remove it, the caller still gets the answer: this client never
-  // joins it nor sends it again, and resumePending() tries the removal again
-  // (a client started later may send it again: a replay, harmless).
+  // #settle forgets an operation that has its final answer; the caller gets
+  // the answer whatever storage does (#forget).
   async #settle(op: PendingOperation) {
     this.#known.delete(op.idempotencyKey);
     this.#own.delete(op.idempotencyKey);
@@ -795,14 +862,44 @@ export class CMPayClient {
     await this.#forget(op);
   }
 
+  // #forget removes a settled operation from storage. Should the removal
+  // fail, a tombstone (settled: true) takes its place, which every client's
+  // load, join and resume skip and resumePending() removes: sent again, a
+  // refusal that left the key unused (PAYMENT_STATE_CONFLICT, a 401 no try
+  // got past) would be applied. Should that write fail too, only this client
+  // knows (#settledKeys), and its resumePending() tries again.
   async #forget(op: PendingOperation) {
+    const key = op.idempotencyKey;
     try {
-      await this.#storage.remove(op.idempotencyKey);
+      await this.#storage.remove(key);
     } catch {
-      return;
+      try {
+        await this.#storage.put({ ...op, settled: true });
+      } catch {
+        return;
+      }
     }
-    this.#settledKeys.delete(op.idempotencyKey);
-    this.#onSettled?.(structuredClone(op));
+    this.#settledKeys.delete(key);
+    this.#tellSettled(op);
+  }
+
+  // #tellSettled calls onSettled, whose throw or rejection never changes the
+  // answer: the operation was made and its key is gone, so an error here
+  // would have the caller pay again.
+  #tellSettled(op: PendingOperation) {
+    const warn = (err: unknown) => console.warn(`CMPayClient: onSettled threw for key ${JSON.stringify(op.idempotencyKey)}; the answer stands:`, err);
+    try {
+      const r = this.#onSettled?.(structuredClone(op));
+      if (r && typeof (r as Promise<void>).then === 'function') (r as Promise<void>).then(undefined, warn);
+    } catch (err) {
+      warn(err);
+    }
+  }
+
+  // #live drops what a client must neither join nor send from a load:
+  // tombstones (#forget) and what this client settled.
+  #live(ops: PendingOperation[]): PendingOperation[] {
+    return ops.filter((op) => op.settled !== true && !this.#settledKeys.has(op.idempotencyKey));
   }
 
   // #request sends req until an answer is final or carries data, waiting
@@ -971,15 +1068,19 @@ export class CMPayClient {
   }
 
   // #settleBy forgets the stored operations a settled payment proves
-  // finished: its create (the payment carries the key) and its refunds (each
-  // carries its key). A stored capture or cancel is left to resumePending():
-  // the payment does not show whether that request ever reached the server.
+  // finished: its create (the payment carries the key and the create's
+  // parameters) and its refunds (each carries its key, and is the
+  // operation's only if made after it was stored, with its parameters, as
+  // #lookup reads it). A stored capture or cancel is left to
+  // resumePending(): the payment does not show whether that request ever
+  // reached the server.
   async #settleBy(p: Payment) {
-    const refundKeys = new Set(p.refunds.map((r) => r.idempotencyKey));
     for (const op of this.#known.values()) {
       const done =
-        (op.operation === 'CREATE_PAYMENT' && op.idempotencyKey === p.idempotencyKey && canonicalClientId(op.params.clientId) === canonicalClientId(p.clientId)) ||
-        (op.operation === 'REFUND_PAYMENT' && op.params.paymentId === p.id && refundKeys.has(op.idempotencyKey));
+        (op.operation === 'CREATE_PAYMENT' && op.idempotencyKey === p.idempotencyKey && createDiffers(op.params, p).length === 0) ||
+        (op.operation === 'REFUND_PAYMENT' &&
+          op.params.paymentId === p.id &&
+          p.refunds.some((r) => r.idempotencyKey === op.idempotencyKey && refundMadeBy(op, r, this.#ttlMs) && refundDiffers(op.params, r).length === 0));
       if (done) await this.#settle(op);
     }
   }
@@ -988,6 +1089,15 @@ export class CMPayClient {
   async close(): Promise<void> {
     await this.#ownSubscriber?.close();
   }
+}
+
+/** A request loop for one key, shared by the callers that joined it (#execute). */
+interface Flight {
+  done: Promise<PaymentResult>;
+  /** Aborts the loop: once every caller has aborted. */
+  stop: AbortController;
+  callers: number;
+  aborted: number;
 }
 
 /** An answer #request returns: data, or a final error. */
@@ -1008,6 +1118,26 @@ function createDiffers(params: CreatePaymentInput, p: Payment): string[] {
   if (canonicalAmount(params.amount) !== canonicalAmount(p.amount)) out.push('amount');
   if (String(params.currency).trim().toUpperCase() !== p.currency) out.push('currency');
   if (params.method !== p.method) out.push('method');
+  return out;
+}
+
+// refundMadeBy says whether a refund found under op's key can be op's: made
+// no earlier than half a key TTL before op was stored. A refund made under
+// the same key by an older operation was made at least a whole server TTL
+// before op's first send (the server replays a key it still holds), so half
+// a TTL leaves the client's clock that much room ahead of the server's. An
+// unreadable date never rules a refund out.
+function refundMadeBy(op: PendingOperation, r: Refund, ttlMs: number): boolean {
+  return !(Date.parse(r.createdAt) < Date.parse(op.startedAt) - ttlMs / 2);
+}
+
+// refundDiffers names the parameters by which a refund differs from a
+// refund's: its amount by value, when one was asked for (omitted, it was all
+// that was left then), and its reason exactly, as the server compares them.
+function refundDiffers(params: RefundPaymentParams, r: Refund): string[] {
+  const out: string[] = [];
+  if (params.amount !== undefined && params.amount !== null && canonicalAmount(params.amount) !== canonicalAmount(r.amount)) out.push('amount');
+  if ((params.reason ?? null) !== (r.reason ?? null)) out.push('reason');
   return out;
 }
 

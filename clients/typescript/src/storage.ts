@@ -3,6 +3,7 @@
 // operation has a final answer, so that a reload, a crash or a killed
 // process resumes with the same key instead of minting another.
 import { openDB, type IDBPDatabase } from 'idb';
+import { newIdempotencyKey } from './clock.js';
 import type { PendingOperation } from './types.js';
 
 /**
@@ -65,6 +66,7 @@ interface NodeFS {
 }
 interface NodePath {
   dirname(p: string): string;
+  resolve(p: string): string;
 }
 
 function nodeModule<T>(name: string): T {
@@ -95,18 +97,23 @@ function parseFile(text: string, path: string): PendingOperation[] {
   return content.operations;
 }
 
+// The last change queued for each file, by resolved path: every
+// fileStorage of one file in this process serializes its changes behind
+// the others', so that none overwrites a change it did not read.
+const fileQueues = new Map<string, Promise<unknown>>();
+
 /**
  * fileStorage keeps operations in a JSON file (Node.js 20.16+). Every change
  * writes a new file, fsyncs it, renames it over the old one and fsyncs the
  * folder, so a process killed at any moment leaves either the old list or
- * the new one. Changes are read-modify-write, serialized within the process;
- * give each process its own file.
+ * the new one. Changes are read-modify-write, serialized within the process
+ * (across every fileStorage of the same file); give each process its own
+ * file.
  */
 export function fileStorage(path: string): SyncPendingStorage {
   const fs = nodeModule<NodeFS>('node:fs');
-  const { dirname } = nodeModule<NodePath>('node:path');
-  let queue: Promise<unknown> = Promise.resolve();
-  let tmpCount = 0;
+  const { dirname, resolve } = nodeModule<NodePath>('node:path');
+  const file = resolve(path);
 
   const readSync = (): PendingOperation[] => {
     let text: string;
@@ -120,7 +127,9 @@ export function fileStorage(path: string): SyncPendingStorage {
   };
 
   const write = async (ops: PendingOperation[]) => {
-    const tmp = `${path}.${(globalThis as { process?: { pid?: number } }).process?.pid ?? 0}.${tmpCount++}.tmp`;
+    // A random name: no other writer of this folder (another fileStorage,
+    // another process) writes the same temporary file.
+    const tmp = `${path}.${newIdempotencyKey()}.tmp`;
     const body = JSON.stringify({ version: 1, operations: ops } satisfies FileContent, null, 1);
     const fh = await fs.promises.open(tmp, 'w');
     try {
@@ -139,8 +148,13 @@ export function fileStorage(path: string): SyncPendingStorage {
   };
 
   const change = (f: (ops: PendingOperation[]) => PendingOperation[]): Promise<void> => {
-    const next = queue.then(async () => write(f(readSync())));
-    queue = next.catch(() => undefined);
+    const next = (fileQueues.get(file) ?? Promise.resolve()).then(async () => write(f(readSync())));
+    const tail = next.catch(() => undefined);
+    fileQueues.set(file, tail);
+    // The map holds a file only while a change to it is queued.
+    void tail.then(() => {
+      if (fileQueues.get(file) === tail) fileQueues.delete(file);
+    });
     return next;
   };
 

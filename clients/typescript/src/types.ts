@@ -101,6 +101,13 @@ export type PendingOperation = {
      * storage still names it here, so that no other client's try is lost.
      */
     sender?: string;
+    /**
+     * True on a tombstone: an operation settled whose removal from storage
+     * failed, written in its place so that no client sends it again (a
+     * refusal leaves its key unused on the server). Clients skip it, and
+     * resumePending() removes it; pending() never lists it.
+     */
+    settled?: true;
   };
 }[Operation];
 

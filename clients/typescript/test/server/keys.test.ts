@@ -11,6 +11,7 @@ import {
   CMPayClient,
   CMPayError,
   ExpiredOperationError,
+  StateConflictError,
   fileStorage,
   memoryStorage,
   type CMPayClientOptions,
@@ -162,6 +163,30 @@ describe("after the server's IDEMPOTENCY_KEY_TTL", () => {
     expect(r.replayed).toBe(true);
     expect(await madeFor(order.clientId)).toHaveLength(1);
   });
+
+  test("a stale refund under a caller's key the server forgot and reused is not answered with the older refund", async () => {
+    const key = `refund-order-${run}-${++n}`;
+    const opts = { idempotencyKeyTTL: ttlMs };
+    const waitMs = async (ms: number) => {
+      const since = Date.now();
+      await expect.poll(() => Date.now() - since, { timeout: ms * 3, interval: 50 }).toBeGreaterThan(ms);
+    };
+    const { payment } = await page(memoryStorage(), opts).createPayment(input());
+    // The first refund of the order, under the order's key.
+    expect((await page(memoryStorage(), opts).refundPayment({ paymentId: payment.id, amount: '2.00' }, { idempotencyKey: key })).refund.amount).toBe('2.00');
+    // Past the server's TTL the key is free again: a second refund of the order uses it, offline.
+    await waitMs(ttlMs + 300);
+    const storage = memoryStorage();
+    const offline = (() => Promise.reject(new TypeError('offline'))) as typeof fetch;
+    const lost = await page(storage, { ...opts, fetch: offline }).refundPayment({ paymentId: payment.id, amount: '3.00' }, { idempotencyKey: key }).catch((e: unknown) => e);
+    expect(lost).toMatchObject({ pending: true });
+    // Back online once it is stale: the lookup finds only the older refund, made before it was stored.
+    await waitMs(ttlMs);
+    const [outcome] = await page(storage, opts).resumePending();
+    expect(outcome.result).toBeUndefined();
+    expect(outcome.error).toBeInstanceOf(ExpiredOperationError); // told the 3.00 refund was not made
+    expect((await madeFor(payment.clientId))[0].refunds).toHaveLength(1);
+  });
 });
 
 describe('a stored operation whose key the server still holds is sent again, and its answer is the replay', () => {
@@ -302,6 +327,53 @@ test('a settled payment that storage failed to remove is never answered to the n
   expect(await paymentsOf(order.clientId)).toHaveLength(2);
 });
 
+describe('a refusal that leaves the key unused, whose removal from storage failed', () => {
+  // One browser profile's IndexedDB whose next removal fails (over its quota).
+  const failingRemove = () => {
+    const mem = memoryStorage();
+    const storage = { ...mem, singleUser: true, failNext: false } as PendingStorage & { failNext: boolean };
+    storage.remove = (k) => {
+      if (storage.failNext) {
+        storage.failNext = false;
+        throw new Error('QuotaExceededError');
+      }
+      return mem.remove(k);
+    };
+    return storage;
+  };
+
+  test('a refund refused before capture is not sent by the next page: one refund is made', async () => {
+    const storage = failingRemove();
+    const first = client({ storage, joinByParameters: true });
+    const { payment } = await first.createPayment(input({ capture: false }));
+    expect(payment.status).toBe('AUTHORIZED');
+    storage.failNext = true;
+    const refused = await first.refundPayment({ paymentId: payment.id, amount: '2.00' }).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(StateConflictError);
+    expect(refused).toMatchObject({ pending: false });
+    // The caller captures, then refunds the 2.00 the customer is owed.
+    await first.capturePayment({ paymentId: payment.id });
+    expect((await first.refundPayment({ paymentId: payment.id, amount: '2.00' })).refund.status).toBe('SUCCEEDED');
+    // The next page load resumes what storage holds: nothing to send.
+    expect(await client({ storage, joinByParameters: true }).resumePending()).toEqual([]);
+    expect(storage.load()).toEqual([]);
+    expect((await client().getPayment(payment.id))!.refunds.map((r) => r.amount)).toEqual(['2.00']);
+  });
+
+  test('a 401 to a first try is not sent by the next page with a working token: the shopper who paid again pays once', async () => {
+    const storage = failingRemove();
+    const order = input();
+    storage.failNext = true;
+    const err = await client({ storage, token: 'expired-token' }).createPayment(order).catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: 'UNAUTHENTICATED', pending: false });
+    // The shopper signs in again and pays (a new page, a working token).
+    const signedIn = client({ storage, joinByParameters: true });
+    expect(await signedIn.resumePending()).toEqual([]);
+    await signedIn.createPayment(order);
+    expect(await paymentsOf(order.clientId)).toHaveLength(1);
+  });
+});
+
 describe('one intended payment, one payment, whatever answers a try', () => {
   const page = (storage: PendingStorage, opts: Partial<CMPayClientOptions> = {}) =>
     client({ storage, joinByParameters: true, retry: { baseDelayMs: 1, maxAttempts: 2 }, ...opts });
@@ -342,6 +414,41 @@ describe('one intended payment, one payment, whatever answers a try', () => {
     release();
     expect(await a).toMatchObject({ code: 'UNAUTHENTICATED', pending: true });
     // The shopper logs in again (a new page) and pays: the stored operation answers.
+    const c = page(storage);
+    expect(await c.createPayment(order)).toMatchObject({ replayed: true });
+    expect(await c.resumePending()).toEqual([]);
+    expect(await paymentsOf(order.clientId)).toHaveLength(1);
+  });
+
+  test("a 401 to the refused tab's own resume of the operation another tab sent keeps the key: one payment", async () => {
+    const order = input();
+    const storage = memoryStorage(); // the tabs' shared IndexedDB
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let sentA!: () => void;
+    const aSent = new Promise<void>((r) => (sentA = r));
+    // Tab A's token has expired (the real server answers 401); its first try is held until tab B has sent.
+    let aCalls = 0;
+    const aFetch = (async (url: RequestInfo | URL, init?: RequestInit) => {
+      if (++aCalls === 1) {
+        sentA();
+        await gate;
+      }
+      return fetch(url, init);
+    }) as typeof fetch;
+    const tabA = page(storage, { token: 'expired-token', fetch: aFetch, joinByParameters: false });
+    const a = tabA.createPayment(order).catch((e: unknown) => e);
+    await aSent;
+    // Tab B resumes A's operation: the server makes the payment; B's answers are lost.
+    const [b] = await page(storage, { fetch: losingFirst(2) }).resumePending();
+    expect(b.error?.pending).toBe(true);
+    expect(await paymentsOf(order.clientId)).toHaveLength(1);
+    release();
+    expect(await a).toMatchObject({ code: 'UNAUTHENTICATED', pending: true });
+    // Tab A resumes (say on the browser's "online" event): 401 again, and the key stays.
+    await tabA.resumePending();
+    expect(storage.load().map((o) => o.idempotencyKey)).toEqual([b.pending.idempotencyKey]);
+    // The shopper signs in again and pays: the stored operation answers.
     const c = page(storage);
     expect(await c.createPayment(order)).toMatchObject({ replayed: true });
     expect(await c.resumePending()).toEqual([]);

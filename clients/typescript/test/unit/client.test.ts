@@ -1,4 +1,4 @@
-import { describe, expect, test } from 'vitest';
+import { describe, expect, test, vi } from 'vitest';
 import {
   CMPayClient,
   CMPayError,
@@ -306,6 +306,78 @@ describe('a double click', () => {
     expect(r).toMatchObject({ idempotencyKey: 'k-first' });
   });
 
+  test('a tab opened before another tab stored an unsettled payment joins it: one read of storage, no new key', async () => {
+    const storage = memoryStorage();
+    let loads = 0;
+    const counted: PendingStorage = { ...storage, singleUser: true, load: () => (loads++, storage.load()) };
+    // Tab B is open first: it loaded storage empty.
+    const bRequests = scriptedTransport([(req) => created(String(req.variables.idempotencyKey))]);
+    const tabB = client(counted, bRequests, { newKey: () => 'k-tab-b' });
+    await tabB.ready;
+    // Tab A: the shopper clicks Pay; the answer is lost, the payment may be made.
+    const tabA = client(storage, scriptedTransport([...down]), { joinByParameters: true, newKey: () => 'k-tab-a' });
+    const err = (await tabA.createPayment(input).catch((e: unknown) => e)) as CMPayError;
+    expect(err).toMatchObject({ pending: true, idempotencyKey: 'k-tab-a' });
+    // The shopper clicks Pay again, in tab B, with the same order.
+    loads = 0;
+    await tabB.createPayment(input);
+    expect(bRequests.requests[0].variables.idempotencyKey, 'tab B made a new key: a second payment').toBe('k-tab-a');
+    expect(loads).toBe(1);
+  });
+
+  // A transport whose requests wait for the test's answer, or fail once their signal fires.
+  const held = () => {
+    const answers: Array<() => void> = [];
+    const stops: unknown[] = [];
+    const step: Step = (req, signal) =>
+      new Promise((resolve, reject) => {
+        signal.addEventListener('abort', () => reject((stops.push(signal.reason), signal.reason)), { once: true });
+        answers.push(() => resolve(created(String(req.variables.idempotencyKey))));
+      });
+    return { t: scriptedTransport([step, step]), answers, stops };
+  };
+
+  test("a second click joined to the first is not aborted by the first click's signal", async () => {
+    const { t, answers } = held();
+    const c = client(memoryStorage(), t, { joinByParameters: true });
+    const ctl = new AbortController();
+    const first = c.createPayment(input, { signal: ctl.signal }).catch((e: unknown) => e);
+    await expect.poll(() => t.requests.length).toBe(1);
+    const key = t.requests[0].variables.idempotencyKey;
+    const second = c.createPayment(input); // no signal of its own
+    ctl.abort(new Error('first page section unmounted'));
+    expect(await first).toMatchObject({ code: 'ABORTED', pending: true, idempotencyKey: key });
+    // The second call waits for an answer under the same key (the first
+    // request's, or a new one's if the first was stopped before it joined).
+    await expect.poll(() => answers.length).toBeGreaterThan(0);
+    answers.at(-1)!();
+    expect(await second).toMatchObject({ replayed: true, settled: true, idempotencyKey: key });
+    expect(new Set(t.requests.map((r) => r.variables.idempotencyKey))).toEqual(new Set([key]));
+  });
+
+  test('a request joined by several callers stops once every one of them has aborted', async () => {
+    const { t, stops } = held();
+    const storage = memoryStorage();
+    const c = client(storage, t, { joinByParameters: true });
+    const [ctl1, ctl2] = [new AbortController(), new AbortController()];
+    const first = c.createPayment(input, { signal: ctl1.signal }).catch((e: unknown) => e);
+    await expect.poll(() => t.requests.length).toBe(1);
+    // The second caller has joined once it listens to its signal.
+    let joined = false;
+    const listen = ctl2.signal.addEventListener.bind(ctl2.signal);
+    ctl2.signal.addEventListener = ((...args: Parameters<typeof listen>) => ((joined = true), listen(...args))) as typeof listen;
+    const second = c.createPayment(input, { signal: ctl2.signal }).catch((e: unknown) => e);
+    await expect.poll(() => joined).toBe(true);
+    ctl1.abort(new Error('one'));
+    expect(await first).toMatchObject({ code: 'ABORTED' });
+    expect(stops).toEqual([]);
+    ctl2.abort(new Error('two'));
+    expect(await second).toMatchObject({ code: 'ABORTED', pending: true });
+    expect(stops).toHaveLength(1);
+    expect(t.requests).toHaveLength(1);
+    expect(keys(storage.load())).toEqual([t.requests[0].variables.idempotencyKey]);
+  });
+
   test("storage that fails to be read again before joining another tab's operation: nothing is sent", async () => {
     const mem = memoryStorage();
     await mem.put({ operation: 'CREATE_PAYMENT', idempotencyKey: 'k-first', params: input, startedAt: '2026-12-04T09:59:00.000Z' });
@@ -374,6 +446,27 @@ describe('an answer that does not judge the operation (a 401, a proxy 403)', () 
     expect(keys(storage.load())).toEqual([resumed.pending.idempotencyKey]);
   });
 
+  test("a refused tab's resume of an operation another tab sent keeps it: its claim cannot undo the other's try", async () => {
+    const storage = memoryStorage();
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let sentByA!: () => void;
+    const aSent = new Promise<void>((r) => (sentByA = r));
+    // Tab A (expired token): its one try is answered 401, late; so is its resume's.
+    const tabA = client(storage, scriptedTransport([async () => (sentByA(), await gate, unauthenticated), unauthenticated]));
+    const call = tabA.createPayment(input).catch((e: unknown) => e) as Promise<CMPayError>;
+    await aSent;
+    // Tab B resumes A's operation: the server may have made the payment; B's answers are lost.
+    const [resumed] = await client(storage, scriptedTransport([...down])).resumePending();
+    expect(resumed).toMatchObject({ settled: false, error: { pending: true } });
+    release();
+    expect(await call).toMatchObject({ code: 'UNAUTHENTICATED', pending: true });
+    // A resumes (same token): it names itself the sender again, and is refused again.
+    const [again] = await tabA.resumePending();
+    expect(again).toMatchObject({ settled: false, error: { code: 'UNAUTHENTICATED', pending: true } });
+    expect(keys(storage.load())).toEqual([resumed.pending.idempotencyKey]);
+  });
+
   test('a NOT_FOUND to a resumed refund (a token bound to another client) keeps it stored', async () => {
     const storage = memoryStorage();
     await storage.put({ operation: 'REFUND_PAYMENT', idempotencyKey: 'rf-1', params: { paymentId: 'p1', amount: '1.00' }, startedAt: '2026-12-04T10:00:00.000Z' });
@@ -424,6 +517,63 @@ describe('a settled operation storage failed to remove', () => {
     expect(await c.resumePending()).toEqual([]);
     expect(mem.load()).toEqual([]);
     expect(transport.requests).toHaveLength(2);
+  });
+
+  // A storage whose next removal fails (an IndexedDB over its quota).
+  const failingRemove = () => {
+    const mem = memoryStorage();
+    const storage = { ...mem, singleUser: true, failNext: true } as PendingStorage & { failNext: boolean };
+    storage.remove = (k) => {
+      if (storage.failNext) {
+        storage.failNext = false;
+        throw new Error('QuotaExceededError');
+      }
+      return mem.remove(k);
+    };
+    return { mem, storage };
+  };
+  const refused = gqlError('refundPayment', 'PAYMENT_STATE_CONFLICT', { status: 'AUTHORIZED' });
+  const refundParams = { paymentId: 'p1', amount: '2.00' };
+
+  test('a refusal that leaves the key unused is marked settled in storage: no page sends it again, resumePending removes it', async () => {
+    const { mem, storage } = failingRemove();
+    const err = (await client(storage, scriptedTransport([refused])).refundPayment(refundParams).catch((e: unknown) => e)) as CMPayError;
+    expect(err).toMatchObject({ code: 'PAYMENT_STATE_CONFLICT', pending: false });
+    expect(mem.load()).toMatchObject([{ idempotencyKey: err.idempotencyKey, settled: true }]);
+    // The next page: it neither lists, joins nor sends it, and removes it.
+    const t = scriptedTransport([(req) => ok({ refundPayment: { payment: payment({ id: 'p1' }), refund: { id: 'r2', amount: '2.00', idempotencyKey: req.variables.idempotencyKey, status: 'SUCCEEDED' }, replayed: false } })]);
+    const next = client(storage, t);
+    expect(next.pending()).toEqual([]);
+    const again = await next.refundPayment(refundParams);
+    expect(again.idempotencyKey).not.toBe(err.idempotencyKey);
+    expect(await next.resumePending()).toEqual([]);
+    expect(mem.load()).toEqual([]);
+    expect(t.requests).toHaveLength(1);
+  });
+
+  test('a 401 proven unapplied whose removal failed is marked settled too: a page with a working token does not send it', async () => {
+    const { mem, storage } = failingRemove();
+    const err = (await client(storage, scriptedTransport([gqlError('createPayment', 'UNAUTHENTICATED', {}, 401)])).createPayment(input).catch((e: unknown) => e)) as CMPayError;
+    expect(err).toMatchObject({ code: 'UNAUTHENTICATED', pending: false });
+    const t = scriptedTransport([]);
+    expect(await client(storage, t).resumePending()).toEqual([]);
+    expect(t.requests).toEqual([]);
+    expect(mem.load()).toEqual([]);
+  });
+
+  test('a page opened before the refusal does not join the marked operation', async () => {
+    const { mem, storage } = failingRemove();
+    // Another page stored the refund; its answer was lost.
+    await mem.put({ operation: 'REFUND_PAYMENT', idempotencyKey: 'rf-old', params: refundParams, startedAt: '2026-12-04T10:00:00.000Z' });
+    const older = client(storage, scriptedTransport([(req) => ok({ refundPayment: { payment: payment({ id: 'p1' }), refund: { id: 'r2', amount: '2.00', idempotencyKey: req.variables.idempotencyKey, status: 'SUCCEEDED' }, replayed: false } })]));
+    expect(keys(older.pending())).toEqual(['rf-old']);
+    // This page resumes it: refused, its removal fails.
+    const [outcome] = await client(storage, scriptedTransport([refused])).resumePending();
+    expect(outcome).toMatchObject({ settled: true, error: { code: 'PAYMENT_STATE_CONFLICT' } });
+    // The older page's equal refund is a new one.
+    const r = await older.refundPayment(refundParams);
+    expect(r.idempotencyKey).not.toBe('rf-old');
+    expect(r.replayed).toBe(false);
   });
 });
 
@@ -496,6 +646,30 @@ describe("an operation older than the server's key TTL", () => {
     expect(lost).toMatchObject({ settled: true, error: { pending: false, operation: 'REFUND_PAYMENT', code: 'OPERATION_EXPIRED' } });
     expect(transport.requests.map((r) => r.operationName)).toEqual(['PaymentAttempts', 'PaymentAttempts']);
     expect(storage.load()).toEqual([]);
+  });
+
+  test('a refund found under its key but made long before it was stored is an older operation\'s, under the key reused: not its answer', async () => {
+    const storage = memoryStorage();
+    await storage.put({ operation: 'REFUND_PAYMENT', idempotencyKey: 'order-9', params: { paymentId: 'p1', amount: '3.00' }, startedAt: old });
+    // Made under the same key a day and a half earlier, before the server forgot it.
+    const older = { id: 'rf-old', paymentId: 'p1', amount: '3.00', reason: null, idempotencyKey: 'order-9', createdAt: '2026-12-01T00:00:00Z', status: 'SUCCEEDED' };
+    const transport = scriptedTransport([withAttempts({ id: 'p1', refunds: [older], status: 'PARTIALLY_REFUNDED' }, [])]);
+    const [outcome] = await client(storage, transport).resumePending();
+    expect(outcome.error).toBeInstanceOf(ExpiredOperationError);
+    expect(outcome).toMatchObject({ settled: true, error: { code: 'OPERATION_EXPIRED' } });
+  });
+
+  test('a refund found under its key with another amount or reason is IDEMPOTENCY_KEY_REUSED, not its answer', async () => {
+    for (const [made, differ] of [[{ amount: '2.00' }, ['amount']], [{ reason: 'damaged' }, ['reason']]] as const) {
+      const storage = memoryStorage();
+      await storage.put({ operation: 'REFUND_PAYMENT', idempotencyKey: 'order-10', params: { paymentId: 'p1', amount: '3' }, startedAt: old });
+      const other = { id: 'rf-other', paymentId: 'p1', amount: '3.00', reason: null, idempotencyKey: 'order-10', createdAt: old, status: 'SUCCEEDED', ...made };
+      const transport = scriptedTransport([withAttempts({ id: 'p1', refunds: [other], status: 'PARTIALLY_REFUNDED' }, [])]);
+      const [outcome] = await client(storage, transport).resumePending();
+      expect(outcome.error).toBeInstanceOf(KeyReusedError);
+      expect(outcome).toMatchObject({ settled: true, error: { differingFields: differ, paymentId: 'p1', pending: false } });
+      expect(storage.load()).toEqual([]);
+    }
   });
 
   test('a capture applied under its key is a replay; one nobody made is sent again', async () => {
@@ -807,6 +981,15 @@ describe('a put that fails', () => {
     const r = await c.createPayment(input);
     expect(r.idempotencyKey).toBe(err.idempotencyKey);
   });
+
+  test('whose removal fails too, without joining: the error says to call again with the key, not the parameters', async () => {
+    const err = (await client(failingPut(memoryStorage(), true), scriptedTransport([])).createPayment(input).catch((e: unknown) => e)) as CMPayError;
+    expect(err).toMatchObject({ pending: true });
+    expect(err.message).toContain('call again with the same key, or resumePending()');
+    expect(err.message).not.toContain('parameters');
+    const joining = (await client(failingPut(memoryStorage(), true), scriptedTransport([]), { joinByParameters: true }).createPayment(input).catch((e: unknown) => e)) as CMPayError;
+    expect(joining.message).toContain('call again with the same key (or parameters)');
+  });
 });
 
 describe('discard', () => {
@@ -820,5 +1003,54 @@ describe('discard', () => {
     expect(c.pending()).toEqual([]);
     expect(await c.resumePending()).toEqual([]);
     expect(t.requests).toEqual([]);
+  });
+});
+
+describe('an onSettled that throws', () => {
+  test('changes no answer: the payment made is answered, the throw is reported, and paying again joins nothing', async () => {
+    const warned: unknown[][] = [];
+    const warn = vi.spyOn(console, 'warn').mockImplementation((...args: unknown[]) => void warned.push(args));
+    try {
+      const storage = memoryStorage();
+      const t = scriptedTransport([(req) => created(String(req.variables.idempotencyKey)), (req) => created(String(req.variables.idempotencyKey))]);
+      const c = client(storage, t, {
+        joinByParameters: true,
+        onSettled: () => {
+          throw new Error('analytics down');
+        },
+      });
+      const first = await c.createPayment(input);
+      expect(first).toMatchObject({ settled: true, replayed: false });
+      expect(String(warned[0]?.[1])).toContain('analytics down');
+      expect(storage.load()).toEqual([]);
+      // A rejecting callback is reported the same way, and the resume answers too.
+      await storage.put({ operation: 'CREATE_PAYMENT', idempotencyKey: 'k-resumed', params: { ...input, amount: '1.00' }, startedAt: '2026-12-04T10:00:00.000Z' });
+      const rejecting = client(storage, scriptedTransport([created('k-resumed', { amount: '1.00' })]), { onSettled: () => Promise.reject(new Error('async analytics down')) });
+      const [resumed] = await rejecting.resumePending();
+      expect(resumed).toMatchObject({ settled: true, result: { idempotencyKey: 'k-resumed' } });
+      await expect.poll(() => warned.map((w) => String(w[1]))).toContain('Error: async analytics down');
+    } finally {
+      warn.mockRestore();
+    }
+  });
+
+  test('in waitForSettled: the settled payment is answered', async () => {
+    const warn = vi.spyOn(console, 'warn').mockImplementation(() => undefined);
+    try {
+      const storage = memoryStorage();
+      await storage.put({ operation: 'CREATE_PAYMENT', idempotencyKey: 'k-wait', params: input, startedAt: '2026-12-04T10:00:00.000Z' });
+      const settledPayment = payment({ id: 'p-wait', idempotencyKey: 'k-wait' });
+      const c = client(storage, scriptedTransport([ok({ payment: settledPayment })]), {
+        subscriber: fakeSubscriber().subscriber,
+        onSettled: () => {
+          throw new Error('analytics down');
+        },
+      });
+      expect(await c.waitForSettled('p-wait')).toMatchObject({ id: 'p-wait' });
+      expect(storage.load()).toEqual([]);
+      expect(warn).toHaveBeenCalledOnce();
+    } finally {
+      warn.mockRestore();
+    }
   });
 });

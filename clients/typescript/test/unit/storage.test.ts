@@ -93,6 +93,30 @@ describe('file storage', () => {
     await expect(s.put(op('a'))).rejects.toThrow(/not the client's JSON/);
     expect(readFileSync(path, 'utf8')).toBe('not json');
   });
+
+  test('two fileStorage instances of one file in one process keep each other\'s writes', async () => {
+    for (let round = 0; round < 10; round++) {
+      const dir = mkdtempSync(join(tmpdir(), 'cmpay-storage-'));
+      // The same file named two ways, as two tenants' clients of one server might.
+      const a = fileStorage(join(dir, 'p.json'));
+      const b = fileStorage(join(dir, '.', 'p.json'));
+      await Promise.all([a.put(op('a1')), b.put(op('b1')), a.put(op('a2')), b.put(op('b2')), a.remove('a1')]);
+      expect({ round, keys: keys(fileStorage(join(dir, 'p.json')).load()).sort() }).toEqual({ round, keys: ['a2', 'b1', 'b2'] });
+      expect(readdirSync(dir)).toEqual(['p.json']);
+    }
+  });
+
+  test('two clients of one process, each with its own fileStorage of one file, both have their key stored before it is sent', async () => {
+    const path = join(mkdtempSync(join(tmpdir(), 'cmpay-storage-')), 'pending.json');
+    const sent: string[] = [];
+    const hang = ((req: { variables: Record<string, unknown> }) => (sent.push(String(req.variables.idempotencyKey)), new Promise(() => undefined))) as never;
+    const make = (key: string) =>
+      new CMPayClient({ url: 'http://x/graphql', token: 't', storage: fileStorage(path), transport: hang, clock: fakeClock(), newKey: () => key });
+    void make('tenant-a').createPayment({ clientId: 'c1', amount: '1', currency: 'BRL', method: 'PIX' });
+    void make('tenant-b').createPayment({ clientId: 'c2', amount: '1', currency: 'BRL', method: 'PIX' });
+    await expect.poll(() => sent.length).toBe(2);
+    expect(keys(fileStorage(path).load()).sort()).toEqual(['tenant-a', 'tenant-b']);
+  });
 });
 
 describe('client and storage', () => {
