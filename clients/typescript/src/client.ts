@@ -745,8 +745,8 @@ export class CMPayClient {
     const { attempts, ...payment } = p;
     if (op.operation === 'REFUND_PAYMENT') {
       // A key the server forgot can have been used again: a refund made
-      // under it long before op was stored is another's (refundMadeBy).
-      const refund = payment.refunds.find((r) => r.idempotencyKey === key && refundMadeBy(op, r, this.#ttlMs));
+      // under it long before op was stored is another's (madeBy).
+      const refund = payment.refunds.find((r) => r.idempotencyKey === key && madeBy(op, r.createdAt, this.#ttlMs));
       if (refund) {
         const differ = refundDiffers(op.params, refund);
         if (differ.length === 0) return { refund, payment, replayed: true };
@@ -785,7 +785,9 @@ export class CMPayClient {
   // The server binds a key to the payment it made first, so the payment
   // found is the operation's unless the caller's own key was used for
   // another payment (after the server forgot it): compared by the fields a
-  // payment shows, as the server compares them.
+  // payment shows, as the server compares them. A payment made long before
+  // op was stored is an older operation's under the key reused, equal or
+  // not (madeBy), and does not count.
   async #lookupCreate(op: PendingOperation & { operation: 'CREATE_PAYMENT' }, signal?: AbortSignal): Promise<Record<string, unknown> | null> {
     const key = op.idempotencyKey;
     const clientId = canonicalClientId(op.params.clientId) ?? '';
@@ -798,13 +800,16 @@ export class CMPayClient {
       edges: Array<{ node: Payment }>;
       pageInfo?: { hasNextPage: boolean };
     };
-    const made = data.edges.map((e) => e.node).sort((a, b) => a.createdAt.localeCompare(b.createdAt));
-    if (made.length === 0) return null;
+    const made = data.edges
+      .map((e) => e.node)
+      .filter((p) => madeBy(op, p.createdAt, this.#ttlMs))
+      .sort((a, b) => a.createdAt.localeCompare(b.createdAt));
     const same = made.find((p) => createDiffers(op.params, p).length === 0);
     if (same) return { payment: same, replayed: true };
     if (data.pageInfo?.hasNextPage) {
       throw inconclusive(op, `more payments were made under its key than one answer lists, and none of those listed is this one`);
     }
+    if (made.length === 0) return null;
     throw new KeyReusedError(`idempotency key ${JSON.stringify(key)} was used for another payment`, {
       code: 'IDEMPOTENCY_KEY_REUSED',
       idempotencyKey: key,
@@ -1069,7 +1074,8 @@ export class CMPayClient {
 
   // #settleBy forgets the stored operations a settled payment proves
   // finished: its create (the payment carries the key and the create's
-  // parameters) and its refunds (each carries its key, and is the
+  // parameters, and was made after it was stored, as #lookupCreate reads
+  // it) and its refunds (each carries its key, and is the
   // operation's only if made after it was stored, with its parameters, as
   // #lookup reads it). A stored capture or cancel is left to
   // resumePending(): the payment does not show whether that request ever
@@ -1077,10 +1083,13 @@ export class CMPayClient {
   async #settleBy(p: Payment) {
     for (const op of this.#known.values()) {
       const done =
-        (op.operation === 'CREATE_PAYMENT' && op.idempotencyKey === p.idempotencyKey && createDiffers(op.params, p).length === 0) ||
+        (op.operation === 'CREATE_PAYMENT' &&
+          op.idempotencyKey === p.idempotencyKey &&
+          madeBy(op, p.createdAt, this.#ttlMs) &&
+          createDiffers(op.params, p).length === 0) ||
         (op.operation === 'REFUND_PAYMENT' &&
           op.params.paymentId === p.id &&
-          p.refunds.some((r) => r.idempotencyKey === op.idempotencyKey && refundMadeBy(op, r, this.#ttlMs) && refundDiffers(op.params, r).length === 0));
+          p.refunds.some((r) => r.idempotencyKey === op.idempotencyKey && madeBy(op, r.createdAt, this.#ttlMs) && refundDiffers(op.params, r).length === 0));
       if (done) await this.#settle(op);
     }
   }
@@ -1121,14 +1130,14 @@ function createDiffers(params: CreatePaymentInput, p: Payment): string[] {
   return out;
 }
 
-// refundMadeBy says whether a refund found under op's key can be op's: made
-// no earlier than half a key TTL before op was stored. A refund made under
-// the same key by an older operation was made at least a whole server TTL
-// before op's first send (the server replays a key it still holds), so half
-// a TTL leaves the client's clock that much room ahead of the server's. An
-// unreadable date never rules a refund out.
-function refundMadeBy(op: PendingOperation, r: Refund, ttlMs: number): boolean {
-  return !(Date.parse(r.createdAt) < Date.parse(op.startedAt) - ttlMs / 2);
+// madeBy says whether a payment or refund found under op's key, made at
+// createdAt, can be op's: made no earlier than half a key TTL before op was
+// stored. One made under the same key by an older operation was made at
+// least a whole server TTL before op's first send (the server replays a key
+// it still holds), so half a TTL leaves the client's clock that much room
+// ahead of the server's. An unreadable date never rules one out.
+function madeBy(op: PendingOperation, createdAt: string, ttlMs: number): boolean {
+  return !(Date.parse(createdAt) < Date.parse(op.startedAt) - ttlMs / 2);
 }
 
 // refundDiffers names the parameters by which a refund differs from a

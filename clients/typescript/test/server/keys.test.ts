@@ -187,6 +187,30 @@ describe("after the server's IDEMPOTENCY_KEY_TTL", () => {
     expect(outcome.error).toBeInstanceOf(ExpiredOperationError); // told the 3.00 refund was not made
     expect((await madeFor(payment.clientId))[0].refunds).toHaveLength(1);
   });
+
+  test("a stale create under a caller's key the server forgot and reused is not answered with the older payment", async () => {
+    const order = input();
+    const key = `order-${order.clientId}`;
+    const opts = { idempotencyKeyTTL: ttlMs };
+    const waitMs = async (ms: number) => {
+      const since = Date.now();
+      await expect.poll(() => Date.now() - since, { timeout: ms * 3, interval: 50 }).toBeGreaterThan(ms);
+    };
+    const first = await page(memoryStorage(), opts).createPayment(order, { idempotencyKey: key });
+    // Past the server's TTL the key is free again: the next equal order uses it, offline.
+    await waitMs(ttlMs + 300);
+    const storage = memoryStorage();
+    const offline = (() => Promise.reject(new TypeError('offline'))) as typeof fetch;
+    const lost = await page(storage, { ...opts, fetch: offline }).createPayment(order, { idempotencyKey: key }).catch((e: unknown) => e);
+    expect(lost).toMatchObject({ pending: true });
+    // Back online once it is stale: the lookup finds only the older payment, made before it was stored.
+    await waitMs(ttlMs);
+    const [outcome] = await page(storage, opts).resumePending();
+    // The second order was never paid: it is made now, under its key.
+    expect(outcome).toMatchObject({ settled: true, result: { replayed: false } });
+    expect(outcome.result?.payment.id).not.toBe(first.payment.id);
+    expect((await madeFor(order.clientId)).map((p) => p.idempotencyKey)).toEqual([key, key]);
+  });
 });
 
 describe('a stored operation whose key the server still holds is sent again, and its answer is the replay', () => {

@@ -885,6 +885,30 @@ describe("an operation older than the server's key TTL", () => {
     expect(() => parseDuration(0)).toThrow(TypeError);
     expect(() => client(memoryStorage(), scriptedTransport([]), { idempotencyKeyTTL: 'soon' })).toThrow(TypeError);
   });
+
+  test('a create is not answered with an equal payment made under its key long before it was stored (an older order)', async () => {
+    const storage = memoryStorage();
+    await storage.put({ operation: 'CREATE_PAYMENT', idempotencyKey: 'order-42', params: input, startedAt: old });
+    // The server holds an equal payment made under the same key a month earlier (its key long forgotten).
+    const monthOld = payment({ id: 'p-nov', idempotencyKey: 'order-42', createdAt: '2026-11-04T10:00:00Z', status: 'CAPTURED' });
+    const made = payment({ id: 'p-dec', idempotencyKey: 'order-42', createdAt: '2026-12-04T10:00:00Z', status: 'CAPTURED' });
+    const transport = scriptedTransport([found([monthOld]), ok({ createPayment: { payment: made, replayed: false } })]);
+    const [outcome] = await client(storage, transport).resumePending();
+    expect(transport.requests.map((r) => r.operationName)).toEqual(['PaymentsByKey', 'CreatePayment']);
+    expect(transport.requests[1].variables.idempotencyKey).toBe('order-42');
+    expect(outcome).toMatchObject({ settled: true, result: { replayed: false, payment: { id: 'p-dec' } } });
+  });
+
+  test('a create made is answered with its own payment, not an older equal one under its key', async () => {
+    const storage = memoryStorage();
+    await storage.put({ operation: 'CREATE_PAYMENT', idempotencyKey: 'order-43', params: input, startedAt: old });
+    const monthOld = payment({ id: 'p-nov2', idempotencyKey: 'order-43', createdAt: '2026-11-04T10:00:00Z', status: 'CAPTURED' });
+    // The operation's own payment: made at its first send, whose answer was lost.
+    const own = payment({ id: 'p-dec2', idempotencyKey: 'order-43', createdAt: '2026-12-02T10:00:01Z', status: 'CAPTURED' });
+    const transport = scriptedTransport([found([own, monthOld])]);
+    const [outcome] = await client(storage, transport).resumePending();
+    expect(outcome).toMatchObject({ settled: true, result: { replayed: true, payment: { id: 'p-dec2' } } });
+  });
 });
 
 describe('a code CMPay does not send', () => {
