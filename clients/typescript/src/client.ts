@@ -193,9 +193,11 @@ export class CMPayClient {
   // (#onlySender). A key leaves at its first try without such an answer;
   // keys loaded from storage never enter.
   #clean = new Set<string>();
-  // Keys settled whose removal from storage failed: never joined, and not
-  // sent again by resumePending(), which tries the removal again.
-  #settledKeys = new Set<string>();
+  // Keys settled whose removal from storage failed, each with the settled
+  // operation's startedAt: that operation is never joined, and not sent
+  // again by resumePending(), which tries the removal again. A new operation
+  // stored under the key (after a refusal that left it unused) clears it.
+  #settledKeys = new Map<string, string>();
   #loadError?: StorageError;
 
   constructor(opts: CMPayClientOptions) {
@@ -364,8 +366,12 @@ export class CMPayClient {
     const stored: PendingOperation[] = [];
     for (const op of loaded) {
       if (op.settled === true) await this.#dropTombstone(op.idempotencyKey);
-      else if (this.#settledKeys.has(op.idempotencyKey)) await this.#forget(op);
-      else stored.push(op);
+      else if (this.#settledHere(op)) await this.#forget(op);
+      else {
+        // Another operation under a key settled here replaced the settled one.
+        this.#settledKeys.delete(op.idempotencyKey);
+        stored.push(op);
+      }
     }
     this.#sync(stored);
     stored.sort((a, b) => a.startedAt.localeCompare(b.startedAt));
@@ -452,6 +458,9 @@ export class CMPayClient {
       .then(() => this.#storage.put(op))
       .then(
         () => {
+          // The put replaced whatever storage held under the key, such as an
+          // operation settled here whose removal failed: this one is live.
+          this.#settledKeys.delete(key);
           this.#known.set(key, op);
           this.#own.add(key);
           this.#announce(op);
@@ -863,7 +872,7 @@ export class CMPayClient {
     this.#known.delete(op.idempotencyKey);
     this.#own.delete(op.idempotencyKey);
     this.#clean.delete(op.idempotencyKey);
-    this.#settledKeys.add(op.idempotencyKey);
+    this.#settledKeys.set(op.idempotencyKey, op.startedAt);
     await this.#forget(op);
   }
 
@@ -904,7 +913,14 @@ export class CMPayClient {
   // #live drops what a client must neither join nor send from a load:
   // tombstones (#forget) and what this client settled.
   #live(ops: PendingOperation[]): PendingOperation[] {
-    return ops.filter((op) => op.settled !== true && !this.#settledKeys.has(op.idempotencyKey));
+    return ops.filter((op) => op.settled !== true && !this.#settledHere(op));
+  }
+
+  // #settledHere says whether op is the very operation this client settled
+  // under its key and failed to remove: a later one stored under the key
+  // (another startedAt) may have been applied, and is kept.
+  #settledHere(op: PendingOperation): boolean {
+    return this.#settledKeys.get(op.idempotencyKey) === op.startedAt;
   }
 
   // #request sends req until an answer is final or carries data, waiting

@@ -575,6 +575,70 @@ describe('a settled operation storage failed to remove', () => {
     expect(r.idempotencyKey).not.toBe('rf-old');
     expect(r.replayed).toBe(false);
   });
+
+  test('a capture retried under the key its refusal left unused keeps that key until it has an answer', async () => {
+    const mem = memoryStorage();
+    let broken = false;
+    const storage: PendingStorage = {
+      ...mem,
+      load: () => mem.load(),
+      put: (op) => {
+        if (broken && (op as { settled?: boolean }).settled) throw new Error('disk full');
+        return mem.put(op);
+      },
+      remove: (key) => {
+        if (broken) throw new Error('disk full');
+        return mem.remove(key);
+      },
+    };
+    const settled: string[] = [];
+    const transport = scriptedTransport([
+      // Try 1: the payment is not AUTHORIZED yet: refused, the key stays unused (contract).
+      { status: 200, retryAfter: null, body: { data: { capturePayment: null }, errors: [{ message: 'conflict', path: ['capturePayment'], extensions: { code: 'PAYMENT_STATE_CONFLICT', status: 'PROCESSING' } }] } },
+      // Try 2, same key: applied on the server, the answer lost twice.
+      new TypeError('socket hang up'),
+      new TypeError('socket hang up'),
+    ]);
+    const c = client(storage, transport, { random: () => 0, onSettled: (op) => void settled.push(op.idempotencyKey) });
+    broken = true; // the settled capture can be neither removed nor tombstoned
+    await expect(c.capturePayment({ paymentId: 'p1' }, { idempotencyKey: 'cap-1' })).rejects.toMatchObject({ code: 'PAYMENT_STATE_CONFLICT' });
+    broken = false;
+    // Once AUTHORIZED, the caller captures again under the same, unused key.
+    await expect(c.capturePayment({ paymentId: 'p1' }, { idempotencyKey: 'cap-1' })).rejects.toMatchObject({ pending: true });
+    expect(mem.load().map((o) => o.idempotencyKey)).toEqual(['cap-1']);
+    // resumePending() must send it again (the server replays the capture), not forget it.
+    await c.resumePending();
+    expect(transport.requests.map((r) => r.operationName)).toEqual(Array(5).fill('CapturePayment')); // 1 refused, 2 lost, 2 resumed
+    expect(mem.load().map((o) => o.idempotencyKey)).toEqual(['cap-1']);
+    expect(settled).toEqual([]);
+  });
+
+  test('an operation settled here whose removal failed is still forgotten by resumePending(), a later one under its key is not', async () => {
+    const mem = memoryStorage();
+    let broken = true;
+    const storage: PendingStorage = {
+      ...mem,
+      load: () => mem.load(),
+      put: (op) => {
+        if (broken && (op as { settled?: boolean }).settled) throw new Error('disk full');
+        return mem.put(op);
+      },
+      remove: (key) => {
+        if (broken) throw new Error('disk full');
+        return mem.remove(key);
+      },
+    };
+    const refused = { status: 200, retryAfter: null, body: { data: { capturePayment: null }, errors: [{ message: 'conflict', path: ['capturePayment'], extensions: { code: 'PAYMENT_STATE_CONFLICT', status: 'PROCESSING' } }] } };
+    const transport = scriptedTransport([refused]);
+    const c = client(storage, transport);
+    await expect(c.capturePayment({ paymentId: 'p1' }, { idempotencyKey: 'cap-2' })).rejects.toMatchObject({ code: 'PAYMENT_STATE_CONFLICT' });
+    broken = false;
+    // Storage still holds the refused capture: resumePending() removes it unsent.
+    const [outcome] = await c.resumePending();
+    expect(outcome).toBeUndefined();
+    expect(transport.requests).toHaveLength(1);
+    expect(mem.load()).toEqual([]);
+  });
 });
 
 describe('storage that fails to load', () => {
