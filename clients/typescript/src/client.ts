@@ -198,6 +198,8 @@ export class CMPayClient {
   // again by resumePending(), which tries the removal again. A new operation
   // stored under the key (after a refusal that left it unused) clears it.
   #settledKeys = new Map<string, string>();
+  // When a try of each key last left here (#markSent).
+  #lastSent = new Map<string, number>();
   #loadError?: StorageError;
 
   constructor(opts: CMPayClientOptions) {
@@ -691,6 +693,49 @@ export class CMPayClient {
     return this.#clean.has(key) && (now === undefined || now.settled === true || now.sender === this.#id);
   }
 
+  // #markSent records that a try of op leaves now. Near the time op turns
+  // stale it is written to storage first (lastSentAt), so that whichever
+  // client looks op up once stale knows a try may still be applied
+  // (#inDoubtUntil); a try further from it is past doubt by then, and is not
+  // worth a write. When that write fails, the try does not leave.
+  async #markSent(op: PendingOperation): Promise<void> {
+    const key = op.idempotencyKey;
+    const now = this.#clock.now();
+    this.#lastSent.set(key, now);
+    const staleAt = Date.parse(op.startedAt) + this.#ttlMs - this.#ttlMs / 10;
+    if (now < staleAt - this.#inDoubtMs()) return;
+    const marked = { ...(this.#known.get(key) ?? op), lastSentAt: new Date(now).toISOString() } as PendingOperation;
+    try {
+      await this.#storage.put(marked);
+    } catch (err) {
+      throw new StorageError(`could not record that the operation is being sent: ${String(err)}; this try was not sent`, {
+        code: 'STORAGE_FAILED',
+        idempotencyKey: key,
+        cause: err,
+      });
+    }
+    if (this.#known.has(key)) this.#known.set(key, marked);
+  }
+
+  // #inDoubtMs is how long after a try leaves the server may still apply
+  // it: the try may take the whole attempt timeout to arrive, the server
+  // keeps working on a request up to 15 s after its client left (its
+  // request bound), and a margin covers the hops in between.
+  #inDoubtMs(): number {
+    return this.#policy.attemptTimeoutMs + serverRequestBoundMs + inDoubtMarginMs;
+  }
+
+  // #inDoubtUntil is the time before which a try of op may still be applied
+  // by the server: the last try's, as this client saw it leave or as storage
+  // recorded it (another process's).
+  #inDoubtUntil(op: PendingOperation): number {
+    const key = op.idempotencyKey;
+    const sent = [this.#lastSent.get(key), op.lastSentAt, this.#known.get(key)?.lastSentAt]
+      .map((t) => (typeof t === 'string' ? Date.parse(t) : t))
+      .filter((t): t is number => t !== undefined && !Number.isNaN(t));
+    return sent.length === 0 ? -Infinity : Math.max(...sent) + this.#inDoubtMs();
+  }
+
   // #stale says whether the server may have forgotten op's key: it was
   // stored more than the key TTL less a tenth ago (or when is unreadable).
   #stale(op: PendingOperation): boolean {
@@ -721,6 +766,18 @@ export class CMPayClient {
     }
     if (found) return this.#answer(op, found);
     if (op.operation === 'REFUND_PAYMENT') {
+      const until = this.#inDoubtUntil(op);
+      if (this.#clock.now() < until) {
+        // A try that left near the stale margin may still be committed by
+        // the server: "nothing was done" could be false, so op stays.
+        const e = inconclusive(
+          op,
+          `no refund was made under its key yet, but a try sent since may still be applied until ${new Date(until).toISOString()}: ` +
+            'it stays stored and is looked up again by resumePending()',
+        );
+        e.pending = true;
+        throw e;
+      }
       await this.#settle(op);
       throw new ExpiredOperationError(
         `the refund stored at ${op.startedAt} is older than nine tenths of the key TTL (idempotencyKeyTTL) and no refund was made under its key: ` +
@@ -926,8 +983,9 @@ export class CMPayClient {
   // #request sends req until an answer is final or carries data, waiting
   // between tries as the policy says. It throws UnavailableError when the
   // tries run out and AbortedError when signal fires. With op, it answers
-  // 'stale' instead of a try once op's key may be forgotten, and marks op
-  // unclean at its first try without an answer that proves nothing applied.
+  // 'stale' instead of a try once op's key may be forgotten, records when
+  // each try of op leaves (#markSent), and marks op unclean at its first try
+  // without an answer that proves nothing applied.
   async #request(req: GraphQLRequest, field: string, o: RequestOptions): Promise<Answer>;
   async #request(req: GraphQLRequest, field: string, o: RequestOptions & { op: PendingOperation }): Promise<Answer | 'stale'>;
   async #request(req: GraphQLRequest, field: string, o: RequestOptions & { op?: PendingOperation }): Promise<Answer | 'stale'> {
@@ -939,6 +997,7 @@ export class CMPayClient {
       attempt++;
       if (signal?.aborted) throw aborted(signal, last);
       if (op && attempt > 1 && this.#stale(op)) return 'stale';
+      if (op) await this.#markSent(op);
       let verdict: Verdict;
       const timeout = new AbortController();
       const timer = setTimeout(() => timeout.abort(new Error('timeout')), p.attemptTimeoutMs);
@@ -1165,6 +1224,13 @@ function refundDiffers(params: RefundPaymentParams, r: Refund): string[] {
   if ((params.reason ?? null) !== (r.reason ?? null)) out.push('reason');
   return out;
 }
+
+// serverRequestBoundMs is how long the server works on a request after its
+// client left: payments/engine.go's requestTimeout.
+const serverRequestBoundMs = 15_000;
+// inDoubtMarginMs covers what lies between a try leaving and the server's
+// bound starting: proxies, a queue in front of the server.
+const inDoubtMarginMs = 5_000;
 
 // The statuses a payment can have once captured.
 const capturedStatuses: ReadonlySet<string> = new Set(['CAPTURED', 'PARTIALLY_REFUNDED', 'REFUNDED']);

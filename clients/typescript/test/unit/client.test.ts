@@ -950,6 +950,55 @@ describe("an operation older than the server's key TTL", () => {
     expect(() => client(memoryStorage(), scriptedTransport([]), { idempotencyKeyTTL: 'soon' })).toThrow(TypeError);
   });
 
+  test('a refund whose last try left 250 ms before it turned stale is not declared "nothing was done" while that try may be applied', async () => {
+    const clock = fakeClock();
+    // Stored 100 ms short of nine tenths of the TTL: fresh, so it is sent.
+    const startedAt = new Date(clock.now() - 24 * 3_600_000 * 0.9 + 100).toISOString();
+    const storage = memoryStorage();
+    await storage.put({ operation: 'REFUND_PAYMENT', idempotencyKey: 'r-edge', params: { paymentId: 'p1', amount: '1.00' }, startedAt });
+    const notYet = withAttempts({ id: 'p1', refunds: [], refundCount: 0, status: 'CAPTURED' }, []);
+    const transport = scriptedTransport([
+      // The request reached the server; the connection dropped before its answer.
+      new TypeError('socket hang up'),
+      // 250 ms later the op is stale: the lookup reads the payment before the
+      // server committed the first try's refund (still waiting on a lock).
+      notYet,
+      // Looked up again once no try can still be applied: nothing was made.
+      notYet,
+    ]);
+    const c = client(storage, transport, { clock, random: () => 1, retry: { maxAttempts: 3 } });
+    const [outcome] = await c.resumePending();
+    expect(transport.requests.map((r) => r.operationName)).toEqual(['RefundPayment', 'PaymentAttempts']);
+    expect(outcome).toMatchObject({ settled: false, error: { code: 'LOOKUP_INCONCLUSIVE', pending: true } });
+    expect(storage.load()).toMatchObject([{ idempotencyKey: 'r-edge', lastSentAt: new Date(clock.now() - 250).toISOString() }]);
+    // Another process loading it knows when its last try left.
+    const later = fakeClock();
+    await later.sleep(clock.now() - later.now() + 15_000 + 15_000 + 5_000);
+    const [gone] = await client(storage, transport, { clock: later }).resumePending();
+    expect(gone).toMatchObject({ settled: true, error: { code: 'OPERATION_EXPIRED' } });
+    expect(storage.load()).toEqual([]);
+  });
+
+  test('a try sent far from the stale margin is not worth a write', async () => {
+    const storage = memoryStorage();
+    const writes: string[] = [];
+    const watched: PendingStorage = { ...storage, put: (op) => (writes.push(op.lastSentAt ?? 'stored'), storage.put(op)) };
+    await client(watched, scriptedTransport([created('k-far')])).createPayment(input, { idempotencyKey: 'k-far' });
+    expect(writes).toEqual(['stored']);
+  });
+
+  test('a try whose lastSentAt cannot be written does not leave', async () => {
+    const clock = fakeClock();
+    const startedAt = new Date(clock.now() - 24 * 3_600_000 * 0.9 + 100).toISOString();
+    const storage = memoryStorage();
+    await storage.put({ operation: 'REFUND_PAYMENT', idempotencyKey: 'r-nowrite', params: { paymentId: 'p1', amount: '1.00' }, startedAt });
+    const failing: PendingStorage = { ...storage, load: () => storage.load(), put: () => { throw new Error('disk full'); } };
+    const transport = scriptedTransport([]);
+    const [outcome] = await client(failing, transport, { clock }).resumePending();
+    expect(transport.requests).toEqual([]);
+    expect(outcome).toMatchObject({ settled: false, error: { code: 'STORAGE_FAILED', pending: true } });
+  });
+
   test('a create is not answered with an equal payment made under its key long before it was stored (an older order)', async () => {
     const storage = memoryStorage();
     await storage.put({ operation: 'CREATE_PAYMENT', idempotencyKey: 'order-42', params: input, startedAt: old });
