@@ -193,9 +193,13 @@ export class CMPayClient {
   // (#onlySender). A key leaves at its first try without such an answer;
   // keys loaded from storage never enter.
   #clean = new Set<string>();
-  // Keys settled whose removal from storage failed: never joined, and not
-  // sent again by resumePending(), which tries the removal again.
-  #settledKeys = new Set<string>();
+  // Keys settled whose removal from storage failed, each with the settled
+  // operation's startedAt: that operation is never joined, and not sent
+  // again by resumePending(), which tries the removal again. A new operation
+  // stored under the key (after a refusal that left it unused) clears it.
+  #settledKeys = new Map<string, string>();
+  // When a try of each key last left here (#markSent).
+  #lastSent = new Map<string, number>();
   #loadError?: StorageError;
 
   constructor(opts: CMPayClientOptions) {
@@ -364,8 +368,12 @@ export class CMPayClient {
     const stored: PendingOperation[] = [];
     for (const op of loaded) {
       if (op.settled === true) await this.#dropTombstone(op.idempotencyKey);
-      else if (this.#settledKeys.has(op.idempotencyKey)) await this.#forget(op);
-      else stored.push(op);
+      else if (this.#settledHere(op)) await this.#forget(op);
+      else {
+        // Another operation under a key settled here replaced the settled one.
+        this.#settledKeys.delete(op.idempotencyKey);
+        stored.push(op);
+      }
     }
     this.#sync(stored);
     stored.sort((a, b) => a.startedAt.localeCompare(b.startedAt));
@@ -452,6 +460,9 @@ export class CMPayClient {
       .then(() => this.#storage.put(op))
       .then(
         () => {
+          // The put replaced whatever storage held under the key, such as an
+          // operation settled here whose removal failed: this one is live.
+          this.#settledKeys.delete(key);
           this.#known.set(key, op);
           this.#own.add(key);
           this.#announce(op);
@@ -682,6 +693,49 @@ export class CMPayClient {
     return this.#clean.has(key) && (now === undefined || now.settled === true || now.sender === this.#id);
   }
 
+  // #markSent records that a try of op leaves now. Near the time op turns
+  // stale it is written to storage first (lastSentAt), so that whichever
+  // client looks op up once stale knows a try may still be applied
+  // (#inDoubtUntil); a try further from it is past doubt by then, and is not
+  // worth a write. When that write fails, the try does not leave.
+  async #markSent(op: PendingOperation): Promise<void> {
+    const key = op.idempotencyKey;
+    const now = this.#clock.now();
+    this.#lastSent.set(key, now);
+    const staleAt = Date.parse(op.startedAt) + this.#ttlMs - this.#ttlMs / 10;
+    if (now < staleAt - this.#inDoubtMs()) return;
+    const marked = { ...(this.#known.get(key) ?? op), lastSentAt: new Date(now).toISOString() } as PendingOperation;
+    try {
+      await this.#storage.put(marked);
+    } catch (err) {
+      throw new StorageError(`could not record that the operation is being sent: ${String(err)}; this try was not sent`, {
+        code: 'STORAGE_FAILED',
+        idempotencyKey: key,
+        cause: err,
+      });
+    }
+    if (this.#known.has(key)) this.#known.set(key, marked);
+  }
+
+  // #inDoubtMs is how long after a try leaves the server may still apply
+  // it: the try may take the whole attempt timeout to arrive, the server
+  // keeps working on a request up to 15 s after its client left (its
+  // request bound), and a margin covers the hops in between.
+  #inDoubtMs(): number {
+    return this.#policy.attemptTimeoutMs + serverRequestBoundMs + inDoubtMarginMs;
+  }
+
+  // #inDoubtUntil is the time before which a try of op may still be applied
+  // by the server: the last try's, as this client saw it leave or as storage
+  // recorded it (another process's).
+  #inDoubtUntil(op: PendingOperation): number {
+    const key = op.idempotencyKey;
+    const sent = [this.#lastSent.get(key), op.lastSentAt, this.#known.get(key)?.lastSentAt]
+      .map((t) => (typeof t === 'string' ? Date.parse(t) : t))
+      .filter((t): t is number => t !== undefined && !Number.isNaN(t));
+    return sent.length === 0 ? -Infinity : Math.max(...sent) + this.#inDoubtMs();
+  }
+
   // #stale says whether the server may have forgotten op's key: it was
   // stored more than the key TTL less a tenth ago (or when is unreadable).
   #stale(op: PendingOperation): boolean {
@@ -712,6 +766,18 @@ export class CMPayClient {
     }
     if (found) return this.#answer(op, found);
     if (op.operation === 'REFUND_PAYMENT') {
+      const until = this.#inDoubtUntil(op);
+      if (this.#clock.now() < until) {
+        // A try that left near the stale margin may still be committed by
+        // the server: "nothing was done" could be false, so op stays.
+        const e = inconclusive(
+          op,
+          `no refund was made under its key yet, but a try sent since may still be applied until ${new Date(until).toISOString()}: ` +
+            'it stays stored and is looked up again by resumePending()',
+        );
+        e.pending = true;
+        throw e;
+      }
       await this.#settle(op);
       throw new ExpiredOperationError(
         `the refund stored at ${op.startedAt} is older than nine tenths of the key TTL (idempotencyKeyTTL) and no refund was made under its key: ` +
@@ -745,8 +811,8 @@ export class CMPayClient {
     const { attempts, ...payment } = p;
     if (op.operation === 'REFUND_PAYMENT') {
       // A key the server forgot can have been used again: a refund made
-      // under it long before op was stored is another's (refundMadeBy).
-      const refund = payment.refunds.find((r) => r.idempotencyKey === key && refundMadeBy(op, r, this.#ttlMs));
+      // under it long before op was stored is another's (madeBy).
+      const refund = payment.refunds.find((r) => r.idempotencyKey === key && madeBy(op, r.createdAt, this.#ttlMs));
       if (refund) {
         const differ = refundDiffers(op.params, refund);
         if (differ.length === 0) return { refund, payment, replayed: true };
@@ -785,7 +851,9 @@ export class CMPayClient {
   // The server binds a key to the payment it made first, so the payment
   // found is the operation's unless the caller's own key was used for
   // another payment (after the server forgot it): compared by the fields a
-  // payment shows, as the server compares them.
+  // payment shows, as the server compares them. A payment made long before
+  // op was stored is an older operation's under the key reused, equal or
+  // not (madeBy), and does not count.
   async #lookupCreate(op: PendingOperation & { operation: 'CREATE_PAYMENT' }, signal?: AbortSignal): Promise<Record<string, unknown> | null> {
     const key = op.idempotencyKey;
     const clientId = canonicalClientId(op.params.clientId) ?? '';
@@ -798,13 +866,16 @@ export class CMPayClient {
       edges: Array<{ node: Payment }>;
       pageInfo?: { hasNextPage: boolean };
     };
-    const made = data.edges.map((e) => e.node).sort((a, b) => a.createdAt.localeCompare(b.createdAt));
-    if (made.length === 0) return null;
+    const made = data.edges
+      .map((e) => e.node)
+      .filter((p) => madeBy(op, p.createdAt, this.#ttlMs))
+      .sort((a, b) => a.createdAt.localeCompare(b.createdAt));
     const same = made.find((p) => createDiffers(op.params, p).length === 0);
     if (same) return { payment: same, replayed: true };
     if (data.pageInfo?.hasNextPage) {
       throw inconclusive(op, `more payments were made under its key than one answer lists, and none of those listed is this one`);
     }
+    if (made.length === 0) return null;
     throw new KeyReusedError(`idempotency key ${JSON.stringify(key)} was used for another payment`, {
       code: 'IDEMPOTENCY_KEY_REUSED',
       idempotencyKey: key,
@@ -858,7 +929,7 @@ export class CMPayClient {
     this.#known.delete(op.idempotencyKey);
     this.#own.delete(op.idempotencyKey);
     this.#clean.delete(op.idempotencyKey);
-    this.#settledKeys.add(op.idempotencyKey);
+    this.#settledKeys.set(op.idempotencyKey, op.startedAt);
     await this.#forget(op);
   }
 
@@ -899,14 +970,22 @@ export class CMPayClient {
   // #live drops what a client must neither join nor send from a load:
   // tombstones (#forget) and what this client settled.
   #live(ops: PendingOperation[]): PendingOperation[] {
-    return ops.filter((op) => op.settled !== true && !this.#settledKeys.has(op.idempotencyKey));
+    return ops.filter((op) => op.settled !== true && !this.#settledHere(op));
+  }
+
+  // #settledHere says whether op is the very operation this client settled
+  // under its key and failed to remove: a later one stored under the key
+  // (another startedAt) may have been applied, and is kept.
+  #settledHere(op: PendingOperation): boolean {
+    return this.#settledKeys.get(op.idempotencyKey) === op.startedAt;
   }
 
   // #request sends req until an answer is final or carries data, waiting
   // between tries as the policy says. It throws UnavailableError when the
   // tries run out and AbortedError when signal fires. With op, it answers
-  // 'stale' instead of a try once op's key may be forgotten, and marks op
-  // unclean at its first try without an answer that proves nothing applied.
+  // 'stale' instead of a try once op's key may be forgotten, records when
+  // each try of op leaves (#markSent), and marks op unclean at its first try
+  // without an answer that proves nothing applied.
   async #request(req: GraphQLRequest, field: string, o: RequestOptions): Promise<Answer>;
   async #request(req: GraphQLRequest, field: string, o: RequestOptions & { op: PendingOperation }): Promise<Answer | 'stale'>;
   async #request(req: GraphQLRequest, field: string, o: RequestOptions & { op?: PendingOperation }): Promise<Answer | 'stale'> {
@@ -918,6 +997,7 @@ export class CMPayClient {
       attempt++;
       if (signal?.aborted) throw aborted(signal, last);
       if (op && attempt > 1 && this.#stale(op)) return 'stale';
+      if (op) await this.#markSent(op);
       let verdict: Verdict;
       const timeout = new AbortController();
       const timer = setTimeout(() => timeout.abort(new Error('timeout')), p.attemptTimeoutMs);
@@ -1069,7 +1149,8 @@ export class CMPayClient {
 
   // #settleBy forgets the stored operations a settled payment proves
   // finished: its create (the payment carries the key and the create's
-  // parameters) and its refunds (each carries its key, and is the
+  // parameters, and was made after it was stored, as #lookupCreate reads
+  // it) and its refunds (each carries its key, and is the
   // operation's only if made after it was stored, with its parameters, as
   // #lookup reads it). A stored capture or cancel is left to
   // resumePending(): the payment does not show whether that request ever
@@ -1077,10 +1158,13 @@ export class CMPayClient {
   async #settleBy(p: Payment) {
     for (const op of this.#known.values()) {
       const done =
-        (op.operation === 'CREATE_PAYMENT' && op.idempotencyKey === p.idempotencyKey && createDiffers(op.params, p).length === 0) ||
+        (op.operation === 'CREATE_PAYMENT' &&
+          op.idempotencyKey === p.idempotencyKey &&
+          madeBy(op, p.createdAt, this.#ttlMs) &&
+          createDiffers(op.params, p).length === 0) ||
         (op.operation === 'REFUND_PAYMENT' &&
           op.params.paymentId === p.id &&
-          p.refunds.some((r) => r.idempotencyKey === op.idempotencyKey && refundMadeBy(op, r, this.#ttlMs) && refundDiffers(op.params, r).length === 0));
+          p.refunds.some((r) => r.idempotencyKey === op.idempotencyKey && madeBy(op, r.createdAt, this.#ttlMs) && refundDiffers(op.params, r).length === 0));
       if (done) await this.#settle(op);
     }
   }
@@ -1121,14 +1205,14 @@ function createDiffers(params: CreatePaymentInput, p: Payment): string[] {
   return out;
 }
 
-// refundMadeBy says whether a refund found under op's key can be op's: made
-// no earlier than half a key TTL before op was stored. A refund made under
-// the same key by an older operation was made at least a whole server TTL
-// before op's first send (the server replays a key it still holds), so half
-// a TTL leaves the client's clock that much room ahead of the server's. An
-// unreadable date never rules a refund out.
-function refundMadeBy(op: PendingOperation, r: Refund, ttlMs: number): boolean {
-  return !(Date.parse(r.createdAt) < Date.parse(op.startedAt) - ttlMs / 2);
+// madeBy says whether a payment or refund found under op's key, made at
+// createdAt, can be op's: made no earlier than half a key TTL before op was
+// stored. One made under the same key by an older operation was made at
+// least a whole server TTL before op's first send (the server replays a key
+// it still holds), so half a TTL leaves the client's clock that much room
+// ahead of the server's. An unreadable date never rules one out.
+function madeBy(op: PendingOperation, createdAt: string, ttlMs: number): boolean {
+  return !(Date.parse(createdAt) < Date.parse(op.startedAt) - ttlMs / 2);
 }
 
 // refundDiffers names the parameters by which a refund differs from a
@@ -1140,6 +1224,13 @@ function refundDiffers(params: RefundPaymentParams, r: Refund): string[] {
   if ((params.reason ?? null) !== (r.reason ?? null)) out.push('reason');
   return out;
 }
+
+// serverRequestBoundMs is how long the server works on a request after its
+// client left: payments/engine.go's requestTimeout.
+const serverRequestBoundMs = 15_000;
+// inDoubtMarginMs covers what lies between a try leaving and the server's
+// bound starting: proxies, a queue in front of the server.
+const inDoubtMarginMs = 5_000;
 
 // The statuses a payment can have once captured.
 const capturedStatuses: ReadonlySet<string> = new Set(['CAPTURED', 'PARTIALLY_REFUNDED', 'REFUNDED']);

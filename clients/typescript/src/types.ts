@@ -96,6 +96,13 @@ export type PendingOperation = {
     /** When the key was stored (RFC 3339). */
     startedAt: string;
     /**
+     * When a try of it last left (RFC 3339), written before the try when it
+     * leaves near the time the operation turns stale: a stale refund the
+     * lookup does not find is declared not made only once no try can still
+     * be applied by the server.
+     */
+    lastSentAt?: string;
+    /**
      * The client (tab, process) that last stored it to send it: a client
      * forgets an operation on an answer that does not judge it only while
      * storage still names it here, so that no other client's try is lost.

@@ -174,18 +174,67 @@ describe("after the server's IDEMPOTENCY_KEY_TTL", () => {
     const { payment } = await page(memoryStorage(), opts).createPayment(input());
     // The first refund of the order, under the order's key.
     expect((await page(memoryStorage(), opts).refundPayment({ paymentId: payment.id, amount: '2.00' }, { idempotencyKey: key })).refund.amount).toBe('2.00');
-    // Past the server's TTL the key is free again: a second refund of the order uses it, offline.
+    // Past the server's TTL the key is free again: a second refund of the
+    // order is stored under it by a process that crashed before sending it
+    // (a try sent would keep it in doubt for longer than this test runs).
     await waitMs(ttlMs + 300);
     const storage = memoryStorage();
-    const offline = (() => Promise.reject(new TypeError('offline'))) as typeof fetch;
-    const lost = await page(storage, { ...opts, fetch: offline }).refundPayment({ paymentId: payment.id, amount: '3.00' }, { idempotencyKey: key }).catch((e: unknown) => e);
-    expect(lost).toMatchObject({ pending: true });
+    await storage.put({ operation: 'REFUND_PAYMENT', idempotencyKey: key, params: { paymentId: payment.id, amount: '3.00' }, startedAt: new Date().toISOString() });
     // Back online once it is stale: the lookup finds only the older refund, made before it was stored.
     await waitMs(ttlMs);
     const [outcome] = await page(storage, opts).resumePending();
     expect(outcome.result).toBeUndefined();
     expect(outcome.error).toBeInstanceOf(ExpiredOperationError); // told the 3.00 refund was not made
     expect((await madeFor(payment.clientId))[0].refunds).toHaveLength(1);
+  });
+
+  test("a stale create under a caller's key the server forgot and reused is not answered with the older payment", async () => {
+    const order = input();
+    const key = `order-${order.clientId}`;
+    const opts = { idempotencyKeyTTL: ttlMs };
+    const waitMs = async (ms: number) => {
+      const since = Date.now();
+      await expect.poll(() => Date.now() - since, { timeout: ms * 3, interval: 50 }).toBeGreaterThan(ms);
+    };
+    const first = await page(memoryStorage(), opts).createPayment(order, { idempotencyKey: key });
+    // Past the server's TTL the key is free again: the next equal order uses it, offline.
+    await waitMs(ttlMs + 300);
+    const storage = memoryStorage();
+    const offline = (() => Promise.reject(new TypeError('offline'))) as typeof fetch;
+    const lost = await page(storage, { ...opts, fetch: offline }).createPayment(order, { idempotencyKey: key }).catch((e: unknown) => e);
+    expect(lost).toMatchObject({ pending: true });
+    // Back online once it is stale: the lookup finds only the older payment, made before it was stored.
+    await waitMs(ttlMs);
+    const [outcome] = await page(storage, opts).resumePending();
+    // The second order was never paid: it is made now, under its key.
+    expect(outcome).toMatchObject({ settled: true, result: { replayed: false } });
+    expect(outcome.result?.payment.id).not.toBe(first.payment.id);
+    expect((await madeFor(order.clientId)).map((p) => p.idempotencyKey)).toEqual([key, key]);
+  });
+
+  test('a refund whose try is still on its way when it turns stale is not declared "nothing was done"', async () => {
+    const order = input();
+    const { payment } = await page(memoryStorage()).createPayment(order);
+    const storage = memoryStorage();
+    // Stored (by a process that then crashed) just short of nine tenths of the TTL: still fresh.
+    const startedAt = new Date(Date.now() - ttlMs * 0.9 + 150).toISOString();
+    await storage.put({ operation: 'REFUND_PAYMENT', idempotencyKey: `rf-${order.clientId}`, params: { paymentId: payment.id, amount: '4.00' }, startedAt });
+    let arrived: Promise<unknown> | undefined;
+    // The first try leaves, but reaches the server 400 ms later (a slow hop); its connection drops before.
+    const slowFirst = (async (url: RequestInfo | URL, init?: RequestInit) => {
+      if (!arrived) {
+        arrived = new Promise((r) => setTimeout(r, 400)).then(() => fetch(url, { ...init, signal: undefined }));
+        throw new TypeError('network error: connection reset');
+      }
+      return fetch(url, init);
+    }) as typeof fetch;
+    const opts = { fetch: slowFirst, idempotencyKeyTTL: ttlMs, retry: { baseDelayMs: 300, maxDelayMs: 300, maxAttempts: 3 }, random: () => 1 };
+    const [outcome] = await page(storage, opts).resumePending();
+    await arrived;
+    expect((await madeFor(order.clientId))[0].refunds).toHaveLength(1); // the refund was made
+    // ...so the client must not have told the caller it was not: it stays stored.
+    expect(outcome).toMatchObject({ settled: false, error: { code: 'LOOKUP_INCONCLUSIVE', pending: true } });
+    expect(storage.load()).toHaveLength(1);
   });
 });
 

@@ -575,6 +575,70 @@ describe('a settled operation storage failed to remove', () => {
     expect(r.idempotencyKey).not.toBe('rf-old');
     expect(r.replayed).toBe(false);
   });
+
+  test('a capture retried under the key its refusal left unused keeps that key until it has an answer', async () => {
+    const mem = memoryStorage();
+    let broken = false;
+    const storage: PendingStorage = {
+      ...mem,
+      load: () => mem.load(),
+      put: (op) => {
+        if (broken && (op as { settled?: boolean }).settled) throw new Error('disk full');
+        return mem.put(op);
+      },
+      remove: (key) => {
+        if (broken) throw new Error('disk full');
+        return mem.remove(key);
+      },
+    };
+    const settled: string[] = [];
+    const transport = scriptedTransport([
+      // Try 1: the payment is not AUTHORIZED yet: refused, the key stays unused (contract).
+      { status: 200, retryAfter: null, body: { data: { capturePayment: null }, errors: [{ message: 'conflict', path: ['capturePayment'], extensions: { code: 'PAYMENT_STATE_CONFLICT', status: 'PROCESSING' } }] } },
+      // Try 2, same key: applied on the server, the answer lost twice.
+      new TypeError('socket hang up'),
+      new TypeError('socket hang up'),
+    ]);
+    const c = client(storage, transport, { random: () => 0, onSettled: (op) => void settled.push(op.idempotencyKey) });
+    broken = true; // the settled capture can be neither removed nor tombstoned
+    await expect(c.capturePayment({ paymentId: 'p1' }, { idempotencyKey: 'cap-1' })).rejects.toMatchObject({ code: 'PAYMENT_STATE_CONFLICT' });
+    broken = false;
+    // Once AUTHORIZED, the caller captures again under the same, unused key.
+    await expect(c.capturePayment({ paymentId: 'p1' }, { idempotencyKey: 'cap-1' })).rejects.toMatchObject({ pending: true });
+    expect(mem.load().map((o) => o.idempotencyKey)).toEqual(['cap-1']);
+    // resumePending() must send it again (the server replays the capture), not forget it.
+    await c.resumePending();
+    expect(transport.requests.map((r) => r.operationName)).toEqual(Array(5).fill('CapturePayment')); // 1 refused, 2 lost, 2 resumed
+    expect(mem.load().map((o) => o.idempotencyKey)).toEqual(['cap-1']);
+    expect(settled).toEqual([]);
+  });
+
+  test('an operation settled here whose removal failed is still forgotten by resumePending(), a later one under its key is not', async () => {
+    const mem = memoryStorage();
+    let broken = true;
+    const storage: PendingStorage = {
+      ...mem,
+      load: () => mem.load(),
+      put: (op) => {
+        if (broken && (op as { settled?: boolean }).settled) throw new Error('disk full');
+        return mem.put(op);
+      },
+      remove: (key) => {
+        if (broken) throw new Error('disk full');
+        return mem.remove(key);
+      },
+    };
+    const refused = { status: 200, retryAfter: null, body: { data: { capturePayment: null }, errors: [{ message: 'conflict', path: ['capturePayment'], extensions: { code: 'PAYMENT_STATE_CONFLICT', status: 'PROCESSING' } }] } };
+    const transport = scriptedTransport([refused]);
+    const c = client(storage, transport);
+    await expect(c.capturePayment({ paymentId: 'p1' }, { idempotencyKey: 'cap-2' })).rejects.toMatchObject({ code: 'PAYMENT_STATE_CONFLICT' });
+    broken = false;
+    // Storage still holds the refused capture: resumePending() removes it unsent.
+    const [outcome] = await c.resumePending();
+    expect(outcome).toBeUndefined();
+    expect(transport.requests).toHaveLength(1);
+    expect(mem.load()).toEqual([]);
+  });
 });
 
 describe('storage that fails to load', () => {
@@ -884,6 +948,79 @@ describe("an operation older than the server's key TTL", () => {
     expect(() => parseDuration('24 hours')).toThrow(TypeError);
     expect(() => parseDuration(0)).toThrow(TypeError);
     expect(() => client(memoryStorage(), scriptedTransport([]), { idempotencyKeyTTL: 'soon' })).toThrow(TypeError);
+  });
+
+  test('a refund whose last try left 250 ms before it turned stale is not declared "nothing was done" while that try may be applied', async () => {
+    const clock = fakeClock();
+    // Stored 100 ms short of nine tenths of the TTL: fresh, so it is sent.
+    const startedAt = new Date(clock.now() - 24 * 3_600_000 * 0.9 + 100).toISOString();
+    const storage = memoryStorage();
+    await storage.put({ operation: 'REFUND_PAYMENT', idempotencyKey: 'r-edge', params: { paymentId: 'p1', amount: '1.00' }, startedAt });
+    const notYet = withAttempts({ id: 'p1', refunds: [], refundCount: 0, status: 'CAPTURED' }, []);
+    const transport = scriptedTransport([
+      // The request reached the server; the connection dropped before its answer.
+      new TypeError('socket hang up'),
+      // 250 ms later the op is stale: the lookup reads the payment before the
+      // server committed the first try's refund (still waiting on a lock).
+      notYet,
+      // Looked up again once no try can still be applied: nothing was made.
+      notYet,
+    ]);
+    const c = client(storage, transport, { clock, random: () => 1, retry: { maxAttempts: 3 } });
+    const [outcome] = await c.resumePending();
+    expect(transport.requests.map((r) => r.operationName)).toEqual(['RefundPayment', 'PaymentAttempts']);
+    expect(outcome).toMatchObject({ settled: false, error: { code: 'LOOKUP_INCONCLUSIVE', pending: true } });
+    expect(storage.load()).toMatchObject([{ idempotencyKey: 'r-edge', lastSentAt: new Date(clock.now() - 250).toISOString() }]);
+    // Another process loading it knows when its last try left.
+    const later = fakeClock();
+    await later.sleep(clock.now() - later.now() + 15_000 + 15_000 + 5_000);
+    const [gone] = await client(storage, transport, { clock: later }).resumePending();
+    expect(gone).toMatchObject({ settled: true, error: { code: 'OPERATION_EXPIRED' } });
+    expect(storage.load()).toEqual([]);
+  });
+
+  test('a try sent far from the stale margin is not worth a write', async () => {
+    const storage = memoryStorage();
+    const writes: string[] = [];
+    const watched: PendingStorage = { ...storage, put: (op) => (writes.push(op.lastSentAt ?? 'stored'), storage.put(op)) };
+    await client(watched, scriptedTransport([created('k-far')])).createPayment(input, { idempotencyKey: 'k-far' });
+    expect(writes).toEqual(['stored']);
+  });
+
+  test('a try whose lastSentAt cannot be written does not leave', async () => {
+    const clock = fakeClock();
+    const startedAt = new Date(clock.now() - 24 * 3_600_000 * 0.9 + 100).toISOString();
+    const storage = memoryStorage();
+    await storage.put({ operation: 'REFUND_PAYMENT', idempotencyKey: 'r-nowrite', params: { paymentId: 'p1', amount: '1.00' }, startedAt });
+    const failing: PendingStorage = { ...storage, load: () => storage.load(), put: () => { throw new Error('disk full'); } };
+    const transport = scriptedTransport([]);
+    const [outcome] = await client(failing, transport, { clock }).resumePending();
+    expect(transport.requests).toEqual([]);
+    expect(outcome).toMatchObject({ settled: false, error: { code: 'STORAGE_FAILED', pending: true } });
+  });
+
+  test('a create is not answered with an equal payment made under its key long before it was stored (an older order)', async () => {
+    const storage = memoryStorage();
+    await storage.put({ operation: 'CREATE_PAYMENT', idempotencyKey: 'order-42', params: input, startedAt: old });
+    // The server holds an equal payment made under the same key a month earlier (its key long forgotten).
+    const monthOld = payment({ id: 'p-nov', idempotencyKey: 'order-42', createdAt: '2026-11-04T10:00:00Z', status: 'CAPTURED' });
+    const made = payment({ id: 'p-dec', idempotencyKey: 'order-42', createdAt: '2026-12-04T10:00:00Z', status: 'CAPTURED' });
+    const transport = scriptedTransport([found([monthOld]), ok({ createPayment: { payment: made, replayed: false } })]);
+    const [outcome] = await client(storage, transport).resumePending();
+    expect(transport.requests.map((r) => r.operationName)).toEqual(['PaymentsByKey', 'CreatePayment']);
+    expect(transport.requests[1].variables.idempotencyKey).toBe('order-42');
+    expect(outcome).toMatchObject({ settled: true, result: { replayed: false, payment: { id: 'p-dec' } } });
+  });
+
+  test('a create made is answered with its own payment, not an older equal one under its key', async () => {
+    const storage = memoryStorage();
+    await storage.put({ operation: 'CREATE_PAYMENT', idempotencyKey: 'order-43', params: input, startedAt: old });
+    const monthOld = payment({ id: 'p-nov2', idempotencyKey: 'order-43', createdAt: '2026-11-04T10:00:00Z', status: 'CAPTURED' });
+    // The operation's own payment: made at its first send, whose answer was lost.
+    const own = payment({ id: 'p-dec2', idempotencyKey: 'order-43', createdAt: '2026-12-02T10:00:01Z', status: 'CAPTURED' });
+    const transport = scriptedTransport([found([own, monthOld])]);
+    const [outcome] = await client(storage, transport).resumePending();
+    expect(outcome).toMatchObject({ settled: true, result: { replayed: true, payment: { id: 'p-dec2' } } });
   });
 });
 
