@@ -1225,9 +1225,11 @@ function refundDiffers(params: RefundPaymentParams, r: Refund): string[] {
   return out;
 }
 
-// serverRequestBoundMs is how long the server works on a request after its
-// client left: payments/engine.go's requestTimeout.
-const serverRequestBoundMs = 15_000;
+// serverRequestBoundMs is how long the server may work on a request after
+// it arrived, its client gone or not: payments/engine.go's requestTimeout
+// (15 s), which a capture, cancel or refund extends by PROCESSOR_TIMEOUT
+// (payments/changes.go; 10 s unless the server's operator set more).
+const serverRequestBoundMs = 25_000;
 // inDoubtMarginMs covers what lies between a try leaving and the server's
 // bound starting: proxies, a queue in front of the server.
 const inDoubtMarginMs = 5_000;

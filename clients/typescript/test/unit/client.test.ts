@@ -971,9 +971,10 @@ describe("an operation older than the server's key TTL", () => {
     expect(transport.requests.map((r) => r.operationName)).toEqual(['RefundPayment', 'PaymentAttempts']);
     expect(outcome).toMatchObject({ settled: false, error: { code: 'LOOKUP_INCONCLUSIVE', pending: true } });
     expect(storage.load()).toMatchObject([{ idempotencyKey: 'r-edge', lastSentAt: new Date(clock.now() - 250).toISOString() }]);
-    // Another process loading it knows when its last try left.
+    // Another process loading it knows when its last try left; it waits the attempt timeout (15 s), the
+    // server's bound on a refund (25 s) and the margin (5 s).
     const later = fakeClock();
-    await later.sleep(clock.now() - later.now() + 15_000 + 15_000 + 5_000);
+    await later.sleep(clock.now() - later.now() + 15_000 + 25_000 + 5_000);
     const [gone] = await client(storage, transport, { clock: later }).resumePending();
     expect(gone).toMatchObject({ settled: true, error: { code: 'OPERATION_EXPIRED' } });
     expect(storage.load()).toEqual([]);
