@@ -57,22 +57,7 @@ func TestOldAuthorizationsAreReadFromStripe(t *testing.T) {
 		if n := checkAuthorizations(t, b.svc); n != 3 {
 			t.Fatalf("%d claimed, want the 3 a day old", n)
 		}
-		got := b.mustGet(t, expired.ID)
-		wantState(t, got, payments.StatusCanceled, "0.00", "0.00")
-		if got.CanceledAt.IsZero() {
-			t.Error("no canceledAt")
-		}
-		if ev := b.events(t, expired.ID); ev["PAYMENT_CANCELED"] != 1 {
-			t.Errorf("the expired authorization's events: %v", ev)
-		}
-		if calls := b.calls(t, got); !slices.Equal(calls, []string{"CREATE_PAYMENT SUCCEEDED ", "CREATE_PAYMENT SUCCEEDED "}) {
-			t.Errorf("its calls: %q; want the create and one read", calls)
-		}
-		got = b.mustGet(t, dashboard.ID)
-		wantState(t, got, payments.StatusCaptured, "8.00", "0.00")
-		if ev := b.events(t, dashboard.ID); ev["PAYMENT_CAPTURED"] != 1 {
-			t.Errorf("the dashboard capture's events: %v", ev)
-		}
+		wantSettledAtStripe(t, b, expired, dashboard)
 		if got := b.mustGet(t, standing.ID); got.Status != payments.StatusAuthorized || len(b.calls(t, got)) != 2 {
 			t.Errorf("the standing authorization: %s, calls %q", got.Status, b.calls(t, got))
 		}

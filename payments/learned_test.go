@@ -190,22 +190,7 @@ func TestAuthorizationSettledAtStripeIsShown(t *testing.T) {
 		applyEvents(t, b, d, expired.ProcessorReference, 2)
 		applyEvents(t, b, d, dashboard.ProcessorReference, 2)
 
-		got := b.mustGet(t, expired.ID)
-		wantState(t, got, payments.StatusCanceled, "0.00", "0.00")
-		if got.CanceledAt.IsZero() {
-			t.Error("no canceledAt")
-		}
-		if ev := b.events(t, expired.ID); ev["PAYMENT_CANCELED"] != 1 {
-			t.Errorf("the expired authorization's events: %v", ev)
-		}
-		if calls := b.calls(t, got); !slices.Equal(calls, []string{"CREATE_PAYMENT SUCCEEDED ", "CREATE_PAYMENT SUCCEEDED "}) {
-			t.Errorf("its calls: %q; want the create and one read", calls)
-		}
-		got = b.mustGet(t, dashboard.ID)
-		wantState(t, got, payments.StatusCaptured, "8.00", "0.00")
-		if ev := b.events(t, dashboard.ID); ev["PAYMENT_CAPTURED"] != 1 {
-			t.Errorf("the dashboard capture's events: %v", ev)
-		}
+		wantSettledAtStripe(t, b, expired, dashboard)
 		captures := d.Calls(stripedouble.CapturePaymentIntent)
 		_, err := b.capture(t, expired.ID, "late-capture", nil)
 		wantStateConflict(t, err, payments.StatusCanceled)
@@ -244,4 +229,28 @@ func TestOtherObjectsAreAppliedAsNothing(t *testing.T) {
 		t.Errorf("%d reads", n-reads)
 	}
 	wantState(t, b.mustGet(t, p.ID), payments.StatusCaptured, "10.50", "0.00")
+}
+
+// wantSettledAtStripe checks two authorizations Stripe settled by itself,
+// as CMPay learned them (from an event or a read): expired CANCELED and
+// dashboard CAPTURED for 8.00, each with its one event, expired with its
+// create and one read.
+func wantSettledAtStripe(t *testing.T, b *bundle, expired, dashboard payments.Payment) {
+	t.Helper()
+	got := b.mustGet(t, expired.ID)
+	wantState(t, got, payments.StatusCanceled, "0.00", "0.00")
+	if got.CanceledAt.IsZero() {
+		t.Error("no canceledAt")
+	}
+	if ev := b.events(t, expired.ID); ev["PAYMENT_CANCELED"] != 1 {
+		t.Errorf("the expired authorization's events: %v", ev)
+	}
+	if calls := b.calls(t, got); !slices.Equal(calls, []string{"CREATE_PAYMENT SUCCEEDED ", "CREATE_PAYMENT SUCCEEDED "}) {
+		t.Errorf("its calls: %q; want the create and one read", calls)
+	}
+	got = b.mustGet(t, dashboard.ID)
+	wantState(t, got, payments.StatusCaptured, "8.00", "0.00")
+	if ev := b.events(t, dashboard.ID); ev["PAYMENT_CAPTURED"] != 1 {
+		t.Errorf("the dashboard capture's events: %v", ev)
+	}
 }
