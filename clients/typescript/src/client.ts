@@ -698,20 +698,32 @@ export class CMPayClient {
   // client looks op up once stale knows a try may still be applied
   // (#inDoubtUntil); a try further from it is past doubt by then, and is not
   // worth a write. When that write fails, the try does not leave.
+  // The time written is a little ahead (markSentAheadMs), and a write
+  // that takes longer than that sends nothing: the try must never leave
+  // later than the time others count from.
   async #markSent(op: PendingOperation): Promise<void> {
     const key = op.idempotencyKey;
     const now = this.#clock.now();
     this.#lastSent.set(key, now);
     const staleAt = Date.parse(op.startedAt) + this.#ttlMs - this.#ttlMs / 10;
     if (now < staleAt - this.#inDoubtMs()) return;
-    const marked = { ...(this.#known.get(key) ?? op), lastSentAt: new Date(now).toISOString() } as PendingOperation;
+    const leavesBy = now + markSentAheadMs;
+    this.#lastSent.set(key, leavesBy);
+    const marked = { ...(this.#known.get(key) ?? op), lastSentAt: new Date(leavesBy).toISOString() } as PendingOperation;
+    let failure: unknown;
     try {
       await this.#storage.put(marked);
     } catch (err) {
-      throw new StorageError(`could not record that the operation is being sent: ${String(err)}; this try was not sent`, {
+      failure = err;
+    }
+    if (failure === undefined && this.#clock.now() > leavesBy) {
+      failure = new Error(`the write took longer than ${markSentAheadMs} ms`);
+    }
+    if (failure !== undefined) {
+      throw new StorageError(`could not record that the operation is being sent: ${String(failure)}; this try was not sent`, {
         code: 'STORAGE_FAILED',
         idempotencyKey: key,
-        cause: err,
+        cause: failure,
       });
     }
     if (this.#known.has(key)) this.#known.set(key, marked);
@@ -1233,6 +1245,9 @@ const serverRequestBoundMs = 25_000;
 // inDoubtMarginMs covers what lies between a try leaving and the server's
 // bound starting: proxies, a queue in front of the server.
 const inDoubtMarginMs = 5_000;
+// markSentAheadMs is how far ahead of its write a try's lastSentAt is
+// dated: the most the write may take for the try to leave.
+const markSentAheadMs = 1_000;
 
 // The statuses a payment can have once captured.
 const capturedStatuses: ReadonlySet<string> = new Set(['CAPTURED', 'PARTIALLY_REFUNDED', 'REFUNDED']);

@@ -970,14 +970,49 @@ describe("an operation older than the server's key TTL", () => {
     const [outcome] = await c.resumePending();
     expect(transport.requests.map((r) => r.operationName)).toEqual(['RefundPayment', 'PaymentAttempts']);
     expect(outcome).toMatchObject({ settled: false, error: { code: 'LOOKUP_INCONCLUSIVE', pending: true } });
-    expect(storage.load()).toMatchObject([{ idempotencyKey: 'r-edge', lastSentAt: new Date(clock.now() - 250).toISOString() }]);
-    // Another process loading it knows when its last try left; it waits the attempt timeout (15 s), the
-    // server's bound on a refund (25 s) and the margin (5 s).
+    expect(storage.load()).toMatchObject([{ idempotencyKey: 'r-edge', lastSentAt: new Date(clock.now() - 250 + 1_000).toISOString() }]);
+    // Another process loading it knows when its last try left (at the latest: lastSentAt is dated 1 s ahead); it
+    // waits the attempt timeout (15 s), the server's bound on a refund (25 s) and the margin (5 s).
     const later = fakeClock();
-    await later.sleep(clock.now() - later.now() + 15_000 + 25_000 + 5_000);
+    await later.sleep(clock.now() - later.now() + 1_000 + 15_000 + 25_000 + 5_000);
     const [gone] = await client(storage, transport, { clock: later }).resumePending();
     expect(gone).toMatchObject({ settled: true, error: { code: 'OPERATION_EXPIRED' } });
     expect(storage.load()).toEqual([]);
+  });
+
+  test('a try near the stale margin leaves no later than the lastSentAt it stored, or not at all', async () => {
+    for (const writeMs of [300, 20_000]) {
+      const clock = fakeClock();
+      const startedAt = new Date(clock.now() - 24 * 3_600_000 * 0.9 + 100).toISOString();
+      const mem = memoryStorage();
+      await mem.put({ operation: 'REFUND_PAYMENT', idempotencyKey: 'r-slow', params: { paymentId: 'p1', amount: '1.00' }, startedAt });
+      // A write of lastSentAt that takes writeMs (a stalled fsync, an IndexedDB transaction queued behind others).
+      const slow: PendingStorage = {
+        ...mem,
+        load: () => mem.load(),
+        put: async (op) => {
+          if (op.lastSentAt) await clock.sleep(writeMs);
+          return mem.put(op);
+        },
+      };
+      const notYet = withAttempts({ id: 'p1', refunds: [], refundCount: 0, status: 'CAPTURED' }, []);
+      let leftAt = 0;
+      const inner = scriptedTransport([new TypeError('socket hang up'), notYet, notYet]);
+      const transport: Transport = Object.assign((req: Parameters<Transport>[0], s: AbortSignal) => {
+        if (req.operationName === 'RefundPayment' && leftAt === 0) leftAt = clock.now();
+        return inner(req, s);
+      }, { requests: inner.requests });
+      const c = client(slow, transport, { clock, random: () => 1, retry: { maxAttempts: 3 } });
+      const [outcome] = await c.resumePending();
+      if (writeMs < 1_000) {
+        expect(outcome).toMatchObject({ settled: false, error: { code: 'LOOKUP_INCONCLUSIVE', pending: true } });
+        expect(leftAt).toBeGreaterThan(0);
+        expect(Date.parse(mem.load()[0].lastSentAt!)).toBeGreaterThanOrEqual(leftAt);
+      } else {
+        expect(outcome).toMatchObject({ settled: false, error: { code: 'STORAGE_FAILED', pending: true } });
+        expect(leftAt).toBe(0);
+      }
+    }
   });
 
   test('a try sent far from the stale margin is not worth a write', async () => {
