@@ -275,10 +275,7 @@ export class CMPayClient {
   }
 
   #loadFailed(err: unknown): StorageError {
-    this.#loadError = new StorageError(`could not load the stored operations: ${String(err)}; nothing was sent`, {
-      code: 'STORAGE_LOAD_FAILED',
-      cause: err,
-    });
+    this.#loadError = loadFailed(err);
     return this.#loadError;
   }
 
@@ -360,10 +357,7 @@ export class CMPayClient {
     try {
       loaded = await this.#storage.load();
     } catch (err) {
-      throw new StorageError(`could not load the stored operations: ${String(err)}; nothing was sent`, {
-        code: 'STORAGE_LOAD_FAILED',
-        cause: err,
-      });
+      throw loadFailed(err);
     }
     const stored: PendingOperation[] = [];
     for (const op of loaded) {
@@ -1271,6 +1265,15 @@ function lookupFailed(op: PendingOperation, err: unknown): CMPayError {
   e.idempotencyKey = op.idempotencyKey;
   e.pending = true;
   return e;
+}
+
+// loadFailed is the error of a load of the stored operations that failed,
+// at start or in resumePending(): nothing was sent.
+function loadFailed(err: unknown): StorageError {
+  return new StorageError(`could not load the stored operations: ${String(err)}; nothing was sent`, {
+    code: 'STORAGE_LOAD_FAILED',
+    cause: err,
+  });
 }
 
 function aborted(signal: AbortSignal | undefined, cause: unknown): AbortedError {
