@@ -699,8 +699,7 @@ export class CMPayClient {
     const key = op.idempotencyKey;
     const now = this.#clock.now();
     this.#lastSent.set(key, now);
-    const staleAt = Date.parse(op.startedAt) + this.#ttlMs - this.#ttlMs / 10;
-    if (now < staleAt - this.#inDoubtMs()) return;
+    if (now < this.#staleAt(op) - this.#inDoubtMs()) return;
     const leavesBy = now + markSentAheadMs;
     this.#lastSent.set(key, leavesBy);
     const marked = { ...(this.#known.get(key) ?? op), lastSentAt: new Date(leavesBy).toISOString() } as PendingOperation;
@@ -745,8 +744,13 @@ export class CMPayClient {
   // #stale says whether the server may have forgotten op's key: it was
   // stored more than the key TTL less a tenth ago (or when is unreadable).
   #stale(op: PendingOperation): boolean {
-    const age = this.#clock.now() - Date.parse(op.startedAt);
-    return !(age < this.#ttlMs - this.#ttlMs / 10);
+    return !(this.#clock.now() < this.#staleAt(op));
+  }
+
+  // #staleAt is when op turns stale: the key TTL less a tenth (room for
+  // clock changes) after it was stored; NaN when startedAt is unreadable.
+  #staleAt(op: PendingOperation): number {
+    return Date.parse(op.startedAt) + this.#ttlMs - this.#ttlMs / 10;
   }
 
   // #lookThenSend settles a stale op from what was made under its key, as a
