@@ -310,10 +310,16 @@ export class CMPayClient {
     } catch (err) {
       throw new StorageError(`could not remove the stored operation: ${String(err)}`, { code: 'STORAGE_FAILED', idempotencyKey, cause: err });
     }
-    this.#known.delete(idempotencyKey);
-    this.#own.delete(idempotencyKey);
-    this.#clean.delete(idempotencyKey);
+    this.#drop(idempotencyKey);
     this.#settledKeys.delete(idempotencyKey);
+  }
+
+  // #drop forgets what this client holds of the operation under key, once
+  // it is discarded or settled (#settle).
+  #drop(key: string) {
+    this.#known.delete(key);
+    this.#own.delete(key);
+    this.#clean.delete(key);
   }
 
   /** Creates a payment, exactly once per key however often it is retried or resumed. */
@@ -936,9 +942,7 @@ export class CMPayClient {
   // #settle forgets an operation that has its final answer; the caller gets
   // the answer whatever storage does (#forget).
   async #settle(op: PendingOperation) {
-    this.#known.delete(op.idempotencyKey);
-    this.#own.delete(op.idempotencyKey);
-    this.#clean.delete(op.idempotencyKey);
+    this.#drop(op.idempotencyKey);
     this.#settledKeys.set(op.idempotencyKey, op.startedAt);
     await this.#forget(op);
   }
