@@ -446,7 +446,7 @@ export class CMPayClient {
       // Joined: another call is making this operation right now.
       const joined = this.#starting.has(held.idempotencyKey) || this.#inflight.has(held.idempotencyKey);
       await this.#storing.get(held.idempotencyKey);
-      return { op: held, joined, staleJoin: wanted.idempotencyKey === undefined && this.#stale(held) };
+      return { op: held, joined, staleJoin: byParams && this.#stale(held) };
     }
     const op = {
       operation: wanted.operation,
