@@ -275,10 +275,7 @@ export class CMPayClient {
   }
 
   #loadFailed(err: unknown): StorageError {
-    this.#loadError = new StorageError(`could not load the stored operations: ${String(err)}; nothing was sent`, {
-      code: 'STORAGE_LOAD_FAILED',
-      cause: err,
-    });
+    this.#loadError = loadFailed(err);
     return this.#loadError;
   }
 
@@ -313,10 +310,16 @@ export class CMPayClient {
     } catch (err) {
       throw new StorageError(`could not remove the stored operation: ${String(err)}`, { code: 'STORAGE_FAILED', idempotencyKey, cause: err });
     }
-    this.#known.delete(idempotencyKey);
-    this.#own.delete(idempotencyKey);
-    this.#clean.delete(idempotencyKey);
+    this.#drop(idempotencyKey);
     this.#settledKeys.delete(idempotencyKey);
+  }
+
+  // #drop forgets what this client holds of the operation under key, once
+  // it is discarded or settled (#settle).
+  #drop(key: string) {
+    this.#known.delete(key);
+    this.#own.delete(key);
+    this.#clean.delete(key);
   }
 
   /** Creates a payment, exactly once per key however often it is retried or resumed. */
@@ -360,10 +363,7 @@ export class CMPayClient {
     try {
       loaded = await this.#storage.load();
     } catch (err) {
-      throw new StorageError(`could not load the stored operations: ${String(err)}; nothing was sent`, {
-        code: 'STORAGE_LOAD_FAILED',
-        cause: err,
-      });
+      throw loadFailed(err);
     }
     const stored: PendingOperation[] = [];
     for (const op of loaded) {
@@ -446,7 +446,7 @@ export class CMPayClient {
       // Joined: another call is making this operation right now.
       const joined = this.#starting.has(held.idempotencyKey) || this.#inflight.has(held.idempotencyKey);
       await this.#storing.get(held.idempotencyKey);
-      return { op: held, joined, staleJoin: wanted.idempotencyKey === undefined && this.#stale(held) };
+      return { op: held, joined, staleJoin: byParams && this.#stale(held) };
     }
     const op = {
       operation: wanted.operation,
@@ -705,8 +705,7 @@ export class CMPayClient {
     const key = op.idempotencyKey;
     const now = this.#clock.now();
     this.#lastSent.set(key, now);
-    const staleAt = Date.parse(op.startedAt) + this.#ttlMs - this.#ttlMs / 10;
-    if (now < staleAt - this.#inDoubtMs()) return;
+    if (now < this.#staleAt(op) - this.#inDoubtMs()) return;
     const leavesBy = now + markSentAheadMs;
     this.#lastSent.set(key, leavesBy);
     const marked = { ...(this.#known.get(key) ?? op), lastSentAt: new Date(leavesBy).toISOString() } as PendingOperation;
@@ -751,8 +750,13 @@ export class CMPayClient {
   // #stale says whether the server may have forgotten op's key: it was
   // stored more than the key TTL less a tenth ago (or when is unreadable).
   #stale(op: PendingOperation): boolean {
-    const age = this.#clock.now() - Date.parse(op.startedAt);
-    return !(age < this.#ttlMs - this.#ttlMs / 10);
+    return !(this.#clock.now() < this.#staleAt(op));
+  }
+
+  // #staleAt is when op turns stale: the key TTL less a tenth (room for
+  // clock changes) after it was stored; NaN when startedAt is unreadable.
+  #staleAt(op: PendingOperation): number {
+    return Date.parse(op.startedAt) + this.#ttlMs - this.#ttlMs / 10;
   }
 
   // #lookThenSend settles a stale op from what was made under its key, as a
@@ -938,9 +942,7 @@ export class CMPayClient {
   // #settle forgets an operation that has its final answer; the caller gets
   // the answer whatever storage does (#forget).
   async #settle(op: PendingOperation) {
-    this.#known.delete(op.idempotencyKey);
-    this.#own.delete(op.idempotencyKey);
-    this.#clean.delete(op.idempotencyKey);
+    this.#drop(op.idempotencyKey);
     this.#settledKeys.set(op.idempotencyKey, op.startedAt);
     await this.#forget(op);
   }
@@ -1271,6 +1273,15 @@ function lookupFailed(op: PendingOperation, err: unknown): CMPayError {
   e.idempotencyKey = op.idempotencyKey;
   e.pending = true;
   return e;
+}
+
+// loadFailed is the error of a load of the stored operations that failed,
+// at start or in resumePending(): nothing was sent.
+function loadFailed(err: unknown): StorageError {
+  return new StorageError(`could not load the stored operations: ${String(err)}; nothing was sent`, {
+    code: 'STORAGE_LOAD_FAILED',
+    cause: err,
+  });
 }
 
 function aborted(signal: AbortSignal | undefined, cause: unknown): AbortedError {

@@ -533,6 +533,22 @@ describe('a settled operation storage failed to remove', () => {
     return { mem, storage };
   };
   const refused = gqlError('refundPayment', 'PAYMENT_STATE_CONFLICT', { status: 'AUTHORIZED' });
+  // A capture refused before the payment is AUTHORIZED: its key stays unused (contract).
+  const captureConflict = gqlError('capturePayment', 'PAYMENT_STATE_CONFLICT', { status: 'PROCESSING' });
+  // unremovable wraps mem so that, while broken(), a settled operation can be
+  // neither removed nor replaced by its tombstone.
+  const unremovable = (mem: ReturnType<typeof memoryStorage>, broken: () => boolean): PendingStorage => ({
+    ...mem,
+    load: () => mem.load(),
+    put: (op) => {
+      if (broken() && (op as { settled?: boolean }).settled) throw new Error('disk full');
+      return mem.put(op);
+    },
+    remove: (key) => {
+      if (broken()) throw new Error('disk full');
+      return mem.remove(key);
+    },
+  });
   const refundParams = { paymentId: 'p1', amount: '2.00' };
 
   test('a refusal that leaves the key unused is marked settled in storage: no page sends it again, resumePending removes it', async () => {
@@ -579,22 +595,11 @@ describe('a settled operation storage failed to remove', () => {
   test('a capture retried under the key its refusal left unused keeps that key until it has an answer', async () => {
     const mem = memoryStorage();
     let broken = false;
-    const storage: PendingStorage = {
-      ...mem,
-      load: () => mem.load(),
-      put: (op) => {
-        if (broken && (op as { settled?: boolean }).settled) throw new Error('disk full');
-        return mem.put(op);
-      },
-      remove: (key) => {
-        if (broken) throw new Error('disk full');
-        return mem.remove(key);
-      },
-    };
+    const storage = unremovable(mem, () => broken);
     const settled: string[] = [];
     const transport = scriptedTransport([
       // Try 1: the payment is not AUTHORIZED yet: refused, the key stays unused (contract).
-      { status: 200, retryAfter: null, body: { data: { capturePayment: null }, errors: [{ message: 'conflict', path: ['capturePayment'], extensions: { code: 'PAYMENT_STATE_CONFLICT', status: 'PROCESSING' } }] } },
+      captureConflict,
       // Try 2, same key: applied on the server, the answer lost twice.
       new TypeError('socket hang up'),
       new TypeError('socket hang up'),
@@ -616,20 +621,8 @@ describe('a settled operation storage failed to remove', () => {
   test('an operation settled here whose removal failed is still forgotten by resumePending(), a later one under its key is not', async () => {
     const mem = memoryStorage();
     let broken = true;
-    const storage: PendingStorage = {
-      ...mem,
-      load: () => mem.load(),
-      put: (op) => {
-        if (broken && (op as { settled?: boolean }).settled) throw new Error('disk full');
-        return mem.put(op);
-      },
-      remove: (key) => {
-        if (broken) throw new Error('disk full');
-        return mem.remove(key);
-      },
-    };
-    const refused = { status: 200, retryAfter: null, body: { data: { capturePayment: null }, errors: [{ message: 'conflict', path: ['capturePayment'], extensions: { code: 'PAYMENT_STATE_CONFLICT', status: 'PROCESSING' } }] } };
-    const transport = scriptedTransport([refused]);
+    const storage = unremovable(mem, () => broken);
+    const transport = scriptedTransport([captureConflict]);
     const c = client(storage, transport);
     await expect(c.capturePayment({ paymentId: 'p1' }, { idempotencyKey: 'cap-2' })).rejects.toMatchObject({ code: 'PAYMENT_STATE_CONFLICT' });
     broken = false;
