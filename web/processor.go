@@ -30,19 +30,11 @@ func processorNotes(p payments.Payment, refunds []payments.Refund, calls []payme
 }
 
 // waitsForCredentials says whether the newest of a payment's processor
-// calls was refused for CMPay's credentials: recovery asks again, but
-// nothing settles until the API key is fixed.
+// calls, oldest first as payments.ProcessorCallsOf gives them, was refused
+// for CMPay's credentials: recovery asks again, but nothing settles until
+// the API key is fixed.
 func waitsForCredentials(calls []payments.ProcessorCall) bool {
-	if len(calls) == 0 {
-		return false
-	}
-	last := calls[0]
-	for _, c := range calls[1:] {
-		if !c.At.Before(last.At) {
-			last = c
-		}
-	}
-	return last.Code == payments.CodeCredentialsRefused
+	return len(calls) > 0 && calls[len(calls)-1].Code == payments.CodeCredentialsRefused
 }
 
 // statusNotes are processorNotes' sentences on the payment's status, its
