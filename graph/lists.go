@@ -119,16 +119,15 @@ func listArgumentError(field, message string) error {
 // (the estimate from before the lists took a bound, kept so that existing
 // queries keep within the limit; the list budget caps what they get).
 func listSize(first, last *int) int {
-	n := listMultiplier
 	switch {
 	case first != nil && last != nil:
 		return maxListItems // refused when it runs
 	case first != nil:
-		n = *first
+		return *clamp(first)
 	case last != nil:
-		n = *last
+		return *clamp(last)
 	}
-	return min(max(n, 0), maxListItems)
+	return listMultiplier
 }
 
 // listBudget is how many more items of payments' lists one response may
