@@ -14,7 +14,7 @@ type processorNote struct{ Text, Class string }
 // processorNotes says in plain words what support staff need to know of a
 // payment at its processor: work sent whose answer is not known yet (which
 // CMPay resolves by itself, so nobody should redo it, unless the processor
-// refuses CMPay's credentials: credentialsNote), a decline, a failed
+// refuses CMPay's credentials: waitsForCredentials), a decline, a failed
 // refund (or one the payer's bank returned), a Pix or boleto waiting for
 // the payer.
 func processorNotes(p payments.Payment, refunds []payments.Refund, calls []payments.ProcessorCall) []processorNote {
