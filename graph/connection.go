@@ -95,6 +95,16 @@ func (c *connection) refuse() {
 	})
 }
 
+// drop closes the connection's WebSocket outright, if it has one.
+func (c *connection) drop() {
+	c.mu.Lock()
+	dropSocket := c.dropSocket
+	c.mu.Unlock()
+	if dropSocket != nil {
+		dropSocket()
+	}
+}
+
 // ended records the error an SSE stream's subscription ended with; the
 // first one counts.
 func (c *connection) ended(e *gqlerror.Error) {

@@ -282,12 +282,7 @@ func (t websocketTransport) Do(w http.ResponseWriter, r *http.Request, exec grap
 		// gqlgen returns without closing the socket on some failed
 		// connection_init (a payload it cannot decode): no socket may
 		// outlive its handler, which gives back its slot (httpapi's cap).
-		conn.mu.Lock()
-		drop := conn.dropSocket
-		conn.mu.Unlock()
-		if drop != nil {
-			drop()
-		}
+		conn.drop()
 	})
 }
 

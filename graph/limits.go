@@ -212,8 +212,8 @@ var noIntrospectionRule = core.Rule{
 const codeTooComplex = "COMPLEXITY_LIMIT_EXCEEDED"
 
 // listMultiplier is how many items complexity assumes a list holds when
-// the client does not say (a payment's attempts, refunds or processor calls
-// without first or last: see listSize).
+// the client does not say: webhookEndpoints, and a payment's attempts,
+// refunds or processor calls without first or last (see listSize).
 const listMultiplier = 10
 
 // queryCost is what a root field that reads the database costs besides

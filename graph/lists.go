@@ -9,6 +9,7 @@ import (
 	"github.com/99designs/gqlgen/graphql/errcode"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
+	"github.com/vikstrous/dataloadgen"
 
 	"github.com/cmpay/cmpay/payments"
 )
@@ -19,6 +20,17 @@ import (
 // in a retry loop adds an attempt with every replay: 20,000 replays under
 // 30 aliases answered 87 MB when nothing bounded the lists.
 const maxListItems = 100
+
+// loadWindow is listWindow over p's list as l loads it: the attempts,
+// refunds or processor calls field with its first and last.
+func loadWindow[T any](ctx context.Context, l *dataloadgen.Loader[payments.Payment, []T], p payments.Payment,
+	first, last *int) ([]T, error) {
+	all, err := l.Load(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return listWindow(ctx, all, first, last)
+}
 
 // listWindow is window, taken from the response's list budget. With
 // neither first nor last, a list gives every item, as the contract has
@@ -119,16 +131,15 @@ func listArgumentError(field, message string) error {
 // (the estimate from before the lists took a bound, kept so that existing
 // queries keep within the limit; the list budget caps what they get).
 func listSize(first, last *int) int {
-	n := listMultiplier
 	switch {
 	case first != nil && last != nil:
 		return maxListItems // refused when it runs
 	case first != nil:
-		n = *first
+		return *clamp(first)
 	case last != nil:
-		n = *last
+		return *clamp(last)
 	}
-	return min(max(n, 0), maxListItems)
+	return listMultiplier
 }
 
 // listBudget is how many more items of payments' lists one response may

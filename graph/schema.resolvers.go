@@ -129,11 +129,7 @@ func (r *paymentResolver) Currency(ctx context.Context, obj *payments.Payment) (
 
 // Attempts is the resolver for the attempts field.
 func (r *paymentResolver) Attempts(ctx context.Context, obj *payments.Payment, first *int, last *int) ([]payments.Attempt, error) {
-	all, err := loadersFrom(ctx, r.Service).attempts.Load(ctx, *obj)
-	if err != nil {
-		return nil, err
-	}
-	return listWindow(ctx, all, first, last)
+	return loadWindow(ctx, loadersFrom(ctx, r.Service).attempts, *obj, first, last)
 }
 
 // AttemptCount is the resolver for the attemptCount field.
@@ -154,11 +150,7 @@ func (r *paymentResolver) RefundedAmount(ctx context.Context, obj *payments.Paym
 
 // Refunds is the resolver for the refunds field.
 func (r *paymentResolver) Refunds(ctx context.Context, obj *payments.Payment, first *int, last *int) ([]payments.Refund, error) {
-	all, err := loadersFrom(ctx, r.Service).refunds.Load(ctx, *obj)
-	if err != nil {
-		return nil, err
-	}
-	return listWindow(ctx, all, first, last)
+	return loadWindow(ctx, loadersFrom(ctx, r.Service).refunds, *obj, first, last)
 }
 
 // RefundCount is the resolver for the refundCount field.
@@ -203,11 +195,7 @@ func (r *paymentResolver) PendingOperation(ctx context.Context, obj *payments.Pa
 
 // ProcessorCalls is the resolver for the processorCalls field.
 func (r *paymentResolver) ProcessorCalls(ctx context.Context, obj *payments.Payment, first *int, last *int) ([]payments.ProcessorCall, error) {
-	all, err := loadersFrom(ctx, r.Service).processorCalls.Load(ctx, *obj)
-	if err != nil {
-		return nil, err
-	}
-	return listWindow(ctx, all, first, last)
+	return loadWindow(ctx, loadersFrom(ctx, r.Service).processorCalls, *obj, first, last)
 }
 
 // ProcessorCallCount is the resolver for the processorCallCount field.

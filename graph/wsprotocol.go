@@ -201,7 +201,7 @@ func (c *protocolConn) admit(m clientMessage) verdict {
 	return verdict{code: CloseBadMessage, reason: "Invalid message received"}
 }
 
-// objectOrNull reports whether a message's payload, valid JSON, is absent,
+// initPayload reports whether a message's payload, valid JSON, is absent,
 // null or an object: what connection_init may carry.
 func initPayload(payload json.RawMessage) bool {
 	if len(bytes.TrimSpace(payload)) == 0 {

@@ -63,16 +63,17 @@ func staffBasic(st *staff.Store, limiter *auth.FailureLimiter) check {
 		if !found || st == nil {
 			return signIn{}, nil
 		}
-		addr, typed := clientaddr.From(r.Context()), staff.NormalizeUsername(user)
-		refused := signIn{identity: "staff:" + typed}
-		try, _ := limiter.TakePair(staffAttempt(addr, typed))
+		addr := clientaddr.From(r.Context())
+		attempt, anonymous := staffAttempt(addr, staff.NormalizeUsername(user)), adminSignInLimiter{limiter}
+		refused := signIn{identity: attempt.Identity}
+		try, _ := limiter.TakePair(attempt)
 		if try == nil {
 			return refused, nil // counted by the guard, answered 429 once spent
 		}
 		// Read before this try counts: the guard answers 429 by the budgets
 		// as they were before the failure (signInFailed).
-		limited := limiter.Blocked(auth.Attempt{Addr: addr, Identity: refused.identity}).Any()
-		quietUnknown := adminSignInLimiter{limiter}.AnonymousSpent(addr)
+		limited := limiter.Blocked(attempt).Any()
+		quietUnknown := anonymous.AnonymousSpent(addr)
 		ctx, cancel := context.WithTimeout(r.Context(), credentialCheckTimeout)
 		defer cancel()
 		acct, err := st.Verify(ctx, user, pass)
@@ -97,7 +98,7 @@ func staffBasic(st *staff.Store, limiter *auth.FailureLimiter) check {
 		try.Kept()
 		unknown := errors.Is(err, staff.ErrUnknownUsername)
 		if unknown {
-			adminSignInLimiter{limiter}.AnonymousFailed(addr)
+			anonymous.AnonymousFailed(addr)
 		}
 		if user != "" && !limited && !(unknown && quietUnknown) {
 			auditBasicFailure(r, st, user)

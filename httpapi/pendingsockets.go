@@ -83,7 +83,7 @@ func newPendingSockets(l PendingSocketLimits, hooks pendingSocketHooks) *pending
 // waiting socket when the address holds its share, else the instance's
 // oldest when the instance is full. It returns the socket and the
 // function that gives its place back (safe to call more than once: only
-// the first call counts).
+// the first call counts, as leave finds s out of the lists after it).
 func (p *pendingSockets) admit(addr string) (*pendingSocket, func()) {
 	s := &pendingSocket{addr: addr}
 	victim, limit := p.take(s)
@@ -93,13 +93,10 @@ func (p *pendingSockets) admit(addr string) (*pendingSocket, func()) {
 		p.hooks.count(-1)
 		victim.drop()
 	}
-	var once sync.Once
 	return s, func() {
-		once.Do(func() {
-			if p.leave(s) {
-				p.hooks.count(-1)
-			}
-		})
+		if p.leave(s) { // false once s is out: released or dropped
+			p.hooks.count(-1)
+		}
 	}
 }
 

@@ -30,7 +30,7 @@ func newSocketMetrics(reg *prometheus.Registry) *socketMetrics {
 
 // WebSocketWaiting adds delta to cmpay_websockets_waiting_for_init: +1 when
 // a socket without credentials is let in, -1 when its connection_init
-// comes or it ends.
+// comes, it ends, or it is dropped to make room (WebSocketDropped).
 func (m *Metrics) WebSocketWaiting(delta int) {
 	m.sockets.waiting.Add(float64(delta))
 }

@@ -228,9 +228,8 @@ func resultOf(v paymentView, key string) *actionResult {
 	if latest == nil || applied == nil || latest.Outcome != payments.OutcomeApplied && latest.Outcome != payments.OutcomeReplayed {
 		return nil
 	}
-	res := &actionResult{Replayed: latest.Outcome == payments.OutcomeReplayed, At: applied.At, By: applied.Actor}
-	res.What = actionWords(v, applied)
-	return res
+	return &actionResult{What: actionWords(v, applied), Replayed: latest.Outcome == payments.OutcomeReplayed,
+		At: applied.At, By: applied.Actor}
 }
 
 // waiting is said of an operation whose processor has not answered yet.

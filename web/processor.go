@@ -14,7 +14,7 @@ type processorNote struct{ Text, Class string }
 // processorNotes says in plain words what support staff need to know of a
 // payment at its processor: work sent whose answer is not known yet (which
 // CMPay resolves by itself, so nobody should redo it, unless the processor
-// refuses CMPay's credentials: credentialsNote), a decline, a failed
+// refuses CMPay's credentials: waitsForCredentials), a decline, a failed
 // refund (or one the payer's bank returned), a Pix or boleto waiting for
 // the payer.
 func processorNotes(p payments.Payment, refunds []payments.Refund, calls []payments.ProcessorCall) []processorNote {
@@ -30,19 +30,11 @@ func processorNotes(p payments.Payment, refunds []payments.Refund, calls []payme
 }
 
 // waitsForCredentials says whether the newest of a payment's processor
-// calls was refused for CMPay's credentials: recovery asks again, but
-// nothing settles until the API key is fixed.
+// calls, oldest first as payments.ProcessorCallsOf gives them, was refused
+// for CMPay's credentials: recovery asks again, but nothing settles until
+// the API key is fixed.
 func waitsForCredentials(calls []payments.ProcessorCall) bool {
-	if len(calls) == 0 {
-		return false
-	}
-	last := calls[0]
-	for _, c := range calls[1:] {
-		if !c.At.Before(last.At) {
-			last = c
-		}
-	}
-	return last.Code == payments.CodeCredentialsRefused
+	return len(calls) > 0 && calls[len(calls)-1].Code == payments.CodeCredentialsRefused
 }
 
 // statusNotes are processorNotes' sentences on the payment's status, its

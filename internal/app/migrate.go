@@ -8,17 +8,13 @@ import (
 	"github.com/cmpay/cmpay/database"
 )
 
-// Migration says what Migrate found and did.
+// Migration says what Migrate found and did: the database's dialect, and
+// the tables created and numbered migrations run, as database.Migrated
+// says them.
 type Migration struct {
 	// Dialect is "postgres" or "sqlite".
 	Dialect string
-	// Tables lists every table the models declare; Created those of them
-	// this run created (found missing under the migration's lock).
-	Tables, Created []string
-	// Ran lists the numbered migrations run now, by version; Version is
-	// the highest recorded after, the schema's version.
-	Ran     []int
-	Version int
+	database.Migrated
 }
 
 // Migrate brings the schema of db up to date, as every start of the
@@ -35,7 +31,6 @@ func Migrate(db *gorm.DB) (Migration, error) {
 	if err != nil {
 		return m, err
 	}
-	m.Tables, m.Created = done.Tables, done.Created
-	m.Ran, m.Version = done.Ran, done.Version
+	m.Migrated = done
 	return m, nil
 }
