@@ -35,17 +35,16 @@ const DeclineNotCreated = "not_created"
 // declines it (DeclineNotCreated), one settles it as found. Before that,
 // or without such a list, it is read again later.
 func (s *Service) readDayOld(ctx context.Context, op operationRow) (outcome, error) {
-	none := outcome{call: CallError, next: nextRead, code: "none_found"}
 	lister, ok := s.processorNamed(op.processor).(processor.CreatedLister)
 	if !ok {
-		return none, nil
+		return noneFound(), nil
 	}
 	lastWrite, err := s.lastWrite(ctx, op)
 	if err != nil {
 		return outcome{}, err
 	}
 	if !s.sendsSettled(op, lastWrite, s.now()) {
-		return none, nil
+		return noneFound(), nil
 	}
 	// Every payment of op is dated before its last send had ended
 	// (restAfter), give or take the clocks' difference (listMargin).

@@ -290,6 +290,13 @@ func foundOutcome(found []processor.Payment) outcome {
 	if len(found) > 0 {
 		return readOutcome(createOutcome(found[0], nil), nil)
 	}
+	return noneFound()
+}
+
+// noneFound is a read that found no record of the operation: it is read
+// again later, and by itself proves nothing (a search lags; a consistent
+// list's caller sets absent).
+func noneFound() outcome {
 	return outcome{call: CallError, next: nextRead, code: "none_found"}
 }
 
@@ -308,7 +315,7 @@ const listMargin = 15 * time.Minute
 func (s *Service) listCreated(ctx context.Context, op operationRow) outcome {
 	lister, ok := s.processorNamed(op.processor).(processor.CreatedLister)
 	if !ok || op.createdAt.IsZero() || op.storedAt == nil {
-		return outcome{call: CallError, next: nextRead, code: "none_found"}
+		return noneFound()
 	}
 	found, err := lister.ListPaymentsCreated(ctx, op.paymentID, op.createdAt.Add(-listMargin), op.storedAt.Add(listMargin))
 	if err != nil {
@@ -349,7 +356,9 @@ func (s *Service) readChange(ctx context.Context, op operationRow, p Payment) (o
 		}
 	}
 	// The list is consistent (unlike search): no refund in it is none made.
-	return outcome{call: CallError, next: nextRead, code: "none_found", absent: true}, nil
+	out := noneFound()
+	out.absent = true
+	return out, nil
 }
 
 // readOutcome is what a read came to: a record settles the operation as a
