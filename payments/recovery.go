@@ -199,15 +199,26 @@ const restAfter = 10 * time.Minute
 // before each send starts (last_send_at): a send whose instance died
 // before recording it may still be running at the processor.
 func (s *Service) atRest(ctx context.Context, op operationRow, now time.Time) (bool, error) {
-	var last time.Time
-	err := s.store.db().QueryRow(ctx, commonSQL.SQL("last_write_under_key"), op.paymentID, op.id, op.key).Scan(&last)
-	if err != nil && !errors.Is(err, sqlq.ErrNoRows) {
-		return false, fmt.Errorf("read the operation's last send: %w", err)
-	}
-	if op.lastSendAt != nil {
-		last = later(last, *op.lastSendAt)
+	last, err := s.lastSent(ctx, op, commonSQL.SQL("last_write_under_key"), op.key)
+	if err != nil {
+		return false, err
 	}
 	return last.IsZero() || now.Sub(last) > restAfter, nil
+}
+
+// lastSent is the later of op's stamp (last_send_at) and its last send
+// that query (last_write_under_key, last_write_of_operation; run with op's
+// payment and id, then args) finds recorded; zero when neither is.
+func (s *Service) lastSent(ctx context.Context, op operationRow, query string, args ...any) (time.Time, error) {
+	var recorded time.Time
+	err := s.store.db().QueryRow(ctx, query, append([]any{op.paymentID, op.id}, args...)...).Scan(&recorded)
+	if err != nil && !errors.Is(err, sqlq.ErrNoRows) {
+		return time.Time{}, fmt.Errorf("read the operation's last send: %w", err)
+	}
+	if op.lastSendAt != nil {
+		recorded = later(recorded, *op.lastSendAt)
+	}
+	return recorded, nil
 }
 
 // tooLateToCharge says whether op is a create stored longer ago than its
