@@ -278,15 +278,15 @@ func await(ctx context.Context, answers <-chan answer) (answer, error) {
 // verdict with st: the one place a held key's verdict is acted on, for the
 // engine after a PostgreSQL statement and for SQLite inside its batch's
 // transaction. A replay or rejection is recorded by a statement that fails
-// if the key's payment is missing; forgetting an expired key, and
-// rejecting a version 1 key (whose params, which it did not store, are its
+// if the key's payment is missing; forgetting an expired key, and rejecting
+// a version 1 key (whose params, which it did not store, are its
 // payment's), read the payment first. A key whose payment is missing is a
 // damaged database: the request fails rather than create a payment
 // (TestCreateNeverMistakesAnErrorForAReplay). A forgotten key answers
 // retry: the request goes on as new; a key past its TTL whose payment has
 // work in flight (Payment.inFlight) is not forgotten but judged as if
-// fresh. A request's own key (its statement
-// run again) is answered by ownAnswer, recording nothing.
+// fresh. A request's own key (its statement run again) is answered by
+// ownAnswer, recording nothing.
 func settleHeld(ctx context.Context, st settler, cmd *command, held *heldKey, now time.Time, keyTTL time.Duration) (answer, error) {
 	expiredBefore := now.Add(-keyTTL)
 	v, err := decide(*held, cmd, expiredBefore)

@@ -20,11 +20,12 @@ import (
 // (claim_due: one UPDATE ... RETURNING; PostgreSQL skips the rows another
 // instance is claiming, SQLite has one writer), and resolves each: asks
 // again with the same key, or reads the processor's record where asking
-// again cannot settle it, and after a stored error (a replayed 500), or
-// for a refund whose key is a day old, sends it again under a new key
-// where a consistent read shows it not done (resend.go). Only the processor's word settles an operation; anything
-// else postpones it by PROCESSOR_RECOVERY_AFTER, except a stored error
-// answered to a send, whose read is due at once.
+// again cannot settle it, and after a stored error (a replayed 500), or for
+// a refund whose key is a day old, sends it again under a new key where a
+// consistent read shows it not done (resend.go). Only the processor's word
+// settles an operation; anything else postpones it by
+// PROCESSOR_RECOVERY_AFTER, except a stored error answered to a send, whose
+// read is due at once.
 
 const (
 	// recoverBatch is how many due operations one claim takes.
@@ -168,12 +169,12 @@ const keyMargin = time.Hour
 // keySince, else createdAt), when sending a create or a refund again with
 // it would be a new request that moves money again. Such an operation is
 // read, never sent with that key: found, it settles. A refund not found in
-// its payment's list of refunds, which is consistent, was not made once
-// no request under its key can still be running (atRest): it is sent
-// under a new key (resend.go), as the merchant asked. A create not found
-// is sent again only after a stored error and while still in time
-// (tooLateToCharge); past that, it is declined once a consistent list
-// shows it never made (dayold.go). A capture or cancel is safe to send again (the
+// its payment's list of refunds, which is consistent, was not made once no
+// request under its key can still be running (atRest): it is sent under a
+// new key (resend.go), as the merchant asked. A create not found is sent
+// again only after a stored error and while still in time
+// (tooLateToCharge); past that, it is declined once a consistent list shows
+// it never made (dayold.go). A capture or cancel is safe to send again (the
 // connector reads an intent already captured or canceled as the answer).
 func (s *Service) keyForgotten(op operationRow) bool {
 	life, ok := s.keyLifetime(op)
@@ -248,12 +249,12 @@ func (s *Service) keyLifetime(op operationRow) (time.Duration, bool) {
 // window missed because the clocks differ by more than listMargin.
 const defaultSearchLag = 2 * time.Minute
 
-// mayResend says whether op, which a consistent read made at readAt
-// showed not done while its key's answer is a stored error (or, for a
-// refund, while its key is a day old: atRest decides besides), is sent
-// again under a new key now: a capture, cancel or refund at once; a create only
-// while it may still charge, and once search has caught up with every
-// send of its key (the search lag). Otherwise it is read again later.
+// mayResend says whether op, which a consistent read made at readAt showed
+// not done while its key's answer is a stored error (or, for a refund,
+// while its key is a day old: atRest decides besides), is sent again under
+// a new key now: a capture, cancel or refund at once; a create only while
+// it may still charge, and once search has caught up with every send of its
+// key (the search lag). Otherwise it is read again later.
 func (s *Service) mayResend(op operationRow, readAt time.Time) bool {
 	if op.operation != OpCreate {
 		return true
