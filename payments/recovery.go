@@ -110,7 +110,6 @@ func (s *Service) resolve(ctx context.Context, id string) error {
 	callCtx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	start := time.Now()
-	var out outcome
 	kind := callWrite
 	if mode == nextStored && op.storedAt == nil {
 		op.storedAt = &readAt // stored before stored_at was kept: seen now
@@ -118,20 +117,9 @@ func (s *Service) resolve(ctx context.Context, id string) error {
 	if read {
 		kind = callRead
 	}
-	switch {
-	case op.operation != OpCreate && read:
-		out, err = s.readChange(callCtx, op, p)
-		if err != nil {
-			return err
-		}
-	case op.operation != OpCreate:
-		out = s.sendChange(callCtx, op, p.ProcessorReference, p.Amount.Currency)
-	case read:
-		if out, err = s.readCreate(callCtx, op, p, mode == nextStored); err != nil {
-			return err
-		}
-	default:
-		out = s.sendCreate(callCtx, op)
+	out, err := s.ask(callCtx, op, p, read, mode == nextStored)
+	if err != nil {
+		return err
 	}
 	// A refund whose key is a day old goes on under a new key as after a
 	// stored error, once no send under its old key can still be running.
@@ -149,6 +137,20 @@ func (s *Service) resolve(ctx context.Context, id string) error {
 	}
 	_, err = s.record(ctx, op, out, kind, time.Since(start))
 	return err
+}
+
+// ask makes op's call: a read of the processor's record (read; stored
+// when its key's answer is a stored error), else a send with its key.
+func (s *Service) ask(ctx context.Context, op operationRow, p Payment, read, stored bool) (outcome, error) {
+	switch {
+	case op.operation != OpCreate && read:
+		return s.readChange(ctx, op, p)
+	case op.operation != OpCreate:
+		return s.sendChange(ctx, op, p.ProcessorReference, p.Amount.Currency), nil
+	case read:
+		return s.readCreate(ctx, op, p, stored)
+	}
+	return s.sendCreate(ctx, op), nil
 }
 
 // sendCreate sends op, a create, again with its key and its stored request.
