@@ -162,25 +162,13 @@ func (s *Service) startChange(ctx context.Context, r sqlq.Runner, cmd *command) 
 // answer, and then found the payment no longer foreseen (work in flight at
 // a processor).
 func (s *Service) heldChange(ctx context.Context, tx liteTx, cmd *command, held *heldKey, now time.Time) (started, bool, error) {
-	v, err := decide(*held, cmd, now.Add(-s.keyTTL))
+	v, err := judgeHeld(ctx, tx, cmd, held, now.Add(-s.keyTTL))
 	if err != nil {
 		return started{}, true, err
 	}
-	if v == verdictForget {
-		p, err := heldPayment(ctx, tx, held)
-		if err != nil {
-			return started{}, true, err
-		}
-		if !p.inFlight() {
-			return started{}, false, tx.forgetKey(ctx, held.id, now.Add(-s.keyTTL))
-		}
-		// Kept past its TTL while its payment's work is unsettled
-		// (settleHeld).
-		if v, err = decide(*held, cmd, time.Time{}); err != nil {
-			return started{}, true, err
-		}
-	}
 	switch v {
+	case verdictForget:
+		return started{}, false, tx.forgetKey(ctx, held.id, now.Add(-s.keyTTL))
 	case verdictReject:
 		if held.params == nil {
 			p, _, err := tx.readPayment(ctx, held.paymentID)
