@@ -19,8 +19,9 @@ type ProcessorOperation struct {
 	// operation alone ("cmpay_" + ID), the same for every try, and so
 	// unique as the ID is, without an index of its own. Recovery replaces
 	// it, before sending, with "cmpay_" + ID + "_a2" (then _a3, ...) only
-	// when the processor stores an error under it and a read shows the
-	// operation not done (payments/resend.go): still unique.
+	// when the processor stores an error under it, or a refund's key is a
+	// day old, and a read shows the operation not done
+	// (payments/resend.go): still unique.
 	Key string `gorm:"not null;size:255"`
 	// AmountMinor and Currency are what the operation moves; Request the
 	// rest of what it asks, as JSON (method, payment method token, capture).

@@ -69,9 +69,10 @@ func (s *Service) CheckAuthorizations(ctx context.Context) (int, error) {
 
 // checkAuthorization reads claimed payment id from its processor as a READ
 // of its create (listed in its processorCalls, counted in the metrics), and
-// settles it as an event's read would; an authorization that stands is
-// stamped read now, so that it is not read again for authCheckEvery. A
-// read that fails stamps nothing: the claim's lease makes it due again.
+// settles it as an event's read would (learnAuthorization); an
+// authorization that stands is stamped read now, so that it is not read
+// again for authCheckEvery. A read that fails stamps nothing: the claim's
+// lease makes it due again.
 func (s *Service) checkAuthorization(ctx context.Context, id string) error {
 	p, ok, err := s.store.readPayment(ctx, id)
 	if err == nil && !ok {
@@ -83,11 +84,7 @@ func (s *Service) checkAuthorization(ctx context.Context, id string) error {
 	if p.Status != StatusAuthorized || p.PendingOperation != "" {
 		return nil // settled, or a capture or cancel started, since the claim
 	}
-	rec, err := s.readRecord(ctx, p)
-	if err != nil {
-		return err
-	}
-	if err := s.settleAuthorization(ctx, p, rec); err != nil {
+	if err := s.learnAuthorization(ctx, p); err != nil {
 		return err
 	}
 	// Settled just now, the payment is no longer AUTHORIZED: the stamp

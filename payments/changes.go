@@ -152,36 +152,23 @@ func (s *Service) startChange(ctx context.Context, r sqlq.Runner, cmd *command) 
 	return s.storeChange(ctx, tx, cmd, p, amount, now)
 }
 
-// heldChange settles a request whose key is held (decide): a replay
-// answers as the key's operation stands, a reuse is rejected, an expired
-// key is forgotten (done false: the request goes on as new) unless its
-// payment has work in flight. The
-// request's own key answers as a replay would, but is not one: nothing is
-// recorded, and it is counted as the applied change it is. This path's
-// operation ids are fresh in every transaction, so it meets its own key
-// only when a batch statement applied the request, lost its answer, and
-// then found the payment no longer foreseen (work in flight at a
-// processor).
+// heldChange settles a request whose key is held (decide): a replay answers
+// as the key's operation stands, a reuse is rejected, an expired key is
+// forgotten (done false: the request goes on as new) unless its payment has
+// work in flight. The request's own key answers as a replay would, but is
+// not one: nothing is recorded, and it is counted as the applied change it
+// is. This path's operation ids are fresh in every transaction, so it meets
+// its own key only when a batch statement applied the request, lost its
+// answer, and then found the payment no longer foreseen (work in flight at
+// a processor).
 func (s *Service) heldChange(ctx context.Context, tx liteTx, cmd *command, held *heldKey, now time.Time) (started, bool, error) {
-	v, err := decide(*held, cmd, now.Add(-s.keyTTL))
+	v, err := judgeHeld(ctx, tx, cmd, held, now.Add(-s.keyTTL))
 	if err != nil {
 		return started{}, true, err
 	}
-	if v == verdictForget {
-		p, err := heldPayment(ctx, tx, held)
-		if err != nil {
-			return started{}, true, err
-		}
-		if !p.inFlight() {
-			return started{}, false, tx.forgetKey(ctx, held.id, now.Add(-s.keyTTL))
-		}
-		// Kept past its TTL while its payment's work is unsettled
-		// (settleHeld).
-		if v, err = decide(*held, cmd, time.Time{}); err != nil {
-			return started{}, true, err
-		}
-	}
 	switch v {
+	case verdictForget:
+		return started{}, false, tx.forgetKey(ctx, held.id, now.Add(-s.keyTTL))
 	case verdictReject:
 		if held.params == nil {
 			p, _, err := tx.readPayment(ctx, held.paymentID)

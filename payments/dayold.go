@@ -2,11 +2,8 @@ package payments
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"time"
 
-	"github.com/cmpay/cmpay/internal/sqlq"
 	"github.com/cmpay/cmpay/processor"
 )
 
@@ -35,17 +32,16 @@ const DeclineNotCreated = "not_created"
 // declines it (DeclineNotCreated), one settles it as found. Before that,
 // or without such a list, it is read again later.
 func (s *Service) readDayOld(ctx context.Context, op operationRow) (outcome, error) {
-	none := outcome{call: CallError, next: nextRead, code: "none_found"}
 	lister, ok := s.processorNamed(op.processor).(processor.CreatedLister)
 	if !ok {
-		return none, nil
+		return noneFound(), nil
 	}
 	lastWrite, err := s.lastWrite(ctx, op)
 	if err != nil {
 		return outcome{}, err
 	}
 	if !s.sendsSettled(op, lastWrite, s.now()) {
-		return none, nil
+		return noneFound(), nil
 	}
 	// Every payment of op is dated before its last send had ended
 	// (restAfter), give or take the clocks' difference (listMargin).
@@ -86,19 +82,11 @@ func (s *Service) sendsSettled(op operationRow, lastWrite, now time.Time) bool {
 // stamp was kept, whose request sent it at once and may have died before
 // recording it).
 func (s *Service) lastWrite(ctx context.Context, op operationRow) (time.Time, error) {
-	last := op.createdAt
-	if op.lastSendAt != nil {
-		last = later(last, *op.lastSendAt)
-	}
-	var recorded time.Time
-	err := s.store.db().QueryRow(ctx, commonSQL.SQL("last_write_of_operation"), op.paymentID, op.id).Scan(&recorded)
-	if errors.Is(err, sqlq.ErrNoRows) {
-		return last, nil
-	}
+	last, err := s.lastSent(ctx, op, commonSQL.SQL("last_write_of_operation"))
 	if err != nil {
-		return time.Time{}, fmt.Errorf("read the operation's last send: %w", err)
+		return time.Time{}, err
 	}
-	return later(last, recorded), nil
+	return later(op.createdAt, last), nil
 }
 
 // later is the later of a and b.

@@ -278,33 +278,23 @@ func await(ctx context.Context, answers <-chan answer) (answer, error) {
 // verdict with st: the one place a held key's verdict is acted on, for the
 // engine after a PostgreSQL statement and for SQLite inside its batch's
 // transaction. A replay or rejection is recorded by a statement that fails
-// if the key's payment is missing; forgetting an expired key, and
-// rejecting a version 1 key (whose params, which it did not store, are its
+// if the key's payment is missing; forgetting an expired key, and rejecting
+// a version 1 key (whose params, which it did not store, are its
 // payment's), read the payment first. A key whose payment is missing is a
 // damaged database: the request fails rather than create a payment
 // (TestCreateNeverMistakesAnErrorForAReplay). A forgotten key answers
 // retry: the request goes on as new; a key past its TTL whose payment has
 // work in flight (Payment.inFlight) is not forgotten but judged as if
-// fresh. A request's own key (its statement
-// run again) is answered by ownAnswer, recording nothing.
+// fresh. A request's own key (its statement run again) is answered by
+// ownAnswer, recording nothing.
 func settleHeld(ctx context.Context, st settler, cmd *command, held *heldKey, now time.Time, keyTTL time.Duration) (answer, error) {
 	expiredBefore := now.Add(-keyTTL)
-	v, err := decide(*held, cmd, expiredBefore)
+	v, err := judgeHeld(ctx, st, cmd, held, expiredBefore)
 	if err != nil {
 		return answer{}, err
 	}
 	if v == verdictForget {
-		p, err := heldPayment(ctx, st, held)
-		if err != nil {
-			return answer{}, err
-		}
-		if !p.inFlight() {
-			return answer{kind: answerRetry}, st.forgetKey(ctx, held.id, expiredBefore)
-		}
-		// Kept past its TTL while its payment's work is unsettled.
-		if v, err = decide(*held, cmd, time.Time{}); err != nil {
-			return answer{}, err
-		}
+		return answer{kind: answerRetry}, st.forgetKey(ctx, held.id, expiredBefore)
 	}
 	if v == verdictReplay {
 		return st.recordAttempt(ctx, record{cmd: cmd, outcome: OutcomeReplayed, paymentID: held.paymentID, held: held, now: now})
@@ -320,6 +310,26 @@ func settleHeld(ctx context.Context, st settler, cmd *command, held *heldKey, no
 		held.params = version1Params(p)
 	}
 	return st.recordAttempt(ctx, record{cmd: cmd, outcome: OutcomeRejected, paymentID: held.paymentID, held: held, now: now})
+}
+
+// judgeHeld is decide's verdict on held for cmd, but a key past its TTL
+// (expiredBefore) whose payment has work in flight (Payment.inFlight) is
+// judged as if fresh: forgetting it would let a retry start a second
+// charge. verdictForget says the key is to be forgotten. settleHeld's and
+// heldChange's.
+func judgeHeld(ctx context.Context, st settler, cmd *command, held *heldKey, expiredBefore time.Time) (verdict, error) {
+	v, err := decide(*held, cmd, expiredBefore)
+	if err != nil || v != verdictForget {
+		return v, err
+	}
+	p, err := heldPayment(ctx, st, held)
+	if err != nil {
+		return 0, err
+	}
+	if !p.inFlight() {
+		return verdictForget, nil
+	}
+	return decide(*held, cmd, time.Time{})
 }
 
 // heldPayment reads the payment held's key names; its absence is a

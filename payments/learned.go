@@ -131,16 +131,12 @@ func (s *Service) readRefundRecord(ctx context.Context, p Payment, id, reference
 	defer cancel()
 	start := time.Now()
 	rec, err := s.processorNamed(p.Processor).GetRefund(callCtx, reference)
-	took := time.Since(start)
-	out := refundOutcome(rec, err)
-	s.onCall(OpRefund, out.call, took)
-	_, ierr := s.store.db().Exec(ctx, commonSQL.SQL("insert_call"), opID, p.ID, string(OpRefund), key, callRead,
-		string(out.call), optional(out.code), s.now(), took.Milliseconds())
+	ierr := s.recordRead(ctx, OpRefund, opID, p.ID, key, refundOutcome(rec, err), time.Since(start))
 	if err != nil {
 		return processor.Refund{}, fmt.Errorf("read refund %s at the processor: %w", reference, err)
 	}
 	if ierr != nil {
-		return processor.Refund{}, fmt.Errorf("record a processor read: %w", ierr)
+		return processor.Refund{}, ierr
 	}
 	return rec, nil
 }

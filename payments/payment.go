@@ -231,8 +231,9 @@ const (
 type ProcessorCall struct {
 	Operation Operation
 	// ProcessorKey is the idempotency key CMPay sent: the same for every
-	// try of one operation, until the processor's stored error for it
-	// makes recovery send it again under a new one (resend.go).
+	// try of one operation, until the processor's stored error for it (or,
+	// for a refund, the key's age) makes recovery send it again under a
+	// new one (resend.go).
 	ProcessorKey string
 	Outcome      CallOutcome
 	// Code is the processor's error or decline code, if any.

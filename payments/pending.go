@@ -187,18 +187,27 @@ func (s *Service) readRecord(ctx context.Context, p Payment) (processor.Payment,
 	defer cancel()
 	start := time.Now()
 	rec, err := s.processorNamed(p.Processor).GetPayment(callCtx, p.ProcessorReference)
-	took := time.Since(start)
-	out := createOutcome(rec, err)
-	s.onCall(OpCreate, out.call, took)
-	_, ierr := s.store.db().Exec(ctx, commonSQL.SQL("insert_call"), opID, p.ID, string(OpCreate), key, callRead,
-		string(out.call), optional(out.code), s.now(), took.Milliseconds())
+	ierr := s.recordRead(ctx, OpCreate, opID, p.ID, key, createOutcome(rec, err), time.Since(start))
 	if err != nil {
 		return processor.Payment{}, fmt.Errorf("read %s at the processor: %w", p.ProcessorReference, err)
 	}
 	if ierr != nil {
-		return processor.Payment{}, fmt.Errorf("record a processor read: %w", ierr)
+		return processor.Payment{}, ierr
 	}
 	return rec, nil
+}
+
+// recordRead counts and stores a READ call of operation opID (op, of
+// payment paymentID, under key) that came to out, made outside recovery
+// (readRecord, readRefundRecord); a failed call is recorded too.
+func (s *Service) recordRead(ctx context.Context, op Operation, opID, paymentID, key string, out outcome, took time.Duration) error {
+	s.onCall(op, out.call, took)
+	_, err := s.store.db().Exec(ctx, commonSQL.SQL("insert_call"), opID, paymentID, string(op), key, callRead,
+		string(out.call), optional(out.code), s.now(), took.Milliseconds())
+	if err != nil {
+		return fmt.Errorf("record a processor read: %w", err)
+	}
+	return nil
 }
 
 // paysLater says whether Pix and boleto are paid by their payer after the

@@ -15,7 +15,6 @@ import (
 	"github.com/cmpay/cmpay/payments"
 	"github.com/cmpay/cmpay/processor"
 	"github.com/cmpay/cmpay/processor/sandbox"
-	"github.com/cmpay/cmpay/processor/stripe"
 )
 
 // Short processor times for tests: a slow call ends after testTimeout,
@@ -378,13 +377,7 @@ func TestRecoveryRaceMovesMoneyOnce(t *testing.T) {
 		if res.Payment.Status != payments.StatusProcessing {
 			t.Fatalf("first answer %s, want PROCESSING", res.Payment.Status)
 		}
-		cfg := processor.DefaultConfig()
-		cfg.Processor, cfg.StripeAPIKey, cfg.StripeAPIBase, cfg.Timeout = processor.NameStripe, "sk_test_double", d.URL(), testTimeout
-		conn, err := stripe.New(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(conn.CloseIdleConnections)
+		conn := stripeConn(t, d, testTimeout)
 		second := mustService(t, db.Gorm, payments.Config{KeyTTL: testTTL, Now: b.clock.Now, Processor: conn,
 			ProcessorTimeout: testTimeout, RecoveryAfter: testRecovery})
 		b.clock.Advance(testRecovery + time.Second)

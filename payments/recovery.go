@@ -20,11 +20,12 @@ import (
 // (claim_due: one UPDATE ... RETURNING; PostgreSQL skips the rows another
 // instance is claiming, SQLite has one writer), and resolves each: asks
 // again with the same key, or reads the processor's record where asking
-// again cannot settle it, and after a stored error (a replayed 500), or
-// for a refund whose key is a day old, sends it again under a new key
-// where a consistent read shows it not done (resend.go). Only the processor's word settles an operation; anything
-// else postpones it by PROCESSOR_RECOVERY_AFTER, except a stored error
-// answered to a send, whose read is due at once.
+// again cannot settle it, and after a stored error (a replayed 500), or for
+// a refund whose key is a day old, sends it again under a new key where a
+// consistent read shows it not done (resend.go). Only the processor's word
+// settles an operation; anything else postpones it by
+// PROCESSOR_RECOVERY_AFTER, except a stored error answered to a send, whose
+// read is due at once.
 
 const (
 	// recoverBatch is how many due operations one claim takes.
@@ -109,7 +110,6 @@ func (s *Service) resolve(ctx context.Context, id string) error {
 	callCtx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	start := time.Now()
-	var out outcome
 	kind := callWrite
 	if mode == nextStored && op.storedAt == nil {
 		op.storedAt = &readAt // stored before stored_at was kept: seen now
@@ -117,20 +117,9 @@ func (s *Service) resolve(ctx context.Context, id string) error {
 	if read {
 		kind = callRead
 	}
-	switch {
-	case op.operation != OpCreate && read:
-		out, err = s.readChange(callCtx, op, p)
-		if err != nil {
-			return err
-		}
-	case op.operation != OpCreate:
-		out = s.sendChange(callCtx, op, p.ProcessorReference, p.Amount.Currency)
-	case read:
-		if out, err = s.readCreate(callCtx, op, p, mode == nextStored); err != nil {
-			return err
-		}
-	default:
-		out = s.sendCreate(callCtx, op)
+	out, err := s.ask(callCtx, op, p, read, mode == nextStored)
+	if err != nil {
+		return err
 	}
 	// A refund whose key is a day old goes on under a new key as after a
 	// stored error, once no send under its old key can still be running.
@@ -148,6 +137,20 @@ func (s *Service) resolve(ctx context.Context, id string) error {
 	}
 	_, err = s.record(ctx, op, out, kind, time.Since(start))
 	return err
+}
+
+// ask makes op's call: a read of the processor's record (read; stored
+// when its key's answer is a stored error), else a send with its key.
+func (s *Service) ask(ctx context.Context, op operationRow, p Payment, read, stored bool) (outcome, error) {
+	switch {
+	case op.operation != OpCreate && read:
+		return s.readChange(ctx, op, p)
+	case op.operation != OpCreate:
+		return s.sendChange(ctx, op, p.ProcessorReference, p.Amount.Currency), nil
+	case read:
+		return s.readCreate(ctx, op, p, stored)
+	}
+	return s.sendCreate(ctx, op), nil
 }
 
 // sendCreate sends op, a create, again with its key and its stored request.
@@ -168,12 +171,12 @@ const keyMargin = time.Hour
 // keySince, else createdAt), when sending a create or a refund again with
 // it would be a new request that moves money again. Such an operation is
 // read, never sent with that key: found, it settles. A refund not found in
-// its payment's list of refunds, which is consistent, was not made once
-// no request under its key can still be running (atRest): it is sent
-// under a new key (resend.go), as the merchant asked. A create not found
-// is sent again only after a stored error and while still in time
-// (tooLateToCharge); past that, it is declined once a consistent list
-// shows it never made (dayold.go). A capture or cancel is safe to send again (the
+// its payment's list of refunds, which is consistent, was not made once no
+// request under its key can still be running (atRest): it is sent under a
+// new key (resend.go), as the merchant asked. A create not found is sent
+// again only after a stored error and while still in time
+// (tooLateToCharge); past that, it is declined once a consistent list shows
+// it never made (dayold.go). A capture or cancel is safe to send again (the
 // connector reads an intent already captured or canceled as the answer).
 func (s *Service) keyForgotten(op operationRow) bool {
 	life, ok := s.keyLifetime(op)
@@ -199,15 +202,26 @@ const restAfter = 10 * time.Minute
 // before each send starts (last_send_at): a send whose instance died
 // before recording it may still be running at the processor.
 func (s *Service) atRest(ctx context.Context, op operationRow, now time.Time) (bool, error) {
-	var last time.Time
-	err := s.store.db().QueryRow(ctx, commonSQL.SQL("last_write_under_key"), op.paymentID, op.id, op.key).Scan(&last)
-	if err != nil && !errors.Is(err, sqlq.ErrNoRows) {
-		return false, fmt.Errorf("read the operation's last send: %w", err)
-	}
-	if op.lastSendAt != nil {
-		last = later(last, *op.lastSendAt)
+	last, err := s.lastSent(ctx, op, commonSQL.SQL("last_write_under_key"), op.key)
+	if err != nil {
+		return false, err
 	}
 	return last.IsZero() || now.Sub(last) > restAfter, nil
+}
+
+// lastSent is the later of op's stamp (last_send_at) and its last send
+// that query (last_write_under_key, last_write_of_operation; run with op's
+// payment and id, then args) finds recorded; zero when neither is.
+func (s *Service) lastSent(ctx context.Context, op operationRow, query string, args ...any) (time.Time, error) {
+	var recorded time.Time
+	err := s.store.db().QueryRow(ctx, query, append([]any{op.paymentID, op.id}, args...)...).Scan(&recorded)
+	if err != nil && !errors.Is(err, sqlq.ErrNoRows) {
+		return time.Time{}, fmt.Errorf("read the operation's last send: %w", err)
+	}
+	if op.lastSendAt != nil {
+		recorded = later(recorded, *op.lastSendAt)
+	}
+	return recorded, nil
 }
 
 // tooLateToCharge says whether op is a create stored longer ago than its
@@ -237,12 +251,12 @@ func (s *Service) keyLifetime(op operationRow) (time.Duration, bool) {
 // window missed because the clocks differ by more than listMargin.
 const defaultSearchLag = 2 * time.Minute
 
-// mayResend says whether op, which a consistent read made at readAt
-// showed not done while its key's answer is a stored error (or, for a
-// refund, while its key is a day old: atRest decides besides), is sent
-// again under a new key now: a capture, cancel or refund at once; a create only
-// while it may still charge, and once search has caught up with every
-// send of its key (the search lag). Otherwise it is read again later.
+// mayResend says whether op, which a consistent read made at readAt showed
+// not done while its key's answer is a stored error (or, for a refund,
+// while its key is a day old: atRest decides besides), is sent again under
+// a new key now: a capture, cancel or refund at once; a create only while
+// it may still charge, and once search has caught up with every send of its
+// key (the search lag). Otherwise it is read again later.
 func (s *Service) mayResend(op operationRow, readAt time.Time) bool {
 	if op.operation != OpCreate {
 		return true
@@ -290,6 +304,13 @@ func foundOutcome(found []processor.Payment) outcome {
 	if len(found) > 0 {
 		return readOutcome(createOutcome(found[0], nil), nil)
 	}
+	return noneFound()
+}
+
+// noneFound is a read that found no record of the operation: it is read
+// again later, and by itself proves nothing (a search lags; a consistent
+// list's caller sets absent).
+func noneFound() outcome {
 	return outcome{call: CallError, next: nextRead, code: "none_found"}
 }
 
@@ -308,7 +329,7 @@ const listMargin = 15 * time.Minute
 func (s *Service) listCreated(ctx context.Context, op operationRow) outcome {
 	lister, ok := s.processorNamed(op.processor).(processor.CreatedLister)
 	if !ok || op.createdAt.IsZero() || op.storedAt == nil {
-		return outcome{call: CallError, next: nextRead, code: "none_found"}
+		return noneFound()
 	}
 	found, err := lister.ListPaymentsCreated(ctx, op.paymentID, op.createdAt.Add(-listMargin), op.storedAt.Add(listMargin))
 	if err != nil {
@@ -349,7 +370,9 @@ func (s *Service) readChange(ctx context.Context, op operationRow, p Payment) (o
 		}
 	}
 	// The list is consistent (unlike search): no refund in it is none made.
-	return outcome{call: CallError, next: nextRead, code: "none_found", absent: true}, nil
+	out := noneFound()
+	out.absent = true
+	return out, nil
 }
 
 // readOutcome is what a read came to: a record settles the operation as a

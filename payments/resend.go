@@ -27,18 +27,18 @@ import (
 // request under a key a day old is still running.
 //
 // A create a day old is the exception: like any create stored longer ago
-// than its processor keeps a key (tooLateToCharge), it is never sent
-// again, so no card is charged a day after its payer paid; found, it
-// settles; found nowhere once its sends have ended, it is declined
-// (dayold.go). A new key's own age counts from when it
-// was stored (key_since): a refund whose new key's send got no answer is
-// asked again under it, however old the refund.
+// than its processor keeps a key (tooLateToCharge), it is never sent again,
+// so no card is charged a day after its payer paid; found, it settles;
+// found nowhere once its sends have ended, it is declined (dayold.go). A
+// new key's own age counts from when it was stored (key_since): a refund
+// whose new key's send got no answer is asked again under it, however old
+// the refund.
 //
 // Safe for each operation: a capture or cancel the processor already did
 // answers the payment's state (Stripe refuses a second one; the connector
 // reads the refusal as the state); a refund is sent again only when the
-// payment's list of refunds, which is consistent, holds none with its id;
-// a create only when a consistent list of the processor's payments by
+// payment's list of refunds, which is consistent, holds none with its id; a
+// create only when a consistent list of the processor's payments by
 // creation time holds none with its payment's id (readCreate), and its
 // stored error was first seen longer ago than search's lag (mayResend).
 
@@ -58,11 +58,11 @@ func nextKey(op operationRow) string {
 	return fmt.Sprintf("%s%s%d", base, keyAttempt, n+1)
 }
 
-// sendAgain records the read (out) that showed the leased op not done
-// (its key's answer a stored error, or a refund's key a day old and at
-// rest), stores op's next key in the
-// same transaction, and sends op under it. Nothing is sent when the key
-// changed or the lease was lost meanwhile: someone else resolves it.
+// sendAgain records the read (out) that showed the leased op not done (its
+// key's answer a stored error, or a refund's key a day old and at rest),
+// stores op's next key in the same transaction, and sends op under it.
+// Nothing is sent when the key changed or the lease was lost meanwhile:
+// someone else resolves it.
 func (s *Service) sendAgain(ctx context.Context, op operationRow, p Payment, out outcome, took time.Duration) error {
 	s.onCall(op.operation, out.call, took)
 	key, now := nextKey(op), s.now()

@@ -11,9 +11,11 @@ import (
 // (sqlq.Load): common.sql for what both dialects run as it is, and the
 // listing's fragments, with pending.sql and learned.sql for what the
 // processor's events bring and authcheck.sql for what its records say when
-// no event came (with its claim in both dialects); by_payment.sql for what both run with a fragment
-// each writes its own way; postgres.sql, create_batch.sql, change_batch.sql
-// and settle_batch.sql for PostgreSQL; sqlite.sql for SQLite.
+// no event came (its claim is in each dialect's file); by_payment.sql for
+// what both run with a fragment each writes its own way; postgres.sql,
+// create_batch.sql, change_batch.sql and settle_batch.sql for PostgreSQL;
+// sqlite.sql for SQLite. learned.sql and authcheck.sql are run only
+// through commonSQL, so the dialects' sets do not load them.
 
 //go:embed sql/*.sql
 var sqlFiles embed.FS
@@ -23,9 +25,9 @@ var (
 	commonSQL = sqlq.MustLoad(sqlFiles, "sql/common.sql", "sql/pending.sql", "sql/learned.sql", "sql/authcheck.sql")
 	// postgresSQL and sqliteSQL are each dialect's statements, with the
 	// common ones they include.
-	postgresSQL = sqlq.MustLoad(sqlFiles, "sql/common.sql", "sql/pending.sql", "sql/learned.sql", "sql/by_payment.sql", "sql/postgres.sql",
+	postgresSQL = sqlq.MustLoad(sqlFiles, "sql/common.sql", "sql/pending.sql", "sql/by_payment.sql", "sql/postgres.sql",
 		"sql/create_batch.sql", "sql/change_batch.sql", "sql/settle_batch.sql")
-	sqliteSQL = sqlq.MustLoad(sqlFiles, "sql/common.sql", "sql/pending.sql", "sql/learned.sql", "sql/by_payment.sql", "sql/sqlite.sql")
+	sqliteSQL = sqlq.MustLoad(sqlFiles, "sql/common.sql", "sql/pending.sql", "sql/by_payment.sql", "sql/sqlite.sql")
 )
 
 // The batch statements, as they run. They are exported for the benchmark,

@@ -8,9 +8,10 @@
 // never from a try: every try of one operation is then the same request to
 // the processor, and asking again can never move money twice. (The one
 // exception is the caller's: once the processor gives a stored error for
-// the key and its records show the operation not done, the operation is
-// stored with a new key and sent under it; payments/resend.go.) A call ends
-// in one of three ways:
+// the key, or a refund's key is older than the processor keeps keys, and
+// its records show the operation not done, the operation is stored with a
+// new key and sent under it; payments/resend.go.) A call ends in one of
+// three ways:
 //
 //   - a result: the processor's state of the payment or refund;
 //   - a *Error whose Known method is true: the processor answered
@@ -298,8 +299,9 @@ type Refund struct {
 // CreatedLister is a Processor that also lists its payments by when it
 // made them, consistently: unlike FindPayments' search, a payment made
 // before the call is in the answer. Recovery uses it to prove that a
-// create whose key's answer is a stored error made no payment, before
-// sending it again under a new key (payments/resend.go).
+// create made no payment: one whose key's answer is a stored error, before
+// sending it again under a new key (payments/resend.go), and one a day
+// old, before declining it (payments/dayold.go).
 type CreatedLister interface {
 	// ListPaymentsCreated lists the payments made for one CMPay payment id
 	// between from and to (both included, to the processor's precision).

@@ -602,10 +602,10 @@ func (d *Double) SettleRefund(refundID string, succeeded bool, failureCode strin
 	return nil
 }
 
-// FailRefund fails a refund that had succeeded, as
-// Stripe does when the payer's bank returns it (a closed card or
-// account): the money goes back to the merchant's balance, the refund
-// becomes failed, and refund.updated and charge.refund.updated are sent.
+// FailRefund fails a refund that had succeeded, as Stripe does when the
+// payer's bank returns it (a closed card or account): the money goes back
+// to the merchant's balance, the refund becomes failed, and refund.updated
+// and charge.refund.updated are sent.
 func (d *Double) FailRefund(refundID, failureCode string) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()

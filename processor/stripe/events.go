@@ -93,11 +93,7 @@ func DecodeEvent(payload []byte) (processor.Event, error) {
 			ev.Payment, ev.PaymentReference = &p, pi.ID
 		}
 	case "refund":
-		var re stripeapi.Refund
-		if err = decodeObject(raw.Data.Raw, "refund", &re); err == nil {
-			r := refundFrom(&re)
-			ev.Refund, ev.PaymentReference = &r, r.PaymentReference
-		}
+		err = decodeRefund(&ev, raw.Data.Raw)
 	case "charge":
 		err = decodeChargeFamily(&ev, raw.Data.Raw)
 	}
@@ -130,18 +126,25 @@ func decodeChargeFamily(ev *processor.Event, raw json.RawMessage) error {
 		}
 		decodeCharge(ev, &ch)
 	case "refund":
-		var re stripeapi.Refund
-		if err := decodeObject(raw, "refund", &re); err != nil {
-			return err
-		}
-		r := refundFrom(&re)
-		ev.Refund, ev.PaymentReference = &r, r.PaymentReference
+		return decodeRefund(ev, raw)
 	default:
 		if head.ID == "" {
 			return fmt.Errorf("%w: data.object must have an id", ErrEventMalformed)
 		}
 		ev.Other, ev.PaymentReference = true, expandableID(head.PaymentIntent)
 	}
+	return nil
+}
+
+// decodeRefund decodes a refund object into ev, with the payment it
+// refunds: a refund.* event's, or a charge.refund.updated's.
+func decodeRefund(ev *processor.Event, raw json.RawMessage) error {
+	var re stripeapi.Refund
+	if err := decodeObject(raw, "refund", &re); err != nil {
+		return err
+	}
+	r := refundFrom(&re)
+	ev.Refund, ev.PaymentReference = &r, r.PaymentReference
 	return nil
 }
 

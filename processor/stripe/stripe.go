@@ -3,12 +3,12 @@
 // STRIPE_API_BASE.
 //
 // A payment is one PaymentIntent, created and confirmed in one request
-// (payment_method = the token, confirm=true, capture_method=manual when
-// not capturing, metadata[cmpay_payment_id], and for a card
-// error_on_requires_action); captures and cancels are
-// its endpoints; a refund is one Refund (metadata[cmpay_refund_id]). Every
-// POST carries the operation's idempotency key, so asking again is the
-// same request to Stripe.
+// (payment_method = the token, confirm=true, capture_method=manual when not
+// capturing, metadata[cmpay_payment_id], and for a card
+// error_on_requires_action); captures and cancels are its endpoints; a
+// refund is one Refund (metadata[cmpay_refund_id]). Every POST carries the
+// operation's idempotency key, so asking again is the same request to
+// Stripe.
 //
 // stripe-go's own network retries are off (MaxNetworkRetries 0). They
 // would reuse the key, so they are safe, but they sleep between tries
