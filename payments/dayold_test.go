@@ -18,7 +18,7 @@ import (
 // surely ended and show in search, with the test's times and the default
 // search lag: 23 hours (the key's lifetime less an hour), the timeout,
 // ten minutes (a request's time at Stripe), the search lag, a second.
-const dayOldSettled = 23*time.Hour + testTimeout + 10*time.Minute + payments.SearchLag + time.Second
+const dayOldSettled = 23*time.Hour + testTimeout + 10*time.Minute + processor.DefaultStripeSearchLag + time.Second
 
 // stripeLagged is stripeOnTestClock with the service's search lag
 // (STRIPE_SEARCH_LAG) set to searchLag, and the double's search lagging
@@ -191,7 +191,7 @@ func TestADayOldCreateWaitsForTheConfiguredSearchLag(t *testing.T) {
 		if got := b.mustGet(t, p.ID); got.Status != payments.StatusProcessing {
 			t.Fatalf("inside the configured lag: %s, want PROCESSING", got.Status)
 		}
-		recoverAt(t, b, start, dayOldSettled-payments.SearchLag+time.Hour)
+		recoverAt(t, b, start, dayOldSettled-processor.DefaultStripeSearchLag+time.Hour)
 		if got := b.mustGet(t, p.ID); got.Status != payments.StatusDeclined || got.DeclineCode != payments.DeclineNotCreated {
 			t.Errorf("past the configured lag: %s %q, want DECLINED %q", got.Status, got.DeclineCode, payments.DeclineNotCreated)
 		}

@@ -233,11 +233,11 @@ func stripeService(t *testing.T, db dbtest.DB, cfg payments.Config) (*bundle, *s
 
 // recoverUntilSettled runs recovery rounds, the clock moved past each
 // postponement, until the payment is no longer PROCESSING, or fails after
-// 5 rounds past payments.SearchLag (a create after a stored 500 waits it
+// 5 rounds past processor.DefaultStripeSearchLag (a create after a stored 500 waits it
 // out before it is sent again).
 func recoverUntilSettled(t *testing.T, b *bundle, id string) payments.Payment {
 	t.Helper()
-	for end := b.clock.Now().Add(payments.SearchLag + 5*(testRecovery+time.Second)); b.clock.Now().Before(end); {
+	for end := b.clock.Now().Add(processor.DefaultStripeSearchLag + 5*(testRecovery+time.Second)); b.clock.Now().Before(end); {
 		b.clock.Advance(testRecovery + time.Second)
 		if _, err := b.svc.RecoverDue(t.Context()); err != nil {
 			t.Fatal(err)
