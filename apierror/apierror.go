@@ -118,7 +118,7 @@ func OthersNotFound(err error) error {
 }
 
 // FromInternal logs err and returns what the client may see of it. A
-// value of the request that the database refused (IsBadText) is the
+// value of the request that the database refused (badTextMessages) is the
 // client's input, not an internal error: BAD_USER_INPUT, on every route
 // that ends here.
 func FromInternal(ctx context.Context, err error) Error {

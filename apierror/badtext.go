@@ -25,14 +25,8 @@ var badTextMessages = map[string]string{
 	"22P02": "a value is not in the form it must have",
 }
 
-// IsBadText reports whether err is the database refusing a value the
-// request carried (see badTextMessages): the client's input, not a fault
-// of the server.
-func IsBadText(err error) bool {
-	_, ok := badText(err)
-	return ok
-}
-
+// badText is what the client is told when err is the database refusing a
+// value the request carried, and whether it is.
 func badText(err error) (string, bool) {
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"time"
 
 	"gorm.io/gorm"
@@ -79,28 +78,20 @@ func (s *Sweeper) Sweep(ctx context.Context, batchSize int) (int64, error) {
 }
 
 // Runner returns the background service that sweeps every interval (with
-// jitter, so that instances started together spread out, as the sweep of
-// idempotency keys does) until stopped.
+// startstop.Jittered's jitter, as the sweep of idempotency keys) until
+// stopped.
 func (s *Sweeper) Runner(interval time.Duration, log *slog.Logger) *startstop.Runner {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	interval = max(interval, 10*time.Millisecond)
-	return startstop.Func(func(ctx context.Context) {
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(interval/2 + rand.N(interval)):
-			}
-			n, err := s.Sweep(ctx, SweepBatchSize)
-			if err != nil && ctx.Err() == nil {
-				log.Error("sweep old processor events", "err", err)
-				continue
-			}
-			if n > 0 {
-				log.Info("swept old processor events", "deleted", n)
-			}
+	return startstop.Jittered(max(interval, 10*time.Millisecond), func(ctx context.Context) {
+		n, err := s.Sweep(ctx, SweepBatchSize)
+		if err != nil && ctx.Err() == nil {
+			log.Error("sweep old processor events", "err", err)
+			return
+		}
+		if n > 0 {
+			log.Info("swept old processor events", "deleted", n)
 		}
 	})
 }

@@ -11,28 +11,13 @@ import (
 	"github.com/cmpay/cmpay/internal/stripedouble"
 	"github.com/cmpay/cmpay/payments"
 	"github.com/cmpay/cmpay/processor"
-	"github.com/cmpay/cmpay/processor/stripe"
 )
 
 // dayOldSettled is how long after a create was stored its sends have
 // surely ended and show in search, with the test's times and the default
 // search lag: 23 hours (the key's lifetime less an hour), the timeout,
 // ten minutes (a request's time at Stripe), the search lag, a second.
-const dayOldSettled = 23*time.Hour + testTimeout + 10*time.Minute + payments.SearchLag + time.Second
-
-// stripeLagged is stripeOnTestClock with the service's search lag
-// (STRIPE_SEARCH_LAG) set to searchLag, and the double's search lagging
-// doubleLag.
-func stripeLagged(t *testing.T, db dbtest.DB, searchLag, doubleLag time.Duration) (*bundle, *stripedouble.Double) {
-	t.Helper()
-	clock := &fakeClock{now: time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)}
-	d := stripedouble.New(stripedouble.Options{Clock: clock.Now, SearchLag: doubleLag})
-	t.Cleanup(d.Close)
-	conn := stripeConn(t, d, testTimeout)
-	svc := mustService(t, db.Gorm, payments.Config{KeyTTL: testTTL, Now: clock.Now, Processor: conn,
-		ProcessorTimeout: testTimeout, RecoveryAfter: testRecovery, SearchLag: searchLag})
-	return &bundle{db: db, svc: svc, clock: clock, conn: conn}, d
-}
+const dayOldSettled = 23*time.Hour + testTimeout + 10*time.Minute + processor.DefaultStripeSearchLag + time.Second
 
 // recoverAt moves b's clock to at (from start) and runs one recovery round.
 func recoverAt(t *testing.T, b *bundle, start time.Time, at time.Duration) {
@@ -56,7 +41,7 @@ func TestADayOldCreateNeverMadeIsDeclined(t *testing.T) {
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
 		for fault, replayed := range faults {
 			t.Run(fault.String(), func(t *testing.T) {
-				b, d := stripeLagged(t, db, 0, 0)
+				b, d := stripeWith(t, db, stripeOpts{TestClock: true})
 				start := b.clock.Now()
 				req := withToken(card("never-made-"+fault.String()), "pm_card_visa")
 				d.FailNext(stripedouble.CreatePaymentIntent, stripedouble.Fault{Kind: fault})
@@ -113,7 +98,7 @@ func TestADayOldCreateMadeIsSettled(t *testing.T) {
 		for _, fault := range faults {
 			for _, lag := range []time.Duration{0, 48 * time.Hour} {
 				t.Run(fault.String()+"/search_lag_"+lag.String(), func(t *testing.T) {
-					b, d := stripeLagged(t, db, 0, lag)
+					b, d := stripeWith(t, db, stripeOpts{TestClock: true, DoubleLag: lag})
 					start := b.clock.Now()
 					d.FailNext(stripedouble.CreatePaymentIntent, stripedouble.Fault{Kind: fault})
 					p := b.mustCreate(t, withToken(card("made-"+fault.String()+"-"+lag.String()), "pm_card_visa")).Payment
@@ -152,7 +137,7 @@ func TestADayOldCreateMadeIsSettled(t *testing.T) {
 func TestADayOldCreateSentLateIsFoundInTheList(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
-		b, d := stripeLagged(t, db, 0, 48*time.Hour)
+		b, d := stripeWith(t, db, stripeOpts{TestClock: true, DoubleLag: 48 * time.Hour})
 		start := b.clock.Now()
 		d.FailNext(stripedouble.CreatePaymentIntent, stripedouble.Fault{Kind: stripedouble.ServerErrorStored})
 		p := b.mustCreate(t, withToken(card("sent-late"), "pm_card_visa")).Payment
@@ -183,7 +168,7 @@ func TestADayOldCreateSentLateIsFoundInTheList(t *testing.T) {
 func TestADayOldCreateWaitsForTheConfiguredSearchLag(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
-		b, d := stripeLagged(t, db, time.Hour, 0)
+		b, d := stripeWith(t, db, stripeOpts{TestClock: true, SearchLag: time.Hour})
 		start := b.clock.Now()
 		d.FailNext(stripedouble.CreatePaymentIntent, stripedouble.Fault{Kind: stripedouble.ServerErrorBefore})
 		p := b.mustCreate(t, withToken(card("lag-hour"), "pm_card_visa")).Payment
@@ -191,7 +176,7 @@ func TestADayOldCreateWaitsForTheConfiguredSearchLag(t *testing.T) {
 		if got := b.mustGet(t, p.ID); got.Status != payments.StatusProcessing {
 			t.Fatalf("inside the configured lag: %s, want PROCESSING", got.Status)
 		}
-		recoverAt(t, b, start, dayOldSettled-payments.SearchLag+time.Hour)
+		recoverAt(t, b, start, dayOldSettled-processor.DefaultStripeSearchLag+time.Hour)
 		if got := b.mustGet(t, p.ID); got.Status != payments.StatusDeclined || got.DeclineCode != payments.DeclineNotCreated {
 			t.Errorf("past the configured lag: %s %q, want DECLINED %q", got.Status, got.DeclineCode, payments.DeclineNotCreated)
 		}
@@ -206,19 +191,8 @@ func TestADayOldCreateWaitsForTheConfiguredSearchLag(t *testing.T) {
 func TestADayOldCreateWaitsForTheAPIKey(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
-		clock := &fakeClock{now: time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)}
-		d := stripedouble.New(stripedouble.Options{Clock: clock.Now})
-		t.Cleanup(d.Close)
-		cfg := processor.DefaultConfig()
-		cfg.Processor, cfg.StripeAPIKey, cfg.StripeAPIBase, cfg.Timeout = processor.NameStripe, "sk_live_revoked", d.URL(), testTimeout
-		wrong, err := stripe.New(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(wrong.CloseIdleConnections)
-		b := &bundle{db: db, clock: clock, svc: mustService(t, db.Gorm, payments.Config{KeyTTL: testTTL, Now: clock.Now,
-			Processor: wrong, ProcessorTimeout: testTimeout, RecoveryAfter: testRecovery})}
-		start := clock.Now()
+		b, d := stripeWith(t, db, stripeOpts{TestClock: true, APIKey: "sk_live_revoked"})
+		start := b.clock.Now()
 		p := b.mustCreate(t, withToken(card("wrong-key"), "pm_card_visa")).Payment
 		recoverAt(t, b, start, testRecovery+time.Second)
 		recoverAt(t, b, start, 25*time.Hour)
@@ -232,7 +206,7 @@ func TestADayOldCreateWaitsForTheAPIKey(t *testing.T) {
 				t.Errorf("call %q, want each refused for the credentials", c)
 			}
 		}
-		b.svc = mustService(t, db.Gorm, payments.Config{KeyTTL: testTTL, Now: clock.Now, Processor: stripeConn(t, d, testTimeout),
+		b.svc = mustService(t, db.Gorm, payments.Config{KeyTTL: testTTL, Now: b.clock.Now, Processor: stripeConn(t, d, testTimeout),
 			ProcessorTimeout: testTimeout, RecoveryAfter: testRecovery})
 		recoverAt(t, b, start, 25*time.Hour+testRecovery+time.Second)
 		if got := b.mustGet(t, p.ID); got.Status != payments.StatusDeclined || got.DeclineCode != payments.DeclineNotCreated {
@@ -300,7 +274,7 @@ func settlesFromTheList(t *testing.T, b *bundle, d *stripedouble.Double, start t
 func TestADayOldCreateResentUnderANewKeyUnrecordedIsFound(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
-		b, d := stripeLagged(t, db, 0, time.Hour)
+		b, d := stripeWith(t, db, stripeOpts{TestClock: true, DoubleLag: time.Hour})
 		start := b.clock.Now()
 		d.FailNext(stripedouble.CreatePaymentIntent, stripedouble.Fault{Kind: stripedouble.ServerErrorStored})
 		p := b.mustCreate(t, withToken(card("sent-unrecorded"), "pm_card_visa")).Payment
@@ -320,7 +294,7 @@ func TestADayOldCreateResentUnderANewKeyUnrecordedIsFound(t *testing.T) {
 func TestADayOldCreateResentUnderItsKeyUnrecordedIsFound(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
-		b, d := stripeLagged(t, db, 0, time.Hour)
+		b, d := stripeWith(t, db, stripeOpts{TestClock: true, DoubleLag: time.Hour})
 		start := b.clock.Now()
 		d.FailNext(stripedouble.CreatePaymentIntent, stripedouble.Fault{Kind: stripedouble.DropRequest})
 		p := b.mustCreate(t, withToken(card("resent-unrecorded"), "pm_card_visa")).Payment

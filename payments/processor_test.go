@@ -1,6 +1,7 @@
 package payments_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"github.com/cmpay/cmpay/payments"
 	"github.com/cmpay/cmpay/processor"
 	"github.com/cmpay/cmpay/processor/sandbox"
+	"github.com/cmpay/cmpay/processor/stripe"
 )
 
 // Short processor times for tests: a slow call ends after testTimeout,
@@ -206,38 +208,79 @@ func mustOpenUnknown(t *testing.T, svc *payments.Service) int64 {
 	return n
 }
 
-// stripeSetup is a bundle whose service uses processor/stripe (the real
-// stripe-go client) against the double.
-func stripeSetup(t *testing.T, db dbtest.DB) (*bundle, *stripedouble.Double) {
-	t.Helper()
-	d := stripedouble.New(stripedouble.Options{})
-	t.Cleanup(d.Close)
-	conn := stripeConn(t, d, testTimeout)
-	b := processorSetup(t, db, conn)
-	b.conn = conn
-	return b, d
+// stripeOpts are how a bundle over the Stripe double differs from
+// stripeSetup's, whose options are all zero.
+type stripeOpts struct {
+	// TestClock dates the double's records by the bundle's clock moved by
+	// Skew (zero: as with synchronized clocks) instead of by the real one.
+	TestClock bool
+	Skew      time.Duration
+	// DoubleLag is how long the double's search lags a new intent.
+	DoubleLag time.Duration
+	// SearchLag is the service's STRIPE_SEARCH_LAG (zero: its default).
+	SearchLag time.Duration
+	// Timeout is the connector's and the service's (zero: testTimeout).
+	Timeout time.Duration
+	// RecoveryAfter and KeyTTL are the service's (zero: testRecovery and
+	// testTTL).
+	RecoveryAfter, KeyTTL time.Duration
+	// APIKey is the key the connector sends (zero: one the double takes).
+	APIKey processor.Secret
 }
 
-// stripeService is a bundle whose service is configured by cfg, with a
-// test clock and a Stripe connector to a new double whose timeout is
-// cfg.ProcessorTimeout.
-func stripeService(t *testing.T, db dbtest.DB, cfg payments.Config) (*bundle, *stripedouble.Double) {
+// stripeWith is a bundle whose service uses processor/stripe (the real
+// stripe-go client) against a new double, as o says.
+func stripeWith(t *testing.T, db dbtest.DB, o stripeOpts) (*bundle, *stripedouble.Double) {
 	t.Helper()
-	d := stripedouble.New(stripedouble.Options{})
-	t.Cleanup(d.Close)
+	o.Timeout = cmp.Or(o.Timeout, testTimeout)
 	clock := &fakeClock{now: time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)}
-	conn := stripeConn(t, d, cfg.ProcessorTimeout)
-	cfg.Now, cfg.Processor = clock.Now, conn
-	return &bundle{db: db, svc: mustService(t, db.Gorm, cfg), clock: clock, conn: conn}, d
+	dopts := stripedouble.Options{SearchLag: o.DoubleLag}
+	if o.TestClock {
+		dopts.Clock = func() time.Time { return clock.Now().Add(o.Skew) }
+	}
+	d := stripedouble.New(dopts)
+	t.Cleanup(d.Close)
+	conn := stripeConnAs(t, d, o.Timeout, cmp.Or(o.APIKey, "sk_test_double"))
+	svc := mustService(t, db.Gorm, payments.Config{KeyTTL: cmp.Or(o.KeyTTL, testTTL), Now: clock.Now, Processor: conn,
+		ProcessorTimeout: o.Timeout, RecoveryAfter: cmp.Or(o.RecoveryAfter, testRecovery), SearchLag: o.SearchLag})
+	return &bundle{db: db, svc: svc, clock: clock, conn: conn}, d
+}
+
+// stripeSetup is stripeWith's everyday bundle: the double on the real
+// clock, search without lag, the test's short times.
+func stripeSetup(t *testing.T, db dbtest.DB) (*bundle, *stripedouble.Double) {
+	t.Helper()
+	return stripeWith(t, db, stripeOpts{})
+}
+
+// stripeConn is another Stripe connector to the double, with the given
+// timeout: a second instance's.
+func stripeConn(t *testing.T, d *stripedouble.Double, timeout time.Duration) processor.Processor {
+	t.Helper()
+	return stripeConnAs(t, d, timeout, "sk_test_double")
+}
+
+// stripeConnAs is a Stripe connector to the double that sends apiKey (the
+// double refuses any but sk_test_…).
+func stripeConnAs(t *testing.T, d *stripedouble.Double, timeout time.Duration, apiKey processor.Secret) *stripe.Connector {
+	t.Helper()
+	cfg := processor.DefaultConfig()
+	cfg.Processor, cfg.StripeAPIKey, cfg.StripeAPIBase, cfg.Timeout = processor.NameStripe, apiKey, d.URL(), timeout
+	conn, err := stripe.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(conn.CloseIdleConnections)
+	return conn
 }
 
 // recoverUntilSettled runs recovery rounds, the clock moved past each
 // postponement, until the payment is no longer PROCESSING, or fails after
-// 5 rounds past payments.SearchLag (a create after a stored 500 waits it
+// 5 rounds past processor.DefaultStripeSearchLag (a create after a stored 500 waits it
 // out before it is sent again).
 func recoverUntilSettled(t *testing.T, b *bundle, id string) payments.Payment {
 	t.Helper()
-	for end := b.clock.Now().Add(payments.SearchLag + 5*(testRecovery+time.Second)); b.clock.Now().Before(end); {
+	for end := b.clock.Now().Add(processor.DefaultStripeSearchLag + 5*(testRecovery+time.Second)); b.clock.Now().Before(end); {
 		b.clock.Advance(testRecovery + time.Second)
 		if _, err := b.svc.RecoverDue(t.Context()); err != nil {
 			t.Fatal(err)
@@ -844,7 +887,7 @@ func TestForeseenCallsCountedOnceStored(t *testing.T) {
 func TestAKeyOutlivesItsTTLWhileItsWorkIsInFlight(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
-		b, d := stripeService(t, db, payments.Config{KeyTTL: time.Hour, ProcessorTimeout: testTimeout, RecoveryAfter: time.Hour})
+		b, d := stripeWith(t, db, stripeOpts{KeyTTL: time.Hour, RecoveryAfter: time.Hour})
 		svc, clock, ctx := b.svc, b.clock, t.Context()
 
 		// Stripe charges, then answers 500 (and replays it for the key).
@@ -900,7 +943,7 @@ func TestAKeyOutlivesItsTTLWhileItsWorkIsInFlight(t *testing.T) {
 func TestRecoveryAsksAboutABacklogAtOnce(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
-		b, d := stripeService(t, db, payments.Config{KeyTTL: testTTL, ProcessorTimeout: 30 * time.Second, RecoveryAfter: testRecovery})
+		b, d := stripeWith(t, db, stripeOpts{Timeout: 30 * time.Second})
 		svc, clock := b.svc, b.clock
 
 		var ids []string

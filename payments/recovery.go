@@ -242,21 +242,14 @@ func (s *Service) keyLifetime(op operationRow) (time.Duration, bool) {
 	return kl.KeyLifetime(), true
 }
 
-// defaultSearchLag is how long after a payment is made the processor's
-// search may still not show it (Config.SearchLag): Stripe documents under
-// a minute in normal operation (up to an hour in an outage), doubled here.
-// A create read absent after a stored error is sent again only once that
-// error was first seen longer ago than this, so that search, which matches
-// the payment's id whatever its date, would show a payment the list's
-// window missed because the clocks differ by more than listMargin.
-const defaultSearchLag = 2 * time.Minute
-
 // mayResend says whether op, which a consistent read made at readAt showed
 // not done while its key's answer is a stored error (or, for a refund,
 // while its key is a day old: atRest decides besides), is sent again under
 // a new key now: a capture, cancel or refund at once; a create only while
 // it may still charge, and once search has caught up with every send of its
-// key (the search lag). Otherwise it is read again later.
+// key (the search lag). Otherwise it is read again later. Search matches
+// the payment's id whatever its date, so it shows a payment the list's
+// window missed because the clocks differ by more than listMargin.
 func (s *Service) mayResend(op operationRow, readAt time.Time) bool {
 	if op.operation != OpCreate {
 		return true

@@ -205,19 +205,6 @@ func storedErrorCapture(t *testing.T, b *bundle, d *stripedouble.Double, key str
 	return p
 }
 
-// stripeConn is a Stripe connector to the double with the given timeout.
-func stripeConn(t *testing.T, d *stripedouble.Double, timeout time.Duration) processor.Processor {
-	t.Helper()
-	cfg := processor.DefaultConfig()
-	cfg.Processor, cfg.StripeAPIKey, cfg.StripeAPIBase, cfg.Timeout = processor.NameStripe, "sk_test_double", d.URL(), timeout
-	conn, err := stripe.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(conn.CloseIdleConnections)
-	return conn
-}
-
 // waitFor polls cond until it holds, or fails after 5 seconds.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
@@ -230,20 +217,6 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// stripeOnTestClock is stripeSetup with the double on the test's clock
-// (its records dated as CMPay's clock says, as with synchronized clocks)
-// and the given search lag.
-func stripeOnTestClock(t *testing.T, db dbtest.DB, searchLag time.Duration) (*bundle, *stripedouble.Double) {
-	t.Helper()
-	var b *bundle
-	d := stripedouble.New(stripedouble.Options{Clock: func() time.Time { return b.clock.Now() }, SearchLag: searchLag})
-	t.Cleanup(d.Close)
-	conn := stripeConn(t, d, testTimeout)
-	b = processorSetup(t, db, conn)
-	b.conn = conn
-	return b, d
-}
-
 // A create whose request failed inside Stripe, its 500 stored under the
 // key (500_stored), is proved not made by Stripe's list of intents by
 // creation time (consistent; here search lags an hour and finds nothing)
@@ -253,7 +226,7 @@ func stripeOnTestClock(t *testing.T, db dbtest.DB, searchLag time.Duration) (*bu
 func TestStoredErrorCreateIsSentAgainOnlyWhenListedNowhere(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
-		b, d := stripeOnTestClock(t, db, time.Hour)
+		b, d := stripeWith(t, db, stripeOpts{TestClock: true, DoubleLag: time.Hour})
 		for fault, wantKeys := range map[stripedouble.FaultKind]int{stripedouble.ServerErrorStored: 2, stripedouble.ServerErrorAfter: 1} {
 			t.Run(fault.String(), func(t *testing.T) {
 				before := len(d.Keys(stripedouble.CreatePaymentIntent))
@@ -290,7 +263,7 @@ func TestStoredErrorCreateIsSentAgainOnlyWhenListedNowhere(t *testing.T) {
 func TestStoredErrorCreateListsOnlyUntilItsStoredError(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
-		b, d := stripeOnTestClock(t, db, time.Hour)
+		b, d := stripeWith(t, db, stripeOpts{TestClock: true, DoubleLag: time.Hour})
 		d.FailNext(stripedouble.CreatePaymentIntent, stripedouble.Fault{Kind: stripedouble.ServerErrorStored})
 		p := b.mustCreate(t, withToken(card("list-window"), "pm_card_visa")).Payment
 		b.clock.Advance(testRecovery + time.Second)
@@ -327,11 +300,7 @@ func TestStoredErrorCreateListsOnlyUntilItsStoredError(t *testing.T) {
 func TestStoredErrorCreateSkewedPastTheMarginIsFoundBySearch(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
-		var b *bundle
-		d := stripedouble.New(stripedouble.Options{SearchLag: time.Minute,
-			Clock: func() time.Time { return b.clock.Now().Add(-20 * time.Minute) }})
-		t.Cleanup(d.Close)
-		b = processorSetup(t, db, stripeConn(t, d, testTimeout))
+		b, d := stripeWith(t, db, stripeOpts{TestClock: true, Skew: -20 * time.Minute, DoubleLag: time.Minute})
 		d.FailNext(stripedouble.CreatePaymentIntent, stripedouble.Fault{Kind: stripedouble.ServerErrorAfter})
 		p := b.mustCreate(t, withToken(card("skew-search"), "pm_card_visa")).Payment
 		if p.Status != payments.StatusProcessing {
@@ -355,7 +324,7 @@ func TestStoredErrorCreateSkewedPastTheMarginIsFoundBySearch(t *testing.T) {
 func TestStoredErrorCreateADayOldIsNotSentAgain(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
-		b, d := stripeOnTestClock(t, db, 0)
+		b, d := stripeWith(t, db, stripeOpts{TestClock: true})
 		d.FailNext(stripedouble.CreatePaymentIntent, stripedouble.Fault{Kind: stripedouble.ServerErrorStored})
 		p := b.mustCreate(t, withToken(card("a-day-old"), "pm_card_visa")).Payment
 		b.clock.Advance(testRecovery + time.Second)
@@ -408,7 +377,7 @@ func TestStoredErrorIsReadAtOnce(t *testing.T) {
 func TestStoredErrorRefundADayOldIsSentAgain(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
-		b, d := stripeOnTestClock(t, db, 0)
+		b, d := stripeWith(t, db, stripeOpts{TestClock: true})
 		p := faultedRefund(t, b, d, "refund-a-day-old", stripedouble.ServerErrorStored)
 		b.clock.Advance(testRecovery + time.Second)
 		if _, err := b.svc.RecoverDue(t.Context()); err != nil { // the replayed 500
@@ -435,7 +404,7 @@ func TestStoredErrorRefundADayOldIsSentAgain(t *testing.T) {
 func TestStoredErrorRefundOnALaterPageIsFound(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
-		b, d := stripeOnTestClock(t, db, 0)
+		b, d := stripeWith(t, db, stripeOpts{TestClock: true})
 		p := faultedRefund(t, b, d, "refund-later-page", stripedouble.ServerErrorAfter)
 		for i := range 10 {
 			if _, err := b.conn.RefundPayment(t.Context(), processor.RefundRequest{IdempotencyKey: fmt.Sprint("dashboard-", i),
@@ -471,7 +440,7 @@ func TestStoredErrorRefundADayOldIsAskedAgainUnderItsNewKey(t *testing.T) {
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
 		for _, fault := range faults {
 			t.Run(fault.String(), func(t *testing.T) {
-				b, d := stripeOnTestClock(t, db, 0)
+				b, d := stripeWith(t, db, stripeOpts{TestClock: true})
 				p := stripeCard(t, b, "refund-new-key-"+fault.String(), true)
 				d.FailNext(stripedouble.CreateRefund, stripedouble.Fault{Kind: stripedouble.ServerErrorStored})
 				if _, err := b.svc.Refund(t.Context(), payments.RefundRequest{PaymentID: p.ID, IdempotencyKey: "ref-" + fault.String(),
@@ -505,7 +474,7 @@ func TestStoredErrorRefundADayOldIsAskedAgainUnderItsNewKey(t *testing.T) {
 func TestStoredErrorRefundNewKeyStoredButNotSentIsSent(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
-		b, d := stripeOnTestClock(t, db, 0)
+		b, d := stripeWith(t, db, stripeOpts{TestClock: true})
 		p := faultedRefund(t, b, d, "refund-key-not-sent", stripedouble.ServerErrorStored)
 		b.clock.Advance(testRecovery + time.Second)
 		if _, err := b.svc.RecoverDue(t.Context()); err != nil { // the replayed 500
@@ -566,7 +535,7 @@ func (c diesBeforeRefund) RefundPayment(ctx context.Context, _ processor.RefundR
 func TestARefundADayOldFoundNowhereIsSentAgain(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
-		b, d := stripeOnTestClock(t, db, 0)
+		b, d := stripeWith(t, db, stripeOpts{TestClock: true})
 		p := faultedRefund(t, b, d, "refund-found-nowhere", stripedouble.ServerErrorBefore)
 		b.clock.Advance(25 * time.Hour)
 		for range 2 {
@@ -593,7 +562,7 @@ func TestARefundADayOldFoundNowhereIsSentAgain(t *testing.T) {
 func TestARefundADayOldWaitsForItsLastSendToRest(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
-		b, d := stripeOnTestClock(t, db, 0)
+		b, d := stripeWith(t, db, stripeOpts{TestClock: true})
 		p := faultedRefund(t, b, d, "refund-resting", stripedouble.ServerErrorBefore)
 		recoverAt := func(advance time.Duration) payments.Payment {
 			t.Helper()
@@ -623,7 +592,7 @@ func TestARefundADayOldWaitsForItsLastSendToRest(t *testing.T) {
 func TestARefundADayOldWaitsForAnUnrecordedSendToRest(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
-		b, d := stripeOnTestClock(t, db, 0)
+		b, d := stripeWith(t, db, stripeOpts{TestClock: true})
 		p := faultedRefund(t, b, d, "refund-unrecorded-send", stripedouble.ServerErrorBefore)
 		b.clock.Advance(22*time.Hour + 58*time.Minute)
 		dieSendingRefund(t, b, d)

@@ -66,7 +66,7 @@ type Config struct {
 	RecoveryAfter time.Duration
 	// SearchLag is how long the processor's search may take to show a new
 	// payment (STRIPE_SEARCH_LAG; recovery.go, mayResend). Zero means
-	// 2 minutes.
+	// processor.DefaultStripeSearchLag.
 	SearchLag time.Duration
 	// OnProcessorCall, if set, is told of every processor call stored (as
 	// processorCalls lists them): its operation, outcome and duration
@@ -153,7 +153,7 @@ func NewService(db *gorm.DB, cfg Config) (*Service, error) {
 		s.recoveryAfter = defaults.RecoveryAfter
 	}
 	if s.searchLag = cfg.SearchLag; s.searchLag <= 0 {
-		s.searchLag = defaultSearchLag
+		s.searchLag = processor.DefaultStripeSearchLag
 	}
 	defaults.Timeout = s.timeout
 	if s.proc == nil {

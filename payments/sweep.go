@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"time"
 
 	"github.com/cmpay/cmpay/internal/startstop"
@@ -47,28 +46,25 @@ func (s *Service) SweepExpiredKeys(ctx context.Context, batchSize int) (int64, e
 	}
 }
 
-// Sweeper returns RunSweeper as a background service, which Stop ends.
+// Sweeper returns the background service that sweeps expired keys every
+// interval, with startstop.Jittered's jitter, until stopped.
 func (s *Service) Sweeper(interval time.Duration, log *slog.Logger) *startstop.Runner {
-	return startstop.Func(func(ctx context.Context) { s.RunSweeper(ctx, interval, log) })
-}
-
-// RunSweeper sweeps expired keys every interval (with jitter, so instances
-// started together spread out) until ctx ends.
-func (s *Service) RunSweeper(ctx context.Context, interval time.Duration, log *slog.Logger) {
-	for {
-		wait := interval/2 + rand.N(interval)
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(wait):
-		}
+	return startstop.Jittered(interval, func(ctx context.Context) {
 		n, err := s.SweepExpiredKeys(ctx, SweepBatchSize)
 		if err != nil && ctx.Err() == nil {
 			log.Error("sweep expired idempotency keys", "err", err)
-			continue
+			return
 		}
 		if n > 0 {
 			log.Info("swept expired idempotency keys", "deleted", n)
 		}
-	}
+	})
+}
+
+// RunSweeper runs Sweeper until ctx ends, and returns once it has stopped.
+func (s *Service) RunSweeper(ctx context.Context, interval time.Duration, log *slog.Logger) {
+	r := s.Sweeper(interval, log)
+	_ = r.Start(ctx) // only an init fails Start, and Jittered has none
+	<-ctx.Done()
+	r.Stop()
 }

@@ -29,6 +29,11 @@ const (
 // DefaultStripeAPIBase is Stripe's own API.
 const DefaultStripeAPIBase = "https://api.stripe.com"
 
+// DefaultStripeSearchLag is StripeSearchLag's default. Stripe documents
+// its search as showing a new PaymentIntent within a minute in normal
+// operation (up to an hour in an outage); doubled here.
+const DefaultStripeSearchLag = 2 * time.Minute
+
 // Secret is a string that never shows: fmt, %#v, JSON and slog print
 // "[redacted]" (or "" when empty). Reveal gives the value.
 type Secret string
@@ -97,7 +102,7 @@ func DefaultConfig() Config {
 		Timeout:             10 * time.Second,
 		RecoveryAfter:       30 * time.Second,
 		PollAfter:           5 * time.Minute,
-		StripeSearchLag:     2 * time.Minute,
+		StripeSearchLag:     DefaultStripeSearchLag,
 		SandboxMethods:      SandboxInstant,
 		SandboxPixExpiry:    15 * time.Minute,
 		SandboxBoletoExpiry: 72 * time.Hour,

@@ -511,7 +511,7 @@ func serverError(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	e := apierror.FromInternal(r.Context(), err)
 	if e.Code == apierror.BadUserInput {
-		// A value the database refused (apierror.IsBadText): the request's.
+		// A value the database refused (apierror.FromInternal): the request's.
 		render(w, r, e.Status, badInputPage(e.Message))
 		return
 	}

@@ -10,8 +10,8 @@ import "github.com/a-h/templ"
 import templruntime "github.com/a-h/templ/runtime"
 
 // badInputPage answers a request that carried a value the database cannot
-// take (apierror.IsBadText): the request's fault, so a 400 that says so,
-// not "something went wrong".
+// take (apierror.FromInternal's BAD_USER_INPUT): the request's fault, so
+// a 400 that says so, not "something went wrong".
 func badInputPage(message string) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context

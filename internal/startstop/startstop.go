@@ -12,6 +12,7 @@ package startstop
 
 import (
 	"context"
+	"math/rand/v2"
 	"sync"
 	"time"
 )
@@ -107,6 +108,27 @@ func Every(interval time.Duration, round func(ctx context.Context)) *Runner {
 				return
 			case <-t.C:
 			}
+		}
+	})
+}
+
+// Jittered returns a Service that runs round every interval on average
+// until stopped. Before each round, the first too, it waits a random time
+// in [interval/2, 3·interval/2): instances started together (a deploy)
+// spread their rounds out instead of all hitting the database at once, and
+// a restart does not run a round at once. Stop waits for a round under
+// way; round must return once its context ends. An interval under a
+// millisecond is taken as one.
+func Jittered(interval time.Duration, round func(ctx context.Context)) *Runner {
+	interval = max(interval, time.Millisecond)
+	return Func(func(ctx context.Context) {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(interval/2 + rand.N(interval)):
+			}
+			round(ctx)
 		}
 	})
 }

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"go.uber.org/goleak"
@@ -279,4 +280,67 @@ func TestEvery(t *testing.T) {
 	if e.Running() {
 		t.Error("still running after Stop")
 	}
+}
+
+// Jittered waits a random time in [interval/2, 3·interval/2) before each
+// round, the first too, and runs until Stop, which waits for a round under
+// way. The bubble's fake clock (testing/synctest) makes every wait exact,
+// so the bounds are checked without slack and whatever the machine's load.
+func TestJittered(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const interval = time.Minute
+		var starts []time.Time
+		var inRound, stopping atomic.Bool
+		r := startstop.Jittered(interval, func(ctx context.Context) {
+			if stopping.Load() {
+				t.Error("a round started after Stop began")
+			}
+			starts = append(starts, time.Now())
+			// Every tenth round lasts until Stop, or half an interval.
+			if len(starts)%10 == 0 {
+				inRound.Store(true)
+				select {
+				case <-ctx.Done():
+				case <-time.After(interval / 2):
+				}
+				inRound.Store(false)
+			}
+		})
+		began := time.Now()
+		if err := r.Start(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(100 * interval)
+		for !inRound.Load() { // stop in the middle of a long round
+			time.Sleep(time.Second)
+		}
+		stopping.Store(true)
+		r.Stop()
+		if inRound.Load() || r.Running() {
+			t.Fatalf("Stop returned with a round under way (%v) or running (%v)", inRound.Load(), r.Running())
+		}
+		if len(starts) < 60 {
+			t.Fatalf("%d rounds in 100 intervals, want about 100", len(starts))
+		}
+
+		minGap, maxGap := time.Duration(1<<62), time.Duration(0)
+		prev := began
+		for i, at := range starts {
+			gap := at.Sub(prev)
+			if i%10 == 0 && i > 0 { // after a round that lasted half an interval
+				gap -= interval / 2
+			}
+			if gap < interval/2 || gap >= interval*3/2 {
+				t.Errorf("round %d waited %s, want within [%s, %s)", i+1, gap, interval/2, interval*3/2)
+			}
+			minGap, maxGap = min(minGap, gap), max(maxGap, gap)
+			prev = at
+		}
+		// Fixed waits would be in step with another instance's: over ~100
+		// waits both ends of the range are reached (each check fails by
+		// chance with probability 0.75^100).
+		if minGap > interval*3/4 || maxGap < interval*5/4 {
+			t.Errorf("waits from %s to %s: want them spread over [%s, %s)", minGap, maxGap, interval/2, interval*3/2)
+		}
+	})
 }
