@@ -60,11 +60,3 @@ func (s *Service) Sweeper(interval time.Duration, log *slog.Logger) *startstop.R
 		}
 	})
 }
-
-// RunSweeper runs Sweeper until ctx ends, and returns once it has stopped.
-func (s *Service) RunSweeper(ctx context.Context, interval time.Duration, log *slog.Logger) {
-	r := s.Sweeper(interval, log)
-	_ = r.Start(ctx) // only an init fails Start, and Jittered has none
-	<-ctx.Done()
-	r.Stop()
-}
