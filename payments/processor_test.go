@@ -23,7 +23,7 @@ import (
 // and an unknown outcome is due testRecovery later by the fake clock,
 // which the tests move past it.
 const (
-	testTimeout  = 300 * time.Millisecond
+	testTimeout  = time.Second
 	testRecovery = time.Second
 )
 
