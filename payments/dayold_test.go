@@ -41,7 +41,7 @@ func TestADayOldCreateNeverMadeIsDeclined(t *testing.T) {
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
 		for fault, replayed := range faults {
 			t.Run(fault.String(), func(t *testing.T) {
-				b, d := stripeWith(t, db, stripeOpts{TestClock: true})
+				b, d := stripeWith(t, db, stripeOpts{OnFakeClock: true})
 				start := b.clock.Now()
 				req := withToken(card("never-made-"+fault.String()), "pm_card_visa")
 				d.FailNext(stripedouble.CreatePaymentIntent, stripedouble.Fault{Kind: fault})
@@ -98,7 +98,7 @@ func TestADayOldCreateMadeIsSettled(t *testing.T) {
 		for _, fault := range faults {
 			for _, lag := range []time.Duration{0, 48 * time.Hour} {
 				t.Run(fault.String()+"/search_lag_"+lag.String(), func(t *testing.T) {
-					b, d := stripeWith(t, db, stripeOpts{TestClock: true, DoubleLag: lag})
+					b, d := stripeWith(t, db, stripeOpts{OnFakeClock: true, DoubleLag: lag})
 					start := b.clock.Now()
 					d.FailNext(stripedouble.CreatePaymentIntent, stripedouble.Fault{Kind: fault})
 					p := b.mustCreate(t, withToken(card("made-"+fault.String()+"-"+lag.String()), "pm_card_visa")).Payment
@@ -137,7 +137,7 @@ func TestADayOldCreateMadeIsSettled(t *testing.T) {
 func TestADayOldCreateSentLateIsFoundInTheList(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
-		b, d := stripeWith(t, db, stripeOpts{TestClock: true, DoubleLag: 48 * time.Hour})
+		b, d := stripeWith(t, db, stripeOpts{OnFakeClock: true, DoubleLag: 48 * time.Hour})
 		start := b.clock.Now()
 		d.FailNext(stripedouble.CreatePaymentIntent, stripedouble.Fault{Kind: stripedouble.ServerErrorStored})
 		p := b.mustCreate(t, withToken(card("sent-late"), "pm_card_visa")).Payment
@@ -168,7 +168,7 @@ func TestADayOldCreateSentLateIsFoundInTheList(t *testing.T) {
 func TestADayOldCreateWaitsForTheConfiguredSearchLag(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
-		b, d := stripeWith(t, db, stripeOpts{TestClock: true, SearchLag: time.Hour})
+		b, d := stripeWith(t, db, stripeOpts{OnFakeClock: true, SearchLag: time.Hour})
 		start := b.clock.Now()
 		d.FailNext(stripedouble.CreatePaymentIntent, stripedouble.Fault{Kind: stripedouble.ServerErrorBefore})
 		p := b.mustCreate(t, withToken(card("lag-hour"), "pm_card_visa")).Payment
@@ -191,7 +191,7 @@ func TestADayOldCreateWaitsForTheConfiguredSearchLag(t *testing.T) {
 func TestADayOldCreateWaitsForTheAPIKey(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
-		b, d := stripeWith(t, db, stripeOpts{TestClock: true, APIKey: "sk_live_revoked"})
+		b, d := stripeWith(t, db, stripeOpts{OnFakeClock: true, APIKey: "sk_live_revoked"})
 		start := b.clock.Now()
 		p := b.mustCreate(t, withToken(card("wrong-key"), "pm_card_visa")).Payment
 		recoverAt(t, b, start, testRecovery+time.Second)
@@ -274,7 +274,7 @@ func settlesFromTheList(t *testing.T, b *bundle, d *stripedouble.Double, start t
 func TestADayOldCreateResentUnderANewKeyUnrecordedIsFound(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
-		b, d := stripeWith(t, db, stripeOpts{TestClock: true, DoubleLag: time.Hour})
+		b, d := stripeWith(t, db, stripeOpts{OnFakeClock: true, DoubleLag: time.Hour})
 		start := b.clock.Now()
 		d.FailNext(stripedouble.CreatePaymentIntent, stripedouble.Fault{Kind: stripedouble.ServerErrorStored})
 		p := b.mustCreate(t, withToken(card("sent-unrecorded"), "pm_card_visa")).Payment
@@ -294,7 +294,7 @@ func TestADayOldCreateResentUnderANewKeyUnrecordedIsFound(t *testing.T) {
 func TestADayOldCreateResentUnderItsKeyUnrecordedIsFound(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
-		b, d := stripeWith(t, db, stripeOpts{TestClock: true, DoubleLag: time.Hour})
+		b, d := stripeWith(t, db, stripeOpts{OnFakeClock: true, DoubleLag: time.Hour})
 		start := b.clock.Now()
 		d.FailNext(stripedouble.CreatePaymentIntent, stripedouble.Fault{Kind: stripedouble.DropRequest})
 		p := b.mustCreate(t, withToken(card("resent-unrecorded"), "pm_card_visa")).Payment

@@ -211,9 +211,9 @@ func mustOpenUnknown(t *testing.T, svc *payments.Service) int64 {
 // stripeOpts are how a bundle over the Stripe double differs from
 // stripeSetup's, whose options are all zero.
 type stripeOpts struct {
-	// TestClock dates the double's records by the bundle's clock moved by
+	// OnFakeClock dates the double's records by the bundle's clock moved by
 	// Skew (zero: as with synchronized clocks) instead of by the real one.
-	TestClock bool
+	OnFakeClock bool
 	Skew      time.Duration
 	// DoubleLag is how long the double's search lags a new intent.
 	DoubleLag time.Duration
@@ -235,7 +235,7 @@ func stripeWith(t *testing.T, db dbtest.DB, o stripeOpts) (*bundle, *stripedoubl
 	o.Timeout = cmp.Or(o.Timeout, testTimeout)
 	clock := &fakeClock{now: time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)}
 	dopts := stripedouble.Options{SearchLag: o.DoubleLag}
-	if o.TestClock {
+	if o.OnFakeClock {
 		dopts.Clock = func() time.Time { return clock.Now().Add(o.Skew) }
 	}
 	d := stripedouble.New(dopts)

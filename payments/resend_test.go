@@ -226,7 +226,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 func TestStoredErrorCreateIsSentAgainOnlyWhenListedNowhere(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
-		b, d := stripeWith(t, db, stripeOpts{TestClock: true, DoubleLag: time.Hour})
+		b, d := stripeWith(t, db, stripeOpts{OnFakeClock: true, DoubleLag: time.Hour})
 		for fault, wantKeys := range map[stripedouble.FaultKind]int{stripedouble.ServerErrorStored: 2, stripedouble.ServerErrorAfter: 1} {
 			t.Run(fault.String(), func(t *testing.T) {
 				before := len(d.Keys(stripedouble.CreatePaymentIntent))
@@ -263,7 +263,7 @@ func TestStoredErrorCreateIsSentAgainOnlyWhenListedNowhere(t *testing.T) {
 func TestStoredErrorCreateListsOnlyUntilItsStoredError(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
-		b, d := stripeWith(t, db, stripeOpts{TestClock: true, DoubleLag: time.Hour})
+		b, d := stripeWith(t, db, stripeOpts{OnFakeClock: true, DoubleLag: time.Hour})
 		d.FailNext(stripedouble.CreatePaymentIntent, stripedouble.Fault{Kind: stripedouble.ServerErrorStored})
 		p := b.mustCreate(t, withToken(card("list-window"), "pm_card_visa")).Payment
 		b.clock.Advance(testRecovery + time.Second)
@@ -300,7 +300,7 @@ func TestStoredErrorCreateListsOnlyUntilItsStoredError(t *testing.T) {
 func TestStoredErrorCreateSkewedPastTheMarginIsFoundBySearch(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
-		b, d := stripeWith(t, db, stripeOpts{TestClock: true, Skew: -20 * time.Minute, DoubleLag: time.Minute})
+		b, d := stripeWith(t, db, stripeOpts{OnFakeClock: true, Skew: -20 * time.Minute, DoubleLag: time.Minute})
 		d.FailNext(stripedouble.CreatePaymentIntent, stripedouble.Fault{Kind: stripedouble.ServerErrorAfter})
 		p := b.mustCreate(t, withToken(card("skew-search"), "pm_card_visa")).Payment
 		if p.Status != payments.StatusProcessing {
@@ -324,7 +324,7 @@ func TestStoredErrorCreateSkewedPastTheMarginIsFoundBySearch(t *testing.T) {
 func TestStoredErrorCreateADayOldIsNotSentAgain(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
-		b, d := stripeWith(t, db, stripeOpts{TestClock: true})
+		b, d := stripeWith(t, db, stripeOpts{OnFakeClock: true})
 		d.FailNext(stripedouble.CreatePaymentIntent, stripedouble.Fault{Kind: stripedouble.ServerErrorStored})
 		p := b.mustCreate(t, withToken(card("a-day-old"), "pm_card_visa")).Payment
 		b.clock.Advance(testRecovery + time.Second)
@@ -377,7 +377,7 @@ func TestStoredErrorIsReadAtOnce(t *testing.T) {
 func TestStoredErrorRefundADayOldIsSentAgain(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
-		b, d := stripeWith(t, db, stripeOpts{TestClock: true})
+		b, d := stripeWith(t, db, stripeOpts{OnFakeClock: true})
 		p := faultedRefund(t, b, d, "refund-a-day-old", stripedouble.ServerErrorStored)
 		b.clock.Advance(testRecovery + time.Second)
 		if _, err := b.svc.RecoverDue(t.Context()); err != nil { // the replayed 500
@@ -404,7 +404,7 @@ func TestStoredErrorRefundADayOldIsSentAgain(t *testing.T) {
 func TestStoredErrorRefundOnALaterPageIsFound(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
-		b, d := stripeWith(t, db, stripeOpts{TestClock: true})
+		b, d := stripeWith(t, db, stripeOpts{OnFakeClock: true})
 		p := faultedRefund(t, b, d, "refund-later-page", stripedouble.ServerErrorAfter)
 		for i := range 10 {
 			if _, err := b.conn.RefundPayment(t.Context(), processor.RefundRequest{IdempotencyKey: fmt.Sprint("dashboard-", i),
@@ -440,7 +440,7 @@ func TestStoredErrorRefundADayOldIsAskedAgainUnderItsNewKey(t *testing.T) {
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
 		for _, fault := range faults {
 			t.Run(fault.String(), func(t *testing.T) {
-				b, d := stripeWith(t, db, stripeOpts{TestClock: true})
+				b, d := stripeWith(t, db, stripeOpts{OnFakeClock: true})
 				p := stripeCard(t, b, "refund-new-key-"+fault.String(), true)
 				d.FailNext(stripedouble.CreateRefund, stripedouble.Fault{Kind: stripedouble.ServerErrorStored})
 				if _, err := b.svc.Refund(t.Context(), payments.RefundRequest{PaymentID: p.ID, IdempotencyKey: "ref-" + fault.String(),
@@ -474,7 +474,7 @@ func TestStoredErrorRefundADayOldIsAskedAgainUnderItsNewKey(t *testing.T) {
 func TestStoredErrorRefundNewKeyStoredButNotSentIsSent(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
-		b, d := stripeWith(t, db, stripeOpts{TestClock: true})
+		b, d := stripeWith(t, db, stripeOpts{OnFakeClock: true})
 		p := faultedRefund(t, b, d, "refund-key-not-sent", stripedouble.ServerErrorStored)
 		b.clock.Advance(testRecovery + time.Second)
 		if _, err := b.svc.RecoverDue(t.Context()); err != nil { // the replayed 500
@@ -535,7 +535,7 @@ func (c diesBeforeRefund) RefundPayment(ctx context.Context, _ processor.RefundR
 func TestARefundADayOldFoundNowhereIsSentAgain(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
-		b, d := stripeWith(t, db, stripeOpts{TestClock: true})
+		b, d := stripeWith(t, db, stripeOpts{OnFakeClock: true})
 		p := faultedRefund(t, b, d, "refund-found-nowhere", stripedouble.ServerErrorBefore)
 		b.clock.Advance(25 * time.Hour)
 		for range 2 {
@@ -562,7 +562,7 @@ func TestARefundADayOldFoundNowhereIsSentAgain(t *testing.T) {
 func TestARefundADayOldWaitsForItsLastSendToRest(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
-		b, d := stripeWith(t, db, stripeOpts{TestClock: true})
+		b, d := stripeWith(t, db, stripeOpts{OnFakeClock: true})
 		p := faultedRefund(t, b, d, "refund-resting", stripedouble.ServerErrorBefore)
 		recoverAt := func(advance time.Duration) payments.Payment {
 			t.Helper()
@@ -592,7 +592,7 @@ func TestARefundADayOldWaitsForItsLastSendToRest(t *testing.T) {
 func TestARefundADayOldWaitsForAnUnrecordedSendToRest(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
-		b, d := stripeWith(t, db, stripeOpts{TestClock: true})
+		b, d := stripeWith(t, db, stripeOpts{OnFakeClock: true})
 		p := faultedRefund(t, b, d, "refund-unrecorded-send", stripedouble.ServerErrorBefore)
 		b.clock.Advance(22*time.Hour + 58*time.Minute)
 		dieSendingRefund(t, b, d)
