@@ -91,7 +91,7 @@ func Run(ctx context.Context, args []string, env Env) int {
 }
 
 func printUsage(w io.Writer) {
-	fmt.Fprintln(w, "Usage: cmpay                 serve the API (configured by the environment; see README.md)")
+	fmt.Fprintln(w, "Usage: cmpay                 serve the API (configured by the environment: docs/operations/configuration.md)")
 	names := make([]string, 0, len(commands))
 	for name := range commands {
 		names = append(names, name)

@@ -71,8 +71,9 @@ func ServerURL(t testing.TB) string {
 	t.Helper()
 	u := os.Getenv(EnvURL)
 	if u == "" {
-		t.Fatalf("%s is not set: run ./scripts/test.sh, which starts PostgreSQL and sets it, "+
-			"or point it at a server whose user may create schemas", EnvURL)
+		t.Fatalf("%s is not set: start a throwaway PostgreSQL with ./scripts/dev-postgres.sh in another terminal "+
+			"and run the export line it prints (CMPAY_TEST_DATABASE_URL and CMPAY_PG_BIN), or point it at a server "+
+			"whose user may create schemas (./scripts/test.sh starts one by itself)", EnvURL)
 	}
 	return u
 }
