@@ -318,13 +318,8 @@ func (s *Service) EndpointsOf(ctx context.Context, o Owner) ([]Endpoint, error) 
 	return out, nil
 }
 
-// DeleteEndpoint deletes an endpoint client may see, and cancels its
-// pending deliveries; it reports whether there was such an endpoint.
-func (s *Service) DeleteEndpoint(ctx context.Context, client, id string) (bool, error) {
-	return s.DeleteEndpointOf(ctx, OwnerOf(client), id)
-}
-
-// DeleteEndpointOf deletes o's endpoint id, as DeleteEndpoint does.
+// DeleteEndpointOf deletes the endpoint id if o may see it, and cancels
+// its pending deliveries; it reports whether there was such an endpoint.
 func (s *Service) DeleteEndpointOf(ctx context.Context, o Owner, id string) (bool, error) {
 	if !payments.StorableText(id) {
 		// No endpoint has such an id, and PostgreSQL would refuse the
