@@ -2,7 +2,7 @@
 package config
 
 import (
-	"crypto/rand"
+	"cmp"
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cmpay/cmpay/clientaddr"
+	"github.com/cmpay/cmpay/internal/secrets"
 )
 
 // Config is everything the server is told from outside. A zero duration,
@@ -116,9 +117,9 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	c := Config{
 		DatabaseURL:     getenv("DATABASE_URL"),
 		ReplicaURL:      strings.TrimSpace(getenv("DATABASE_REPLICA_URL")),
-		Addr:            or(getenv("ADDR"), ":8080"),
+		Addr:            cmp.Or(getenv("ADDR"), ":8080"),
 		DebugAddr:       getenv("DEBUG_ADDR"),
-		AdminUser:       or(getenv("ADMIN_USER"), "admin"),
+		AdminUser:       cmp.Or(getenv("ADMIN_USER"), "admin"),
 		AdminPassword:   getenv("ADMIN_PASSWORD"),
 		SweepInterval:   time.Minute,
 		ShutdownTimeout: 20 * time.Second,
@@ -212,7 +213,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 
 	c.APITokens = list(getenv("API_TOKENS"))
 	if len(c.APITokens) == 0 {
-		c.APITokens = []string{"cmpay_" + randomSecret()}
+		c.APITokens = []string{"cmpay_" + secrets.Random()}
 		c.APITokenGenerated = true
 	}
 
@@ -258,18 +259,4 @@ func list(v string) []string {
 		}
 	}
 	return out
-}
-
-func or(v, fallback string) string {
-	if v == "" {
-		return fallback
-	}
-	return v
-}
-
-// randomSecret returns 32 random bytes, URL-safe base64 encoded.
-func randomSecret() string {
-	b := make([]byte, 32)
-	_, _ = rand.Read(b) // never fails: crypto/rand.Read panics rather than return an error
-	return base64.RawURLEncoding.EncodeToString(b)
 }

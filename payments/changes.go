@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/cmpay/cmpay/internal/nullable"
 	"github.com/cmpay/cmpay/internal/sqlq"
 	"github.com/cmpay/cmpay/processor"
 )
@@ -401,8 +402,8 @@ func (s *Service) applyRefund(ctx context.Context, r sqlq.Runner, op operationRo
 	if out.opState == opSucceeded {
 		status, refunded, typ = RefundSucceeded, op.amountMinor, EventRefunded
 	}
-	if _, err := r.Exec(ctx, commonSQL.SQL("settle_refund"), *op.refundID, string(status), optional(out.code),
-		optional(out.reference), now); err != nil {
+	if _, err := r.Exec(ctx, commonSQL.SQL("settle_refund"), *op.refundID, string(status), nullable.String(out.code),
+		nullable.String(out.reference), now); err != nil {
 		return fmt.Errorf("settle refund %s: %w", *op.refundID, err)
 	}
 	got, err := scanPayment(r.QueryRow(ctx, commonSQL.SQL("settle_refund_payment"), op.paymentID, op.amountMinor, refunded))
