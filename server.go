@@ -1,6 +1,8 @@
-// Command cmpay is the CMPay payment API server: an idempotent
-// createPayment over GraphQL (and REST), on PostgreSQL or an embedded
-// SQLite file. Configuration comes from the environment; see
+// Command cmpay is the CMPay payment API server: payments created,
+// captured, canceled and refunded over GraphQL and REST, each request
+// under an idempotency key so that a client that retries never pays twice,
+// through a processor (the built-in sandbox or Stripe), on PostgreSQL or
+// an embedded SQLite file. Configuration comes from the environment; see
 // docs/operations/configuration.md.
 //
 // This file only builds the command: the command line is internal/cli

@@ -38,7 +38,8 @@ const (
 	// UnsupportedMediaType: a REST body that is not application/json.
 	UnsupportedMediaType = "UNSUPPORTED_MEDIA_TYPE"
 	RateLimited          = "RATE_LIMITED"
-	// Unavailable: the database cannot be reached or is read-only.
+	// Unavailable: the database cannot be reached or is read-only; for a
+	// subscription, the event stream closed (the server is stopping).
 	Unavailable = "SERVICE_UNAVAILABLE"
 	Internal    = "INTERNAL_SERVER_ERROR"
 )

@@ -7,10 +7,7 @@ package apitoken
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -24,6 +21,7 @@ import (
 
 	"github.com/cmpay/cmpay/auth"
 	"github.com/cmpay/cmpay/internal/clientid"
+	"github.com/cmpay/cmpay/internal/secrets"
 	"github.com/cmpay/cmpay/internal/sqlq"
 	"github.com/cmpay/cmpay/models"
 )
@@ -132,13 +130,13 @@ func (s *Store) Create(ctx context.Context, name, clientID string, scopes []auth
 	if len(scopes) == 0 {
 		return Token{}, "", fmt.Errorf("%w: a token needs at least one scope: %s", ErrInvalid, auth.JoinScopes(auth.AllScopes))
 	}
-	secret := newSecret()
+	secret := Prefix + secrets.Random()
 	row := models.APIToken{
 		ID:        "tok_" + ulid.Make().String(),
 		Name:      name,
 		ClientID:  clientID,
 		Scopes:    auth.JoinScopes(scopes),
-		TokenHash: hash(secret),
+		TokenHash: secrets.Hash(secret),
 		CreatedAt: s.now(),
 	}
 	if err := s.st.create(ctx, row, audit); err != nil {
@@ -237,7 +235,7 @@ func (s *Store) authenticate(ctx context.Context, presented string, margin time.
 	if len(presented) != tokenLen || !strings.HasPrefix(presented, Prefix) {
 		return auth.Principal{}, false, nil
 	}
-	h := hash(presented)
+	h := secrets.Hash(presented)
 	if s.cache != nil {
 		if c, ok := s.cache.Get(h); ok && s.now().Add(margin).Before(c.until) {
 			return c.principal, true, nil
@@ -303,15 +301,4 @@ func scopesOf(stored string) []auth.Scope {
 		scopes = append(scopes, auth.Scope(strings.TrimSpace(name)))
 	}
 	return auth.Sorted(scopes)
-}
-
-func newSecret() string {
-	b := make([]byte, 32)
-	_, _ = rand.Read(b) // never fails: crypto/rand.Read panics rather than return an error
-	return Prefix + base64.RawURLEncoding.EncodeToString(b)
-}
-
-func hash(token string) string {
-	sum := sha256.Sum256([]byte(token))
-	return hex.EncodeToString(sum[:])
 }

@@ -147,35 +147,6 @@ func Require(ctx context.Context, scope Scope) error {
 	return &ForbiddenError{Scope: scope, msg: fmt.Sprintf("this token lacks the scope %s", scope)}
 }
 
-// ClientScope is the client ctx's principal is bound to. bound is false
-// when it may act for every client. A context without a principal is bound
-// to no client at all (client "", bound true): it sees nothing.
-func ClientScope(ctx context.Context) (client string, bound bool) {
-	p, ok := FromContext(ctx)
-	if !ok {
-		return "", true
-	}
-	return p.ClientID, p.Bound()
-}
-
-// CheckClient returns nil when ctx's principal may read, create or change
-// clientID's payments: any client for an unbound principal, its own only
-// for a bound one. Otherwise a ForbiddenError; one that does not name the
-// other client, which the caller may not know exists.
-func CheckClient(ctx context.Context, clientID string) error {
-	client, bound := ClientScope(ctx)
-	if !bound {
-		return nil
-	}
-	if client == "" {
-		return &ForbiddenError{msg: "the request is not signed in"}
-	}
-	if clientid.Normalize(clientID) != client {
-		return &ForbiddenError{msg: fmt.Sprintf("this token acts for the client %s only", client)}
-	}
-	return nil
-}
-
 // BoundClient is the client ctx's principal is bound to, or "" when it may
 // act for every client. The payments package takes it as payments.Origin's
 // Client. (Every request through the API has a principal: the HTTP layer

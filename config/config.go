@@ -2,7 +2,7 @@
 package config
 
 import (
-	"crypto/rand"
+	"cmp"
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
@@ -12,13 +12,19 @@ import (
 	"time"
 
 	"github.com/cmpay/cmpay/clientaddr"
+	"github.com/cmpay/cmpay/internal/secrets"
 )
 
-// Config is everything the server is told from outside. A zero duration,
-// URL or key means "not set": the package that uses it applies its own
-// default (database.DefaultURL, payments.DefaultKeyTTL,
-// staff.DefaultIdleTimeout, webhooks.DefaultRetryMin and DefaultMaxAge),
-// so that configuration depends on no domain package.
+// Config is what the server is told from outside, but for the processor's
+// settings: processor.ConfigFromEnv reads those, since their checks and
+// defaults are the processor's and configuration may depend on no domain
+// package. For the same reason a value left unset stays zero (nil for
+// Introspection) and the package that uses it applies its own default
+// (database.DefaultURL, payments.DefaultKeyTTL and DefaultSweepInterval,
+// staff.DefaultIdleTimeout, webhooks.DefaultRetryMin and DefaultMaxAge,
+// httpapi.DefaultMaxBodyBytes, graph.DefaultOptions…). Config itself
+// defaults only what no package owns: the listen address, the first
+// admin's name and the shutdown timeout.
 type Config struct {
 	// DatabaseURL selects the database: postgres://… or sqlite:PATH.
 	DatabaseURL string
@@ -53,7 +59,8 @@ type Config struct {
 
 	// KeyTTL is how long an idempotency key is remembered.
 	KeyTTL time.Duration
-	// SweepInterval is how often expired keys are swept.
+	// SweepInterval is how often expired keys, old events and old
+	// processor events are swept (SWEEP_INTERVAL).
 	SweepInterval time.Duration
 	// CORSOrigins may call the API from browsers (CORS_ORIGINS).
 	CORSOrigins []string
@@ -62,17 +69,20 @@ type Config struct {
 	// client address comes from X-Forwarded-For and HTTPS from
 	// X-Forwarded-Proto.
 	TrustedProxies []netip.Prefix
-	// MaxBodyBytes caps request bodies (MAX_BODY_BYTES).
+	// MaxBodyBytes caps request bodies (MAX_BODY_BYTES); zero: httpapi's
+	// DefaultMaxBodyBytes.
 	MaxBodyBytes int64
-	// Introspection allows GraphQL schema queries (GRAPHQL_INTROSPECTION).
-	Introspection bool
+	// Introspection allows GraphQL schema queries (GRAPHQL_INTROSPECTION);
+	// nil: not set.
+	Introspection *bool
 	// MaxDepth and MaxComplexity limit GraphQL operations
-	// (GRAPHQL_MAX_DEPTH, GRAPHQL_MAX_COMPLEXITY).
+	// (GRAPHQL_MAX_DEPTH, GRAPHQL_MAX_COMPLEXITY); zero: graph's
+	// DefaultOptions.
 	MaxDepth      int
 	MaxComplexity int
 
 	// ShutdownTimeout bounds how long in-flight requests may take to finish
-	// after SIGTERM or SIGINT.
+	// after SIGTERM or SIGINT (SHUTDOWN_TIMEOUT).
 	ShutdownTimeout time.Duration
 
 	// WebhookRetryMin is the first wait before a failed webhook delivery is
@@ -110,116 +120,145 @@ type Config struct {
 	SubscriptionReplayRate   int
 }
 
+// DefaultShutdownTimeout is how long in-flight requests may take to
+// finish after SIGTERM or SIGINT when SHUTDOWN_TIMEOUT is not set: within
+// the 30 s a container orchestrator usually waits before it kills.
+const DefaultShutdownTimeout = 20 * time.Second
+
 // FromEnv reads the configuration through getenv (os.Getenv in main, a map
 // in tests). Every problem is reported, not just the first.
 func FromEnv(getenv func(string) string) (Config, error) {
+	r := &reader{getenv: getenv}
 	c := Config{
 		DatabaseURL:     getenv("DATABASE_URL"),
 		ReplicaURL:      strings.TrimSpace(getenv("DATABASE_REPLICA_URL")),
-		Addr:            or(getenv("ADDR"), ":8080"),
+		Addr:            cmp.Or(getenv("ADDR"), ":8080"),
 		DebugAddr:       getenv("DEBUG_ADDR"),
-		AdminUser:       or(getenv("ADMIN_USER"), "admin"),
+		AdminUser:       cmp.Or(getenv("ADMIN_USER"), "admin"),
 		AdminPassword:   getenv("ADMIN_PASSWORD"),
-		SweepInterval:   time.Minute,
-		ShutdownTimeout: 20 * time.Second,
-		MaxBodyBytes:    1 << 20,
-		Introspection:   true,
-		MaxDepth:        10,
-		MaxComplexity:   5000,
-	}
-	var problems []string
-	duration := func(name string, into *time.Duration) {
-		v := getenv(name)
-		if v == "" {
-			return
-		}
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			problems = append(problems, fmt.Sprintf("%s=%q: want a positive Go duration such as 24h or 90m", name, v))
-			return
-		}
-		*into = d
-	}
-	positive := func(name string, into func(int64)) {
-		v := getenv(name)
-		if v == "" {
-			return
-		}
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n <= 0 {
-			problems = append(problems, fmt.Sprintf("%s=%q: want a positive whole number", name, v))
-			return
-		}
-		into(n)
-	}
-	positive("MAX_BODY_BYTES", func(n int64) { c.MaxBodyBytes = n })
-	positive("GRAPHQL_MAX_DEPTH", func(n int64) { c.MaxDepth = int(n) })
-	positive("GRAPHQL_MAX_COMPLEXITY", func(n int64) { c.MaxComplexity = int(n) })
-	positive("SUBSCRIPTIONS_PER_SOCKET", func(n int64) { c.SubscriptionsPerSocket = int(n) })
-	positive("SUBSCRIPTIONS_PER_TOKEN", func(n int64) { c.SubscriptionsPerToken = int(n) })
-	positive("SUBSCRIPTIONS_PER_INSTANCE", func(n int64) { c.SubscriptionsPerInstance = int(n) })
-	positive("SUBSCRIPTION_REPLAY_RATE", func(n int64) { c.SubscriptionReplayRate = int(n) })
-	positive("WEBHOOK_ENDPOINTS_PER_CLIENT", func(n int64) { c.WebhookEndpointsPerClient = int(n) })
-	if v := getenv("GRAPHQL_INTROSPECTION"); v != "" {
-		on, err := strconv.ParseBool(v)
-		if err != nil {
-			problems = append(problems, fmt.Sprintf("GRAPHQL_INTROSPECTION=%q: want true or false", v))
-		}
-		c.Introspection = on
+		ShutdownTimeout: DefaultShutdownTimeout,
+		CORSOrigins:     list(getenv("CORS_ORIGINS")),
+		APITokens:       list(getenv("API_TOKENS")),
 	}
 	if c.ReplicaURL != "" && !(isPostgres(c.ReplicaURL) && isPostgres(c.DatabaseURL)) {
-		problems = append(problems, "DATABASE_REPLICA_URL: want a postgres://… URL, beside a postgres://… DATABASE_URL (a streaming replica is PostgreSQL's)")
+		r.problem("DATABASE_REPLICA_URL: want a postgres://… URL, beside a postgres://… DATABASE_URL (a streaming replica is PostgreSQL's)")
 	}
-	if v := getenv("WEBHOOK_ALLOW_PRIVATE"); v != "" {
-		on, err := strconv.ParseBool(v)
-		if err != nil {
-			problems = append(problems, fmt.Sprintf("WEBHOOK_ALLOW_PRIVATE=%q: want true or false", v))
-		}
-		c.WebhookAllowPrivate = on
-	}
-	secretKey := func(name string, into *[]byte) {
-		v := strings.TrimSpace(getenv(name))
-		if v == "" {
-			return
-		}
-		key, ok := decodeKey(v)
-		if !ok {
-			problems = append(problems, fmt.Sprintf("%s: want %d random bytes as %d hex digits or as base64 "+
-				"(openssl rand -base64 %d)", name, SecretKeySize, 2*SecretKeySize, SecretKeySize))
-			return
-		}
-		*into = key
-	}
-	secretKey("WEBHOOK_SECRET_KEY", &c.WebhookSecretKey)
-	secretKey("WEBHOOK_SECRET_KEY_PREVIOUS", &c.WebhookSecretKeyPrevious)
-	if len(c.WebhookSecretKeyPrevious) > 0 && len(c.WebhookSecretKey) == 0 {
-		problems = append(problems, "WEBHOOK_SECRET_KEY_PREVIOUS without WEBHOOK_SECRET_KEY: give the new key beside the old one")
-	}
-	duration("WEBHOOK_RETRY_MIN", &c.WebhookRetryMin)
-	duration("WEBHOOK_MAX_AGE", &c.WebhookMaxAge)
-	duration("WEBHOOK_ATTEMPT_TIMEOUT", &c.WebhookAttemptTimeout)
-	c.CORSOrigins = list(getenv("CORS_ORIGINS"))
 	if proxies, err := clientaddr.ParsePrefixes(list(getenv("TRUSTED_PROXIES"))); err != nil {
-		problems = append(problems, fmt.Sprintf("TRUSTED_PROXIES: %v", err))
+		r.problem(fmt.Sprintf("TRUSTED_PROXIES: %v", err))
 	} else {
 		c.TrustedProxies = proxies
 	}
-	duration("IDEMPOTENCY_KEY_TTL", &c.KeyTTL)
-	duration("SWEEP_INTERVAL", &c.SweepInterval)
-	duration("SHUTDOWN_TIMEOUT", &c.ShutdownTimeout)
-	duration("ADMIN_SESSION_IDLE", &c.AdminSessionIdle)
-	duration("ADMIN_REQUEST_TIMEOUT", &c.AdminRequestTimeout)
-
-	c.APITokens = list(getenv("API_TOKENS"))
+	r.duration("IDEMPOTENCY_KEY_TTL", &c.KeyTTL)
+	r.duration("SWEEP_INTERVAL", &c.SweepInterval)
+	r.duration("SHUTDOWN_TIMEOUT", &c.ShutdownTimeout)
+	r.duration("ADMIN_SESSION_IDLE", &c.AdminSessionIdle)
+	r.duration("ADMIN_REQUEST_TIMEOUT", &c.AdminRequestTimeout)
+	positive(r, "MAX_BODY_BYTES", &c.MaxBodyBytes)
+	readGraphQL(r, &c)
+	readWebhooks(r, &c)
 	if len(c.APITokens) == 0 {
-		c.APITokens = []string{"cmpay_" + randomSecret()}
+		c.APITokens = []string{"cmpay_" + secrets.Random()}
 		c.APITokenGenerated = true
 	}
-
-	if len(problems) > 0 {
-		return Config{}, fmt.Errorf("configuration: %s", strings.Join(problems, "; "))
+	if len(r.problems) > 0 {
+		return Config{}, fmt.Errorf("configuration: %s", strings.Join(r.problems, "; "))
 	}
 	return c, nil
+}
+
+// readGraphQL reads the GraphQL API's limits and its subscriptions'.
+func readGraphQL(r *reader, c *Config) {
+	r.boolean("GRAPHQL_INTROSPECTION", &c.Introspection)
+	positive(r, "GRAPHQL_MAX_DEPTH", &c.MaxDepth)
+	positive(r, "GRAPHQL_MAX_COMPLEXITY", &c.MaxComplexity)
+	positive(r, "SUBSCRIPTIONS_PER_SOCKET", &c.SubscriptionsPerSocket)
+	positive(r, "SUBSCRIPTIONS_PER_TOKEN", &c.SubscriptionsPerToken)
+	positive(r, "SUBSCRIPTIONS_PER_INSTANCE", &c.SubscriptionsPerInstance)
+	positive(r, "SUBSCRIPTION_REPLAY_RATE", &c.SubscriptionReplayRate)
+}
+
+// readWebhooks reads the webhook dispatcher's settings and the keys that
+// seal its secrets.
+func readWebhooks(r *reader, c *Config) {
+	r.duration("WEBHOOK_RETRY_MIN", &c.WebhookRetryMin)
+	r.duration("WEBHOOK_MAX_AGE", &c.WebhookMaxAge)
+	r.duration("WEBHOOK_ATTEMPT_TIMEOUT", &c.WebhookAttemptTimeout)
+	positive(r, "WEBHOOK_ENDPOINTS_PER_CLIENT", &c.WebhookEndpointsPerClient)
+	var allowPrivate *bool
+	r.boolean("WEBHOOK_ALLOW_PRIVATE", &allowPrivate)
+	c.WebhookAllowPrivate = allowPrivate != nil && *allowPrivate
+	r.secretKey("WEBHOOK_SECRET_KEY", &c.WebhookSecretKey)
+	r.secretKey("WEBHOOK_SECRET_KEY_PREVIOUS", &c.WebhookSecretKeyPrevious)
+	if len(c.WebhookSecretKeyPrevious) > 0 && len(c.WebhookSecretKey) == 0 {
+		r.problem("WEBHOOK_SECRET_KEY_PREVIOUS without WEBHOOK_SECRET_KEY: give the new key beside the old one")
+	}
+}
+
+// reader reads typed variables and collects what is wrong with them, so
+// that one start names every problem. A variable unset or empty leaves its
+// field as it was.
+type reader struct {
+	getenv   func(string) string
+	problems []string
+}
+
+func (r *reader) problem(p string) { r.problems = append(r.problems, p) }
+
+// duration reads a positive Go duration.
+func (r *reader) duration(name string, into *time.Duration) {
+	v := r.getenv(name)
+	if v == "" {
+		return
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		r.problem(fmt.Sprintf("%s=%q: want a positive Go duration such as 24h or 90m", name, v))
+		return
+	}
+	*into = d
+}
+
+// positive reads a positive whole number.
+func positive[N int | int64](r *reader, name string, into *N) {
+	v := r.getenv(name)
+	if v == "" {
+		return
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n <= 0 || int64(N(n)) != n {
+		r.problem(fmt.Sprintf("%s=%q: want a positive whole number", name, v))
+		return
+	}
+	*into = N(n)
+}
+
+// boolean reads true or false (strconv.ParseBool's spellings).
+func (r *reader) boolean(name string, into **bool) {
+	v := r.getenv(name)
+	if v == "" {
+		return
+	}
+	on, err := strconv.ParseBool(v)
+	if err != nil {
+		r.problem(fmt.Sprintf("%s=%q: want true or false", name, v))
+		return
+	}
+	*into = &on
+}
+
+// secretKey reads a key of SecretKeySize bytes (decodeKey).
+func (r *reader) secretKey(name string, into *[]byte) {
+	v := strings.TrimSpace(r.getenv(name))
+	if v == "" {
+		return
+	}
+	key, ok := decodeKey(v)
+	if !ok {
+		r.problem(fmt.Sprintf("%s: want %d random bytes as %d hex digits or as base64 "+
+			"(openssl rand -base64 %d)", name, SecretKeySize, 2*SecretKeySize, SecretKeySize))
+		return
+	}
+	*into = key
 }
 
 // SecretKeySize is the length in bytes of WEBHOOK_SECRET_KEY and
@@ -258,18 +297,4 @@ func list(v string) []string {
 		}
 	}
 	return out
-}
-
-func or(v, fallback string) string {
-	if v == "" {
-		return fallback
-	}
-	return v
-}
-
-// randomSecret returns 32 random bytes, URL-safe base64 encoded.
-func randomSecret() string {
-	b := make([]byte, 32)
-	_, _ = rand.Read(b) // never fails: crypto/rand.Read panics rather than return an error
-	return base64.RawURLEncoding.EncodeToString(b)
 }

@@ -28,8 +28,11 @@ func TestDefaults(t *testing.T) {
 	// payments.TestDefaultKeyTTL, staff's TestSessionTimeouts, webhooks'
 	// TestDefaults).
 	if c.DatabaseURL != "" || c.KeyTTL != 0 || c.AdminSessionIdle != 0 || c.WebhookRetryMin != 0 || c.WebhookMaxAge != 0 || c.WebhookAttemptTimeout != 0 ||
-		c.AdminRequestTimeout != 0 {
+		c.AdminRequestTimeout != 0 || c.SweepInterval != 0 || c.MaxBodyBytes != 0 || c.MaxDepth != 0 || c.MaxComplexity != 0 || c.Introspection != nil {
 		t.Errorf("unset values: %+v, want them zero", c)
+	}
+	if c.ShutdownTimeout != DefaultShutdownTimeout {
+		t.Errorf("shutdown timeout %s, want %s", c.ShutdownTimeout, DefaultShutdownTimeout)
 	}
 	if !c.APITokenGenerated || len(c.APITokens) != 1 || len(c.APITokens[0]) < 40 {
 		t.Errorf("generated token = %v (generated %v), want one long random token", c.APITokens, c.APITokenGenerated)
@@ -239,5 +242,27 @@ func TestWebhookSecretKeys(t *testing.T) {
 	_, err = FromEnv(env(map[string]string{"WEBHOOK_SECRET_KEY_PREVIOUS": hex.EncodeToString(key)}))
 	if err == nil || !strings.Contains(err.Error(), "WEBHOOK_SECRET_KEY_PREVIOUS without WEBHOOK_SECRET_KEY") {
 		t.Errorf("a previous key alone: err = %v", err)
+	}
+}
+
+// TestRequestLimits: the body and GraphQL limits take positive whole
+// numbers and introspection true or false; unset, they stay zero (nil) for
+// httpapi and graph to apply their defaults.
+func TestRequestLimits(t *testing.T) {
+	t.Parallel()
+	c, err := FromEnv(env(map[string]string{"MAX_BODY_BYTES": "2048", "GRAPHQL_MAX_DEPTH": "4",
+		"GRAPHQL_MAX_COMPLEXITY": "99", "GRAPHQL_INTROSPECTION": "false", "SWEEP_INTERVAL": "5m"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.MaxBodyBytes != 2048 || c.MaxDepth != 4 || c.MaxComplexity != 99 || c.Introspection == nil || *c.Introspection ||
+		c.SweepInterval != 5*time.Minute {
+		t.Errorf("limits: %d, %d, %d, %v, %s", c.MaxBodyBytes, c.MaxDepth, c.MaxComplexity, c.Introspection, c.SweepInterval)
+	}
+	_, err = FromEnv(env(map[string]string{"MAX_BODY_BYTES": "-1", "GRAPHQL_MAX_DEPTH": "deep", "GRAPHQL_INTROSPECTION": "sometimes"}))
+	for _, name := range []string{"MAX_BODY_BYTES", "GRAPHQL_MAX_DEPTH", "GRAPHQL_INTROSPECTION"} {
+		if err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("err = %v, want %s named", err, name)
+		}
 	}
 }

@@ -133,7 +133,8 @@ type Options struct {
 	// Retention is how long events are kept for `after` (and for their
 	// webhook deliveries): at least the idempotency key TTL. Zero means 72h.
 	Retention time.Duration
-	// SweepInterval is how often old events are deleted. Zero means 1m.
+	// SweepInterval is how often old events are deleted. Zero means
+	// payments.DefaultSweepInterval, the server's other sweepers' interval.
 	SweepInterval time.Duration
 	// Buffer is how many live events wait for a subscriber before it is
 	// taken off the live list and catches up from the outbox; MaxLag how
@@ -204,7 +205,7 @@ func New(db *gorm.DB, opts Options) (*Service, error) {
 		s.retention = 72 * time.Hour
 	}
 	if s.sweepEvery <= 0 {
-		s.sweepEvery = time.Minute
+		s.sweepEvery = payments.DefaultSweepInterval
 	}
 	if s.poll <= 0 {
 		s.poll = time.Second

@@ -62,7 +62,3 @@ func (b *replayBudget) release() { <-b.slots }
 func (b *replayBudget) pay(ctx context.Context, n int) bool {
 	return b.rate.WaitN(ctx, min(n, window)+1) == nil
 }
-
-// ReplaysInProgress is how many subscriptions hold a page of the outbox
-// now: at most Options.ReplayPages.
-func (s *Service) ReplaysInProgress() int { return len(s.replay.slots) }

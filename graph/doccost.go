@@ -63,9 +63,9 @@ func (d documentCost) MutateOperationParameters(ctx context.Context, p *graphql.
 // checkDocument is the refusal of a document too costly to validate, or
 // nil: an operation over maxFields (maxFieldsRule's count), a walk over
 // walkBudget, or repeated fields over the overlap rule's budget (its own
-// count), each count bounded. A document that validation refused for its
-// fields or its repeats gets the same answer as before this check existed,
-// without the walk it took to get there.
+// count), each count bounded. A document refused for its fields or its
+// repeats gets the answer validation's own rules give (so a client sees
+// one refusal whichever check caught it), without the walk they take.
 func checkDocument(doc *ast.QueryDocument) *gqlerror.Error {
 	fields := newFieldCount(doc.Fragments, maxFields)
 	for _, op := range doc.Operations {

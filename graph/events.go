@@ -190,11 +190,9 @@ func endWithError(ctx context.Context, next graphql.ResponseHandler) *graphql.Re
 	return resp
 }
 
-// Codes a subscription can end with.
-const (
-	codeTooSlow     = "SUBSCRIBER_TOO_SLOW"
-	codeUnavailable = "SERVICE_UNAVAILABLE"
-)
+// codeTooSlow ends a subscription whose reader fell behind; one ended
+// because the stream closed gets apierror.Unavailable.
+const codeTooSlow = "SUBSCRIBER_TOO_SLOW"
 
 func subscriptionError(ctx context.Context, err error) *gqlerror.Error {
 	e := &gqlerror.Error{Message: err.Error(), Path: graphql.GetPath(ctx)}
@@ -202,7 +200,7 @@ func subscriptionError(ctx context.Context, err error) *gqlerror.Error {
 	case errors.Is(err, events.ErrTooSlow):
 		e.Extensions = map[string]any{"code": codeTooSlow}
 	case errors.Is(err, events.ErrClosed):
-		e.Extensions = map[string]any{"code": codeUnavailable}
+		e.Extensions = map[string]any{"code": apierror.Unavailable}
 	default:
 		ae := apierror.FromInternal(ctx, err)
 		e.Message, e.Extensions = ae.Message, map[string]any{"code": ae.Code, "requestId": ae.Details["requestId"]}

@@ -5,7 +5,6 @@ package graph
 
 import (
 	"context"
-	"time"
 
 	"github.com/cmpay/cmpay/auth"
 	"github.com/cmpay/cmpay/events"
@@ -50,21 +49,5 @@ func decimalText(d *scalar.Decimal) *string {
 		return nil
 	}
 	s := string(*d)
-	return &s
-}
-
-// nonZero is a time GraphQL shows as null when it never happened.
-func nonZero(t time.Time) *time.Time {
-	if t.IsZero() {
-		return nil
-	}
-	return &t
-}
-
-// nonEmpty is a string GraphQL shows as null when empty.
-func nonEmpty(s string) *string {
-	if s == "" {
-		return nil
-	}
 	return &s
 }

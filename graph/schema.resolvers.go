@@ -16,6 +16,7 @@ import (
 	"github.com/cmpay/cmpay/events"
 	"github.com/cmpay/cmpay/graph/model"
 	"github.com/cmpay/cmpay/graph/scalar"
+	"github.com/cmpay/cmpay/internal/nullable"
 	"github.com/cmpay/cmpay/payments"
 	"github.com/cmpay/cmpay/restjson"
 	"github.com/cmpay/cmpay/webhooks"
@@ -23,7 +24,7 @@ import (
 
 // Refusal is the resolver for the refusal field.
 func (r *idempotencyAttemptResolver) Refusal(ctx context.Context, obj *payments.Attempt) (*string, error) {
-	return nonEmpty(obj.Refusal), nil
+	return nullable.String(obj.Refusal), nil
 }
 
 // CreatePayment is the resolver for the createPayment field.
@@ -104,17 +105,17 @@ func (r *mutationResolver) DeleteWebhookEndpoint(ctx context.Context, id string)
 
 // PixCode is the resolver for the pixCode field.
 func (r *nextActionResolver) PixCode(ctx context.Context, obj *payments.NextAction) (*string, error) {
-	return nonEmpty(obj.PixCode), nil
+	return nullable.String(obj.PixCode), nil
 }
 
 // BoletoLine is the resolver for the boletoLine field.
 func (r *nextActionResolver) BoletoLine(ctx context.Context, obj *payments.NextAction) (*string, error) {
-	return nonEmpty(obj.BoletoLine), nil
+	return nullable.String(obj.BoletoLine), nil
 }
 
 // HostedURL is the resolver for the hostedUrl field.
 func (r *nextActionResolver) HostedURL(ctx context.Context, obj *payments.NextAction) (*string, error) {
-	return nonEmpty(obj.HostedURL), nil
+	return nullable.String(obj.HostedURL), nil
 }
 
 // Amount is the resolver for the amount field.
@@ -161,12 +162,12 @@ func (r *paymentResolver) RefundCount(ctx context.Context, obj *payments.Payment
 
 // CapturedAt is the resolver for the capturedAt field.
 func (r *paymentResolver) CapturedAt(ctx context.Context, obj *payments.Payment) (*time.Time, error) {
-	return nonZero(obj.CapturedAt), nil
+	return nullable.Time(obj.CapturedAt), nil
 }
 
 // CanceledAt is the resolver for the canceledAt field.
 func (r *paymentResolver) CanceledAt(ctx context.Context, obj *payments.Payment) (*time.Time, error) {
-	return nonZero(obj.CanceledAt), nil
+	return nullable.Time(obj.CanceledAt), nil
 }
 
 // Processor is the resolver for the processor field.
@@ -176,12 +177,12 @@ func (r *paymentResolver) Processor(ctx context.Context, obj *payments.Payment) 
 
 // ProcessorReference is the resolver for the processorReference field.
 func (r *paymentResolver) ProcessorReference(ctx context.Context, obj *payments.Payment) (*string, error) {
-	return nonEmpty(obj.ProcessorReference), nil
+	return nullable.String(obj.ProcessorReference), nil
 }
 
 // DeclineCode is the resolver for the declineCode field.
 func (r *paymentResolver) DeclineCode(ctx context.Context, obj *payments.Payment) (*string, error) {
-	return nonEmpty(obj.DeclineCode), nil
+	return nullable.String(obj.DeclineCode), nil
 }
 
 // PendingOperation is the resolver for the pendingOperation field.
@@ -213,13 +214,13 @@ func (r *paymentResolver) NextAction(ctx context.Context, obj *payments.Payment)
 // PaidAt is the resolver for the paidAt field.
 func (r *paymentResolver) PaidAt(ctx context.Context, obj *payments.Payment) (*time.Time, error) {
 	st, err := loadersFrom(ctx, r.Service).async.Load(ctx, *obj)
-	return nonZero(st.PaidAt), err
+	return nullable.Time(st.PaidAt), err
 }
 
 // ExpiredAt is the resolver for the expiredAt field.
 func (r *paymentResolver) ExpiredAt(ctx context.Context, obj *payments.Payment) (*time.Time, error) {
 	st, err := loadersFrom(ctx, r.Service).async.Load(ctx, *obj)
-	return nonZero(st.ExpiredAt), err
+	return nullable.Time(st.ExpiredAt), err
 }
 
 // ID is the resolver for the id field.
@@ -229,7 +230,7 @@ func (r *paymentEventResolver) ID(ctx context.Context, obj *events.Event) (strin
 
 // Code is the resolver for the code field.
 func (r *processorCallResolver) Code(ctx context.Context, obj *payments.ProcessorCall) (*string, error) {
-	return nonEmpty(obj.Code), nil
+	return nullable.String(obj.Code), nil
 }
 
 // DurationMs is the resolver for the durationMs field.
@@ -313,7 +314,7 @@ func (r *refundResolver) Status(ctx context.Context, obj *payments.Refund) (paym
 
 // FailureCode is the resolver for the failureCode field.
 func (r *refundResolver) FailureCode(ctx context.Context, obj *payments.Refund) (*string, error) {
-	return nonEmpty(obj.FailureCode), nil
+	return nullable.String(obj.FailureCode), nil
 }
 
 // PaymentEvents is the resolver for the paymentEvents field.

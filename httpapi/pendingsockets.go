@@ -26,9 +26,10 @@ const (
 	// and sends connection_init within milliseconds; 32 leaves room for a
 	// NAT's many users while one address cannot take the instance's share.
 	DefaultPendingSocketsPerAddress = 32
-	// DefaultPendingSocketsPerInstance: well below the usual file limit
-	// (4096 on the reviewer's server), so a flood from many addresses
-	// still leaves descriptors for requests, /healthz and the database.
+	// DefaultPendingSocketsPerInstance: well below a common open-file
+	// limit of 4096 (Go raises the soft limit to the hard one at start),
+	// so a flood from many addresses still leaves descriptors for
+	// requests, /healthz and the database.
 	DefaultPendingSocketsPerInstance = 1024
 )
 

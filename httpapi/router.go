@@ -1,7 +1,9 @@
-// Package httpapi assembles CMPay's HTTP surface: the GraphQL API and the
-// REST endpoint behind bearer tokens, the Playground, metrics, the health
-// check, and the middleware every request goes through (request ids, panic
-// recovery, access log, latency metrics, CORS, body limits).
+// Package httpapi assembles CMPay's HTTP surface: the GraphQL API (with
+// subscriptions over WebSocket and SSE) and the REST endpoints behind
+// bearer tokens, the processor's signed events, the staff admin, the
+// Playground and OpenAPI document, metrics, the health check, and the
+// middleware every request goes through (request ids, client addresses,
+// panic recovery, access log, latency metrics, CORS, body limits).
 package httpapi
 
 import (

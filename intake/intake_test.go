@@ -69,11 +69,11 @@ func paidPix(t *testing.T) (stripedouble.Event, string) {
 		t.Fatal(err)
 	}
 	for _, ev := range d.EventsFor(p.Reference) {
-		if ev.Type == processor.EventPaymentSucceeded {
+		if ev.Type == "payment_intent.succeeded" {
 			return ev, p.Reference
 		}
 	}
-	t.Fatalf("no %s among %v", processor.EventPaymentSucceeded, d.EventsFor(p.Reference))
+	t.Fatalf("no %s among %v", "payment_intent.succeeded", d.EventsFor(p.Reference))
 	return stripedouble.Event{}, ""
 }
 
@@ -125,7 +125,7 @@ func TestReceive(t *testing.T) {
 			}
 		}
 		got, err := s.EventsOf(t.Context(), ref)
-		if err != nil || len(got) != 1 || got[0].ID != ev.ID || got[0].AppliedAt != nil || got[0].Type != processor.EventPaymentSucceeded {
+		if err != nil || len(got) != 1 || got[0].ID != ev.ID || got[0].AppliedAt != nil || got[0].Type != "payment_intent.succeeded" {
 			t.Fatalf("stored: %+v, %v; want the one event, unapplied", got, err)
 		}
 		if n, err := s.Retry(t.Context(), 10); err != nil || n != 0 {

@@ -1,6 +1,8 @@
 // Package metrics exposes CMPay's Prometheus metrics: what became of every
-// idempotent request, how long requests take by operation, and the
-// database connection pool.
+// idempotent request and how long requests take by operation; the
+// processor's calls and the outcomes left unknown; the events written,
+// webhook deliveries and GraphQL subscriptions; WebSockets waiting for
+// connection_init; and the database connection pool.
 package metrics
 
 import (

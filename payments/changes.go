@@ -7,26 +7,10 @@ import (
 	"slices"
 	"time"
 
+	"github.com/cmpay/cmpay/internal/nullable"
 	"github.com/cmpay/cmpay/internal/sqlq"
 	"github.com/cmpay/cmpay/processor"
 )
-
-// Captures, cancels and refunds at a processor that cannot foresee its
-// answer (Stripe), in phases, each request in transactions of its own
-// rather than in the batch statements (the processor's round trip dwarfs
-// the database's):
-//
-//  1. Under the payment's row lock: the key (a replay answers as the
-//     key's operation stands; a reuse is rejected), the rules (a capture
-//     or cancel pending refuses another with PAYMENT_STATE_CONFLICT; a
-//     refund counts what refunds in flight reserve), then the operation
-//     stored, leased to the request: a capture or cancel as the payment's
-//     pending_operation, a refund as a PROCESSING refund whose amount is
-//     reserved. The key is claimed for that operation.
-//  2. The processor is asked, with the operation's key, within
-//     PROCESSOR_TIMEOUT.
-//  3. What it said is settled (record, in operations.go) only while the
-//     operation is unsettled; an unknown outcome is left to recovery.
 
 // opRefused and opFailed are the states of a change the processor refused,
 // and of a refund it failed.
@@ -55,7 +39,22 @@ func (s *Service) foreseesChanges() bool {
 	return ok && f.ForeseesChanges()
 }
 
-// changeAtProcessor runs cmd in phases (see above).
+// changeAtProcessor runs a capture, cancel or refund at a processor that
+// cannot foresee its answer (Stripe) in phases, each in transactions of
+// its own rather than in the batch statements (the processor's round trip
+// dwarfs the database's):
+//
+//  1. Under the payment's row lock: the key (a replay answers as the
+//     key's operation stands; a reuse is rejected), the rules (a capture
+//     or cancel pending refuses another with PAYMENT_STATE_CONFLICT; a
+//     refund counts what refunds in flight reserve), then the operation
+//     stored, leased to the request: a capture or cancel as the payment's
+//     pending_operation, a refund as a PROCESSING refund whose amount is
+//     reserved. The key is claimed for that operation.
+//  2. The processor is asked, with the operation's key, within
+//     PROCESSOR_TIMEOUT.
+//  3. What it said is settled (record, in operations.go) only while the
+//     operation is unsettled; an unknown outcome is left to recovery.
 func (s *Service) changeAtProcessor(ctx context.Context, cmd *command) (ChangeResult, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.timeout+requestTimeout)
 	defer cancel()
@@ -401,8 +400,8 @@ func (s *Service) applyRefund(ctx context.Context, r sqlq.Runner, op operationRo
 	if out.opState == opSucceeded {
 		status, refunded, typ = RefundSucceeded, op.amountMinor, EventRefunded
 	}
-	if _, err := r.Exec(ctx, commonSQL.SQL("settle_refund"), *op.refundID, string(status), optional(out.code),
-		optional(out.reference), now); err != nil {
+	if _, err := r.Exec(ctx, commonSQL.SQL("settle_refund"), *op.refundID, string(status), nullable.String(out.code),
+		nullable.String(out.reference), now); err != nil {
 		return fmt.Errorf("settle refund %s: %w", *op.refundID, err)
 	}
 	got, err := scanPayment(r.QueryRow(ctx, commonSQL.SQL("settle_refund_payment"), op.paymentID, op.amountMinor, refunded))

@@ -9,7 +9,7 @@ import (
 	"github.com/cmpay/cmpay/internal/startstop"
 )
 
-// ClockSyncInterval is how often StartClockSync measures the database's
+// ClockSyncInterval is how often ClockSync measures the database's
 // clock again: one short query.
 const ClockSyncInterval = 10 * time.Second
 
@@ -20,7 +20,7 @@ const ClockSyncInterval = 10 * time.Second
 // new. So a Service given Config.ClockOffset keeps its clock in step with
 // the database's, the one clock every instance shares: it measures how far
 // the database's clock is ahead of its own (SyncClock: once before serving,
-// then every ClockSyncInterval: StartClockSync) and adds that to every time
+// then every ClockSyncInterval: ClockSync) and adds that to every time
 // the payments package writes or compares. Then the error between
 // instances is the measurement's, within half a round trip to the database,
 // whatever their own clocks say; a clock stepped between two measurements
@@ -44,19 +44,12 @@ func (s *Service) SyncClock(ctx context.Context) (time.Duration, error) {
 	return d, nil
 }
 
-// StartClockSync measures the database's clock now, so that keys' ages
-// are judged by it from the first request, then every ClockSyncInterval
-// in a goroutine until ctx ends. A failure is not fatal: the last offset
+// ClockSync measures the database's clock as a background service: its
+// Start takes the first measurement, so that keys' ages are judged by it
+// from the first request, and returns; the next ones follow every
+// ClockSyncInterval until Stop. A failure is not fatal: the last offset
 // (none at first) is kept until a measurement succeeds. Without
-// Config.ClockOffset it does nothing. ClockSync is the same as a service
-// that Stop ends.
-func (s *Service) StartClockSync(ctx context.Context, log *slog.Logger) {
-	_ = s.ClockSync(log).Start(ctx) // its Start never fails
-}
-
-// ClockSync returns what StartClockSync does as a background service: its
-// Start takes the first measurement and returns, and the next ones follow
-// every ClockSyncInterval until Stop.
+// Config.ClockOffset it does nothing.
 func (s *Service) ClockSync(log *slog.Logger) *startstop.Runner {
 	r := &clockReport{log: log}
 	return startstop.InitFunc(func(ctx context.Context) error {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cmpay/cmpay/internal/nullable"
 	"github.com/cmpay/cmpay/internal/sqlq"
 	"github.com/cmpay/cmpay/models"
 )
@@ -80,20 +81,12 @@ func insertEvent(ctx context.Context, r sqlq.Runner, typ EventType, key string, 
 	_, err := r.Exec(ctx, commonSQL.SQL("insert_event"),
 		string(typ), now, key, refundID, p.ID, p.ClientID,
 		p.IdempotencyKey, p.Amount.Minor, p.Amount.Currency, string(p.Method), p.CreatedAt, string(p.Status),
-		p.Captured.Minor, p.Refunded.Minor, optionalTime(p.CapturedAt), optionalTime(p.CanceledAt),
+		p.Captured.Minor, p.Refunded.Minor, nullable.Time(p.CapturedAt), nullable.Time(p.CanceledAt),
 		p.ReplayCount, p.RejectedCount)
 	if err != nil {
 		return fmt.Errorf("write event: %w", err)
 	}
 	return nil
-}
-
-// optionalTime is nil for the zero time.
-func optionalTime(t time.Time) *time.Time {
-	if t.IsZero() {
-		return nil
-	}
-	return &t
 }
 
 // EventPayment is the payment an event row recorded: the payment right

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cmpay/cmpay/internal/nullable"
 	"github.com/cmpay/cmpay/internal/sqlq"
 	"github.com/cmpay/cmpay/processor"
 )
@@ -150,7 +151,7 @@ func (s *Service) readRefundRecord(ctx context.Context, p Payment, id, reference
 func (s *Service) returnRefund(ctx context.Context, paymentID, id string, amount int64, code string) error {
 	now := s.now()
 	return s.store.db().Tx(ctx, func(r sqlq.Runner) error {
-		n, err := r.Exec(ctx, commonSQL.SQL("fail_succeeded_refund"), id, optional(code), now)
+		n, err := r.Exec(ctx, commonSQL.SQL("fail_succeeded_refund"), id, nullable.String(code), now)
 		if err != nil {
 			return fmt.Errorf("fail refund %s: %w", id, err)
 		}

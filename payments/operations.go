@@ -10,6 +10,7 @@ import (
 
 	"github.com/oklog/ulid/v2"
 
+	"github.com/cmpay/cmpay/internal/nullable"
 	"github.com/cmpay/cmpay/internal/sqlq"
 	"github.com/cmpay/cmpay/processor"
 )
@@ -171,16 +172,8 @@ func (s *Service) planCreate(ctx context.Context, cmd *command) {
 		return // not foreseen after all: stored PROCESSING and asked again
 	}
 	pl.status, pl.opState = out.status, out.opState
-	pl.reference, pl.declineCode = optional(out.reference), optional(out.code)
+	pl.reference, pl.declineCode = nullable.String(out.reference), nullable.String(out.code)
 	pl.call, pl.took = out.call, took
-}
-
-// optional is nil for "".
-func optional(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
 }
 
 // outcome is what one processor call came to for its operation.
@@ -370,11 +363,11 @@ func (s *Service) record(ctx context.Context, op operationRow, out outcome, kind
 	var resolved bool
 	err := s.store.db().Tx(ctx, func(r sqlq.Runner) error {
 		if _, err := r.Exec(ctx, commonSQL.SQL("insert_call"), op.id, op.paymentID, string(op.operation), op.key, kind,
-			string(out.call), optional(out.code), now, took.Milliseconds()); err != nil {
+			string(out.call), nullable.String(out.code), now, took.Milliseconds()); err != nil {
 			return fmt.Errorf("record processor call: %w", err)
 		}
 		if !out.settled {
-			next, due := optional(out.next), now.Add(s.recoveryAfter)
+			next, due := nullable.String(out.next), now.Add(s.recoveryAfter)
 			var storedAt *time.Time
 			if out.next == nextStored {
 				storedAt = &now
@@ -390,7 +383,7 @@ func (s *Service) record(ctx context.Context, op operationRow, out outcome, kind
 			}
 			return s.readInto(ctx, r, op.paymentID, &p)
 		}
-		n, err := r.Exec(ctx, commonSQL.SQL("settle_operation"), op.id, out.opState, optional(out.code), now, sends)
+		n, err := r.Exec(ctx, commonSQL.SQL("settle_operation"), op.id, out.opState, nullable.String(out.code), now, sends)
 		if err != nil {
 			return fmt.Errorf("settle operation: %w", err)
 		}
@@ -417,19 +410,19 @@ func (s *Service) record(ctx context.Context, op operationRow, out outcome, kind
 func (s *Service) applyCreate(ctx context.Context, r sqlq.Runner, op operationRow, out outcome, now time.Time, p *Payment) error {
 	var decline *string
 	if out.status == StatusDeclined {
-		decline = optional(out.code)
+		decline = nullable.String(out.code)
 	}
 	var na struct {
 		typ, pix, boleto, url *string
 		expires               *time.Time
 	}
 	if a := out.nextAction; a != nil && out.status == StatusPending {
-		na.typ, na.pix, na.boleto, na.url = optional(string(a.Type)), optional(a.PixCode), optional(a.BoletoLine), optional(a.HostedURL)
+		na.typ, na.pix, na.boleto, na.url = nullable.String(string(a.Type)), nullable.String(a.PixCode), nullable.String(a.BoletoLine), nullable.String(a.HostedURL)
 		expires := a.ExpiresAt.UTC()
 		na.expires = &expires
 	}
 	got, err := scanPayment(r.QueryRow(ctx, commonSQL.SQL("settle_created"), op.paymentID, string(out.status),
-		optional(out.reference), decline, now, na.typ, na.pix, na.boleto, na.url, na.expires))
+		nullable.String(out.reference), decline, now, na.typ, na.pix, na.boleto, na.url, na.expires))
 	if err != nil {
 		return fmt.Errorf("settle payment %s: %w", op.paymentID, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/cmpay/cmpay/internal/nullable"
 	"github.com/cmpay/cmpay/internal/sqlq"
 	"github.com/cmpay/cmpay/internal/startstop"
 	"github.com/cmpay/cmpay/processor"
@@ -203,7 +204,7 @@ func (s *Service) readRecord(ctx context.Context, p Payment) (processor.Payment,
 func (s *Service) recordRead(ctx context.Context, op Operation, opID, paymentID, key string, out outcome, took time.Duration) error {
 	s.onCall(op, out.call, took)
 	_, err := s.store.db().Exec(ctx, commonSQL.SQL("insert_call"), opID, paymentID, string(op), key, callRead,
-		string(out.call), optional(out.code), s.now(), took.Milliseconds())
+		string(out.call), nullable.String(out.code), s.now(), took.Milliseconds())
 	if err != nil {
 		return fmt.Errorf("record a processor read: %w", err)
 	}

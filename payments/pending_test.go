@@ -181,11 +181,11 @@ func TestEventsAboutOthersAreIgnored(t *testing.T) {
 	t.Parallel()
 	b := setup(t, dbtest.SQLite(t))
 	for _, ev := range []processor.Event{
-		{ID: "evt_1", Type: processor.EventPaymentSucceeded, PaymentReference: "pi_someone_elses",
+		{ID: "evt_1", Type: "payment_intent.succeeded", PaymentReference: "pi_someone_elses",
 			Payment: &processor.Payment{Reference: "pi_someone_elses", State: processor.PaymentCaptured}},
-		{ID: "evt_2", Type: processor.EventPaymentSucceeded, PaymentReference: "pi_x",
+		{ID: "evt_2", Type: "payment_intent.succeeded", PaymentReference: "pi_x",
 			Payment: &processor.Payment{Reference: "pi_x", PaymentID: "pay_01NOTOURS0000000000000000", State: processor.PaymentCaptured}},
-		{ID: "evt_3", Type: processor.EventRefundUpdated, PaymentReference: "pi_y"},
+		{ID: "evt_3", Type: "refund.updated", PaymentReference: "pi_y"},
 	} {
 		if err := b.svc.ApplyProcessorEvent(t.Context(), ev); err != nil {
 			t.Errorf("%s: %v, want it applied as nothing", ev.ID, err)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cmpay/cmpay/internal/nullable"
 	"github.com/cmpay/cmpay/internal/sqlq"
 )
 
@@ -69,7 +70,7 @@ func (s *Service) sendAgain(ctx context.Context, op operationRow, p Payment, out
 	var changed int64
 	err := s.store.db().Tx(ctx, func(r sqlq.Runner) error {
 		if _, err := r.Exec(ctx, commonSQL.SQL("insert_call"), op.id, op.paymentID, string(op.operation), op.key, callRead,
-			string(out.call), optional(out.code), now, took.Milliseconds()); err != nil {
+			string(out.call), nullable.String(out.code), now, took.Milliseconds()); err != nil {
 			return fmt.Errorf("record processor call: %w", err)
 		}
 		n, err := r.Exec(ctx, commonSQL.SQL("rekey_operation"), op.id, op.key, key, s.instance,

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cmpay/cmpay/internal/nullable"
 	"github.com/cmpay/cmpay/internal/sqlq"
 	"github.com/oklog/ulid/v2"
 )
@@ -114,16 +115,16 @@ func settleArgs(jobs []*settleJob) []any {
 	expires, took, callIDs := make([]*time.Time, n), make([]int64, n), make([]string, n)
 	for i, j := range jobs {
 		o := j.out
-		opIDs[i], paymentIDs[i], calls[i], codes[i], took[i] = j.op.id, j.op.paymentID, string(o.call), optional(o.code), j.took.Milliseconds()
+		opIDs[i], paymentIDs[i], calls[i], codes[i], took[i] = j.op.id, j.op.paymentID, string(o.call), nullable.String(o.code), j.took.Milliseconds()
 		callIDs[i] = j.callID
-		opStates[i], statuses[i], refs[i] = o.opState, string(o.status), optional(o.reference)
+		opStates[i], statuses[i], refs[i] = o.opState, string(o.status), nullable.String(o.reference)
 		if o.status == StatusDeclined {
-			declines[i] = optional(o.code)
+			declines[i] = nullable.String(o.code)
 		}
 		typ, _ := createdEvent(o.status)
 		events[i] = string(typ)
 		if a := o.nextAction; a != nil && o.status == StatusPending {
-			naTypes[i], pix[i], boleto[i], urls[i] = optional(string(a.Type)), optional(a.PixCode), optional(a.BoletoLine), optional(a.HostedURL)
+			naTypes[i], pix[i], boleto[i], urls[i] = nullable.String(string(a.Type)), nullable.String(a.PixCode), nullable.String(a.BoletoLine), nullable.String(a.HostedURL)
 			at := a.ExpiresAt.UTC()
 			expires[i] = &at
 		}

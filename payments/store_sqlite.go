@@ -10,6 +10,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/cmpay/cmpay/internal/nullable"
 	"github.com/cmpay/cmpay/internal/sqlq"
 	"github.com/cmpay/cmpay/models"
 )
@@ -257,8 +258,8 @@ func (tx liteTx) claimKey(ctx context.Context, cmd *command, clientID, paymentID
 func (tx liteTx) insertPayment(ctx context.Context, p Payment, foreseen bool) error {
 	_, err := tx.r.Exec(ctx, sqliteSQL.SQL("insert_payment"),
 		p.ID, p.ClientID, p.IdempotencyKey, p.Amount.Minor, p.Amount.Currency, string(p.Method),
-		p.CreatedAt, string(p.Status), p.Captured.Minor, optionalTime(p.CapturedAt),
-		p.Processor, optional(p.ProcessorReference), optional(p.DeclineCode), optional(p.PaymentMethodToken), foreseen)
+		p.CreatedAt, string(p.Status), p.Captured.Minor, nullable.Time(p.CapturedAt),
+		p.Processor, nullable.String(p.ProcessorReference), nullable.String(p.DeclineCode), nullable.String(p.PaymentMethodToken), foreseen)
 	if err != nil {
 		return fmt.Errorf("insert payment: %w", err)
 	}

@@ -1,6 +1,7 @@
 package payments
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -12,6 +13,11 @@ import (
 // SweepBatchSize is how many expired keys one statement deletes at most, so
 // that a sweep never holds many locks or writes a large transaction.
 const SweepBatchSize = 1000
+
+// DefaultSweepInterval is how often expired keys are swept when
+// SWEEP_INTERVAL is not set; the server's other sweepers (old events, old
+// processor events) take the same interval.
+const DefaultSweepInterval = time.Minute
 
 // SweepGrace is how long past its TTL a key is kept before the sweep
 // deletes it. Requests decide expiry by the TTL exactly (and take expired
@@ -47,9 +53,10 @@ func (s *Service) SweepExpiredKeys(ctx context.Context, batchSize int) (int64, e
 }
 
 // Sweeper returns the background service that sweeps expired keys every
-// interval, with startstop.Jittered's jitter, until stopped.
+// interval (zero: DefaultSweepInterval), with startstop.Jittered's jitter,
+// until stopped.
 func (s *Service) Sweeper(interval time.Duration, log *slog.Logger) *startstop.Runner {
-	return startstop.Jittered(interval, func(ctx context.Context) {
+	return startstop.Jittered(cmp.Or(interval, DefaultSweepInterval), func(ctx context.Context) {
 		n, err := s.SweepExpiredKeys(ctx, SweepBatchSize)
 		if err != nil && ctx.Err() == nil {
 			log.Error("sweep expired idempotency keys", "err", err)

@@ -20,7 +20,9 @@ type SandboxMethods string
 
 // The sandbox's modes.
 const (
-	// SandboxInstant pays Pix and boleto at once, as CMPay always did.
+	// SandboxInstant pays Pix and boleto at once (the default), so that a
+	// client written before Pix and boleto waited for the payer sees them
+	// paid without a second step.
 	SandboxInstant SandboxMethods = "instant"
 	// SandboxAsync leaves them pending until the payer pays (Pay).
 	SandboxAsync SandboxMethods = "async"

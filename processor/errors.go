@@ -156,30 +156,6 @@ func (e *Error) Known() bool { return e.Kind.Known() }
 // Kind.Refused).
 func (e *Error) Refused() bool { return e.Kind.Refused() }
 
-// IsUnknown says whether err leaves the outcome of a call unknown: any
-// error that is not a *Error of a known kind (unclassified errors count as
-// unknown, the safe side). A nil error is not unknown.
-func IsUnknown(err error) bool {
-	if err == nil {
-		return false
-	}
-	var pe *Error
-	if errors.As(err, &pe) {
-		return !pe.Known()
-	}
-	return true
-}
-
-// IsRefused says whether err settles a write as refused (a *Error whose
-// Refused is true), and returns it.
-func IsRefused(err error) (*Error, bool) {
-	var pe *Error
-	if errors.As(err, &pe) && pe.Refused() {
-		return pe, true
-	}
-	return nil, false
-}
-
 // ContextKind classifies a call that ended because its context did:
 // KindTimeout past the deadline, KindCanceled when canceled. ok is false
 // when ctx has not ended.

@@ -2,17 +2,6 @@ package processor
 
 import "time"
 
-// The event types a processor posts that CMPay acts on (Stripe's names).
-const (
-	EventPaymentSucceeded = "payment_intent.succeeded"
-	EventPaymentFailed    = "payment_intent.payment_failed"
-	EventPaymentCanceled  = "payment_intent.canceled"
-	EventChargeRefunded   = "charge.refunded"
-	EventRefundUpdated    = "refund.updated"
-	// EventChargeRefundUpdated carries a refund, as refund.updated does.
-	EventChargeRefundUpdated = "charge.refund.updated"
-)
-
 // Event is a verified event a processor posted, decoded into the seam's
 // types. Events come repeated, late and out of order: ID identifies one
 // (store it once), Created orders them, and when in doubt the payment is

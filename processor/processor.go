@@ -21,7 +21,8 @@
 //     outcome is unknown. The money may or may not have moved; the caller
 //     asks again later with the same key, or reads the processor's record.
 //
-// Use IsUnknown to tell the last case from the others.
+// The engine tells them apart with errors.As and Error.Known
+// (payments/operations.go, errorOutcome).
 package processor
 
 import (

@@ -7,6 +7,7 @@ package restjson
 import (
 	"time"
 
+	"github.com/cmpay/cmpay/internal/nullable"
 	"github.com/cmpay/cmpay/payments"
 )
 
@@ -83,7 +84,7 @@ func OptionalStamp(t time.Time) *string {
 func RefundOf(r payments.Refund) Refund {
 	return Refund{ID: r.ID, PaymentID: r.PaymentID, Amount: r.Amount.String(), Reason: r.Reason,
 		IdempotencyKey: r.IdempotencyKey, CreatedAt: Stamp(r.CreatedAt),
-		Status: string(RefundStatusOf(r)), FailureCode: optional(r.FailureCode)}
+		Status: string(RefundStatusOf(r)), FailureCode: nullable.String(r.FailureCode)}
 }
 
 // ProcessorOf is the processor of p. A payment read without one (the zero
@@ -105,21 +106,13 @@ func RefundStatusOf(r payments.Refund) payments.RefundStatus {
 	return r.Status
 }
 
-// optional is s, or nil (JSON null) when it is empty.
-func optional(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
-}
-
 // nextActionOf shows a payment's next action; nil for none.
 func nextActionOf(a *payments.NextAction) *NextAction {
 	if a == nil {
 		return nil
 	}
-	return &NextAction{Type: string(a.Type), PixCode: optional(a.PixCode), BoletoLine: optional(a.BoletoLine),
-		HostedURL: optional(a.HostedURL), ExpiresAt: Stamp(a.ExpiresAt)}
+	return &NextAction{Type: string(a.Type), PixCode: nullable.String(a.PixCode), BoletoLine: nullable.String(a.BoletoLine),
+		HostedURL: nullable.String(a.HostedURL), ExpiresAt: Stamp(a.ExpiresAt)}
 }
 
 // PaymentOf shows p with its refunds, oldest first.
@@ -130,8 +123,8 @@ func PaymentOf(p payments.Payment, refunds []payments.Refund) Payment {
 		Status: string(p.Status), CapturedAmount: p.Captured.String(), RefundedAmount: p.Refunded.String(),
 		CapturedAt: OptionalStamp(p.CapturedAt), CanceledAt: OptionalStamp(p.CanceledAt),
 		Refunds:   make([]Refund, 0, len(refunds)),
-		Processor: ProcessorOf(p), ProcessorReference: optional(p.ProcessorReference), DeclineCode: optional(p.DeclineCode),
-		PendingOperation: optional(string(p.PendingOperation)), NextAction: nextActionOf(p.NextAction),
+		Processor: ProcessorOf(p), ProcessorReference: nullable.String(p.ProcessorReference), DeclineCode: nullable.String(p.DeclineCode),
+		PendingOperation: nullable.String(string(p.PendingOperation)), NextAction: nextActionOf(p.NextAction),
 		PaidAt: OptionalStamp(p.PaidAt), ExpiredAt: OptionalStamp(p.ExpiredAt),
 	}
 	for _, r := range refunds {

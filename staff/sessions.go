@@ -2,13 +2,10 @@ package staff
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/hex"
 	"errors"
 	"time"
 
+	"github.com/cmpay/cmpay/internal/secrets"
 	"github.com/cmpay/cmpay/models"
 )
 
@@ -26,21 +23,6 @@ type Session struct {
 // Actor is the session's staff member acting from address.
 func (s Session) Actor(address string) Actor {
 	return Actor{Username: s.Account.Username, Address: address}
-}
-
-// tokenBytes is the session token's randomness: 256 bits.
-const tokenBytes = 32
-
-func newToken() string {
-	b := make([]byte, tokenBytes)
-	_, _ = rand.Read(b) // crypto/rand.Read never fails
-	return base64.RawURLEncoding.EncodeToString(b)
-}
-
-// sessionID is how a token is stored and looked up.
-func sessionID(token string) string {
-	sum := sha256.Sum256([]byte(token))
-	return hex.EncodeToString(sum[:])
 }
 
 // SignInRequest is a sign-in as the form sent it.
@@ -124,13 +106,13 @@ func (s *Store) SignIn(ctx context.Context, req SignInRequest) (token string, ac
 	if err != nil {
 		return "", Account{}, err
 	}
-	token = newToken()
+	token = secrets.Random()
 	err = s.st.tx(ctx, func(q queries) error {
 		now := s.now()
 		if err := q.deleteEndedSessions(ctx, now, now.Add(-s.idle)); err != nil {
 			return err
 		}
-		if err := q.startSession(ctx, models.StaffSession{ID: sessionID(token), AccountID: acct.ID, CreatedAt: now,
+		if err := q.startSession(ctx, models.StaffSession{ID: secrets.Hash(token), AccountID: acct.ID, CreatedAt: now,
 			ExpiresAt: now.Add(s.maxAge), Address: clip(req.Address, 64)}); err != nil {
 			return err
 		}
@@ -160,7 +142,7 @@ func (s *Store) Session(ctx context.Context, token string) (Session, error) {
 	if token == "" {
 		return Session{}, ErrNoSession
 	}
-	id := sessionID(token)
+	id := secrets.Hash(token)
 	r, ok, err := s.st.session(ctx, id)
 	if err != nil {
 		return Session{}, err

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"cmp"
 	"crypto/rand"
 	"errors"
 	"net/http"
@@ -142,7 +143,7 @@ func (a *admin) actionFailed(w http.ResponseWriter, r *http.Request, action staf
 			"; "+money(exceeds.Available)+" is available."
 	case errors.As(err, &refused):
 		status, msg = http.StatusPaymentRequired, "Nothing was done: the processor refused to "+string(action)+
-			" ("+or(refused.Code, "no code given")+"). Check the payment at the processor before trying again."
+			" ("+cmp.Or(refused.Code, "no code given")+"). Check the payment at the processor before trying again."
 	case errors.As(err, &reused):
 		status, msg = http.StatusConflict, "Nothing was done: this form's idempotency key was already used for a different request "+
 			"(another amount or action, perhaps from another tab). Check the payment as it is now before trying again."
@@ -244,11 +245,11 @@ func actionWords(v paymentView, applied *attemptView) string {
 	case payments.OpCapture:
 		switch {
 		case p.PendingOperation == payments.OpCapture:
-			return "Capture of " + or(applied.Amount, money(p.Amount)) + waiting
+			return "Capture of " + cmp.Or(applied.Amount, money(p.Amount)) + waiting
 		case p.Captured.Minor > 0:
-			return "Captured " + or(applied.Amount, money(p.Captured))
+			return "Captured " + cmp.Or(applied.Amount, money(p.Captured))
 		}
-		return "Capture of " + or(applied.Amount, money(p.Amount)) + " refused by the processor"
+		return "Capture of " + cmp.Or(applied.Amount, money(p.Amount)) + " refused by the processor"
 	case payments.OpCancel:
 		switch {
 		case p.PendingOperation == payments.OpCancel:
@@ -268,9 +269,9 @@ func actionWords(v paymentView, applied *attemptView) string {
 				return "Refund of " + amount + waiting
 			case payments.RefundFailed:
 				if !rf.ReturnedAt.IsZero() {
-					return "Refunded " + amount + ", then returned by the payer's bank (" + or(rf.FailureCode, "no code given") + ")"
+					return "Refunded " + amount + ", then returned by the payer's bank (" + cmp.Or(rf.FailureCode, "no code given") + ")"
 				}
-				return "Refund of " + amount + " failed at the processor (" + or(rf.FailureCode, "no code given") + ")"
+				return "Refund of " + amount + " failed at the processor (" + cmp.Or(rf.FailureCode, "no code given") + ")"
 			}
 			return "Refunded " + amount
 		}

@@ -112,3 +112,31 @@ func askedFor(amount string) string {
 	}
 	return " (asked for " + amount + ")"
 }
+
+// createdText is the timeline's line for the request that created p,
+// worded from what the processor made of it: support staff read it
+// literally, so a declined card or a payment still waiting for the
+// processor must not read as captured.
+func createdText(p payments.Payment, params payments.Params) string {
+	switch {
+	case p.Status == payments.StatusDeclined && p.DeclineCode != "":
+		return "Created this payment; the processor declined it (" + p.DeclineCode + "): no money moved."
+	case p.Status == payments.StatusDeclined:
+		return "Created this payment; the processor declined it: no money moved."
+	case p.Status == payments.StatusProcessing:
+		return "Created this payment; waiting for the processor's answer."
+	case p.Method == payments.MethodPix || p.Method == payments.MethodBoleto:
+		return "Created this payment for the payer to pay by " + methodWord(p.Method) + "."
+	case params[payments.FieldCapture] == "false":
+		return "Created this payment, authorized only."
+	}
+	return "Created this payment, captured."
+}
+
+// methodWord names an asynchronous method in a sentence.
+func methodWord(m payments.Method) string {
+	if m == payments.MethodBoleto {
+		return "boleto"
+	}
+	return "Pix"
+}

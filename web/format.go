@@ -96,14 +96,6 @@ func plural(n int, one, many string) string {
 	return itoa(n) + " " + many
 }
 
-// or is v, or fallback when v is empty.
-func or(v, fallback string) string {
-	if v == "" {
-		return fallback
-	}
-	return v
-}
-
 // auditOutcomeClass is the badge class of an audit entry's outcome.
 func auditOutcomeClass(e staff.Entry) string {
 	switch e.Outcome {

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"cmp"
 	"strconv"
 	"time"
 
@@ -51,7 +52,7 @@ func statusNotes(p payments.Payment, refunds []payments.Refund) []processorNote 
 				"later its records hold none (" + p.DeclineCode + "); no money moved. A new try needs a new idempotency key.", "declined"})
 			break
 		}
-		notes = append(notes, processorNote{"The processor declined this payment (" + or(p.DeclineCode, "no code given") +
+		notes = append(notes, processorNote{"The processor declined this payment (" + cmp.Or(p.DeclineCode, "no code given") +
 			"); no money moved. A new try needs a new idempotency key.", "declined"})
 	case payments.StatusPending:
 		text := "Created at the processor; waiting for the payer to pay"
@@ -75,12 +76,12 @@ func statusNotes(p payments.Payment, refunds []payments.Refund) []processorNote 
 		case payments.RefundFailed:
 			if !r.ReturnedAt.IsZero() {
 				notes = append(notes, processorNote{"The refund of " + money(r.Amount) + " succeeded, then came back: the processor " +
-					"failed it on " + stamp(r.ReturnedAt) + " (" + or(r.FailureCode, "no code given") + "), the payer's bank having " +
+					"failed it on " + stamp(r.ReturnedAt) + " (" + cmp.Or(r.FailureCode, "no code given") + "), the payer's bank having " +
 					"returned it. The payer did not get it back; it no longer counts as refunded and can be refunded again.", "declined"})
 				continue
 			}
 			notes = append(notes, processorNote{"The processor failed the refund of " + money(r.Amount) + " (" +
-				or(r.FailureCode, "no code given") + "); no money went back, and the amount can be refunded again.", "declined"})
+				cmp.Or(r.FailureCode, "no code given") + "); no money went back, and the amount can be refunded again.", "declined"})
 		}
 	}
 	return notes

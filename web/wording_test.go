@@ -149,3 +149,38 @@ func TestActionResultSaysWhatTheProcessorDid(t *testing.T) {
 		}
 	}
 }
+
+// The timeline's line for the create request says what the processor made
+// of it: support staff read it literally, and a declined card or a payment
+// still waiting for the processor was said to be captured.
+func TestPaymentPageCreatedLine(t *testing.T) {
+	t.Parallel()
+	card := func(st payments.Status, decline string) payments.Payment {
+		p := samplePayment("pay_6", "order-6", 0, 0)
+		p.Method, p.Status, p.DeclineCode = payments.MethodCreditCard, st, decline
+		return p
+	}
+	captured := payments.Params{payments.FieldCapture: "true"}
+	authorize := payments.Params{payments.FieldCapture: "false"}
+	for _, c := range []struct {
+		p      payments.Payment
+		params payments.Params
+		want   string
+	}{
+		{card(payments.StatusDeclined, "card_declined"), captured, "Created this payment; the processor declined it (card_declined): no money moved."},
+		{card(payments.StatusDeclined, ""), authorize, "Created this payment; the processor declined it: no money moved."},
+		{card(payments.StatusProcessing, ""), captured, "Created this payment; waiting for the processor's answer."},
+		{card(payments.StatusAuthorized, ""), authorize, "Created this payment, authorized only."},
+		{card(payments.StatusCanceled, ""), authorize, "Created this payment, authorized only."},
+		{card(payments.StatusRefunded, ""), captured, "Created this payment, captured."},
+		{samplePayment("pay_7", "order-7", 0, 0), captured, "Created this payment for the payer to pay by Pix."},
+	} {
+		at := payments.Attempt{Operation: payments.OpCreate, IdempotencyKey: c.p.IdempotencyKey, Outcome: payments.OutcomeCreated,
+			At: created, Transport: "rest", Params: c.params}
+		doc := renderDoc(t, paymentPage(paymentView{Payment: c.p, Attempts: []attemptView{{Attempt: at}}}))
+		got := squash(doc.Find(`table.timeline > tbody > tr td[data-label="What happened"]`).Text())
+		if got != c.want {
+			t.Errorf("%s payment's create line %q, want %q", c.p.Status, got, c.want)
+		}
+	}
+}

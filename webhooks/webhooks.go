@@ -16,8 +16,6 @@ package webhooks
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -32,6 +30,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/cmpay/cmpay/events"
+	"github.com/cmpay/cmpay/internal/secrets"
 	"github.com/cmpay/cmpay/internal/sqlq"
 	"github.com/cmpay/cmpay/internal/startstop"
 	"github.com/cmpay/cmpay/models"
@@ -280,12 +279,8 @@ func (s *Service) CreateEndpoint(ctx context.Context, client, rawURL string, typ
 	return endpointFromRow(row), secret, nil
 }
 
-// newSecret is 256 random bits, URL-safe.
-func newSecret() string {
-	b := make([]byte, 32)
-	_, _ = rand.Read(b) // crypto/rand.Read never fails
-	return "whsec_" + base64.RawURLEncoding.EncodeToString(b)
-}
+// newSecret is a new signing secret, prefixed as Stripe's are.
+func newSecret() string { return "whsec_" + secrets.Random() }
 
 // Owner is whose endpoints a caller lists and deletes: those of Client
 // ("" for the endpoints of no client), or with All every client's.
@@ -318,13 +313,8 @@ func (s *Service) EndpointsOf(ctx context.Context, o Owner) ([]Endpoint, error) 
 	return out, nil
 }
 
-// DeleteEndpoint deletes an endpoint client may see, and cancels its
-// pending deliveries; it reports whether there was such an endpoint.
-func (s *Service) DeleteEndpoint(ctx context.Context, client, id string) (bool, error) {
-	return s.DeleteEndpointOf(ctx, OwnerOf(client), id)
-}
-
-// DeleteEndpointOf deletes o's endpoint id, as DeleteEndpoint does.
+// DeleteEndpointOf deletes the endpoint id if o may see it, and cancels
+// its pending deliveries; it reports whether there was such an endpoint.
 func (s *Service) DeleteEndpointOf(ctx context.Context, o Owner, id string) (bool, error) {
 	if !payments.StorableText(id) {
 		// No endpoint has such an id, and PostgreSQL would refuse the

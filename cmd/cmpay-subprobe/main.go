@@ -1,6 +1,5 @@
 // Command cmpay-subprobe measures what GraphQL subscriptions cost a CMPay
-// server, the way the probe of issue 29 did: many subscriptions over a few
-// WebSockets (the server's RSS before and after, and how many messages one
+// server: many subscriptions over a few WebSockets (the server's RSS before and after, and how many messages one
 // payment fans out to), many SSE streams of one token, and subscriptions
 // that replay a large outbox from `after: "0"` (the server's CPU seconds,
 // its peak RSS, and how long a createPayment takes meanwhile).

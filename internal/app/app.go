@@ -156,22 +156,16 @@ func build(ctx context.Context, db *gorm.DB, replica *database.Replica, cfg conf
 		return nil, err
 	}
 	handler := httpapi.NewHandler(httpapi.Deps{
-		Service:        svc,
-		Ping:           database.Pinger(db),
-		Metrics:        m,
-		APITokens:      cfg.APITokens,
-		Tokens:         apitoken.NewStore(db, apitoken.Options{}),
-		Staff:          staffStore,
-		CORSOrigins:    cfg.CORSOrigins,
-		TrustedProxies: cfg.TrustedProxies,
-		MaxBodyBytes:   cfg.MaxBodyBytes,
-		GraphQL: &graph.Options{
-			Introspection: cfg.Introspection,
-			MaxDepth:      cfg.MaxDepth,
-			MaxComplexity: cfg.MaxComplexity,
-			Subscriptions: graph.SubscriptionLimits{PerSocket: cfg.SubscriptionsPerSocket,
-				PerToken: cfg.SubscriptionsPerToken, PerInstance: cfg.SubscriptionsPerInstance},
-		},
+		Service:         svc,
+		Ping:            database.Pinger(db),
+		Metrics:         m,
+		APITokens:       cfg.APITokens,
+		Tokens:          apitoken.NewStore(db, apitoken.Options{}),
+		Staff:           staffStore,
+		CORSOrigins:     cfg.CORSOrigins,
+		TrustedProxies:  cfg.TrustedProxies,
+		MaxBodyBytes:    cfg.MaxBodyBytes,
+		GraphQL:         graphQLOptions(cfg),
 		Events:          ev,
 		Webhooks:        wh,
 		ProcessorEvents: in,
@@ -185,8 +179,9 @@ func build(ctx context.Context, db *gorm.DB, replica *database.Replica, cfg conf
 	// resolves unknown processor outcomes and reads old authorizations
 	// (the Recoverer; the database's leases keep two instances off one),
 	// and reads the pending Pix and boleto whose news is late (the Poller).
-	background := []startstop.Service{svc.ClockSync(log), ev, wh, svc.Sweeper(cfg.SweepInterval, log),
-		oldEvents.Runner(cfg.SweepInterval, log), svc.Recoverer(0, log),
+	sweepEvery := cmp.Or(cfg.SweepInterval, payments.DefaultSweepInterval)
+	background := []startstop.Service{svc.ClockSync(log), ev, wh, svc.Sweeper(sweepEvery, log),
+		oldEvents.Runner(sweepEvery, log), svc.Recoverer(0, log),
 		svc.Poller(pcfg.PollAfter, 0, log)}
 	if in != nil {
 		background = append(background, in.Retrier(5*time.Second, log))
@@ -307,4 +302,17 @@ func (a eventApplier) ApplyProcessorEvent(ctx context.Context, ev processor.Even
 		return fmt.Errorf("%w: %w", intake.ErrNotYet, err)
 	}
 	return err
+}
+
+// graphQLOptions are graph.DefaultOptions with what cfg sets instead.
+func graphQLOptions(cfg config.Config) *graph.Options {
+	o := graph.DefaultOptions()
+	if cfg.Introspection != nil {
+		o.Introspection = *cfg.Introspection
+	}
+	o.MaxDepth = cmp.Or(cfg.MaxDepth, o.MaxDepth)
+	o.MaxComplexity = cmp.Or(cfg.MaxComplexity, o.MaxComplexity)
+	o.Subscriptions = graph.SubscriptionLimits{PerSocket: cfg.SubscriptionsPerSocket,
+		PerToken: cfg.SubscriptionsPerToken, PerInstance: cfg.SubscriptionsPerInstance}
+	return &o
 }

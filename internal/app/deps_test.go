@@ -21,7 +21,7 @@ const module = "github.com/cmpay/cmpay"
 var layers = map[string][]string{
 	"database":      {"models", "internal/clientid", "internal/iso4217", "internal/sqlq", "internal/startstop"},
 	"internal/sqlq": {},
-	"config":        {"clientaddr"},
+	"config":        {"clientaddr", "internal/secrets"},
 }
 
 // composers lists who may import the composition root and the command

@@ -5,6 +5,9 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/cmpay/cmpay/config"
+	"github.com/cmpay/cmpay/graph"
 )
 
 func TestHTTPServerTimeouts(t *testing.T) {
@@ -20,5 +23,27 @@ func TestHTTPServerTimeouts(t *testing.T) {
 	}
 	if srv.ReadHeaderTimeout > 10*time.Second || srv.MaxHeaderBytes <= 0 || srv.MaxHeaderBytes > 1<<20 {
 		t.Errorf("header limits: %s, %d bytes", srv.ReadHeaderTimeout, srv.MaxHeaderBytes)
+	}
+}
+
+// TestGraphQLOptionsFromConfig: what the environment leaves unset is
+// graph's default, and what it sets replaces it, introspection off too.
+func TestGraphQLOptionsFromConfig(t *testing.T) {
+	t.Parallel()
+	def := graph.DefaultOptions()
+	unset, err := config.FromEnv(func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := graphQLOptions(unset); o.Introspection != def.Introspection || o.MaxDepth != def.MaxDepth || o.MaxComplexity != def.MaxComplexity {
+		t.Errorf("unset: %+v, want graph's defaults %+v", *o, def)
+	}
+	vars := map[string]string{"GRAPHQL_INTROSPECTION": "false", "GRAPHQL_MAX_DEPTH": "3", "GRAPHQL_MAX_COMPLEXITY": "40"}
+	set, err := config.FromEnv(func(k string) string { return vars[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := graphQLOptions(set); o.Introspection || o.MaxDepth != 3 || o.MaxComplexity != 40 {
+		t.Errorf("set: introspection %v, depth %d, complexity %d", o.Introspection, o.MaxDepth, o.MaxComplexity)
 	}
 }

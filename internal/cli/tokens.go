@@ -1,12 +1,12 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -101,8 +101,8 @@ func listTokens(ctx context.Context, out io.Writer, s *apitoken.Store) error {
 	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(w, "ID\tNAME\tCLIENT\tSCOPES\tCREATED\tLAST USED\tREVOKED")
 	for _, t := range tokens {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Name, or(t.ClientID, "(any)"), auth.JoinScopes(t.Scopes),
-			stamp(&t.CreatedAt), or(stamp(t.LastUsedAt), "never"), or(stamp(t.RevokedAt), "-"))
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Name, cmp.Or(t.ClientID, "(any)"), auth.JoinScopes(t.Scopes),
+			stamp(&t.CreatedAt), cmp.Or(stamp(t.LastUsedAt), "never"), cmp.Or(stamp(t.RevokedAt), "-"))
 	}
 	return w.Flush()
 }
@@ -129,11 +129,4 @@ func stamp(t *time.Time) string {
 		return ""
 	}
 	return t.UTC().Format(time.RFC3339)
-}
-
-func or(s, fallback string) string {
-	if strings.TrimSpace(s) == "" {
-		return fallback
-	}
-	return s
 }

@@ -78,7 +78,7 @@ func TestSlowTokenFirstSendTimesOut(t *testing.T) {
 	req := card("cmpay_slow", TokenSlow, true)
 	_, err := s.CreatePayment(ctx, req)
 	var pe *processor.Error
-	if !errors.As(err, &pe) || pe.Kind != processor.KindTimeout || !processor.IsUnknown(err) {
+	if !errors.As(err, &pe) || pe.Kind != processor.KindTimeout || pe.Known() {
 		t.Fatalf("first send: %v", err)
 	}
 	if ctx.Err() == nil {
@@ -220,7 +220,7 @@ func TestSandboxRefusals(t *testing.T) {
 	s, _ := newSandbox(processor.SandboxInstant)
 	ctx := context.Background()
 	var pe *processor.Error
-	if _, err := s.FindPayments(ctx, "pay_1"); !errors.As(err, &pe) || pe.Kind != processor.KindUnsupported || processor.IsUnknown(err) {
+	if _, err := s.FindPayments(ctx, "pay_1"); !errors.As(err, &pe) || pe.Kind != processor.KindUnsupported || !pe.Known() {
 		t.Errorf("find: %v", err)
 	}
 	if _, err := s.ListRefunds(ctx, "x"); !errors.As(err, &pe) || pe.Kind != processor.KindUnsupported {

@@ -56,20 +56,20 @@ func TestDecodeEachEventType(t *testing.T) {
 			t.Errorf("%s: %+v %v", typ, ev, err)
 		}
 	}
-	check(processor.EventPaymentSucceeded, 0, func(ev processor.Event) bool {
+	check("payment_intent.succeeded", 0, func(ev processor.Event) bool {
 		return ev.Payment.State == processor.PaymentCaptured && ev.Payment.CapturedMinor == 1050 && ev.Payment.PaymentID == "pay_1"
 	})
-	check(processor.EventPaymentFailed, 0, func(ev processor.Event) bool {
+	check("payment_intent.payment_failed", 0, func(ev processor.Event) bool {
 		return ev.Payment.State == processor.PaymentDeclined && ev.Payment.DeclineCode == "insufficient_funds"
 	})
-	check(processor.EventPaymentFailed, 1, func(ev processor.Event) bool {
+	check("payment_intent.payment_failed", 1, func(ev processor.Event) bool {
 		return ev.Payment.State == processor.PaymentExpired && ev.Payment.PaymentID == "pay_6"
 	})
-	check(processor.EventPaymentCanceled, 0, func(ev processor.Event) bool { return ev.Payment.State == processor.PaymentCanceled })
-	check(processor.EventRefundUpdated, 0, func(ev processor.Event) bool {
+	check("payment_intent.canceled", 0, func(ev processor.Event) bool { return ev.Payment.State == processor.PaymentCanceled })
+	check("refund.updated", 0, func(ev processor.Event) bool {
 		return ev.Refund.State == processor.RefundSucceeded && ev.Refund.RefundID == "ref_1" && ev.Refund.AmountMinor == 300
 	})
-	check(processor.EventChargeRefunded, 0, func(ev processor.Event) bool {
+	check("charge.refunded", 0, func(ev processor.Event) bool {
 		return ev.RefundedMinor == 300 && len(ev.Refunds) == 1 && ev.Refunds[0].RefundID == "ref_1"
 	})
 }
@@ -77,7 +77,7 @@ func TestDecodeEachEventType(t *testing.T) {
 // Anything but a good signature within 300 s, either way, is refused.
 func TestVerifyRefuses(t *testing.T) {
 	byType, d, clock := eventsOf(t)
-	e := byType[processor.EventPaymentSucceeded][0]
+	e := byType["payment_intent.succeeded"][0]
 	now := clock.Now()
 	for name, tc := range map[string]struct {
 		header string
@@ -151,7 +151,7 @@ func TestChargeFamilyEventsDecodeByTheirObject(t *testing.T) {
 	now := clock.Now()
 	var refundTypes []string
 	for _, e := range d.EventsFor(p.Reference) {
-		if e.Type != processor.EventRefundUpdated && e.Type != processor.EventChargeRefundUpdated {
+		if e.Type != "refund.updated" && e.Type != "charge.refund.updated" {
 			continue
 		}
 		ev, err := verify(t, d, e, now, now)

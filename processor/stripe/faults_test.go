@@ -148,12 +148,12 @@ func TestWriteFaults(t *testing.T) {
 				}
 				_, err := wc.send(ctx, conn, ref, "cmpay_op")
 				pe := asError(t, err)
-				if !processor.IsUnknown(err) || pe.Kind != wantKind[fault] || pe.Replayed {
+				if !unknown(err) || pe.Kind != wantKind[fault] || pe.Replayed {
 					t.Fatalf("first answer: %v (kind %s), want unknown %s", err, pe.Kind, wantKind[fault])
 				}
 				state, err := askAgain(wc, conn, ref)
 				if fault == stripedouble.ServerErrorAfter || fault == stripedouble.ServerErrorStored {
-					if pe := asError(t, err); pe.Kind != processor.KindServerError || !pe.Replayed || !processor.IsUnknown(err) {
+					if pe := asError(t, err); pe.Kind != processor.KindServerError || !pe.Replayed || !unknown(err) {
 						t.Fatalf("asking again after a stored 500: %v", err)
 					}
 					state, err = wc.read(context.Background(), conn, ref)
@@ -195,7 +195,7 @@ func askAgain(wc writeCase, conn *Connector, ref string) (string, error) {
 	for {
 		state, err := wc.send(context.Background(), conn, ref, "cmpay_op")
 		var pe *processor.Error
-		if processor.IsUnknown(err) && errors.As(err, &pe) && !pe.Replayed && time.Now().Before(deadline) {
+		if unknown(err) && errors.As(err, &pe) && !pe.Replayed && time.Now().Before(deadline) {
 			time.Sleep(time.Millisecond) // polling the double, not waiting for time to pass
 			continue
 		}
@@ -247,7 +247,7 @@ func TestReadFaults(t *testing.T) {
 					ctx = short(t)
 				}
 				err = read(ctx, conn, pi, re.Reference)
-				if pe := asError(t, err); !processor.IsUnknown(err) || pe.Kind != wantKind[fault] {
+				if pe := asError(t, err); !unknown(err) || pe.Kind != wantKind[fault] {
 					t.Fatalf("got %v (kind %s), want unknown %s", err, pe.Kind, wantKind[fault])
 				}
 				if err := read(context.Background(), conn, pi, re.Reference); err != nil {
@@ -297,7 +297,7 @@ func TestIdempotencyMismatch(t *testing.T) {
 	other.AmountMinor = 2000
 	_, err = conn.CreatePayment(ctx, other)
 	pe := asError(t, err)
-	if pe.Kind != processor.KindIdempotencyMismatch || !pe.Known() || pe.Refused() || processor.IsUnknown(err) {
+	if pe.Kind != processor.KindIdempotencyMismatch || !pe.Known() || pe.Refused() || unknown(err) {
 		t.Fatalf("%+v", pe)
 	}
 	if l := d.Ledger(first.Reference); l.Captured != 1050 || len(d.IntentsFor("pay_1")) != 1 {
@@ -311,7 +311,7 @@ func TestLostCreateFoundBySearchAfterLag(t *testing.T) {
 	conn, d, clock := setup(t, stripedouble.Options{SearchLag: time.Minute})
 	d.FailNext(stripedouble.CreatePaymentIntent, stripedouble.Fault{Kind: stripedouble.ServerErrorAfter})
 	req := cardReq("cmpay_1", "pay_'1'", "pm_card_visa", true)
-	if _, err := conn.CreatePayment(context.Background(), req); !processor.IsUnknown(err) {
+	if _, err := conn.CreatePayment(context.Background(), req); !unknown(err) {
 		t.Fatalf("%v", err)
 	}
 	if found, err := conn.FindPayments(context.Background(), "pay_'1'"); err != nil || len(found) != 0 {
@@ -339,7 +339,7 @@ func TestConcurrentSendsMoveMoneyOnce(t *testing.T) {
 		}()
 	}
 	for range 8 {
-		if err := <-done; err != nil && !processor.IsUnknown(err) {
+		if err := <-done; err != nil && !unknown(err) {
 			t.Errorf("a known error from a fault: %v", err)
 		}
 	}

@@ -39,6 +39,14 @@ func cardReq(key, paymentID, token string, capture bool) processor.CreatePayment
 		Currency: "BRL", Method: processor.MethodCreditCard, PaymentMethodToken: token, Capture: capture}
 }
 
+// unknown says whether err leaves a call's outcome unknown, as the engine
+// judges it (payments/operations.go, errorOutcome): a *processor.Error
+// whose Known is false, or any other error.
+func unknown(err error) bool {
+	var pe *processor.Error
+	return err != nil && (!errors.As(err, &pe) || !pe.Known())
+}
+
 func asError(t *testing.T, err error) *processor.Error {
 	t.Helper()
 	var pe *processor.Error
