@@ -143,10 +143,8 @@ const (
 func guard(ok check, limiter *auth.FailureLimiter, st style, challenge string, log *slog.Logger) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			// Several Authorization headers never get here (oneAuthorization).
 			headers := r.Header.Values("Authorization")
-			if refuseSeveralAuthorizations(w, r, st, limiter, log) {
-				return
-			}
 			result, err := ok(r)
 			if err != nil {
 				refuseBody(w, r)
@@ -176,10 +174,28 @@ func guard(ok check, limiter *auth.FailureLimiter, st style, challenge string, l
 	}
 }
 
-// refuseSeveralAuthorizations answers a request with more than one
-// Authorization header, and says whether it did. Which one would count?
+// oneAuthorization refuses, on every route (open ones, the admin UI and
+// the processor's events included, whichever credentials they take), a
+// request with more than one Authorization header. Which one would count?
 // Proxies and frameworks disagree (the first, the last, both joined), so
-// none does.
+// none does, and no route is left for a proxy in front to read otherwise.
+func oneAuthorization(limiter *auth.FailureLimiter, log *slog.Logger) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			st := styleProblem
+			if r.URL.Path == "/graphql" {
+				st = styleGraphQL
+			}
+			if refuseSeveralAuthorizations(w, r, st, limiter, log) {
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+// refuseSeveralAuthorizations answers a request with more than one
+// Authorization header, and says whether it did.
 func refuseSeveralAuthorizations(w http.ResponseWriter, r *http.Request, st style, limiter *auth.FailureLimiter, log *slog.Logger) bool {
 	if len(r.Header.Values("Authorization")) <= 1 {
 		return false

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -223,13 +224,30 @@ func TestMetrics(t *testing.T) {
 	if res, _ := b.raw(t, "GET", "/metrics", http.Header{"Authorization": {"Basic " + basic("watcher", "watcher-password")}}, ""); res.StatusCode != http.StatusUnauthorized {
 		t.Errorf("/metrics as an operator: %d, want 401", res.StatusCode)
 	}
-	// An admin whose temporary password is not yet changed: not until it is.
+	// The first admin's generated password, and an admin's temporary one,
+	// read /metrics (the sign-in form still asks for the change); a
+	// disabled admin does not.
+	first, err := b.staff.Bootstrap(t.Context(), "first-admin", "")
+	if err != nil || first.Generated == "" {
+		t.Fatalf("bootstrap: %+v, %v", first, err)
+	}
 	temporary, err := b.staff.Add(t.Context(), staff.CommandLine, "newcomer", staff.Admin, "")
 	if err != nil {
 		t.Fatal(err)
 	}
+	for user, password := range map[string]string{"first-admin": first.Generated, "newcomer": temporary} {
+		if res, _ := b.raw(t, "GET", "/metrics", http.Header{"Authorization": {"Basic " + basic(user, password)}}, ""); res.StatusCode != http.StatusOK {
+			t.Errorf("/metrics as %s with a password still to change: %d, want 200", user, res.StatusCode)
+		}
+	}
+	if res, _ := b.newClient(t).post(t, "/admin/login", url.Values{"username": {"first-admin"}, "password": {first.Generated}}); res.Header.Get("Location") != "/admin/account" {
+		t.Errorf("first sign-in with the generated password went to %q, want /admin/account", res.Header.Get("Location"))
+	}
+	if err := b.staff.Disable(t.Context(), staff.CommandLine, "newcomer"); err != nil {
+		t.Fatal(err)
+	}
 	if res, _ := b.raw(t, "GET", "/metrics", http.Header{"Authorization": {"Basic " + basic("newcomer", temporary)}}, ""); res.StatusCode != http.StatusUnauthorized {
-		t.Errorf("/metrics as an admin with a temporary password: %d, want 401", res.StatusCode)
+		t.Errorf("/metrics as a disabled admin: %d, want 401", res.StatusCode)
 	}
 	res, text := b.raw(t, "GET", "/metrics", http.Header{"Authorization": {"Basic " + basic("admin", adminPassword)}}, "")
 	if res.StatusCode != http.StatusOK {

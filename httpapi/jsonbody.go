@@ -71,6 +71,9 @@ func unmarshalStrict(data []byte, dst any) error {
 		return syntaxProblem(err, dst)
 	}
 	if value.Kind() != '{' {
+		if len(jsonFields(dst)) == 0 {
+			return badBody(takesNoFields)
+		}
 		return badBody("the body must be a JSON object with the fields %s", fieldList(dst))
 	}
 	// Not dec.ReadToken: that would reuse the buffer value points into.
@@ -158,12 +161,22 @@ func semanticProblem(err error, dst any) error {
 // not echo the body; a name like this one is the client's typo, not data).
 var plainName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,39}$`)
 
+// takesNoFields is what a route whose body holds nothing (a cancel) says
+// of a body that holds something.
+const takesNoFields = "this endpoint takes no fields: send no body, or an empty object {}"
+
 // unknownFieldProblem names a top-level field dst does not take, and the
 // field that was probably meant, as GraphQL validation does for a misspelt
 // input field.
 func unknownFieldProblem(p jsontext.Pointer, dst any) error {
 	fields := jsonFields(dst)
 	name := p.LastToken()
+	if len(fields) == 0 {
+		if p.Parent() != "" || !plainName.MatchString(name) {
+			return badBody("the body has a field; %s", takesNoFields)
+		}
+		return badBody("the field %q is not one this endpoint takes; %s", name, takesNoFields)
+	}
 	if p.Parent() != "" || !plainName.MatchString(name) {
 		return badBody("the body has a field this endpoint does not take; it takes %s, spelt exactly so (names are case-sensitive)", fieldList(dst))
 	}

@@ -77,8 +77,16 @@ type restCreateBody struct {
 	PaymentMethodToken *string `json:"paymentMethodToken"`
 }
 
-// restChangeBody is the optional JSON body of a capture or refund.
-type restChangeBody struct {
+// restCaptureBody is the optional JSON body of a capture.
+type restCaptureBody struct {
+	Amount json.RawMessage `json:"amount"`
+}
+
+// restCancelBody is a cancel's body: none, or an empty object.
+type restCancelBody struct{}
+
+// restRefundBody is the optional JSON body of a refund.
+type restRefundBody struct {
 	Amount json.RawMessage `json:"amount"`
 	Reason *string         `json:"reason"`
 }
@@ -132,20 +140,14 @@ func writeCreated(w http.ResponseWriter, r *http.Request, svc *payments.Service,
 // capturePaymentREST is POST /api/payments/{id}/capture, body optional:
 // {"amount": "…"}.
 func capturePaymentREST(svc *payments.Service) http.HandlerFunc {
-	return changeREST(svc, "rest:capturePayment", func(ctx context.Context, id, key string, body restChangeBody, o payments.Origin) (payments.ChangeResult, error) {
-		if body.Reason != nil {
-			return payments.ChangeResult{}, &payments.InvalidInputError{Problems: []payments.Problem{{Field: "reason", Message: "a capture takes no reason"}}}
-		}
+	return changeREST(svc, "rest:capturePayment", func(ctx context.Context, id, key string, body restCaptureBody, o payments.Origin) (payments.ChangeResult, error) {
 		return svc.Capture(ctx, payments.CaptureRequest{PaymentID: id, Amount: optionalAmount(body.Amount), IdempotencyKey: key, Origin: o})
 	})
 }
 
 // cancelPaymentREST is POST /api/payments/{id}/cancel, no body.
 func cancelPaymentREST(svc *payments.Service) http.HandlerFunc {
-	return changeREST(svc, "rest:cancelPayment", func(ctx context.Context, id, key string, body restChangeBody, o payments.Origin) (payments.ChangeResult, error) {
-		if body.Amount != nil || body.Reason != nil {
-			return payments.ChangeResult{}, &payments.InvalidInputError{Problems: []payments.Problem{{Field: "body", Message: "a cancel takes no amount or reason"}}}
-		}
+	return changeREST(svc, "rest:cancelPayment", func(ctx context.Context, id, key string, _ restCancelBody, o payments.Origin) (payments.ChangeResult, error) {
 		return svc.Cancel(ctx, payments.CancelRequest{PaymentID: id, IdempotencyKey: key, Origin: o})
 	})
 }
@@ -153,23 +155,25 @@ func cancelPaymentREST(svc *payments.Service) http.HandlerFunc {
 // refundPaymentREST is POST /api/payments/{id}/refunds, body optional:
 // {"amount": "…", "reason": "…"}. 201 with the refund and a Location.
 func refundPaymentREST(svc *payments.Service) http.HandlerFunc {
-	return changeREST(svc, "rest:refundPayment", func(ctx context.Context, id, key string, body restChangeBody, o payments.Origin) (payments.ChangeResult, error) {
+	return changeREST(svc, "rest:refundPayment", func(ctx context.Context, id, key string, body restRefundBody, o payments.Origin) (payments.ChangeResult, error) {
 		return svc.Refund(ctx, payments.RefundRequest{PaymentID: id, Amount: optionalAmount(body.Amount), Reason: body.Reason,
 			IdempotencyKey: key, Origin: o})
 	})
 }
 
 // changeREST is the handler shared by capture, cancel and refunds: the key
-// header, the optional body, the call, the answer.
-func changeREST(svc *payments.Service, operation string,
-	call func(ctx context.Context, id, key string, body restChangeBody, o payments.Origin) (payments.ChangeResult, error)) http.HandlerFunc {
+// header, the optional body (each route's own type B, so that a field is
+// refused, and the fields taken named, by the route's own list), the call,
+// the answer.
+func changeREST[B any](svc *payments.Service, operation string,
+	call func(ctx context.Context, id, key string, body B, o payments.Origin) (payments.ChangeResult, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		metrics.SetOperation(r.Context(), operation)
 		key, ok := idempotencyKey(w, r)
 		if !ok {
 			return
 		}
-		var body restChangeBody
+		var body B
 		if err := decodeJSONBody(r, &body, true); err != nil {
 			writeProblem(w, r, bodyProblem(err))
 			return

@@ -111,6 +111,7 @@ func NewHandler(d Deps) http.Handler {
 			MaxAge:         600,
 		}).Handler)
 	}
+	r.Use(oneAuthorization(failures, log))
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, apierror.Error{Code: apierror.NotFound, Status: http.StatusNotFound, Message: "no such path"})
 	})

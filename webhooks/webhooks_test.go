@@ -389,7 +389,7 @@ func TestSSRFGuard(t *testing.T) {
 		"http://127.0.0.1/hook", "http://127.1.2.3:8080/", "http://[::1]/", "http://[::ffff:127.0.0.1]/",
 		"http://10.0.0.1/", "http://172.16.5.4/", "http://192.168.1.1/", "http://169.254.169.254/latest/meta-data",
 		"http://[fe80::1]/", "http://[fc00::1]/", "http://0.0.0.0/", "http://100.64.0.1/",
-		"http://internal.test/", "http://metadata.test/", "https://six.test/", "http://nowhere.test/",
+		"http://internal.test/", "http://metadata.test/", "https://six.test/",
 		"ftp://public.test/", "file:///etc/passwd", "/relative", "not a url", "https:///nohost", "http://public.test/#frag",
 		// IPv6 forms that embed an IPv4 address, and ranges that are not
 		// public: documentation, 6to4, Teredo.

@@ -78,10 +78,7 @@ func startServer(t *testing.T, env ...string) *server {
 	defer stderr.Close()
 	cmd := exec.Command(filepath.Join(s.bin, "cmpay"))
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "DATABASE_URL="+s.dbURL, "ADDR=127.0.0.1:0", "API_TOKENS="+exampleToken,
-		// docs/api/events.md registers a webhook endpoint whose host
-		// resolves nowhere here; it says that it runs with this setting.
-		"WEBHOOK_ALLOW_PRIVATE=true")
+	cmd.Env = append(os.Environ(), "DATABASE_URL="+s.dbURL, "ADDR=127.0.0.1:0", "API_TOKENS="+exampleToken)
 	cmd.Env = append(cmd.Env, env...)
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	if err := cmd.Start(); err != nil {
