@@ -319,7 +319,8 @@ func (s *Service) EndpointsOf(ctx context.Context, o Owner) ([]Endpoint, error) 
 }
 
 // DeleteEndpoint deletes an endpoint client may see, and cancels its
-// pending deliveries; it reports whether there was such an endpoint.
+// pending deliveries; it reports whether there was such an endpoint. An
+// endpoint it may not see is ErrForbidden, and is left as it is.
 func (s *Service) DeleteEndpoint(ctx context.Context, client, id string) (bool, error) {
 	return s.DeleteEndpointOf(ctx, OwnerOf(client), id)
 }
@@ -339,6 +340,10 @@ func (s *Service) DeleteEndpointOf(ctx context.Context, o Owner, id string) (boo
 	}
 	return found, nil
 }
+
+// ErrForbidden: the endpoint belongs to a client (or to no client) whose
+// endpoints the caller may not change; nothing was changed.
+var ErrForbidden = errors.New("the webhook endpoint belongs to another client")
 
 // ErrNotFailed: a resend found the delivery not failed (already resent,
 // delivered, or unknown).
