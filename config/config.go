@@ -125,7 +125,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		MaxBodyBytes:    1 << 20,
 		Introspection:   true,
 		MaxDepth:        10,
-		MaxComplexity:   5000,
+		MaxComplexity:   6000,
 	}
 	var problems []string
 	duration := func(name string, into *time.Duration) {
