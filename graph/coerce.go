@@ -31,7 +31,8 @@ import (
 //
 // Values nested in input objects and lists are checked too. A refusal is a
 // variable error like gqlparser's (GRAPHQL_VALIDATION_FAILED, path
-// ["variable", …]) that names the value received, quoted and cut short.
+// ["variable", …]) that says what the type takes, never the value received:
+// error messages do not echo the request.
 type strictVariables struct{ schema *ast.Schema }
 
 func (strictVariables) ExtensionName() string                   { return "StrictVariables" }
@@ -116,8 +117,7 @@ func (s strictVariables) check(v any, t *ast.Type) *badValue {
 	case ast.Enum:
 		name, _ := v.(string)
 		if def.EnumValues.ForName(name) == nil {
-			return &badValue{message: fmt.Sprintf("%s is not a %s: use one of %s %s",
-				quoteValue(v), def.Name, enumNames(def), enumCaseNote(def, name))}
+			return &badValue{message: enumRefusal(def, name)}
 		}
 	case ast.InputObject:
 		fields, ok := v.(map[string]any)
@@ -186,20 +186,16 @@ func enumNames(def *ast.Definition) string {
 	return strings.Join(names, ", ")
 }
 
-// maxQuoted is how much of a client's value an error message repeats: enough
-// to recognise it, never a large part of what was sent.
-const maxQuoted = 40
-
-// quoteValue shows a value a client sent, in JSON's notation, cut short.
-func quoteValue(v any) string {
-	switch v := v.(type) {
-	case string:
-		return clip(strconv.Quote(v))
-	case json.Number:
-		return clip(v.String())
-	}
-	return scalar.JSONKind(v)
+// enumRefusal is what a value that is not one of enum def's values is
+// told: the values it takes, and the one it may have meant in another
+// letter case, but not the value itself (error messages do not echo the
+// request).
+func enumRefusal(def *ast.Definition, value string) string {
+	return fmt.Sprintf("the value is not a valid %s: use one of %s %s", def.Name, enumNames(def), enumCaseNote(def, value))
 }
+
+// maxQuoted is the longest quoted text or path name a message keeps whole.
+const maxQuoted = 40
 
 func clip(s string) string {
 	if len(s) <= maxQuoted {
