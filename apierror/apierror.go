@@ -15,6 +15,7 @@ import (
 	"github.com/cmpay/cmpay/database"
 	"github.com/cmpay/cmpay/payments"
 	"github.com/cmpay/cmpay/requestid"
+	"github.com/cmpay/cmpay/webhooks"
 )
 
 // The codes clients branch on.
@@ -88,6 +89,8 @@ func FromDomain(ctx context.Context, err error) Error {
 		return Error{Code: NotFound, Status: http.StatusNotFound, Message: "no such payment"}
 	case errors.Is(err, payments.ErrForbidden):
 		return Error{Code: Forbidden, Status: http.StatusForbidden, Message: "this token may not act on this client's payments"}
+	case errors.Is(err, webhooks.ErrForbidden):
+		return Error{Code: Forbidden, Status: http.StatusForbidden, Message: "this token may not change this webhook endpoint"}
 	case errors.Is(err, payments.ErrProcessorUnavailable):
 		// This server cannot call the payment's processor; one configured
 		// for it can, and the key was left unused for it.
@@ -103,19 +106,6 @@ func FromDomain(ctx context.Context, err error) Error {
 		return Error{Code: Forbidden, Status: http.StatusForbidden, Message: err.Error()}
 	}
 	return FromInternal(ctx, err)
-}
-
-// OthersNotFound is err as answered to a request on a payment given by its
-// id: a payment of a client the token may not act for is NOT_FOUND, never
-// FORBIDDEN, so that a client-bound token cannot learn that another
-// client's payment exists (as GET /api/payments/{id} and payment(id:)
-// answer it). A create for another client stays FORBIDDEN: the client id
-// is the caller's own input.
-func OthersNotFound(err error) error {
-	if errors.Is(err, payments.ErrForbidden) {
-		return payments.ErrNotFound
-	}
-	return err
 }
 
 // FromInternal logs err and returns what the client may see of it. A

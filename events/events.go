@@ -107,21 +107,10 @@ var ErrClosed = errors.New("the server is shutting down; subscribe again with `a
 func ParseID(s string) (int64, error) {
 	id, err := strconv.ParseInt(s, 10, 64)
 	if err != nil || id < 0 {
-		return 0, afterError("after must be an event id this API returned, got %s", echo(s))
+		// Not the value: error messages do not echo the request.
+		return 0, afterError("after must be the id of an event this API returned")
 	}
 	return id, nil
-}
-
-// maxEcho is the longest input an error message repeats.
-const maxEcho = 24
-
-// echo is how an error message shows a value the client sent: quoted when
-// short, by its length otherwise, so that a long input is not sent back.
-func echo(s string) string {
-	if len(s) <= maxEcho {
-		return strconv.Quote(s)
-	}
-	return fmt.Sprintf("a string of %d bytes", len(s))
 }
 
 func afterError(format string, args ...any) error {

@@ -84,23 +84,21 @@ func TestAfterBeyondTheNewestEvent(t *testing.T) {
 	})
 }
 
-// TestParseIDDoesNotRepeatLongInput: the error for a malformed `after`
-// quotes a short value, and only tells the length of a long one.
-func TestParseIDDoesNotRepeatLongInput(t *testing.T) {
+// TestParseIDDoesNotRepeatInput: the error for a malformed `after` says
+// what after takes, and never repeats the value (error messages do not
+// echo the request), short or long.
+func TestParseIDDoesNotRepeatInput(t *testing.T) {
 	t.Parallel()
 	long := strings.Repeat("9", 50_000)
-	for _, tt := range []struct{ in, want string }{
-		{"yesterday", `"yesterday"`},
-		{long, "a string of 50000 bytes"},
-		{"-" + long, "a string of 50001 bytes"},
-	} {
-		_, err := events.ParseID(tt.in)
+	for _, in := range []string{"garbage", "yesterday", long, "-" + long} {
+		_, err := events.ParseID(in)
 		var invalid *payments.InvalidInputError
 		if !errors.As(err, &invalid) {
-			t.Fatalf("ParseID(%.20s…): %v, want bad input", tt.in, err)
+			t.Fatalf("ParseID(%.20s…): %v, want bad input", in, err)
 		}
-		if msg := invalid.Problems[0].Message; len(msg) > 200 || !strings.Contains(msg, tt.want) || len(err.Error()) > 300 {
-			t.Errorf("ParseID(%.20s…): message of %d bytes %.200q, want at most 200 with %s", tt.in, len(msg), msg, tt.want)
+		msg := invalid.Problems[0].Message
+		if strings.Contains(err.Error(), in) || strings.Contains(err.Error(), "999") || !strings.Contains(msg, "id of an event") {
+			t.Errorf("ParseID(%.20s…): %.200q, want what after takes without the value", in, err.Error())
 		}
 	}
 }

@@ -20,8 +20,9 @@ import (
 //
 //   - a String takes only a JSON string. The transports decode numbers as
 //     json.Number, a string type, so gqlparser let "idempotencyKey": 12
-//     through and gqlgen made it the key "12". (ID still takes integers, as
-//     the spec says.)
+//     through and gqlgen made it the key "12".
+//   - an ID takes a JSON string or an integer, as the spec says: gqlparser
+//     took any number, so "clientId": 1.5 made a payment for client "1.5".
 //   - an Int takes only a JSON number, whole and of 32 bits: gqlparser
 //     took the string "5", and "99999999999" skipped the range check.
 //   - an enum takes only one of its values, spelt exactly. gqlparser
@@ -30,7 +31,8 @@ import (
 //
 // Values nested in input objects and lists are checked too. A refusal is a
 // variable error like gqlparser's (GRAPHQL_VALIDATION_FAILED, path
-// ["variable", …]) that names the value received, quoted and cut short.
+// ["variable", …]) that says what the type takes, never the value received:
+// error messages do not echo the request.
 type strictVariables struct{ schema *ast.Schema }
 
 func (strictVariables) ExtensionName() string                   { return "StrictVariables" }
@@ -97,6 +99,10 @@ func (s strictVariables) check(v any, t *ast.Type) *badValue {
 			if _, ok := v.(string); !ok {
 				return &badValue{message: "a String must be a JSON string, not " + scalar.JSONKind(v)}
 			}
+		case "ID":
+			if !idValue(v) {
+				return &badValue{message: "an ID must be a JSON string or an integer, not " + numberWords(v)}
+			}
 		case "Int":
 			// The spec's Int is 32 bits; gqlparser took any int64, and a
 			// huge first: reached the complexity limit as the error. It
@@ -111,8 +117,7 @@ func (s strictVariables) check(v any, t *ast.Type) *badValue {
 	case ast.Enum:
 		name, _ := v.(string)
 		if def.EnumValues.ForName(name) == nil {
-			return &badValue{message: fmt.Sprintf("%s is not a %s: use one of %s %s",
-				quoteValue(v), def.Name, enumNames(def), enumCaseNote(def, name))}
+			return &badValue{message: enumRefusal(def, name)}
 		}
 	case ast.InputObject:
 		fields, ok := v.(map[string]any)
@@ -146,6 +151,30 @@ func int32Value(v any) bool {
 	return true
 }
 
+// idValue reports whether v, a variable's value as the transports decoded
+// it, may be an ID: a string or a number written as an integer (digits,
+// no fraction or exponent, any size). Other kinds are gqlparser's to
+// refuse.
+func idValue(v any) bool {
+	switch n := v.(type) {
+	case json.Number:
+		digits := strings.TrimPrefix(string(n), "-")
+		return digits != "" && strings.Trim(digits, "0123456789") == ""
+	case float64:
+		return n == math.Trunc(n) && !math.IsInf(n, 0)
+	}
+	return true
+}
+
+// numberWords says what kind of number an ID refused: never the value,
+// which is the client's (error messages do not echo the request).
+func numberWords(v any) string {
+	if n, ok := v.(json.Number); ok && strings.ContainsAny(string(n), "eE") {
+		return "a number with an exponent"
+	}
+	return "a number with a fraction"
+}
+
 // intRange is what an Int variable must be.
 const intRange = "an Int must be a whole number from -2147483648 to 2147483647"
 
@@ -157,20 +186,16 @@ func enumNames(def *ast.Definition) string {
 	return strings.Join(names, ", ")
 }
 
-// maxQuoted is how much of a client's value an error message repeats: enough
-// to recognise it, never a large part of what was sent.
-const maxQuoted = 40
-
-// quoteValue shows a value a client sent, in JSON's notation, cut short.
-func quoteValue(v any) string {
-	switch v := v.(type) {
-	case string:
-		return clip(strconv.Quote(v))
-	case json.Number:
-		return clip(v.String())
-	}
-	return scalar.JSONKind(v)
+// enumRefusal is what a value that is not one of enum def's values is
+// told: the values it takes, and the one it may have meant in another
+// letter case, but not the value itself (error messages do not echo the
+// request).
+func enumRefusal(def *ast.Definition, value string) string {
+	return fmt.Sprintf("the value is not a valid %s: use one of %s %s", def.Name, enumNames(def), enumCaseNote(def, value))
 }
+
+// maxQuoted is the longest quoted text or path name a message keeps whole.
+const maxQuoted = 40
 
 func clip(s string) string {
 	if len(s) <= maxQuoted {

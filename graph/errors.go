@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"regexp"
 	"runtime/debug"
-	"strconv"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/ast"
@@ -67,6 +66,12 @@ var (
 	wrongKind        = regexp.MustCompile(`^cannot use (\w+) as (\w+)$`)
 	notAnInt         = regexp.MustCompile(`^cannot use value .* as Int$`)
 	notAnEnumValue   = regexp.MustCompile(`(?s)^(.*) is not a valid (\w+)$`)
+	// gqlparser's words for a literal of the wrong kind or an unknown enum
+	// value, each quoting the literal.
+	literalNotInEnum = regexp.MustCompile(`(?s)^Value "(.*)" does not exist in "(\w+)!?" enum\.`)
+	literalNotEnum   = regexp.MustCompile(`(?s)^Enum "(\w+)!?" cannot represent non-enum value: `)
+	literalNotScalar = regexp.MustCompile(`(?s)^(\w+) cannot represent (.*?) value: `)
+	literalExpected  = regexp.MustCompile(`(?s)^Expected value of type "([^"]+)", found `)
 	quoted           = regexp.MustCompile(`"[^"]*"`)
 )
 
@@ -105,10 +110,17 @@ func tidy(e *gqlerror.Error, theirs bool) {
 		m = fmt.Sprintf("cannot use %s as %s", kindWords(parts[1]), parts[2])
 	case notAnEnumValue.MatchString(m):
 		parts := notAnEnumValue.FindStringSubmatch(m)
-		m = fmt.Sprintf("%s is not a %s", clip(strconv.Quote(parts[1])), parts[2])
-		if def := parsedSchema.Types[parts[2]]; def != nil && def.Kind == ast.Enum {
-			m += ": use one of " + enumNames(def) + " " + enumCaseNote(def, parts[1])
-		}
+		m = notInEnum(parts[2], parts[1])
+	case literalNotInEnum.MatchString(m):
+		parts := literalNotInEnum.FindStringSubmatch(m)
+		m = notInEnum(parts[2], parts[1])
+	case literalNotEnum.MatchString(m):
+		m = notInEnum(literalNotEnum.FindStringSubmatch(m)[1], "")
+	case literalNotScalar.MatchString(m):
+		parts := literalNotScalar.FindStringSubmatch(m)
+		m = fmt.Sprintf("%s cannot represent %s value", parts[1], parts[2])
+	case literalExpected.MatchString(m):
+		m = fmt.Sprintf("expected a value of type %s", literalExpected.FindStringSubmatch(m)[1])
 	case m == "enums must be ints or strings":
 		m = "an enum value must be a string"
 	}
@@ -131,6 +143,15 @@ func tidy(e *gqlerror.Error, theirs bool) {
 			e.Path[i] = ast.PathName(clip(string(name)))
 		}
 	}
+}
+
+// notInEnum is what a value that is not one of the enum typ's values is
+// told, without the value (enumRefusal).
+func notInEnum(typ, value string) string {
+	if def := parsedSchema.Types[typ]; def != nil && def.Kind == ast.Enum {
+		return enumRefusal(def, value)
+	}
+	return "the value is not a valid " + typ
 }
 
 // kindWords names a Go reflect.Kind, as gqlparser reports it, in JSON's

@@ -213,14 +213,18 @@ const codeTooComplex = "COMPLEXITY_LIMIT_EXCEEDED"
 
 // listMultiplier is how many items complexity assumes a list holds when
 // the client does not say: webhookEndpoints, and a payment's attempts,
-// refunds or processor calls without first or last (see listSize).
-const listMultiplier = 10
+// refunds or processor calls without first or last (see listSize). One:
+// what such a list really carries is bounded by the response's list budget
+// (withListBudget), not by this estimate, and pricing it as 10 items made
+// the contract's page of 100 payments with every field cost 23,831, so
+// that even 38 with the v1 fields alone were refused.
+const listMultiplier = 1
 
 // queryCost is what a root field that reads the database costs besides
 // its fields: each alias of it is a query of its own, so that 450 aliases
 // of payments(first: 1), a few fields but 450 queries, do not pass for
 // cheap (they took 341 ms and slowed every create). With the default
-// limit of 5,000, about 150 such reads fit in one operation.
+// limit of 6,000, about 180 such reads fit in one operation.
 const queryCost = 30
 
 // complexity prices lists by their size, so that a query cannot ask for a

@@ -128,8 +128,7 @@ func listArgumentError(field, message string) error {
 
 // listSize is how many items complexity assumes one of a payment's lists
 // holds: what the client asked for, or listMultiplier when it did not ask
-// (the estimate from before the lists took a bound, kept so that existing
-// queries keep within the limit; the list budget caps what they get).
+// (the list budget caps what such a list gets).
 func listSize(first, last *int) int {
 	switch {
 	case first != nil && last != nil:

@@ -3,7 +3,6 @@ package graph
 import (
 	"context"
 
-	"github.com/cmpay/cmpay/apierror"
 	"github.com/cmpay/cmpay/auth"
 	"github.com/cmpay/cmpay/webhooks"
 )
@@ -32,7 +31,3 @@ func (r *Resolver) mayReceive(ctx context.Context) error {
 	}
 	return auth.Require(ctx, auth.PaymentsRead)
 }
-
-// othersNotFound answers a change of another client's payment NOT_FOUND,
-// as payment(id:) answers reading it (apierror.OthersNotFound).
-func othersNotFound(err error) error { return apierror.OthersNotFound(err) }

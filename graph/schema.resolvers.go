@@ -51,7 +51,7 @@ func (r *mutationResolver) CapturePayment(ctx context.Context, paymentID string,
 		PaymentID: paymentID, Amount: decimalText(amount), IdempotencyKey: idempotencyKey, Origin: origin(ctx),
 	})
 	if err != nil {
-		return nil, othersNotFound(err)
+		return nil, err
 	}
 	return &model.CapturePaymentPayload{Payment: &res.Payment, Replayed: res.Replayed}, nil
 }
@@ -60,7 +60,7 @@ func (r *mutationResolver) CapturePayment(ctx context.Context, paymentID string,
 func (r *mutationResolver) CancelPayment(ctx context.Context, paymentID string, idempotencyKey string) (*model.CancelPaymentPayload, error) {
 	res, err := r.Service.Cancel(ctx, payments.CancelRequest{PaymentID: paymentID, IdempotencyKey: idempotencyKey, Origin: origin(ctx)})
 	if err != nil {
-		return nil, othersNotFound(err)
+		return nil, err
 	}
 	return &model.CancelPaymentPayload{Payment: &res.Payment, Replayed: res.Replayed}, nil
 }
@@ -71,7 +71,7 @@ func (r *mutationResolver) RefundPayment(ctx context.Context, paymentID string, 
 		PaymentID: paymentID, Amount: decimalText(amount), Reason: reason, IdempotencyKey: idempotencyKey, Origin: origin(ctx),
 	})
 	if err != nil {
-		return nil, othersNotFound(err)
+		return nil, err
 	}
 	return &model.RefundPaymentPayload{Refund: res.Refund, Payment: &res.Payment, Replayed: res.Replayed}, nil
 }

@@ -39,14 +39,25 @@ func TestTokenBoundToAClient(t *testing.T) {
 		if r := gql(`mutation { createPayment(input: {clientId: "shop-8", amount: "0.01", currency: "BRL", method: PIX}, idempotencyKey: "order-2000") { replayed } }`); r.code() != "FORBIDDEN" {
 			t.Errorf("GraphQL create for another client: %+v", r.Errors)
 		}
-		// Changing another client's payment: NOT_FOUND on every route, as
-		// for an id never issued, so that no answer tells that it exists.
+		// Changing another client's payment: FORBIDDEN (REST 403) on every
+		// route, with nothing done: no key of its client claimed, no
+		// attempt on it, no event. An id never issued stays NOT_FOUND.
+		rows := func() string {
+			var keys, attempts, events int64
+			db.Gorm.Table("idempotency_keys").Count(&keys)
+			db.Gorm.Table("idempotency_attempts").Count(&attempts)
+			db.Gorm.Table("payment_events").Count(&events)
+			return fmt.Sprintf("%d keys, %d attempts, %d events", keys, attempts, events)
+		}
+		written := rows()
 		for _, path := range []string{"/capture", "/cancel", "/refunds"} {
-			for _, id := range []string{theirs, "pay_never_issued"} {
-				res, body := b.raw(t, "POST", "/api/payments/"+id+path, as("r-1"+path), "")
-				if p := decodeProblem(t, res, body); res.StatusCode != 404 || p.Code != "NOT_FOUND" || p.Detail != "no such payment" {
-					t.Errorf("REST %s of %s: %d %+v; want 404 NOT_FOUND, no such payment", path, id, res.StatusCode, p)
-				}
+			res, body := b.raw(t, "POST", "/api/payments/"+theirs+path, as("r-1"+path), "")
+			if p := decodeProblem(t, res, body); res.StatusCode != 403 || p.Code != "FORBIDDEN" {
+				t.Errorf("REST %s of another client's payment: %d %+v; want 403 FORBIDDEN", path, res.StatusCode, p)
+			}
+			res, body = b.raw(t, "POST", "/api/payments/pay_never_issued"+path, as("r-1"+path), "")
+			if p := decodeProblem(t, res, body); res.StatusCode != 404 || p.Code != "NOT_FOUND" || p.Detail != "no such payment" {
+				t.Errorf("REST %s of an id never issued: %d %+v; want 404 NOT_FOUND, no such payment", path, res.StatusCode, p)
 			}
 		}
 		for _, m := range []string{
@@ -54,11 +65,14 @@ func TestTokenBoundToAClient(t *testing.T) {
 			`cancelPayment(paymentId: "%s", idempotencyKey: "r-3") { replayed }`,
 			`refundPayment(paymentId: "%s", idempotencyKey: "r-4") { replayed }`,
 		} {
-			for _, id := range []string{theirs, "pay_never_issued"} {
-				if r := gql("mutation { " + fmt.Sprintf(m, id) + " }"); r.code() != "NOT_FOUND" {
-					t.Errorf("GraphQL %.14s of %s: %+v; want NOT_FOUND", m, id, r.Errors)
+			for id, want := range map[string]string{theirs: "FORBIDDEN", "pay_never_issued": "NOT_FOUND"} {
+				if r := gql("mutation { " + fmt.Sprintf(m, id) + " }"); r.code() != want {
+					t.Errorf("GraphQL %.14s of %s: %+v; want %s", m, id, r.Errors, want)
 				}
 			}
+		}
+		if got := rows(); got != written {
+			t.Errorf("after the refused changes: %s; want %s, nothing written", got, written)
 		}
 		if got := len(b.listed(t)); got != before {
 			t.Errorf("%d payments, want %d: a refused request created one", got, before)

@@ -229,7 +229,8 @@ func TestMalformedRequests(t *testing.T) {
 
 // Variables are coerced as the GraphQL spec says, before anything runs: a
 // String takes only a JSON string (ID still takes integers), an enum only
-// one of its values, spelt exactly, and the error names what was received.
+// one of its values, spelt exactly, and the error says what the type takes
+// without repeating the value received.
 func TestVariablesAreCoercedStrictly(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
@@ -243,10 +244,10 @@ func TestVariablesAreCoercedStrictly(t *testing.T) {
 			{"a number for the key", json.Number("12"), input("c1", "1", "BRL", "PIX"), "a String must be a JSON string, not a number"},
 			{"a boolean for the key", true, input("c1", "1", "BRL", "PIX"), "cannot use a boolean as String"},
 			{"a number for the currency", "k-cur", map[string]any{"clientId": "c1", "amount": "1", "currency": json.Number("986"), "method": "PIX"}, "a String must be a JSON string, not a number"},
-			{"the method in lower case", "k-pix", input("c1", "1", "BRL", "pix"), `"pix" is not a PaymentMethod: use one of CREDIT_CARD, DEBIT_CARD, PIX, BOLETO`},
-			{"an unknown method", "k-cash", input("c1", "1", "BRL", "cash"), `"cash" is not a PaymentMethod`},
-			{"a number for the method", "k-3", map[string]any{"clientId": "c1", "amount": "1", "currency": "BRL", "method": json.Number("3")}, `"3" is not a PaymentMethod`},
-			{"a long unknown method", "k-long", input("c1", "1", "BRL", strings.Repeat("X", 5000)), `"XXXXXXXXXX`},
+			{"the method in lower case", "k-pix", input("c1", "1", "BRL", "pix"), `not a valid PaymentMethod: use one of CREDIT_CARD, DEBIT_CARD, PIX, BOLETO (enum values are case-sensitive: did you mean PIX?)`},
+			{"an unknown method", "k-cash", input("c1", "1", "BRL", "cash"), `not a valid PaymentMethod`},
+			{"a number for the method", "k-3", map[string]any{"clientId": "c1", "amount": "1", "currency": "BRL", "method": json.Number("3")}, `not a valid PaymentMethod`},
+			{"a long unknown method", "k-long", input("c1", "1", "BRL", strings.Repeat("X", 5000)), `not a valid PaymentMethod`},
 			{"an integer client id", "k-id", map[string]any{"clientId": json.Number("12"), "amount": "1", "currency": "BRL", "method": "PIX"}, ""},
 		}
 		for _, tt := range tests {
@@ -261,8 +262,8 @@ func TestVariablesAreCoercedStrictly(t *testing.T) {
 				t.Errorf("%s: %+v, want a variable error saying %q", tt.name, res.Errors, tt.message)
 				continue
 			}
-			if len(res.Errors[0].Message) > 200 {
-				t.Errorf("%s: a message of %d bytes repeats too much of the value: %.100s…", tt.name, len(res.Errors[0].Message), res.Errors[0].Message)
+			if len(res.Errors[0].Message) > 200 || strings.Contains(res.Errors[0].Message, "cash") || strings.Contains(res.Errors[0].Message, "XXX") {
+				t.Errorf("%s: a message of %d bytes repeats the value: %.100s…", tt.name, len(res.Errors[0].Message), res.Errors[0].Message)
 			}
 			if len(res.Data) > 0 && string(res.Data["createPayment"]) != "null" {
 				t.Errorf("%s: the operation ran: %s", tt.name, res.Data["createPayment"])

@@ -223,8 +223,9 @@ func TestProcessorCallsOverGraphQL(t *testing.T) {
 	})
 }
 
-// processorCalls is a list, priced as attempts are: a page of payments
-// asking for their calls costs what it may read.
+// processorCalls is a list, priced as attempts are: by the first or last
+// it asks for, or as one item without either (the response's list budget
+// bounds what it carries then).
 func TestProcessorCallsComplexity(t *testing.T) {
 	t.Parallel()
 	b := setup(t, dbtest.SQLite(t), func(d *httpapi.Deps) {
@@ -234,9 +235,12 @@ func TestProcessorCallsComplexity(t *testing.T) {
 	if len(flat.Errors) > 0 {
 		t.Fatalf("a page of six fields was refused: %+v", flat.Errors)
 	}
-	calls := b.gql(t, `{ payments(first: 10) { edges { node { processorCalls { operation outcome code at durationMs } } } } }`, nil)
+	calls := b.gql(t, `{ payments(first: 10) { edges { node { processorCalls(last: 50) { operation outcome code at durationMs } } } } }`, nil)
 	if calls.code() != "COMPLEXITY_LIMIT_EXCEEDED" {
-		t.Errorf("a page of payments with five fields of each call: %+v, want COMPLEXITY_LIMIT_EXCEEDED", calls)
+		t.Errorf("a page of payments with five fields of their last 50 calls: %+v, want COMPLEXITY_LIMIT_EXCEEDED", calls)
+	}
+	if all := b.gql(t, `{ payments(first: 10) { edges { node { processorCalls { operation outcome code at durationMs } } } } }`, nil); len(all.Errors) > 0 {
+		t.Errorf("a page of payments with five fields of each call: %+v", all.Errors)
 	}
 }
 

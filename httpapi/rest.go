@@ -180,7 +180,7 @@ func changeREST[B any](svc *payments.Service, operation string,
 		}
 		res, err := call(r.Context(), chi.URLParam(r, "id"), key, body, restOrigin(r))
 		if err != nil {
-			writeProblem(w, r, apierror.FromDomain(r.Context(), apierror.OthersNotFound(err)))
+			writeProblem(w, r, apierror.FromDomain(r.Context(), err))
 			return
 		}
 		writeChanged(w, r, svc, res)

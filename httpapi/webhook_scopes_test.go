@@ -13,7 +13,8 @@ import (
 // webhooks:manage alone reads nothing: a token without payments:read
 // cannot make an endpoint (every delivery carries a payment), and an
 // unbound one lists and deletes only the endpoints of no client, never a
-// client's endpoint URLs and the credentials they may hold.
+// client's endpoint URLs and the credentials they may hold; deleting a
+// client's is FORBIDDEN.
 func TestWebhooksManageAloneReadsNothing(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
@@ -48,9 +49,22 @@ func TestWebhooksManageAloneReadsNothing(t *testing.T) {
 			!strings.Contains(got, "ops.example") {
 			t.Errorf("webhookEndpoints for webhooks:manage alone: %s %+v; want the endpoint of no client only", got, list.Errors)
 		}
-		del := call(manageOnly, `mutation($id: ID!) { deleteWebhookEndpoint(id: $id) }`, map[string]any{"id": made.Endpoint.ID})
-		if got := string(del.Data["deleteWebhookEndpoint"]); got != "false" {
-			t.Errorf("deleting shop-1's endpoint with webhooks:manage alone: %s %+v; want false", got, del.Errors)
+		// Changing another's endpoint is beyond the token's scopes or
+		// client: FORBIDDEN, and the endpoint stays.
+		const del = `mutation($id: ID!) { deleteWebhookEndpoint(id: $id) }`
+		for name, tok := range map[string]string{"webhooks:manage alone": manageOnly,
+			"bound to shop-2": b.newToken(t, "shop-2", auth.PaymentsRead, auth.WebhooksManage)} {
+			res := call(tok, del, map[string]any{"id": made.Endpoint.ID})
+			if res.code() != "FORBIDDEN" || string(res.Data["deleteWebhookEndpoint"]) != "null" {
+				t.Errorf("deleting shop-1's endpoint (%s): %s %+v; want FORBIDDEN", name, res.Data["deleteWebhookEndpoint"], res.Errors)
+			}
+		}
+		if res := call(boundReader, del, map[string]any{"id": "we_never_issued"}); res.code() != "" ||
+			string(res.Data["deleteWebhookEndpoint"]) != "false" {
+			t.Errorf("deleting an endpoint that does not exist: %s %+v; want false", res.Data["deleteWebhookEndpoint"], res.Errors)
+		}
+		if got := string(call(boundReader, `{ webhookEndpoints { id } }`, nil).Data["webhookEndpoints"]); !strings.Contains(got, made.Endpoint.ID) {
+			t.Errorf("shop-1 lists %s after the refused deletes; want its endpoint still there", got)
 		}
 		full := call(token, `{ webhookEndpoints { url } }`, nil)
 		if got := string(full.Data["webhookEndpoints"]); !strings.Contains(got, "shop-1.example") {

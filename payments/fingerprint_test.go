@@ -129,7 +129,12 @@ func TestDifferingFields(t *testing.T) {
 		want      []string
 	}{
 		{"same", create, create, []string{}},
-		{"another operation", create, refund, []string{"operation"}},
+		{"another operation", create, refund, []string{"operation", "amount"}},
+		{"another operation, same amount", create, with(refund, FieldAmount, "10.5"), []string{"operation"}},
+		{"another operation and payment", Params{FieldOperation: "CAPTURE_PAYMENT", FieldPaymentID: "pay_1"},
+			Params{FieldOperation: "CANCEL_PAYMENT", FieldPaymentID: "pay_2"}, []string{"operation", "paymentId"}},
+		{"another operation, same payment", Params{FieldOperation: "CAPTURE_PAYMENT", FieldPaymentID: "pay_1", FieldAmount: "5"},
+			Params{FieldOperation: "CANCEL_PAYMENT", FieldPaymentID: "pay_1"}, []string{"operation"}},
 		{"amount", refund, with(refund, FieldAmount, "11"), []string{"amount"}},
 		{"amount left out", refund, without(refund, FieldAmount), []string{"amount"}},
 		{"reason added", refund, with(refund, FieldReason, "x"), []string{"reason"}},

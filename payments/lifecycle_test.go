@@ -223,8 +223,8 @@ func TestChangeKeyReuse(t *testing.T) {
 		must(t)(b.refund(t, p.ID, "ref-1", ptr("10")))
 		before := b.rowCounts(t)
 
-		_, err := b.refund(t, p.ID, "pay-1", ptr("10")) // the create's key
-		wantReused(t, err, p.ID, "operation")
+		_, err := b.refund(t, p.ID, "pay-1", ptr("10")) // the create's key (100)
+		wantReused(t, err, p.ID, "operation", "amount")
 		_, err = b.refund(t, p.ID, "ref-1", ptr("11"))
 		wantReused(t, err, p.ID, "amount")
 		_, err = b.refund(t, p.ID, "ref-1", nil)
@@ -235,6 +235,9 @@ func TestChangeKeyReuse(t *testing.T) {
 		wantReused(t, err, p.ID, "paymentId")
 		_, err = b.capture(t, p.ID, "ref-1", nil)
 		wantReused(t, err, p.ID, "operation")
+		// Another operation on another payment: both differ.
+		_, err = b.cancel(t, q.ID, "ref-1")
+		wantReused(t, err, p.ID, "operation", "paymentId")
 		// A refund key reused to create a payment.
 		_, err = b.svc.Create(t.Context(), request("client-1", "ref-1", "10", "BRL", payments.MethodPix))
 		wantReused(t, err, p.ID, "operation")
@@ -243,8 +246,8 @@ func TestChangeKeyReuse(t *testing.T) {
 		if after[0] != before[0] || after[1] != before[1] {
 			t.Errorf("payments and keys changed from %v to %v: a rejection created something", before, after)
 		}
-		if got := b.mustGet(t, p.ID); got.Refunded.String() != "10.00" || got.RejectedCount != 7 {
-			t.Errorf("payment refunded %s, rejected %d times; want 10.00 and 7", got.Refunded, got.RejectedCount)
+		if got := b.mustGet(t, p.ID); got.Refunded.String() != "10.00" || got.RejectedCount != 8 {
+			t.Errorf("payment refunded %s, rejected %d times; want 10.00 and 8", got.Refunded, got.RejectedCount)
 		}
 		// The rejections show in the timeline with what differed.
 		attempts := b.attempts(t, p.ID)

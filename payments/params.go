@@ -113,18 +113,18 @@ func decodeParams(text *string) (Params, error) {
 }
 
 // differingFields names what differs between the request that first used a
-// key and a later one: the operation alone when the operations differ (the
-// parameters of two operations are not comparable), else every parameter
-// whose canonical value differs, in fieldOrder.
+// key and a later one, in fieldOrder. With one operation: every parameter
+// whose canonical value differs, or that one of the two left out. With
+// two: the operation, and every parameter both carry with another value
+// (a capture of payment A and a cancel of B: operation and paymentId); one
+// that only one of them has is no difference, as a cancel has no amount.
 func differingFields(held, p Params) []string {
-	if held[FieldOperation] != p[FieldOperation] {
-		return []string{string(FieldOperation)}
-	}
+	sameOperation := held[FieldOperation] == p[FieldOperation]
 	out := []string{}
 	for _, f := range fieldOrder {
 		hv, hok := held[f]
 		v, ok := p[f]
-		if hok != ok || hv != v {
+		if hok && ok && hv != v || sameOperation && hok != ok {
 			out = append(out, string(f))
 		}
 	}

@@ -3,6 +3,7 @@ package webhooks
 import (
 	"context"
 	"embed"
+	"fmt"
 	"math"
 	"time"
 
@@ -31,7 +32,8 @@ type store interface {
 	// deleteEndpoint stamps the endpoint id deleted at at, if it is o's
 	// and was not deleted, and cancels its deliveries still to be made or
 	// resent, in one transaction. It says whether it found such an
-	// endpoint.
+	// endpoint; one not deleted that is not o's is ErrForbidden, and
+	// nothing is changed.
 	deleteEndpoint(ctx context.Context, o Owner, id string, at time.Time) (bool, error)
 	// rearm makes the FAILED delivery id pending again, due at due and
 	// retried until expires, and runs audit (if not nil) in the same
@@ -123,14 +125,31 @@ func (st shared) deleteEndpoint(ctx context.Context, o Owner, id string, at time
 	var found bool
 	err := st.db.Tx(ctx, func(tx sqlq.Runner) error {
 		n, err := tx.Exec(ctx, st.q.SQL("delete_endpoint"), id, o.Client, at, flag(o.All))
-		if err != nil || n != 1 {
+		if err != nil {
 			return err
+		}
+		if n != 1 {
+			return st.othersEndpoint(ctx, tx, id)
 		}
 		found = true
 		_, err = tx.Exec(ctx, st.q.SQL("cancel_endpoint_deliveries"), id)
 		return err
 	})
 	return found, err
+}
+
+// othersEndpoint is ErrForbidden when the endpoint id exists, not deleted:
+// a delete_endpoint that changed nothing found it, so it is another
+// owner's. Nil when there is no such endpoint.
+func (st shared) othersEndpoint(ctx context.Context, tx sqlq.Runner, id string) error {
+	var n int
+	if err := tx.QueryRow(ctx, st.q.SQL("live_endpoint"), id).Scan(&n); err != nil {
+		return fmt.Errorf("look for endpoint: %w", err)
+	}
+	if n > 0 {
+		return ErrForbidden
+	}
+	return nil
 }
 
 func (st shared) rearm(ctx context.Context, id int64, due, expires time.Time, audit Audit) (bool, error) {

@@ -124,11 +124,17 @@ func TestStoreEndpoints(t *testing.T) {
 			db.Gorm.Model(&models.WebhookDelivery{}).Where("id = ?", ids[i]).Update("status", status)
 		}
 		db.Gorm.Model(&models.WebhookEndpoint{}).Where("id = ?", "we_4").Update("client_id", "client-2")
-		if found, err := st.deleteEndpoint(ctx, OwnerOf("client-1"), "we_4", at); found || err != nil {
-			t.Errorf("another client's delete = %v, %v; want false", found, err)
+		if found, err := st.deleteEndpoint(ctx, OwnerOf("client-1"), "we_4", at); found || !errors.Is(err, ErrForbidden) {
+			t.Errorf("another client's delete = %v, %v; want ErrForbidden", found, err)
 		}
-		if found, err := st.deleteEndpoint(ctx, Owner{}, "we_4", at); found || err != nil {
-			t.Errorf("a delete by the owner of endpoints of no client = %v, %v; want false", found, err)
+		if found, err := st.deleteEndpoint(ctx, Owner{}, "we_4", at); found || !errors.Is(err, ErrForbidden) {
+			t.Errorf("a delete by the owner of endpoints of no client = %v, %v; want ErrForbidden", found, err)
+		}
+		if got := delivery(t, db, ids[0]).Status; got != "PENDING" {
+			t.Errorf("a refused delete left the endpoint's pending delivery %s", got)
+		}
+		if found, err := st.deleteEndpoint(ctx, OwnerOf("client-1"), "we_none", at); found || err != nil {
+			t.Errorf("deleting an endpoint that does not exist = %v, %v; want false", found, err)
 		}
 		if found, err := st.deleteEndpoint(ctx, OwnerOf("client-2"), "we_4", at.Add(time.Hour)); !found || err != nil {
 			t.Errorf("the owner's delete = %v, %v; want true", found, err)

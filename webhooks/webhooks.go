@@ -315,6 +315,7 @@ func (s *Service) EndpointsOf(ctx context.Context, o Owner) ([]Endpoint, error) 
 
 // DeleteEndpointOf deletes the endpoint id if o may see it, and cancels
 // its pending deliveries; it reports whether there was such an endpoint.
+// An endpoint o may not see is ErrForbidden, and is left as it is.
 func (s *Service) DeleteEndpointOf(ctx context.Context, o Owner, id string) (bool, error) {
 	if !payments.StorableText(id) {
 		// No endpoint has such an id, and PostgreSQL would refuse the
@@ -329,6 +330,10 @@ func (s *Service) DeleteEndpointOf(ctx context.Context, o Owner, id string) (boo
 	}
 	return found, nil
 }
+
+// ErrForbidden: the endpoint belongs to a client (or to no client) whose
+// endpoints the caller may not change; nothing was changed.
+var ErrForbidden = errors.New("the webhook endpoint belongs to another client")
 
 // ErrNotFailed: a resend found the delivery not failed (already resent,
 // delivered, or unknown).

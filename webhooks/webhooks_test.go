@@ -320,8 +320,8 @@ func TestEndpointFilters(t *testing.T) {
 	refunds, _, _ := e.wh.CreateEndpoint(ctx, "", "http://127.0.0.1:1/refunds", []payments.EventType{payments.EventRefunded, payments.EventRefunded})
 	bound, _, _ := e.wh.CreateEndpoint(ctx, "shop-2", "http://127.0.0.1:1/bound", nil)
 	gone, _, _ := e.wh.CreateEndpoint(ctx, "", "http://127.0.0.1:1/gone", nil)
-	if ok, err := e.wh.DeleteEndpointOf(ctx, webhooks.OwnerOf("shop-2"), gone.ID); ok || err != nil {
-		t.Errorf("a client-bound token deleted another's endpoint: %v %v", ok, err)
+	if ok, err := e.wh.DeleteEndpointOf(ctx, webhooks.OwnerOf("shop-2"), gone.ID); ok || !errors.Is(err, webhooks.ErrForbidden) {
+		t.Errorf("a client-bound token deleting another's endpoint: %v %v, want ErrForbidden", ok, err)
 	}
 	if ok, err := e.wh.DeleteEndpointOf(ctx, webhooks.OwnerOf(""), gone.ID); !ok || err != nil {
 		t.Errorf("delete: %v %v", ok, err)

@@ -35,6 +35,12 @@ LIMIT $1
 UPDATE webhook_endpoints SET deleted_at = $3
 WHERE id = $1 AND deleted_at IS NULL AND (client_id = $2 OR $4 = 1)
 
+-- name: live_endpoint
+-- 1 when the endpoint $1 exists and is not deleted, whoever owns it; 0
+-- otherwise. Run after a delete_endpoint that changed nothing, to tell
+-- another owner's endpoint from none.
+SELECT count(*) FROM webhook_endpoints WHERE id = $1 AND deleted_at IS NULL
+
 -- name: cancel_endpoint_deliveries
 -- Cancels the deliveries of the deleted endpoint $1 that were still to be
 -- made or could be resent, in delete_endpoint's transaction.
