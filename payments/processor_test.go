@@ -214,7 +214,7 @@ type stripeOpts struct {
 	// OnFakeClock dates the double's records by the bundle's clock moved by
 	// Skew (zero: as with synchronized clocks) instead of by the real one.
 	OnFakeClock bool
-	Skew      time.Duration
+	Skew        time.Duration
 	// DoubleLag is how long the double's search lags a new intent.
 	DoubleLag time.Duration
 	// SearchLag is the service's STRIPE_SEARCH_LAG (zero: its default).
