@@ -62,18 +62,38 @@ const fields: Record<Operation, Record<string, Canon>> = {
   REFUND_PAYMENT: { paymentId: id, amount: canonicalAmount, reason: same },
 };
 
+// The order the server lists differingFields in.
+const fieldOrder = ['paymentId', 'amount', 'currency', 'method', 'capture', 'reason', 'paymentMethodToken'];
+
 /**
- * differingFields lists the parameters by which b differs from a, named as
- * the server's IDEMPOTENCY_KEY_REUSED names them; ["operation"] for another
- * operation, [] for the same request.
+ * differingFields lists the parameters by which b differs from a, named and
+ * ordered as the server's IDEMPOTENCY_KEY_REUSED names them; [] for the same
+ * request. For another operation: "operation", then every parameter both
+ * carry with another value (a capture of payment A and a cancel of B:
+ * operation and paymentId), as the server does.
  */
 export function differingFields(
   a: Pick<PendingOperation, 'operation' | 'params'>,
   b: Pick<PendingOperation, 'operation' | 'params'>,
 ): string[] {
-  if (a.operation !== b.operation) return ['operation'];
   const pa = a.params as unknown as Record<string, unknown>;
   const pb = b.params as unknown as Record<string, unknown>;
+  if (a.operation !== b.operation) {
+    const carried = (p: Record<string, unknown>, name: string) => p[name] !== undefined && p[name] !== null;
+    return ['operation'].concat(
+      fieldOrder.filter((name) => {
+        const ca = fields[a.operation][name];
+        const cb = fields[b.operation][name];
+        return (
+          ca !== undefined &&
+          cb !== undefined &&
+          carried(pa, name) &&
+          carried(pb, name) &&
+          JSON.stringify(ca(pa[name])) !== JSON.stringify(cb(pb[name]))
+        );
+      }),
+    );
+  }
   const out: string[] = [];
   for (const [name, canon] of Object.entries(fields[a.operation])) {
     if (JSON.stringify(canon(pa[name])) !== JSON.stringify(canon(pb[name]))) out.push(name);
