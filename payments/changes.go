@@ -200,8 +200,8 @@ func (s *Service) heldChange(ctx context.Context, tx liteTx, cmd *command, held 
 		return started{}, true, fmt.Errorf("read the key's operation: %w", err)
 	}
 	if state == opRefused {
-		return started{err: &ProcessorRefusedError{Operation: cmd.op, PaymentID: held.paymentID, Code: deref(code)},
-			outcome: outcome}, true, nil
+		return started{err: &ProcessorRefusedError{Operation: cmd.op, PaymentID: held.paymentID, Code: deref(code),
+			Replayed: v != verdictOwn}, outcome: outcome}, true, nil
 	}
 	return started{result: &ChangeResult{Payment: a.payment, Refund: a.refund, Replayed: v != verdictOwn}, outcome: outcome}, true, nil
 }

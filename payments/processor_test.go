@@ -608,8 +608,9 @@ func TestStripePendingAndRefusedChanges(t *testing.T) {
 		for i := range 2 {
 			_, err := b.svc.Capture(t.Context(), payments.CaptureRequest{PaymentID: q.ID, IdempotencyKey: "cap-q"})
 			var refused *payments.ProcessorRefusedError
-			if !errors.As(err, &refused) || refused.Code != "payment_canceled" {
-				t.Errorf("capture %d of a canceled intent: %v, want PROCESSOR_REFUSED payment_canceled", i, err)
+			if !errors.As(err, &refused) || refused.Code != "payment_canceled" || refused.Replayed != (i == 1) {
+				t.Errorf("capture %d of a canceled intent: %v (replayed %v), want PROCESSOR_REFUSED payment_canceled, the second replayed",
+					i, err, refused != nil && refused.Replayed)
 			}
 		}
 		if got := b.mustGet(t, q.ID); got.Status != payments.StatusCanceled || got.PendingOperation != "" {
