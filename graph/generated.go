@@ -1022,7 +1022,11 @@ enum AttemptOutcome {
   REPLAYED
   "Same key, another operation, payment or parameters: refused with IDEMPOTENCY_KEY_REUSED; nothing was done."
   REJECTED
-  "A business rule refused the operation (PAYMENT_STATE_CONFLICT, AMOUNT_EXCEEDS_AVAILABLE); nothing was done and the key stays unused."
+  """
+  A business rule refused the operation (PAYMENT_STATE_CONFLICT, AMOUNT_EXCEEDS_AVAILABLE); nothing was done and the key
+  stays unused. Or the processor refused a capture, cancel or refund, or failed a refund (PROCESSOR_REFUSED); nothing
+  was applied and the key stays bound to that refusal.
+  """
   REFUSED
 }
 
@@ -1382,7 +1386,7 @@ type IdempotencyAttempt {
   operation: Operation!
   "The idempotency key the request carried."
   idempotencyKey: String!
-  "For REFUSED: the rule that refused it, PAYMENT_STATE_CONFLICT or AMOUNT_EXCEEDS_AVAILABLE; null otherwise."
+  "For REFUSED: the rule that refused it, PAYMENT_STATE_CONFLICT or AMOUNT_EXCEEDS_AVAILABLE, or PROCESSOR_REFUSED; null otherwise."
   refusal: String
 }
 

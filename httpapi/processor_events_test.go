@@ -352,3 +352,59 @@ func TestStripeEventsReturnARefund(t *testing.T) {
 		}
 	})
 }
+
+// A REST replay of a cancel or refund Stripe refused answers the same 402
+// PROCESSOR_REFUSED with Idempotent-Replayed: true, as the contract's REST
+// table promises every replay; the first answer has no such header.
+func TestRESTReplayOfARefusalSaysReplayed(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		d := stripedouble.New(stripedouble.Options{})
+		t.Cleanup(d.Close)
+		b, svc, _ := stripeInstance(t, db, d)
+		ctx := t.Context()
+		card := func(key string, capture bool) payments.Payment {
+			res, err := svc.Create(ctx, payments.CreateRequest{ClientID: "shop-r", IdempotencyKey: key, Amount: "20.00",
+				Currency: "BRL", Method: payments.MethodCreditCard, PaymentMethodToken: new("pm_card_visa"), Capture: &capture,
+				Origin: payments.Origin{Transport: "test"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return res.Payment
+		}
+		// Captured at Stripe behind CMPay's back: a cancel is refused.
+		canceled := card("refused-cancel", false)
+		if err := d.CaptureFromDashboard(canceled.ProcessorReference, 0); err != nil {
+			t.Fatal(err)
+		}
+		// Refunded in full at Stripe behind CMPay's back: a refund is
+		// refused at once (charge_already_refunded).
+		refunded := card("refused-refund", true)
+		cfg := processor.DefaultConfig()
+		cfg.Processor, cfg.StripeAPIKey, cfg.StripeAPIBase = processor.NameStripe, "sk_test_events", d.URL()
+		conn, err := stripe.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(conn.CloseIdleConnections)
+		if _, err := conn.RefundPayment(ctx, processor.RefundRequest{IdempotencyKey: "behind", PaymentReference: refunded.ProcessorReference,
+			RefundID: "ref_behind", AmountMinor: 2000, Currency: "BRL"}); err != nil {
+			t.Fatal(err)
+		}
+		for _, tt := range []struct{ path, code string }{
+			{"/api/payments/" + canceled.ID + "/cancel", "payment_captured"},
+			{"/api/payments/" + refunded.ID + "/refunds", "charge_already_refunded"},
+		} {
+			for i := range 2 {
+				res, out := b.raw(t, "POST", tt.path, restHeaders("refused-"+tt.code), "")
+				p := decodeProblem(t, res, out)
+				if res.StatusCode != http.StatusPaymentRequired || p.Code != "PROCESSOR_REFUSED" || !strings.Contains(string(out), tt.code) {
+					t.Errorf("%s #%d: %d %s, want 402 PROCESSOR_REFUSED %s", tt.path, i, res.StatusCode, out, tt.code)
+				}
+				if got := res.Header.Get("Idempotent-Replayed"); (got == "true") != (i == 1) {
+					t.Errorf("%s #%d: Idempotent-Replayed %q, want it on the replay only", tt.path, i, got)
+				}
+			}
+		}
+	})
+}

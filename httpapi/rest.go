@@ -180,6 +180,11 @@ func changeREST[B any](svc *payments.Service, operation string,
 		}
 		res, err := call(r.Context(), chi.URLParam(r, "id"), key, body, restOrigin(r))
 		if err != nil {
+			// A refusal answered again to its key is a replay, as a
+			// decline's is (createAnswer).
+			if payments.IsReplayedRefusal(err) {
+				w.Header().Set("Idempotent-Replayed", "true")
+			}
 			writeProblem(w, r, apierror.FromDomain(r.Context(), err))
 			return
 		}

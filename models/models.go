@@ -176,8 +176,11 @@ type IdempotencyKey struct {
 // IdempotencyAttempt is one request made against a payment, whatever its
 // operation and key: the one that created it, every capture, cancel and
 // refund, and every replay, rejection and refusal. Rows are only ever
-// inserted: together they are the payment's history, and for actions
-// taken in the admin UI, part of the audit log.
+// inserted, but for one change: a capture, cancel or refund asked at a
+// processor is APPLIED until the processor refuses it (or fails the
+// refund), when it becomes REFUSED (migration 0010 lets the admin's
+// attempts take that change alone). Together they are the payment's
+// history, and for actions taken in the admin UI, part of the audit log.
 type IdempotencyAttempt struct {
 	ID        int64     `gorm:"primaryKey;autoIncrement"`
 	PaymentID string    `gorm:"not null;size:40;index:idx_idempotency_attempts_payment,priority:1"`
@@ -195,7 +198,8 @@ type IdempotencyAttempt struct {
 	HeldParams *string
 
 	// Refusal is, for a REFUSED attempt, the rule that refused it
-	// (PAYMENT_STATE_CONFLICT or AMOUNT_EXCEEDS_AVAILABLE).
+	// (PAYMENT_STATE_CONFLICT or AMOUNT_EXCEEDS_AVAILABLE), or
+	// PROCESSOR_REFUSED when the processor did.
 	Refusal string `gorm:"not null;size:32;default:''"`
 	// RefundID is the refund an APPLIED or REPLAYED refund request got.
 	RefundID *string `gorm:"size:40"`
@@ -218,9 +222,11 @@ type IdempotencyAttempt struct {
 	// records (the id made for what it would create, or for its processor
 	// operation): a statement run again after it committed without
 	// answering looks for it among the payment's attempts and neither
-	// records nor counts the request twice. NULL for CREATED and APPLIED
-	// attempts, which their key guards, and for attempts stored before it
-	// existed. No index of its own: only a request sent again looks, through
+	// records nor counts the request twice. A capture, cancel or refund
+	// asked at a processor (not foreseen) names its processor operation,
+	// so that the operation's settlement finds it. NULL for other CREATED
+	// and APPLIED attempts, which their key guards, and for attempts
+	// stored before it existed. No index of its own: only a request sent again looks, through
 	// the payment's.
 	RequestID *string `gorm:"size:40"`
 }

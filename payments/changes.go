@@ -90,7 +90,8 @@ func (s *Service) changeAtProcessor(ctx context.Context, cmd *command) (ChangeRe
 		}
 		return *st.result, nil
 	}
-	s.onAttempt(cmd.op, OutcomeApplied, cmd.Transport)
+	// Counted once the processor's word settles it (record), applied or
+	// refused.
 	return s.askChange(ctx, st.op, st.ref, st.payment.Amount.Currency)
 }
 
@@ -199,8 +200,8 @@ func (s *Service) heldChange(ctx context.Context, tx liteTx, cmd *command, held 
 		return started{}, true, fmt.Errorf("read the key's operation: %w", err)
 	}
 	if state == opRefused {
-		return started{err: &ProcessorRefusedError{Operation: cmd.op, PaymentID: held.paymentID, Code: deref(code)},
-			outcome: outcome}, true, nil
+		return started{err: &ProcessorRefusedError{Operation: cmd.op, PaymentID: held.paymentID, Code: deref(code),
+			Replayed: v != verdictOwn}, outcome: outcome}, true, nil
 	}
 	return started{result: &ChangeResult{Payment: a.payment, Refund: a.refund, Replayed: v != verdictOwn}, outcome: outcome}, true, nil
 }
@@ -255,7 +256,10 @@ func (s *Service) storeChange(ctx context.Context, tx liteTx, cmd *command, p Pa
 	if err != nil {
 		return started{}, fmt.Errorf("store processor operation: %w", err)
 	}
-	if err := tx.insertAttempt(ctx, cmd, attemptRow{paymentID: p.ID, outcome: OutcomeApplied, at: now, refundID: refundID}); err != nil {
+	// APPLIED until the processor says otherwise: a refusal makes it
+	// REFUSED when it is settled (settleAttempt), which finds it by id.
+	attempt := attemptRow{paymentID: p.ID, outcome: OutcomeApplied, at: now, refundID: refundID, requestID: &id}
+	if err := tx.insertAttempt(ctx, cmd, attempt); err != nil {
 		return started{}, err
 	}
 	op := operationRow{id: id, paymentID: p.ID, refundID: refundID, operation: cmd.op, processor: p.Processor,
@@ -414,6 +418,26 @@ func (s *Service) applyRefund(ctx context.Context, r sqlq.Runner, op operationRo
 		return err
 	}
 	return insertEvent(ctx, r, typ, refund.IdempotencyKey, got, refund, now)
+}
+
+// settleAttempt is what became of the request that started op, a capture,
+// cancel or refund settled now by out: REFUSED when the processor refused
+// it, or failed the refund (no money moved either way), its attempt
+// rewritten so in the settlement's transaction; APPLIED otherwise. found is
+// false when no attempt names op (one stored before attempts did).
+func settleAttempt(ctx context.Context, r sqlq.Runner, op operationRow, out outcome) (o Outcome, transport string, found bool, err error) {
+	q, o := commonSQL.SQL("applied_attempt"), OutcomeApplied
+	if out.opState == opRefused || out.opState == opFailed {
+		q, o = commonSQL.SQL("refuse_attempt"), OutcomeRefused
+	}
+	err = r.QueryRow(ctx, q, op.paymentID, op.id).Scan(&transport)
+	if errors.Is(err, sqlq.ErrNoRows) {
+		return o, "", false, nil
+	}
+	if err != nil {
+		return o, "", false, fmt.Errorf("settle the attempt of %s %s: %w", op.operation, op.id, err)
+	}
+	return o, transport, true, nil
 }
 
 // keyOf is the key of the request that started op: its event's key.

@@ -144,6 +144,9 @@ type ProcessorRefusedError struct {
 	Operation Operation
 	PaymentID string
 	Code      string
+	// Replayed: the request's key was used before, and this is that first
+	// request's refusal answered again (REST: Idempotent-Replayed: true).
+	Replayed bool
 }
 
 func (e *ProcessorRefusedError) Error() string {
@@ -151,6 +154,13 @@ func (e *ProcessorRefusedError) Error() string {
 }
 
 func (e *ProcessorRefusedError) Unwrap() error { return ErrProcessorRefused }
+
+// IsReplayedRefusal reports whether err is a processor's refusal answered
+// again to a request with the same key (ProcessorRefusedError.Replayed).
+func IsReplayedRefusal(err error) bool {
+	var refused *ProcessorRefusedError
+	return errors.As(err, &refused) && refused.Replayed
+}
 
 // ErrProcessorUnavailable is what ProcessorUnavailableError unwraps to.
 var ErrProcessorUnavailable = errors.New("the payment's processor is not configured on this server")

@@ -350,8 +350,9 @@ func (s *Service) askCreate(ctx context.Context, cmd *command) (Payment, error) 
 
 // record writes one call of op and what it came to, in one transaction:
 // the call row always; then, if the outcome settles op and op is still
-// unsettled, op's state, the payment's and its event; else op postponed
-// for recovery. It answers the payment as it is after.
+// unsettled, op's state, the payment's and its event, and for a change
+// its request's attempt (counted then, applied or refused); else op
+// postponed for recovery. It answers the payment as it is after.
 func (s *Service) record(ctx context.Context, op operationRow, out outcome, kind string, took time.Duration) (Payment, error) {
 	s.onCall(op.operation, out.call, took)
 	now := s.now()
@@ -361,6 +362,11 @@ func (s *Service) record(ctx context.Context, op operationRow, out outcome, kind
 	}
 	var p Payment
 	var resolved bool
+	var attempt struct {
+		outcome   Outcome
+		transport string
+		found     bool
+	}
 	err := s.store.db().Tx(ctx, func(r sqlq.Runner) error {
 		if _, err := r.Exec(ctx, commonSQL.SQL("insert_call"), op.id, op.paymentID, string(op.operation), op.key, kind,
 			string(out.call), nullable.String(out.code), now, took.Milliseconds()); err != nil {
@@ -391,16 +397,23 @@ func (s *Service) record(ctx context.Context, op operationRow, out outcome, kind
 			return s.readInto(ctx, r, op.paymentID, &p)
 		}
 		resolved = true
-		if op.operation != OpCreate {
-			return s.applyChange(ctx, r, op, out, now, &p)
+		if op.operation == OpCreate {
+			return s.applyCreate(ctx, r, op, out, now, &p)
 		}
-		return s.applyCreate(ctx, r, op, out, now, &p)
+		if err := s.applyChange(ctx, r, op, out, now, &p); err != nil {
+			return err
+		}
+		attempt.outcome, attempt.transport, attempt.found, err = settleAttempt(ctx, r, op, out)
+		return err
 	})
 	if err != nil {
 		return Payment{}, err
 	}
 	if resolved {
 		s.onSettled(op.operation, op.state == opUnknown || op.state == opPending)
+	}
+	if attempt.found {
+		s.onAttempt(op.operation, attempt.outcome, attempt.transport)
 	}
 	return p, nil
 }

@@ -99,7 +99,10 @@ const (
 	// with IDEMPOTENCY_KEY_REUSED, nothing done.
 	OutcomeRejected Outcome = "REJECTED"
 	// OutcomeRefused: a business rule (the payment's status, the amount
-	// available) refused the operation; nothing done, the key stays unused.
+	// available) refused the operation, nothing done, the key stays unused;
+	// or the processor refused a capture, cancel or refund, or failed a
+	// refund (Attempt.Refusal PROCESSOR_REFUSED), nothing applied, the key
+	// bound to that refusal.
 	OutcomeRefused Outcome = "REFUSED"
 )
 
@@ -270,7 +273,8 @@ type Attempt struct {
 	// paymentId, amount, currency, method, capture, reason.
 	DifferingFields []string
 	// Refusal is, for a refused attempt, the rule that refused it:
-	// PAYMENT_STATE_CONFLICT or AMOUNT_EXCEEDS_AVAILABLE.
+	// PAYMENT_STATE_CONFLICT or AMOUNT_EXCEEDS_AVAILABLE, or
+	// PROCESSOR_REFUSED for the processor's refusal.
 	Refusal string
 	// Params is what the request asked for (canonical values: amounts as
 	// decimal text), and Held, for a rejected attempt, what the key's first

@@ -260,7 +260,8 @@ func (s *Service) PaySandbox(ctx context.Context, id string) (Payment, error) {
 }
 
 // expiredPollEvery is how often a payment past its expiry that the
-// processor still says is pending is read again.
+// processor still says is pending is read again; the first read comes at
+// once after the expiry (pending_due).
 const expiredPollEvery = time.Minute
 
 // PollPending reads from the processor up to limit PENDING payments that

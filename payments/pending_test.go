@@ -228,3 +228,32 @@ func TestExpiredButPendingIsReadOnceAMinute(t *testing.T) {
 		}
 	})
 }
+
+// A Pix nobody pays is read as soon as its expiry passes, not once its
+// last news (its creation) is a minute old: EXPIRED at the first poll past
+// expiresAt, however short SANDBOX_PIX_EXPIRY is.
+func TestAnUnpaidPixIsReadRightAfterItsExpiry(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		clock := &fakeClock{now: time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)}
+		cfg := processor.DefaultConfig()
+		cfg.SandboxMethods, cfg.SandboxPixExpiry, cfg.Timeout = processor.SandboxAsync, 5*time.Second, testTimeout
+		b := &bundle{db: db, clock: clock, svc: mustService(t, db.Gorm, payments.Config{KeyTTL: testTTL, Now: clock.Now,
+			Processor: sandbox.New(cfg, sandbox.WithClock(clock.Now)), ProcessorTimeout: testTimeout, RecoveryAfter: testRecovery})}
+		pix := b.mustCreate(t, request("client-1", "pix-lag", "10.00", "BRL", payments.MethodPix)).Payment
+		st, err := b.svc.AsyncStateOf(t.Context(), pix.ID)
+		if err != nil || st.NextAction == nil {
+			t.Fatalf("the Pix's next action: %+v, %v", st.NextAction, err)
+		}
+		if n, err := b.svc.PollPending(t.Context(), 5*time.Minute, 10); err != nil || n != 0 {
+			t.Fatalf("a Pix before its expiry was polled: %d, %v", n, err)
+		}
+		b.clock.Advance(st.NextAction.ExpiresAt.Sub(b.clock.Now()) + time.Millisecond)
+		if n, err := b.svc.PollPending(t.Context(), 5*time.Minute, 10); err != nil || n != 1 {
+			t.Fatalf("PollPending just past the expiry: %d, %v; want the Pix read", n, err)
+		}
+		if got := b.mustGet(t, pix.ID); got.Status != payments.StatusExpired {
+			t.Errorf("the unpaid Pix just past its expiry is %s, want EXPIRED", got.Status)
+		}
+	})
+}

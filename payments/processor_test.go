@@ -226,6 +226,10 @@ type stripeOpts struct {
 	RecoveryAfter, KeyTTL time.Duration
 	// APIKey is the key the connector sends (zero: one the double takes).
 	APIKey processor.Secret
+	// RefundsPending leaves the double's refunds pending until settled.
+	RefundsPending bool
+	// OnAttempt is the service's hook (zero: none).
+	OnAttempt func(payments.Operation, payments.Outcome, string)
 }
 
 // stripeWith is a bundle whose service uses processor/stripe (the real
@@ -234,7 +238,7 @@ func stripeWith(t *testing.T, db dbtest.DB, o stripeOpts) (*bundle, *stripedoubl
 	t.Helper()
 	o.Timeout = cmp.Or(o.Timeout, testTimeout)
 	clock := &fakeClock{now: time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)}
-	dopts := stripedouble.Options{SearchLag: o.DoubleLag}
+	dopts := stripedouble.Options{SearchLag: o.DoubleLag, RefundsPending: o.RefundsPending}
 	if o.OnFakeClock {
 		dopts.Clock = func() time.Time { return clock.Now().Add(o.Skew) }
 	}
@@ -242,7 +246,8 @@ func stripeWith(t *testing.T, db dbtest.DB, o stripeOpts) (*bundle, *stripedoubl
 	t.Cleanup(d.Close)
 	conn := stripeConnAs(t, d, o.Timeout, cmp.Or(o.APIKey, "sk_test_double"))
 	svc := mustService(t, db.Gorm, payments.Config{KeyTTL: cmp.Or(o.KeyTTL, testTTL), Now: clock.Now, Processor: conn,
-		ProcessorTimeout: o.Timeout, RecoveryAfter: cmp.Or(o.RecoveryAfter, testRecovery), SearchLag: o.SearchLag})
+		ProcessorTimeout: o.Timeout, RecoveryAfter: cmp.Or(o.RecoveryAfter, testRecovery), SearchLag: o.SearchLag,
+		OnAttempt: o.OnAttempt})
 	return &bundle{db: db, svc: svc, clock: clock, conn: conn}, d
 }
 
@@ -608,8 +613,9 @@ func TestStripePendingAndRefusedChanges(t *testing.T) {
 		for i := range 2 {
 			_, err := b.svc.Capture(t.Context(), payments.CaptureRequest{PaymentID: q.ID, IdempotencyKey: "cap-q"})
 			var refused *payments.ProcessorRefusedError
-			if !errors.As(err, &refused) || refused.Code != "payment_canceled" {
-				t.Errorf("capture %d of a canceled intent: %v, want PROCESSOR_REFUSED payment_canceled", i, err)
+			if !errors.As(err, &refused) || refused.Code != "payment_canceled" || refused.Replayed != (i == 1) {
+				t.Errorf("capture %d of a canceled intent: %v (replayed %v), want PROCESSOR_REFUSED payment_canceled, the second replayed",
+					i, err, refused != nil && refused.Replayed)
 			}
 		}
 		if got := b.mustGet(t, q.ID); got.Status != payments.StatusCanceled || got.PendingOperation != "" {

@@ -285,6 +285,9 @@ type attemptRow struct {
 	heldParams *string
 	refusal    string
 	refundID   *string
+	// requestID, when set, is what the attempt names as its request: the
+	// processor operation a change asked at a processor started.
+	requestID *string
 }
 
 // recorded says whether rec's request was sent before and its attempt is
@@ -301,9 +304,9 @@ func (tx liteTx) recorded(ctx context.Context, rec record) (bool, error) {
 }
 
 // insertAttempt records cmd's attempt; a replay, rejection or refusal names
-// its request.
+// its request, as does a change that names its operation (a.requestID).
 func (tx liteTx) insertAttempt(ctx context.Context, cmd *command, a attemptRow) error {
-	var requestID *string
+	requestID := a.requestID
 	if a.outcome != OutcomeCreated && a.outcome != OutcomeApplied {
 		id := cmd.requestID()
 		requestID = &id

@@ -311,11 +311,28 @@ ON CONFLICT (client_id, idempotency_key) DO NOTHING
 -- Records one request on a payment: its operation, key, outcome and
 -- parameters, and for a rejection the held key's parameters, for a refusal
 -- the rule, for a refund the refund; for a replay, rejection or refusal,
--- the request's id ($13).
+-- the request's id ($13), and for a capture, cancel or refund asked at a
+-- processor, its operation's (refuse_attempt).
 INSERT INTO idempotency_attempts (payment_id, operation, idempotency_key, outcome, at,
                                   params, held_params, refusal, refund_id, transport, actor, actor_address, differing_fields,
                                   request_id)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, '', $13)
+
+-- name: refuse_attempt
+-- The processor refused (or failed the refund of) processor operation $2
+-- of payment $1: the APPLIED attempt of the request that started it (which
+-- names it as its request_id, changes.go: storeChange) becomes REFUSED,
+-- in the transaction that settles the operation. Returns its transport,
+-- for the metrics; no row for an attempt stored before attempts named
+-- their operation. Read through the payment's attempts.
+UPDATE idempotency_attempts SET outcome = 'REFUSED', refusal = 'PROCESSOR_REFUSED'
+WHERE payment_id = $1 AND request_id = $2 AND outcome = 'APPLIED'
+RETURNING transport
+
+-- name: applied_attempt
+-- The transport of the APPLIED attempt that started processor operation
+-- $2 of payment $1, settled as it asked: for the metrics.
+SELECT transport FROM idempotency_attempts WHERE payment_id = $1 AND request_id = $2 AND outcome = 'APPLIED'
 
 -- name: recorded_attempt
 -- Whether payment $1 has an attempt of request $2: a replay, rejection or

@@ -125,7 +125,7 @@ func (s *Sandbox) CreatePayment(ctx context.Context, req processor.CreatePayment
 		if req.Method == processor.MethodBoleto {
 			expiry = s.boletoExpiry
 		}
-		ref.expiresAt = s.now().Add(expiry).Unix()
+		ref.expiresAt = wholeSecondAfter(s.now().Add(expiry))
 	}
 	if ref.outcome != "" {
 		return processor.Payment{}, &processor.Error{Kind: processor.KindDeclined, Op: "create",
@@ -134,6 +134,17 @@ func (s *Sandbox) CreatePayment(ctx context.Context, req processor.CreatePayment
 	p := s.payment(ref)
 	p.PaymentID = req.PaymentID
 	return p, nil
+}
+
+// wholeSecondAfter is t in Unix seconds, rounded up: the reference keeps
+// whole seconds (references stored before read them so), and rounding
+// down gave the payer less than SANDBOX_PIX_EXPIRY (19.878 s of 20).
+func wholeSecondAfter(t time.Time) int64 {
+	sec := t.Unix()
+	if t.Nanosecond() > 0 {
+		sec++
+	}
+	return sec
 }
 
 func validateCreate(req processor.CreatePaymentRequest) error {

@@ -364,3 +364,31 @@ func TestBoletoLineDetails(t *testing.T) {
 		t.Errorf("a non-BRL boleto must leave the value open: %s", line)
 	}
 }
+
+// The expiry is never shorter than configured: created at a fraction of a
+// second, the reference's whole seconds round up, so a 20 s Pix is
+// pending until at least 20 s later and expired at its expiresAt.
+func TestExpiryRoundsUp(t *testing.T) {
+	cfg := processor.DefaultConfig()
+	cfg.SandboxMethods, cfg.SandboxPixExpiry = processor.SandboxAsync, 20*time.Second
+	c := &clock{now: t0.Add(122 * time.Millisecond)}
+	s := New(cfg, WithClock(c.Now))
+	ctx := context.Background()
+	req := card("cmpay_round", "", true)
+	req.Method = processor.MethodPix
+	p, err := s.CreatePayment(ctx, req)
+	if err != nil || p.NextAction == nil {
+		t.Fatalf("%+v %v", p, err)
+	}
+	if want := t0.Add(21 * time.Second); !p.NextAction.ExpiresAt.Equal(want) {
+		t.Errorf("expiresAt %s, want %s: the next whole second at least 20 s after creation", p.NextAction.ExpiresAt, want)
+	}
+	c.now = c.now.Add(20 * time.Second)
+	if read, _ := s.GetPayment(ctx, p.Reference); read.State != processor.PaymentPending {
+		t.Errorf("20 s after creation: %s, want still pending", read.State)
+	}
+	c.now = p.NextAction.ExpiresAt
+	if read, _ := s.GetPayment(ctx, p.Reference); read.State != processor.PaymentExpired {
+		t.Errorf("at expiresAt: %s, want expired", read.State)
+	}
+}
