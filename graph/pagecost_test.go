@@ -107,7 +107,7 @@ func TestAPageOfEveryPaymentFieldFits(t *testing.T) {
 func cost(t *testing.T, query string) int {
 	t.Helper()
 	es := NewExecutableSchema(Config{Complexity: complexity()})
-	doc, errs := gqlparser.LoadQuery(es.Schema(), query)
+	doc, errs := gqlparser.LoadQueryWithRules(es.Schema(), query, nil)
 	if errs != nil {
 		t.Fatal(errs)
 	}

@@ -10,7 +10,11 @@ export type AttemptOutcome =
   | 'APPLIED'
   /** The request created the payment. */
   | 'CREATED'
-  /** A business rule refused the operation (PAYMENT_STATE_CONFLICT, AMOUNT_EXCEEDS_AVAILABLE); nothing was done and the key stays unused. */
+  /**
+   * A business rule refused the operation (PAYMENT_STATE_CONFLICT, AMOUNT_EXCEEDS_AVAILABLE); nothing was done and the key
+   * stays unused. Or the processor refused a capture, cancel or refund, or failed a refund (PROCESSOR_REFUSED); nothing
+   * was applied and the key stays bound to that refusal.
+   */
   | 'REFUSED'
   /** Same key, another operation, payment or parameters: refused with IDEMPOTENCY_KEY_REUSED; nothing was done. */
   | 'REJECTED'
