@@ -29,6 +29,8 @@ func TestPaymentPageWording(t *testing.T) {
 		{Operation: payments.OpRefund, IdempotencyKey: "r-1", Outcome: payments.OutcomeApplied, At: created.Add(time.Minute), Transport: "rest", Params: refund},
 		{Operation: payments.OpRefund, IdempotencyKey: "r-2", Outcome: payments.OutcomeRefused, At: created.Add(2 * time.Minute), Transport: "rest",
 			Refusal: "AMOUNT_EXCEEDS_AVAILABLE", Params: refund},
+		{Operation: payments.OpRefund, IdempotencyKey: "r-3", Outcome: payments.OutcomeRefused, At: created.Add(3 * time.Minute), Transport: "rest",
+			Refusal: "PROCESSOR_REFUSED", Params: refund},
 	} {
 		view.Attempts = append(view.Attempts, attemptView{Attempt: a, Amount: paramAmount(a.Params, "BRL")})
 	}
@@ -40,6 +42,11 @@ func TestPaymentPageWording(t *testing.T) {
 	if got := squash(steps.Eq(2).Find(`td[data-label="What happened"]`).Text()); strings.Contains(got, " ;") || strings.Contains(got, " .") ||
 		!strings.Contains(got, "(asked for 1.00 BRL); nothing was done") {
 		t.Errorf("refused row %q", got)
+	}
+	// The processor's refusal binds its key: the key is not unused.
+	if got := squash(steps.Eq(3).Find(`td[data-label="What happened"]`).Text()); got !=
+		"Refused by the processor (asked for 1.00 BRL): no money moved, and the key stays bound to this refusal." {
+		t.Errorf("processor's refusal row %q", got)
 	}
 	toSecond := regexp.MustCompile(`^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$`)
 	steps.Find("time").Each(func(_ int, s *goquery.Selection) {
