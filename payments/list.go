@@ -380,5 +380,12 @@ func decodeCursor(cursor string) (time.Time, string, error) {
 	if err != nil {
 		return time.Time{}, "", bad
 	}
-	return time.UnixMicro(micros).UTC(), parts[2], nil
+	// Only a cursor this API could have returned: a time both databases
+	// hold alike, spelled as encodeCursor spells it (no "+5" or "007"), so
+	// that one position has one cursor.
+	at := time.UnixMicro(micros).UTC()
+	if !StorableTime(at) || encodeCursor(Payment{ID: parts[2], CreatedAt: at}) != cursor {
+		return time.Time{}, "", bad
+	}
+	return at, parts[2], nil
 }

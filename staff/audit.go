@@ -437,5 +437,11 @@ func decodeAuditCursor(s string) (auditCursor, error) {
 	if err1 != nil || err2 != nil {
 		return auditCursor{}, bad
 	}
-	return auditCursor{at: time.UnixMicro(micros).UTC(), src: parts[2], id: id}, nil
+	// Only a cursor this log could have returned: a time both databases
+	// hold alike (payments.StorableTime), spelled as encode spells it.
+	c := auditCursor{at: time.UnixMicro(micros).UTC(), src: parts[2], id: id}
+	if !payments.StorableTime(c.at) || c.encode() != s {
+		return auditCursor{}, bad
+	}
+	return c, nil
 }
