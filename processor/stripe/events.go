@@ -70,6 +70,12 @@ func signedAt(header string) (time.Time, error) {
 	return time.Unix(n, 0), nil
 }
 
+// maxCreated is the last second of year 9999, the latest event time both
+// databases hold and order alike: PostgreSQL refuses a later one with an
+// error (a 500 the processor would retry for days), SQLite compares times
+// as text.
+var maxCreated = time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC).Unix()
+
 // DecodeEvent decodes a verified event's body. The payment_intent.*,
 // charge.* and refund.* events carry their object, mapped to the seam's
 // types (a charge.* event by its object's type: decodeChargeFamily); other
@@ -81,6 +87,9 @@ func DecodeEvent(payload []byte) (processor.Event, error) {
 	}
 	if raw.ID == "" || raw.Type == "" || raw.Created <= 0 || raw.Data == nil || len(raw.Data.Raw) == 0 {
 		return processor.Event{}, fmt.Errorf("%w: id, type, created and data.object are required", ErrEventMalformed)
+	}
+	if raw.Created > maxCreated {
+		return processor.Event{}, fmt.Errorf("%w: created %d is after year 9999", ErrEventMalformed, raw.Created)
 	}
 	ev := processor.Event{ID: raw.ID, Type: string(raw.Type), Created: unix(raw.Created)}
 	kind, _, _ := strings.Cut(ev.Type, ".")
