@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/cmpay/cmpay/processor"
 	stripeapi "github.com/stripe/stripe-go/v82"
@@ -81,6 +82,11 @@ var maxCreated = time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC).Unix()
 // types (a charge.* event by its object's type: decodeChargeFamily); other
 // types decode with only their ID, Type and Created.
 func DecodeEvent(payload []byte) (processor.Event, error) {
+	if !storable(string(payload)) {
+		// encoding/json takes bytes that are not UTF-8 inside strings, but
+		// intake stores the payload as text, which PostgreSQL refuses.
+		return processor.Event{}, fmt.Errorf("%w: the body is not UTF-8 text", ErrEventMalformed)
+	}
 	var raw stripeapi.Event
 	if err := json.Unmarshal(payload, &raw); err != nil {
 		return processor.Event{}, fmt.Errorf("%w: %w", ErrEventMalformed, err)
@@ -109,7 +115,18 @@ func DecodeEvent(payload []byte) (processor.Event, error) {
 	if err != nil {
 		return processor.Event{}, err
 	}
+	if !storable(ev.ID) || !storable(ev.Type) || !storable(ev.PaymentReference) {
+		// A \u0000 escape decodes to NUL, which PostgreSQL refuses in the
+		// text columns intake stores these in.
+		return processor.Event{}, fmt.Errorf("%w: a NUL character in the event's id, type or object id", ErrEventMalformed)
+	}
 	return ev, nil
+}
+
+// storable says whether PostgreSQL holds s as text (payments.StorableText,
+// which this package does not import).
+func storable(s string) bool {
+	return utf8.ValidString(s) && !strings.ContainsRune(s, 0)
 }
 
 // decodeChargeFamily decodes a charge.* event by its object's type, since
