@@ -37,3 +37,27 @@ func TestForgedCursorTimesAreBadInput(t *testing.T) {
 		}
 	})
 }
+
+// TestFarDateFiltersAreBadInput: a "to" day of 9999-12-31 ends the range
+// at 10000-01-01; the admin list, its CSV export and the audit page refuse
+// it with the form's error (400), where SQLite listed nothing.
+func TestFarDateFiltersAreBadInput(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		b := setup(t, db)
+		c := b.asAdmin(t)
+		for _, path := range []string{
+			"/admin?to=9999-12-31", "/admin/payments.csv?to=9999-12-31", "/admin/audit?to=9999-12-31",
+			"/admin?from=0000-12-31", "/admin/audit?from=0000-12-31",
+		} {
+			if res, _ := c.get(t, path); res.StatusCode != http.StatusBadRequest {
+				t.Errorf("GET %s: %d, want 400", path, res.StatusCode)
+			}
+		}
+		for _, path := range []string{"/admin?to=9999-12-30", "/admin/payments.csv?to=9999-12-30", "/admin/audit?to=9999-12-30"} {
+			if res, _ := c.get(t, path); res.StatusCode != http.StatusOK {
+				t.Errorf("GET %s: %d, want 200", path, res.StatusCode)
+			}
+		}
+	})
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/cmpay/cmpay/internal/dbtest"
 	"github.com/cmpay/cmpay/payments"
@@ -30,6 +31,26 @@ func TestListRefusesForgedCursorTimes(t *testing.T) {
 			if !errors.Is(err, payments.ErrInvalidInput) {
 				t.Errorf("List(after %q) = %v, want ErrInvalidInput", raw, err)
 			}
+		}
+	})
+}
+
+// TestListDateRangeBeyondYear9999: the admin's "to" day 9999-12-31 becomes
+// To = 10000-01-01 (the day is included). PostgreSQL lists every payment
+// before it; SQLite compares the times as text, "10000-…" < "2026-…", and
+// lists none (the list page and the CSV export alike). Either both list
+// them or the filter is refused as bad input.
+func TestListDateRangeBeyondYear9999(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		b := setup(t, db)
+		if _, err := b.svc.Create(t.Context(), pix("far-to")); err != nil {
+			t.Fatal(err)
+		}
+		to := time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)
+		page, err := b.svc.List(t.Context(), payments.Filter{To: to}, 10, "")
+		if err == nil && len(page.Payments) != 1 || err != nil && !errors.Is(err, payments.ErrInvalidInput) {
+			t.Errorf("List(To %v) = %d payments, %v; want the one payment, or ErrInvalidInput", to, len(page.Payments), err)
 		}
 	})
 }

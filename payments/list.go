@@ -77,6 +77,14 @@ func listingOf(f Filter) (listing, error) {
 	if !f.From.IsZero() && !f.To.IsZero() && !f.From.Before(f.To) {
 		return listing{}, invalid("to", "the end of the date range must come after its start")
 	}
+	for _, v := range []struct {
+		field string
+		at    time.Time
+	}{{"from", f.From}, {"to", f.To}} {
+		if !v.at.IsZero() && !StorableTime(v.at) {
+			return listing{}, invalid(v.field, "a date range must lie within years 1 to 9999")
+		}
+	}
 	for _, v := range []struct{ field, value string }{
 		{"clientId", f.ClientID}, {"idempotencyKey", f.IdempotencyKey}, {"q", f.Search},
 	} {

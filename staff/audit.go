@@ -229,6 +229,11 @@ func (s *Store) AuditLog(ctx context.Context, f AuditFilter, first int, after st
 	if !f.From.IsZero() && !f.To.IsZero() && !f.From.Before(f.To) {
 		return AuditPage{}, invalid("the end of the time range must come after its start")
 	}
+	if !f.From.IsZero() && !payments.StorableTime(f.From) || !f.To.IsZero() && !payments.StorableTime(f.To) {
+		// PostgreSQL would refuse the time with an error, and SQLite
+		// compare "10000-01-01" as text, before every entry.
+		return AuditPage{}, invalid("a time range must lie within years 1 to 9999")
+	}
 	if !payments.StorableText(f.Actor) || !payments.StorableText(string(f.Action)) {
 		// No entry holds them (storedEntry), and PostgreSQL would refuse
 		// the query rather than find nothing.

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/cmpay/cmpay/internal/dbtest"
 	"github.com/cmpay/cmpay/staff"
@@ -28,6 +29,24 @@ func TestAuditLogRefusesForgedCursorTimes(t *testing.T) {
 			var bad *staff.InputError
 			if !errors.As(err, &bad) {
 				t.Errorf("AuditLog(after %q) = %v, want an InputError", raw, err)
+			}
+		}
+	})
+}
+
+// TestAuditLogTimeRangeBeyondYear9999: the audit page's "to" day
+// 9999-12-31 becomes To = 10000-01-01, which SQLite compares as text,
+// before every entry: the range is refused as bad input on both databases.
+func TestAuditLogTimeRangeBeyondYear9999(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		s := newStore(t, db, newClock())
+		far := time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)
+		for _, f := range []staff.AuditFilter{{To: far}, {From: far}} {
+			_, err := s.AuditLog(t.Context(), f, 10, "")
+			var bad *staff.InputError
+			if !errors.As(err, &bad) {
+				t.Errorf("AuditLog(%+v) = %v, want an InputError", f, err)
 			}
 		}
 	})

@@ -180,6 +180,8 @@ func (a *admin) auditLog(w http.ResponseWriter, r *http.Request) {
 		d, err := time.Parse(time.DateOnly, v)
 		if err != nil {
 			view.Error = name + " must be a date like 2026-12-31"
+		} else if !filterDay(d) {
+			view.Error = name + " must be a date from " + firstFilterDay + " to " + lastFilterDay
 		}
 		return d
 	}
