@@ -51,7 +51,9 @@ type Filter struct {
 type Page struct {
 	Payments []Payment
 	// Cursors holds, for each payment, the cursor that resumes after it.
-	Cursors     []string
+	Cursors []string
+	// HasNextPage says more payments follow this page; it is true only
+	// when the page has an EndCursor to continue from.
 	HasNextPage bool
 }
 
@@ -221,6 +223,12 @@ func (s *Service) List(ctx context.Context, f Filter, first int, after string) (
 			return Page{}, err
 		}
 		resume = &position{at: at, id: id}
+	}
+	if first == 0 {
+		// No payment, so no cursor to continue from: a pager that loops
+		// while HasNextPage would never advance, so none is said to follow
+		// (Relay's algorithm would say true when any match).
+		return Page{Payments: []Payment{}, Cursors: []string{}}, nil
 	}
 	q := l.page(resume, first+1)
 
