@@ -109,6 +109,11 @@ func (s *Service) Receive(ctx context.Context, payload []byte, signature string)
 	if ev.ID == "" {
 		return processor.Event{}, fmt.Errorf("%w: the event has no id", ErrRefused)
 	}
+	if y := ev.Created.UTC().Year(); y < 1 || y > 9999 {
+		// Whatever the processor's decoder let through: PostgreSQL would
+		// refuse the time with an error, and SQLite order it as text.
+		return processor.Event{}, fmt.Errorf("%w: created %s is outside years 1 to 9999", ErrRefused, ev.Created.UTC())
+	}
 	_, err = s.db.Exec(ctx, statements.SQL("insert_event"), ev.ID, s.opts.Processor, ev.Type, ev.PaymentReference,
 		ev.Created.UTC(), now, string(payload))
 	if err != nil {

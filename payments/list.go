@@ -51,7 +51,9 @@ type Filter struct {
 type Page struct {
 	Payments []Payment
 	// Cursors holds, for each payment, the cursor that resumes after it.
-	Cursors     []string
+	Cursors []string
+	// HasNextPage says more payments follow this page; it is true only
+	// when the page has an EndCursor to continue from.
 	HasNextPage bool
 }
 
@@ -76,6 +78,14 @@ type listing struct {
 func listingOf(f Filter) (listing, error) {
 	if !f.From.IsZero() && !f.To.IsZero() && !f.From.Before(f.To) {
 		return listing{}, invalid("to", "the end of the date range must come after its start")
+	}
+	for _, v := range []struct {
+		field string
+		at    time.Time
+	}{{"from", f.From}, {"to", f.To}} {
+		if !v.at.IsZero() && !StorableTime(v.at) {
+			return listing{}, invalid(v.field, "a date range must lie within years 1 to 9999")
+		}
 	}
 	for _, v := range []struct{ field, value string }{
 		{"clientId", f.ClientID}, {"idempotencyKey", f.IdempotencyKey}, {"q", f.Search},
@@ -213,6 +223,12 @@ func (s *Service) List(ctx context.Context, f Filter, first int, after string) (
 			return Page{}, err
 		}
 		resume = &position{at: at, id: id}
+	}
+	if first == 0 {
+		// No payment, so no cursor to continue from: a pager that loops
+		// while HasNextPage would never advance, so none is said to follow
+		// (Relay's algorithm would say true when any match).
+		return Page{Payments: []Payment{}, Cursors: []string{}}, nil
 	}
 	q := l.page(resume, first+1)
 
@@ -380,5 +396,12 @@ func decodeCursor(cursor string) (time.Time, string, error) {
 	if err != nil {
 		return time.Time{}, "", bad
 	}
-	return time.UnixMicro(micros).UTC(), parts[2], nil
+	// Only a cursor this API could have returned: a time both databases
+	// hold alike, spelled as encodeCursor spells it (no "+5" or "007"), so
+	// that one position has one cursor.
+	at := time.UnixMicro(micros).UTC()
+	if !StorableTime(at) || encodeCursor(Payment{ID: parts[2], CreatedAt: at}) != cursor {
+		return time.Time{}, "", bad
+	}
+	return at, parts[2], nil
 }

@@ -89,6 +89,32 @@ func TestListPagination(t *testing.T) {
 	})
 }
 
+// TestListFirstZeroEnds: a page of no payments has no cursor to continue
+// from, so it says none follows, even when payments match: a pager that
+// loops while hasNextPage, passing endCursor on, stops instead of asking
+// for the first page again forever. A bad cursor is still refused.
+func TestListFirstZeroEnds(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		b := setup(t, db)
+		b.mustCreate(t, pix("z1"))
+		b.mustCreate(t, pix("z2"))
+		start, err := b.svc.List(t.Context(), payments.Filter{}, 1, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, after := range []string{"", start.EndCursor()} {
+			page, err := b.svc.List(t.Context(), payments.Filter{}, 0, after)
+			if err != nil || len(page.Payments) != 0 || page.HasNextPage || page.EndCursor() != "" {
+				t.Errorf("List(first 0, after %q) = %d payments, hasNextPage %v, %v; want none, false", after, len(page.Payments), page.HasNextPage, err)
+			}
+		}
+		if _, err := b.svc.List(t.Context(), payments.Filter{}, 0, "not-a-cursor"); !errors.Is(err, payments.ErrInvalidInput) {
+			t.Errorf("List(first 0, a bad cursor) = %v, want ErrInvalidInput", err)
+		}
+	})
+}
+
 func TestListRefusesBadArguments(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {

@@ -323,10 +323,12 @@ func validatePaymentMethodToken(token string) error {
 }
 
 // validateReason: up to 500 characters of valid UTF-8 without control or
-// format characters; compared exactly.
+// format characters; compared exactly. U+FFFD is refused as in a clientId
+// (validateClientID): a reason sent invalid reaches GraphQL holding it,
+// where REST refuses the body, and would be stored as what was not sent.
 func validateReason(reason string) error {
-	if !utf8.ValidString(reason) {
-		return fmt.Errorf("reason is not valid UTF-8")
+	if !utf8.ValidString(reason) || strings.ContainsRune(reason, utf8.RuneError) {
+		return fmt.Errorf("reason is not valid UTF-8 (or holds U+FFFD, the character a decoder puts in place of invalid bytes)")
 	}
 	if n := utf8.RuneCountInString(reason); n > MaxReasonLen {
 		return fmt.Errorf("reason is %d characters long; the limit is %d", n, MaxReasonLen)

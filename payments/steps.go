@@ -29,6 +29,15 @@ func StorableText(s string) bool {
 	return utf8.ValidString(s) && !strings.ContainsRune(s, 0)
 }
 
+// StorableTime says whether both databases hold t and order it alike:
+// years 1 to 9999. PostgreSQL refuses a timestamp before 4713 BC or after
+// 294276 AD with an error (SQLSTATE 22008), and SQLite compares times as
+// text, where "10000-01-01" sorts before "2026-…".
+func StorableTime(t time.Time) bool {
+	y := t.UTC().Year()
+	return y >= 1 && y <= 9999
+}
+
 // readPayment reads one payment; ok is false when no payment has the id.
 func readPayment(ctx context.Context, r sqlq.Runner, id string) (p Payment, ok bool, err error) {
 	if !plausibleID(id) {

@@ -229,6 +229,11 @@ func (s *Store) AuditLog(ctx context.Context, f AuditFilter, first int, after st
 	if !f.From.IsZero() && !f.To.IsZero() && !f.From.Before(f.To) {
 		return AuditPage{}, invalid("the end of the time range must come after its start")
 	}
+	if !f.From.IsZero() && !payments.StorableTime(f.From) || !f.To.IsZero() && !payments.StorableTime(f.To) {
+		// PostgreSQL would refuse the time with an error, and SQLite
+		// compare "10000-01-01" as text, before every entry.
+		return AuditPage{}, invalid("a time range must lie within years 1 to 9999")
+	}
 	if !payments.StorableText(f.Actor) || !payments.StorableText(string(f.Action)) {
 		// No entry holds them (storedEntry), and PostgreSQL would refuse
 		// the query rather than find nothing.
@@ -437,5 +442,11 @@ func decodeAuditCursor(s string) (auditCursor, error) {
 	if err1 != nil || err2 != nil {
 		return auditCursor{}, bad
 	}
-	return auditCursor{at: time.UnixMicro(micros).UTC(), src: parts[2], id: id}, nil
+	// Only a cursor this log could have returned: a time both databases
+	// hold alike (payments.StorableTime), spelled as encode spells it.
+	c := auditCursor{at: time.UnixMicro(micros).UTC(), src: parts[2], id: id}
+	if !payments.StorableTime(c.at) || c.encode() != s {
+		return auditCursor{}, bad
+	}
+	return c, nil
 }

@@ -202,6 +202,19 @@ type badFilter string
 
 func (b badFilter) Error() string { return string(b) }
 
+// The days a date filter takes: a range ends the day after its "to" day,
+// and both databases hold and order alike only years 1 to 9999
+// (payments.StorableTime).
+const (
+	firstFilterDay = "0001-01-01"
+	lastFilterDay  = "9999-12-30"
+)
+
+// filterDay says whether a date filter takes day d (a UTC midnight).
+func filterDay(d time.Time) bool {
+	return d.Year() >= 1 && !d.After(time.Date(9999, 12, 30, 0, 0, 0, 0, time.UTC))
+}
+
 // filter turns the form into a domain filter. Dates are whole UTC days; the
 // "to" day is included.
 func (f filterForm) filter() (payments.Filter, error) {
@@ -221,6 +234,9 @@ func (f filterForm) filter() (payments.Filter, error) {
 		d, err := time.Parse(time.DateOnly, v)
 		if err != nil {
 			return time.Time{}, badFilter(name + " must be a date like 2026-12-31")
+		}
+		if !filterDay(d) {
+			return time.Time{}, badFilter(name + " must be a date from " + firstFilterDay + " to " + lastFilterDay)
 		}
 		return d, nil
 	}

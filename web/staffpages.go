@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -33,6 +34,14 @@ func (a *admin) staffPage(w http.ResponseWriter, r *http.Request, status int, vi
 	if view.Accounts, err = a.staff.List(r.Context()); err != nil {
 		serverError(w, r, err)
 		return
+	}
+	// Changed comes from the URL: named only if it is an account, so that
+	// a crafted link cannot make the page state any text.
+	changed := staff.NormalizeUsername(view.Changed)
+	if !slices.ContainsFunc(view.Accounts, func(acct staff.Account) bool { return acct.Username == changed }) {
+		view.Changed = ""
+	} else {
+		view.Changed = changed
 	}
 	render(w, r, status, staffPage(view))
 }
@@ -180,6 +189,8 @@ func (a *admin) auditLog(w http.ResponseWriter, r *http.Request) {
 		d, err := time.Parse(time.DateOnly, v)
 		if err != nil {
 			view.Error = name + " must be a date like 2026-12-31"
+		} else if !filterDay(d) {
+			view.Error = name + " must be a date from " + firstFilterDay + " to " + lastFilterDay
 		}
 		return d
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/cmpay/cmpay/apitoken"
@@ -38,6 +39,11 @@ func (a *admin) tokensPage(w http.ResponseWriter, r *http.Request, status int, v
 			serverError(w, r, err)
 			return
 		}
+	}
+	// Revoked comes from the URL: named only if it is a revoked token, so
+	// that a crafted link cannot make the page state any text.
+	if !slices.ContainsFunc(view.Tokens, func(t apitoken.Token) bool { return t.ID == view.Revoked && t.RevokedAt != nil }) {
+		view.Revoked = ""
 	}
 	if view.Form.Scopes == nil {
 		view.Form.Scopes = auth.DefaultScopes

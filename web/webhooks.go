@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -26,12 +27,6 @@ type webhooksView struct {
 
 func (a *admin) webhooksPage(w http.ResponseWriter, r *http.Request) {
 	view := webhooksView{Available: a.webhooks != nil, Now: time.Now()}
-	q := r.URL.Query()
-	if id := q.Get("resent"); id != "" {
-		view.Notice = "Delivery " + id + " was re-armed: it is attempted again now, with a fresh schedule of retries."
-	} else if id := q.Get("unchanged"); id != "" {
-		view.Notice = "Delivery " + id + " was not failed any more (already resent, or delivered): nothing was changed."
-	}
 	if a.webhooks != nil {
 		var err error
 		if view.Endpoints, err = a.webhooks.AllEndpoints(r.Context()); err != nil {
@@ -43,7 +38,27 @@ func (a *admin) webhooksPage(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	view.Notice = resendNotice(r.URL.Query(), view.Deliveries)
 	render(w, r, http.StatusOK, webhooksPage(view))
+}
+
+// resendNotice is what the page says after resendDelivery redirected to
+// it: only for a delivery the page lists, so that a link someone else
+// crafted cannot make the page state whatever text it carries.
+func resendNotice(q url.Values, listed []webhooks.Delivery) string {
+	resent, unchanged := q.Get("resent"), q.Get("unchanged")
+	text := resent
+	if text == "" {
+		text = unchanged
+	}
+	id, err := strconv.ParseInt(text, 10, 64)
+	if err != nil || !slices.ContainsFunc(listed, func(d webhooks.Delivery) bool { return d.ID == id }) {
+		return ""
+	}
+	if resent != "" {
+		return "Delivery " + strconv.FormatInt(id, 10) + " was re-armed: it is attempted again now, with a fresh schedule of retries."
+	}
+	return "Delivery " + strconv.FormatInt(id, 10) + " was not failed any more (already resent, or delivered): nothing was changed."
 }
 
 // resendDelivery re-arms a failed delivery. It is safe to send twice: the
