@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 )
 
 // The SSRF guard. A webhook URL is chosen by an API client but fetched by
@@ -97,6 +98,11 @@ const lookupTimeout = 2 * time.Second
 func (g guard) checkURL(ctx context.Context, raw string) (*url.URL, error) {
 	if len(raw) > maxURLLen {
 		return nil, fmt.Errorf("url is longer than %d characters", maxURLLen)
+	}
+	// U+FFFD is what a lone surrogate escape ("\ud800") in a JSON string
+	// decodes to: a character the client never sent, as in a reason.
+	if !utf8.ValidString(raw) || strings.ContainsRune(raw, utf8.RuneError) {
+		return nil, errors.New("url holds bytes that are not UTF-8, or U+FFFD")
 	}
 	u, err := url.Parse(raw)
 	if err != nil || !u.IsAbs() {

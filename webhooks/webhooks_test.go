@@ -398,6 +398,8 @@ func TestSSRFGuard(t *testing.T) {
 		"http://198.51.100.1/", "http://203.0.113.9/", "http://[3fff::1]/",
 		// Ports that cannot be dialled.
 		"http://public.test:99999/", "http://public.test:0/", "http://public.test:-1/",
+		// Text the client never sent: a lone surrogate decoded, bad bytes.
+		"https://public.test/hook\uFFFD", "https://public.test/\xff",
 	} {
 		if _, _, err := e.wh.CreateEndpoint(ctx, "", bad, nil); !errors.Is(err, payments.ErrInvalidInput) {
 			t.Errorf("CreateEndpoint(%q) = %v, want BAD_USER_INPUT", bad, err)
