@@ -24,6 +24,7 @@ import (
 //     the spec says.)
 //   - an Int takes only a JSON number, whole and of 32 bits: gqlparser
 //     took the string "5", and "99999999999" skipped the range check.
+//   - a Decimal takes only a string or a JSON number, as its scalar does.
 //   - an enum takes only one of its values, spelt exactly. gqlparser
 //     compares case-insensitively, so "pix" passed, and gqlgen's lookup of
 //     PIX's Go value then gave "" and the domain the message `method ""`.
@@ -93,6 +94,13 @@ func (s strictVariables) check(v any, t *ast.Type) *badValue {
 	switch def.Kind {
 	case ast.Scalar:
 		switch def.Name {
+		case "Decimal":
+			// The scalar refuses an object, a boolean or a list only when its
+			// field runs, after the mutation's earlier root fields have.
+			var d scalar.Decimal
+			if err := d.UnmarshalGQL(v); err != nil {
+				return &badValue{message: err.Error()}
+			}
 		case "String":
 			if _, ok := v.(string); !ok {
 				return &badValue{message: "a String must be a JSON string, not " + scalar.JSONKind(v)}
