@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"reflect"
 	"strconv"
 	"strings"
 
@@ -76,12 +77,14 @@ func (s strictVariables) check(v any, t *ast.Type) *badValue {
 		return nil // nullability is gqlparser's to check
 	}
 	if t.Elem != nil {
-		list, ok := v.([]any)
-		if !ok {
+		// Any slice: gqlparser makes a single value a list of one of its own
+		// type ([]string for "PAYMENT_CREATED"), not a []any.
+		list := reflect.ValueOf(v)
+		if list.Kind() != reflect.Slice {
 			return s.check(v, t.Elem) // one value stands for a list of one
 		}
-		for i, item := range list {
-			if bad := s.check(item, t.Elem); bad != nil {
+		for i := range list.Len() {
+			if bad := s.check(list.Index(i).Interface(), t.Elem); bad != nil {
 				return bad.at(ast.PathIndex(i))
 			}
 		}
