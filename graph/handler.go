@@ -94,6 +94,7 @@ func validationRules(opts Options) *rules.Rules {
 	overlap := boundedOverlapRule(overlapBudget)
 	r.ReplaceRule(overlap.Name, overlap.RuleFunc)
 	r.AddRule(keepDecimalLiterals.Name, keepDecimalLiterals.RuleFunc)
+	r.AddRule(int32Literals.Name, int32Literals.RuleFunc)
 	depthRule := maxDepthRule(opts.MaxDepth)
 	r.AddRule(depthRule.Name, depthRule.RuleFunc)
 	fieldsRule := maxFieldsRule(maxFields)
