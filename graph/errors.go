@@ -51,6 +51,7 @@ func presentError(ctx context.Context, err error) *gqlerror.Error {
 			gqlErr.Extensions[k] = v
 		}
 	}
+	nameSentKind(ctx, gqlErr)
 	suggestVariableField(ctx, gqlErr)
 	tidy(gqlErr, !domain)
 	return gqlErr

@@ -145,6 +145,7 @@ func NewHandler(svc *payments.Service, opts Options) http.Handler {
 	}
 	srv.Use(extension.AutomaticPersistedQuery{Cache: lru.New[string](1000)})
 	srv.Use(requireQuery{}) // after APQ, which fills in persisted queries
+	srv.Use(sentVariables{})
 	// Before gqlgen parses and validates it: a document whose validation
 	// would hold a core is refused without starting it.
 	srv.Use(documentCost{cache: docs, maxTokens: opts.MaxTokens})
