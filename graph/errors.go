@@ -86,7 +86,7 @@ func tidy(e *gqlerror.Error, theirs bool) {
 	switch {
 	case !theirs:
 	case undecodableBody.MatchString(m):
-		m = `the request body must be a JSON object such as {"query": "…", "variables": {…}}`
+		m = notAJSONObject
 	case unreadableBody.MatchString(m):
 		m = "the request body could not be read"
 	case unknownOperation.MatchString(m):

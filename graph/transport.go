@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -36,10 +37,19 @@ func (t getTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Gr
 }
 
 // postTransport is gqlgen's POST transport with the spec's SHOULDs on
-// statuses (see specStatus).
+// statuses (see specStatus), taking only a body that is one well-formed
+// JSON object (see bodyProblem).
 type postTransport struct{ transport.POST }
 
 func (t postTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor) {
+	body, err := io.ReadAll(r.Body)
+	if err == nil {
+		if problem := bodyProblem(body); problem != "" {
+			writeProtocolError(w, r, http.StatusBadRequest, problem)
+			return
+		}
+	}
+	r.Body = replayedBody(body, err)
 	sw := &specStatus{ResponseWriter: w}
 	t.POST.Do(sw, r, exec)
 	sw.flush()
