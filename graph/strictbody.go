@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"strings"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -72,6 +73,21 @@ func twiceNamedMember(object jsontext.Value) string {
 		}
 	}
 	return ""
+}
+
+// oneJSONObject reads r's body whole and answers 400 BAD_REQUEST, as to a
+// body that is not JSON, if bodyProblem finds one (false); else it gives
+// the body back to r for gqlgen's transport to decode (true).
+func oneJSONObject(w http.ResponseWriter, r *http.Request) bool {
+	body, err := io.ReadAll(r.Body)
+	if err == nil {
+		if problem := bodyProblem(body); problem != "" {
+			writeProtocolError(w, r, http.StatusBadRequest, problem)
+			return false
+		}
+	}
+	r.Body = replayedBody(body, err)
+	return true
 }
 
 // replayedBody is a request body read whole, then given to gqlgen again

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -42,14 +41,9 @@ func (t getTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Gr
 type postTransport struct{ transport.POST }
 
 func (t postTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor) {
-	body, err := io.ReadAll(r.Body)
-	if err == nil {
-		if problem := bodyProblem(body); problem != "" {
-			writeProtocolError(w, r, http.StatusBadRequest, problem)
-			return
-		}
+	if !oneJSONObject(w, r) {
+		return
 	}
-	r.Body = replayedBody(body, err)
 	sw := &specStatus{ResponseWriter: w}
 	t.POST.Do(sw, r, exec)
 	sw.flush()

@@ -34,6 +34,13 @@ func TestGraphQLBodyIsOneJSONObject(t *testing.T) {
 				t.Errorf("%s: data %v, want none", tt.name, res.Data)
 			}
 		}
+		// A POST for a stream (graphql-sse) too: it runs any operation.
+		h := restHeaders("")
+		h.Set("Accept", "text/event-stream")
+		res, raw := b.raw(t, "POST", "/graphql", h, `{"query":"{ __typename }","query":"`+create+`"}`)
+		if res.StatusCode != http.StatusBadRequest || !strings.Contains(string(raw), "BAD_REQUEST") {
+			t.Errorf("query twice, for a stream: %d %s, want 400 BAD_REQUEST", res.StatusCode, raw)
+		}
 		var n int64
 		if err := db.Gorm.Table("payments").Count(&n).Error; err != nil {
 			t.Fatal(err)
