@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"reflect"
 	"strconv"
 	"strings"
 
@@ -25,6 +26,7 @@ import (
 //     took any number, so "clientId": 1.5 made a payment for client "1.5".
 //   - an Int takes only a JSON number, whole and of 32 bits: gqlparser
 //     took the string "5", and "99999999999" skipped the range check.
+//   - a Decimal takes only a string or a JSON number, as its scalar does.
 //   - an enum takes only one of its values, spelt exactly. gqlparser
 //     compares case-insensitively, so "pix" passed, and gqlgen's lookup of
 //     PIX's Go value then gave "" and the domain the message `method ""`.
@@ -77,12 +79,14 @@ func (s strictVariables) check(v any, t *ast.Type) *badValue {
 		return nil // nullability is gqlparser's to check
 	}
 	if t.Elem != nil {
-		list, ok := v.([]any)
-		if !ok {
+		// Any slice: gqlparser makes a single value a list of one of its own
+		// type ([]string for "PAYMENT_CREATED"), not a []any.
+		list := reflect.ValueOf(v)
+		if list.Kind() != reflect.Slice {
 			return s.check(v, t.Elem) // one value stands for a list of one
 		}
-		for i, item := range list {
-			if bad := s.check(item, t.Elem); bad != nil {
+		for i := range list.Len() {
+			if bad := s.check(list.Index(i).Interface(), t.Elem); bad != nil {
 				return bad.at(ast.PathIndex(i))
 			}
 		}
@@ -95,6 +99,13 @@ func (s strictVariables) check(v any, t *ast.Type) *badValue {
 	switch def.Kind {
 	case ast.Scalar:
 		switch def.Name {
+		case "Decimal":
+			// The scalar refuses an object, a boolean or a list only when its
+			// field runs, after the mutation's earlier root fields have.
+			var d scalar.Decimal
+			if err := d.UnmarshalGQL(v); err != nil {
+				return &badValue{message: err.Error()}
+			}
 		case "String":
 			if _, ok := v.(string); !ok {
 				return &badValue{message: "a String must be a JSON string, not " + scalar.JSONKind(v)}

@@ -50,6 +50,7 @@ func presentError(ctx context.Context, err error) *gqlerror.Error {
 			gqlErr.Extensions[k] = v
 		}
 	}
+	nameSentKind(ctx, gqlErr)
 	suggestVariableField(ctx, gqlErr)
 	tidy(gqlErr, !domain)
 	return gqlErr
@@ -90,7 +91,7 @@ func tidy(e *gqlerror.Error, theirs bool) {
 	switch {
 	case !theirs:
 	case undecodableBody.MatchString(m):
-		m = `the request body must be a JSON object such as {"query": "…", "variables": {…}}`
+		m = notAJSONObject
 	case unreadableBody.MatchString(m):
 		m = "the request body could not be read"
 	case unknownOperation.MatchString(m):

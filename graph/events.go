@@ -287,7 +287,8 @@ func (t websocketTransport) Do(w http.ResponseWriter, r *http.Request, exec grap
 // sseTransport is gqlgen's Server-Sent Events transport (graphql-sse,
 // distinct connections mode), with the connection's deadlines lifted. Each
 // stream is a connection whose token, checked by the HTTP layer when the
-// stream opened, is checked again while it is open (see connection).
+// stream opened, is checked again while it is open (see connection). Its
+// POST body is one JSON object, as a plain POST's is (oneJSONObject).
 type sseTransport struct {
 	transport.SSE
 	recheck rechecker
@@ -295,6 +296,9 @@ type sseTransport struct {
 
 func (t sseTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor) {
 	unlimited(w)
+	if !oneJSONObject(w, r) {
+		return
+	}
 	conn := newConnection(false)
 	conn.authenticated(r.Header.Get("Authorization"))
 	ctx := context.WithValue(withConnection(r.Context(), conn), streamKey{}, true)

@@ -101,6 +101,7 @@ func validationRules(opts Options) *rules.Rules {
 	overlap := boundedOverlapRule(overlapBudget)
 	r.ReplaceRule(overlap.Name, overlap.RuleFunc)
 	r.AddRule(keepDecimalLiterals.Name, keepDecimalLiterals.RuleFunc)
+	r.AddRule(int32Literals.Name, int32Literals.RuleFunc)
 	depthRule := maxDepthRule(opts.MaxDepth)
 	r.AddRule(depthRule.Name, depthRule.RuleFunc)
 	fieldsRule := maxFieldsRule(maxFields)
@@ -151,6 +152,7 @@ func NewHandler(svc *payments.Service, opts Options) http.Handler {
 	}
 	srv.Use(extension.AutomaticPersistedQuery{Cache: lru.New[string](1000)})
 	srv.Use(requireQuery{}) // after APQ, which fills in persisted queries
+	srv.Use(sentVariables{})
 	// Before gqlgen parses and validates it: a document whose validation
 	// would hold a core is refused without starting it.
 	srv.Use(documentCost{cache: docs, maxTokens: opts.MaxTokens})

@@ -36,10 +36,14 @@ func (t getTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Gr
 }
 
 // postTransport is gqlgen's POST transport with the spec's SHOULDs on
-// statuses (see specStatus).
+// statuses (see specStatus), taking only a body that is one well-formed
+// JSON object (see bodyProblem).
 type postTransport struct{ transport.POST }
 
 func (t postTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor) {
+	if !oneJSONObject(w, r) {
+		return
+	}
 	sw := &specStatus{ResponseWriter: w}
 	t.POST.Do(sw, r, exec)
 	sw.flush()
