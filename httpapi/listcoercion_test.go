@@ -32,7 +32,7 @@ func TestSingleBadValueForAListVariable(t *testing.T) {
 	const create = `mutation($url: String!, $events: [PaymentEventType!]) {
 	  createWebhookEndpoint(url: $url, events: $events) { endpoint { events } } }`
 	res := b.gql(t, create, map[string]any{"url": "https://shop.example/hooks", "events": "payment_created"})
-	if res.code() != "GRAPHQL_VALIDATION_FAILED" || !strings.Contains(res.Errors[0].Message, "is not a PaymentEventType") {
+	if res.code() != "GRAPHQL_VALIDATION_FAILED" || !strings.Contains(res.Errors[0].Message, "not a valid PaymentEventType") {
 		t.Errorf("events: \"payment_created\": %+v, want a variable error", res.Errors)
 	}
 	if len(res.Data) > 0 {
