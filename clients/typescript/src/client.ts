@@ -664,9 +664,9 @@ export class CMPayClient {
 
   // #judged says whether a final error lets op be forgotten. CMPay's codes
   // that judge the operation do, but NOT_FOUND on a capture, cancel or
-  // refund: the server answers it for another client's payment too (a token
-  // bound to another merchant), so it judges only a try whose token is the
-  // one that stored op. A refusal (401, 403, a proxy's 4xx) forgets op only
+  // refund: servers before contract v3's last fixes answered it for another
+  // client's payment too (a token bound to another merchant; FORBIDDEN now),
+  // so it judges only a try whose token is the one that stored op. A refusal (401, 403, a proxy's 4xx) forgets op only
   // when no try, here or in another client, can have applied it; a code
   // CMPay does not send never does (a gateway's timeout, after it forwarded
   // the request).

@@ -527,7 +527,7 @@ describe('one intended payment, one payment, whatever answers a try', () => {
     expect(await paymentsOf(order.clientId)).toHaveLength(1);
   });
 
-  test("a refund resumed under a token bound to another client (NOT_FOUND) keeps its key", async () => {
+  test("a refund resumed under a token bound to another client (FORBIDDEN) keeps its key", async () => {
     const { execFileSync } = await import('node:child_process');
     const mint = (client: string) =>
       execFileSync(inject('serverBin'), ['tokens', 'create', '--name', `keys-${client}`, '--client', client], {
@@ -548,7 +548,7 @@ describe('one intended payment, one payment, whatever answers a try', () => {
     expect(storage.load()).toMatchObject([{ operation: 'REFUND_PAYMENT' }]);
     // The page reloads signed in as merchant Y: its resume sends X's refund.
     const [outcome] = await page(storage, { token: tokenY }).resumePending();
-    expect(outcome).toMatchObject({ settled: false, error: { code: 'NOT_FOUND', pending: true } });
+    expect(outcome).toMatchObject({ settled: false, error: { code: 'FORBIDDEN', pending: true } });
     expect(storage.load()).toHaveLength(1);
   });
 });
