@@ -2,6 +2,7 @@ package graph
 
 import (
 	"encoding/json"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -28,15 +29,7 @@ func TestIntVariableRefusesStrings(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			body := `{"query":` + quoteJSON(tt.query) + `,"variables":` + tt.variables + `}`
-			req := httptest.NewRequest("POST", "/graphql", strings.NewReader(body))
-			req = req.WithContext(auth.WithPrincipal(req.Context(), auth.FullAccess(auth.KindEnvToken, "test")))
-			req.Header.Set("Content-Type", "application/json")
-			rec := httptest.NewRecorder()
-			h.ServeHTTP(rec, req)
-			var res response
-			if err := json.Unmarshal(rec.Body.Bytes(), &res); err != nil {
-				t.Fatalf("not JSON: %.200s", rec.Body)
-			}
+			res, rec := postVariables(t, h, body)
 			if !tt.refused {
 				if len(res.Errors) > 0 {
 					t.Errorf("refused: %+v", res.Errors)
@@ -51,6 +44,22 @@ func TestIntVariableRefusesStrings(t *testing.T) {
 			}
 		})
 	}
+}
+
+// postVariables posts body, a GraphQL request in JSON, to h with full
+// access, and returns the answer decoded and as recorded.
+func postVariables(t *testing.T, h http.Handler, body string) (response, *httptest.ResponseRecorder) {
+	t.Helper()
+	req := httptest.NewRequest("POST", "/graphql", strings.NewReader(body))
+	req = req.WithContext(auth.WithPrincipal(req.Context(), auth.FullAccess(auth.KindEnvToken, "test")))
+	req.Header.Set("Content-Type", "application/json")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	var res response
+	if err := json.Unmarshal(rec.Body.Bytes(), &res); err != nil {
+		t.Fatalf("not JSON: %.200s", rec.Body)
+	}
+	return res, rec
 }
 
 func quoteJSON(s string) string {
@@ -76,15 +85,7 @@ func TestIDVariableRefusesNonIntegers(t *testing.T) {
 			vars := `{"key": "id-` + string(rune('a'+i)) + `", "in": {"clientId": ` + tt.clientID +
 				`, "amount": "1", "currency": "BRL", "method": "PIX"}}`
 			body := `{"query":` + quoteJSON(create) + `,"variables":` + vars + `}`
-			req := httptest.NewRequest("POST", "/graphql", strings.NewReader(body))
-			req = req.WithContext(auth.WithPrincipal(req.Context(), auth.FullAccess(auth.KindEnvToken, "test")))
-			req.Header.Set("Content-Type", "application/json")
-			rec := httptest.NewRecorder()
-			h.ServeHTTP(rec, req)
-			var res response
-			if err := json.Unmarshal(rec.Body.Bytes(), &res); err != nil {
-				t.Fatalf("not JSON: %.200s", rec.Body)
-			}
+			res, rec := postVariables(t, h, body)
 			if !tt.refused {
 				if len(res.Errors) > 0 {
 					t.Errorf("clientId %s refused: %+v", tt.clientID, res.Errors)

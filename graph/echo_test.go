@@ -1,12 +1,8 @@
 package graph
 
 import (
-	"encoding/json"
-	"net/http/httptest"
 	"strings"
 	"testing"
-
-	"github.com/cmpay/cmpay/auth"
 )
 
 // Error messages never echo the request body: a value the client sent, in
@@ -37,15 +33,7 @@ func TestErrorsDoNotEchoValues(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			body := `{"query":` + quoteJSON(tt.query) + `,"variables":` + tt.variables + `}`
-			req := httptest.NewRequest("POST", "/graphql", strings.NewReader(body))
-			req = req.WithContext(auth.WithPrincipal(req.Context(), auth.FullAccess(auth.KindEnvToken, "test")))
-			req.Header.Set("Content-Type", "application/json")
-			rec := httptest.NewRecorder()
-			h.ServeHTTP(rec, req)
-			var res response
-			if err := json.Unmarshal(rec.Body.Bytes(), &res); err != nil {
-				t.Fatalf("not JSON: %.200s", rec.Body)
-			}
+			res, rec := postVariables(t, h, body)
 			if len(res.Errors) == 0 || !strings.Contains(res.Errors[0].Message, tt.want) {
 				t.Errorf("%s, want an error saying %q", rec.Body, tt.want)
 			}
