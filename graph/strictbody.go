@@ -61,7 +61,7 @@ func bodyProblem(body []byte) string {
 	if _, err := dec.ReadToken(); err != nil { // '}'
 		return syntaxProblem(err)
 	}
-	if len(bytes.TrimSpace(body[dec.InputOffset():])) > 0 {
+	if len(bytes.TrimLeft(body[dec.InputOffset():], " \t\n\r")) > 0 { // JSON's whitespace only
 		return "the request body must hold one JSON object and nothing after it"
 	}
 	return ""

@@ -27,6 +27,12 @@ func TestBodyProblem(t *testing.T) {
 		{`{"query":`, false},
 		{``, false},
 		{`{"other":1,"other2":{"query":1,"Query":2}}`, true}, // only the request's own members fold case
+		// JSON's whitespace only: U+2028, U+00A0, \v and \f are not.
+		{"{\"query\":\"a\"}\u2028", false},
+		{"{\"query\":\"a\"}\u00a0", false},
+		{"{\"query\":\"a\"}\v", false},
+		{"\f{\"query\":\"a\"}", false},
+		{"{\"query\":\"a\"}\r\n\t ", true},
 	} {
 		if got := bodyProblem([]byte(tt.body)); (got == "") != tt.ok {
 			t.Errorf("bodyProblem(%s) = %q, want ok %v", tt.body, got, tt.ok)

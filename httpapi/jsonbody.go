@@ -50,11 +50,16 @@ func decodeJSONBody(r *http.Request, dst any, bodyOptional bool) error {
 		}
 		return &bodyError{status: http.StatusBadRequest, code: apierror.BadUserInput, message: "the body could not be read to its end"}
 	}
-	if len(bytes.TrimSpace(data)) == 0 {
+	if len(trimJSONSpace(data)) == 0 {
 		return emptyBody(dst, bodyOptional)
 	}
 	return unmarshalStrict(data, dst)
 }
+
+// trimJSONSpace is b without the whitespace JSON allows around a value:
+// space, tab, line feed and carriage return, not bytes.TrimSpace's Unicode
+// spaces (U+2028, U+00A0, \v), which are data after the value.
+func trimJSONSpace(b []byte) []byte { return bytes.Trim(b, " \t\n\r") }
 
 func emptyBody(dst any, bodyOptional bool) error {
 	if bodyOptional {
@@ -77,7 +82,7 @@ func unmarshalStrict(data []byte, dst any) error {
 		return badBody("the body must be a JSON object with the fields %s", fieldList(dst))
 	}
 	// Not dec.ReadToken: that would reuse the buffer value points into.
-	if len(bytes.TrimSpace(data[dec.InputOffset():])) > 0 {
+	if len(trimJSONSpace(data[dec.InputOffset():])) > 0 {
 		return badBody("the body must hold one JSON object and nothing after it")
 	}
 	if err := json.Unmarshal(value, dst, json.RejectUnknownMembers(true)); err != nil {
