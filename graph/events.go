@@ -295,10 +295,12 @@ type sseTransport struct {
 }
 
 func (t sseTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor) {
-	unlimited(w)
+	// The body is read under the server's read timeout, like any request's:
+	// only the stream that follows is unlimited.
 	if !oneJSONObject(w, r) {
 		return
 	}
+	unlimited(w)
 	conn := newConnection(false)
 	conn.authenticated(r.Header.Get("Authorization"))
 	ctx := context.WithValue(withConnection(r.Context(), conn), streamKey{}, true)

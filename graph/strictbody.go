@@ -99,15 +99,22 @@ func requestMember(name string) int {
 }
 
 // oneJSONObject reads r's body whole and answers 400 BAD_REQUEST, as to a
-// body that is not JSON, if bodyProblem finds one (false); else it gives
-// the body back to r for gqlgen's transport to decode (true).
+// body that is not JSON, if bodyProblem finds one or the body could not be
+// read to its end (false); else it gives the body back to r for gqlgen's
+// transport to decode (true), with the error of one over the size limit.
 func oneJSONObject(w http.ResponseWriter, r *http.Request) bool {
 	// Read into a buffer of the declared length (the body limit caps what
 	// is read), not io.ReadAll's doublings from 512 bytes.
 	buf := bytes.NewBuffer(make([]byte, 0, min(max(r.ContentLength, 0), pooledBodyMax)+bytes.MinRead))
 	_, err := buf.ReadFrom(r.Body)
 	body := buf.Bytes()
-	if err == nil {
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge): // answered as too large where the limit is known
+	case err != nil: // cut off, or stalled past the read timeout
+		writeProtocolError(w, r, http.StatusBadRequest, "the request body could not be read to its end")
+		return false
+	default:
 		if problem := bodyProblem(body); problem != "" {
 			writeProtocolError(w, r, http.StatusBadRequest, problem)
 			return false
