@@ -611,3 +611,38 @@ func TestARefundADayOldWaitsForAnUnrecordedSendToRest(t *testing.T) {
 		}
 	})
 }
+
+// A create whose key's answer is a stored 500 is settled within the
+// contract's bound for an unknown outcome: PROCESSOR_RECOVERY_AFTER +
+// PROCESSOR_TIMEOUT + 5 s after the processor answers again, plus the
+// minute the contract gives Stripe's search to show a new intent. Asking
+// again under its key only gets the 500 back, so this is the send under a
+// new key once search and the list have shown nothing.
+func TestStoredErrorCreateSettlesWithinTheContractsBound(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		b, d := stripeWith(t, db, stripeOpts{OnFakeClock: true})
+		d.FailNext(stripedouble.CreatePaymentIntent, stripedouble.Fault{Kind: stripedouble.ServerErrorStored})
+		p := b.mustCreate(t, withToken(card("contract-bound"), "pm_card_visa")).Payment
+		if p.Status != payments.StatusProcessing {
+			t.Fatalf("first answer %s, want PROCESSING", p.Status)
+		}
+		start := b.clock.Now()
+		bound := testRecovery + testTimeout + 5*time.Second + time.Minute
+		for p.Status == payments.StatusProcessing && b.clock.Now().Sub(start) <= bound {
+			b.clock.Advance(testRecovery)
+			if _, err := b.svc.RecoverDue(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			p = b.mustGet(t, p.ID)
+		}
+		if p.Status != payments.StatusCaptured {
+			calls := b.calls(t, p)
+			t.Fatalf("%s after %s, want CAPTURED within %s; %d calls, the last %q", p.Status, b.clock.Now().Sub(start), bound,
+				len(calls), calls[max(len(calls)-2, 0):])
+		}
+		if intents := d.IntentsFor(p.ID); len(intents) != 1 || d.Ledger(intents[0]).Captures != 1 {
+			t.Errorf("the double's intents %v, want one, captured once", intents)
+		}
+	})
+}

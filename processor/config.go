@@ -31,10 +31,12 @@ const (
 // DefaultStripeAPIBase is Stripe's own API.
 const DefaultStripeAPIBase = "https://api.stripe.com"
 
-// DefaultStripeSearchLag is StripeSearchLag's default. Stripe documents
+// DefaultStripeSearchLag is StripeSearchLag's default: Stripe documents
 // its search as showing a new PaymentIntent within a minute in normal
-// operation (up to an hour in an outage); doubled here.
-const DefaultStripeSearchLag = 2 * time.Minute
+// operation (up to an hour in an outage), and the contract bounds a
+// create's recovery by that minute. Search only covers clocks more than
+// 15 minutes apart (payments: listMargin); the list covers the rest.
+const DefaultStripeSearchLag = time.Minute
 
 // Secret is a string that never shows: fmt, %#v, JSON and slog print
 // "[redacted]" (or "" when empty). Reveal gives the value.

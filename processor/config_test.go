@@ -21,7 +21,7 @@ func TestConfigDefaults(t *testing.T) {
 		t.Errorf("defaults: %v", c)
 	}
 	want := Config{Processor: "sandbox", StripeAPIBase: "https://api.stripe.com", Timeout: 10 * time.Second,
-		RecoveryAfter: 30 * time.Second, PollAfter: 5 * time.Minute, StripeSearchLag: 2 * time.Minute,
+		RecoveryAfter: 30 * time.Second, PollAfter: 5 * time.Minute, StripeSearchLag: time.Minute,
 		SandboxMethods: "instant", SandboxPixExpiry: 15 * time.Minute, SandboxBoletoExpiry: 72 * time.Hour}
 	if c != want {
 		t.Errorf("defaults = %v, want %v", c, want)
