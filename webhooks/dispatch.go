@@ -10,7 +10,6 @@ import (
 	"maps"
 	"math/rand/v2"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -146,9 +145,9 @@ func (s *Service) start(batch []claim, slots, freed chan struct{}, inFlight *syn
 		slots <- struct{}{}
 		end := s.busy.begin(c)
 		inFlight.Go(func() {
-			var answered time.Duration = -1
+			v := notMade
 			defer func() {
-				end(answered >= 0 && answered < fastAnswer)
+				end(v)
 				<-slots
 				select {
 				case freed <- struct{}{}:
@@ -167,9 +166,7 @@ func (s *Service) start(batch []claim, slots, freed chan struct{}, inFlight *syn
 				return
 			}
 			r := s.attempt(c, body)
-			if r.status != 0 {
-				answered = r.took
-			}
+			v = verdictOf(r)
 			results <- r
 		})
 	}
@@ -434,14 +431,47 @@ func (s *Service) claim(ctx context.Context, n int) ([]claim, error) {
 // quarter in all such attempts; each claim takes every client's oldest in
 // turn. An endpoint that hangs then holds its own few slots for
 // its attempt timeout and slows nobody else; a client with many slow endpoints
-// slows only itself.
+// slows only itself. One of its endpoints that has nothing under way and
+// answered last time (or was never tried here) may still take one attempt
+// while its client has fewer than a quarter and a sixteenth under way: a
+// healthy endpoint is tried, and found fast, however many of its siblings
+// hang, and those that hang do not take that room again.
 type busy struct {
 	perEndpoint, perClient int
 	mu                     sync.Mutex
 	endpoints, clients     map[string]int
-	// fast holds the endpoints whose last attempt was answered within
-	// fastAnswer. Endpoints are capped per client, so it stays small.
-	fast map[string]bool
+	// last holds how each endpoint's last attempt here ended, but for
+	// those answered slowly, which count as never tried. Endpoints are
+	// capped per client, so it stays small.
+	last map[string]verdict
+}
+
+// verdict is how an attempt ended, as claims weigh it.
+type verdict int8
+
+const (
+	// notMade: no request was sent (the event could not be read, the
+	// secret not opened); it says nothing of the endpoint.
+	notMade verdict = iota
+	// answeredFast: any status within fastAnswer.
+	answeredFast
+	// answeredSlowly: any status, later than fastAnswer.
+	answeredSlowly
+	// unanswered: no answer (timeout, refused, reset).
+	unanswered
+)
+
+// verdictOf is how r's attempt ended.
+func verdictOf(r result) verdict {
+	switch {
+	case r.status != 0 && r.took < fastAnswer:
+		return answeredFast
+	case r.status != 0:
+		return answeredSlowly
+	case r.took > 0:
+		return unanswered
+	}
+	return notMade
 }
 
 // fastAnswer is how soon an endpoint must answer (any status) to count as
@@ -450,33 +480,44 @@ const fastAnswer = time.Second
 
 func newBusy(concurrency int) *busy {
 	return &busy{perEndpoint: max(1, concurrency/16), perClient: max(1, concurrency/4),
-		endpoints: map[string]int{}, clients: map[string]int{}, fast: map[string]bool{}}
+		endpoints: map[string]int{}, clients: map[string]int{}, last: map[string]verdict{}}
 }
 
 func (b *busy) snapshot() inFlight {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return inFlight{PerEndpoint: b.perEndpoint, PerClient: b.perClient,
-		Endpoints: maps.Clone(b.endpoints), Clients: maps.Clone(b.clients), Fast: slices.Collect(maps.Keys(b.fast))}
+	l := inFlight{PerEndpoint: b.perEndpoint, PerClient: b.perClient,
+		Endpoints: maps.Clone(b.endpoints), Clients: maps.Clone(b.clients)}
+	for id, v := range b.last {
+		switch v {
+		case answeredFast:
+			l.Fast = append(l.Fast, id)
+		case unanswered:
+			l.Silent = append(l.Silent, id)
+		}
+	}
+	return l
 }
 
 // begin counts c's attempt as under way unless its endpoint is fast, and
-// returns what ends it: end(answered quickly or not).
-func (b *busy) begin(c claim) (end func(fast bool)) {
+// returns what ends it: end(how the attempt ended).
+func (b *busy) begin(c claim) (end func(verdict)) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	counted := !b.fast[c.EndpointID]
+	counted := b.last[c.EndpointID] != answeredFast
 	if counted {
 		b.endpoints[c.EndpointID]++
 		b.clients[c.ClientID]++
 	}
-	return func(fast bool) {
+	return func(v verdict) {
 		b.mu.Lock()
 		defer b.mu.Unlock()
-		if fast {
-			b.fast[c.EndpointID] = true
-		} else {
-			delete(b.fast, c.EndpointID)
+		switch v {
+		case notMade:
+		case answeredSlowly:
+			delete(b.last, c.EndpointID)
+		default:
+			b.last[c.EndpointID] = v
 		}
 		if !counted {
 			return

@@ -237,15 +237,19 @@ func scanRefund(r sqlq.Row) (models.Refund, error) {
 // inFlight is what a claim must leave room for: the attempts this
 // instance has under way by endpoint and by client, and the most each may
 // have (zero: no limit), counting only endpoints not in Fast: those that
-// answered quickly last time, which take what is due.
+// answered quickly last time, which take what is due. An endpoint with
+// nothing under way that is not in Silent (no answer last time) may take
+// one attempt past its client's limit, up to PerEndpoint more.
 type inFlight struct {
 	PerEndpoint, PerClient int
 	Endpoints, Clients     map[string]int
-	Fast                   []string
+	Fast, Silent           []string
 }
 
-// caps are l's limits as the claim statements bind them.
-func (l inFlight) caps() (perEndpoint, perClient int) {
+// caps are l's limits as the claim statements bind them: an endpoint's, a
+// client's, and a client's with the first attempts of its endpoints that
+// have nothing under way.
+func (l inFlight) caps() (perEndpoint, perClient, withFirsts int) {
 	perEndpoint, perClient = l.PerEndpoint, l.PerClient
 	if perEndpoint <= 0 {
 		perEndpoint = math.MaxInt32
@@ -253,7 +257,7 @@ func (l inFlight) caps() (perEndpoint, perClient int) {
 	if perClient <= 0 {
 		perClient = math.MaxInt32
 	}
-	return perEndpoint, perClient
+	return perEndpoint, perClient, int(min(int64(perClient)+int64(perEndpoint), math.MaxInt32))
 }
 
 // claimWindow is how many of the oldest due deliveries a claim of n looks

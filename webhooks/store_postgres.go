@@ -22,13 +22,13 @@ func newPostgresStore(db *sqlq.PG) store {
 }
 
 func (st *postgresStore) claim(ctx context.Context, now, until time.Time, token int64, n int, l inFlight) ([]claim, error) {
-	perEndpoint, perClient := l.caps()
+	perEndpoint, perClient, withFirsts := l.caps()
 	endpoints, endpointLoads := loadArrays(l.Endpoints)
 	clients, clientLoads := loadArrays(l.Clients)
 	// Planned for its arguments every time: a cached generic plan might
 	// scan every delivery ever made.
 	out, err := sqlq.Collect(ctx, st.db, st.q.SQL("claim"), []any{pgx.QueryExecModeExec, now, n, until, token,
-		endpoints, endpointLoads, claimWindow(n), perEndpoint, perClient, clients, clientLoads, fast(l.Fast)}, scanClaim)
+		endpoints, endpointLoads, claimWindow(n), perEndpoint, perClient, clients, clientLoads, nonNil(l.Fast), nonNil(l.Silent), withFirsts}, scanClaim)
 	for i := range out {
 		out[i].Token = token
 	}
@@ -55,9 +55,9 @@ func (st *postgresStore) refundsOf(ctx context.Context, ids []string) ([]models.
 	return sqlq.Collect(ctx, st.db, st.q.SQL("refunds_of"), []any{ids}, scanRefund)
 }
 
-// fast is ids, never nil: pgx binds a nil slice as NULL, and x = ANY(NULL)
-// is NULL, not false.
-func fast(ids []string) []string {
+// nonNil is ids, never nil: pgx binds a nil slice as NULL, and x =
+// ANY(NULL) is NULL, not false.
+func nonNil(ids []string) []string {
 	if ids == nil {
 		return []string{}
 	}

@@ -21,7 +21,7 @@ func newSQLiteStore(db *sqlq.Lite) store {
 }
 
 func (st *sqliteStore) claim(ctx context.Context, now, until time.Time, token int64, n int, l inFlight) ([]claim, error) {
-	perEndpoint, perClient := l.caps()
+	perEndpoint, perClient, withFirsts := l.caps()
 	endpoints, err := loadJSON(l.Endpoints)
 	if err != nil {
 		return nil, err
@@ -34,6 +34,10 @@ func (st *sqliteStore) claim(ctx context.Context, now, until time.Time, token in
 	if err != nil {
 		return nil, err
 	}
+	silent, err := json.Marshal(append([]string{}, l.Silent...))
+	if err != nil {
+		return nil, err
+	}
 	// Look before taking the write lock, which the one writer needs for
 	// payments.
 	var due bool
@@ -42,7 +46,8 @@ func (st *sqliteStore) claim(ctx context.Context, now, until time.Time, token in
 	}
 	var out []claim
 	err = st.db.Tx(ctx, func(tx sqlq.Runner) error {
-		claimed, err := tx.Exec(ctx, st.q.SQL("claim"), until, token, now, n, endpoints, clients, perEndpoint, perClient, claimWindow(n), string(fast))
+		claimed, err := tx.Exec(ctx, st.q.SQL("claim"), until, token, now, n, endpoints, clients, perEndpoint, perClient, claimWindow(n),
+			string(fast), string(silent), withFirsts)
 		if err != nil || claimed == 0 {
 			return err
 		}

@@ -8,33 +8,46 @@
 -- the token $4, and returns them with their endpoint. Fair: the endpoints
 -- $12 answered quickly last time and take what is due; any other endpoint
 -- with $8 attempts in flight on this instance, or a client with $9 such
--- attempts, gets no more ($5/$6 and $10/$11 list them), and the batch
--- takes each client's oldest in turn, so that slow endpoints cannot take
--- every slot. Only the $7 oldest due deliveries of endpoints and clients
--- with room are looked at. Run planned for its arguments every time: a
--- cached generic plan might scan every delivery ever made.
+-- attempts, gets no more ($5/$6 and $10/$11 list them). An endpoint with
+-- none in flight that is not in $13 (no answer last time) may still take
+-- one while its client has fewer than $14, so that its hanging siblings
+-- cannot keep it from showing it is healthy. The batch takes each
+-- client's oldest in turn, those of endpoints with none in flight first
+-- (those not in $13 before those in it), so that slow endpoints cannot
+-- take every slot. Only the $7 oldest
+-- due deliveries of endpoints and clients with room are looked at. Run
+-- planned for its arguments every time: a cached generic plan might scan
+-- every delivery ever made.
 WITH load_e AS (
 	SELECT * FROM unnest($5::text[], $6::int[]) AS t(id, n)
 ), load_c AS (
 	SELECT * FROM unnest($10::text[], $11::int[]) AS t(id, n)
 ), due AS (
 	SELECT d.id, d.endpoint_id, w.client_id, d.next_attempt_at, d.endpoint_id = ANY($12::text[]) AS fast,
+		COALESCE(le.n, 0) = 0 AS idle, d.endpoint_id = ANY($13::text[]) AS silent,
 		COALESCE(le.n, 0) AS endpoint_load, COALESCE(lc.n, 0) AS client_load
 	FROM webhook_deliveries d JOIN webhook_endpoints w ON w.id = d.endpoint_id
 	LEFT JOIN load_e le ON le.id = d.endpoint_id
 	LEFT JOIN load_c lc ON lc.id = w.client_id
 	WHERE d.status = 'PENDING' AND d.next_attempt_at <= $1
-		AND (d.endpoint_id = ANY($12::text[]) OR COALESCE(le.n, 0) < $8 AND COALESCE(lc.n, 0) < $9)
+		AND (d.endpoint_id = ANY($12::text[]) OR COALESCE(le.n, 0) < $8 AND COALESCE(lc.n, 0) < $9
+			OR COALESCE(le.n, 0) = 0 AND NOT d.endpoint_id = ANY($13::text[]) AND COALESCE(lc.n, 0) < $14)
 	ORDER BY d.next_attempt_at LIMIT $7
-), ranked AS (
-	SELECT id, next_attempt_at, fast, endpoint_load, client_load,
-		row_number() OVER (PARTITION BY endpoint_id ORDER BY next_attempt_at, id) AS by_endpoint,
-		row_number() OVER (PARTITION BY client_id, fast ORDER BY next_attempt_at, id) AS by_client,
-		row_number() OVER (PARTITION BY client_id ORDER BY next_attempt_at, id) AS turn
+), by_endpoint AS (
+	SELECT *, row_number() OVER (PARTITION BY endpoint_id ORDER BY next_attempt_at, id) AS by_endpoint
 	FROM due
+), firsts AS (
+	SELECT *, idle AND by_endpoint = 1 AS idle_first, idle AND by_endpoint = 1 AND NOT silent AS first
+	FROM by_endpoint
+), ranked AS (
+	SELECT id, next_attempt_at, fast, endpoint_load, client_load, by_endpoint, first,
+		row_number() OVER (PARTITION BY client_id, fast ORDER BY first DESC, idle_first DESC, next_attempt_at, id) AS by_client,
+		row_number() OVER (PARTITION BY client_id ORDER BY first DESC, idle_first DESC, next_attempt_at, id) AS turn
+	FROM firsts
 ), fair AS (
 	SELECT id FROM ranked
 	WHERE fast OR endpoint_load + by_endpoint <= $8 AND client_load + by_client <= $9
+		OR first AND client_load + by_client <= $14
 	ORDER BY turn, next_attempt_at LIMIT $2
 ), locked AS (
 	SELECT d.id FROM webhook_deliveries d JOIN fair ON fair.id = d.id

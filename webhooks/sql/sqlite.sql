@@ -13,35 +13,49 @@ SELECT EXISTS (SELECT 1 FROM webhook_deliveries WHERE status = 'PENDING' AND nex
 -- the endpoints of the JSON array $10 answered quickly last time and take
 -- what is due; any other endpoint with $7 attempts in flight, or a client
 -- with $8 such attempts, gets no more ($5 and $6 are JSON arrays of [id,
--- attempts in flight]), each client's oldest are taken in turn, and only
--- the $9 oldest due deliveries of endpoints and clients with room are
--- looked at.
+-- attempts in flight]); an endpoint with none in flight that is not in the
+-- JSON array $11 (no answer last time) may still take one while its
+-- client has fewer than $12; each client's oldest are taken in turn, those
+-- of endpoints with none in flight first (those not in $11 before those in
+-- it), and only the $9 oldest due deliveries of endpoints and clients with
+-- room are looked at.
 WITH load_e AS (
 	SELECT value ->> 0 AS id, value ->> 1 AS n FROM json_each($5)
 ), load_c AS (
 	SELECT value ->> 0 AS id, value ->> 1 AS n FROM json_each($6)
 ), fast_e AS (
 	SELECT value AS id FROM json_each($10)
+), silent_e AS (
+	SELECT value AS id FROM json_each($11)
 ), due AS (
 	SELECT d.id, d.endpoint_id, w.client_id, d.next_attempt_at, f.id IS NOT NULL AS fast,
+		COALESCE(le.n, 0) = 0 AS idle, s.id IS NOT NULL AS silent,
 		COALESCE(le.n, 0) AS endpoint_load, COALESCE(lc.n, 0) AS client_load
 	FROM webhook_deliveries d JOIN webhook_endpoints w ON w.id = d.endpoint_id
 	LEFT JOIN load_e le ON le.id = d.endpoint_id
 	LEFT JOIN load_c lc ON lc.id = w.client_id
 	LEFT JOIN fast_e f ON f.id = d.endpoint_id
+	LEFT JOIN silent_e s ON s.id = d.endpoint_id
 	WHERE d.status = 'PENDING' AND d.next_attempt_at <= $3
-		AND (f.id IS NOT NULL OR COALESCE(le.n, 0) < $7 AND COALESCE(lc.n, 0) < $8)
+		AND (f.id IS NOT NULL OR COALESCE(le.n, 0) < $7 AND COALESCE(lc.n, 0) < $8
+			OR COALESCE(le.n, 0) = 0 AND s.id IS NULL AND COALESCE(lc.n, 0) < $12)
 	ORDER BY d.next_attempt_at LIMIT $9
-), ranked AS (
-	SELECT id, next_attempt_at, fast, endpoint_load, client_load,
-		row_number() OVER (PARTITION BY endpoint_id ORDER BY next_attempt_at, id) AS by_endpoint,
-		row_number() OVER (PARTITION BY client_id, fast ORDER BY next_attempt_at, id) AS by_client,
-		row_number() OVER (PARTITION BY client_id ORDER BY next_attempt_at, id) AS turn
+), by_endpoint AS (
+	SELECT *, row_number() OVER (PARTITION BY endpoint_id ORDER BY next_attempt_at, id) AS by_endpoint
 	FROM due
+), firsts AS (
+	SELECT *, idle AND by_endpoint = 1 AS idle_first, idle AND by_endpoint = 1 AND NOT silent AS first
+	FROM by_endpoint
+), ranked AS (
+	SELECT id, next_attempt_at, fast, endpoint_load, client_load, by_endpoint, first,
+		row_number() OVER (PARTITION BY client_id, fast ORDER BY first DESC, idle_first DESC, next_attempt_at, id) AS by_client,
+		row_number() OVER (PARTITION BY client_id ORDER BY first DESC, idle_first DESC, next_attempt_at, id) AS turn
+	FROM firsts
 )
 UPDATE webhook_deliveries SET lease_until = $1, next_attempt_at = $1, claim_token = $2
 WHERE id IN (SELECT id FROM ranked
              WHERE fast OR endpoint_load + by_endpoint <= $7 AND client_load + by_client <= $8
+                OR first AND client_load + by_client <= $12
              ORDER BY turn, next_attempt_at LIMIT $4)
 
 -- name: claimed
