@@ -179,9 +179,10 @@ func TestOutbox(t *testing.T) {
 					g.Payment.Refunded, refund, i+1, w)
 			}
 		}
-		// A created event holds the payment exactly as its create returned it.
+		// A created event holds the payment exactly as its create returned it,
+		// as of its time.
 		for i, p := range []payments.Payment{p1, p2, p3} {
-			if got[i].Payment != p {
+			if p.AsOf = got[i].At; got[i].Payment != p || p.AsOf.IsZero() {
 				t.Errorf("event %d's payment = %+v,\nthe create returned %+v", i, got[i].Payment, p)
 			}
 		}

@@ -12,7 +12,7 @@ import (
 
 // A Pix's events show its payment as it was at each: the PAYMENT_PENDING
 // one with its next action and no paidAt, the PAYMENT_CAPTURED one with
-// when it was paid.
+// when it was paid; AsyncStatesOf (GraphQL's nextAction, paidAt) agrees.
 func TestPaidLaterEventsShowTheirTime(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
@@ -39,6 +39,15 @@ func TestPaidLaterEventsShowTheirTime(t *testing.T) {
 		}
 		if paid.Type != payments.EventCaptured || paid.Payment.PaidAt.IsZero() {
 			t.Errorf("the CAPTURED event: %s, paidAt %v", paid.Type, paid.Payment.PaidAt)
+		}
+		// What GraphQL resolves nextAction and paidAt of an event's payment
+		// from: the event's, not the payment's as it is now.
+		states, err := svc.AsyncStatesOf(t.Context(), []payments.Payment{pending.Payment, paid.Payment})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if states[0].NextAction == nil || !states[0].PaidAt.IsZero() || !states[1].PaidAt.Equal(paid.Payment.PaidAt) {
+			t.Errorf("the events' async states: %+v, %+v", states[0], states[1])
 		}
 	})
 }

@@ -120,8 +120,9 @@ func (st shared) lastID(ctx context.Context) (int64, error) {
 }
 
 // eventRow is one row of a query of events: the id, the outbox row and,
-// for a refund, the refund (immutable once made), in the order every such
-// statement lists them.
+// for a refund, the refund (its status as it is now, with the times that
+// say what it was at the event: payments.RefundAsOf), in the order every
+// such statement lists them.
 type eventRow struct {
 	ID int64
 	models.PaymentEvent
@@ -131,6 +132,8 @@ type eventRow struct {
 	RefundCreatedAt   *time.Time
 	RefundStatus      *string
 	RefundFailureCode *string
+	RefundSettledAt   *time.Time
+	RefundReturnedAt  *time.Time
 	// The payment's processor columns, read from the payment itself: each
 	// is set once (a reference when the processor first answers, a decline
 	// code with the final DECLINED), and no event is written before that,
@@ -156,6 +159,7 @@ func scanEvent(row sqlq.Row) (eventRow, error) {
 		&r.AmountMinor, &r.Currency, &r.Method, &r.PaymentCreatedAt, &r.Status, &r.CapturedMinor, &r.RefundedMinor,
 		&r.CapturedAt, &r.CanceledAt, &r.ReplayCount, &r.RejectedCount,
 		&r.RefundAmountMinor, &r.RefundReason, &r.RefundKey, &r.RefundCreatedAt, &r.RefundStatus, &r.RefundFailureCode,
+		&r.RefundSettledAt, &r.RefundReturnedAt,
 		&r.Processor, &r.ProcessorReference, &r.DeclineCode, &r.PaymentMethodToken,
 		&r.NextActionType, &r.PixCode, &r.BoletoLine, &r.HostedURL, &r.NextActionExpiresAt, &r.PaidAt, &r.ExpiredAt)
 	return r, err
@@ -209,10 +213,18 @@ func (r eventRow) event() Event {
 		e.Payment.ExpiredAt = r.ExpiredAt.UTC()
 	}
 	if r.RefundID != nil && r.RefundAmountMinor != nil {
-		e.Refund = &payments.Refund{ID: *r.RefundID, PaymentID: r.PaymentID,
-			Amount: payments.Money{Minor: *r.RefundAmountMinor, Currency: r.Currency}, Reason: r.RefundReason,
-			IdempotencyKey: deref(r.RefundKey), CreatedAt: deref(r.RefundCreatedAt).UTC(),
-			Status: payments.RefundStatus(deref(r.RefundStatus)), FailureCode: deref(r.RefundFailureCode)}
+		// The refund as the event left it: a PAYMENT_REFUNDED whose refund
+		// the payer's bank returned later still says SUCCEEDED, as its
+		// payment's refunds do.
+		row := models.Refund{ID: *r.RefundID, PaymentID: r.PaymentID, AmountMinor: *r.RefundAmountMinor,
+			Reason: r.RefundReason, IdempotencyKey: deref(r.RefundKey), CreatedAt: deref(r.RefundCreatedAt),
+			Status: deref(r.RefundStatus), FailureCode: r.RefundFailureCode, SettledAt: r.RefundSettledAt,
+			ReturnedAt: r.RefundReturnedAt}
+		refund, ok := payments.RefundAsOf(row, r.Currency, e.At)
+		if !ok { // made after its own event: stamped by a clock that was ahead
+			refund = payments.RefundFromRow(row, r.Currency)
+		}
+		e.Refund = &refund
 	}
 	return e
 }

@@ -90,15 +90,17 @@ func insertEvent(ctx context.Context, r sqlq.Runner, typ EventType, key string, 
 }
 
 // EventPayment is the payment an event row recorded: the payment right
-// after the event.
+// after the event, as of the event's time.
 func EventPayment(row models.PaymentEvent) Payment {
-	return paymentFromRow(models.Payment{
+	p := paymentFromRow(models.Payment{
 		ID: row.PaymentID, ClientID: row.ClientID, IdempotencyKey: row.PaymentKey,
 		AmountMinor: row.AmountMinor, Currency: row.Currency, Method: row.Method, CreatedAt: row.PaymentCreatedAt,
 		Status: row.Status, CapturedMinor: row.CapturedMinor, RefundedMinor: row.RefundedMinor,
 		CapturedAt: row.CapturedAt, CanceledAt: row.CanceledAt,
 		ReplayCount: row.ReplayCount, RejectedCount: row.RejectedCount,
 	})
+	p.AsOf = row.At.UTC()
+	return p
 }
 
 // RefundFromRow reads a refund row of a payment in currency.

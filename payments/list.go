@@ -13,6 +13,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/cmpay/cmpay/internal/clientid"
+	"github.com/cmpay/cmpay/models"
 )
 
 // readTimeout bounds a read: one on a connection to a database that went
@@ -266,7 +267,8 @@ func (s *Service) Attempts(ctx context.Context, p Payment) ([]Attempt, error) {
 
 // AttemptsOf returns the attempts of each payment, in one query however
 // many payments there are: what a page of payments with their timelines
-// costs (the GraphQL API batches its resolvers into it).
+// costs (the GraphQL API batches its resolvers into it). An event's
+// payment has the attempts made up to its event.
 func (s *Service) AttemptsOf(ctx context.Context, ps []Payment) ([][]Attempt, error) {
 	ctx, cancel := context.WithTimeout(ctx, readTimeout)
 	defer cancel()
@@ -274,21 +276,22 @@ func (s *Service) AttemptsOf(ctx context.Context, ps []Payment) ([][]Attempt, er
 	if err != nil {
 		return nil, fmt.Errorf("list attempts: %w", err)
 	}
-	out, at := make([][]Attempt, len(ps)), indexByID(ps)
-	for _, row := range rows {
-		i := at[row.PaymentID]
-		a, err := attemptFromRow(row, ps[i])
-		if err != nil {
-			return nil, fmt.Errorf("list attempts: %w", err)
+	byID := groupByPayment(rows, func(r models.IdempotencyAttempt) string { return r.PaymentID })
+	out := make([][]Attempt, len(ps))
+	for i, p := range ps {
+		out[i] = []Attempt{}
+		for _, row := range byID[p.ID] {
+			if p.after(row.At) {
+				continue
+			}
+			a, err := attemptFromRow(row, p)
+			if err != nil {
+				return nil, fmt.Errorf("list attempts: %w", err)
+			}
+			out[i] = append(out[i], a)
 		}
-		out[i] = append(out[i], a)
 	}
-	for i := range out {
-		if out[i] == nil {
-			out[i] = []Attempt{}
-		}
-	}
-	return fillShared(out, ps, at), nil
+	return out, nil
 }
 
 // Refunds returns payment p's refunds, oldest first.
@@ -300,7 +303,8 @@ func (s *Service) Refunds(ctx context.Context, p Payment) ([]Refund, error) {
 	return all[0], nil
 }
 
-// RefundsOf returns the refunds of each payment, in one query.
+// RefundsOf returns the refunds of each payment, in one query; an event's
+// payment's as they stood at its event (RefundsAt).
 func (s *Service) RefundsOf(ctx context.Context, ps []Payment) ([][]Refund, error) {
 	ctx, cancel := context.WithTimeout(ctx, readTimeout)
 	defer cancel()
@@ -308,21 +312,16 @@ func (s *Service) RefundsOf(ctx context.Context, ps []Payment) ([][]Refund, erro
 	if err != nil {
 		return nil, fmt.Errorf("list refunds: %w", err)
 	}
-	out, at := make([][]Refund, len(ps)), indexByID(ps)
-	for _, row := range rows {
-		i := at[row.PaymentID]
-		out[i] = append(out[i], refundFromRow(row, ps[i].Amount.Currency))
+	byID := groupByPayment(rows, func(r models.Refund) string { return r.PaymentID })
+	out := make([][]Refund, len(ps))
+	for i, p := range ps {
+		out[i] = RefundsAt(byID[p.ID], p)
 	}
-	for i := range out {
-		if out[i] == nil {
-			out[i] = []Refund{}
-		}
-	}
-	return fillShared(out, ps, at), nil
+	return out, nil
 }
 
 // ProcessorCallsOf returns the processor calls of each payment, oldest
-// first, in one query.
+// first, in one query; an event's payment's up to its event.
 func (s *Service) ProcessorCallsOf(ctx context.Context, ps []Payment) ([][]ProcessorCall, error) {
 	ctx, cancel := context.WithTimeout(ctx, readTimeout)
 	defer cancel()
@@ -330,22 +329,35 @@ func (s *Service) ProcessorCallsOf(ctx context.Context, ps []Payment) ([][]Proce
 	if err != nil {
 		return nil, fmt.Errorf("list processor calls: %w", err)
 	}
-	out, at := make([][]ProcessorCall, len(ps)), indexByID(ps)
-	for _, row := range rows {
-		i := at[row.PaymentID]
-		c := ProcessorCall{Operation: Operation(row.Operation), ProcessorKey: row.ProcessorKey, Outcome: CallOutcome(row.Outcome),
-			At: row.At.UTC(), Duration: time.Duration(row.DurationMs) * time.Millisecond}
-		if row.Code != nil {
-			c.Code = *row.Code
+	byID := groupByPayment(rows, func(r models.ProcessorCall) string { return r.PaymentID })
+	out := make([][]ProcessorCall, len(ps))
+	for i, p := range ps {
+		out[i] = []ProcessorCall{}
+		for _, row := range byID[p.ID] {
+			if p.after(row.At) {
+				continue
+			}
+			c := ProcessorCall{Operation: Operation(row.Operation), ProcessorKey: row.ProcessorKey, Outcome: CallOutcome(row.Outcome),
+				At: row.At.UTC(), Duration: time.Duration(row.DurationMs) * time.Millisecond}
+			if row.Code != nil {
+				c.Code = *row.Code
+			}
+			out[i] = append(out[i], c)
 		}
-		out[i] = append(out[i], c)
 	}
-	for i := range out {
-		if out[i] == nil {
-			out[i] = []ProcessorCall{}
-		}
+	return out, nil
+}
+
+// groupByPayment keys rows, in their order, by their payment's id: a
+// payment may be listed more than once (the same payment as several
+// events left it), each reading the rows as of its own time.
+func groupByPayment[T any](rows []T, paymentID func(T) string) map[string][]T {
+	out := map[string][]T{}
+	for _, r := range rows {
+		id := paymentID(r)
+		out[id] = append(out[id], r)
 	}
-	return fillShared(out, ps, at), nil
+	return out
 }
 
 func paymentIDs(ps []Payment) []string {
@@ -354,24 +366,6 @@ func paymentIDs(ps []Payment) []string {
 		ids[i] = p.ID
 	}
 	return ids
-}
-
-// indexByID maps each payment id to its first position in ps.
-func indexByID(ps []Payment) map[string]int {
-	at := make(map[string]int, len(ps))
-	for i := len(ps) - 1; i >= 0; i-- {
-		at[ps[i].ID] = i
-	}
-	return at
-}
-
-// fillShared gives a payment listed twice the same list as its first
-// place: rows were appended to that one only.
-func fillShared[T any](out [][]T, ps []Payment, at map[string]int) [][]T {
-	for i, p := range ps {
-		out[i] = out[at[p.ID]]
-	}
-	return out
 }
 
 // Cursors are opaque to clients: base64url of "v1:<created_at µs>:<id>".

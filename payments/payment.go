@@ -159,6 +159,10 @@ type Payment struct {
 	// when it expired unpaid; zero otherwise.
 	PaidAt    time.Time
 	ExpiredAt time.Time
+	// AsOf is, for the payment an event carries, the event's time: its
+	// refunds, attempts and processor calls are read as they stood then
+	// (asof.go). Zero for a payment read as it is now.
+	AsOf time.Time
 }
 
 // NextActionType is the kind of thing a payer does to pay.

@@ -63,13 +63,17 @@ func (s *Service) AsyncStateOf(ctx context.Context, id string) (AsyncState, erro
 
 // AsyncStatesOf reads AsyncStateOf for each payment, in order: the zero
 // AsyncState, without a query, for a card payment or where Pix and boleto
-// are paid at once.
+// are paid at once; an event's payment's own, as the event left it.
 func (s *Service) AsyncStatesOf(ctx context.Context, ps []Payment) ([]AsyncState, error) {
 	out := make([]AsyncState, len(ps))
 	if !s.paysLater() {
 		return out, nil
 	}
 	for i, p := range ps {
+		if !p.AsOf.IsZero() {
+			out[i] = AsyncState{NextAction: p.NextAction, PaidAt: p.PaidAt, ExpiredAt: p.ExpiredAt}
+			continue
+		}
 		if !p.Method.async() {
 			continue
 		}

@@ -29,8 +29,8 @@ func scanPayment(row sqlq.Row) (Payment, error) {
 }
 
 // scanRefund reads a refund's columns (id, payment_id, amount_minor,
-// reason, idempotency_key, created_at, status, failure_code, returned_at),
-// of a payment in currency.
+// reason, idempotency_key, created_at, status, failure_code, returned_at,
+// settled_at), of a payment in currency.
 func scanRefund(row sqlq.Row, currency string) (Refund, error) {
 	r, err := scanRefundRow(row)
 	if err != nil {
@@ -42,7 +42,7 @@ func scanRefund(row sqlq.Row, currency string) (Refund, error) {
 func scanRefundRow(row sqlq.Row) (models.Refund, error) {
 	var r models.Refund
 	err := row.Scan(&r.ID, &r.PaymentID, &r.AmountMinor, &r.Reason, &r.IdempotencyKey, &r.CreatedAt, &r.Status, &r.FailureCode,
-		&r.ReturnedAt)
+		&r.ReturnedAt, &r.SettledAt)
 	return r, err
 }
 

@@ -10,6 +10,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -173,8 +174,9 @@ func (s *Service) start(batch []claim, slots, freed chan struct{}, inFlight *syn
 }
 
 // bodies builds the JSON body of every delivery of a batch, by delivery
-// id, once per event. A refund event's payment lists the refunds made up
-// to and including it, as it was right after the event.
+// id, once per event. An event's payment lists the refunds made up to and
+// including it, each as it was right after the event (payments.RefundsAt):
+// one returned or failed later still shows what it was then.
 func (s *Service) bodies(ctx context.Context, batch []claim) (map[int64][]byte, error) {
 	seqs := make([]int64, 0, len(batch))
 	for _, c := range batch {
@@ -192,15 +194,18 @@ func (s *Service) bodies(ctx context.Context, batch []claim) (map[int64][]byte, 
 			evs = append(evs, e)
 		}
 	}
-	var refunded []string
+	// Only a captured payment has refunds, and a capture is never undone:
+	// an event whose payment had captured nothing had no refund then, and
+	// any other may have (failed ones too, whatever refundedAmount says).
+	var captured []string
 	for _, e := range evs {
-		if e.Payment.Refunded.Minor > 0 {
-			refunded = append(refunded, e.Payment.ID)
+		if e.Payment.Captured.Minor > 0 && !slices.Contains(captured, e.Payment.ID) {
+			captured = append(captured, e.Payment.ID)
 		}
 	}
 	refunds := map[string][]models.Refund{}
-	if len(refunded) > 0 {
-		rows, err := s.store.refundsOf(ctx, refunded)
+	if len(captured) > 0 {
+		rows, err := s.store.refundsOf(ctx, captured)
 		if err != nil {
 			return nil, fmt.Errorf("read refunds: %w", err)
 		}
@@ -210,15 +215,9 @@ func (s *Service) bodies(ctx context.Context, batch []claim) (map[int64][]byte, 
 	}
 	byEvent := make(map[int64][]byte, len(evs))
 	for _, e := range evs {
-		var asOf []payments.Refund
-		for _, r := range refunds[e.Payment.ID] {
-			// Refunds of one payment are serialised by its row lock, and
-			// each carries its statement's time, as its event does.
-			if !r.CreatedAt.After(e.At) {
-				asOf = append(asOf, payments.RefundFromRow(r, e.Payment.Amount.Currency))
-			}
-		}
-		byEvent[e.ID] = EventBody(e, asOf)
+		// Refunds of one payment are serialised by its row lock, and each
+		// carries its statements' times, as its events do.
+		byEvent[e.ID] = EventBody(e, payments.RefundsAt(refunds[e.Payment.ID], e.Payment))
 	}
 	out := make(map[int64][]byte, len(batch))
 	for _, c := range batch {

@@ -227,10 +227,11 @@ func scanClaim(r sqlq.Row) (claim, error) {
 	return c, err
 }
 
-// scanRefund reads a refund.
+// scanRefund reads a refund, with its status and the times it changed.
 func scanRefund(r sqlq.Row) (models.Refund, error) {
 	var f models.Refund
-	err := r.Scan(&f.ID, &f.PaymentID, &f.AmountMinor, &f.Reason, &f.IdempotencyKey, &f.CreatedAt)
+	err := r.Scan(&f.ID, &f.PaymentID, &f.AmountMinor, &f.Reason, &f.IdempotencyKey, &f.CreatedAt, &f.Status,
+		&f.FailureCode, &f.SettledAt, &f.ReturnedAt)
 	return f, err
 }
 

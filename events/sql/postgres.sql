@@ -17,7 +17,7 @@ SELECT COALESCE(MAX(last_id), 0) FROM event_batches
 SELECT b.first_id + u.o - 1 AS id, e.seq, e.type, e.at, e.idempotency_key, e.refund_id, e.payment_id, e.client_id,
 	e.payment_key, e.amount_minor, e.currency, e.method, e.payment_created_at, e.status, e.captured_minor,
 	e.refunded_minor, e.captured_at, e.canceled_at, e.replay_count, e.rejected_count,
-	r.amount_minor, r.reason, r.idempotency_key, r.created_at, r.status, r.failure_code,
+	r.amount_minor, r.reason, r.idempotency_key, r.created_at, r.status, r.failure_code, r.settled_at, r.returned_at,
 	COALESCE(p.processor, 'sandbox'), p.processor_reference, p.decline_code, p.payment_method_token,
 	p.next_action_type, p.pix_code, p.boleto_line, p.hosted_url, p.next_action_expires_at, p.paid_at, p.expired_at
 FROM event_batches b
@@ -35,7 +35,7 @@ ORDER BY 1
 SELECT 0::bigint AS id, e.seq, e.type, e.at, e.idempotency_key, e.refund_id, e.payment_id, e.client_id,
 	e.payment_key, e.amount_minor, e.currency, e.method, e.payment_created_at, e.status, e.captured_minor,
 	e.refunded_minor, e.captured_at, e.canceled_at, e.replay_count, e.rejected_count,
-	r.amount_minor, r.reason, r.idempotency_key, r.created_at, r.status, r.failure_code,
+	r.amount_minor, r.reason, r.idempotency_key, r.created_at, r.status, r.failure_code, r.settled_at, r.returned_at,
 	COALESCE(p.processor, 'sandbox'), p.processor_reference, p.decline_code, p.payment_method_token,
 	p.next_action_type, p.pix_code, p.boleto_line, p.hosted_url, p.next_action_expires_at, p.paid_at, p.expired_at
 FROM payment_events e LEFT JOIN refunds r ON r.id = e.refund_id

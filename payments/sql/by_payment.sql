@@ -13,7 +13,8 @@ FROM idempotency_attempts WHERE payment_id {{in_payment_ids}} ORDER BY payment_i
 -- name: refunds_of
 -- The refunds of the payments in $1, in scanRefund's column order
 -- (RefundsOf).
-SELECT id, payment_id, amount_minor, reason, idempotency_key, created_at, status, failure_code, returned_at
+SELECT id, payment_id, amount_minor, reason, idempotency_key, created_at, status, failure_code, returned_at,
+       settled_at
 FROM refunds WHERE payment_id {{in_payment_ids}} ORDER BY payment_id, created_at, id
 
 -- name: processor_calls_of

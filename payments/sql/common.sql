@@ -9,7 +9,7 @@ FROM payments WHERE id = $1
 
 -- name: read_refund
 -- Reads one refund, in the column order scanRefund reads (rows.go).
-SELECT id, payment_id, amount_minor, reason, idempotency_key, created_at, status, failure_code, returned_at
+SELECT id, payment_id, amount_minor, reason, idempotency_key, created_at, status, failure_code, returned_at, settled_at
 FROM refunds WHERE id = $1
 
 -- name: read_key

@@ -81,8 +81,10 @@ INSERT INTO webhook_attempts (delivery_id, at, status, error, duration_ms)
 SELECT r.id, r.at, r.code, r.problem, r.took_ms FROM r JOIN done ON done.id = r.id
 
 -- name: refunds_of
--- The refunds of the payments $1 lists, oldest first by payment.
-SELECT id, payment_id, amount_minor, reason, idempotency_key, created_at
+-- The refunds of the payments $1 lists, oldest first by payment, with
+-- what says what each was at an event's time (payments.RefundAsOf).
+SELECT id, payment_id, amount_minor, reason, idempotency_key, created_at, status, failure_code, settled_at,
+	returned_at
 FROM refunds WHERE payment_id = ANY($1::text[])
 ORDER BY created_at, id
 

@@ -80,8 +80,10 @@ INSERT INTO webhook_attempts (delivery_id, at, status, error, duration_ms) VALUE
 
 -- name: refunds_of
 -- The refunds of the payments the JSON array $1 lists, oldest first by
--- payment; json_each reads the array.
-SELECT id, payment_id, amount_minor, reason, idempotency_key, created_at
+-- payment, with what says what each was at an event's time
+-- (payments.RefundAsOf); json_each reads the array.
+SELECT id, payment_id, amount_minor, reason, idempotency_key, created_at, status, failure_code, settled_at,
+	returned_at
 FROM refunds WHERE payment_id IN (SELECT value FROM json_each($1))
 ORDER BY created_at, id
 
