@@ -257,6 +257,17 @@ func (b *batcher[J]) isFinal(err error) bool {
 // behind it for longer still.
 const statementTimeout = 5 * time.Second
 
+// withStatementTimeout runs do, a transaction outside the batched
+// statements (a change through a processor, and what its call came to),
+// within statementTimeout, so that a database gone silent answers it
+// SERVICE_UNAVAILABLE as soon as a batched request would be, not at the end
+// of the request's whole budget.
+func withStatementTimeout(ctx context.Context, do func(ctx context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, statementTimeout)
+	defer cancel()
+	return do(ctx)
+}
+
 // safeExec is exec until deadline, with a panic turned into an error: a
 // waiting request must always get an answer. A statement cut by its
 // deadline fails with context.DeadlineExceeded, whatever the driver made

@@ -64,10 +64,12 @@ func (s *Service) changeAtProcessor(ctx context.Context, cmd *command) (ChangeRe
 	var st started
 	var err error
 	for range maxRounds {
-		err = s.store.db().Tx(ctx, func(r sqlq.Runner) error {
-			var err error
-			st, err = s.startChange(ctx, r, cmd)
-			return err
+		err = withStatementTimeout(ctx, func(ctx context.Context) error {
+			return s.store.db().Tx(ctx, func(r sqlq.Runner) error {
+				var err error
+				st, err = s.startChange(ctx, r, cmd)
+				return err
+			})
 		})
 		if !errors.Is(err, errKeyClaimedMeanwhile) {
 			break

@@ -367,44 +367,47 @@ func (s *Service) record(ctx context.Context, op operationRow, out outcome, kind
 		transport string
 		found     bool
 	}
-	err := s.store.db().Tx(ctx, func(r sqlq.Runner) error {
-		if _, err := r.Exec(ctx, commonSQL.SQL("insert_call"), op.id, op.paymentID, string(op.operation), op.key, kind,
-			string(out.call), nullable.String(out.code), now, took.Milliseconds()); err != nil {
-			return fmt.Errorf("record processor call: %w", err)
-		}
-		if !out.settled {
-			next, due := nullable.String(out.next), now.Add(s.recoveryAfter)
-			var storedAt *time.Time
-			if out.next == nextStored {
-				storedAt = &now
+	// Bounded as a batched statement is (withStatementTimeout).
+	err := withStatementTimeout(ctx, func(ctx context.Context) error {
+		return s.store.db().Tx(ctx, func(r sqlq.Runner) error {
+			if _, err := r.Exec(ctx, commonSQL.SQL("insert_call"), op.id, op.paymentID, string(op.operation), op.key, kind,
+				string(out.call), nullable.String(out.code), now, took.Milliseconds()); err != nil {
+				return fmt.Errorf("record processor call: %w", err)
 			}
-			if kind == callWrite && out.next == nextStored {
-				// The processor answers, with a stored error: the read that
-				// resolves it (resend.go) is due at once.
-				due = now
+			if !out.settled {
+				next, due := nullable.String(out.next), now.Add(s.recoveryAfter)
+				var storedAt *time.Time
+				if out.next == nextStored {
+					storedAt = &now
+				}
+				if kind == callWrite && out.next == nextStored {
+					// The processor answers, with a stored error: the read that
+					// resolves it (resend.go) is due at once.
+					due = now
+				}
+				_, err := r.Exec(ctx, commonSQL.SQL("postpone_operation"), op.id, sends, due, next, s.instance, storedAt)
+				if err != nil {
+					return fmt.Errorf("postpone operation: %w", err)
+				}
+				return s.readInto(ctx, r, op.paymentID, &p)
 			}
-			_, err := r.Exec(ctx, commonSQL.SQL("postpone_operation"), op.id, sends, due, next, s.instance, storedAt)
+			n, err := r.Exec(ctx, commonSQL.SQL("settle_operation"), op.id, out.opState, nullable.String(out.code), now, sends)
 			if err != nil {
-				return fmt.Errorf("postpone operation: %w", err)
+				return fmt.Errorf("settle operation: %w", err)
 			}
-			return s.readInto(ctx, r, op.paymentID, &p)
-		}
-		n, err := r.Exec(ctx, commonSQL.SQL("settle_operation"), op.id, out.opState, nullable.String(out.code), now, sends)
-		if err != nil {
-			return fmt.Errorf("settle operation: %w", err)
-		}
-		if n == 0 { // settled already, by someone else's word
-			return s.readInto(ctx, r, op.paymentID, &p)
-		}
-		resolved = true
-		if op.operation == OpCreate {
-			return s.applyCreate(ctx, r, op, out, now, &p)
-		}
-		if err := s.applyChange(ctx, r, op, out, now, &p); err != nil {
+			if n == 0 { // settled already, by someone else's word
+				return s.readInto(ctx, r, op.paymentID, &p)
+			}
+			resolved = true
+			if op.operation == OpCreate {
+				return s.applyCreate(ctx, r, op, out, now, &p)
+			}
+			if err := s.applyChange(ctx, r, op, out, now, &p); err != nil {
+				return err
+			}
+			attempt.outcome, attempt.transport, attempt.found, err = settleAttempt(ctx, r, op, out)
 			return err
-		}
-		attempt.outcome, attempt.transport, attempt.found, err = settleAttempt(ctx, r, op, out)
-		return err
+		})
 	})
 	if err != nil {
 		return Payment{}, err
