@@ -127,39 +127,9 @@ func createPayment(url, key string) (string, error) {
 // two seconds pass: time passing is what it is about.
 func TestLongLivedSubscriptions(t *testing.T) {
 	t.Parallel()
-	db := dbtest.SQLite(t)
-	cfg, err := config.FromEnv(testEnv(db.URL, nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	replica, err := database.OpenReplica(db.Gorm, "", database.ReplicaOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	s, err := build(ctx, db.Gorm, replica, cfg, processor.DefaultConfig(), io.Discard, quiet)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const timeout = time.Second
-	s.http.ReadTimeout, s.http.WriteTimeout = timeout, timeout
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- s.serve(ctx, ln, io.Discard) }()
-	defer func() {
-		cancel()
-		if err := <-served; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-		http.DefaultClient.CloseIdleConnections()
-	}()
-	url := "http://" + ln.Addr().String()
-
-	wctx, wcancel := context.WithTimeout(ctx, 20*time.Second)
+	url := "http://" + serveCut(t, timeout)
+	wctx, wcancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer wcancel()
 	ws, err := streamtest.DialWS(wctx, url, "Bearer "+testToken)
 	if err != nil {
@@ -201,4 +171,42 @@ func TestSecretKeySize(t *testing.T) {
 	if _, err := webhooks.New(dbtest.SQLite(t).Gorm, nil, webhooks.Config{SecretKey: cfg.WebhookSecretKey}); err != nil {
 		t.Errorf("webhooks refuses the key configuration read: %v", err)
 	}
+}
+
+// serveCut starts a server built as Run builds it, on SQLite, with its read
+// and write timeouts cut to timeout, and returns its address; it stops when
+// the test ends.
+func serveCut(t *testing.T, timeout time.Duration) string {
+	t.Helper()
+	db := dbtest.SQLite(t)
+	cfg, err := config.FromEnv(testEnv(db.URL, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	replica, err := database.OpenReplica(db.Gorm, "", database.ReplicaOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s, err := build(ctx, db.Gorm, replica, cfg, processor.DefaultConfig(), io.Discard, quiet)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	s.http.ReadTimeout, s.http.WriteTimeout = timeout, timeout
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- s.serve(ctx, ln, io.Discard) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+		http.DefaultClient.CloseIdleConnections()
+	})
+	return ln.Addr().String()
 }

@@ -2,17 +2,11 @@ package app
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"io"
 	"net"
 	"testing"
 	"time"
-
-	"github.com/cmpay/cmpay/config"
-	"github.com/cmpay/cmpay/database"
-	"github.com/cmpay/cmpay/internal/dbtest"
-	"github.com/cmpay/cmpay/processor"
 )
 
 // A request whose body stops arriving is cut at the server's read timeout,
@@ -22,36 +16,10 @@ import (
 // the control.
 func TestStalledBodyIsCut(t *testing.T) {
 	t.Parallel()
-	db := dbtest.SQLite(t)
-	cfg, err := config.FromEnv(testEnv(db.URL, nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	replica, err := database.OpenReplica(db.Gorm, "", database.ReplicaOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	s, err := build(ctx, db.Gorm, replica, cfg, processor.DefaultConfig(), io.Discard, quiet)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const timeout = time.Second
-	s.http.ReadTimeout, s.http.WriteTimeout = timeout, timeout
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- s.serve(ctx, ln, io.Discard) }()
-	defer func() {
-		cancel()
-		<-served
-	}()
-
+	addr := serveCut(t, timeout)
 	stall := func(accept string) (time.Duration, error) {
-		c, err := net.Dial("tcp", ln.Addr().String())
+		c, err := net.Dial("tcp", addr)
 		if err != nil {
 			return 0, err
 		}
