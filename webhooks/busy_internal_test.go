@@ -55,3 +55,27 @@ func TestBusyVerdicts(t *testing.T) {
 		}
 	}
 }
+
+// An endpoint not attempted here for lastKept is forgotten, as never
+// tried: the lists every claim carries hold only endpoints attempted
+// lately, however many clients the instance has served.
+func TestBusyForgetsOldAttempts(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 12, 7, 10, 0, 0, 0, time.UTC)
+	b := newBusy(64)
+	b.now = func() time.Time { return now }
+	b.begin(claim{EndpointID: "we_fast", ClientID: "shop"})(answeredFast)
+	b.begin(claim{EndpointID: "we_silent", ClientID: "shop"})(unanswered)
+	now = now.Add(lastKept / 2)
+	b.begin(claim{EndpointID: "we_recent", ClientID: "shop"})(unanswered)
+	if l := b.snapshot(); len(l.Fast) != 1 || len(l.Silent) != 2 {
+		t.Fatalf("within lastKept: fast %v silent %v, want all three remembered", l.Fast, l.Silent)
+	}
+	now = now.Add(lastKept/2 + time.Second)
+	if l := b.snapshot(); len(l.Fast) != 0 || fmt.Sprint(l.Silent) != "[we_recent]" {
+		t.Errorf("past lastKept: fast %v silent %v, want only we_recent", l.Fast, l.Silent)
+	}
+	if len(b.last) != 1 {
+		t.Errorf("%d endpoints remembered, want 1", len(b.last))
+	}
+}

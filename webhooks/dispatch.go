@@ -439,11 +439,23 @@ type busy struct {
 	perEndpoint, perClient int
 	mu                     sync.Mutex
 	endpoints, clients     map[string]int
-	// last holds how each endpoint's last attempt here ended, but for
-	// those answered slowly, which count as never tried. Endpoints are
-	// capped per client, so it stays small.
-	last map[string]verdict
+	// last holds how each endpoint's last attempt here ended, and when,
+	// but for those answered slowly, which count as never tried. Both
+	// lists go into every claim, so an endpoint not attempted here for
+	// lastKept is forgotten (as never tried) instead of kept for the
+	// life of the process, whatever the number of clients.
+	last map[string]lastAttempt
+	now  func() time.Time
 }
+
+// lastAttempt is how an endpoint's last attempt here ended, and when.
+type lastAttempt struct {
+	v  verdict
+	at time.Time
+}
+
+// lastKept is how long busy remembers an endpoint's last attempt.
+const lastKept = time.Hour
 
 // verdict is how an attempt ended, as claims weigh it.
 type verdict int8
@@ -479,7 +491,7 @@ const fastAnswer = time.Second
 
 func newBusy(concurrency int) *busy {
 	return &busy{perEndpoint: max(1, concurrency/16), perClient: max(1, concurrency/4),
-		endpoints: map[string]int{}, clients: map[string]int{}, last: map[string]verdict{}}
+		endpoints: map[string]int{}, clients: map[string]int{}, last: map[string]lastAttempt{}, now: time.Now}
 }
 
 func (b *busy) snapshot() inFlight {
@@ -487,8 +499,13 @@ func (b *busy) snapshot() inFlight {
 	defer b.mu.Unlock()
 	l := inFlight{PerEndpoint: b.perEndpoint, PerClient: b.perClient,
 		Endpoints: maps.Clone(b.endpoints), Clients: maps.Clone(b.clients)}
-	for id, v := range b.last {
-		switch v {
+	forgotten := b.now().Add(-lastKept)
+	for id, a := range b.last {
+		if a.at.Before(forgotten) {
+			delete(b.last, id)
+			continue
+		}
+		switch a.v {
 		case answeredFast:
 			l.Fast = append(l.Fast, id)
 		case unanswered:
@@ -503,7 +520,7 @@ func (b *busy) snapshot() inFlight {
 func (b *busy) begin(c claim) (end func(verdict)) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	counted := b.last[c.EndpointID] != answeredFast
+	counted := b.last[c.EndpointID].v != answeredFast
 	if counted {
 		b.endpoints[c.EndpointID]++
 		b.clients[c.ClientID]++
@@ -516,7 +533,7 @@ func (b *busy) begin(c claim) (end func(verdict)) {
 		case answeredSlowly:
 			delete(b.last, c.EndpointID)
 		default:
-			b.last[c.EndpointID] = v
+			b.last[c.EndpointID] = lastAttempt{v: v, at: b.now()}
 		}
 		if !counted {
 			return
