@@ -21,6 +21,9 @@ func TestBusyVerdicts(t *testing.T) {
 		{result{took: 10 * time.Second, problem: "no answer within 10s"}, unanswered},
 		{result{took: time.Millisecond, problem: "connection refused"}, unanswered},
 		{result{problem: "bad url"}, notMade},
+		// A status at once, then a body that stalls until the timeout: it hangs.
+		{result{status: 200, ok: true, took: 10 * time.Second, bodyCut: true}, unanswered},
+		{result{status: 200, ok: true, took: 5 * time.Millisecond, bodyCut: true}, unanswered},
 	}
 	for _, v := range verdicts {
 		if got := verdictOf(v.r); got != v.want {

@@ -67,6 +67,10 @@ type result struct {
 	status  int    // HTTP status; 0 without an answer
 	problem string // what went wrong, or the start of a non-2xx answer
 	ok      bool
+	// bodyCut: the answer's status came, but its body did not end (the
+	// attempt's timeout, a reset): the endpoint hangs as much as one that
+	// never answers, whatever the delivery's outcome.
+	bodyCut bool
 }
 
 // maxAnswerBytes caps how much of an answer is read; maxShown how much of
@@ -272,9 +276,10 @@ func (s *Service) attempt(c claim, body []byte) result {
 		r.problem = describe(err, s.cfg.AttemptTimeout)
 		return r
 	}
-	head, _ := io.ReadAll(io.LimitReader(res.Body, maxShown))
-	_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, maxAnswerBytes-maxShown))
+	head, headErr := io.ReadAll(io.LimitReader(res.Body, maxShown))
+	_, restErr := io.Copy(io.Discard, io.LimitReader(res.Body, maxAnswerBytes-maxShown))
 	res.Body.Close()
+	r.bodyCut = headErr != nil || restErr != nil
 	r.took = time.Since(start)
 	r.status = res.StatusCode
 	r.ok = res.StatusCode >= 200 && res.StatusCode < 300
@@ -468,13 +473,16 @@ const (
 	answeredFast
 	// answeredSlowly: any status, later than fastAnswer.
 	answeredSlowly
-	// unanswered: no answer (timeout, refused, reset).
+	// unanswered: no answer (timeout, refused, reset), or a status whose
+	// body never ended.
 	unanswered
 )
 
 // verdictOf is how r's attempt ended.
 func verdictOf(r result) verdict {
 	switch {
+	case r.bodyCut:
+		return unanswered
 	case r.status != 0 && r.took < fastAnswer:
 		return answeredFast
 	case r.status != 0:
