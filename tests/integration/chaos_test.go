@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -31,7 +33,17 @@ func TestChaosAtTheProcessor(t *testing.T) {
 	// are unknown; both are half what they were, and so is the wait for
 	// recovery. A killed instance's claims still hold for the timeout
 	// plus 5 s (payments' leaseMargin): most of the time after the flows.
-	double.FailRandomly(7, 0.15, 750*time.Millisecond, stripedouble.Faults, stripedouble.Endpoints...)
+	// Each run draws its faults anew; a failure names its seed, which
+	// CMPAY_CHAOS_SEED gives back to run the same faults again.
+	seed := rand.Uint64()
+	if s := os.Getenv("CMPAY_CHAOS_SEED"); s != "" {
+		var err error
+		if seed, err = strconv.ParseUint(s, 10, 64); err != nil {
+			t.Fatalf("CMPAY_CHAOS_SEED=%q: %v", s, err)
+		}
+	}
+	t.Logf("faults drawn from seed %d (CMPAY_CHAOS_SEED=%d draws them again)", seed, seed)
+	double.FailRandomly(seed, 0.15, 750*time.Millisecond, stripedouble.Faults, stripedouble.Endpoints...)
 	env := []string{"PROCESSOR=stripe", "STRIPE_API_KEY=sk_test_chaos", "STRIPE_API_BASE=" + double.URL(),
 		"PROCESSOR_TIMEOUT=500ms", "PROCESSOR_RECOVERY_AFTER=500ms", "STRIPE_SEARCH_LAG=100ms"}
 
