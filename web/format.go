@@ -8,6 +8,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/cmpay/cmpay/apierror"
 	"github.com/cmpay/cmpay/payments"
 	"github.com/cmpay/cmpay/staff"
 )
@@ -80,9 +81,9 @@ func operationName(op payments.Operation) string {
 // refusalText says in words why a request was refused.
 func refusalText(code string) string {
 	switch code {
-	case "PAYMENT_STATE_CONFLICT":
+	case apierror.StateConflict:
 		return "the payment's status did not allow it"
-	case "AMOUNT_EXCEEDS_AVAILABLE":
+	case apierror.AmountExceeds:
 		return "the amount was more than was available"
 	}
 	return code
