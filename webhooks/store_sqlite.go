@@ -30,11 +30,11 @@ func (st *sqliteStore) claim(ctx context.Context, now, until time.Time, token in
 	if err != nil {
 		return nil, err
 	}
-	fast, err := json.Marshal(append([]string{}, l.Fast...))
+	fast, err := json.Marshal(nonNil(l.Fast))
 	if err != nil {
 		return nil, err
 	}
-	silent, err := json.Marshal(append([]string{}, l.Silent...))
+	silent, err := json.Marshal(nonNil(l.Silent))
 	if err != nil {
 		return nil, err
 	}

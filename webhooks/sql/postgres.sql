@@ -12,7 +12,7 @@
 -- none in flight that is not in $13 (no answer last time) may still take
 -- one while its client has fewer than $14, so that its hanging siblings
 -- cannot keep it from showing it is healthy. The batch takes each
--- client's oldest in turn, those of endpoints with none in flight first
+-- client's oldest in turn, the oldest of each endpoint with none in flight first
 -- (those not in $13 before those in it), so that slow endpoints cannot
 -- take every slot. Only the $7 oldest
 -- due deliveries of endpoints and clients with room are looked at. Run

@@ -15,9 +15,9 @@ SELECT EXISTS (SELECT 1 FROM webhook_deliveries WHERE status = 'PENDING' AND nex
 -- with $8 such attempts, gets no more ($5 and $6 are JSON arrays of [id,
 -- attempts in flight]); an endpoint with none in flight that is not in the
 -- JSON array $11 (no answer last time) may still take one while its
--- client has fewer than $12; each client's oldest are taken in turn, those
--- of endpoints with none in flight first (those not in $11 before those in
--- it), and only the $9 oldest due deliveries of endpoints and clients with
+-- client has fewer than $12; each client's oldest are taken in turn, the
+-- oldest of each endpoint with none in flight first (those not in $11
+-- before those in it), and only the $9 oldest due deliveries of endpoints and clients with
 -- room are looked at.
 WITH load_e AS (
 	SELECT value ->> 0 AS id, value ->> 1 AS n FROM json_each($5)
