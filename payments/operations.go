@@ -379,11 +379,11 @@ func (s *Service) record(ctx context.Context, op operationRow, out outcome, kind
 				var storedAt *time.Time
 				if out.next == nextStored {
 					storedAt = &now
-				}
-				if kind == callWrite && out.next == nextStored {
-					// The processor answers, with a stored error: the read that
-					// resolves it (resend.go) is due at once.
-					due = now
+					if kind == callWrite {
+						// The processor answers, with a stored error: the read
+						// that resolves it (resend.go) is due at once.
+						due = now
+					}
 				}
 				_, err := r.Exec(ctx, commonSQL.SQL("postpone_operation"), op.id, sends, due, next, s.instance, storedAt)
 				if err != nil {

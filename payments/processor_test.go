@@ -281,8 +281,8 @@ func stripeConnAs(t *testing.T, d *stripedouble.Double, timeout time.Duration, a
 
 // recoverUntilSettled runs recovery rounds, the clock moved past each
 // postponement, until the payment is no longer PROCESSING, or fails after
-// 5 rounds past processor.DefaultStripeSearchLag (a create after a stored 500 waits it
-// out before it is sent again).
+// 5 rounds past processor.DefaultStripeSearchLag (a create after a stored
+// 500 waits it out before it is sent again).
 func recoverUntilSettled(t *testing.T, b *bundle, id string) payments.Payment {
 	t.Helper()
 	for end := b.clock.Now().Add(processor.DefaultStripeSearchLag + 5*(testRecovery+time.Second)); b.clock.Now().Before(end); {

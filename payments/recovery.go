@@ -143,14 +143,21 @@ func (s *Service) resolve(ctx context.Context, id string) error {
 // when its key's answer is a stored error), else a send with its key.
 func (s *Service) ask(ctx context.Context, op operationRow, p Payment, read, stored bool) (outcome, error) {
 	switch {
-	case op.operation != OpCreate && read:
-		return s.readChange(ctx, op, p)
+	case !read:
+		return s.send(ctx, op, p), nil
 	case op.operation != OpCreate:
-		return s.sendChange(ctx, op, p.ProcessorReference, p.Amount.Currency), nil
-	case read:
-		return s.readCreate(ctx, op, p, stored)
+		return s.readChange(ctx, op, p)
 	}
-	return s.sendCreate(ctx, op), nil
+	return s.readCreate(ctx, op, p, stored)
+}
+
+// send sends op, of payment p, with its key: a create with its stored
+// request, a change with p's reference at the processor.
+func (s *Service) send(ctx context.Context, op operationRow, p Payment) outcome {
+	if op.operation == OpCreate {
+		return s.sendCreate(ctx, op)
+	}
+	return s.sendChange(ctx, op, p.ProcessorReference, p.Amount.Currency)
 }
 
 // sendCreate sends op, a create, again with its key and its stored request.

@@ -88,11 +88,7 @@ func (s *Service) sendAgain(ctx context.Context, op operationRow, p Payment, out
 	callCtx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	start := time.Now()
-	if op.operation == OpCreate {
-		out = s.sendCreate(callCtx, op)
-	} else {
-		out = s.sendChange(callCtx, op, p.ProcessorReference, p.Amount.Currency)
-	}
+	out = s.send(callCtx, op, p)
 	_, err = s.record(ctx, op, out, callWrite, time.Since(start))
 	return err
 }

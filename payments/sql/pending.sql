@@ -46,13 +46,12 @@ UPDATE payments SET processor_updated_at = $2 WHERE id = $1 AND status = 'PENDIN
 
 -- name: pending_due
 -- Up to $3 PENDING payments to read from the processor now: past their
--- expiry ($1 now) and not read since it (so at once once it passes, its
--- creation or an event before it being no read after it), or not read
--- since $4 (a minute ago: a boleto paid on its last day takes days to
--- clear, and is read once a minute meanwhile, not at every tick); or not
--- heard of since $2 (now less PROCESSOR_POLL_AFTER); oldest news first;
--- only those made at the processors $5 and $6, which this instance can
--- read. Through idx_payments_status_created's PENDING range, as before.
+-- expiry ($1 now) and not heard of since it (so read at once when it
+-- passes), or not since $4 (a minute ago: a boleto paid on its last day
+-- takes days to clear, and is read once a minute meanwhile, not at every
+-- tick); or not heard of since $2 (now less PROCESSOR_POLL_AFTER); oldest
+-- news first; only those made at the processors $5 and $6, which this
+-- instance can read. Through idx_payments_status_created's PENDING range.
 SELECT id FROM payments
 WHERE status = 'PENDING' AND (next_action_expires_at <= $1
                               AND (COALESCE(processor_updated_at, created_at) < next_action_expires_at
