@@ -258,8 +258,8 @@ func (b *batcher[J]) isFinal(err error) bool {
 const statementTimeout = 5 * time.Second
 
 // withStatementTimeout runs do, a transaction outside the batched
-// statements (a change through a processor, and what its call came to),
-// within statementTimeout, so that a database gone silent answers it
+// statements (storing a change asked at a processor, recording what any
+// processor call came to), within statementTimeout, so that a database gone silent answers it
 // SERVICE_UNAVAILABLE as soon as a batched request would be, not at the end
 // of the request's whole budget.
 func withStatementTimeout(ctx context.Context, do func(ctx context.Context) error) error {
