@@ -34,8 +34,9 @@ const DefaultStripeAPIBase = "https://api.stripe.com"
 // DefaultStripeSearchLag is StripeSearchLag's default: Stripe documents
 // its search as showing a new PaymentIntent within a minute in normal
 // operation (up to an hour in an outage), and the contract bounds a
-// create's recovery by that minute. Search only covers clocks more than
-// 15 minutes apart (payments: listMargin); the list covers the rest.
+// create's recovery by that minute. Search matters only when the clocks
+// are more than 15 minutes apart (payments: listMargin); the consistent
+// list covers the rest.
 const DefaultStripeSearchLag = time.Minute
 
 // Secret is a string that never shows: fmt, %#v, JSON and slog print

@@ -730,8 +730,8 @@ export class CMPayClient {
 
   // #inDoubtMs is how long after a try leaves the server may still apply
   // it: the try may take the whole attempt timeout to arrive, the server
-  // keeps working on a request up to 15 s after its client left (its
-  // request bound), and a margin covers the hops in between.
+  // keeps working on a request up to serverRequestBoundMs after it arrived,
+  // its client gone or not, and a margin covers the hops in between.
   #inDoubtMs(): number {
     return this.#policy.attemptTimeoutMs + serverRequestBoundMs + inDoubtMarginMs;
   }

@@ -120,9 +120,10 @@ export function judge(res: TransportResponse, field: string, now: number, nullab
     if (retryableCodes.has(err.code) || res.status === 503 || res.status === 429) return { kind: 'retry', error: err, retryAfterMs };
     // A code CMPay does not send (a gateway's GATEWAY_TIMEOUT, a router's
     // REQUEST_TIMEOUT) with a "not now" status is retried as if it had none.
-    const known = settlingCodes.has(err.code) || refusalCodes.has(err.code);
-    if (!known && retryableStatus(res.status)) return { kind: 'retry', error: err, retryAfterMs };
-    return { kind: 'final', error: err, settles: settlingCodes.has(err.code), refusal: refusalCodes.has(err.code) };
+    const settles = settlingCodes.has(err.code);
+    const refusal = refusalCodes.has(err.code);
+    if (!settles && !refusal && retryableStatus(res.status)) return { kind: 'retry', error: err, retryAfterMs };
+    return { kind: 'final', error: err, settles, refusal };
   }
   const code = body === undefined ? 'BAD_RESPONSE' : 'NO_DATA';
   const err = new CMPayError(`the server answered HTTP ${res.status} without ${field}`, {

@@ -427,6 +427,11 @@ describe('one intended payment, one payment, whatever answers a try', () => {
   const page = (storage: PendingStorage, opts: Partial<CMPayClientOptions> = {}) =>
     client({ storage, joinByParameters: true, retry: { baseDelayMs: 1, maxAttempts: 2 }, ...opts });
   const json = (status: number, body: unknown) => new Response(JSON.stringify(body), { status, headers: { 'Content-Type': 'application/json' } });
+  // A promise and the function that resolves it: one tab's try held until another tab has sent.
+  const signal = (): [Promise<void>, () => void] => {
+    let fire!: () => void;
+    return [new Promise<void>((r) => (fire = r)), fire]; // the executor runs at once: fire is set
+  };
 
   test("a gateway's 504 in GraphQL's shape after it forwarded the request is retried: the replay answers", async () => {
     const order = input();
@@ -446,10 +451,8 @@ describe('one intended payment, one payment, whatever answers a try', () => {
   test("a 401 in one tab after another tab resumed its operation keeps the key: the next click joins it", async () => {
     const order = input();
     const storage = memoryStorage(); // the tabs' shared IndexedDB
-    let release!: () => void;
-    const gate = new Promise<void>((r) => (release = r));
-    let sentA!: () => void;
-    const aSent = new Promise<void>((r) => (sentA = r));
+    const [gate, release] = signal();
+    const [aSent, sentA] = signal();
     // Tab A's token has expired: its one try is answered 401, late.
     const expired = (async () => {
       sentA();
@@ -472,10 +475,8 @@ describe('one intended payment, one payment, whatever answers a try', () => {
   test("a 401 to the refused tab's own resume of the operation another tab sent keeps the key: one payment", async () => {
     const order = input();
     const storage = memoryStorage(); // the tabs' shared IndexedDB
-    let release!: () => void;
-    const gate = new Promise<void>((r) => (release = r));
-    let sentA!: () => void;
-    const aSent = new Promise<void>((r) => (sentA = r));
+    const [gate, release] = signal();
+    const [aSent, sentA] = signal();
     // Tab A's token has expired (the real server answers 401); its first try is held until tab B has sent.
     let aCalls = 0;
     const aFetch = (async (url: RequestInfo | URL, init?: RequestInit) => {
