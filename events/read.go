@@ -3,7 +3,7 @@ package events
 import (
 	"context"
 
-	"github.com/cmpay/cmpay/payments"
+	"github.com/cmpay/cmpay/internal/storable"
 )
 
 // window is how many ids one read covers at most.
@@ -17,7 +17,7 @@ func (s *Service) page(ctx context.Context, after, upTo int64, f Filter) ([]Even
 	if end <= after {
 		return nil, after, nil
 	}
-	if !payments.StorableText(f.ClientID) || !payments.StorableText(f.PaymentID) {
+	if !storable.Text(f.ClientID) || !storable.Text(f.PaymentID) {
 		// No event has such an id, and PostgreSQL would refuse it in a
 		// query with an error rather than find nothing.
 		return nil, end, nil

@@ -21,6 +21,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/cmpay/cmpay/internal/sqlq"
+	"github.com/cmpay/cmpay/internal/storable"
 	"github.com/cmpay/cmpay/processor"
 )
 
@@ -109,7 +110,7 @@ func (s *Service) Receive(ctx context.Context, payload []byte, signature string)
 	if ev.ID == "" {
 		return processor.Event{}, fmt.Errorf("%w: the event has no id", ErrRefused)
 	}
-	if y := ev.Created.UTC().Year(); y < 1 || y > 9999 {
+	if !storable.Time(ev.Created) {
 		// Whatever the processor's decoder let through: PostgreSQL would
 		// refuse the time with an error, and SQLite order it as text.
 		return processor.Event{}, fmt.Errorf("%w: created %s is outside years 1 to 9999", ErrRefused, ev.Created.UTC())

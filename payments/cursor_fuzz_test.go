@@ -4,6 +4,8 @@ import (
 	"encoding/base64"
 	"testing"
 	"time"
+
+	"github.com/cmpay/cmpay/internal/storable"
 )
 
 // FuzzDecodeCursor: a cursor is either refused as bad input, or names a
@@ -25,7 +27,7 @@ func FuzzDecodeCursor(f *testing.F) {
 		if y := at.Year(); y < 1 || y > 9999 {
 			t.Fatalf("decodeCursor(%q) = %v: a time no database holds alike", cursor, at)
 		}
-		if !StorableText(id) || id == "" {
+		if !storable.Text(id) || id == "" {
 			t.Fatalf("decodeCursor(%q): id %q cannot be stored", cursor, id)
 		}
 		if again := encodeCursor(Payment{ID: id, CreatedAt: at}); again != cursor {

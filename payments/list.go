@@ -13,6 +13,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/cmpay/cmpay/internal/clientid"
+	"github.com/cmpay/cmpay/internal/storable"
 	"github.com/cmpay/cmpay/models"
 )
 
@@ -84,14 +85,14 @@ func listingOf(f Filter) (listing, error) {
 		field string
 		at    time.Time
 	}{{"from", f.From}, {"to", f.To}} {
-		if !v.at.IsZero() && !StorableTime(v.at) {
+		if !v.at.IsZero() && !storable.Time(v.at) {
 			return listing{}, invalid(v.field, "a date range must lie within years 1 to 9999")
 		}
 	}
 	for _, v := range []struct{ field, value string }{
 		{"clientId", f.ClientID}, {"idempotencyKey", f.IdempotencyKey}, {"q", f.Search},
 	} {
-		if !StorableText(v.value) {
+		if !storable.Text(v.value) {
 			return listing{}, invalid(v.field, "a NUL character or bytes that are not UTF-8 are in a filter, and no payment can have them")
 		}
 	}
@@ -383,7 +384,7 @@ func decodeCursor(cursor string) (time.Time, string, error) {
 		return time.Time{}, "", bad
 	}
 	parts := strings.SplitN(string(raw), ":", 3)
-	if len(parts) != 3 || parts[0] != cursorVersion || parts[2] == "" || !StorableText(parts[2]) {
+	if len(parts) != 3 || parts[0] != cursorVersion || parts[2] == "" || !storable.Text(parts[2]) {
 		return time.Time{}, "", bad
 	}
 	micros, err := strconv.ParseInt(parts[1], 10, 64)
@@ -394,7 +395,7 @@ func decodeCursor(cursor string) (time.Time, string, error) {
 	// hold alike, spelled as encodeCursor spells it (no "+5" or "007"), so
 	// that one position has one cursor.
 	at := time.UnixMicro(micros).UTC()
-	if !StorableTime(at) || encodeCursor(Payment{ID: parts[2], CreatedAt: at}) != cursor {
+	if !storable.Time(at) || encodeCursor(Payment{ID: parts[2], CreatedAt: at}) != cursor {
 		return time.Time{}, "", bad
 	}
 	return at, parts[2], nil

@@ -4,11 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/cmpay/cmpay/internal/sqlq"
+	"github.com/cmpay/cmpay/internal/storable"
 )
 
 // The steps both stores take alike, each one statement of sql/common.sql
@@ -16,26 +15,9 @@ import (
 
 // plausibleID reports whether id could be one this API issued. Anything
 // else is NOT_FOUND without asking the database, which would refuse bytes
-// it cannot store (see StorableText) with an error rather than find nothing.
+// it cannot store (see storable.Text) with an error rather than find nothing.
 func plausibleID(id string) bool {
-	return id != "" && len(id) <= 40 && StorableText(id)
-}
-
-// StorableText says whether PostgreSQL can hold s as text: valid UTF-8
-// without a NUL byte. It refuses anything else with an error, where SQLite
-// would find nothing; this API stores neither, so a lookup by such a value
-// finds nothing without asking.
-func StorableText(s string) bool {
-	return utf8.ValidString(s) && !strings.ContainsRune(s, 0)
-}
-
-// StorableTime says whether both databases hold t and order it alike:
-// years 1 to 9999. PostgreSQL refuses a timestamp before 4713 BC or after
-// 294276 AD with an error (SQLSTATE 22008), and SQLite compares times as
-// text, where "10000-01-01" sorts before "2026-…".
-func StorableTime(t time.Time) bool {
-	y := t.UTC().Year()
-	return y >= 1 && y <= 9999
+	return id != "" && len(id) <= 40 && storable.Text(id)
 }
 
 // readPayment reads one payment; ok is false when no payment has the id.

@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/cmpay/cmpay/internal/clientid"
+	"github.com/cmpay/cmpay/internal/storable"
 )
 
 // FuzzClientIDAndReason: a client id or refund reason a request is accepted
@@ -22,13 +23,13 @@ func FuzzClientIDAndReason(f *testing.F) {
 		cmd, err := CreateRequest{ClientID: text, Amount: "1", Currency: "BRL", Method: MethodPix, IdempotencyKey: "k"}.command()
 		if err == nil {
 			id := cmd.clientID
-			if !StorableText(id) || strings.ContainsRune(id, utf8.RuneError) || utf8.RuneCountInString(id) > MaxClientIDLen || !clientid.Normalized(id) || strings.TrimSpace(id) == "" || hasInvisible(id) {
+			if !storable.Text(id) || strings.ContainsRune(id, utf8.RuneError) || utf8.RuneCountInString(id) > MaxClientIDLen || !clientid.Normalized(id) || strings.TrimSpace(id) == "" || hasInvisible(id) {
 				t.Fatalf("client id %q accepted as %q", text, id)
 			}
 		}
 		reason := text
 		if _, err := (RefundRequest{PaymentID: "pay_x", Reason: &reason, IdempotencyKey: "k"}).command(); err == nil {
-			if !StorableText(text) || utf8.RuneCountInString(text) > MaxReasonLen || hasInvisible(text) || strings.ContainsRune(text, utf8.RuneError) {
+			if !storable.Text(text) || utf8.RuneCountInString(text) > MaxReasonLen || hasInvisible(text) || strings.ContainsRune(text, utf8.RuneError) {
 				t.Fatalf("reason %q accepted", text)
 			}
 		}

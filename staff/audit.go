@@ -15,6 +15,7 @@ import (
 	"github.com/cmpay/cmpay/apitoken"
 	"github.com/cmpay/cmpay/auth"
 	"github.com/cmpay/cmpay/internal/sqlq"
+	"github.com/cmpay/cmpay/internal/storable"
 	"github.com/cmpay/cmpay/models"
 	"github.com/cmpay/cmpay/payments"
 	"github.com/cmpay/cmpay/webhooks"
@@ -103,21 +104,21 @@ func appendEntry(ctx context.Context, q queries, at time.Time, who Actor, action
 func storedEntry(at time.Time, who Actor, action Action, target, outcome, detail string) models.StaffAuditEntry {
 	return models.StaffAuditEntry{
 		At:      at,
-		Actor:   clip(storable(who.Username), 100),
-		Address: clip(storable(who.Address), 64),
+		Actor:   clip(storableText(who.Username), 100),
+		Address: clip(storableText(who.Address), 64),
 		Action:  string(action),
-		Target:  clip(storable(target), 200),
+		Target:  clip(storableText(target), 200),
 		Outcome: outcome,
-		Detail:  clip(storable(detail), 1000),
+		Detail:  clip(storableText(detail), 1000),
 	}
 }
 
-// storable is s with every NUL byte and every byte that is not UTF-8
+// storableText is s with every NUL byte and every byte that is not UTF-8
 // replaced by U+FFFD: an entry records what someone typed (a username at
 // sign-in, an id in a URL), and PostgreSQL refuses those bytes in text
 // (SQLSTATE 22021), which would lose the entry and answer 500.
-func storable(s string) string {
-	if payments.StorableText(s) {
+func storableText(s string) string {
+	if storable.Text(s) {
 		return s
 	}
 	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
@@ -229,12 +230,12 @@ func (s *Store) AuditLog(ctx context.Context, f AuditFilter, first int, after st
 	if !f.From.IsZero() && !f.To.IsZero() && !f.From.Before(f.To) {
 		return AuditPage{}, invalid("the end of the time range must come after its start")
 	}
-	if !f.From.IsZero() && !payments.StorableTime(f.From) || !f.To.IsZero() && !payments.StorableTime(f.To) {
+	if !f.From.IsZero() && !storable.Time(f.From) || !f.To.IsZero() && !storable.Time(f.To) {
 		// PostgreSQL would refuse the time with an error, and SQLite
 		// compare "10000-01-01" as text, before every entry.
 		return AuditPage{}, invalid("a time range must lie within years 1 to 9999")
 	}
-	if !payments.StorableText(f.Actor) || !payments.StorableText(string(f.Action)) {
+	if !storable.Text(f.Actor) || !storable.Text(string(f.Action)) {
 		// No entry holds them (storedEntry), and PostgreSQL would refuse
 		// the query rather than find nothing.
 		return AuditPage{}, invalid("a NUL character or bytes that are not UTF-8 are in a filter, and no entry can have them")
@@ -443,9 +444,9 @@ func decodeAuditCursor(s string) (auditCursor, error) {
 		return auditCursor{}, bad
 	}
 	// Only a cursor this log could have returned: a time both databases
-	// hold alike (payments.StorableTime), spelled as encode spells it.
+	// hold alike (storable.Time), spelled as encode spells it.
 	c := auditCursor{at: time.UnixMicro(micros).UTC(), src: parts[2], id: id}
-	if !payments.StorableTime(c.at) || c.encode() != s {
+	if !storable.Time(c.at) || c.encode() != s {
 		return auditCursor{}, bad
 	}
 	return c, nil

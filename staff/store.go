@@ -11,8 +11,8 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/cmpay/cmpay/internal/sqlq"
+	"github.com/cmpay/cmpay/internal/storable"
 	"github.com/cmpay/cmpay/models"
-	"github.com/cmpay/cmpay/payments"
 )
 
 // store is the seam between a Store and a database: the statements the
@@ -163,7 +163,7 @@ func scanAccount(row sqlq.Row) (models.StaffAccount, error) {
 // on SQLite: found false without asking, where PostgreSQL would refuse the
 // query (SQLSTATE 22021) and a sign-in would answer 500.
 func (s shared) account(ctx context.Context, username string) (models.StaffAccount, bool, error) {
-	if !payments.StorableText(username) {
+	if !storable.Text(username) {
 		return models.StaffAccount{}, false, nil
 	}
 	a, err := scanAccount(s.r.QueryRow(ctx, s.q.SQL("account"), username))

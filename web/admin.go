@@ -204,7 +204,7 @@ func (b badFilter) Error() string { return string(b) }
 
 // The days a date filter takes: a range ends the day after its "to" day,
 // and both databases hold and order alike only years 1 to 9999
-// (payments.StorableTime).
+// (storable.Time).
 const (
 	firstFilterDay = "0001-01-01"
 	lastFilterDay  = "9999-12-30"

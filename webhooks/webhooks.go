@@ -33,6 +33,7 @@ import (
 	"github.com/cmpay/cmpay/internal/secrets"
 	"github.com/cmpay/cmpay/internal/sqlq"
 	"github.com/cmpay/cmpay/internal/startstop"
+	"github.com/cmpay/cmpay/internal/storable"
 	"github.com/cmpay/cmpay/models"
 	"github.com/cmpay/cmpay/payments"
 )
@@ -317,7 +318,7 @@ func (s *Service) EndpointsOf(ctx context.Context, o Owner) ([]Endpoint, error) 
 // its pending deliveries; it reports whether there was such an endpoint.
 // An endpoint o may not see is ErrForbidden, and is left as it is.
 func (s *Service) DeleteEndpointOf(ctx context.Context, o Owner, id string) (bool, error) {
-	if !payments.StorableText(id) {
+	if !storable.Text(id) {
 		// No endpoint has such an id, and PostgreSQL would refuse the
 		// query (SQLSTATE 22021) rather than find nothing.
 		return false, nil

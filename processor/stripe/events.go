@@ -7,8 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
+	"github.com/cmpay/cmpay/internal/storable"
 	"github.com/cmpay/cmpay/processor"
 	stripeapi "github.com/stripe/stripe-go/v82"
 	"github.com/stripe/stripe-go/v82/webhook"
@@ -71,18 +71,12 @@ func signedAt(header string) (time.Time, error) {
 	return time.Unix(n, 0), nil
 }
 
-// maxCreated is the last second of year 9999, the latest event time both
-// databases hold and order alike: PostgreSQL refuses a later one with an
-// error (a 500 the processor would retry for days), SQLite compares times
-// as text.
-var maxCreated = time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC).Unix()
-
 // DecodeEvent decodes a verified event's body. The payment_intent.*,
 // charge.* and refund.* events carry their object, mapped to the seam's
 // types (a charge.* event by its object's type: decodeChargeFamily); other
 // types decode with only their ID, Type and Created.
 func DecodeEvent(payload []byte) (processor.Event, error) {
-	if !storable(string(payload)) {
+	if !storable.Text(string(payload)) {
 		// encoding/json takes bytes that are not UTF-8 inside strings, but
 		// intake stores the payload as text, which PostgreSQL refuses.
 		return processor.Event{}, fmt.Errorf("%w: the body is not UTF-8 text", ErrEventMalformed)
@@ -94,7 +88,7 @@ func DecodeEvent(payload []byte) (processor.Event, error) {
 	if raw.ID == "" || raw.Type == "" || raw.Created <= 0 || raw.Data == nil || len(raw.Data.Raw) == 0 {
 		return processor.Event{}, fmt.Errorf("%w: id, type, created and data.object are required", ErrEventMalformed)
 	}
-	if raw.Created > maxCreated {
+	if !storable.Time(unix(raw.Created)) { // PostgreSQL would refuse it: a 500 the processor retries for days
 		return processor.Event{}, fmt.Errorf("%w: created %d is after year 9999", ErrEventMalformed, raw.Created)
 	}
 	ev := processor.Event{ID: raw.ID, Type: string(raw.Type), Created: unix(raw.Created)}
@@ -115,18 +109,12 @@ func DecodeEvent(payload []byte) (processor.Event, error) {
 	if err != nil {
 		return processor.Event{}, err
 	}
-	if !storable(ev.ID) || !storable(ev.Type) || !storable(ev.PaymentReference) {
+	if !storable.Text(ev.ID) || !storable.Text(ev.Type) || !storable.Text(ev.PaymentReference) {
 		// A \u0000 escape decodes to NUL, which PostgreSQL refuses in the
 		// text columns intake stores these in.
 		return processor.Event{}, fmt.Errorf("%w: a NUL character in the event's id, type or object id", ErrEventMalformed)
 	}
 	return ev, nil
-}
-
-// storable says whether PostgreSQL holds s as text (payments.StorableText,
-// which this package does not import).
-func storable(s string) bool {
-	return utf8.ValidString(s) && !strings.ContainsRune(s, 0)
 }
 
 // decodeChargeFamily decodes a charge.* event by its object's type, since
