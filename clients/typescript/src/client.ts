@@ -557,10 +557,7 @@ export class CMPayClient {
     try {
       loaded = await this.#storage.load();
     } catch (err) {
-      throw new StorageError(`could not read the stored operations again: ${String(err)}; nothing was sent`, {
-        code: 'STORAGE_LOAD_FAILED',
-        cause: err,
-      });
+      throw loadFailed(err);
     }
     this.#sync(this.#live(loaded));
   }
@@ -1276,7 +1273,8 @@ function lookupFailed(op: PendingOperation, err: unknown): CMPayError {
 }
 
 // loadFailed is the error of a load of the stored operations that failed,
-// at start or in resumePending(): nothing was sent.
+// at start, in resumePending() or in a call that reads them again before
+// it sends (#reload): nothing was sent.
 function loadFailed(err: unknown): StorageError {
   return new StorageError(`could not load the stored operations: ${String(err)}; nothing was sent`, {
     code: 'STORAGE_LOAD_FAILED',
