@@ -27,7 +27,7 @@ import {
   PaymentsByKeyDocument,
   RefundPaymentDocument,
 } from './gql/graphql.js';
-import { canonicalAmount, canonicalClientId, differingFields } from './params.js';
+import { canonicalAmount, canonicalClientId, canonicalCurrency, differingFields } from './params.js';
 import { backoffDelay, judge, retryPolicy, type RetryOptions, type RetryPolicy, type Verdict } from './retry.js';
 import { indexedDBStorage, type PendingStorage } from './storage.js';
 import { fetchTransport, type GraphQLRequest, type Transport } from './transport.js';
@@ -1211,7 +1211,7 @@ function createDiffers(params: CreatePaymentInput, p: Payment): string[] {
   const out: string[] = [];
   if (canonicalClientId(params.clientId) !== canonicalClientId(p.clientId)) out.push('clientId');
   if (canonicalAmount(params.amount) !== canonicalAmount(p.amount)) out.push('amount');
-  if (String(params.currency).trim().toUpperCase() !== p.currency) out.push('currency');
+  if (canonicalCurrency(params.currency) !== p.currency) out.push('currency');
   if (params.method !== p.method) out.push('method');
   return out;
 }
