@@ -662,11 +662,12 @@ export class CMPayClient {
   // #judged says whether a final error lets op be forgotten. CMPay's codes
   // that judge the operation do, but NOT_FOUND on a capture, cancel or
   // refund: servers before contract v3's last fixes answered it for another
-  // client's payment too (a token bound to another merchant; FORBIDDEN now),
-  // so it judges only a try whose token is the one that stored op. A refusal (401, 403, a proxy's 4xx) forgets op only
-  // when no try, here or in another client, can have applied it; a code
-  // CMPay does not send never does (a gateway's timeout, after it forwarded
-  // the request).
+  // client's payment too (a token bound to another merchant; FORBIDDEN now).
+  // That NOT_FOUND, like a refusal (401, 403, a proxy's 4xx), forgets op
+  // only when this client is provably its only sender (#onlySender), so that
+  // no try, here or in another client, can have applied it. A code CMPay
+  // does not send never does (a gateway's timeout, after it forwarded the
+  // request).
   async #judged(op: PendingOperation, v: Extract<Answer, { kind: 'final' }>): Promise<boolean> {
     const notFoundChange = v.error.code === 'NOT_FOUND' && op.operation !== 'CREATE_PAYMENT';
     if (v.settles && !notFoundChange) return true;
