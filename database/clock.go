@@ -48,7 +48,7 @@ func measureClock(pg *sqlq.PG) clockFunc {
 			for i := range clockReadings + 1 { // the first one warms the connection up
 				var dbNow time.Time
 				before := now()
-				if err := c.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&dbNow); err != nil {
+				if err := c.QueryRow(ctx, postgresSQL.SQL("clock")).Scan(&dbNow); err != nil {
 					return err
 				}
 				after := now()

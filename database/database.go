@@ -265,10 +265,10 @@ func redact(raw string) string {
 
 // migrationLocks are what a migration takes first, per database, so that
 // instances starting at once migrate one after another and the later ones
-// find nothing to do: an advisory lock on PostgreSQL ("cmpay" in hex);
-// SQLite's transactions begin IMMEDIATE, with the write lock.
+// find nothing to do: an advisory lock on PostgreSQL; SQLite's
+// transactions begin IMMEDIATE, with the write lock.
 var migrationLocks = map[sqlq.Dialect]string{
-	sqlq.Postgres: `SELECT pg_advisory_xact_lock(x'636d706179'::bigint)`,
+	sqlq.Postgres: postgresSQL.SQL("migration_lock"),
 }
 
 // Migrate brings db's schema up to date: AutoMigrate for what the models

@@ -67,9 +67,11 @@ type ReplicaOptions struct {
 // and costs one trivial query on it per second.
 type Replica struct {
 	primary *gorm.DB
-	url     string
-	opts    ReplicaOptions
-	log     *slog.Logger
+	// primaryPG runs the checks' statement on the primary.
+	primaryPG *sqlq.PG
+	url       string
+	opts      ReplicaOptions
+	log       *slog.Logger
 
 	// replica is the replica's pool, once it could be opened.
 	replica atomic.Pointer[gorm.DB]
@@ -101,9 +103,11 @@ func OpenReplica(primary *gorm.DB, url string, opts ReplicaOptions) (*Replica, e
 	if url == "" {
 		return r, nil
 	}
-	if streams, err := sqlq.Pick(primary, func(*sqlq.PG) bool { return true }, func(*sqlq.Lite) bool { return false }); err != nil || !streams {
+	pg, err := sqlq.Pick(primary, func(pg *sqlq.PG) *sqlq.PG { return pg }, func(*sqlq.Lite) *sqlq.PG { return nil })
+	if err != nil || pg == nil {
 		return nil, errors.New("DATABASE_REPLICA_URL needs PostgreSQL as DATABASE_URL: a streaming replica is PostgreSQL's")
 	}
+	r.primaryPG = pg
 	// Checked here, not left to the first connection attempt: a URL that
 	// cannot work is a configuration error, not a replica that is down.
 	if scheme, _, _ := strings.Cut(url, ":"); !strings.EqualFold(scheme, "postgres") && !strings.EqualFold(scheme, "postgresql") {
@@ -121,7 +125,7 @@ func OpenReplica(primary *gorm.DB, url string, opts ReplicaOptions) (*Replica, e
 	if r.log == nil {
 		r.log = slog.Default()
 	}
-	err := r.checks.StartFunc(context.Background(), func(context.Context) error {
+	err = r.checks.StartFunc(context.Background(), func(context.Context) error {
 		r.check()
 		return nil
 	}, r.loop)
@@ -220,7 +224,7 @@ func (r *Replica) check() {
 func (r *Replica) measure(ctx context.Context) (time.Duration, error) {
 	now := time.Now()
 	var lsn int64
-	if err := r.primary.WithContext(ctx).Raw(`SELECT (pg_current_wal_flush_lsn() - '0/0')::bigint`).Row().Scan(&lsn); err == nil {
+	if err := r.primaryPG.QueryRow(ctx, postgresSQL.SQL("primary_wal_position")).Scan(&lsn); err == nil {
 		r.samples = append(r.samples, lsnSample{at: now, lsn: lsn})
 	} else {
 		// Without the primary there is no fresh sample: the replica's lag
@@ -244,10 +248,12 @@ func (r *Replica) measure(ctx context.Context) (time.Duration, error) {
 	}
 	// On a replica that has been promoted (a failover onto it), nothing is
 	// replayed any more and its own write position is what it has.
-	var replayed sql.NullInt64
-	err := db.WithContext(ctx).Raw(`SELECT (CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn()
-		ELSE pg_current_wal_flush_lsn() END - '0/0')::bigint`).Row().Scan(&replayed)
+	sqlDB, err := db.DB()
 	if err != nil {
+		return 0, fmt.Errorf("replica: %w", err)
+	}
+	var replayed sql.NullInt64
+	if err := sqlq.NewPG(sqlDB).QueryRow(ctx, postgresSQL.SQL("replica_wal_position")).Scan(&replayed); err != nil {
 		return 0, fmt.Errorf("replica not answering: %w", err)
 	}
 	if !replayed.Valid {

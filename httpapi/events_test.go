@@ -61,9 +61,10 @@ func setupEvents(t *testing.T, db dbtest.DB, change ...func(*httpapi.Deps)) *eve
 	done := make(chan struct{})
 	go func() { ev.Run(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
-	deadline := time.Now().Add(10 * time.Second)
-	for !ev.Leader() && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
+	for deadline := time.Now().Add(10 * time.Second); !ev.Leader(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the events service did not lead within 10 s")
+		}
 	}
 	b := setup(t, db, append([]func(*httpapi.Deps){func(d *httpapi.Deps) { d.Service, d.Events, d.Webhooks = svc, ev, wh }}, change...)...)
 	return &eventsBundle{bundle: b, ev: ev, wh: wh}
@@ -296,11 +297,12 @@ func TestAdminWebhooksPage(t *testing.T) {
 		t.Fatal(err)
 	}
 	paid := b.create(t, "admin-hook", input("shop-admin", "1.00", "BRL", "PIX")).Payment
-	deadline := time.Now().Add(5 * time.Second)
 	var id int64
-	for id == 0 && time.Now().Before(deadline) {
+	for deadline := time.Now().Add(5 * time.Second); id == 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no webhook delivery within 5 s of the payment")
+		}
 		b.db.Gorm.Raw(`SELECT id FROM webhook_deliveries`).Scan(&id)
-		time.Sleep(20 * time.Millisecond)
 	}
 	if err := b.db.Gorm.Exec(`UPDATE webhook_deliveries SET status = 'FAILED', attempts = 3, last_status = 503, last_error = 'down', last_attempt_at = ? WHERE id = ?`, time.Now().UTC(), id).Error; err != nil {
 		t.Fatal(err)

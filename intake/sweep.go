@@ -78,13 +78,13 @@ func (s *Sweeper) Sweep(ctx context.Context, batchSize int) (int64, error) {
 }
 
 // Runner returns the background service that sweeps every interval (with
-// startstop.Jittered's jitter, as the sweep of idempotency keys) until
-// stopped.
+// startstop.Jittered's jitter and floor, as the sweep of idempotency keys)
+// until stopped.
 func (s *Sweeper) Runner(interval time.Duration, log *slog.Logger) *startstop.Runner {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return startstop.Jittered(max(interval, 10*time.Millisecond), func(ctx context.Context) {
+	return startstop.Jittered(interval, func(ctx context.Context) {
 		n, err := s.Sweep(ctx, SweepBatchSize)
 		if err != nil && ctx.Err() == nil {
 			log.Error("sweep old processor events", "err", err)

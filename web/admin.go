@@ -210,9 +210,11 @@ const (
 	lastFilterDay  = "9999-12-30"
 )
 
-// filterDay says whether a date filter takes day d (a UTC midnight).
+// filterDay says whether a date filter takes day d (a UTC midnight), by
+// its text: dates of four-digit years order as their text does.
 func filterDay(d time.Time) bool {
-	return d.Year() >= 1 && !d.After(time.Date(9999, 12, 30, 0, 0, 0, 0, time.UTC))
+	day := d.Format(time.DateOnly)
+	return firstFilterDay <= day && day <= lastFilterDay
 }
 
 // filter turns the form into a domain filter. Dates are whole UTC days; the

@@ -223,25 +223,35 @@ func postgresRun(serverURL, pgBin, binary, work string, n int) string {
 		"for the server and for each capture run of pgbench) and %s captured payments (half for the server, half for pgbench) "+
 		"were stored beside the payments above.\n\n", thousands(authorized), thousands(*maxRate), thousands(2*refundPayments))
 
+	writeCPUTable(&b, results, append(modes, load.Floor), []namedRun{
+		{"limit, new key", limitNew}, {"limit, replay", limitReplay}, {"limit, capture", limitCapture}, {"limit, refund", limitRefund}})
+	return b.String()
+}
+
+// namedRun is a pgbench run and its row's name in the report.
+type namedRun struct {
+	name string
+	r    pgbenchRun
+}
+
+// writeCPUTable writes to b where the CPU went in the server's modes and
+// in the pgbench runs.
+func writeCPUTable(b *strings.Builder, results map[load.Mode]modeResult, modes []load.Mode, runs []namedRun) {
 	b.WriteString("Where the CPU went: µs per request (per transaction for pgbench) spent by each party, and the cores left idle. " +
 		"PostgreSQL's share is the machine's busy time less the others' (it includes the kernel's network work not charged to a process). " +
 		"`floor` is the query `{ __typename }` through the same server: HTTP, middleware and GraphQL with no database.\n\n")
 	b.WriteString("| run | requests/s | server | PostgreSQL | load generator or pgbench | idle cores |\n|---|---|---|---|---|---|\n")
-	for _, mode := range append(modes, load.Floor) {
+	for _, mode := range modes {
 		r := results[mode]
-		fmt.Fprintf(&b, "| server, %s | %.0f | %.0f | %.0f | %.0f | %.2f |\n", mode, r.RPS(), perRequest(r.cpu.server, r.Requests),
+		fmt.Fprintf(b, "| server, %s | %.0f | %.0f | %.0f | %.0f | %.2f |\n", mode, r.RPS(), perRequest(r.cpu.server, r.Requests),
 			perRequest(r.cpu.postgres, r.Requests), perRequest(r.cpu.bench, r.Requests), r.cpu.cores(r.cpu.idle))
 	}
-	for _, run := range []struct {
-		name string
-		r    pgbenchRun
-	}{{"limit, new key", limitNew}, {"limit, replay", limitReplay}, {"limit, capture", limitCapture}, {"limit, refund", limitRefund}} {
+	for _, run := range runs {
 		n := run.r.transactions
-		fmt.Fprintf(&b, "| pgbench %s | %.0f | | %.0f | %.0f | %.2f |\n", run.name, run.r.tps, perRequest(run.r.cpu.postgres, n),
+		fmt.Fprintf(b, "| pgbench %s | %.0f | | %.0f | %.0f | %.2f |\n", run.name, run.r.tps, perRequest(run.r.cpu.postgres, n),
 			perRequest(run.r.cpu.bench, n), run.r.cpu.cores(run.r.cpu.idle))
 	}
 	b.WriteString("\n")
-	return b.String()
 }
 
 // ids stores n payments in the state mode acts on (load.SeedPayments) and

@@ -248,76 +248,15 @@ func sse(srv *server) {
 // replay fills the outbox, then has replayers subscriptions read it from
 // `after: "0"`, while a createPayment is timed every 100 ms.
 func replay(srv *server) {
-	seedStart := time.Now()
-	var wg sync.WaitGroup
-	var n atomic.Int64
-	for range 8 {
-		wg.Go(func() {
-			for i := n.Add(1); i <= int64(*outbox); i = n.Add(1) {
-				check(createPayment(srv.url, fmt.Sprintf("seed-%d", i)))
-			}
-		})
-	}
-	wg.Wait()
-	fmt.Printf("replay: %d events written in %.0f s\n", *outbox, time.Since(seedStart).Seconds())
-	time.Sleep(2 * time.Second) // numbered, and the server idle again
-	// The same createPayment every 100 ms without the replay: its latency,
-	// and what the server spends on it and on being idle, per second, to
-	// be told apart from what the replay costs.
-	var idle []time.Duration
-	idleCPU, idleStart := srv.cpu(), time.Now()
-	for i := range 100 {
-		t := time.Now()
-		check(createPayment(srv.url, fmt.Sprintf("idle-%d", i)))
-		idle = append(idle, time.Since(t))
-		time.Sleep(100 * time.Millisecond)
-	}
-	baseline := float64(srv.cpu()-idleCPU) / float64(time.Since(idleStart)) // cores
-	slices.Sort(idle)
-	fmt.Printf("replay: createPayment every 100 ms, no replay: p50 %v, max %v; server CPU %.3f cores\n",
-		idle[len(idle)/2].Round(time.Millisecond), idle[len(idle)-1].Round(time.Millisecond), baseline)
+	fillOutbox(srv)
+	baseline := idleBaseline(srv)
 
 	ctx, cancel := context.WithTimeout(context.Background(), *replayFor)
 	defer cancel()
 	cpu0, rss0 := srv.cpu(), srv.memory("VmRSS")
 	start := time.Now()
-	var received atomic.Int64
-	var done atomic.Int64
-	var mu sync.Mutex
-	codes := map[string]int{}
-	var readers sync.WaitGroup
-	perSocket := 5
-	for s := 0; s < *replayers; s += perSocket {
-		c := dial(ctx, srv.url)
-		subs := min(perSocket, *replayers-s)
-		for i := range subs {
-			check(wsjson.Write(ctx, c, message{ID: strconv.Itoa(i), Type: "subscribe",
-				Payload: json.RawMessage(`{"query":"subscription { paymentEvents(after: \"0\") { id type payment { id status amount } } }"}`)}))
-		}
-		readers.Go(func() {
-			defer c.CloseNow()
-			finished := 0
-			for finished < subs {
-				var m message
-				if err := wsjson.Read(ctx, c, &m); err != nil {
-					return
-				}
-				switch m.Type {
-				case "next":
-					received.Add(1)
-					if bytes.Contains(m.Payload, []byte(`"id":"`+strconv.Itoa(*outbox)+`"`)) {
-						finished++
-						done.Add(1)
-					}
-				case "error", "complete":
-					finished++
-					mu.Lock()
-					codes[m.Type+" "+errorCode(m.Payload)]++
-					mu.Unlock()
-				}
-			}
-		})
-	}
+	count := &replayCount{codes: map[string]int{}}
+	wait := subscribeAll(ctx, srv.url, count)
 	// Meanwhile: a payment every 100 ms, timed; and the RSS, sampled.
 	var latencies []time.Duration
 	failed := map[string]int{}
@@ -339,7 +278,7 @@ func replay(srv *server) {
 			peak = max(peak, srv.memory("VmRSS"))
 		}
 	}()
-	readers.Wait()
+	wait()
 	elapsed := time.Since(start)
 	cpu := srv.cpu() - cpu0
 	cancel()
@@ -352,12 +291,98 @@ func replay(srv *server) {
 		return latencies[int(p*float64(len(latencies)-1))]
 	}
 	fmt.Printf("replay: %d subscriptions after \"0\" over %d events: %d complete, %d events received in %.1f s, %v\n",
-		*replayers, *outbox, done.Load(), received.Load(), elapsed.Seconds(), codes)
+		*replayers, *outbox, count.done.Load(), count.received.Load(), elapsed.Seconds(), count.codes)
 	own := cpu.Seconds() - baseline*elapsed.Seconds()
 	fmt.Printf("replay: server CPU %.1f s (%.2f cores); less the baseline, %.1f s, %.0f µs per event; RSS %d MB before, peak %d MB\n",
-		cpu.Seconds(), cpu.Seconds()/elapsed.Seconds(), own, own*1e6/float64(max(1, received.Load())), rss0/1024, peak/1024)
+		cpu.Seconds(), cpu.Seconds()/elapsed.Seconds(), own, own*1e6/float64(max(1, count.received.Load())), rss0/1024, peak/1024)
 	fmt.Printf("replay: createPayment meanwhile: %d calls, p50 %v, p99 %v, max %v, failed %v\n",
 		len(latencies), q(0.5).Round(time.Millisecond), q(0.99).Round(time.Millisecond), q(1).Round(time.Millisecond), failed)
+}
+
+// replayCount is what the replaying subscriptions received: events, how
+// many reached the last one, and how the others ended.
+type replayCount struct {
+	received, done atomic.Int64
+	mu             sync.Mutex
+	codes          map[string]int
+}
+
+// subscribeAll opens *replayers subscriptions after "0", five on each
+// socket, each read into count until it reaches the last event or ends;
+// the wait it returns returns once every one has.
+func subscribeAll(ctx context.Context, url string, count *replayCount) (wait func()) {
+	var readers sync.WaitGroup
+	const perSocket = 5
+	for s := 0; s < *replayers; s += perSocket {
+		c := dial(ctx, url)
+		subs := min(perSocket, *replayers-s)
+		for i := range subs {
+			check(wsjson.Write(ctx, c, message{ID: strconv.Itoa(i), Type: "subscribe",
+				Payload: json.RawMessage(`{"query":"subscription { paymentEvents(after: \"0\") { id type payment { id status amount } } }"}`)}))
+		}
+		readers.Go(func() {
+			defer c.CloseNow()
+			finished := 0
+			for finished < subs {
+				var m message
+				if err := wsjson.Read(ctx, c, &m); err != nil {
+					return
+				}
+				switch m.Type {
+				case "next":
+					count.received.Add(1)
+					if bytes.Contains(m.Payload, []byte(`"id":"`+strconv.Itoa(*outbox)+`"`)) {
+						finished++
+						count.done.Add(1)
+					}
+				case "error", "complete":
+					finished++
+					count.mu.Lock()
+					count.codes[m.Type+" "+errorCode(m.Payload)]++
+					count.mu.Unlock()
+				}
+			}
+		})
+	}
+	return readers.Wait
+}
+
+// fillOutbox writes *outbox events, from 8 clients at once, and waits for
+// the server to have numbered them and be idle again.
+func fillOutbox(srv *server) {
+	start := time.Now()
+	var wg sync.WaitGroup
+	var n atomic.Int64
+	for range 8 {
+		wg.Go(func() {
+			for i := n.Add(1); i <= int64(*outbox); i = n.Add(1) {
+				check(createPayment(srv.url, fmt.Sprintf("seed-%d", i)))
+			}
+		})
+	}
+	wg.Wait()
+	fmt.Printf("replay: %d events written in %.0f s\n", *outbox, time.Since(start).Seconds())
+	time.Sleep(2 * time.Second) // numbered, and the server idle again
+}
+
+// idleBaseline times the same createPayment every 100 ms as replay does,
+// without the replay, and returns the cores the server spends meanwhile:
+// what it spends on those calls and on being idle, to be told apart from
+// what the replay costs.
+func idleBaseline(srv *server) float64 {
+	var idle []time.Duration
+	idleCPU, idleStart := srv.cpu(), time.Now()
+	for i := range 100 {
+		t := time.Now()
+		check(createPayment(srv.url, fmt.Sprintf("idle-%d", i)))
+		idle = append(idle, time.Since(t))
+		time.Sleep(100 * time.Millisecond)
+	}
+	baseline := float64(srv.cpu()-idleCPU) / float64(time.Since(idleStart))
+	slices.Sort(idle)
+	fmt.Printf("replay: createPayment every 100 ms, no replay: p50 %v, max %v; server CPU %.3f cores\n",
+		idle[len(idle)/2].Round(time.Millisecond), idle[len(idle)-1].Round(time.Millisecond), baseline)
+	return baseline
 }
 
 type message struct {

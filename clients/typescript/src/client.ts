@@ -27,7 +27,7 @@ import {
   PaymentsByKeyDocument,
   RefundPaymentDocument,
 } from './gql/graphql.js';
-import { canonicalAmount, canonicalClientId, differingFields } from './params.js';
+import { canonicalAmount, canonicalClientId, canonicalCurrency, differingFields } from './params.js';
 import { backoffDelay, judge, retryPolicy, type RetryOptions, type RetryPolicy, type Verdict } from './retry.js';
 import { indexedDBStorage, type PendingStorage } from './storage.js';
 import { fetchTransport, type GraphQLRequest, type Transport } from './transport.js';
@@ -557,10 +557,7 @@ export class CMPayClient {
     try {
       loaded = await this.#storage.load();
     } catch (err) {
-      throw new StorageError(`could not read the stored operations again: ${String(err)}; nothing was sent`, {
-        code: 'STORAGE_LOAD_FAILED',
-        cause: err,
-      });
+      throw loadFailed(err);
     }
     this.#sync(this.#live(loaded));
   }
@@ -665,11 +662,12 @@ export class CMPayClient {
   // #judged says whether a final error lets op be forgotten. CMPay's codes
   // that judge the operation do, but NOT_FOUND on a capture, cancel or
   // refund: servers before contract v3's last fixes answered it for another
-  // client's payment too (a token bound to another merchant; FORBIDDEN now),
-  // so it judges only a try whose token is the one that stored op. A refusal (401, 403, a proxy's 4xx) forgets op only
-  // when no try, here or in another client, can have applied it; a code
-  // CMPay does not send never does (a gateway's timeout, after it forwarded
-  // the request).
+  // client's payment too (a token bound to another merchant; FORBIDDEN now).
+  // That NOT_FOUND, like a refusal (401, 403, a proxy's 4xx), forgets op
+  // only when this client is provably its only sender (#onlySender), so that
+  // no try, here or in another client, can have applied it. A code CMPay
+  // does not send never does (a gateway's timeout, after it forwarded the
+  // request).
   async #judged(op: PendingOperation, v: Extract<Answer, { kind: 'final' }>): Promise<boolean> {
     const notFoundChange = v.error.code === 'NOT_FOUND' && op.operation !== 'CREATE_PAYMENT';
     if (v.settles && !notFoundChange) return true;
@@ -1214,7 +1212,7 @@ function createDiffers(params: CreatePaymentInput, p: Payment): string[] {
   const out: string[] = [];
   if (canonicalClientId(params.clientId) !== canonicalClientId(p.clientId)) out.push('clientId');
   if (canonicalAmount(params.amount) !== canonicalAmount(p.amount)) out.push('amount');
-  if (String(params.currency).trim().toUpperCase() !== p.currency) out.push('currency');
+  if (canonicalCurrency(params.currency) !== p.currency) out.push('currency');
   if (params.method !== p.method) out.push('method');
   return out;
 }
@@ -1276,7 +1274,8 @@ function lookupFailed(op: PendingOperation, err: unknown): CMPayError {
 }
 
 // loadFailed is the error of a load of the stored operations that failed,
-// at start or in resumePending(): nothing was sent.
+// at start, in resumePending() or in a call that reads them again before
+// it sends (#reload): nothing was sent.
 function loadFailed(err: unknown): StorageError {
   return new StorageError(`could not load the stored operations: ${String(err)}; nothing was sent`, {
     code: 'STORAGE_LOAD_FAILED',

@@ -40,11 +40,15 @@ export function canonicalClientId(v: unknown): string | null {
   return v === undefined || v === null ? null : String(v).normalize('NFC');
 }
 
+/** canonicalCurrency is a currency code as the server compares it: "brl" and " BRL" are BRL. */
+export function canonicalCurrency(v: unknown): unknown {
+  return typeof v === 'string' ? v.trim().toUpperCase() : same(v);
+}
+
 // The fields of each operation's parameters, by their differingFields names,
 // each with how it is compared.
 type Canon = (v: unknown) => unknown;
 const same: Canon = (v) => (v === undefined ? null : v);
-const upper: Canon = (v) => (typeof v === 'string' ? v.trim().toUpperCase() : same(v));
 const id: Canon = (v) => (v === undefined || v === null ? null : String(v));
 const capture: Canon = (v) => (v === undefined || v === null ? true : v);
 
@@ -52,7 +56,7 @@ const fields: Record<Operation, Record<string, Canon>> = {
   CREATE_PAYMENT: {
     clientId: canonicalClientId,
     amount: canonicalAmount,
-    currency: upper,
+    currency: canonicalCurrency,
     method: same,
     capture,
     paymentMethodToken: same,
