@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/cmpay/cmpay/internal/logrepeat"
 	"github.com/cmpay/cmpay/internal/nullable"
 	"github.com/cmpay/cmpay/internal/sqlq"
 	"github.com/cmpay/cmpay/internal/startstop"
@@ -315,9 +316,10 @@ func (s *Service) Poller(pollAfter, interval time.Duration, log *slog.Logger) *s
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	fails := &logrepeat.Failures{Logger: log, What: "polling pending payments"}
 	return startstop.Every(max(interval, 10*time.Millisecond), func(ctx context.Context) {
-		if _, err := s.PollPending(ctx, pollAfter, pollBatch); err != nil && ctx.Err() == nil {
-			log.Warn("polling pending payments", "err", err)
+		if _, err := s.PollPending(ctx, pollAfter, pollBatch); ctx.Err() == nil {
+			fails.Report(err)
 		}
 	})
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cmpay/cmpay/internal/logrepeat"
 	"github.com/cmpay/cmpay/internal/sqlq"
 	"github.com/cmpay/cmpay/internal/startstop"
 	"github.com/cmpay/cmpay/processor"
@@ -407,17 +408,21 @@ func (s *Service) Recoverer(interval time.Duration, log *slog.Logger) *startstop
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	recovering := &logrepeat.Failures{Logger: log, What: "processor recovery"}
+	checking := &logrepeat.Failures{Logger: log, What: "reading old authorizations"}
 	return startstop.Every(max(interval, 10*time.Millisecond), func(ctx context.Context) {
+		var errs []error
 		for {
 			n, err := s.RecoverDue(ctx)
-			if err != nil && ctx.Err() == nil {
-				log.Warn("processor recovery", "err", err)
-			}
+			errs = append(errs, err)
 			if n < recoverBatch || ctx.Err() != nil {
 				break
 			}
 		}
-		s.checkAuthorizationsRound(ctx, log) // authcheck.go
+		if ctx.Err() == nil {
+			recovering.Report(errors.Join(errs...))
+		}
+		s.checkAuthorizationsRound(ctx, checking) // authcheck.go
 	})
 }
 
