@@ -207,7 +207,7 @@ func (s *Service) readRecord(ctx context.Context, p Payment) (processor.Payment,
 // payment paymentID, under key) that came to out, made outside recovery
 // (readRecord, readRefundRecord); a failed call is recorded too.
 func (s *Service) recordRead(ctx context.Context, op Operation, opID, paymentID, key string, out outcome, took time.Duration) error {
-	s.onCall(op, out.call, took)
+	s.called(op, opID, paymentID, callRead, out, took)
 	_, err := s.store.db().Exec(ctx, commonSQL.SQL("insert_call"), opID, paymentID, string(op), key, callRead,
 		string(out.call), nullable.String(out.code), s.now(), took.Milliseconds())
 	if err != nil {

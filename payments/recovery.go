@@ -41,7 +41,10 @@ const (
 
 // RecoverDue resolves the operations due now, each once, and says how many
 // it claimed. The Recoverer calls it on a timer; tests call it directly.
+// It first logs the counts of the processor calls' lines sampled in an
+// interval that has ended (calllog.go).
 func (s *Service) RecoverDue(ctx context.Context) (int, error) {
+	s.calls.Flush()
 	now := s.now()
 	ids, err := s.store.claimDue(ctx, s.instance, now.Add(s.timeout+leaseMargin), now, recoverBatch, s.processorNames())
 	if err != nil {

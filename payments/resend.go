@@ -65,7 +65,7 @@ func nextKey(op operationRow) string {
 // Nothing is sent when the key changed or the lease was lost meanwhile:
 // someone else resolves it.
 func (s *Service) sendAgain(ctx context.Context, op operationRow, p Payment, out outcome, took time.Duration) error {
-	s.onCall(op.operation, out.call, took)
+	s.called(op.operation, op.id, op.paymentID, callRead, out, took)
 	key, now := nextKey(op), s.now()
 	var changed int64
 	err := s.store.db().Tx(ctx, func(r sqlq.Runner) error {
@@ -84,6 +84,7 @@ func (s *Service) sendAgain(ctx context.Context, op operationRow, p Payment, out
 	if err != nil || changed == 0 {
 		return err
 	}
+	s.sentAgainLog(op, key)
 	op.key, op.lastError = key, nil
 	callCtx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
