@@ -335,7 +335,7 @@ func (s *Service) listCreated(ctx context.Context, op operationRow) outcome {
 	if !ok || op.createdAt.IsZero() || op.storedAt == nil {
 		return noneFound()
 	}
-	found, err := lister.ListPaymentsCreated(ctx, op.paymentID, op.createdAt.Add(-listMargin), op.storedAt.Add(listMargin))
+	found, err := s.listCreatedBetween(ctx, lister, op, op.createdAt.Add(-listMargin), op.storedAt.Add(listMargin))
 	if err != nil {
 		return readOutcome(errorOutcome(err), err)
 	}

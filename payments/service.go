@@ -136,6 +136,9 @@ type Service struct {
 	// calls samples the log lines of processor calls and of recovery
 	// (calllog.go); RecoverDue logs its counts every round.
 	calls *logrepeat.Sampler
+	// walks are the lists of created payments read so far, to go on from
+	// (listwalk.go).
+	walks listWalks
 }
 
 // NewService returns a Service over db, whose schema must be migrated.
