@@ -79,10 +79,10 @@ func errorClass(err error) string {
 	return "" // declined, invalid request, unsupported
 }
 
-// called counts a call of op (of payment paymentID; kind WRITE or READ)
-// that came to out, and logs it if it failed.
-func (s *Service) called(op Operation, opID, paymentID, kind string, out outcome, took time.Duration) {
-	s.onCall(op, out.call, took)
+// called counts a call of op (kind WRITE or READ) that came to out, and
+// logs it if it failed.
+func (s *Service) called(op operationRow, kind string, out outcome, took time.Duration) {
+	s.onCall(op.operation, out.call, took)
 	if out.settled || out.class == "" {
 		return
 	}
@@ -90,7 +90,7 @@ func (s *Service) called(op Operation, opID, paymentID, kind string, out outcome
 	if out.class == classCredentials {
 		msg = "processor refused CMPay's credentials; operations wait until its API key is fixed"
 	}
-	args := []any{"operation", string(op), "payment_id", paymentID, "operation_id", opID,
+	args := []any{"operation", string(op.operation), "payment_id", op.paymentID, "operation_id", op.id,
 		"call", kind, "code", out.code, "took_ms", took.Milliseconds()}
 	if out.next == nextStored {
 		args = append(args, "stored", true) // its key's answer is stored: read, then a new key

@@ -357,7 +357,7 @@ func (s *Service) askCreate(ctx context.Context, cmd *command) (Payment, error) 
 // its request's attempt (counted then, applied or refused); else op
 // postponed for recovery. It answers the payment as it is after.
 func (s *Service) record(ctx context.Context, op operationRow, out outcome, kind string, took time.Duration) (Payment, error) {
-	s.called(op.operation, op.id, op.paymentID, kind, out, took)
+	s.called(op, kind, out, took)
 	now := s.now()
 	sends := 0
 	if kind == callWrite {
@@ -373,9 +373,8 @@ func (s *Service) record(ctx context.Context, op operationRow, out outcome, kind
 	// Bounded as a batched statement is (withStatementTimeout).
 	err := withStatementTimeout(ctx, func(ctx context.Context) error {
 		return s.store.db().Tx(ctx, func(r sqlq.Runner) error {
-			if _, err := r.Exec(ctx, commonSQL.SQL("insert_call"), op.id, op.paymentID, string(op.operation), op.key, kind,
-				string(out.call), nullable.String(out.code), now, took.Milliseconds()); err != nil {
-				return fmt.Errorf("record processor call: %w", err)
+			if err := insertCall(ctx, r, op, kind, out, now, took); err != nil {
+				return err
 			}
 			if !out.settled {
 				next, due := nullable.String(out.next), now.Add(s.recoveryAfter)
@@ -429,6 +428,16 @@ func (s *Service) record(ctx context.Context, op operationRow, out outcome, kind
 		s.onAttempt(op.operation, attempt.outcome, attempt.transport)
 	}
 	return p, nil
+}
+
+// insertCall writes one call of op under its key (kind WRITE or READ),
+// made at now, that came to out: every call row is written here.
+func insertCall(ctx context.Context, r sqlq.Runner, op operationRow, kind string, out outcome, now time.Time, took time.Duration) error {
+	if _, err := r.Exec(ctx, commonSQL.SQL("insert_call"), op.id, op.paymentID, string(op.operation), op.key, kind,
+		string(out.call), nullable.String(out.code), now, took.Milliseconds()); err != nil {
+		return fmt.Errorf("record processor call: %w", err)
+	}
+	return nil
 }
 
 // applyCreate sets a created payment to its processor's answer and writes

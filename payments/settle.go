@@ -80,7 +80,7 @@ func (s *Service) batchSettles(method Method, out outcome) bool {
 // settleCreate records a create's call and settles it through the settle
 // statement, as record does in a transaction of its own.
 func (s *Service) settleCreate(ctx context.Context, op operationRow, out outcome, took time.Duration) (Payment, error) {
-	s.called(op.operation, op.id, op.paymentID, callWrite, out, took)
+	s.called(op, callWrite, out, took)
 	j := &settleJob{op: op, out: out, took: took, callID: "call_" + ulid.Make().String(), answer: make(chan settleAnswer, 1)}
 	s.settles.submit(j)
 	var a settleAnswer
