@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -142,7 +143,11 @@ func TestRecovererLogsAnOutageOnceAndItsEnd(t *testing.T) {
 	t.Parallel()
 	db := dbtest.SQLite(t)
 	var logs logBuffer
-	svc := mustService(t, db.Gorm, payments.Config{})
+	var ticks atomic.Int64 // the service's clock is read at least once a round
+	svc := mustService(t, db.Gorm, payments.Config{Now: func() time.Time {
+		ticks.Add(1)
+		return time.Now()
+	}})
 	if err := db.Gorm.Exec("ALTER TABLE processor_operations RENAME TO processor_operations_away").Error; err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +158,8 @@ func TestRecovererLogsAnOutageOnceAndItsEnd(t *testing.T) {
 	defer r.Stop()
 	rounds := func() int { return len(logs.lines(t, "processor recovery")) }
 	waitFor(t, "the first failure's line", func() bool { return rounds() > 0 })
-	time.Sleep(50 * time.Millisecond) // some 40 more failing rounds, which must log nothing
+	from := ticks.Load()
+	waitFor(t, "more failing rounds", func() bool { return ticks.Load() > from+20 }) // a few reads a round
 	if got := logs.lines(t, "processor recovery"); len(got) != 1 || got[0]["level"] != "WARN" {
 		t.Fatalf("lines %v during the outage; want the first failure alone", got)
 	}
