@@ -12,8 +12,9 @@ import (
 // payments by creation time (listCreated, readDayOld) may take many pages;
 // when one fails, the next round goes on from that page rather than from
 // the first: under 15 % faults a list started over each round took minutes
-// to get through. A list read to its end is kept too, and answers the
-// rounds that wait out the search lag before sending again. How far each
+// to get through. A list read to its end that found nothing is kept too,
+// and answers the rounds that wait out the search lag before sending
+// again. How far each
 // list came is kept in memory, by operation, for the key and window it was
 // made for: another instance, or this one after a restart, starts the list
 // again, which costs pages and never a wrong answer (processor.ListWalk
@@ -56,8 +57,13 @@ func (w *listWalks) take(op operationRow, from, to time.Time) *processor.ListWal
 }
 
 // keep keeps walk, which listed op's window from..to (to its end, or
-// until a page failed), for the next round.
+// until a page failed), for the next round. A list read to its end that
+// found the payment is not kept: what the processor holds of it may move
+// on (processing, then succeeded), and the next round reads it afresh.
 func (w *listWalks) keep(op operationRow, from, to time.Time, walk *processor.ListWalk) {
+	if walk.Done && len(walk.Found) > 0 {
+		return
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.m == nil {
