@@ -201,7 +201,6 @@ func newPayments(db *gorm.DB, replica *database.Replica, cfg config.Config, pcfg
 	m *metrics.Metrics, ev *events.Service, log *slog.Logger) (*payments.Service, error) {
 	return payments.NewService(db, payments.Config{
 		KeyTTL: cfg.KeyTTL, Reads: replica, Unavailable: database.IsUnavailable, ClockOffset: database.ClockOffset(db),
-		Logger: log,
 		Processor: proc, Sandbox: sandbox.New(pcfg), ProcessorTimeout: pcfg.Timeout, RecoveryAfter: pcfg.RecoveryAfter,
 		SearchLag:       pcfg.StripeSearchLag,
 		OnProcessorCall: m.OnProcessorCall, OnOperationSettled: func(op payments.Operation, wasUnknown bool) {
@@ -214,6 +213,7 @@ func newPayments(db *gorm.DB, replica *database.Replica, cfg config.Config, pcfg
 				ev.Wake() // an event was written
 			}
 		},
+		Logger: log,
 	})
 }
 
