@@ -13,6 +13,7 @@ import (
 
 	"github.com/cmpay/cmpay/auth"
 	"github.com/cmpay/cmpay/database"
+	"github.com/cmpay/cmpay/internal/logrepeat"
 	"github.com/cmpay/cmpay/payments"
 	"github.com/cmpay/cmpay/requestid"
 	"github.com/cmpay/cmpay/webhooks"
@@ -99,13 +100,26 @@ func FromDomain(ctx context.Context, err error) Error {
 	case database.IsUnavailable(err):
 		// Not our bug: the database is down, failing over or read-only.
 		// The request did not complete; the client retries with its key.
-		slog.WarnContext(ctx, "database unavailable", "request_id", requestid.From(ctx), "err", err)
+		LogUnavailable(ctx, err)
 		return Error{Code: Unavailable, Status: http.StatusServiceUnavailable,
 			Message: "the service is briefly unavailable; retry the request with the same idempotency key"}
 	case errors.Is(err, auth.ErrForbidden):
 		return Error{Code: Forbidden, Status: http.StatusForbidden, Message: err.Error()}
 	}
 	return FromInternal(ctx, err)
+}
+
+// unavailable logs the requests that found the database unavailable: in
+// an outage every request fails so, and a line each would bury the rest.
+// A request sees no success, so a minute without a failure ends the run
+// (Gap): the next outage's first failure is logged as a first one.
+var unavailable = &logrepeat.Failures{What: "database unavailable", Gap: logrepeat.DefaultEvery}
+
+// LogUnavailable logs err, which made a request find the database
+// unavailable (database.IsUnavailable): the first of a run at once, with
+// the request's id, then at most one line a minute counting them.
+func LogUnavailable(ctx context.Context, err error) {
+	unavailable.Fail(err, "request_id", requestid.From(ctx))
 }
 
 // FromInternal logs err and returns what the client may see of it. A

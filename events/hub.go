@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/cmpay/cmpay/internal/logrepeat"
 )
 
 // hub hands the events this instance learns of to its subscribers. It is
@@ -70,6 +72,7 @@ func (h *hub) lastID() int64 {
 func (h *hub) run(ctx context.Context) {
 	tick := time.NewTicker(h.s.poll)
 	defer tick.Stop()
+	fails := &logrepeat.Failures{Logger: h.s.log, What: "events: read new events"}
 	for {
 		select {
 		case <-ctx.Done():
@@ -77,8 +80,8 @@ func (h *hub) run(ctx context.Context) {
 		case <-h.poke:
 		case <-tick.C:
 		}
-		if err := h.catchUp(ctx); err != nil && ctx.Err() == nil {
-			h.s.log.Warn("events: read new events", "err", err)
+		if err := h.catchUp(ctx); ctx.Err() == nil {
+			fails.Report(err)
 		}
 	}
 }

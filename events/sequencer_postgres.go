@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/cmpay/cmpay/internal/logrepeat"
 	"github.com/cmpay/cmpay/internal/sqlq"
 )
 
@@ -44,14 +45,22 @@ const (
 // ends, reconnecting after any error.
 func (st *postgresStore) sequence(ctx context.Context, to sequencing) {
 	wait := 100 * time.Millisecond
+	// A session that listens again ends the run of failures (missed is
+	// told then).
+	fails := &logrepeat.Failures{Logger: to.log, What: "events: sequencer connection lost; reconnecting"}
+	listening := to
+	listening.missed = func() {
+		fails.OK()
+		to.missed()
+	}
 	for ctx.Err() == nil {
 		started := time.Now()
-		err := st.session(ctx, to)
+		err := st.session(ctx, listening)
 		to.leading(false)
 		if ctx.Err() != nil {
 			return
 		}
-		to.log.Warn("events: sequencer connection lost; reconnecting", "err", err)
+		fails.Fail(err)
 		if time.Since(started) > time.Minute {
 			wait = 100 * time.Millisecond
 		}

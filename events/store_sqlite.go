@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cmpay/cmpay/internal/logrepeat"
 	"github.com/cmpay/cmpay/internal/sqlq"
 )
 
@@ -40,9 +41,10 @@ func (st *sqliteStore) sequence(ctx context.Context, to sequencing) {
 	defer to.leading(false)
 	tick := time.NewTicker(to.poll)
 	defer tick.Stop()
+	fails := &logrepeat.Failures{Logger: to.log, What: "events: number events"}
 	for {
-		if err := st.pass(ctx, to); err != nil && ctx.Err() == nil {
-			to.log.Warn("events: number events", "err", err)
+		if err := st.pass(ctx, to); ctx.Err() == nil {
+			fails.Report(err)
 		}
 		select {
 		case <-ctx.Done():

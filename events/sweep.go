@@ -3,6 +3,8 @@ package events
 import (
 	"context"
 	"time"
+
+	"github.com/cmpay/cmpay/internal/logrepeat"
 )
 
 // runSweeper deletes old events and finished deliveries every sweep
@@ -11,6 +13,7 @@ import (
 func (s *Service) runSweeper(ctx context.Context) {
 	tick := time.NewTicker(s.sweepEvery)
 	defer tick.Stop()
+	fails := &logrepeat.Failures{Logger: s.log, What: "events: sweep old events"}
 	for {
 		select {
 		case <-ctx.Done():
@@ -20,8 +23,8 @@ func (s *Service) runSweeper(ctx context.Context) {
 		if !s.Leader() {
 			continue
 		}
-		if _, err := s.Sweep(ctx); err != nil && ctx.Err() == nil {
-			s.log.Warn("events: sweep old events", "err", err)
+		if _, err := s.Sweep(ctx); ctx.Err() == nil {
+			fails.Report(err)
 		}
 	}
 }

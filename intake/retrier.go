@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/cmpay/cmpay/internal/logrepeat"
 	"github.com/cmpay/cmpay/internal/startstop"
 )
 
@@ -18,9 +19,10 @@ func (s *Service) Retrier(interval time.Duration, log *slog.Logger) *startstop.R
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	fails := &logrepeat.Failures{Logger: log, What: "applying stored processor events"}
 	return startstop.Every(max(interval, 10*time.Millisecond), func(ctx context.Context) {
-		if _, err := s.Retry(ctx, retryBatch); err != nil && ctx.Err() == nil {
-			log.Warn("applying stored processor events", "err", err)
+		if _, err := s.Retry(ctx, retryBatch); ctx.Err() == nil {
+			fails.Report(err)
 		}
 	})
 }

@@ -8,6 +8,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/cmpay/cmpay/internal/logrepeat"
 	"github.com/cmpay/cmpay/internal/sqlq"
 	"github.com/cmpay/cmpay/internal/startstop"
 )
@@ -84,10 +85,13 @@ func (s *Sweeper) Runner(interval time.Duration, log *slog.Logger) *startstop.Ru
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	fails := &logrepeat.Failures{Logger: log, What: "sweep old processor events", Level: slog.LevelError}
 	return startstop.Jittered(interval, func(ctx context.Context) {
 		n, err := s.Sweep(ctx, SweepBatchSize)
-		if err != nil && ctx.Err() == nil {
-			log.Error("sweep old processor events", "err", err)
+		if ctx.Err() == nil {
+			fails.Report(err)
+		}
+		if err != nil {
 			return
 		}
 		if n > 0 {

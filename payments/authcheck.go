@@ -3,9 +3,9 @@ package payments
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"time"
 
+	"github.com/cmpay/cmpay/internal/logrepeat"
 	"github.com/cmpay/cmpay/processor"
 )
 
@@ -97,8 +97,8 @@ func (s *Service) checkAuthorization(ctx context.Context, id string) error {
 
 // checkAuthorizationsRound is the Recoverer's call of CheckAuthorizations,
 // once a round, after the due operations.
-func (s *Service) checkAuthorizationsRound(ctx context.Context, log *slog.Logger) {
-	if _, err := s.CheckAuthorizations(ctx); err != nil && ctx.Err() == nil {
-		log.Warn("reading old authorizations", "err", err)
+func (s *Service) checkAuthorizationsRound(ctx context.Context, fails *logrepeat.Failures) {
+	if _, err := s.CheckAuthorizations(ctx); ctx.Err() == nil {
+		fails.Report(err)
 	}
 }

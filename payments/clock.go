@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/cmpay/cmpay/internal/logrepeat"
 	"github.com/cmpay/cmpay/internal/startstop"
 )
 
@@ -51,7 +52,8 @@ func (s *Service) SyncClock(ctx context.Context) (time.Duration, error) {
 // (none at first) is kept until a measurement succeeds. Without
 // Config.ClockOffset it does nothing.
 func (s *Service) ClockSync(log *slog.Logger) *startstop.Runner {
-	r := &clockReport{log: log}
+	r := &clockReport{log: log, fails: &logrepeat.Failures{Logger: log,
+		What: "measure the database's clock; the last offset is kept"}}
 	return startstop.InitFunc(func(ctx context.Context) error {
 		if s.clockOffset == nil {
 			return nil
@@ -83,22 +85,20 @@ func (s *Service) ClockSync(log *slog.Logger) *startstop.Runner {
 // instance's clock is more than a second off the database's, once for
 // each second the offset moves: not every ClockSyncInterval.
 type clockReport struct {
-	ctx     context.Context // a measurement failing once it ends is not told
-	log     *slog.Logger
-	failing bool
-	told    time.Duration
+	ctx   context.Context // a measurement failing once it ends is not told
+	log   *slog.Logger
+	fails *logrepeat.Failures
+	told  time.Duration
 }
 
 // tell takes what SyncClock returned.
 func (r *clockReport) tell(d time.Duration, err error) {
+	if r.ctx.Err() == nil {
+		r.fails.Report(err)
+	}
 	if err != nil {
-		if !r.failing && r.ctx.Err() == nil {
-			r.log.Warn("measure the database's clock; the last offset is kept", "err", err)
-		}
-		r.failing = true
 		return
 	}
-	r.failing = false
 	if d.Abs() > time.Second && (d-r.told).Abs() > time.Second {
 		r.log.Warn("this instance's clock is off the database's; keys' ages are judged by the database's", "offset", d.String())
 		r.told = d

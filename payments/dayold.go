@@ -45,7 +45,7 @@ func (s *Service) readDayOld(ctx context.Context, op operationRow) (outcome, err
 	}
 	// Every payment of op is dated before its last send had ended
 	// (restAfter), give or take the clocks' difference (listMargin).
-	found, err := lister.ListPaymentsCreated(ctx, op.paymentID, op.createdAt.Add(-listMargin),
+	found, err := s.listCreatedBetween(ctx, lister, op, op.createdAt.Add(-listMargin),
 		lastWrite.Add(restAfter+listMargin))
 	if err != nil {
 		return readOutcome(errorOutcome(err), err), nil

@@ -124,15 +124,15 @@ func (s *Service) learnRefund(ctx context.Context, p Payment, news processor.Ref
 // readRefundRecord reads refund id's record at payment p's processor, as a
 // READ call of the refund's operation.
 func (s *Service) readRefundRecord(ctx context.Context, p Payment, id, reference string) (processor.Refund, error) {
-	var opID, key string
-	if err := s.store.db().QueryRow(ctx, commonSQL.SQL("refund_operation"), id).Scan(&opID, &key); err != nil {
+	op := operationRow{paymentID: p.ID, operation: OpRefund}
+	if err := s.store.db().QueryRow(ctx, commonSQL.SQL("refund_operation"), id).Scan(&op.id, &op.key); err != nil {
 		return processor.Refund{}, fmt.Errorf("the operation of refund %s: %w", id, err)
 	}
 	callCtx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	start := time.Now()
 	rec, err := s.processorNamed(p.Processor).GetRefund(callCtx, reference)
-	ierr := s.recordRead(ctx, OpRefund, opID, p.ID, key, refundOutcome(rec, err), time.Since(start))
+	ierr := s.recordRead(ctx, op, refundOutcome(rec, err), time.Since(start))
 	if err != nil {
 		return processor.Refund{}, fmt.Errorf("read refund %s at the processor: %w", reference, err)
 	}

@@ -199,6 +199,9 @@ type outcome struct {
 	// at the processor (a capture's or cancel's payment still authorized;
 	// no refund with its id in the payment's list).
 	absent bool
+	// class is how the call failed, for the log lines (errorClass); ""
+	// when it did not.
+	class string
 }
 
 // What recovery does next with an unsettled operation (outcome.next,
@@ -255,13 +258,13 @@ func createOutcome(res processor.Payment, err error) outcome {
 func errorOutcome(err error) outcome {
 	var pe *processor.Error
 	if !errors.As(err, &pe) {
-		return outcome{call: CallUnknown}
+		return outcome{call: CallUnknown, class: classUnknown}
 	}
 	if pe.Refused() {
 		return outcome{settled: true, opState: opDeclined, status: StatusDeclined, reference: pe.Reference,
 			code: pe.Code, call: CallDeclined}
 	}
-	o := outcome{reference: pe.Reference, code: pe.Code, call: CallUnknown}
+	o := outcome{reference: pe.Reference, code: pe.Code, call: CallUnknown, class: errorClass(err)}
 	if pe.Known() {
 		o.call = CallError
 	}
@@ -354,7 +357,7 @@ func (s *Service) askCreate(ctx context.Context, cmd *command) (Payment, error) 
 // its request's attempt (counted then, applied or refused); else op
 // postponed for recovery. It answers the payment as it is after.
 func (s *Service) record(ctx context.Context, op operationRow, out outcome, kind string, took time.Duration) (Payment, error) {
-	s.onCall(op.operation, out.call, took)
+	s.called(op, kind, out, took)
 	now := s.now()
 	sends := 0
 	if kind == callWrite {
@@ -370,9 +373,8 @@ func (s *Service) record(ctx context.Context, op operationRow, out outcome, kind
 	// Bounded as a batched statement is (withStatementTimeout).
 	err := withStatementTimeout(ctx, func(ctx context.Context) error {
 		return s.store.db().Tx(ctx, func(r sqlq.Runner) error {
-			if _, err := r.Exec(ctx, commonSQL.SQL("insert_call"), op.id, op.paymentID, string(op.operation), op.key, kind,
-				string(out.call), nullable.String(out.code), now, took.Milliseconds()); err != nil {
-				return fmt.Errorf("record processor call: %w", err)
+			if err := insertCall(ctx, r, op, kind, out, now, took); err != nil {
+				return err
 			}
 			if !out.settled {
 				next, due := nullable.String(out.next), now.Add(s.recoveryAfter)
@@ -413,12 +415,29 @@ func (s *Service) record(ctx context.Context, op operationRow, out outcome, kind
 		return Payment{}, err
 	}
 	if resolved {
-		s.onSettled(op.operation, op.state == opUnknown || op.state == opPending)
+		wasUnknown := op.state == opUnknown || op.state == opPending
+		s.onSettled(op.operation, wasUnknown)
+		switch {
+		case out.code == DeclineNotCreated && out.opState == opDeclined:
+			s.notCreatedLog(op)
+		case wasUnknown:
+			s.settledByRecovery(op, out.opState, out.status)
+		}
 	}
 	if attempt.found {
 		s.onAttempt(op.operation, attempt.outcome, attempt.transport)
 	}
 	return p, nil
+}
+
+// insertCall writes one call of op under its key (kind WRITE or READ),
+// made at now, that came to out: every call row is written here.
+func insertCall(ctx context.Context, r sqlq.Runner, op operationRow, kind string, out outcome, now time.Time, took time.Duration) error {
+	if _, err := r.Exec(ctx, commonSQL.SQL("insert_call"), op.id, op.paymentID, string(op.operation), op.key, kind,
+		string(out.call), nullable.String(out.code), now, took.Milliseconds()); err != nil {
+		return fmt.Errorf("record processor call: %w", err)
+	}
+	return nil
 }
 
 // applyCreate sets a created payment to its processor's answer and writes

@@ -7,7 +7,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/cmpay/cmpay/internal/nullable"
+	"github.com/cmpay/cmpay/internal/logrepeat"
 	"github.com/cmpay/cmpay/internal/sqlq"
 	"github.com/cmpay/cmpay/internal/startstop"
 	"github.com/cmpay/cmpay/processor"
@@ -184,15 +184,15 @@ func (s *Service) settlePending(ctx context.Context, p Payment, rec *processor.P
 // readRecord reads payment p's record at the processor, as a READ call of
 // its create operation.
 func (s *Service) readRecord(ctx context.Context, p Payment) (processor.Payment, error) {
-	var opID, key string
-	if err := s.store.db().QueryRow(ctx, commonSQL.SQL("create_operation_of"), p.ID).Scan(&opID, &key); err != nil {
+	op := operationRow{paymentID: p.ID, operation: OpCreate}
+	if err := s.store.db().QueryRow(ctx, commonSQL.SQL("create_operation_of"), p.ID).Scan(&op.id, &op.key); err != nil {
 		return processor.Payment{}, fmt.Errorf("the create operation of %s: %w", p.ID, err)
 	}
 	callCtx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	start := time.Now()
 	rec, err := s.processorNamed(p.Processor).GetPayment(callCtx, p.ProcessorReference)
-	ierr := s.recordRead(ctx, OpCreate, opID, p.ID, key, createOutcome(rec, err), time.Since(start))
+	ierr := s.recordRead(ctx, op, createOutcome(rec, err), time.Since(start))
 	if err != nil {
 		return processor.Payment{}, fmt.Errorf("read %s at the processor: %w", p.ProcessorReference, err)
 	}
@@ -202,14 +202,12 @@ func (s *Service) readRecord(ctx context.Context, p Payment) (processor.Payment,
 	return rec, nil
 }
 
-// recordRead counts and stores a READ call of operation opID (op, of
-// payment paymentID, under key) that came to out, made outside recovery
-// (readRecord, readRefundRecord); a failed call is recorded too.
-func (s *Service) recordRead(ctx context.Context, op Operation, opID, paymentID, key string, out outcome, took time.Duration) error {
-	s.onCall(op, out.call, took)
-	_, err := s.store.db().Exec(ctx, commonSQL.SQL("insert_call"), opID, paymentID, string(op), key, callRead,
-		string(out.call), nullable.String(out.code), s.now(), took.Milliseconds())
-	if err != nil {
+// recordRead counts and stores a READ call of op that came to out, made
+// outside recovery (readRecord, readRefundRecord); a failed call is
+// recorded too.
+func (s *Service) recordRead(ctx context.Context, op operationRow, out outcome, took time.Duration) error {
+	s.called(op, callRead, out, took)
+	if err := insertCall(ctx, s.store.db(), op, callRead, out, s.now(), took); err != nil {
 		return fmt.Errorf("record a processor read: %w", err)
 	}
 	return nil
@@ -315,9 +313,10 @@ func (s *Service) Poller(pollAfter, interval time.Duration, log *slog.Logger) *s
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	fails := &logrepeat.Failures{Logger: log, What: "polling pending payments"}
 	return startstop.Every(max(interval, 10*time.Millisecond), func(ctx context.Context) {
-		if _, err := s.PollPending(ctx, pollAfter, pollBatch); err != nil && ctx.Err() == nil {
-			log.Warn("polling pending payments", "err", err)
+		if _, err := s.PollPending(ctx, pollAfter, pollBatch); ctx.Err() == nil {
+			fails.Report(err)
 		}
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -230,6 +231,8 @@ type stripeOpts struct {
 	RefundsPending bool
 	// OnAttempt is the service's hook (zero: none).
 	OnAttempt func(payments.Operation, payments.Outcome, string)
+	// Logger is the service's (zero: slog.Default()).
+	Logger *slog.Logger
 }
 
 // stripeWith is a bundle whose service uses processor/stripe (the real
@@ -247,7 +250,7 @@ func stripeWith(t *testing.T, db dbtest.DB, o stripeOpts) (*bundle, *stripedoubl
 	conn := stripeConnAs(t, d, o.Timeout, cmp.Or(o.APIKey, "sk_test_double"))
 	svc := mustService(t, db.Gorm, payments.Config{KeyTTL: cmp.Or(o.KeyTTL, testTTL), Now: clock.Now, Processor: conn,
 		ProcessorTimeout: o.Timeout, RecoveryAfter: cmp.Or(o.RecoveryAfter, testRecovery), SearchLag: o.SearchLag,
-		OnAttempt: o.OnAttempt})
+		OnAttempt: o.OnAttempt, Logger: o.Logger})
 	return &bundle{db: db, svc: svc, clock: clock, conn: conn}, d
 }
 

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cmpay/cmpay/internal/logrepeat"
 	"github.com/cmpay/cmpay/internal/sqlq"
 	"github.com/cmpay/cmpay/internal/startstop"
 	"github.com/cmpay/cmpay/processor"
@@ -40,7 +41,10 @@ const (
 
 // RecoverDue resolves the operations due now, each once, and says how many
 // it claimed. The Recoverer calls it on a timer; tests call it directly.
+// It first logs the counts of the processor calls' lines sampled in an
+// interval that has ended (calllog.go).
 func (s *Service) RecoverDue(ctx context.Context) (int, error) {
+	s.calls.Flush()
 	now := s.now()
 	ids, err := s.store.claimDue(ctx, s.instance, now.Add(s.timeout+leaseMargin), now, recoverBatch, s.processorNames())
 	if err != nil {
@@ -331,7 +335,7 @@ func (s *Service) listCreated(ctx context.Context, op operationRow) outcome {
 	if !ok || op.createdAt.IsZero() || op.storedAt == nil {
 		return noneFound()
 	}
-	found, err := lister.ListPaymentsCreated(ctx, op.paymentID, op.createdAt.Add(-listMargin), op.storedAt.Add(listMargin))
+	found, err := s.listCreatedBetween(ctx, lister, op, op.createdAt.Add(-listMargin), op.storedAt.Add(listMargin))
 	if err != nil {
 		return readOutcome(errorOutcome(err), err)
 	}
@@ -407,17 +411,21 @@ func (s *Service) Recoverer(interval time.Duration, log *slog.Logger) *startstop
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	recovering := &logrepeat.Failures{Logger: log, What: "processor recovery"}
+	checking := &logrepeat.Failures{Logger: log, What: "reading old authorizations"}
 	return startstop.Every(max(interval, 10*time.Millisecond), func(ctx context.Context) {
+		var errs []error
 		for {
 			n, err := s.RecoverDue(ctx)
-			if err != nil && ctx.Err() == nil {
-				log.Warn("processor recovery", "err", err)
-			}
+			errs = append(errs, err)
 			if n < recoverBatch || ctx.Err() != nil {
 				break
 			}
 		}
-		s.checkAuthorizationsRound(ctx, log) // authcheck.go
+		if ctx.Err() == nil {
+			recovering.Report(errors.Join(errs...))
+		}
+		s.checkAuthorizationsRound(ctx, checking) // authcheck.go
 	})
 }
 

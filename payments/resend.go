@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cmpay/cmpay/internal/nullable"
 	"github.com/cmpay/cmpay/internal/sqlq"
 )
 
@@ -65,13 +64,12 @@ func nextKey(op operationRow) string {
 // Nothing is sent when the key changed or the lease was lost meanwhile:
 // someone else resolves it.
 func (s *Service) sendAgain(ctx context.Context, op operationRow, p Payment, out outcome, took time.Duration) error {
-	s.onCall(op.operation, out.call, took)
+	s.called(op, callRead, out, took)
 	key, now := nextKey(op), s.now()
 	var changed int64
 	err := s.store.db().Tx(ctx, func(r sqlq.Runner) error {
-		if _, err := r.Exec(ctx, commonSQL.SQL("insert_call"), op.id, op.paymentID, string(op.operation), op.key, callRead,
-			string(out.call), nullable.String(out.code), now, took.Milliseconds()); err != nil {
-			return fmt.Errorf("record processor call: %w", err)
+		if err := insertCall(ctx, r, op, callRead, out, now, took); err != nil {
+			return err
 		}
 		n, err := r.Exec(ctx, commonSQL.SQL("rekey_operation"), op.id, op.key, key, s.instance,
 			now.Add(s.timeout+leaseMargin), now)
@@ -84,6 +82,7 @@ func (s *Service) sendAgain(ctx context.Context, op operationRow, p Payment, out
 	if err != nil || changed == 0 {
 		return err
 	}
+	s.sentAgainLog(op, key)
 	op.key, op.lastError = key, nil
 	callCtx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()

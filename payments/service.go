@@ -11,14 +11,17 @@
 package payments
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"log/slog"
 	"sync/atomic"
 	"time"
 
 	"github.com/oklog/ulid/v2"
 	"gorm.io/gorm"
 
+	"github.com/cmpay/cmpay/internal/logrepeat"
 	"github.com/cmpay/cmpay/processor"
 	"github.com/cmpay/cmpay/processor/sandbox"
 )
@@ -76,6 +79,10 @@ type Config struct {
 	// settled after it was stored unsettled; wasUnknown says an unknown
 	// outcome was resolved (metrics; tests wait on it).
 	OnOperationSettled func(op Operation, wasUnknown bool)
+	// Logger is told of the processor calls that failed and of what
+	// recovery settles or gives up on, sampled (calllog.go). Nil means
+	// slog.Default().
+	Logger *slog.Logger
 }
 
 // Reads is where reads that tolerate a few seconds of lag go.
@@ -126,6 +133,12 @@ type Service struct {
 	instance      string
 	onCall        func(Operation, CallOutcome, time.Duration)
 	onSettled     func(Operation, bool)
+	// calls samples the log lines of processor calls and of recovery
+	// (calllog.go); RecoverDue logs its counts every round.
+	calls *logrepeat.Sampler
+	// walks are the lists of created payments read so far, to go on from
+	// (listwalk.go).
+	walks listWalks
 }
 
 // NewService returns a Service over db, whose schema must be migrated.
@@ -177,6 +190,7 @@ func NewService(db *gorm.DB, cfg Config) (*Service, error) {
 	if s.onSettled == nil {
 		s.onSettled = func(Operation, bool) {}
 	}
+	s.calls = &logrepeat.Sampler{Logger: cmp.Or(cfg.Logger, slog.Default()), Now: s.clock}
 	s.instance = "svc_" + ulid.Make().String()
 	store, err := newStore(db, s.keyTTL, s.now)
 	if err != nil {

@@ -80,7 +80,7 @@ func (s *Service) batchSettles(method Method, out outcome) bool {
 // settleCreate records a create's call and settles it through the settle
 // statement, as record does in a transaction of its own.
 func (s *Service) settleCreate(ctx context.Context, op operationRow, out outcome, took time.Duration) (Payment, error) {
-	s.onCall(op.operation, out.call, took)
+	s.called(op, callWrite, out, took)
 	j := &settleJob{op: op, out: out, took: took, callID: "call_" + ulid.Make().String(), answer: make(chan settleAnswer, 1)}
 	s.settles.submit(j)
 	var a settleAnswer
@@ -101,7 +101,11 @@ func (s *Service) settleCreate(ctx context.Context, op operationRow, out outcome
 		}
 		return p, nil
 	}
-	s.onSettled(op.operation, op.state == opUnknown || op.state == opPending)
+	wasUnknown := op.state == opUnknown || op.state == opPending
+	if wasUnknown {
+		s.settledByRecovery(op, out.opState, out.status)
+	}
+	s.onSettled(op.operation, wasUnknown)
 	return a.payment, nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/cmpay/cmpay/internal/logrepeat"
 	"github.com/cmpay/cmpay/internal/startstop"
 )
 
@@ -56,10 +57,13 @@ func (s *Service) SweepExpiredKeys(ctx context.Context, batchSize int) (int64, e
 // interval (zero: DefaultSweepInterval), with startstop.Jittered's jitter,
 // until stopped.
 func (s *Service) Sweeper(interval time.Duration, log *slog.Logger) *startstop.Runner {
+	fails := &logrepeat.Failures{Logger: log, What: "sweep expired idempotency keys", Level: slog.LevelError}
 	return startstop.Jittered(cmp.Or(interval, DefaultSweepInterval), func(ctx context.Context) {
 		n, err := s.SweepExpiredKeys(ctx, SweepBatchSize)
-		if err != nil && ctx.Err() == nil {
-			log.Error("sweep expired idempotency keys", "err", err)
+		if ctx.Err() == nil {
+			fails.Report(err)
+		}
+		if err != nil {
 			return
 		}
 		if n > 0 {

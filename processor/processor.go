@@ -306,8 +306,28 @@ type Refund struct {
 type CreatedLister interface {
 	// ListPaymentsCreated lists the payments made for one CMPay payment id
 	// between from and to (both included, to the processor's precision).
-	// The answer is never nil, nil: an empty slice means none.
-	ListPaymentsCreated(ctx context.Context, paymentID string, from, to time.Time) ([]Payment, error)
+	// The answer is never nil, nil: an empty slice means none. walk, if
+	// not nil, is where the list starts (its zero value: the first page)
+	// and is moved on past every page read, so that after an error it
+	// holds how far the list came: given again, with the same payment id
+	// and window, the list goes on from the page that failed. A walk Done
+	// is answered from its Found, without a call.
+	ListPaymentsCreated(ctx context.Context, paymentID string, from, to time.Time, walk *ListWalk) ([]Payment, error)
+}
+
+// ListWalk is how far a walk through a CreatedLister's list came. It is
+// only good for the payment id and window it was made with, and only
+// while no payment of that id can still be made in that window (recovery
+// lists a create's window once every send of it has ended): a page read
+// before then holds every such payment it ever will.
+type ListWalk struct {
+	// After is the processor's id of the last record read; "" before the
+	// first page.
+	After string
+	// Found are the payments the pages read so far held for the id.
+	Found []Payment
+	// Done says the last page has been read: Found is the whole answer.
+	Done bool
 }
 
 // Foreseer is a Processor some of whose answers are known before it is

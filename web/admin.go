@@ -18,7 +18,6 @@ import (
 	"github.com/cmpay/cmpay/database"
 	"github.com/cmpay/cmpay/intake"
 	"github.com/cmpay/cmpay/payments"
-	"github.com/cmpay/cmpay/requestid"
 	"github.com/cmpay/cmpay/staff"
 	"github.com/cmpay/cmpay/webhooks"
 )
@@ -522,7 +521,7 @@ func serverError(w http.ResponseWriter, r *http.Request, err error) {
 	if database.IsUnavailable(err) {
 		// Not a bug: the database is down, failing over or read-only.
 		// 503 and Retry-After, as the API answers (apierror.FromDomain).
-		slog.WarnContext(r.Context(), "database unavailable", "request_id", requestid.From(r.Context()), "err", err)
+		apierror.LogUnavailable(r.Context(), err)
 		w.Header().Set("Retry-After", "1")
 		render(w, r, http.StatusServiceUnavailable, unavailablePage())
 		return

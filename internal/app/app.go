@@ -132,7 +132,7 @@ func build(ctx context.Context, db *gorm.DB, replica *database.Replica, cfg conf
 	if err != nil {
 		return nil, err
 	}
-	svc, err := newPayments(db, replica, cfg, pcfg, proc, m, ev)
+	svc, err := newPayments(db, replica, cfg, pcfg, proc, m, ev, log)
 	if err != nil {
 		return nil, err
 	}
@@ -194,10 +194,11 @@ func build(ctx context.Context, db *gorm.DB, replica *database.Replica, cfg conf
 }
 
 // newPayments is the payments service over db, its processor proc, with
-// its hooks into the metrics m and the events ev: a settled operation
-// or an applied request wrote an event, which wakes ev's dispatch.
+// its hooks into the metrics m and the events ev (a settled operation
+// or an applied request wrote an event, which wakes ev's dispatch), and
+// its processor calls' lines to log.
 func newPayments(db *gorm.DB, replica *database.Replica, cfg config.Config, pcfg processor.Config, proc processor.Processor,
-	m *metrics.Metrics, ev *events.Service) (*payments.Service, error) {
+	m *metrics.Metrics, ev *events.Service, log *slog.Logger) (*payments.Service, error) {
 	return payments.NewService(db, payments.Config{
 		KeyTTL: cfg.KeyTTL, Reads: replica, Unavailable: database.IsUnavailable, ClockOffset: database.ClockOffset(db),
 		Processor: proc, Sandbox: sandbox.New(pcfg), ProcessorTimeout: pcfg.Timeout, RecoveryAfter: pcfg.RecoveryAfter,
@@ -212,6 +213,7 @@ func newPayments(db *gorm.DB, replica *database.Replica, cfg config.Config, pcfg
 				ev.Wake() // an event was written
 			}
 		},
+		Logger: log,
 	})
 }
 

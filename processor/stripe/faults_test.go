@@ -219,7 +219,7 @@ func TestReadFaults(t *testing.T) {
 		},
 		stripedouble.ListPaymentIntents: func(ctx context.Context, conn *Connector, _, _ string) error {
 			now := time.Now()
-			found, err := conn.ListPaymentsCreated(ctx, "pay_prep", now.Add(-time.Hour), now.Add(time.Hour))
+			found, err := conn.ListPaymentsCreated(ctx, "pay_prep", now.Add(-time.Hour), now.Add(time.Hour), nil)
 			if err == nil && len(found) != 1 {
 				return errors.New("not listed")
 			}
