@@ -20,6 +20,7 @@ import (
 	"gorm.io/gorm/logger"
 
 	"github.com/cmpay/cmpay/internal/iso4217"
+	"github.com/cmpay/cmpay/internal/logrepeat"
 	"github.com/cmpay/cmpay/internal/sqlq"
 	"github.com/cmpay/cmpay/models"
 )
@@ -357,9 +358,11 @@ func Close(db *gorm.DB) error {
 }
 
 // newGormLogger reports slow queries and errors through slog, with
-// parameters left out: they carry client data.
+// parameters left out: they carry client data. In an outage every query
+// fails, so each kind is sampled: the first of a minute in full, then a
+// count of the others.
 func newGormLogger(log *slog.Logger) logger.Interface {
-	return logger.New(slogWriter{log}, logger.Config{
+	return logger.New(slogWriter{&logrepeat.Sampler{Logger: log}}, logger.Config{
 		SlowThreshold:             500 * time.Millisecond,
 		LogLevel:                  logger.Warn,
 		IgnoreRecordNotFoundError: true,
@@ -368,8 +371,13 @@ func newGormLogger(log *slog.Logger) logger.Interface {
 	})
 }
 
-type slogWriter struct{ log *slog.Logger }
+type slogWriter struct{ lines *logrepeat.Sampler }
 
 func (w slogWriter) Printf(format string, args ...any) {
-	w.log.Warn("database", "detail", fmt.Sprintf(format, args...))
+	detail := fmt.Sprintf(format, args...)
+	class := "query failed"
+	if strings.Contains(detail, "SLOW SQL") {
+		class = "slow query"
+	}
+	w.lines.Log(slog.LevelWarn, class, "database", "detail", detail)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
-	"log/slog"
 	"strings"
 	"sync"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"github.com/cmpay/cmpay/apierror"
+	"github.com/cmpay/cmpay/internal/logrepeat"
 	"github.com/cmpay/cmpay/requestid"
 )
 
@@ -168,7 +168,6 @@ func (r rechecker) watch(ctx context.Context, c *connection) {
 	tick := time.NewTicker(r.every)
 	defer tick.Stop()
 	authorization, _ := c.credentials()
-	failing := false
 	for {
 		select {
 		case <-ctx.Done():
@@ -180,12 +179,16 @@ func (r rechecker) watch(ctx context.Context, c *connection) {
 		case errors.Is(err, ErrRefused):
 			c.refuse()
 			return
-		case err != nil && ctx.Err() == nil && !failing:
-			slog.WarnContext(ctx, "recheck a connection's credentials", "request_id", requestid.From(ctx), "err", err)
+		case ctx.Err() == nil:
+			rechecks.Report(err, "request_id", requestid.From(ctx))
 		}
-		failing = err != nil
 	}
 }
+
+// rechecks logs the rechecks that could not be made: in a database
+// outage every open connection's fails at each tick, and a line each
+// would bury the rest.
+var rechecks = &logrepeat.Failures{What: "recheck a connection's credentials"}
 
 // serve runs a connection, checking its credentials again while it is
 // open.
