@@ -19,7 +19,7 @@ const module = "github.com/cmpay/cmpay"
 // here only if it is no domain package (payments, events, webhooks,
 // staff, apitoken, auth, metrics, graph, httpapi, web…).
 var layers = map[string][]string{
-	"database":      {"models", "internal/clientid", "internal/iso4217", "internal/sqlq", "internal/startstop"},
+	"database":      {"models", "internal/clientid", "internal/iso4217", "internal/logrepeat", "internal/sqlq", "internal/startstop"},
 	"internal/sqlq": {},
 	"config":        {"clientaddr", "internal/secrets"},
 }
