@@ -361,10 +361,16 @@ func groupByPayment[T any](rows []T, paymentID func(T) string) map[string][]T {
 	return out
 }
 
+// paymentIDs are ps's ids, each once: a replayed page's events may carry
+// one payment many times.
 func paymentIDs(ps []Payment) []string {
-	ids := make([]string, len(ps))
-	for i, p := range ps {
-		ids[i] = p.ID
+	ids := make([]string, 0, len(ps))
+	seen := make(map[string]bool, len(ps))
+	for _, p := range ps {
+		if !seen[p.ID] {
+			seen[p.ID] = true
+			ids = append(ids, p.ID)
+		}
 	}
 	return ids
 }
