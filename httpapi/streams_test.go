@@ -59,7 +59,9 @@ var threeEventsWant = []string{
 // TestReplayReadsListsOncePerPage: a subscription replayed from `after`
 // gets its events as of each event, and reads their refunds, attempts and
 // processor calls once per page of replayed events, not once per event
-// (three reads each, as it did when each event resolved its lists alone).
+// (three reads each, as it did when each event resolved its lists alone):
+// over SSE, and over one WebSocket with two subscriptions at once, each
+// with its own reads.
 func TestReplayReadsListsOncePerPage(t *testing.T) {
 	t.Parallel()
 	for _, dialect := range dbtest.Dialects {
@@ -69,40 +71,83 @@ func TestReplayReadsListsOncePerPage(t *testing.T) {
 			b := setupEvents(t, db)
 			const payments = 12
 			b.threeEvents(t, "replay", payments)
-			reads.take()
-
+			vars := map[string]any{"after": "0"}
 			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 			defer cancel()
-			stream, err := streamtest.DialSSE(ctx, b.srv.Client(), b.srv.URL, "Bearer "+token, streamQuery, map[string]any{"after": "0"})
+
+			reads.take()
+			stream, err := streamtest.DialSSE(ctx, b.srv.Client(), b.srv.URL, "Bearer "+token, streamQuery, vars)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer stream.Close()
+			replayed := make([]string, 0, 3*payments)
 			for i := range 3 * payments {
 				event, data, err := stream.Next()
 				if err != nil || event != "next" {
 					t.Fatalf("event %d: %s %s %v", i, event, data, err)
 				}
-				want := threeEventsWant[i%3]
-				if i%3 == 2 {
-					want = fmt.Sprintf(want, fmt.Sprintf("replay-%d-r", i/3))
-				}
-				if got := asOfEvent(t, data); got != want {
-					t.Errorf("event %d:\n got %s\nwant %s", i, got, want)
-				}
+				replayed = append(replayed, asOfEvent(t, data))
 			}
+			checkThreeEvents(t, "SSE", "replay", replayed)
 			// One page (36 events, under the hub's buffer): one read per
 			// list, none for the next action (an event carries its own).
-			got := reads.take()
-			for _, kind := range []string{"attempts", "refunds", "processorCalls"} {
-				if got[kind] != 1 {
-					t.Errorf("replaying %d events read %s %d times, want once: %v", 3*payments, kind, got[kind], got)
+			checkListReads(t, "SSE", reads.take(), 1)
+
+			ws, err := streamtest.DialWS(ctx, b.srv.URL, "Bearer "+token)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ws.Close()
+			for _, id := range []string{"a", "b"} {
+				if err := ws.Subscribe(ctx, id, streamQuery, vars); err != nil {
+					t.Fatal(err)
 				}
 			}
-			if got["async"] != 0 {
-				t.Errorf("replaying read next actions %d times, want none: %v", got["async"], got)
+			byID := map[string][]string{}
+			for i := range 2 * 3 * payments {
+				m, err := ws.Next(ctx)
+				if err != nil || m.Type != "next" {
+					t.Fatalf("message %d: %+v %v", i, m, err)
+				}
+				byID[m.ID] = append(byID[m.ID], asOfEvent(t, m.Payload))
 			}
+			checkThreeEvents(t, "WebSocket a", "replay", byID["a"])
+			checkThreeEvents(t, "WebSocket b", "replay", byID["b"])
+			checkListReads(t, "two WebSocket subscriptions", reads.take(), 2)
 		})
+	}
+}
+
+// checkThreeEvents checks the events of threeEvents' payments made with
+// prefix, as asOfEvent describes them.
+func checkThreeEvents(t *testing.T, stream, prefix string, got []string) {
+	t.Helper()
+	if len(got)%3 != 0 || len(got) == 0 {
+		t.Fatalf("%s: %d events", stream, len(got))
+	}
+	for i, g := range got {
+		want := threeEventsWant[i%3]
+		if i%3 == 2 {
+			want = fmt.Sprintf(want, fmt.Sprintf("%s-%d-r", prefix, i/3))
+		}
+		if g != want {
+			t.Errorf("%s, event %d:\n got %s\nwant %s", stream, i, g, want)
+		}
+	}
+}
+
+// checkListReads checks that a replay read each list want times, and
+// next actions never.
+func checkListReads(t *testing.T, stream string, got map[string]int, want int) {
+	t.Helper()
+	for _, kind := range []string{"attempts", "refunds", "processorCalls"} {
+		if got[kind] != want {
+			t.Errorf("%s: the replay read %s %d times, want %d: %v", stream, kind, got[kind], want, got)
+		}
+	}
+	if got["async"] != 0 {
+		t.Errorf("%s: the replay read next actions %d times, want none: %v", stream, got["async"], got)
 	}
 }
 
@@ -123,18 +168,14 @@ func TestLiveEventsShowTheirOwnLists(t *testing.T) {
 		// The subscription is live once an event created after it opened
 		// arrives; events of one payment follow in order.
 		b.threeEvents(t, "live", 2)
+		var got []string
 		for i := range 6 {
 			event, data, err := stream.Next()
 			if err != nil || event != "next" {
 				t.Fatalf("event %d: %s %s %v", i, event, data, err)
 			}
-			want := threeEventsWant[i%3]
-			if i%3 == 2 {
-				want = fmt.Sprintf(want, fmt.Sprintf("live-%d-r", i/3))
-			}
-			if got := asOfEvent(t, data); got != want {
-				t.Errorf("event %d:\n got %s\nwant %s", i, got, want)
-			}
+			got = append(got, asOfEvent(t, data))
 		}
+		checkThreeEvents(t, "SSE", "live", got)
 	})
 }
