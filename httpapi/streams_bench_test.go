@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http/httptest"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +15,8 @@ import (
 	"github.com/cmpay/cmpay/internal/dbtest"
 	"github.com/cmpay/cmpay/internal/streamtest"
 	"github.com/cmpay/cmpay/payments"
+	"github.com/cmpay/cmpay/processor"
+	"github.com/cmpay/cmpay/processor/sandbox"
 )
 
 // BenchmarkReplay replays, over SSE, every event of 100 card payments
@@ -117,4 +121,47 @@ func setupEventsB(tb testing.TB, db dbtest.DB) (*bundle, *events.Service, *payme
 		time.Sleep(10 * time.Millisecond)
 	}
 	return setupB(tb, db, func(d *httpapi.Deps) { d.Service, d.Events = svc, ev }), ev, svc
+}
+
+// BenchmarkListWaitingPix lists 100 waiting Pix and boleto payments with
+// their next actions (payments(first: 100)) through the whole in-process
+// handler, and reports the next-action reads each listing makes.
+func BenchmarkListWaitingPix(b *testing.B) {
+	for _, dialect := range dbtest.Dialects {
+		b.Run(dialect, func(b *testing.B) {
+			db, reads := countedDB(b, dialect)
+			cfg := processor.DefaultConfig()
+			cfg.SandboxMethods = processor.SandboxAsync
+			svc, err := payments.NewService(db.Gorm, payments.Config{Processor: sandbox.New(cfg)})
+			if err != nil {
+				b.Fatal(err)
+			}
+			bundle := setupB(b, db, func(d *httpapi.Deps) { d.Service = svc })
+			for i := range 100 {
+				method := payments.MethodPix
+				if i%2 == 1 {
+					method = payments.MethodBoleto
+				}
+				if _, err := svc.Create(context.Background(), payments.CreateRequest{ClientID: "shop-bench", Amount: "10",
+					Currency: "BRL", Method: method, IdempotencyKey: fmt.Sprintf("wait-%d", i)}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			body := `{"query":"{ payments(first: 100) { edges { node { id status nextAction { type pixCode boletoLine expiresAt } paidAt expiredAt } } } }"}`
+			reads.take()
+			b.ResetTimer()
+			for range b.N {
+				req := httptest.NewRequest("POST", "/graphql", strings.NewReader(body))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Authorization", "Bearer "+token)
+				rec := httptest.NewRecorder()
+				bundle.handler.ServeHTTP(rec, req)
+				if rec.Code != 200 || strings.Count(rec.Body.String(), `"expiresAt"`) != 100 {
+					b.Fatalf("%d %.300s", rec.Code, rec.Body.String())
+				}
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(reads.take()["async"])/float64(b.N), "next-action-reads/op")
+		})
+	}
 }
