@@ -81,6 +81,12 @@ type Event struct {
 	Payment payments.Payment
 	// Refund is a PAYMENT_REFUNDED event's refund; nil otherwise.
 	Refund *payments.Refund
+	// Following is, for an event read back from the outbox (a replay from
+	// `after`, a catch-up), how many events of the same read a
+	// Subscription sends right after it: a receiver may take them at once
+	// and read what they show together (graph's forward). Zero for a live
+	// event and for the last of a read.
+	Following int
 }
 
 // Filter narrows a subscription; empty fields do not filter.

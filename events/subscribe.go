@@ -142,6 +142,9 @@ func (s *Service) replayPage(ctx context.Context, f Filter, cursor *int64, upTo 
 	}
 	stall := time.NewTimer(s.replay.stall)
 	defer stall.Stop()
+	for i := range batch {
+		batch[i].Following = len(batch) - 1 - i
+	}
 	for _, e := range batch {
 		select {
 		case out <- e:

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/99designs/gqlgen/graphql"
@@ -75,47 +76,183 @@ func (r *Resolver) paymentEvents(ctx context.Context, clientID, paymentID string
 	subCtx, cancel := context.WithCancel(ctx)
 	sub := r.Events.Subscribe(subCtx, f, from)
 	out := make(chan *events.Event)
+	feed, _ := ctx.Value(eventFeedKey{}).(*eventFeed)
+	feed.start()
 	go func() {
 		defer release()
 		defer close(out)
+		defer feed.stop()
 		defer cancel()
-		forward(ctx, conn, sub, out)
+		forward(ctx, conn, sub, out, feed, r.batchLoaders(ctx))
 	}()
 	return out, nil
 }
 
+// maxBatch is the most events forward takes together from a read of the
+// outbox (a page is up to a thousand): what one batch's lists hold in
+// memory beside the page.
+const maxBatch = 100
+
+// batchLoaders makes, for a batch of events, loaders primed with every
+// list the subscription's selection asks of their payments: one read per
+// list for the batch, each event's lists as of its event (payments'
+// asof.go). A read that fails primes nothing: each event then reads its
+// own, and says its error there.
+func (r *Resolver) batchLoaders(ctx context.Context) func([]events.Event) *loaders {
+	return func(batch []events.Event) *loaders {
+		l := newLoaders(r.Service)
+		ps := make([]payments.Payment, len(batch))
+		for i := range batch {
+			ps[i] = batch[i].Payment
+		}
+		if err := primeInto(ctx, l, r.Service, ps, "payment"); err != nil {
+			return newLoaders(r.Service)
+		}
+		return l
+	}
+}
+
 // forward hands sub's events to out until the subscription ends, its
-// client leaves (ctx), or its connection's credentials are refused.
-func forward(ctx context.Context, conn *connection, sub *events.Subscription, out chan<- *events.Event) {
+// client leaves (ctx), or its connection's credentials are refused. It
+// takes the events the subscription sends together (events.Event's
+// Following, up to maxBatch), makes their loaders (loadersOf), and hands
+// each event's loaders to feed just before the event.
+func forward(ctx context.Context, conn *connection, sub *events.Subscription, out chan<- *events.Event,
+	feed *eventFeed, loadersOf func([]events.Event) *loaders) {
 	var revoked <-chan struct{}
 	if conn != nil {
 		revoked = conn.refused
 	}
 	for {
-		var e events.Event
-		var ok bool
-		select {
-		case e, ok = <-sub.C:
-		case <-ctx.Done():
+		batch, ended := take(ctx, sub, revoked)
+		var l *loaders
+		if len(batch) > 0 && feed != nil {
+			l = loadersOf(batch)
+		}
+		for i := range batch {
+			// No event goes out once the credentials are refused.
+			if isClosed(revoked) || !feed.send(ctx, l) {
+				break
+			}
+			select {
+			case out <- &batch[i]:
+			case <-ctx.Done():
+				return
+			case <-revoked:
+			}
+		}
+		switch {
+		case ctx.Err() != nil:
 			return
-		case <-revoked:
+		case isClosed(revoked):
 			endSubscription(ctx, conn, refusedError())
 			return
-		}
-		if !ok {
-			if err := sub.Err(); err != nil && ctx.Err() == nil {
+		case ended:
+			if err := sub.Err(); err != nil {
 				endSubscription(ctx, conn, subscriptionError(ctx, err))
 			}
 			return
 		}
+	}
+}
+
+// take waits for sub's next event and takes those sent with it (Following),
+// up to maxBatch. ended: the subscription ended (closed, the client gone,
+// the credentials refused), after the events returned.
+func take(ctx context.Context, sub *events.Subscription, revoked <-chan struct{}) (batch []events.Event, ended bool) {
+	for want := 1; len(batch) < want; {
 		select {
-		case out <- &e:
+		case e, ok := <-sub.C:
+			if !ok {
+				return batch, true
+			}
+			batch = append(batch, e)
+			want = min(len(batch)+e.Following, maxBatch)
 		case <-ctx.Done():
-			return
+			return batch, true
 		case <-revoked:
-			endSubscription(ctx, conn, refusedError())
-			return
+			return batch, true
 		}
+	}
+	return batch, false
+}
+
+func isClosed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+// eventFeed hands each event of a subscription its loaders, from the
+// goroutine that forwards the events (forward) to gqlgen's, which resolves
+// them (withEventLoaders): the k-th loaders sent go with the k-th event,
+// since one goroutine sends both in that order and the other takes both in
+// that order. A nil eventFeed feeds nothing.
+type eventFeed struct {
+	started atomic.Bool
+	next    chan *loaders
+	stopped chan struct{}
+}
+
+type eventFeedKey struct{}
+
+func (f *eventFeed) start() {
+	if f != nil {
+		f.started.Store(true)
+	}
+}
+
+// stop says no more loaders come: the events are over.
+func (f *eventFeed) stop() {
+	if f != nil {
+		close(f.stopped)
+	}
+}
+
+// send hands l to the next event's resolution; false when ctx ended first.
+func (f *eventFeed) send(ctx context.Context, l *loaders) bool {
+	if f == nil {
+		return true
+	}
+	select {
+	case f.next <- l:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// receive is the loaders of the next event: nil for fresh ones, once the
+// events are over or when the subscription never started forwarding (its
+// resolver refused it).
+func (f *eventFeed) receive(ctx context.Context) *loaders {
+	if !f.started.Load() {
+		return nil
+	}
+	select {
+	case l := <-f.next:
+		return l
+	case <-f.stopped:
+	case <-ctx.Done():
+	}
+	return nil
+}
+
+// withEventLoaders gives each event of a subscription loaders of its own,
+// those forward made for its batch: a request's loaders cache what they
+// read for the request's life, and a subscription's request lasts as long
+// as its stream.
+func withEventLoaders(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
+	if op := graphql.GetOperationContext(ctx).Operation; op == nil || op.Operation != ast.Subscription {
+		return next(ctx)
+	}
+	feed := &eventFeed{next: make(chan *loaders), stopped: make(chan struct{})}
+	events := next(context.WithValue(ctx, eventFeedKey{}, feed))
+	return func(ctx context.Context) *graphql.Response {
+		return events(withOwnLoaders(ctx, feed.receive(ctx)))
 	}
 }
 

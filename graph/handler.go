@@ -163,6 +163,7 @@ func NewHandler(svc *payments.Service, opts Options) http.Handler {
 	srv.AroundOperations(streamsOnly)
 	srv.AroundOperations(withListBudget(opts.MaxComplexity))
 	srv.AroundOperations(withEnding)
+	srv.AroundOperations(withEventLoaders)
 	if opts.OnOperation != nil {
 		srv.AroundOperations(func(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
 			// A WebSocket carries many operations, run concurrently, for one

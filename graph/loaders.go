@@ -3,6 +3,7 @@ package graph
 import (
 	"context"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -54,15 +55,23 @@ func batched[T any](read func(context.Context, []payments.Payment) ([]T, error))
 
 // requestLoaders are one request's loaders, made when a resolver first
 // asks: most requests (a create, a capture) never do, and making them
-// costs a dozen allocations.
+// costs a dozen allocations. In a subscription they are one event's (or
+// one batch of replayed events'), never the stream's: a stream open for a
+// day would otherwise hold every list it ever showed (withEventLoaders).
 type requestLoaders struct {
 	once sync.Once
 	svc  *payments.Service
-	l    *loaders
+	// l, if set before the first get, are loaders made and primed
+	// beforehand (forward's, for a batch of events).
+	l *loaders
 }
 
 func (rl *requestLoaders) get() *loaders {
-	rl.once.Do(func() { rl.l = newLoaders(rl.svc) })
+	rl.once.Do(func() {
+		if rl.l == nil {
+			rl.l = newLoaders(rl.svc)
+		}
+	})
 	return rl.l
 }
 
@@ -72,6 +81,17 @@ func withLoaders(svc *payments.Service, next http.Handler) http.Handler {
 		ctx := context.WithValue(r.Context(), loadersKey{}, &requestLoaders{svc: svc})
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})
+}
+
+// withOwnLoaders is ctx with loaders of its own in place of the request's:
+// l, or fresh ones when l is nil. A ctx without the request's (no
+// withLoaders) is left as it is.
+func withOwnLoaders(ctx context.Context, l *loaders) context.Context {
+	rl, ok := ctx.Value(loadersKey{}).(*requestLoaders)
+	if !ok {
+		return ctx
+	}
+	return context.WithValue(ctx, loadersKey{}, &requestLoaders{svc: rl.svc, l: l})
 }
 
 // loadersFrom returns the request's loaders, or fresh ones for a context
@@ -84,38 +104,46 @@ func loadersFrom(ctx context.Context, svc *payments.Service) *loaders {
 }
 
 // prime reads, for a page of payments, the per-payment fields the query
-// asks of its nodes, each in one query, and primes the loaders with them.
-// A loader alone batches by timing (the keys asked for within loaderWait);
-// priming from the page makes the page's cost exact: one query per field,
-// whatever the page's size and however busy the machine.
+// asks of its nodes, each in one query, and primes the request's loaders
+// with them. A loader alone batches by timing (the keys asked for within
+// loaderWait); priming from the page makes the page's cost exact: one
+// query per field, whatever the page's size and however busy the machine.
 func prime(ctx context.Context, svc *payments.Service, page []payments.Payment, path ...string) error {
-	l := loadersFrom(ctx, svc)
-	if asked(ctx, append(path, "attempts")...) {
-		all, err := svc.AttemptsOf(ctx, page)
-		if err != nil {
-			return err
-		}
-		for i, p := range page {
-			l.attempts.Prime(p, all[i])
-		}
+	return primeInto(ctx, loadersFrom(ctx, svc), svc, page, path...)
+}
+
+// primeInto is prime into the loaders l: path leads from the current
+// field to the payments, ("edges", "node") for a page, ("payment") for a
+// subscription's events.
+func primeInto(ctx context.Context, l *loaders, svc *payments.Service, page []payments.Payment, path ...string) error {
+	if len(page) == 0 {
+		return nil
 	}
-	if asked(ctx, append(path, "refunds")...) {
-		all, err := svc.RefundsOf(ctx, page)
-		if err != nil {
-			return err
-		}
-		for i, p := range page {
-			l.refunds.Prime(p, all[i])
-		}
+	if err := primeList(ctx, l.attempts, svc.AttemptsOf, page, path, "attempts", "attemptCount"); err != nil {
+		return err
 	}
-	if asked(ctx, append(path, "processorCalls")...) {
-		all, err := svc.ProcessorCallsOf(ctx, page)
-		if err != nil {
-			return err
-		}
-		for i, p := range page {
-			l.processorCalls.Prime(p, all[i])
-		}
+	if err := primeList(ctx, l.refunds, svc.RefundsOf, page, path, "refunds", "refundCount"); err != nil {
+		return err
+	}
+	if err := primeList(ctx, l.processorCalls, svc.ProcessorCallsOf, page, path, "processorCalls", "processorCallCount"); err != nil {
+		return err
+	}
+	return primeList(ctx, l.async, svc.AsyncStatesOf, page, path, "nextAction", "paidAt", "expiredAt")
+}
+
+// primeList reads, when the query asks for one of fields at path, every
+// payment's value in one read, and primes loader with them.
+func primeList[T any](ctx context.Context, loader *dataloadgen.Loader[payments.Payment, T],
+	read func(context.Context, []payments.Payment) ([]T, error), page []payments.Payment, path []string, fields ...string) error {
+	if !slices.ContainsFunc(fields, func(f string) bool { return asked(ctx, append(slices.Clip(path), f)...) }) {
+		return nil
+	}
+	all, err := read(ctx, page)
+	if err != nil {
+		return err
+	}
+	for i, p := range page {
+		loader.Prime(p, all[i])
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/cmpay/cmpay/internal/clientid"
+	"github.com/cmpay/cmpay/internal/sqlq"
 	"github.com/cmpay/cmpay/internal/storable"
 	"github.com/cmpay/cmpay/models"
 )
@@ -349,6 +350,84 @@ func (s *Service) ProcessorCallsOf(ctx context.Context, ps []Payment) ([][]Proce
 	return out, nil
 }
 
+// AsyncStatesOf reads AsyncStateOf for each payment, in order, in one
+// query however many there are: the zero AsyncState for a card payment or
+// where Pix and boleto are paid at once (no query when none is left); an
+// event's payment's own, as the event left it.
+func (s *Service) AsyncStatesOf(ctx context.Context, ps []Payment) ([]AsyncState, error) {
+	out := make([]AsyncState, len(ps))
+	if !s.paysLater() {
+		return out, nil
+	}
+	var live []Payment
+	for i, p := range ps {
+		switch {
+		case !p.AsOf.IsZero():
+			out[i] = AsyncState{NextAction: p.NextAction, PaidAt: p.PaidAt, ExpiredAt: p.ExpiredAt}
+		case p.Method.async():
+			live = append(live, p)
+		}
+	}
+	if len(live) == 0 {
+		return out, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, readTimeout)
+	defer cancel()
+	rows, err := s.store.asyncStatesOf(ctx, paymentIDs(live))
+	if err != nil {
+		return nil, fmt.Errorf("read next actions: %w", err)
+	}
+	byID := make(map[string]AsyncState, len(rows))
+	for _, r := range rows {
+		byID[r.paymentID] = r.state
+	}
+	for i, p := range ps {
+		if p.AsOf.IsZero() && p.Method.async() {
+			st, ok := byID[p.ID]
+			if !ok {
+				return nil, fmt.Errorf("payment %s: %w", p.ID, ErrNotFound)
+			}
+			out[i] = st
+		}
+	}
+	return out, nil
+}
+
+// asyncRow is a payment's AsyncState as async_states_of reads it.
+type asyncRow struct {
+	paymentID string
+	state     AsyncState
+}
+
+// scanAsyncState reads async_states_of's columns: id, then async_state's.
+func scanAsyncState(row sqlq.Row) (asyncRow, error) {
+	var r asyncRow
+	var typ, pix, boleto, url *string
+	var expires, paid, expired *time.Time
+	if err := row.Scan(&r.paymentID, &typ, &pix, &boleto, &url, &expires, &paid, &expired); err != nil {
+		return asyncRow{}, err
+	}
+	r.state = asyncState(typ, pix, boleto, url, expires, paid, expired)
+	return r, nil
+}
+
+// asyncState is a payment's next action and times from their columns
+// (async_state's), each NULL when the payment has none.
+func asyncState(typ, pix, boleto, url *string, expires, paid, expired *time.Time) AsyncState {
+	var st AsyncState
+	if typ != nil && expires != nil {
+		st.NextAction = &NextAction{Type: NextActionType(*typ), PixCode: deref(pix), BoletoLine: deref(boleto),
+			HostedURL: deref(url), ExpiresAt: expires.UTC()}
+	}
+	if paid != nil {
+		st.PaidAt = paid.UTC()
+	}
+	if expired != nil {
+		st.ExpiredAt = expired.UTC()
+	}
+	return st
+}
+
 // groupByPayment keys rows, in their order, by their payment's id: a
 // payment may be listed more than once (the same payment as several
 // events left it), each reading the rows as of its own time.
@@ -361,10 +440,16 @@ func groupByPayment[T any](rows []T, paymentID func(T) string) map[string][]T {
 	return out
 }
 
+// paymentIDs are ps's ids, each once: a replayed page's events may carry
+// one payment many times.
 func paymentIDs(ps []Payment) []string {
-	ids := make([]string, len(ps))
-	for i, p := range ps {
-		ids[i] = p.ID
+	ids := make([]string, 0, len(ps))
+	seen := make(map[string]bool, len(ps))
+	for _, p := range ps {
+		if !seen[p.ID] {
+			seen[p.ID] = true
+			ids = append(ids, p.ID)
+		}
 	}
 	return ids
 }

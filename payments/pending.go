@@ -47,42 +47,7 @@ func (s *Service) AsyncStateOf(ctx context.Context, id string) (AsyncState, erro
 	if err != nil {
 		return AsyncState{}, fmt.Errorf("read payment %s's next action: %w", id, err)
 	}
-	var st AsyncState
-	if typ != nil && expires != nil {
-		st.NextAction = &NextAction{Type: NextActionType(*typ), PixCode: deref(pix), BoletoLine: deref(boleto),
-			HostedURL: deref(url), ExpiresAt: expires.UTC()}
-	}
-	if paid != nil {
-		st.PaidAt = paid.UTC()
-	}
-	if expired != nil {
-		st.ExpiredAt = expired.UTC()
-	}
-	return st, nil
-}
-
-// AsyncStatesOf reads AsyncStateOf for each payment, in order: the zero
-// AsyncState, without a query, for a card payment or where Pix and boleto
-// are paid at once; an event's payment's own, as the event left it.
-func (s *Service) AsyncStatesOf(ctx context.Context, ps []Payment) ([]AsyncState, error) {
-	out := make([]AsyncState, len(ps))
-	if !s.paysLater() {
-		return out, nil
-	}
-	for i, p := range ps {
-		if !p.AsOf.IsZero() {
-			out[i] = AsyncState{NextAction: p.NextAction, PaidAt: p.PaidAt, ExpiredAt: p.ExpiredAt}
-			continue
-		}
-		if !p.Method.async() {
-			continue
-		}
-		var err error
-		if out[i], err = s.AsyncStateOf(ctx, p.ID); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
+	return asyncState(typ, pix, boleto, url, expires, paid, expired), nil
 }
 
 // ApplyProcessorEvent applies an event the processor posted to the payment

@@ -49,11 +49,11 @@ func expand(set sqlq.Statements, text string) string {
 }
 
 // pageStatements are by_payment.sql's statements as a dialect runs them.
-type pageStatements struct{ attempts, refunds, calls string }
+type pageStatements struct{ attempts, refunds, calls, async string }
 
 func pageStatementsOf(set sqlq.Statements) pageStatements {
 	return pageStatements{attempts: expand(set, set.SQL("attempts_of")), refunds: expand(set, set.SQL("refunds_of")),
-		calls: expand(set, set.SQL("processor_calls_of"))}
+		calls: expand(set, set.SQL("processor_calls_of")), async: expand(set, set.SQL("async_states_of"))}
 }
 
 var (

@@ -48,6 +48,9 @@ type store interface {
 	// processorCallsOf reads the processor calls of the payments with the
 	// given ids, each payment's oldest first.
 	processorCallsOf(ctx context.Context, ids []string) ([]models.ProcessorCall, error)
+	// asyncStatesOf reads the next actions and times of the payments with
+	// the given ids, in no order.
+	asyncStatesOf(ctx context.Context, ids []string) ([]asyncRow, error)
 	// attemptCounts counts, on r (the primary or a replica), the attempts
 	// made since from, by hour and outcome (stats.go).
 	attemptCounts(ctx context.Context, r sqlq.Runner, from time.Time) ([]hourCount, error)

@@ -436,6 +436,10 @@ func (st *postgresStore) processorCallsOf(ctx context.Context, ids []string) ([]
 	return sqlq.Collect(ctx, st.pg, postgresPage.calls, []any{ids}, scanProcessorCall)
 }
 
+func (st *postgresStore) asyncStatesOf(ctx context.Context, ids []string) ([]asyncRow, error) {
+	return sqlq.Collect(ctx, st.pg, postgresPage.async, []any{ids}, scanAsyncState)
+}
+
 func (st *postgresStore) db() sqlq.DB { return st.pg }
 
 // claimDue leases due operations with FOR UPDATE SKIP LOCKED: instances

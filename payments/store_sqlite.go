@@ -426,6 +426,14 @@ func (st *sqliteStore) processorCallsOf(ctx context.Context, ids []string) ([]mo
 	return sqlq.Collect(ctx, st.lite, sqlitePage.calls, []any{string(list)}, scanProcessorCall)
 }
 
+func (st *sqliteStore) asyncStatesOf(ctx context.Context, ids []string) ([]asyncRow, error) {
+	list, err := json.Marshal(ids)
+	if err != nil {
+		return nil, err
+	}
+	return sqlq.Collect(ctx, st.lite, sqlitePage.async, []any{string(list)}, scanAsyncState)
+}
+
 func (st *sqliteStore) db() sqlq.DB { return st.lite }
 
 // claimDue leases due operations in one statement: SQLite's single writer

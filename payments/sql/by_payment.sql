@@ -10,6 +10,13 @@ SELECT id, payment_id, operation, outcome, at, idempotency_key, params, held_par
        differing_fields, attempted_amount_minor, attempted_currency, attempted_method, transport, actor, actor_address
 FROM idempotency_attempts WHERE payment_id {{in_payment_ids}} ORDER BY payment_id, at, id
 
+-- name: async_states_of
+-- The next action, payment and expiry times of the payments in $1, each
+-- with its id, in scanAsyncState's column order (list.go): what a page of
+-- Pix and boleto payments shows (AsyncStatesOf).
+SELECT id, next_action_type, pix_code, boleto_line, hosted_url, next_action_expires_at, paid_at, expired_at
+FROM payments WHERE id {{in_payment_ids}}
+
 -- name: refunds_of
 -- The refunds of the payments in $1, in scanRefund's column order
 -- (RefundsOf).
