@@ -5,7 +5,9 @@
 -- Takes up to $2 deliveries due at $1 that no other transaction holds
 -- (SKIP LOCKED: two instances never claim the same one), leases them until
 -- $3 (when they fall due again if this instance never records them) under
--- the token $4, and returns them with their endpoint. Fair: the endpoints
+-- the token $4, and returns them with their endpoint and whether their
+-- event's payment has any refund (made before the event or since), which
+-- its body then reads (refunds_of). Fair: the endpoints
 -- $12 answered quickly last time and take what is due; any other endpoint
 -- with $8 attempts in flight on this instance, or a client with $9 such
 -- attempts, gets no more ($5/$6 and $10/$11 list them). An endpoint with
@@ -58,7 +60,8 @@ WITH load_e AS (
 	FROM locked WHERE d.id = locked.id
 	RETURNING d.id, d.event_id, d.event_seq, d.endpoint_id, d.retries, d.event_at, d.expires_at
 )
-SELECT c.id, c.event_id, c.event_seq, c.endpoint_id, c.retries, c.event_at, c.expires_at, w.url, w.secret, w.client_id
+SELECT c.id, c.event_id, c.event_seq, c.endpoint_id, c.retries, c.event_at, c.expires_at, w.url, w.secret, w.client_id,
+	EXISTS (SELECT 1 FROM payment_events e JOIN refunds r ON r.payment_id = e.payment_id WHERE e.seq = c.event_seq)
 FROM claimed c JOIN webhook_endpoints w ON w.id = c.endpoint_id
 
 -- name: record
