@@ -19,8 +19,10 @@
 -- take every slot. Only the $7 oldest
 -- due deliveries of endpoints and clients with room are looked at, and the
 -- chosen ones are then found by id (= ANY of an array: a join let the
--- planner scan every delivery twice). Run planned for its arguments every
--- time: a cached generic plan might scan every delivery ever made.
+-- planner scan every delivery twice), and their payments' refunds looked
+-- for by payment, one row at most each (LATERAL: an EXISTS may be planned
+-- as a hash of every event's). Run planned for its arguments every time: a
+-- cached generic plan might scan every delivery ever made.
 WITH load_e AS (
 	SELECT * FROM unnest($5::text[], $6::int[]) AS t(id, n)
 ), load_c AS (
@@ -62,8 +64,10 @@ WITH load_e AS (
 	RETURNING d.id, d.event_id, d.event_seq, d.endpoint_id, d.retries, d.event_at, d.expires_at
 )
 SELECT c.id, c.event_id, c.event_seq, c.endpoint_id, c.retries, c.event_at, c.expires_at, w.url, w.secret, w.client_id,
-	EXISTS (SELECT 1 FROM payment_events e JOIN refunds r ON r.payment_id = e.payment_id WHERE e.seq = c.event_seq)
+	COALESCE(f.refunded, false)
 FROM claimed c JOIN webhook_endpoints w ON w.id = c.endpoint_id
+LEFT JOIN payment_events e ON e.seq = c.event_seq
+LEFT JOIN LATERAL (SELECT true AS refunded FROM refunds r WHERE r.payment_id = e.payment_id LIMIT 1) f ON true
 ORDER BY c.id
 
 -- name: record
