@@ -57,6 +57,9 @@ type claim struct {
 	// ClientID is the endpoint's client ("" for every client's).
 	ClientID string
 	Token    int64
+	// HasRefunds: the event's payment has a refund, made by the event or
+	// since; the body reads its refunds only then.
+	HasRefunds bool
 }
 
 // result is the outcome of one attempt.
@@ -198,18 +201,18 @@ func (s *Service) bodies(ctx context.Context, batch []claim) (map[int64][]byte, 
 			evs = append(evs, e)
 		}
 	}
-	// Only a captured payment has refunds, and a capture is never undone:
-	// an event whose payment had captured nothing had no refund then, and
-	// any other may have (failed ones too, whatever refundedAmount says).
-	var captured []string
-	for _, e := range evs {
-		if e.Payment.Captured.Minor > 0 && !slices.Contains(captured, e.Payment.ID) {
-			captured = append(captured, e.Payment.ID)
+	// The claim said which events' payments have any refund (failed ones
+	// too, whatever refundedAmount says): most have none, and a batch of
+	// those reads no refunds.
+	refunded := map[string]bool{}
+	for _, c := range batch {
+		if e, ok := bySeq[c.EventSeq]; ok && c.HasRefunds {
+			refunded[e.Payment.ID] = true
 		}
 	}
 	refunds := map[string][]models.Refund{}
-	if len(captured) > 0 {
-		rows, err := s.store.refundsOf(ctx, captured)
+	if len(refunded) > 0 {
+		rows, err := s.store.refundsOf(ctx, slices.Collect(maps.Keys(refunded)))
 		if err != nil {
 			return nil, fmt.Errorf("read refunds: %w", err)
 		}

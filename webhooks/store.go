@@ -45,7 +45,8 @@ type store interface {
 	// backlog counts the deliveries still to be made.
 	backlog(ctx context.Context) (int64, error)
 	// claim leases up to n deliveries due at now until until, under token,
-	// so that no other claim takes them meanwhile.
+	// so that no other claim takes them meanwhile, and says of each
+	// whether its event's payment has any refund.
 	claim(ctx context.Context, now, until time.Time, token int64, n int, l inFlight) ([]claim, error)
 	// record writes each result's outcome, where its claim still holds,
 	// with an attempt row.
@@ -219,10 +220,12 @@ func (st shared) replaceSecret(ctx context.Context, id, old, secret string) (boo
 	return n == 1, err
 }
 
-// scanClaim reads a claimed delivery with its endpoint.
+// scanClaim reads a claimed delivery with its endpoint and whether its
+// event's payment has refunds.
 func scanClaim(r sqlq.Row) (claim, error) {
 	var c claim
-	err := r.Scan(&c.ID, &c.EventID, &c.EventSeq, &c.EndpointID, &c.Retries, &c.EventAt, &c.ExpiresAt, &c.URL, &c.Secret, &c.ClientID)
+	err := r.Scan(&c.ID, &c.EventID, &c.EventSeq, &c.EndpointID, &c.Retries, &c.EventAt, &c.ExpiresAt, &c.URL, &c.Secret, &c.ClientID,
+		&c.HasRefunds)
 	c.EventAt = c.EventAt.UTC()
 	return c, err
 }

@@ -348,6 +348,48 @@ func TestStoreRearm(t *testing.T) {
 	})
 }
 
+// TestStoreClaimSaysWhichHaveRefunds: a claim says of each delivery
+// whether its event's payment has a refund, made before the event or
+// after it, so that a batch of payments without any reads none.
+func TestStoreClaimSaysWhichHaveRefunds(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		st, ctx := openStore(t, db), t.Context()
+		at := now()
+		ids := addDeliveries(t, db, "we_1", 4, at)
+		evs := []models.PaymentEvent{ // no event 4: swept
+			{Seq: 1, Type: "PAYMENT_CREATED", At: at, PaymentID: "pay_1"},
+			{Seq: 2, Type: "PAYMENT_CREATED", At: at, PaymentID: "pay_2"},
+			{Seq: 3, Type: "PAYMENT_REFUNDED", At: at.Add(time.Second), PaymentID: "pay_1"},
+		}
+		for i := range evs {
+			evs[i].ClientID, evs[i].PaymentKey, evs[i].Currency, evs[i].Method = "shop", "k", "BRL", "CREDIT_CARD"
+			evs[i].AmountMinor, evs[i].CapturedMinor, evs[i].PaymentCreatedAt, evs[i].Status = 1000, 1000, at, "CAPTURED"
+		}
+		refund := models.Refund{ID: "ref_1", PaymentID: "pay_1", AmountMinor: 100, IdempotencyKey: "r1", CreatedAt: at.Add(time.Second)}
+		if err := db.Gorm.Create(&evs).Error; err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Gorm.Create(&refund).Error; err != nil {
+			t.Fatal(err)
+		}
+		cs, err := st.claim(ctx, at.Add(time.Second), at.Add(lease), 7, 10, inFlight{})
+		if err != nil || len(cs) != 4 {
+			t.Fatalf("claim = %v, %v; want 4", claimIDs(cs), err)
+		}
+		var refunded []int64
+		for _, c := range cs {
+			if c.HasRefunds {
+				refunded = append(refunded, c.ID)
+			}
+		}
+		slices.Sort(refunded)
+		if want := []int64{ids[0], ids[2]}; fmt.Sprint(refunded) != fmt.Sprint(want) {
+			t.Errorf("deliveries with refunds: %v; want %v (the events of pay_1)", refunded, want)
+		}
+	})
+}
+
 // TestStoreRefundsOf: the refunds of the payments asked for, oldest first.
 func TestStoreRefundsOf(t *testing.T) {
 	t.Parallel()

@@ -5,8 +5,10 @@
 -- Takes up to $2 deliveries due at $1 that no other transaction holds
 -- (SKIP LOCKED: two instances never claim the same one), leases them until
 -- $3 (when they fall due again if this instance never records them) under
--- the token $4, and returns them with their endpoint. Fair: the endpoints
--- $12 answered quickly last time and take what is due; any other endpoint
+-- the token $4, and returns them, by id, with their endpoint and whether
+-- their event's payment has any refund (made before the event or since),
+-- which its body then reads (refunds_of). Fair: the endpoints $12
+-- answered quickly last time and take what is due; any other endpoint
 -- with $8 attempts in flight on this instance, or a client with $9 such
 -- attempts, gets no more ($5/$6 and $10/$11 list them). An endpoint with
 -- none in flight that is not in $13 (no answer last time) may still take
@@ -15,9 +17,12 @@
 -- client's oldest in turn, the oldest of each endpoint with none in flight first
 -- (those not in $13 before those in it), so that slow endpoints cannot
 -- take every slot. Only the $7 oldest
--- due deliveries of endpoints and clients with room are looked at. Run
--- planned for its arguments every time: a cached generic plan might scan
--- every delivery ever made.
+-- due deliveries of endpoints and clients with room are looked at, and the
+-- chosen ones are then found by id (= ANY of an array: a join let the
+-- planner scan every delivery twice), and their payments' refunds looked
+-- for by payment, one row at most each (LATERAL: an EXISTS may be planned
+-- as a hash of every event's). Run planned for its arguments every time: a
+-- cached generic plan might scan every delivery ever made.
 WITH load_e AS (
 	SELECT * FROM unnest($5::text[], $6::int[]) AS t(id, n)
 ), load_c AS (
@@ -50,16 +55,20 @@ WITH load_e AS (
 		OR first AND client_load + by_client <= $14
 	ORDER BY turn, next_attempt_at LIMIT $2
 ), locked AS (
-	SELECT d.id FROM webhook_deliveries d JOIN fair ON fair.id = d.id
-	WHERE d.status = 'PENDING' AND d.next_attempt_at <= $1
+	SELECT d.id FROM webhook_deliveries d
+	WHERE d.id = ANY (ARRAY(SELECT id FROM fair)) AND d.status = 'PENDING' AND d.next_attempt_at <= $1
 	FOR UPDATE OF d SKIP LOCKED
 ), claimed AS (
 	UPDATE webhook_deliveries d SET lease_until = $3, next_attempt_at = $3, claim_token = $4
-	FROM locked WHERE d.id = locked.id
+	WHERE d.id = ANY (ARRAY(SELECT id FROM locked))
 	RETURNING d.id, d.event_id, d.event_seq, d.endpoint_id, d.retries, d.event_at, d.expires_at
 )
-SELECT c.id, c.event_id, c.event_seq, c.endpoint_id, c.retries, c.event_at, c.expires_at, w.url, w.secret, w.client_id
+SELECT c.id, c.event_id, c.event_seq, c.endpoint_id, c.retries, c.event_at, c.expires_at, w.url, w.secret, w.client_id,
+	COALESCE(f.refunded, false)
 FROM claimed c JOIN webhook_endpoints w ON w.id = c.endpoint_id
+LEFT JOIN payment_events e ON e.seq = c.event_seq
+LEFT JOIN LATERAL (SELECT true AS refunded FROM refunds r WHERE r.payment_id = e.payment_id LIMIT 1) f ON true
+ORDER BY c.id
 
 -- name: record
 -- Records a batch of attempts, one per index of the arrays $1..$10: each

@@ -59,8 +59,11 @@ WHERE id IN (SELECT id FROM ranked
              ORDER BY turn, next_attempt_at LIMIT $4)
 
 -- name: claimed
--- The deliveries claim leased under the token $1, with their endpoint.
-SELECT d.id, d.event_id, d.event_seq, d.endpoint_id, d.retries, d.event_at, d.expires_at, w.url, w.secret, w.client_id
+-- The deliveries claim leased under the token $1, with their endpoint and
+-- whether their event's payment has any refund (made before the event or
+-- since), which its body then reads (refunds_of).
+SELECT d.id, d.event_id, d.event_seq, d.endpoint_id, d.retries, d.event_at, d.expires_at, w.url, w.secret, w.client_id,
+	EXISTS (SELECT 1 FROM payment_events e JOIN refunds r ON r.payment_id = e.payment_id WHERE e.seq = d.event_seq)
 FROM webhook_deliveries d JOIN webhook_endpoints w ON w.id = d.endpoint_id
 WHERE d.claim_token = $1 AND d.status = 'PENDING'
 
