@@ -16,14 +16,17 @@ func TestBusyVerdicts(t *testing.T) {
 		r    result
 		want verdict
 	}{
-		{result{status: 500, took: 20 * time.Millisecond}, answeredFast},
-		{result{status: 204, took: 1500 * time.Millisecond}, answeredSlowly},
-		{result{took: 10 * time.Second, problem: "no answer within 10s"}, unanswered},
-		{result{took: time.Millisecond, problem: "connection refused"}, unanswered},
+		{result{sent: true, status: 500, took: 20 * time.Millisecond}, answeredFast},
+		{result{sent: true, status: 204, took: 1500 * time.Millisecond}, answeredSlowly},
+		{result{sent: true, took: 10 * time.Second, problem: "no answer within 10s"}, unanswered},
+		{result{sent: true, took: time.Millisecond, problem: "connection refused"}, unanswered},
+		// Refused before the clock could tick (a coarse clock): still no answer.
+		{result{sent: true, problem: "connection refused"}, unanswered},
 		{result{problem: "bad url"}, notMade},
+		{result{problem: "not sent: no key opens the secret"}, notMade},
 		// A status at once, then a body that stalls until the timeout: it hangs.
-		{result{status: 200, ok: true, took: 10 * time.Second, bodyCut: true}, unanswered},
-		{result{status: 200, ok: true, took: 5 * time.Millisecond, bodyCut: true}, unanswered},
+		{result{sent: true, status: 200, ok: true, took: 10 * time.Second, bodyCut: true}, unanswered},
+		{result{sent: true, status: 200, ok: true, took: 5 * time.Millisecond, bodyCut: true}, unanswered},
 	}
 	for _, v := range verdicts {
 		if got := verdictOf(v.r); got != v.want {

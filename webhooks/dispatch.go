@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"maps"
 	"math/rand/v2"
 	"net/http"
@@ -67,6 +68,7 @@ type result struct {
 	claim
 	at      time.Time
 	took    time.Duration
+	sent    bool   // the request was made; not for a bad URL or an unopened secret
 	status  int    // HTTP status; 0 without an answer
 	problem string // what went wrong, or the start of a non-2xx answer
 	ok      bool
@@ -113,8 +115,8 @@ func (s *Service) Run(ctx context.Context) {
 		full := false
 		if free > 0 {
 			batch, err := s.claim(ctx, min(free, claimBatch))
-			if err != nil && ctx.Err() == nil {
-				s.log.Warn("webhooks: claim deliveries", "err", err)
+			if ctx.Err() == nil {
+				s.claims.Report(err)
 			}
 			full = len(batch) > 0 && len(batch) == min(free, claimBatch)
 			s.start(batch, slots, freed, &inFlight, results)
@@ -268,11 +270,13 @@ func (s *Service) attempt(c claim, body []byte) result {
 	if err != nil {
 		// Retried as any failed attempt: the operator may yet give the key.
 		r.problem = clip("not sent: " + err.Error())
-		s.log.Error("webhook delivery not signed", "endpoint", c.EndpointID, "delivery", c.ID, "error", err)
+		s.unsigned.Log(slog.LevelError, "not signed", "webhook delivery not signed", "endpoint", c.EndpointID,
+			"delivery", c.ID, "error", err)
 		return r
 	}
 	req.Header.Set(HeaderSignature, Sign(secret, time.Now(), body))
 	start := time.Now()
+	r.sent = true
 	res, err := s.client.Do(req)
 	if err != nil {
 		r.took = time.Since(start)
@@ -390,9 +394,10 @@ func (s *Service) record(batch []result) {
 	if err := s.store.record(ctx, batch, outs); err != nil {
 		// The leases run out and the deliveries are attempted again: at
 		// least once, never lost.
-		s.log.Warn("webhooks: record attempts", "err", err, "count", len(batch))
+		s.records.Fail(err, "count", len(batch))
 		return
 	}
+	s.records.OK()
 	for _, o := range outs {
 		if o.status == "PENDING" {
 			s.wakeAt(o.next)
@@ -400,7 +405,7 @@ func (s *Service) record(batch []result) {
 	}
 	h := s.cfg.Hooks
 	for i, r := range batch {
-		if h.Attempted != nil && (r.status != 0 || r.took > 0) {
+		if h.Attempted != nil && r.sent {
 			h.Attempted(r.took, r.ok)
 		}
 		switch outs[i].status {
@@ -484,16 +489,14 @@ const (
 // verdictOf is how r's attempt ended.
 func verdictOf(r result) verdict {
 	switch {
-	case r.bodyCut:
+	case !r.sent:
+		return notMade
+	case r.bodyCut, r.status == 0:
 		return unanswered
-	case r.status != 0 && r.took < fastAnswer:
+	case r.took < fastAnswer:
 		return answeredFast
-	case r.status != 0:
-		return answeredSlowly
-	case r.took > 0:
-		return unanswered
 	}
-	return notMade
+	return answeredSlowly
 }
 
 // fastAnswer is how soon an endpoint must answer (any status) to count as

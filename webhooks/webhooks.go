@@ -30,6 +30,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/cmpay/cmpay/events"
+	"github.com/cmpay/cmpay/internal/logrepeat"
 	"github.com/cmpay/cmpay/internal/secrets"
 	"github.com/cmpay/cmpay/internal/sqlq"
 	"github.com/cmpay/cmpay/internal/startstop"
@@ -131,7 +132,11 @@ type Service struct {
 	client  *http.Client
 	wake    chan struct{}
 	busy    *busy
-	timer   struct {
+	// claims, records and unsigned sum up what fails again and again (the
+	// database down, a secret no key opens) instead of a line each time.
+	claims, records *logrepeat.Failures
+	unsigned        *logrepeat.Sampler
+	timer           struct {
 		sync.Mutex
 		t  *time.Timer
 		at time.Time
@@ -180,6 +185,9 @@ func New(db *gorm.DB, ev *events.Service, cfg Config) (*Service, error) {
 	if s.log == nil {
 		s.log = slog.Default()
 	}
+	s.claims = &logrepeat.Failures{Logger: s.log, What: "webhooks: claim deliveries"}
+	s.records = &logrepeat.Failures{Logger: s.log, What: "webhooks: record attempts"}
+	s.unsigned = &logrepeat.Sampler{Logger: s.log}
 	s.client = newClient(s.guard, cfg.Concurrency, cfg.AttemptTimeout)
 	return s, nil
 }
