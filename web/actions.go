@@ -229,7 +229,7 @@ func resultOf(v paymentView, key string) *actionResult {
 	if latest == nil || applied == nil || latest.Outcome != payments.OutcomeApplied && latest.Outcome != payments.OutcomeReplayed {
 		return nil
 	}
-	return &actionResult{What: actionWords(v, applied), Replayed: latest.Outcome == payments.OutcomeReplayed,
+	return &actionResult{What: actionWords(v, applied, ""), Replayed: latest.Outcome == payments.OutcomeReplayed,
 		At: applied.At, By: applied.Actor}
 }
 
@@ -238,8 +238,9 @@ const waiting = " sent; the processor has not answered yet"
 
 // actionWords says what applied, a staff member's capture, cancel or
 // refund, came to at the processor as the page shows it: done, waiting
-// for its answer, or refused or failed there.
-func actionWords(v paymentView, applied *attemptView) string {
+// for its answer, or refused or failed there. A refund's note
+// (" (reason)") follows its amount.
+func actionWords(v paymentView, applied *attemptView, note string) string {
 	p := v.Payment
 	switch applied.Operation {
 	case payments.OpCapture:
@@ -263,7 +264,7 @@ func actionWords(v paymentView, applied *attemptView) string {
 			if rf.ID != applied.RefundID {
 				continue
 			}
-			amount := money(rf.Amount)
+			amount := money(rf.Amount) + note
 			switch rf.Status {
 			case payments.RefundProcessing:
 				return "Refund of " + amount + waiting
@@ -275,7 +276,15 @@ func actionWords(v paymentView, applied *attemptView) string {
 			}
 			return "Refunded " + amount
 		}
-		return "Refunded " + applied.Amount
+		return "Refunded " + cmp.Or(applied.Amount, "all that was left") + note
 	}
 	return ""
+}
+
+// appliedText is the timeline's line for an applied capture, cancel or
+// refund: worded by where the operation stands at the processor now
+// (actionWords), since APPLIED only says CMPay took the request, and a
+// capture the processor has not answered must not read as captured.
+func appliedText(v paymentView, a attemptView) string {
+	return actionWords(v, &a, reasonText(a.Params)) + "."
 }

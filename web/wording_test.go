@@ -169,25 +169,86 @@ func TestPaymentPageCreatedLine(t *testing.T) {
 	}
 	captured := payments.Params{payments.FieldCapture: "true"}
 	authorize := payments.Params{payments.FieldCapture: "false"}
+	// The create's first call went unanswered: the client got PROCESSING.
+	late := []payments.ProcessorCall{{Operation: payments.OpCreate, Outcome: payments.CallUnknown, Code: "timeout", At: created},
+		{Operation: payments.OpCreate, Outcome: payments.CallSucceeded, At: created.Add(time.Minute)}}
 	for _, c := range []struct {
 		p      payments.Payment
 		params payments.Params
 		want   string
+		calls  []payments.ProcessorCall
 	}{
-		{card(payments.StatusDeclined, "card_declined"), captured, "Created this payment; the processor declined it (card_declined): no money moved."},
-		{card(payments.StatusDeclined, ""), authorize, "Created this payment; the processor declined it: no money moved."},
-		{card(payments.StatusProcessing, ""), captured, "Created this payment; waiting for the processor's answer."},
-		{card(payments.StatusAuthorized, ""), authorize, "Created this payment, authorized only."},
-		{card(payments.StatusCanceled, ""), authorize, "Created this payment, authorized only."},
-		{card(payments.StatusRefunded, ""), captured, "Created this payment, captured."},
-		{samplePayment("pay_7", "order-7", 0, 0), captured, "Created this payment for the payer to pay by Pix."},
+		{card(payments.StatusDeclined, "card_declined"), captured, "Created this payment; the processor declined it (card_declined): no money moved.", nil},
+		{card(payments.StatusDeclined, ""), authorize, "Created this payment; the processor declined it: no money moved.", nil},
+		{card(payments.StatusProcessing, ""), captured, "Created this payment; answered PROCESSING: waiting for the processor's answer.", late[:1]},
+		{card(payments.StatusCaptured, ""), captured, "Created this payment; answered PROCESSING; captured later.", late},
+		{card(payments.StatusRefunded, ""), captured, "Created this payment; answered PROCESSING; captured later.", late},
+		{card(payments.StatusCanceled, ""), authorize, "Created this payment; answered PROCESSING; authorized later.", late},
+		{card(payments.StatusDeclined, "card_declined"), captured, "Created this payment; answered PROCESSING; the processor declined it later (card_declined): no money moved.", late},
+		{card(payments.StatusCaptured, ""), captured, "Created this payment, captured.", late[1:]},
+		{card(payments.StatusAuthorized, ""), authorize, "Created this payment, authorized only.", nil},
+		{card(payments.StatusCanceled, ""), authorize, "Created this payment, authorized only.", nil},
+		{card(payments.StatusRefunded, ""), captured, "Created this payment, captured.", nil},
+		{samplePayment("pay_7", "order-7", 0, 0), captured, "Created this payment for the payer to pay by Pix.", nil},
 	} {
 		at := payments.Attempt{Operation: payments.OpCreate, IdempotencyKey: c.p.IdempotencyKey, Outcome: payments.OutcomeCreated,
 			At: created, Transport: "rest", Params: c.params}
-		doc := renderDoc(t, paymentPage(paymentView{Payment: c.p, Attempts: []attemptView{{Attempt: at}}}))
+		doc := renderDoc(t, paymentPage(paymentView{Payment: c.p, Attempts: []attemptView{{Attempt: at}}, ProcessorCalls: c.calls}))
 		got := squash(doc.Find(`table.timeline > tbody > tr td[data-label="What happened"]`).Text())
 		if got != c.want {
-			t.Errorf("%s payment's create line %q, want %q", c.p.Status, got, c.want)
+			t.Errorf("%s payment's create line (%d calls) %q, want %q", c.p.Status, len(c.calls), got, c.want)
+		}
+	}
+}
+
+// An applied capture, cancel or refund reads as where it stands at the
+// processor: a capture of 150.00 BRL whose call timed out read "Captured
+// 150.00 BRL." while nothing was captured.
+func TestPaymentPageAppliedLine(t *testing.T) {
+	t.Parallel()
+	brl := func(minor int64) payments.Money { return payments.Money{Minor: minor, Currency: "BRL"} }
+	authorized := samplePayment("pay_8", "order-8", 0, 0)
+	authorized.Method, authorized.Status, authorized.Captured, authorized.Amount = payments.MethodCreditCard, payments.StatusAuthorized, brl(0), brl(20000)
+	capturing, canceling := authorized, authorized
+	capturing.PendingOperation, canceling.PendingOperation = payments.OpCapture, payments.OpCancel
+	captured := authorized
+	captured.Status, captured.Captured = payments.StatusCaptured, brl(15000)
+	canceled := authorized
+	canceled.Status = payments.StatusCanceled
+	refund := func(st payments.RefundStatus) []payments.Refund {
+		return []payments.Refund{{ID: "ref_1", Amount: brl(2000), Status: st}}
+	}
+	for _, c := range []struct {
+		name    string
+		p       payments.Payment
+		op      payments.Operation
+		refunds []payments.Refund
+		want    string
+	}{
+		{"pending capture", capturing, payments.OpCapture, nil, "Capture of 150.00 BRL sent; the processor has not answered yet."},
+		{"capture", captured, payments.OpCapture, nil, "Captured 150.00 BRL."},
+		{"pending cancel", canceling, payments.OpCancel, nil, "Cancel sent; the processor has not answered yet."},
+		{"cancel", canceled, payments.OpCancel, nil, "Canceled the authorization."},
+		{"pending refund", captured, payments.OpRefund, refund(payments.RefundProcessing), "Refund of 20.00 BRL (one item) sent; the processor has not answered yet."},
+		{"refund", captured, payments.OpRefund, refund(payments.RefundSucceeded), "Refunded 20.00 BRL (one item)."},
+		{"failed refund", captured, payments.OpRefund, []payments.Refund{{ID: "ref_1", Amount: brl(2000), Status: payments.RefundFailed, FailureCode: "expired_card"}},
+			"Refund of 20.00 BRL (one item) failed at the processor (expired_card)."},
+	} {
+		params := payments.Params{payments.FieldReason: "one item"}
+		amount := ""
+		if c.op != payments.OpCancel {
+			params[payments.FieldAmount] = map[payments.Operation]string{payments.OpCapture: "150", payments.OpRefund: "20"}[c.op]
+			amount = paramAmount(params, "BRL")
+		}
+		if c.op != payments.OpRefund {
+			delete(params, payments.FieldReason)
+		}
+		at := attemptView{Attempt: payments.Attempt{Operation: c.op, IdempotencyKey: "k-1", Outcome: payments.OutcomeApplied,
+			At: created, Transport: "rest", Params: params, RefundID: "ref_1"}, Amount: amount}
+		doc := renderDoc(t, paymentPage(paymentView{Payment: c.p, Refunds: c.refunds, Attempts: []attemptView{at}}))
+		got := squash(doc.Find(`table.timeline > tbody > tr td[data-label="What happened"]`).Text())
+		if got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
 		}
 	}
 }
