@@ -63,6 +63,39 @@ func newActionForms(p payments.Payment) *actionForms {
 	return f
 }
 
+// noActionText says why the payment page offers no action: what waits
+// for the processor or the payer when something does (CMPay resolves it,
+// so nobody should redo it), else the status that allows none.
+func noActionText(v paymentView) string {
+	p := v.Payment
+	const resolves = " CMPay resolves it, nothing to do."
+	switch {
+	case p.PendingOperation == payments.OpCapture:
+		return "A capture of " + pendingCaptureAmount(v) + " waits for the processor;" + resolves
+	case p.PendingOperation == payments.OpCancel:
+		return "A cancel of the authorization waits for the processor;" + resolves
+	case p.Status == payments.StatusProcessing:
+		return "The payment waits for the processor's answer;" + resolves
+	case p.Status == payments.StatusPending:
+		return "The payment waits for its payer; CMPay learns from the processor when it is paid or expires, nothing to do."
+	case p.Reserved.Minor > 0 && p.Refundable().Minor <= 0:
+		return "Refunds of " + money(p.Reserved) + " wait for the processor and hold all that is left to refund;" +
+			" CMPay resolves them, nothing to do."
+	}
+	return "Nothing can be done to a payment that is " + string(p.Status) + "."
+}
+
+// pendingCaptureAmount is what the capture waiting for the processor
+// asked for: the newest applied capture's amount, else all authorized.
+func pendingCaptureAmount(v paymentView) string {
+	for i := len(v.Attempts) - 1; i >= 0; i-- {
+		if a := v.Attempts[i]; a.Operation == payments.OpCapture && a.Outcome == payments.OutcomeApplied && a.Amount != "" {
+			return a.Amount
+		}
+	}
+	return money(v.Payment.Amount)
+}
+
 func (f *actionForms) any() bool { return f.Capture != nil || f.Cancel != nil || f.Refund != nil }
 
 func (a *admin) capture(w http.ResponseWriter, r *http.Request) { a.act(w, r, staff.ActCapture) }

@@ -252,3 +252,32 @@ func TestPaymentPageAppliedLine(t *testing.T) {
 		}
 	}
 }
+
+// With no action to offer, the page says what waits instead of blaming the
+// status: a pending capture read "Nothing can be done to a payment that is
+// AUTHORIZED."
+func TestNoActionSaysWhatWaits(t *testing.T) {
+	t.Parallel()
+	brl := func(minor int64) payments.Money { return payments.Money{Minor: minor, Currency: "BRL"} }
+	capturing := samplePayment("pay_9", "order-9", 0, 0)
+	capturing.Method, capturing.Status, capturing.Captured, capturing.Amount = payments.MethodCreditCard, payments.StatusAuthorized, brl(0), brl(20000)
+	capturing.PendingOperation = payments.OpCapture
+	capture := attemptView{Attempt: payments.Attempt{Operation: payments.OpCapture, Outcome: payments.OutcomeApplied, At: created}, Amount: "150.00 BRL"}
+	reserved := samplePayment("pay_10", "order-10", 0, 0)
+	reserved.Reserved = reserved.Captured
+	refunded := samplePayment("pay_11", "order-11", 0, 0)
+	refunded.Status, refunded.Refunded = payments.StatusRefunded, refunded.Captured
+	for _, c := range []struct {
+		v    paymentView
+		want string
+	}{
+		{paymentView{Payment: capturing, Attempts: []attemptView{capture}}, "A capture of 150.00 BRL waits for the processor; CMPay resolves it, nothing to do."},
+		{paymentView{Payment: reserved}, "Refunds of 10.50 BRL wait for the processor and hold all that is left to refund; CMPay resolves them, nothing to do."},
+		{paymentView{Payment: refunded}, "Nothing can be done to a payment that is REFUNDED."},
+	} {
+		c.v.Actions = newActionForms(c.v.Payment)
+		if got := squash(renderDoc(t, paymentPage(c.v)).Find(".actions-panel p.none").Text()); got != c.want {
+			t.Errorf("%s: %q, want %q", c.v.Payment.ID, got, c.want)
+		}
+	}
+}
