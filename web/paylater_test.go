@@ -62,24 +62,28 @@ func TestPayLaterSection(t *testing.T) {
 	}
 }
 
-// The overview counts the day's payments that wait, or ended unpaid, each
+// The overview counts the payments and operations that wait, whatever
+// their age, and the day's payments that ended unpaid, each payment count
 // a link to the list of that status.
 func TestGlanceCountsWaitingAndUnpaid(t *testing.T) {
 	t.Parallel()
 	st := payments.Stats{Hours: make([]payments.HourStats, 24),
 		Unsettled: map[payments.Status]int{payments.StatusPending: 2},
-		Unpaid:    map[payments.Status]int{payments.StatusExpired: 1}}
+		Unpaid:    map[payments.Status]int{payments.StatusExpired: 1},
+		Waiting:   map[payments.Operation]int{payments.OpCapture: 1, payments.OpRefund: 2}}
 	doc := renderDoc(t, glance(st, newChart(st)))
 	items := doc.Find("ul.statuses li")
-	if items.Length() != 4 {
-		t.Fatalf("%d status counts, want 4", items.Length())
+	if items.Length() != 5 {
+		t.Fatalf("%d status counts, want 5", items.Length())
 	}
-	for i, want := range []string{"0 waiting for the processor", "2 waiting for their payer", "0 declined", "1 expired unpaid"} {
-		if got := strings.Join(strings.Fields(items.Eq(i).Find("a").Text()), " "); got != want {
+	for i, want := range []string{"0 waiting for the processor (any age)",
+		"3 captures, cancels and refunds waiting for the processor (1 capture, 2 refunds; any age, CMPay resolves them)",
+		"2 waiting for their payer (Pix, boleto; any age)", "0 declined", "1 expired unpaid"} {
+		if got := strings.Join(strings.Fields(items.Eq(i).Text()), " "); got != want {
 			t.Errorf("count %d: %q, want %q", i, got, want)
 		}
 	}
-	if href, _ := items.Eq(1).Find("a").Attr("href"); !strings.Contains(href, "status=PENDING") {
+	if href, _ := items.Eq(2).Find("a").Attr("href"); !strings.Contains(href, "status=PENDING") {
 		t.Errorf("the PENDING count links to %q", href)
 	}
 }
