@@ -180,11 +180,14 @@ type filterForm struct {
 	After                       string
 }
 
+// parseFilterForm reads the filters from the URL. Only the search box is
+// trimmed (an id pasted with a space); a client id is taken as it is, since
+// one may begin or end with spaces and the payment page links to it so.
 func parseFilterForm(q url.Values) filterForm {
 	on := func(name string) bool { v := q.Get(name); return v == "1" || v == "on" || v == "true" }
 	return filterForm{
 		Q:        strings.TrimSpace(q.Get("q")),
-		Client:   strings.TrimSpace(q.Get("client")),
+		Client:   q.Get("client"),
 		Key:      q.Get("key"),
 		From:     q.Get("from"),
 		To:       q.Get("to"),

@@ -134,6 +134,15 @@ func TestFilterFormURLRoundTrip(t *testing.T) {
 	if parsed != form {
 		t.Errorf("round trip of %s: %+v, want %+v", u, parsed, form)
 	}
+	// A client id with spaces around it, as the payment page links to it:
+	// trimmed, it matched nothing.
+	spaced := filterForm{Client: " +shop "}
+	if got := parseFilterForm(mustQuery(t, spaced.url(""))); got != spaced {
+		t.Errorf("round trip of %s: %+v, want %+v", spaced.url(""), got, spaced)
+	}
+	if got := parseFilterForm(mustQuery(t, spaced.csvURL())); got != spaced {
+		t.Errorf("round trip of %s: %+v, want %+v", spaced.csvURL(), got, spaced)
+	}
 	if (filterForm{}).url("") != "/admin" {
 		t.Error("no filters should be plain /admin")
 	}
