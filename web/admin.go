@@ -17,6 +17,7 @@ import (
 	"github.com/cmpay/cmpay/apitoken"
 	"github.com/cmpay/cmpay/database"
 	"github.com/cmpay/cmpay/intake"
+	"github.com/cmpay/cmpay/internal/storable"
 	"github.com/cmpay/cmpay/payments"
 	"github.com/cmpay/cmpay/staff"
 	"github.com/cmpay/cmpay/webhooks"
@@ -310,12 +311,14 @@ func (a *admin) list(w http.ResponseWriter, r *http.Request) {
 	form := parseFilterForm(r.URL.Query())
 	ctx := r.Context()
 
-	// A payment id in the search box goes straight to the payment.
-	if strings.HasPrefix(form.Q, "pay_") {
-		if p, err := a.svc.Get(ctx, form.Q); err == nil {
-			http.Redirect(w, r, "/admin/payments/"+url.PathEscape(p.ID), http.StatusSeeOther)
-			return
-		}
+	// A payment id, a refund id or a processor's reference in the search
+	// box goes straight to the payment.
+	if id, err := a.searchedPayment(ctx, form.Q); err != nil {
+		serverError(w, r, err)
+		return
+	} else if id != "" {
+		http.Redirect(w, r, "/admin/payments/"+url.PathEscape(id), http.StatusSeeOther)
+		return
 	}
 
 	view := listView{Form: form}
@@ -346,6 +349,32 @@ func (a *admin) list(w http.ResponseWriter, r *http.Request) {
 	}
 	view.Chart = newChart(view.Stats)
 	render(w, r, status, listPage(view))
+}
+
+// searchedPayment is the id of the payment q names by its id, a refund's
+// id (ref_…) or its reference at the processor (sbx_pi_…, pi_…), each
+// read by its index; "" when q names none, and the list searches for it.
+func (a *admin) searchedPayment(ctx context.Context, q string) (string, error) {
+	var (
+		id  string
+		err error
+	)
+	switch {
+	case q == "" || !storable.Text(q):
+		return "", nil // the list says why nothing can match
+	case strings.HasPrefix(q, "pay_"):
+		var p payments.Payment
+		p, err = a.svc.Get(ctx, q)
+		id = p.ID
+	case strings.HasPrefix(q, "ref_"):
+		id, err = a.svc.PaymentOfRefund(ctx, q)
+	default:
+		id, err = a.svc.PaymentOfReference(ctx, q)
+	}
+	if errors.Is(err, payments.ErrNotFound) {
+		return "", nil
+	}
+	return id, err
 }
 
 // paymentView is everything a payment's page shows.

@@ -1187,7 +1187,7 @@ func filters(f filterForm) templ.Component {
 		}
 		ctx = templ.InitializeContext(ctx)
 		ctx = templ.ClearChildren(ctx)
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 94, "<form class=\"filters\" method=\"get\" action=\"/admin\" role=\"search\"><div class=\"field wide\"><label for=\"q\">Search: payment id, idempotency key or client id</label> <input id=\"q\" name=\"q\" type=\"search\" value=\"")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 94, "<form class=\"filters\" method=\"get\" action=\"/admin\" role=\"search\"><div class=\"field wide\"><label for=\"q\">Search, exact match: payment id, refund id, processor reference, idempotency key or client id</label> <input id=\"q\" name=\"q\" type=\"search\" value=\"")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
