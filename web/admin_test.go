@@ -285,3 +285,21 @@ func TestPaymentPageAttributesRepeats(t *testing.T) {
 		t.Errorf("badges %q, want %q", badges, want)
 	}
 }
+
+// A partial capture shows under the status, as a partial refund does:
+// "80.00 BRL … CAPTURED" hid that 50.00 was captured.
+func TestListShowsPartialCaptures(t *testing.T) {
+	t.Parallel()
+	partial := samplePayment("pay_p", "partial", 0, 0)
+	partial.Captured.Minor = 500
+	refunded := partial
+	refunded.ID, refunded.Status, refunded.Refunded.Minor = "pay_r", payments.StatusPartiallyRefunded, 100
+	whole := samplePayment("pay_w", "whole", 0, 0)
+	doc := renderDoc(t, listPage(listView{Payments: []payments.Payment{partial, refunded, whole}, Chart: newChart(payments.Stats{})}))
+	rows := doc.Find("table.payments tbody tr")
+	for i, want := range []string{"CAPTURED 5.00 BRL captured", "PARTIALLY_REFUNDED 5.00 BRL captured 1.00 BRL refunded", "CAPTURED"} {
+		if got := squash(rows.Eq(i).Find(`td[data-label="Status"]`).Text()); got != want {
+			t.Errorf("row %d status %q, want %q", i, got, want)
+		}
+	}
+}
