@@ -389,6 +389,9 @@ type paymentView struct {
 	// a day: a double charge made with two different keys, which no
 	// idempotency key can catch, shows up here.
 	Lookalikes []payments.Payment
+	// MoreLookalikes says there are more than those listed (the list stops
+	// at maxLookalikes).
+	MoreLookalikes bool
 
 	// Actions are the forms the staff member may use on the payment as it
 	// is now; nil for a viewer (actions.go).
@@ -405,8 +408,12 @@ type paymentView struct {
 	ProcessorEvents []intake.Received
 }
 
-// lookalikeWindow is how far around a payment lookalikes are searched.
-const lookalikeWindow = 24 * time.Hour
+// lookalikeWindow is how far around a payment lookalikes are searched, and
+// maxLookalikes how many payments of that window are read.
+const (
+	lookalikeWindow = 24 * time.Hour
+	maxLookalikes   = 20
+)
 
 // attemptView is one request on the timeline; for a rejected one, what it
 // asked for beside what the key was first used for.
@@ -464,10 +471,11 @@ func (a *admin) paymentView(ctx context.Context, id string) (paymentView, error)
 		Amount:   &p.Amount,
 		From:     p.CreatedAt.Add(-lookalikeWindow),
 		To:       p.CreatedAt.Add(lookalikeWindow),
-	}, 20, "")
+	}, maxLookalikes, "")
 	if err != nil {
 		return paymentView{}, err
 	}
+	view.MoreLookalikes = near.HasNextPage
 	for _, other := range near.Payments {
 		if other.ID != p.ID {
 			view.Lookalikes = append(view.Lookalikes, other)

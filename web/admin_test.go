@@ -303,3 +303,23 @@ func TestListShowsPartialCaptures(t *testing.T) {
 		}
 	}
 }
+
+// A lookalike list cut at its limit says there may be more: "20 other
+// payments" read as a count.
+func TestLookalikeCountSaysOrMore(t *testing.T) {
+	t.Parallel()
+	p := samplePayment("pay_l", "l", 0, 0)
+	others := make([]payments.Payment, 20)
+	for i := range others {
+		others[i] = samplePayment("pay_o"+itoa(i), "o"+itoa(i), 0, 0)
+	}
+	for _, c := range []struct {
+		more bool
+		want string
+	}{{true, "this client has 20 or more other payments of"}, {false, "this client has 20 other payments of"}} {
+		got := squash(renderDoc(t, paymentPage(paymentView{Payment: p, Lookalikes: others, MoreLookalikes: c.more})).Find(".answer").Text())
+		if !strings.Contains(got, c.want) {
+			t.Errorf("more %v: %q, want it to say %q", c.more, got, c.want)
+		}
+	}
+}

@@ -177,3 +177,12 @@ func methodWord(m payments.Method) string {
 	}
 	return "Pix"
 }
+
+// lookalikeCount is "1 other payment", "3 other payments", or, when the
+// list stopped before the last, "19 or more other payments".
+func lookalikeCount(v paymentView) string {
+	if v.MoreLookalikes {
+		return itoa(len(v.Lookalikes)) + " or more other payments"
+	}
+	return plural(len(v.Lookalikes), "other payment", "other payments")
+}
