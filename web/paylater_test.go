@@ -65,6 +65,30 @@ func TestPayLaterSection(t *testing.T) {
 // The overview counts the payments and operations that wait, whatever
 // their age, and the day's payments that ended unpaid, each payment count
 // a link to the list of that status.
+// An expired Pix is not headed "Paid by the payer" and shows no QR code to
+// scan.
+func TestPayLaterSectionAfterTheFact(t *testing.T) {
+	t.Parallel()
+	const code = "00020101021226800014br.gov.bcb.pix"
+	qr, err := qrDataURL(code)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pix := payments.AsyncState{NextAction: &payments.NextAction{Type: payments.NextActionPixCode, PixCode: code, ExpiresAt: created}}
+	for _, c := range []struct {
+		status payments.Status
+		title  string
+		qr     int
+	}{{payments.StatusPending, "To be paid by the payer", 1}, {payments.StatusExpired, "Not paid: expired", 0}, {payments.StatusCaptured, "Paid by the payer", 0}} {
+		p := samplePayment("pay_pix", "order-1", 0, 0)
+		p.Status = c.status
+		doc := renderDoc(t, payLater(paymentView{Payment: p, PixQR: qr, Async: pix}))
+		if got := doc.Find("h2").Text(); got != c.title || doc.Find("img.qr").Length() != c.qr {
+			t.Errorf("%s: heading %q, %d QR codes; want %q, %d", c.status, got, doc.Find("img.qr").Length(), c.title, c.qr)
+		}
+	}
+}
+
 func TestGlanceCountsWaitingAndUnpaid(t *testing.T) {
 	t.Parallel()
 	st := payments.Stats{Hours: make([]payments.HourStats, 24),

@@ -136,3 +136,17 @@ func refundStatusClass(st payments.RefundStatus) string {
 	}
 	return "created"
 }
+
+// payLaterTitle heads a Pix or boleto's section by what came of it: an
+// expired Pix read "Paid by the payer".
+func payLaterTitle(p payments.Payment) string {
+	switch p.Status {
+	case payments.StatusPending:
+		return "To be paid by the payer"
+	case payments.StatusExpired:
+		return "Not paid: expired"
+	case payments.StatusProcessing:
+		return "To be paid by the payer, once the processor has made it"
+	}
+	return "Paid by the payer"
+}
