@@ -66,7 +66,7 @@ func TestPayLaterSection(t *testing.T) {
 // their age, and the day's payments that ended unpaid, each payment count
 // a link to the list of that status.
 // An expired Pix is not headed "Paid by the payer" and shows no QR code to
-// scan.
+// scan; a boleto's line is shown in its printed groups.
 func TestPayLaterSectionAfterTheFact(t *testing.T) {
 	t.Parallel()
 	const code = "00020101021226800014br.gov.bcb.pix"
@@ -86,6 +86,14 @@ func TestPayLaterSectionAfterTheFact(t *testing.T) {
 		if got := doc.Find("h2").Text(); got != c.title || doc.Find("img.qr").Length() != c.qr {
 			t.Errorf("%s: heading %q, %d QR codes; want %q, %d", c.status, got, doc.Find("img.qr").Length(), c.title, c.qr)
 		}
+	}
+	const line = "23790123456000000000300000000000100000000001000"
+	boleto := samplePayment("pay_boleto", "order-2", 0, 0)
+	boleto.Method, boleto.Status = payments.MethodBoleto, payments.StatusPending
+	doc := renderDoc(t, payLater(paymentView{Payment: boleto,
+		Async: payments.AsyncState{NextAction: &payments.NextAction{Type: payments.NextActionBoleto, BoletoLine: line, ExpiresAt: created}}}))
+	if got, want := doc.Find("dd code").Text(), "23790.12345 60000.000003 00000.000000 1 00000000001000"; got != want {
+		t.Errorf("boleto line %q, want %q", got, want)
 	}
 }
 

@@ -3,6 +3,7 @@ package web
 import (
 	"cmp"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/cmpay/cmpay/payments"
@@ -149,4 +150,15 @@ func payLaterTitle(p payments.Payment) string {
 		return "To be paid by the payer, once the processor has made it"
 	}
 	return "Paid by the payer"
+}
+
+// boletoGroups writes a boleto's 47-digit line in the groups it is printed
+// in (fields of 5.5, 5.6 and 5.6 digits, the check digit, then 14 digits),
+// for display only; any other text is left as it is.
+func boletoGroups(line string) string {
+	if len(line) != 47 || strings.Trim(line, "0123456789") != "" {
+		return line
+	}
+	return line[0:5] + "." + line[5:10] + " " + line[10:15] + "." + line[15:21] + " " +
+		line[21:26] + "." + line[26:32] + " " + line[32:33] + " " + line[33:47]
 }
