@@ -82,8 +82,11 @@ func TestDangerousButtonsAskFirst(t *testing.T) {
 	t.Parallel()
 	tokens := renderDoc(t, tokensPage(tokensView{Available: true, Tokens: []apitoken.Token{{ID: "tok_1", Name: "shop", CreatedAt: created}}}))
 	accounts := renderDoc(t, staffPage(staffView{Me: "root", Accounts: []staff.Account{{Username: "ana", Role: staff.Viewer, CreatedAt: created}}}))
-	for name, doc := range map[string]*goquery.Document{"tokens": tokens, "staff": accounts} {
-		form := doc.Find(`form[action$="/revoke"], form[action$="/disable"]`)
+	authorized := samplePayment("pay_a", "order-a", 0, 0)
+	authorized.Status, authorized.Captured.Minor = payments.StatusAuthorized, 0
+	payment := renderDoc(t, paymentPage(paymentView{Payment: authorized, Actions: newActionForms(authorized)}))
+	for name, doc := range map[string]*goquery.Document{"tokens": tokens, "staff": accounts, "payment": payment} {
+		form := doc.Find(`form[action$="/revoke"], form[action$="/disable"], form[action$="/cancel"]`)
 		if form.Length() != 1 || form.ParentsFiltered("details.confirm").Length() != 1 || form.Parent().Find("summary").Length() != 1 {
 			t.Errorf("%s: the form is not behind a confirming <details>", name)
 		}
