@@ -102,6 +102,26 @@ func (a *admin) capture(w http.ResponseWriter, r *http.Request) { a.act(w, r, st
 func (a *admin) cancel(w http.ResponseWriter, r *http.Request)  { a.act(w, r, staff.ActCancel) }
 func (a *admin) refund(w http.ResponseWriter, r *http.Request)  { a.act(w, r, staff.ActRefund) }
 
+// typedAmountProblem says what is wrong with an amount typed in an admin
+// form, "" when nothing is (or none was typed). The API takes any decimal
+// text, exponents included; a person types digits and a point, so what
+// the API would take otherwise ("1e1", which meant 10.00) is refused here,
+// and "1,50" with how to write it. Other text is left to the engine's
+// own message.
+func typedAmountProblem(text string) string {
+	digits := func(s string) bool { return s != "" && strings.Trim(s, "0123456789") == "" }
+	if w, f, comma := strings.Cut(text, ","); comma && digits(w) && digits(f) {
+		return "use a point for the decimals: " + w + "." + f
+	}
+	if !strings.ContainsAny(text, "eE+") {
+		return ""
+	}
+	if _, err := payments.ParseAmount(text, "BRL"); err != nil {
+		return "" // the engine refuses it, saying why
+	}
+	return "type the amount as digits with an optional point, like 12.50"
+}
+
 // maxFormBytes bounds an admin form's body.
 const maxFormBytes = 16 << 10
 
@@ -126,6 +146,10 @@ func (a *admin) act(w http.ResponseWriter, r *http.Request, action staff.Action)
 		reason = &reasonText
 	}
 
+	if problem := typedAmountProblem(amountText); problem != "" {
+		a.actionFailed(w, r, action, id, &payments.InvalidInputError{Problems: []payments.Problem{{Field: "amount", Message: problem}}}, amountText, reasonText)
+		return
+	}
 	var err error
 	switch action {
 	case staff.ActCapture:

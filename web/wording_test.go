@@ -284,3 +284,23 @@ func TestNoActionSaysWhatWaits(t *testing.T) {
 		}
 	}
 }
+
+// An amount typed in an admin form is digits and a point: "1e1" refunded
+// 10.00, and "1,50" got a message that did not say how to write it.
+func TestTypedAmounts(t *testing.T) {
+	t.Parallel()
+	for text, want := range map[string]string{
+		"": "", "10": "", "10.5": "", "0.01": "",
+		"1,50": "use a point for the decimals: 1.50",
+		"1e1":  "type the amount as digits with an optional point, like 12.50",
+		"+1":   "type the amount as digits with an optional point, like 12.50",
+		"1E2":  "type the amount as digits with an optional point, like 12.50",
+		"1.":   "", ".5": "",
+		"ten": "", // the engine's message says it is not a number
+		"-1":  "",
+	} {
+		if got := typedAmountProblem(text); got != want {
+			t.Errorf("%q: %q, want %q", text, got, want)
+		}
+	}
+}
