@@ -161,11 +161,7 @@ func (a *admin) withSession(next http.Handler) http.Handler {
 		sess, err := a.session(r)
 		if errors.Is(err, staff.ErrNoSession) {
 			a.clearCookie(w, r)
-			to := loginPath
-			if r.Method == http.MethodGet && r.URL.Path != "/admin" {
-				to += "?next=" + url.QueryEscape(r.URL.RequestURI())
-			}
-			http.Redirect(w, r, to, http.StatusSeeOther)
+			http.Redirect(w, r, signInFor(r), http.StatusSeeOther)
 			return
 		}
 		if err != nil {
@@ -178,6 +174,42 @@ func (a *admin) withSession(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), sessionKey{}, sess)))
 	})
+}
+
+// signInFor is where a request without a session is sent: the sign-in,
+// coming back to the page asked for, or, for a form sent after the session
+// ended, to the page the form was on, with word that it was not sent
+// (unsent=1): nothing was done, and the staff member must know it.
+func signInFor(r *http.Request) string {
+	switch {
+	case r.Method == http.MethodGet && r.URL.Path != "/admin":
+		return loginPath + "?next=" + url.QueryEscape(r.URL.RequestURI())
+	case r.Method != http.MethodPost || r.URL.Path == logoutPath:
+		return loginPath
+	}
+	page := formPage(r.URL.Path)
+	if page == "" {
+		return loginPath + "?unsent=1"
+	}
+	return loginPath + "?unsent=1&next=" + url.QueryEscape(page)
+}
+
+// formPage is the page whose form posts to path: a payment's page for its
+// actions, the staff, tokens and webhooks pages for theirs; "" for the
+// others.
+func formPage(path string) string {
+	if rest, ok := strings.CutPrefix(path, "/admin/payments/"); ok {
+		if id, _, ok := strings.Cut(rest, "/"); ok && id != "" {
+			return "/admin/payments/" + url.PathEscape(id)
+		}
+		return ""
+	}
+	for _, page := range []string{"/admin/staff", "/admin/tokens", "/admin/webhooks", accountPath} {
+		if path == page || strings.HasPrefix(path, page+"/") {
+			return page
+		}
+	}
+	return ""
 }
 
 // session is the live session the request's cookie names.
