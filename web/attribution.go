@@ -73,11 +73,16 @@ func (u keyUse) what() string {
 	return "the " + operationName(u.Operation) + " request"
 }
 
-// undone says what a replay did not do again, in the operation's words.
-func (u keyUse) undone() string {
+// undone says what a replay did not do again, in the operation's words,
+// and for a create by what came of p: a payment never charged (declined,
+// expired, waiting, authorized only) was not "charged again".
+func (u keyUse) undone(p payments.Payment) string {
 	switch u.Operation {
 	case payments.OpCreate:
-		return "nothing was charged again"
+		if p.Captured.Minor > 0 {
+			return "nothing was charged again"
+		}
+		return "no second payment was made"
 	case payments.OpCapture:
 		return "nothing was captured again"
 	case payments.OpRefund:

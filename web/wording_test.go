@@ -304,3 +304,33 @@ func TestTypedAmounts(t *testing.T) {
 		}
 	}
 }
+
+// A declined payment's retried create says no second payment was made; it
+// said "nothing was charged again" of a payment never charged.
+func TestReplayedCreateWordedByStatus(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		status   payments.Status
+		captured int64
+		want     string
+	}{
+		{payments.StatusDeclined, 0, "no second payment was made"},
+		{payments.StatusAuthorized, 0, "no second payment was made"},
+		{payments.StatusCaptured, 1050, "nothing was charged again"},
+	} {
+		p := samplePayment("pay_d", "order-d", 1, 0)
+		p.Method, p.Status, p.Captured.Minor = payments.MethodCreditCard, c.status, c.captured
+		view := paymentView{Payment: p}
+		for _, o := range []payments.Outcome{payments.OutcomeCreated, payments.OutcomeReplayed} {
+			view.Attempts = append(view.Attempts, attemptView{Attempt: payments.Attempt{Operation: payments.OpCreate,
+				IdempotencyKey: "order-d", Outcome: o, At: created, Transport: "rest"}})
+		}
+		doc := renderDoc(t, paymentPage(view))
+		if got := squash(doc.Find(".answer").Text()); !strings.Contains(got, "each retry got the first result back and "+c.want+".") {
+			t.Errorf("%s: %q, want it to say %q", c.status, got, c.want)
+		}
+		if title, _ := doc.Find(".key-uses .badge.replayed").Attr("title"); !strings.HasSuffix(title, c.want) {
+			t.Errorf("%s: badge title %q", c.status, title)
+		}
+	}
+}
