@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -179,14 +180,28 @@ type filterForm struct {
 	Flagged, Replayed, Rejected bool
 	Status                      string
 	After                       string
+	// bad is why a value in the URL cannot be taken (a checkbox sent as
+	// "yes"), said by filter; a filter is never silently dropped.
+	bad string
 }
 
 // parseFilterForm reads the filters from the URL. Only the search box is
 // trimmed (an id pasted with a space); a client id is taken as it is, since
 // one may begin or end with spaces and the payment page links to it so.
 func parseFilterForm(q url.Values) filterForm {
-	on := func(name string) bool { v := q.Get(name); return v == "1" || v == "on" || v == "true" }
-	return filterForm{
+	var bad []string
+	on := func(name string) bool {
+		switch v := q.Get(name); v {
+		case "", "0", "off", "false":
+			return false
+		case "1", "on", "true":
+			return true
+		default:
+			bad = append(bad, name+" must be 1 or left out, not "+strconv.Quote(clipped(visible(v))))
+			return false
+		}
+	}
+	f := filterForm{
 		Q:        strings.TrimSpace(q.Get("q")),
 		Client:   q.Get("client"),
 		Key:      q.Get("key"),
@@ -198,6 +213,8 @@ func parseFilterForm(q url.Values) filterForm {
 		Status:   q.Get("status"),
 		After:    q.Get("after"),
 	}
+	f.bad = strings.Join(bad, "; ")
+	return f
 }
 
 // badFilter is a filter the list cannot apply, told to the user.
@@ -223,6 +240,9 @@ func filterDay(d time.Time) bool {
 // filter turns the form into a domain filter. Dates are whole UTC days; the
 // "to" day is included.
 func (f filterForm) filter() (payments.Filter, error) {
+	if f.bad != "" {
+		return payments.Filter{}, badFilter(f.bad)
+	}
 	pf := payments.Filter{
 		ClientID:       f.Client,
 		IdempotencyKey: f.Key,

@@ -143,6 +143,14 @@ func TestFilterFormURLRoundTrip(t *testing.T) {
 	if got := parseFilterForm(mustQuery(t, spaced.csvURL())); got != spaced {
 		t.Errorf("round trip of %s: %+v, want %+v", spaced.csvURL(), got, spaced)
 	}
+	// A checkbox's value that means neither on nor off is refused, not
+	// dropped: flagged=yes listed every payment.
+	if _, err := parseFilterForm(url.Values{"flagged": {"yes"}}).filter(); err == nil || !strings.Contains(err.Error(), `flagged must be 1 or left out, not "yes"`) {
+		t.Errorf("flagged=yes: %v", err)
+	}
+	if f := parseFilterForm(url.Values{"replayed": {"on"}, "rejected": {"0"}}); !f.Replayed || f.Rejected || f.bad != "" {
+		t.Errorf("replayed=on&rejected=0: %+v", f)
+	}
 	if (filterForm{}).url("") != "/admin" {
 		t.Error("no filters should be plain /admin")
 	}
