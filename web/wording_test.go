@@ -111,6 +111,22 @@ func TestDeliveriesNameTheirPayment(t *testing.T) {
 	}
 }
 
+// Each Resend button names its delivery for a screen reader: every one
+// read "Resend".
+func TestResendButtonsNameTheirDelivery(t *testing.T) {
+	t.Parallel()
+	var ds []webhooks.Delivery
+	for _, id := range []int64{3, 4} {
+		ds = append(ds, webhooks.Delivery{WebhookDelivery: models.WebhookDelivery{ID: id, EventID: 9, Status: "FAILED"}, EventType: "PAYMENT_REFUNDED",
+			URL: "https://shop.test/hooks"})
+	}
+	doc := renderDoc(t, webhooksPage(webhooksView{Available: true, Deliveries: ds, Now: created}))
+	labels := doc.Find(`form[action$="/resend"] button`).Map(func(_ int, s *goquery.Selection) string { return s.AttrOr("aria-label", "") })
+	if strings.Join(labels, "|") != "Resend delivery 3|Resend delivery 4" {
+		t.Errorf("Resend buttons' labels %q", labels)
+	}
+}
+
 // After a staff member's capture, cancel or refund, the page says what it
 // came to at the processor: done, sent and waiting for its answer, or
 // refused or failed there; never "Refunded" for a refund not made.
