@@ -126,7 +126,7 @@ func askedFor(amount string) string {
 // the payment became once the processor answered.
 func createdText(v paymentView, params payments.Params) string {
 	p := v.Payment
-	if answeredProcessing(v.ProcessorCalls) && p.Status != payments.StatusProcessing {
+	if answeredProcessing(p, v.ProcessorCalls) && p.Status != payments.StatusProcessing {
 		const answered = "Created this payment; answered PROCESSING"
 		switch {
 		case p.Status == payments.StatusDeclined && p.DeclineCode == payments.DeclineNotCreated:
@@ -156,11 +156,11 @@ func createdText(v paymentView, params payments.Params) string {
 }
 
 // answeredProcessing says whether the create's first call to the processor
-// (calls oldest first) settled nothing: the client was then answered
-// PROCESSING, whatever the payment became later.
-func answeredProcessing(calls []payments.ProcessorCall) bool {
+// (calls oldest first; none is made before p is stored) settled nothing:
+// the client was then answered PROCESSING, whatever p became later.
+func answeredProcessing(p payments.Payment, calls []payments.ProcessorCall) bool {
 	for _, c := range calls {
-		if c.Operation == payments.OpCreate {
+		if c.Operation == payments.OpCreate && !c.At.Before(p.CreatedAt) {
 			return c.Outcome == payments.CallUnknown || c.Outcome == payments.CallError
 		}
 	}

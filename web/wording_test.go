@@ -205,6 +205,9 @@ func TestPaymentPageCreatedLine(t *testing.T) {
 		{card(payments.StatusCanceled, ""), authorize, "Created this payment; answered PROCESSING; authorized later.", late},
 		{card(payments.StatusDeclined, "card_declined"), captured, "Created this payment; answered PROCESSING; the processor declined it later (card_declined): no money moved.", late},
 		{card(payments.StatusCaptured, ""), captured, "Created this payment, captured.", late[1:]},
+		// A call stamped before the payment was stored is not its create's.
+		{card(payments.StatusCaptured, ""), captured, "Created this payment, captured.",
+			[]payments.ProcessorCall{{Operation: payments.OpCreate, Outcome: payments.CallUnknown, At: created.Add(-time.Minute)}, late[1]}},
 		{card(payments.StatusAuthorized, ""), authorize, "Created this payment, authorized only.", nil},
 		{card(payments.StatusCanceled, ""), authorize, "Created this payment, authorized only.", nil},
 		{card(payments.StatusRefunded, ""), captured, "Created this payment, captured.", nil},
