@@ -96,7 +96,7 @@ func TestAdminInBrowser(t *testing.T) {
 	steps := strings.Split(timeline, "\n")
 	if len(steps) != 2 || !strings.Contains(steps[0], "CREATED") || !strings.Contains(steps[0], "rest") ||
 		!strings.Contains(steps[1], "REJECTED") || !strings.Contains(steps[1], "graphql") ||
-		!strings.Contains(steps[1], "amount 1200 JPY 1500 JPY") || !strings.Contains(steps[1], "method PIX DEBIT_CARD") {
+		!strings.Contains(steps[1], "amount 1,200 JPY 1,500 JPY") || !strings.Contains(steps[1], "method PIX DEBIT_CARD") {
 		t.Errorf("timeline:\n%s", timeline)
 	}
 	if summary := evalString(t, ctx, `document.querySelector(".answer").innerText`); !strings.Contains(summary, "One payment for this key") || !strings.Contains(summary, "different") {

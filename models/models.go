@@ -65,9 +65,10 @@ type Payment struct {
 
 	// Processor is the processor that moves the payment's money ("sandbox"
 	// or "stripe"; every payment stored before processors: "sandbox"), and
-	// ProcessorReference its id there once known.
+	// ProcessorReference its id there once known, indexed: the processor's
+	// events name a payment by it, and support staff search by it.
 	Processor          string  `gorm:"not null;size:16;default:sandbox"`
-	ProcessorReference *string `gorm:"size:255"`
+	ProcessorReference *string `gorm:"size:255;index:idx_payments_processor_reference"`
 	// DeclineCode is a DECLINED payment's processor code.
 	DeclineCode *string `gorm:"size:100"`
 	// PendingOperation is the capture or cancel sent to the processor whose

@@ -10,10 +10,13 @@ import (
 	"github.com/cmpay/cmpay/internal/sqlq"
 )
 
-// statusCount is how many payments of the window are in one status.
-type statusCount struct {
-	status Status
-	n      int
+// statsSQL is the overview's statements.
+var statsSQL = sqlq.MustLoad(sqlFiles, "sql/stats.sql")
+
+// labelCount is how many rows have one status or operation.
+type labelCount struct {
+	label string
+	n     int
 }
 
 // Counts counts attempts by outcome.
@@ -47,23 +50,32 @@ type HourStats struct {
 type Stats struct {
 	Counts
 	Hours []HourStats
-	// Unsettled counts the payments created in the window that wait for
-	// the processor (PROCESSING) or their payer (PENDING), and Unpaid
-	// those that ended with no money moved (DECLINED, EXPIRED), by status.
+	// Unsettled counts the payments that wait for the processor
+	// (PROCESSING) or their payer (PENDING) now, whatever their age, and
+	// Unpaid those created in the window that ended with no money moved
+	// (DECLINED, EXPIRED), by status.
 	Unsettled, Unpaid map[Status]int
+	// Waiting counts the captures, cancels and refunds sent to the
+	// processor that it has not settled yet, whatever their age.
+	Waiting map[Operation]int
 }
 
 // RecentStats counts the attempts of the last `hours` hours, per hour and
-// outcome. It reads the attempts' time index over that window only: the
-// cost follows the recent traffic, not the size of the history.
+// outcome, the payments of those hours that ended unpaid, and the work
+// waiting now. It reads the attempts' time index over that window only,
+// and the waiting payments and operations through their own indexes: the
+// cost follows the recent traffic and the waiting work, not the size of
+// the history.
 func (s *Service) RecentStats(ctx context.Context, hours int) (Stats, error) {
 	ctx, cancel := context.WithTimeout(ctx, readTimeout)
 	defer cancel()
 	now := s.now()
 	first := now.Truncate(time.Hour).Add(-time.Duration(hours-1) * time.Hour)
 
-	var rows []hourCount
-	var statuses []statusCount
+	var (
+		rows                      []hourCount
+		waiting, ended, operating []labelCount
+	)
 	err := s.reads.Read(func(db *gorm.DB) error {
 		r, err := s.store.runnerOn(db)
 		if err != nil {
@@ -72,24 +84,28 @@ func (s *Service) RecentStats(ctx context.Context, hours int) (Stats, error) {
 		if rows, err = s.store.attemptCounts(ctx, r, first); err != nil {
 			return err
 		}
-		statuses, err = sqlq.Collect(ctx, r, commonSQL.SQL("status_counts"), []any{first}, func(row sqlq.Row) (statusCount, error) {
-			var c statusCount
-			return c, row.Scan(&c.status, &c.n)
-		})
+		if waiting, err = countBy(ctx, r, "waiting_counts"); err != nil {
+			return err
+		}
+		if ended, err = countBy(ctx, r, "ended_counts", first); err != nil {
+			return err
+		}
+		operating, err = countBy(ctx, r, "waiting_operations")
 		return err
 	})
 	if err != nil {
 		return Stats{}, fmt.Errorf("recent stats: %w", err)
 	}
 
-	st := Stats{Hours: make([]HourStats, hours), Unsettled: map[Status]int{}, Unpaid: map[Status]int{}}
-	for _, c := range statuses {
-		switch c.status {
-		case StatusProcessing, StatusPending:
-			st.Unsettled[c.status] = c.n
-		default:
-			st.Unpaid[c.status] = c.n
-		}
+	st := Stats{Hours: make([]HourStats, hours), Unsettled: map[Status]int{}, Unpaid: map[Status]int{}, Waiting: map[Operation]int{}}
+	for _, c := range waiting {
+		st.Unsettled[Status(c.label)] = c.n
+	}
+	for _, c := range ended {
+		st.Unpaid[Status(c.label)] = c.n
+	}
+	for _, c := range operating {
+		st.Waiting[Operation(c.label)] = c.n
 	}
 	for i := range st.Hours {
 		st.Hours[i].Start = first.Add(time.Duration(i) * time.Hour)
@@ -104,4 +120,13 @@ func (s *Service) RecentStats(ctx context.Context, hours int) (Stats, error) {
 		st.add(Outcome(r.Outcome), r.N)
 	}
 	return st, nil
+}
+
+// countBy runs the overview's statement name, which counts rows by one
+// label.
+func countBy(ctx context.Context, r sqlq.Runner, name string, args ...any) ([]labelCount, error) {
+	return sqlq.Collect(ctx, r, statsSQL.SQL(name), args, func(row sqlq.Row) (labelCount, error) {
+		var c labelCount
+		return c, row.Scan(&c.label, &c.n)
+	})
 }

@@ -63,11 +63,64 @@ func newActionForms(p payments.Payment) *actionForms {
 	return f
 }
 
+// noActionText says why the payment page offers no action: what waits
+// for the processor or the payer when something does (CMPay resolves it,
+// so nobody should redo it), else the status that allows none.
+func noActionText(v paymentView) string {
+	p := v.Payment
+	const resolves = " CMPay resolves it, nothing to do."
+	switch {
+	case p.PendingOperation == payments.OpCapture:
+		return "A capture of " + pendingCaptureAmount(v) + " waits for the processor;" + resolves
+	case p.PendingOperation == payments.OpCancel:
+		return "A cancel of the authorization waits for the processor;" + resolves
+	case p.Status == payments.StatusProcessing:
+		return "The payment waits for the processor's answer;" + resolves
+	case p.Status == payments.StatusPending:
+		return "The payment waits for its payer; CMPay learns from the processor when it is paid or expires, nothing to do."
+	case p.Reserved.Minor > 0 && p.Refundable().Minor <= 0:
+		return "Refunds of " + money(p.Reserved) + " wait for the processor and hold all that is left to refund;" +
+			" CMPay resolves them, nothing to do."
+	}
+	return "Nothing can be done to a payment that is " + string(p.Status) + "."
+}
+
+// pendingCaptureAmount is what the capture waiting for the processor
+// asked for: the newest applied capture's amount, else all authorized.
+func pendingCaptureAmount(v paymentView) string {
+	for i := len(v.Attempts) - 1; i >= 0; i-- {
+		if a := v.Attempts[i]; a.Operation == payments.OpCapture && a.Outcome == payments.OutcomeApplied && a.Amount != "" {
+			return a.Amount
+		}
+	}
+	return money(v.Payment.Amount)
+}
+
 func (f *actionForms) any() bool { return f.Capture != nil || f.Cancel != nil || f.Refund != nil }
 
 func (a *admin) capture(w http.ResponseWriter, r *http.Request) { a.act(w, r, staff.ActCapture) }
 func (a *admin) cancel(w http.ResponseWriter, r *http.Request)  { a.act(w, r, staff.ActCancel) }
 func (a *admin) refund(w http.ResponseWriter, r *http.Request)  { a.act(w, r, staff.ActRefund) }
+
+// typedAmountProblem says what is wrong with an amount typed in an admin
+// form, "" when nothing is (or none was typed). The API takes any decimal
+// text, exponents included; a person types digits and a point, so what
+// the API would take otherwise ("1e1", which meant 10.00) is refused here,
+// and "1,50" with how to write it. Other text is left to the engine's
+// own message.
+func typedAmountProblem(text string) string {
+	digits := func(s string) bool { return s != "" && strings.Trim(s, "0123456789") == "" }
+	if w, f, comma := strings.Cut(text, ","); comma && digits(w) && digits(f) {
+		return "use a point for the decimals: " + w + "." + f
+	}
+	if !strings.ContainsAny(text, "eE+") {
+		return ""
+	}
+	if _, err := payments.ParseAmount(text, "BRL"); err != nil {
+		return "" // the engine refuses it, saying why
+	}
+	return "type the amount as digits with an optional point, like 12.50"
+}
 
 // maxFormBytes bounds an admin form's body.
 const maxFormBytes = 16 << 10
@@ -93,6 +146,10 @@ func (a *admin) act(w http.ResponseWriter, r *http.Request, action staff.Action)
 		reason = &reasonText
 	}
 
+	if problem := typedAmountProblem(amountText); problem != "" {
+		a.actionFailed(w, r, action, id, &payments.InvalidInputError{Problems: []payments.Problem{{Field: "amount", Message: problem}}}, amountText, reasonText)
+		return
+	}
 	var err error
 	switch action {
 	case staff.ActCapture:
@@ -229,7 +286,7 @@ func resultOf(v paymentView, key string) *actionResult {
 	if latest == nil || applied == nil || latest.Outcome != payments.OutcomeApplied && latest.Outcome != payments.OutcomeReplayed {
 		return nil
 	}
-	return &actionResult{What: actionWords(v, applied), Replayed: latest.Outcome == payments.OutcomeReplayed,
+	return &actionResult{What: actionWords(v, applied, ""), Replayed: latest.Outcome == payments.OutcomeReplayed,
 		At: applied.At, By: applied.Actor}
 }
 
@@ -238,8 +295,9 @@ const waiting = " sent; the processor has not answered yet"
 
 // actionWords says what applied, a staff member's capture, cancel or
 // refund, came to at the processor as the page shows it: done, waiting
-// for its answer, or refused or failed there.
-func actionWords(v paymentView, applied *attemptView) string {
+// for its answer, or refused or failed there. A refund's note
+// (" (reason)") follows its amount.
+func actionWords(v paymentView, applied *attemptView, note string) string {
 	p := v.Payment
 	switch applied.Operation {
 	case payments.OpCapture:
@@ -263,7 +321,7 @@ func actionWords(v paymentView, applied *attemptView) string {
 			if rf.ID != applied.RefundID {
 				continue
 			}
-			amount := money(rf.Amount)
+			amount := money(rf.Amount) + note
 			switch rf.Status {
 			case payments.RefundProcessing:
 				return "Refund of " + amount + waiting
@@ -275,7 +333,15 @@ func actionWords(v paymentView, applied *attemptView) string {
 			}
 			return "Refunded " + amount
 		}
-		return "Refunded " + applied.Amount
+		return "Refunded " + cmp.Or(applied.Amount, "all that was left") + note
 	}
 	return ""
+}
+
+// appliedText is the timeline's line for an applied capture, cancel or
+// refund: worded by where the operation stands at the processor now
+// (actionWords), since APPLIED only says CMPay took the request, and a
+// capture the processor has not answered must not read as captured.
+func appliedText(v paymentView, a attemptView) string {
+	return actionWords(v, &a, reasonText(a.Params)) + "."
 }

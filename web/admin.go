@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/cmpay/cmpay/apitoken"
 	"github.com/cmpay/cmpay/database"
 	"github.com/cmpay/cmpay/intake"
+	"github.com/cmpay/cmpay/internal/storable"
 	"github.com/cmpay/cmpay/payments"
 	"github.com/cmpay/cmpay/staff"
 	"github.com/cmpay/cmpay/webhooks"
@@ -178,13 +180,30 @@ type filterForm struct {
 	Flagged, Replayed, Rejected bool
 	Status                      string
 	After                       string
+	// bad is why a value in the URL cannot be taken (a checkbox sent as
+	// "yes"), said by filter; a filter is never silently dropped.
+	bad string
 }
 
+// parseFilterForm reads the filters from the URL. Only the search box is
+// trimmed (an id pasted with a space); a client id is taken as it is, since
+// one may begin or end with spaces and the payment page links to it so.
 func parseFilterForm(q url.Values) filterForm {
-	on := func(name string) bool { v := q.Get(name); return v == "1" || v == "on" || v == "true" }
-	return filterForm{
+	var bad []string
+	on := func(name string) bool {
+		switch v := q.Get(name); v {
+		case "", "0", "off", "false":
+			return false
+		case "1", "on", "true":
+			return true
+		default:
+			bad = append(bad, name+" must be 1 or left out, not "+strconv.Quote(clipped(visible(v))))
+			return false
+		}
+	}
+	f := filterForm{
 		Q:        strings.TrimSpace(q.Get("q")),
-		Client:   strings.TrimSpace(q.Get("client")),
+		Client:   q.Get("client"),
 		Key:      q.Get("key"),
 		From:     q.Get("from"),
 		To:       q.Get("to"),
@@ -194,6 +213,8 @@ func parseFilterForm(q url.Values) filterForm {
 		Status:   q.Get("status"),
 		After:    q.Get("after"),
 	}
+	f.bad = strings.Join(bad, "; ")
+	return f
 }
 
 // badFilter is a filter the list cannot apply, told to the user.
@@ -219,6 +240,9 @@ func filterDay(d time.Time) bool {
 // filter turns the form into a domain filter. Dates are whole UTC days; the
 // "to" day is included.
 func (f filterForm) filter() (payments.Filter, error) {
+	if f.bad != "" {
+		return payments.Filter{}, badFilter(f.bad)
+	}
 	pf := payments.Filter{
 		ClientID:       f.Client,
 		IdempotencyKey: f.Key,
@@ -307,12 +331,14 @@ func (a *admin) list(w http.ResponseWriter, r *http.Request) {
 	form := parseFilterForm(r.URL.Query())
 	ctx := r.Context()
 
-	// A payment id in the search box goes straight to the payment.
-	if strings.HasPrefix(form.Q, "pay_") {
-		if p, err := a.svc.Get(ctx, form.Q); err == nil {
-			http.Redirect(w, r, "/admin/payments/"+url.PathEscape(p.ID), http.StatusSeeOther)
-			return
-		}
+	// A payment id, a refund id or a processor's reference in the search
+	// box goes straight to the payment.
+	if id, err := a.searchedPayment(ctx, form.Q); err != nil {
+		serverError(w, r, err)
+		return
+	} else if id != "" {
+		http.Redirect(w, r, "/admin/payments/"+url.PathEscape(id), http.StatusSeeOther)
+		return
 	}
 
 	view := listView{Form: form}
@@ -345,6 +371,32 @@ func (a *admin) list(w http.ResponseWriter, r *http.Request) {
 	render(w, r, status, listPage(view))
 }
 
+// searchedPayment is the id of the payment q names by its id, a refund's
+// id (ref_…) or its reference at the processor (sbx_pi_…, pi_…), each
+// read by its index; "" when q names none, and the list searches for it.
+func (a *admin) searchedPayment(ctx context.Context, q string) (string, error) {
+	var (
+		id  string
+		err error
+	)
+	switch {
+	case q == "" || !storable.Text(q):
+		return "", nil // the list says why nothing can match
+	case strings.HasPrefix(q, "pay_"):
+		var p payments.Payment
+		p, err = a.svc.Get(ctx, q)
+		id = p.ID
+	case strings.HasPrefix(q, "ref_"):
+		id, err = a.svc.PaymentOfRefund(ctx, q)
+	default:
+		id, err = a.svc.PaymentOfReference(ctx, q)
+	}
+	if errors.Is(err, payments.ErrNotFound) {
+		return "", nil
+	}
+	return id, err
+}
+
 // paymentView is everything a payment's page shows.
 type paymentView struct {
 	Payment  payments.Payment
@@ -357,6 +409,9 @@ type paymentView struct {
 	// a day: a double charge made with two different keys, which no
 	// idempotency key can catch, shows up here.
 	Lookalikes []payments.Payment
+	// MoreLookalikes says there are more than those listed (the list stops
+	// at maxLookalikes).
+	MoreLookalikes bool
 
 	// Actions are the forms the staff member may use on the payment as it
 	// is now; nil for a viewer (actions.go).
@@ -373,8 +428,12 @@ type paymentView struct {
 	ProcessorEvents []intake.Received
 }
 
-// lookalikeWindow is how far around a payment lookalikes are searched.
-const lookalikeWindow = 24 * time.Hour
+// lookalikeWindow is how far around a payment lookalikes are searched, and
+// maxLookalikes how many payments of that window are read.
+const (
+	lookalikeWindow = 24 * time.Hour
+	maxLookalikes   = 20
+)
 
 // attemptView is one request on the timeline; for a rejected one, what it
 // asked for beside what the key was first used for.
@@ -432,10 +491,11 @@ func (a *admin) paymentView(ctx context.Context, id string) (paymentView, error)
 		Amount:   &p.Amount,
 		From:     p.CreatedAt.Add(-lookalikeWindow),
 		To:       p.CreatedAt.Add(lookalikeWindow),
-	}, 20, "")
+	}, maxLookalikes, "")
 	if err != nil {
 		return paymentView{}, err
 	}
+	view.MoreLookalikes = near.HasNextPage
 	for _, other := range near.Payments {
 		if other.ID != p.ID {
 			view.Lookalikes = append(view.Lookalikes, other)

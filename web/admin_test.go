@@ -61,8 +61,9 @@ func TestListPageRows(t *testing.T) {
 	if got := row(0).Find("td.num").Text(); got != "10.50 BRL" {
 		t.Errorf("amount cell %q, want 10.50 BRL", got)
 	}
-	if got := row(3).Find("td.num").Text(); got != "1000 JPY" {
-		t.Errorf("JPY amount cell %q, want 1000 JPY", got)
+	// Thousands are grouped for reading (the CSV and inputs keep 1000).
+	if got := row(3).Find("td.num").Text(); got != "1,000 JPY" {
+		t.Errorf("JPY amount cell %q, want 1,000 JPY", got)
 	}
 	if row(0).Find(".badge.replayed, .badge.rejected").Length() != 0 || !strings.Contains(row(0).Text(), "no") {
 		t.Errorf("a payment never reused shows badges: %q", row(0).Text())
@@ -133,6 +134,23 @@ func TestFilterFormURLRoundTrip(t *testing.T) {
 	parsed.After = ""
 	if parsed != form {
 		t.Errorf("round trip of %s: %+v, want %+v", u, parsed, form)
+	}
+	// A client id with spaces around it, as the payment page links to it:
+	// trimmed, it matched nothing.
+	spaced := filterForm{Client: " +shop "}
+	if got := parseFilterForm(mustQuery(t, spaced.url(""))); got != spaced {
+		t.Errorf("round trip of %s: %+v, want %+v", spaced.url(""), got, spaced)
+	}
+	if got := parseFilterForm(mustQuery(t, spaced.csvURL())); got != spaced {
+		t.Errorf("round trip of %s: %+v, want %+v", spaced.csvURL(), got, spaced)
+	}
+	// A checkbox's value that means neither on nor off is refused, not
+	// dropped: flagged=yes listed every payment.
+	if _, err := parseFilterForm(url.Values{"flagged": {"yes"}}).filter(); err == nil || !strings.Contains(err.Error(), `flagged must be 1 or left out, not "yes"`) {
+		t.Errorf("flagged=yes: %v", err)
+	}
+	if f := parseFilterForm(url.Values{"replayed": {"on"}, "rejected": {"0"}}); !f.Replayed || f.Rejected || f.bad != "" {
+		t.Errorf("replayed=on&rejected=0: %+v", f)
 	}
 	if (filterForm{}).url("") != "/admin" {
 		t.Error("no filters should be plain /admin")
@@ -274,5 +292,43 @@ func TestPaymentPageAttributesRepeats(t *testing.T) {
 	badges := doc.Find(".key-uses li").Map(func(_ int, s *goquery.Selection) string { return strings.Join(strings.Fields(s.Text()), " ") })
 	if want := []string{"refund ref-1 replayed ×1 by the client (REST API)", "refund admin-ref-2 replayed ×1 by staff member ana"}; strings.Join(badges, "|") != strings.Join(want, "|") {
 		t.Errorf("badges %q, want %q", badges, want)
+	}
+}
+
+// A partial capture shows under the status, as a partial refund does:
+// "80.00 BRL … CAPTURED" hid that 50.00 was captured.
+func TestListShowsPartialCaptures(t *testing.T) {
+	t.Parallel()
+	partial := samplePayment("pay_p", "partial", 0, 0)
+	partial.Captured.Minor = 500
+	refunded := partial
+	refunded.ID, refunded.Status, refunded.Refunded.Minor = "pay_r", payments.StatusPartiallyRefunded, 100
+	whole := samplePayment("pay_w", "whole", 0, 0)
+	doc := renderDoc(t, listPage(listView{Payments: []payments.Payment{partial, refunded, whole}, Chart: newChart(payments.Stats{})}))
+	rows := doc.Find("table.payments tbody tr")
+	for i, want := range []string{"CAPTURED 5.00 BRL captured", "PARTIALLY_REFUNDED 5.00 BRL captured 1.00 BRL refunded", "CAPTURED"} {
+		if got := squash(rows.Eq(i).Find(`td[data-label="Status"]`).Text()); got != want {
+			t.Errorf("row %d status %q, want %q", i, got, want)
+		}
+	}
+}
+
+// A lookalike list cut at its limit says there may be more: "20 other
+// payments" read as a count.
+func TestLookalikeCountSaysOrMore(t *testing.T) {
+	t.Parallel()
+	p := samplePayment("pay_l", "l", 0, 0)
+	others := make([]payments.Payment, 20)
+	for i := range others {
+		others[i] = samplePayment("pay_o"+itoa(i), "o"+itoa(i), 0, 0)
+	}
+	for _, c := range []struct {
+		more bool
+		want string
+	}{{true, "this client has 20 or more other payments of"}, {false, "this client has 20 other payments of"}} {
+		got := squash(renderDoc(t, paymentPage(paymentView{Payment: p, Lookalikes: others, MoreLookalikes: c.more})).Find(".answer").Text())
+		if !strings.Contains(got, c.want) {
+			t.Errorf("more %v: %q, want it to say %q", c.more, got, c.want)
+		}
 	}
 }

@@ -73,11 +73,16 @@ func (u keyUse) what() string {
 	return "the " + operationName(u.Operation) + " request"
 }
 
-// undone says what a replay did not do again, in the operation's words.
-func (u keyUse) undone() string {
+// undone says what a replay did not do again, in the operation's words,
+// and for a create by what came of p: a payment never charged (declined,
+// expired, waiting, authorized only) was not "charged again".
+func (u keyUse) undone(p payments.Payment) string {
 	switch u.Operation {
 	case payments.OpCreate:
-		return "nothing was charged again"
+		if p.Captured.Minor > 0 {
+			return "nothing was charged again"
+		}
+		return "no second payment was made"
 	case payments.OpCapture:
 		return "nothing was captured again"
 	case payments.OpRefund:
@@ -116,15 +121,32 @@ func askedFor(amount string) string {
 // createdText is the timeline's line for the request that created p,
 // worded from what the processor made of it: support staff read it
 // literally, so a declined card or a payment still waiting for the
-// processor must not read as captured.
-func createdText(p payments.Payment, params payments.Params) string {
+// processor must not read as captured. A create the processor did not
+// answer in time was answered PROCESSING (202): the line says so, and what
+// the payment became once the processor answered.
+func createdText(v paymentView, params payments.Params) string {
+	p := v.Payment
+	if answeredProcessing(p, v.ProcessorCalls) && p.Status != payments.StatusProcessing {
+		const answered = "Created this payment; answered PROCESSING"
+		switch {
+		case p.Status == payments.StatusDeclined && p.DeclineCode == payments.DeclineNotCreated:
+			return answered + "; the processor never made it (" + p.DeclineCode + "): no money moved."
+		case p.Status == payments.StatusDeclined:
+			return answered + "; the processor declined it later" + codeText(p.DeclineCode) + ": no money moved."
+		case p.Method == payments.MethodPix || p.Method == payments.MethodBoleto:
+			return answered + "; created later for the payer to pay by " + methodWord(p.Method) + "."
+		case params[payments.FieldCapture] == "false":
+			return answered + "; authorized later."
+		}
+		return answered + "; captured later."
+	}
 	switch {
 	case p.Status == payments.StatusDeclined && p.DeclineCode != "":
 		return "Created this payment; the processor declined it (" + p.DeclineCode + "): no money moved."
 	case p.Status == payments.StatusDeclined:
 		return "Created this payment; the processor declined it: no money moved."
 	case p.Status == payments.StatusProcessing:
-		return "Created this payment; waiting for the processor's answer."
+		return "Created this payment; answered PROCESSING: waiting for the processor's answer."
 	case p.Method == payments.MethodPix || p.Method == payments.MethodBoleto:
 		return "Created this payment for the payer to pay by " + methodWord(p.Method) + "."
 	case params[payments.FieldCapture] == "false":
@@ -133,10 +155,39 @@ func createdText(p payments.Payment, params payments.Params) string {
 	return "Created this payment, captured."
 }
 
+// answeredProcessing says whether the create's first call to the processor
+// (calls oldest first; none is made before p is stored) settled nothing:
+// the client was then answered PROCESSING, whatever p became later.
+func answeredProcessing(p payments.Payment, calls []payments.ProcessorCall) bool {
+	for _, c := range calls {
+		if c.Operation == payments.OpCreate && !c.At.Before(p.CreatedAt) {
+			return c.Outcome == payments.CallUnknown || c.Outcome == payments.CallError
+		}
+	}
+	return false
+}
+
+// codeText is " (code)", or "" when the processor gave none.
+func codeText(code string) string {
+	if code == "" {
+		return ""
+	}
+	return " (" + code + ")"
+}
+
 // methodWord names an asynchronous method in a sentence.
 func methodWord(m payments.Method) string {
 	if m == payments.MethodBoleto {
 		return "boleto"
 	}
 	return "Pix"
+}
+
+// lookalikeCount is "1 other payment", "3 other payments", or, when the
+// list stopped before the last, "19 or more other payments".
+func lookalikeCount(v paymentView) string {
+	if v.MoreLookalikes {
+		return itoa(len(v.Lookalikes)) + " or more other payments"
+	}
+	return plural(len(v.Lookalikes), "other payment", "other payments")
 }

@@ -2,6 +2,7 @@ package web
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/cmpay/cmpay/payments"
@@ -73,4 +74,32 @@ func newChart(st payments.Stats) chart {
 		}
 	}
 	return c
+}
+
+// waitingOperations is how many captures, cancels and refunds wait for the
+// processor, whatever their age.
+func waitingOperations(st payments.Stats) int {
+	n := 0
+	for _, c := range st.Waiting {
+		n += c
+	}
+	return n
+}
+
+// waitingOperationsText breaks waitingOperations down ("1 capture, 2
+// refunds"), or says that CMPay resolves them when there are any.
+func waitingOperationsText(st payments.Stats) string {
+	var parts []string
+	for _, op := range []struct {
+		op        payments.Operation
+		one, many string
+	}{{payments.OpCapture, "capture", "captures"}, {payments.OpCancel, "cancel", "cancels"}, {payments.OpRefund, "refund", "refunds"}} {
+		if n := st.Waiting[op.op]; n > 0 {
+			parts = append(parts, plural(n, op.one, op.many))
+		}
+	}
+	if len(parts) == 0 {
+		return "any age"
+	}
+	return strings.Join(parts, ", ") + "; any age, CMPay resolves them"
 }

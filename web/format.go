@@ -13,8 +13,29 @@ import (
 	"github.com/cmpay/cmpay/staff"
 )
 
-// money shows an amount with its currency's digits: "10.50 BRL".
-func money(m payments.Money) string { return m.String() + " " + m.Currency }
+// money shows an amount with its currency's digits and its thousands
+// grouped, for reading only: "1,234.56 BRL". Inputs, the CSV and the API
+// carry m.String() ("1234.56").
+func money(m payments.Money) string {
+	text := m.String()
+	whole, frac, point := strings.Cut(text, ".")
+	if n, err := strconv.ParseInt(whole, 10, 64); err == nil && whole == strconv.FormatInt(n, 10) {
+		whole = groupDigits(whole)
+	}
+	if point {
+		whole += "." + frac
+	}
+	return whole + " " + m.Currency
+}
+
+// groupDigits puts a comma between each group of three digits of a
+// whole number's text: "-1234567" is "-1,234,567".
+func groupDigits(s string) string {
+	for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
 
 // stamp shows a time in UTC to the second, the way support staff quote it.
 func stamp(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05") + " UTC" }
@@ -34,7 +55,7 @@ func times(n int) string {
 	case 2:
 		return "twice"
 	}
-	return itoa(n) + " times"
+	return grouped(n) + " times"
 }
 
 // outcomeClass is the badge class of an outcome.
@@ -89,12 +110,13 @@ func refusalText(code string) string {
 	return code
 }
 
-// plural is "1 other payment" or "3 other payments".
+// plural is "1 other payment" or "3 other payments" (thousands grouped:
+// "1,200 requests").
 func plural(n int, one, many string) string {
 	if n == 1 {
 		return "1 " + one
 	}
-	return itoa(n) + " " + many
+	return grouped(n) + " " + many
 }
 
 // auditOutcomeClass is the badge class of an audit entry's outcome.

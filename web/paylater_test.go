@@ -62,24 +62,60 @@ func TestPayLaterSection(t *testing.T) {
 	}
 }
 
-// The overview counts the day's payments that wait, or ended unpaid, each
+// The overview counts the payments and operations that wait, whatever
+// their age, and the day's payments that ended unpaid, each payment count
 // a link to the list of that status.
+// An expired Pix is not headed "Paid by the payer" and shows no QR code to
+// scan; a boleto's line is shown in its printed groups.
+func TestPayLaterSectionAfterTheFact(t *testing.T) {
+	t.Parallel()
+	const code = "00020101021226800014br.gov.bcb.pix"
+	qr, err := qrDataURL(code)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pix := payments.AsyncState{NextAction: &payments.NextAction{Type: payments.NextActionPixCode, PixCode: code, ExpiresAt: created}}
+	for _, c := range []struct {
+		status payments.Status
+		title  string
+		qr     int
+	}{{payments.StatusPending, "To be paid by the payer", 1}, {payments.StatusExpired, "Not paid: expired", 0}, {payments.StatusCaptured, "Paid by the payer", 0}} {
+		p := samplePayment("pay_pix", "order-1", 0, 0)
+		p.Status = c.status
+		doc := renderDoc(t, payLater(paymentView{Payment: p, PixQR: qr, Async: pix}))
+		if got := doc.Find("h2").Text(); got != c.title || doc.Find("img.qr").Length() != c.qr {
+			t.Errorf("%s: heading %q, %d QR codes; want %q, %d", c.status, got, doc.Find("img.qr").Length(), c.title, c.qr)
+		}
+	}
+	const line = "23790123456000000000300000000000100000000001000"
+	boleto := samplePayment("pay_boleto", "order-2", 0, 0)
+	boleto.Method, boleto.Status = payments.MethodBoleto, payments.StatusPending
+	doc := renderDoc(t, payLater(paymentView{Payment: boleto,
+		Async: payments.AsyncState{NextAction: &payments.NextAction{Type: payments.NextActionBoleto, BoletoLine: line, ExpiresAt: created}}}))
+	if got, want := doc.Find("dd code").Text(), "23790.12345 60000.000003 00000.000000 1 00000000001000"; got != want {
+		t.Errorf("boleto line %q, want %q", got, want)
+	}
+}
+
 func TestGlanceCountsWaitingAndUnpaid(t *testing.T) {
 	t.Parallel()
 	st := payments.Stats{Hours: make([]payments.HourStats, 24),
 		Unsettled: map[payments.Status]int{payments.StatusPending: 2},
-		Unpaid:    map[payments.Status]int{payments.StatusExpired: 1}}
+		Unpaid:    map[payments.Status]int{payments.StatusExpired: 1},
+		Waiting:   map[payments.Operation]int{payments.OpCapture: 1, payments.OpRefund: 2}}
 	doc := renderDoc(t, glance(st, newChart(st)))
 	items := doc.Find("ul.statuses li")
-	if items.Length() != 4 {
-		t.Fatalf("%d status counts, want 4", items.Length())
+	if items.Length() != 5 {
+		t.Fatalf("%d status counts, want 5", items.Length())
 	}
-	for i, want := range []string{"0 waiting for the processor", "2 waiting for their payer", "0 declined", "1 expired unpaid"} {
-		if got := strings.Join(strings.Fields(items.Eq(i).Find("a").Text()), " "); got != want {
+	for i, want := range []string{"0 waiting for the processor (any age)",
+		"3 captures, cancels and refunds waiting for the processor (1 capture, 2 refunds; any age, CMPay resolves them)",
+		"2 waiting for their payer (Pix, boleto; any age)", "0 declined", "1 expired unpaid"} {
+		if got := strings.Join(strings.Fields(items.Eq(i).Text()), " "); got != want {
 			t.Errorf("count %d: %q, want %q", i, got, want)
 		}
 	}
-	if href, _ := items.Eq(1).Find("a").Attr("href"); !strings.Contains(href, "status=PENDING") {
+	if href, _ := items.Eq(2).Find("a").Attr("href"); !strings.Contains(href, "status=PENDING") {
 		t.Errorf("the PENDING count links to %q", href)
 	}
 }

@@ -491,3 +491,27 @@ func writeTextFrame(w *bufio.Writer, data []byte) error {
 	}
 	return w.Flush()
 }
+
+// The slow payment's example says how long it takes with the defaults
+// (the timeout, then the recovery delay: about 40 s; it said 30 s) and
+// that its id must be pasted before PaymentAtProcessor can show anything
+// (the placeholder answered "payment": null with no word why).
+func TestPlaygroundSlowExampleSaysWhatToDo(t *testing.T) {
+	t.Parallel()
+	data, gzipped, ok := readAsset(static, "static/playground/playground.js")
+	if !ok || !gzipped {
+		t.Fatalf("playground.js embedded %v, gzipped %v", ok, gzipped)
+	}
+	js, err := gunzip(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"about 40s", "paste", "<paste the id SlowPayment returned here>", `"payment": null`} {
+		if !strings.Contains(string(js), want) {
+			t.Errorf("the slow example lacks %q", want)
+		}
+	}
+	if strings.Contains(string(js), "within PROCESSOR_RECOVERY_AFTER") {
+		t.Error("the slow example still says it resolves within PROCESSOR_RECOVERY_AFTER")
+	}
+}

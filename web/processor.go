@@ -3,6 +3,7 @@ package web
 import (
 	"cmp"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/cmpay/cmpay/payments"
@@ -19,7 +20,7 @@ type processorNote struct{ Text, Class string }
 // refund (or one the payer's bank returned), a Pix or boleto waiting for
 // the payer.
 func processorNotes(p payments.Payment, refunds []payments.Refund, calls []payments.ProcessorCall) []processorNote {
-	notes := statusNotes(p, refunds)
+	notes := statusNotes(p, refunds, calls)
 	for _, n := range notes {
 		if n.Class == "pending" && p.Status != payments.StatusPending && waitsForCredentials(calls) {
 			return append(notes, processorNote{"The processor refused CMPay's credentials on its last call (" +
@@ -40,7 +41,7 @@ func waitsForCredentials(calls []payments.ProcessorCall) bool {
 
 // statusNotes are processorNotes' sentences on the payment's status, its
 // pending capture or cancel, and its refunds.
-func statusNotes(p payments.Payment, refunds []payments.Refund) []processorNote {
+func statusNotes(p payments.Payment, refunds []payments.Refund, calls []payments.ProcessorCall) []processorNote {
 	const unknown = "; its answer is not known yet. CMPay will resolve it by itself."
 	var notes []processorNote
 	switch p.Status {
@@ -72,6 +73,11 @@ func statusNotes(p payments.Payment, refunds []payments.Refund) []processorNote 
 	for _, r := range refunds {
 		switch r.Status {
 		case payments.RefundProcessing:
+			if refundAccepted(r, refunds, calls) {
+				notes = append(notes, processorNote{"Refund of " + money(r.Amount) + " accepted by the processor; not settled yet. " +
+					"CMPay learns the outcome by itself.", "pending"})
+				continue
+			}
 			notes = append(notes, processorNote{"Refund of " + money(r.Amount) + " sent to the processor" + unknown, "pending"})
 		case payments.RefundFailed:
 			if !r.ReturnedAt.IsZero() {
@@ -135,4 +141,48 @@ func refundStatusClass(st payments.RefundStatus) string {
 		return "rejected"
 	}
 	return "created"
+}
+
+// payLaterTitle heads a Pix or boleto's section by what came of it: an
+// expired Pix read "Paid by the payer".
+func payLaterTitle(p payments.Payment) string {
+	switch p.Status {
+	case payments.StatusPending:
+		return "To be paid by the payer"
+	case payments.StatusExpired:
+		return "Not paid: expired"
+	case payments.StatusProcessing:
+		return "To be paid by the payer, once the processor has made it"
+	}
+	return "Paid by the payer"
+}
+
+// boletoGroups writes a boleto's 47-digit line in the groups it is printed
+// in (fields of 5.5, 5.6 and 5.6 digits, the check digit, then 14 digits),
+// for display only; any other text is left as it is.
+func boletoGroups(line string) string {
+	if len(line) != 47 || strings.Trim(line, "0123456789") != "" {
+		return line
+	}
+	return line[0:5] + "." + line[5:10] + " " + line[10:15] + "." + line[15:21] + " " +
+		line[21:26] + "." + line[26:32] + " " + line[32:33] + " " + line[33:47]
+}
+
+// refundAccepted says whether the processor answered refund r, PROCESSING,
+// with its record (Stripe's "pending": accepted, not settled) rather than
+// not at all. A call does not name its refund, so this is said only while
+// r is the one refund PROCESSING: then the newest refund call since r was
+// made is about it.
+func refundAccepted(r payments.Refund, refunds []payments.Refund, calls []payments.ProcessorCall) bool {
+	for _, other := range refunds {
+		if other.ID != r.ID && other.Status == payments.RefundProcessing {
+			return false
+		}
+	}
+	for i := len(calls) - 1; i >= 0; i-- {
+		if c := calls[i]; c.Operation == payments.OpRefund && !c.At.Before(r.CreatedAt) {
+			return c.Outcome == payments.CallSucceeded
+		}
+	}
+	return false
 }

@@ -205,3 +205,36 @@ func TestPaymentPageSaysWhatTheProcessorWaitsFor(t *testing.T) {
 		t.Errorf("a create never made: %s", text)
 	}
 }
+
+// A refund the processor answered with its record while not settled
+// (Stripe's "pending") reads as accepted, not as unanswered; the refunds
+// table dates each refund by its request.
+func TestAcceptedRefundIsNotUnanswered(t *testing.T) {
+	t.Parallel()
+	brl := func(minor int64) payments.Money { return payments.Money{Minor: minor, Currency: "BRL"} }
+	p := samplePayment("pay_r", "order-r", 0, 0)
+	refund := payments.Refund{ID: "ref_1", Amount: brl(2000), IdempotencyKey: "r1", CreatedAt: created, Status: payments.RefundProcessing}
+	call := func(o payments.CallOutcome) payments.ProcessorCall {
+		return payments.ProcessorCall{Operation: payments.OpRefund, ProcessorKey: "cmpay_op2", Outcome: o, At: created.Add(time.Second)}
+	}
+	for _, c := range []struct {
+		calls   []payments.ProcessorCall
+		refunds []payments.Refund
+		want    string
+	}{
+		{[]payments.ProcessorCall{call(payments.CallUnknown), call(payments.CallSucceeded)}, []payments.Refund{refund},
+			"Refund of 20.00 BRL accepted by the processor; not settled yet. CMPay learns the outcome by itself."},
+		{[]payments.ProcessorCall{call(payments.CallSucceeded), call(payments.CallUnknown)}, []payments.Refund{refund},
+			"Refund of 20.00 BRL sent to the processor; its answer is not known yet. CMPay will resolve it by itself."},
+		{[]payments.ProcessorCall{call(payments.CallSucceeded)}, []payments.Refund{refund, {ID: "ref_2", Amount: brl(100), CreatedAt: created, Status: payments.RefundProcessing}},
+			"Refund of 20.00 BRL sent to the processor; its answer is not known yet. CMPay will resolve it by itself."},
+	} {
+		doc := renderDoc(t, paymentPage(paymentView{Payment: p, Refunds: c.refunds, ProcessorCalls: c.calls}))
+		if got := squash(doc.Find("p.processor-note").First().Text()); got != c.want {
+			t.Errorf("%d calls, %d refunds: %q, want %q", len(c.calls), len(c.refunds), got, c.want)
+		}
+		if got := doc.Find("table.refunds th").First().Text(); got != "Requested (UTC)" {
+			t.Errorf("the refunds table's first column is %q", got)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
@@ -161,11 +162,7 @@ func (a *admin) withSession(next http.Handler) http.Handler {
 		sess, err := a.session(r)
 		if errors.Is(err, staff.ErrNoSession) {
 			a.clearCookie(w, r)
-			to := loginPath
-			if r.Method == http.MethodGet && r.URL.Path != "/admin" {
-				to += "?next=" + url.QueryEscape(r.URL.RequestURI())
-			}
-			http.Redirect(w, r, to, http.StatusSeeOther)
+			http.Redirect(w, r, signInFor(r), http.StatusSeeOther)
 			return
 		}
 		if err != nil {
@@ -178,6 +175,42 @@ func (a *admin) withSession(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), sessionKey{}, sess)))
 	})
+}
+
+// signInFor is where a request without a session is sent: the sign-in,
+// coming back to the page asked for, or, for a form sent after the session
+// ended, to the page the form was on, with word that it was not sent
+// (unsent=1): nothing was done, and the staff member must know it.
+func signInFor(r *http.Request) string {
+	switch {
+	case r.Method == http.MethodGet && r.URL.Path != "/admin":
+		return loginPath + "?next=" + url.QueryEscape(r.URL.RequestURI())
+	case r.Method != http.MethodPost || r.URL.Path == logoutPath:
+		return loginPath
+	}
+	page := formPage(r.URL.Path)
+	if page == "" {
+		return loginPath + "?unsent=1"
+	}
+	return loginPath + "?unsent=1&next=" + url.QueryEscape(page)
+}
+
+// formPage is the page whose form posts to urlPath: a payment's page for
+// its actions, the staff, tokens and webhooks pages for theirs; "" for the
+// others.
+func formPage(urlPath string) string {
+	if rest, ok := strings.CutPrefix(urlPath, "/admin/payments/"); ok {
+		if id, _, ok := strings.Cut(rest, "/"); ok && id != "" {
+			return "/admin/payments/" + url.PathEscape(id)
+		}
+		return ""
+	}
+	for _, page := range []string{"/admin/staff", "/admin/tokens", "/admin/webhooks", accountPath} {
+		if urlPath == page || strings.HasPrefix(urlPath, page+"/") {
+			return page
+		}
+	}
+	return ""
 }
 
 // session is the live session the request's cookie names.
@@ -227,9 +260,54 @@ func (a *admin) crossSite(next http.Handler) http.Handler {
 		a.log.LogAttrs(r.Context(), slog.LevelWarn, "cross-site request refused",
 			slog.String("method", r.Method), slog.String("path", r.URL.Path),
 			slog.String("origin", r.Header.Get("Origin")), slog.String("sec_fetch_site", r.Header.Get("Sec-Fetch-Site")))
+		if err := a.auditCrossSite(r); err != nil {
+			serverError(w, r, err)
+			return
+		}
 		render(w, r, http.StatusForbidden, forbiddenPage("This request came from another site, so it was refused and nothing was done."))
 	}))
 	return cop.Handler(next)
+}
+
+// auditCrossSite records a refused cross-site request in the audit log when
+// it carried a live session: a staff member's browser was made to send it
+// (a forged form), which whoever reads the log must be able to see. Without
+// a session it is only logged.
+func (a *admin) auditCrossSite(r *http.Request) error {
+	sess, err := a.session(r)
+	if err != nil {
+		return nil // no session (or none readable): nothing to attribute
+	}
+	action := staff.Action(r.Method + " " + r.URL.Path)
+	for _, rt := range a.routes() {
+		if method, pattern, _ := strings.Cut(rt.Pattern, " "); method == r.Method && routeMatches(pattern, r.URL.Path) {
+			action = rt.Action
+			break
+		}
+	}
+	detail := "refused as cross-site, nothing was done (Sec-Fetch-Site " + cmp.Or(r.Header.Get("Sec-Fetch-Site"), "none") +
+		", Origin " + clipped(visible(cmp.Or(r.Header.Get("Origin"), "none"))) + ")"
+	// The target as the route's own audit entries name it: a payment's id.
+	target := r.URL.Path
+	if rest, ok := strings.CutPrefix(target, "/admin/payments/"); ok {
+		target, _, _ = strings.Cut(rest, "/")
+	}
+	return a.staff.Record(r.Context(), sess.Actor(a.addr(r)), action, clipped(visible(target)), staff.OutcomeDenied, visible(detail))
+}
+
+// routeMatches says whether urlPath fits a route's pattern, whose {name}
+// segments match any one segment.
+func routeMatches(pattern, urlPath string) bool {
+	want, got := strings.Split(pattern, "/"), strings.Split(urlPath, "/")
+	if len(want) != len(got) {
+		return false
+	}
+	for i, w := range want {
+		if w != got[i] && !(strings.HasPrefix(w, "{") && got[i] != "") {
+			return false
+		}
+	}
+	return true
 }
 
 // addr is the client address recorded for a request.

@@ -14,6 +14,8 @@ type loginView struct {
 	Username string
 	Next     string
 	Error    string
+	// Unsent says a form was sent after the session ended: not done.
+	Unsent bool
 }
 
 // accountView is the account page.
@@ -30,7 +32,7 @@ func (a *admin) loginForm(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, next, http.StatusSeeOther)
 		return
 	}
-	render(w, r, http.StatusOK, loginPage(loginView{Next: next}))
+	render(w, r, http.StatusOK, loginPage(loginView{Next: next, Unsent: r.URL.Query().Get("unsent") == "1"}))
 }
 
 // login signs in: 303 to next with a new session cookie; wrong credentials

@@ -95,3 +95,30 @@ func TestGrouped(t *testing.T) {
 		}
 	}
 }
+
+// Amounts and counts are read with their thousands grouped: "1234.56 BRL"
+// and "50017 created" were hard to read; an input keeps the plain number.
+func TestNumbersAreGroupedForReading(t *testing.T) {
+	t.Parallel()
+	for m, want := range map[payments.Money]string{
+		{Minor: 123456, Currency: "BRL"}: "1,234.56 BRL", {Minor: 99999, Currency: "BRL"}: "999.99 BRL",
+		{Minor: 1234567, Currency: "JPY"}: "1,234,567 JPY", {Minor: -123456, Currency: "BRL"}: "-1,234.56 BRL",
+	} {
+		if got := money(m); got != want {
+			t.Errorf("money(%+v) = %q, want %q", m, got, want)
+		}
+	}
+	st := payments.Stats{Hours: make([]payments.HourStats, 24), Counts: payments.Counts{Created: 50017}}
+	if got := squash(renderDoc(t, glance(st, newChart(st))).Find("li.created").Text()); got != "50,017 created" {
+		t.Errorf("created count %q", got)
+	}
+	p := samplePayment("pay_big", "big", 0, 0)
+	p.Method, p.Status, p.Captured.Minor, p.Amount.Minor = payments.MethodCreditCard, payments.StatusAuthorized, 0, 123456
+	doc := renderDoc(t, paymentPage(paymentView{Payment: p, Actions: newActionForms(p)}))
+	if got, _ := doc.Find("#capture-amount").Attr("value"); got != "1234.56" {
+		t.Errorf("capture input %q, want 1234.56", got)
+	}
+	if got := doc.Find("dd.amount").First().Text(); got != "1,234.56 BRL" {
+		t.Errorf("amount shown %q", got)
+	}
+}

@@ -82,8 +82,11 @@ func TestDangerousButtonsAskFirst(t *testing.T) {
 	t.Parallel()
 	tokens := renderDoc(t, tokensPage(tokensView{Available: true, Tokens: []apitoken.Token{{ID: "tok_1", Name: "shop", CreatedAt: created}}}))
 	accounts := renderDoc(t, staffPage(staffView{Me: "root", Accounts: []staff.Account{{Username: "ana", Role: staff.Viewer, CreatedAt: created}}}))
-	for name, doc := range map[string]*goquery.Document{"tokens": tokens, "staff": accounts} {
-		form := doc.Find(`form[action$="/revoke"], form[action$="/disable"]`)
+	authorized := samplePayment("pay_a", "order-a", 0, 0)
+	authorized.Status, authorized.Captured.Minor = payments.StatusAuthorized, 0
+	payment := renderDoc(t, paymentPage(paymentView{Payment: authorized, Actions: newActionForms(authorized)}))
+	for name, doc := range map[string]*goquery.Document{"tokens": tokens, "staff": accounts, "payment": payment} {
+		form := doc.Find(`form[action$="/revoke"], form[action$="/disable"], form[action$="/cancel"]`)
 		if form.Length() != 1 || form.ParentsFiltered("details.confirm").Length() != 1 || form.Parent().Find("summary").Length() != 1 {
 			t.Errorf("%s: the form is not behind a confirming <details>", name)
 		}
@@ -105,6 +108,22 @@ func TestDeliveriesNameTheirPayment(t *testing.T) {
 	link := doc.Find(`table.deliveries td[data-label="Event"] a[href="/admin/payments/pay_42"]`)
 	if link.Length() != 1 || !strings.Contains(squash(doc.Find(`td[data-label="Event"]`).Text()), "PAYMENT_REFUNDED payment pay_42") {
 		t.Errorf("event cell %q", squash(doc.Find(`td[data-label="Event"]`).Text()))
+	}
+}
+
+// Each Resend button names its delivery for a screen reader: every one
+// read "Resend".
+func TestResendButtonsNameTheirDelivery(t *testing.T) {
+	t.Parallel()
+	var ds []webhooks.Delivery
+	for _, id := range []int64{3, 4} {
+		ds = append(ds, webhooks.Delivery{WebhookDelivery: models.WebhookDelivery{ID: id, EventID: 9, Status: "FAILED"}, EventType: "PAYMENT_REFUNDED",
+			URL: "https://shop.test/hooks"})
+	}
+	doc := renderDoc(t, webhooksPage(webhooksView{Available: true, Deliveries: ds, Now: created}))
+	labels := doc.Find(`form[action$="/resend"] button`).Map(func(_ int, s *goquery.Selection) string { return s.AttrOr("aria-label", "") })
+	if strings.Join(labels, "|") != "Resend delivery 3|Resend delivery 4" {
+		t.Errorf("Resend buttons' labels %q", labels)
 	}
 }
 
@@ -169,25 +188,168 @@ func TestPaymentPageCreatedLine(t *testing.T) {
 	}
 	captured := payments.Params{payments.FieldCapture: "true"}
 	authorize := payments.Params{payments.FieldCapture: "false"}
+	// The create's first call went unanswered: the client got PROCESSING.
+	late := []payments.ProcessorCall{{Operation: payments.OpCreate, Outcome: payments.CallUnknown, Code: "timeout", At: created},
+		{Operation: payments.OpCreate, Outcome: payments.CallSucceeded, At: created.Add(time.Minute)}}
 	for _, c := range []struct {
 		p      payments.Payment
 		params payments.Params
 		want   string
+		calls  []payments.ProcessorCall
 	}{
-		{card(payments.StatusDeclined, "card_declined"), captured, "Created this payment; the processor declined it (card_declined): no money moved."},
-		{card(payments.StatusDeclined, ""), authorize, "Created this payment; the processor declined it: no money moved."},
-		{card(payments.StatusProcessing, ""), captured, "Created this payment; waiting for the processor's answer."},
-		{card(payments.StatusAuthorized, ""), authorize, "Created this payment, authorized only."},
-		{card(payments.StatusCanceled, ""), authorize, "Created this payment, authorized only."},
-		{card(payments.StatusRefunded, ""), captured, "Created this payment, captured."},
-		{samplePayment("pay_7", "order-7", 0, 0), captured, "Created this payment for the payer to pay by Pix."},
+		{card(payments.StatusDeclined, "card_declined"), captured, "Created this payment; the processor declined it (card_declined): no money moved.", nil},
+		{card(payments.StatusDeclined, ""), authorize, "Created this payment; the processor declined it: no money moved.", nil},
+		{card(payments.StatusProcessing, ""), captured, "Created this payment; answered PROCESSING: waiting for the processor's answer.", late[:1]},
+		{card(payments.StatusCaptured, ""), captured, "Created this payment; answered PROCESSING; captured later.", late},
+		{card(payments.StatusRefunded, ""), captured, "Created this payment; answered PROCESSING; captured later.", late},
+		{card(payments.StatusCanceled, ""), authorize, "Created this payment; answered PROCESSING; authorized later.", late},
+		{card(payments.StatusDeclined, "card_declined"), captured, "Created this payment; answered PROCESSING; the processor declined it later (card_declined): no money moved.", late},
+		{card(payments.StatusCaptured, ""), captured, "Created this payment, captured.", late[1:]},
+		// A call stamped before the payment was stored is not its create's.
+		{card(payments.StatusCaptured, ""), captured, "Created this payment, captured.",
+			[]payments.ProcessorCall{{Operation: payments.OpCreate, Outcome: payments.CallUnknown, At: created.Add(-time.Minute)}, late[1]}},
+		{card(payments.StatusAuthorized, ""), authorize, "Created this payment, authorized only.", nil},
+		{card(payments.StatusCanceled, ""), authorize, "Created this payment, authorized only.", nil},
+		{card(payments.StatusRefunded, ""), captured, "Created this payment, captured.", nil},
+		{samplePayment("pay_7", "order-7", 0, 0), captured, "Created this payment for the payer to pay by Pix.", nil},
 	} {
 		at := payments.Attempt{Operation: payments.OpCreate, IdempotencyKey: c.p.IdempotencyKey, Outcome: payments.OutcomeCreated,
 			At: created, Transport: "rest", Params: c.params}
-		doc := renderDoc(t, paymentPage(paymentView{Payment: c.p, Attempts: []attemptView{{Attempt: at}}}))
+		doc := renderDoc(t, paymentPage(paymentView{Payment: c.p, Attempts: []attemptView{{Attempt: at}}, ProcessorCalls: c.calls}))
 		got := squash(doc.Find(`table.timeline > tbody > tr td[data-label="What happened"]`).Text())
 		if got != c.want {
-			t.Errorf("%s payment's create line %q, want %q", c.p.Status, got, c.want)
+			t.Errorf("%s payment's create line (%d calls) %q, want %q", c.p.Status, len(c.calls), got, c.want)
+		}
+	}
+}
+
+// An applied capture, cancel or refund reads as where it stands at the
+// processor: a capture of 150.00 BRL whose call timed out read "Captured
+// 150.00 BRL." while nothing was captured.
+func TestPaymentPageAppliedLine(t *testing.T) {
+	t.Parallel()
+	brl := func(minor int64) payments.Money { return payments.Money{Minor: minor, Currency: "BRL"} }
+	authorized := samplePayment("pay_8", "order-8", 0, 0)
+	authorized.Method, authorized.Status, authorized.Captured, authorized.Amount = payments.MethodCreditCard, payments.StatusAuthorized, brl(0), brl(20000)
+	capturing, canceling := authorized, authorized
+	capturing.PendingOperation, canceling.PendingOperation = payments.OpCapture, payments.OpCancel
+	captured := authorized
+	captured.Status, captured.Captured = payments.StatusCaptured, brl(15000)
+	canceled := authorized
+	canceled.Status = payments.StatusCanceled
+	refund := func(st payments.RefundStatus) []payments.Refund {
+		return []payments.Refund{{ID: "ref_1", Amount: brl(2000), Status: st}}
+	}
+	for _, c := range []struct {
+		name    string
+		p       payments.Payment
+		op      payments.Operation
+		refunds []payments.Refund
+		want    string
+	}{
+		{"pending capture", capturing, payments.OpCapture, nil, "Capture of 150.00 BRL sent; the processor has not answered yet."},
+		{"capture", captured, payments.OpCapture, nil, "Captured 150.00 BRL."},
+		{"pending cancel", canceling, payments.OpCancel, nil, "Cancel sent; the processor has not answered yet."},
+		{"cancel", canceled, payments.OpCancel, nil, "Canceled the authorization."},
+		{"pending refund", captured, payments.OpRefund, refund(payments.RefundProcessing), "Refund of 20.00 BRL (one item) sent; the processor has not answered yet."},
+		{"refund", captured, payments.OpRefund, refund(payments.RefundSucceeded), "Refunded 20.00 BRL (one item)."},
+		{"failed refund", captured, payments.OpRefund, []payments.Refund{{ID: "ref_1", Amount: brl(2000), Status: payments.RefundFailed, FailureCode: "expired_card"}},
+			"Refund of 20.00 BRL (one item) failed at the processor (expired_card)."},
+	} {
+		params := payments.Params{payments.FieldReason: "one item"}
+		amount := ""
+		if c.op != payments.OpCancel {
+			params[payments.FieldAmount] = map[payments.Operation]string{payments.OpCapture: "150", payments.OpRefund: "20"}[c.op]
+			amount = paramAmount(params, "BRL")
+		}
+		if c.op != payments.OpRefund {
+			delete(params, payments.FieldReason)
+		}
+		at := attemptView{Attempt: payments.Attempt{Operation: c.op, IdempotencyKey: "k-1", Outcome: payments.OutcomeApplied,
+			At: created, Transport: "rest", Params: params, RefundID: "ref_1"}, Amount: amount}
+		doc := renderDoc(t, paymentPage(paymentView{Payment: c.p, Refunds: c.refunds, Attempts: []attemptView{at}}))
+		got := squash(doc.Find(`table.timeline > tbody > tr td[data-label="What happened"]`).Text())
+		if got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+	}
+}
+
+// With no action to offer, the page says what waits instead of blaming the
+// status: a pending capture read "Nothing can be done to a payment that is
+// AUTHORIZED."
+func TestNoActionSaysWhatWaits(t *testing.T) {
+	t.Parallel()
+	brl := func(minor int64) payments.Money { return payments.Money{Minor: minor, Currency: "BRL"} }
+	capturing := samplePayment("pay_9", "order-9", 0, 0)
+	capturing.Method, capturing.Status, capturing.Captured, capturing.Amount = payments.MethodCreditCard, payments.StatusAuthorized, brl(0), brl(20000)
+	capturing.PendingOperation = payments.OpCapture
+	capture := attemptView{Attempt: payments.Attempt{Operation: payments.OpCapture, Outcome: payments.OutcomeApplied, At: created}, Amount: "150.00 BRL"}
+	reserved := samplePayment("pay_10", "order-10", 0, 0)
+	reserved.Reserved = reserved.Captured
+	refunded := samplePayment("pay_11", "order-11", 0, 0)
+	refunded.Status, refunded.Refunded = payments.StatusRefunded, refunded.Captured
+	for _, c := range []struct {
+		v    paymentView
+		want string
+	}{
+		{paymentView{Payment: capturing, Attempts: []attemptView{capture}}, "A capture of 150.00 BRL waits for the processor; CMPay resolves it, nothing to do."},
+		{paymentView{Payment: reserved}, "Refunds of 10.50 BRL wait for the processor and hold all that is left to refund; CMPay resolves them, nothing to do."},
+		{paymentView{Payment: refunded}, "Nothing can be done to a payment that is REFUNDED."},
+	} {
+		c.v.Actions = newActionForms(c.v.Payment)
+		if got := squash(renderDoc(t, paymentPage(c.v)).Find(".actions-panel p.none").Text()); got != c.want {
+			t.Errorf("%s: %q, want %q", c.v.Payment.ID, got, c.want)
+		}
+	}
+}
+
+// An amount typed in an admin form is digits and a point: "1e1" refunded
+// 10.00, and "1,50" got a message that did not say how to write it.
+func TestTypedAmounts(t *testing.T) {
+	t.Parallel()
+	for text, want := range map[string]string{
+		"": "", "10": "", "10.5": "", "0.01": "",
+		"1,50": "use a point for the decimals: 1.50",
+		"1e1":  "type the amount as digits with an optional point, like 12.50",
+		"+1":   "type the amount as digits with an optional point, like 12.50",
+		"1E2":  "type the amount as digits with an optional point, like 12.50",
+		"1.":   "", ".5": "",
+		"ten": "", // the engine's message says it is not a number
+		"-1":  "",
+	} {
+		if got := typedAmountProblem(text); got != want {
+			t.Errorf("%q: %q, want %q", text, got, want)
+		}
+	}
+}
+
+// A declined payment's retried create says no second payment was made; it
+// said "nothing was charged again" of a payment never charged.
+func TestReplayedCreateWordedByStatus(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		status   payments.Status
+		captured int64
+		want     string
+	}{
+		{payments.StatusDeclined, 0, "no second payment was made"},
+		{payments.StatusAuthorized, 0, "no second payment was made"},
+		{payments.StatusCaptured, 1050, "nothing was charged again"},
+	} {
+		p := samplePayment("pay_d", "order-d", 1, 0)
+		p.Method, p.Status, p.Captured.Minor = payments.MethodCreditCard, c.status, c.captured
+		view := paymentView{Payment: p}
+		for _, o := range []payments.Outcome{payments.OutcomeCreated, payments.OutcomeReplayed} {
+			view.Attempts = append(view.Attempts, attemptView{Attempt: payments.Attempt{Operation: payments.OpCreate,
+				IdempotencyKey: "order-d", Outcome: o, At: created, Transport: "rest"}})
+		}
+		doc := renderDoc(t, paymentPage(view))
+		if got := squash(doc.Find(".answer").Text()); !strings.Contains(got, "each retry got the first result back and "+c.want+".") {
+			t.Errorf("%s: %q, want it to say %q", c.status, got, c.want)
+		}
+		if title, _ := doc.Find(".key-uses .badge.replayed").Attr("title"); !strings.HasSuffix(title, c.want) {
+			t.Errorf("%s: badge title %q", c.status, title)
 		}
 	}
 }

@@ -68,10 +68,3 @@ UPDATE payments SET paid_at = CASE WHEN status = 'CAPTURED' THEN $2 ELSE paid_at
        expired_at = CASE WHEN status = 'EXPIRED' THEN $2 ELSE expired_at END
 WHERE id = $1
 
--- name: status_counts
--- How many payments created since $1 wait for the processor or their
--- payer, or ended with no money moved, by status: the admin's overview.
--- Through the index on (status, created_at), one range per status.
-SELECT status, count(*) FROM payments
-WHERE status IN ('PROCESSING', 'PENDING', 'DECLINED', 'EXPIRED') AND created_at >= $1
-GROUP BY status

@@ -195,9 +195,11 @@ mutation DeclinedPayment($input: CreatePaymentInput!, $idempotencyKey: String!) 
 
 const slowMutation = `# A payment whose processor is slow. The sandbox answers pm_sandbox_slow only after PROCESSOR_TIMEOUT
 # (10s by default), so the first answer is PROCESSING: the processor's answer is not known yet.
-# CMPay resolves it by itself within PROCESSOR_RECOVERY_AFTER (30s by default). Run SlowPayment again
-# with the same key meanwhile or later: replayed is true, never a second charge; once resolved the
-# payment is CAPTURED. Or put its id in paymentId and run PaymentAtProcessor to watch it.
+# CMPay resolves it by itself PROCESSOR_RECOVERY_AFTER (30s by default) after that timeout: about 40s
+# after the create with the defaults. Run SlowPayment again with the same key meanwhile or later:
+# replayed is true, never a second charge; once resolved the payment is CAPTURED. To watch it, paste
+# the id SlowPayment returned into paymentId in the variables below, then run PaymentAtProcessor
+# (until you do, it answers "payment": null: no payment has the placeholder's id).
 mutation SlowPayment($input: CreatePaymentInput!, $idempotencyKey: String!) {
   createPayment(input: $input, idempotencyKey: $idempotencyKey) {
     replayed
@@ -320,7 +322,7 @@ function Playground() {
         { query: listQuery, variables: "{}", headers },
         { query: lifecycleOperations, variables: lifecycleVariables, headers },
         { query: declineMutation, variables: tokenVariables("-declined", "pm_card_chargeDeclined"), headers },
-        { query: slowMutation, variables: tokenVariables("-slow", "pm_sandbox_slow", { paymentId: "<the id SlowPayment returned>" }), headers },
+        { query: slowMutation, variables: tokenVariables("-slow", "pm_sandbox_slow", { paymentId: "<paste the id SlowPayment returned here>" }), headers },
         { query: pixMutation, variables: pixVariables, headers },
       ]}
     />
