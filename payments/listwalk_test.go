@@ -1,14 +1,11 @@
 package payments_test
 
 import (
-	"fmt"
 	"testing"
 	"time"
 
 	"github.com/cmpay/cmpay/internal/dbtest"
 	"github.com/cmpay/cmpay/internal/stripedouble"
-	"github.com/cmpay/cmpay/payments"
-	"github.com/cmpay/cmpay/processor"
 )
 
 // A create whose key's answer is a stored 500, its list of Stripe's
@@ -22,24 +19,13 @@ func TestStoredErrorCreateListResumesAtTheFailedPage(t *testing.T) {
 		b, d := stripeWith(t, db, stripeOpts{OnFakeClock: true, DoubleLag: time.Hour})
 		d.FailNext(stripedouble.CreatePaymentIntent, stripedouble.Fault{Kind: stripedouble.ServerErrorStored})
 		p := b.mustCreate(t, withToken(card("list-resume"), "pm_card_visa")).Payment
-		for i := range 150 {
-			b.clock.Advance(time.Second)
-			if _, err := b.conn.CreatePayment(t.Context(), processor.CreatePaymentRequest{
-				IdempotencyKey: fmt.Sprint("other-", i), PaymentID: fmt.Sprint("other-", i), AmountMinor: 100,
-				Currency: "BRL", Method: processor.MethodCreditCard, PaymentMethodToken: "pm_card_visa", Capture: true}); err != nil {
-				t.Fatal(err)
-			}
-		}
+		createOthers(t, b, 150, time.Second)
 		lists := d.Calls(stripedouble.ListPaymentIntents)
 		d.FailNth(stripedouble.ListPaymentIntents, lists+2, stripedouble.Fault{Kind: stripedouble.ServerErrorBefore})
 		got := recoverUntilSettled(t, b, p.ID)
 		if pages := d.Calls(stripedouble.ListPaymentIntents) - lists; pages != 3 {
 			t.Errorf("%d list pages asked for; want 3 (the second again, not the first)", pages)
 		}
-		intents := d.IntentsFor(p.ID)
-		if len(intents) != 1 || got.Status != payments.StatusCaptured || got.ProcessorReference != intents[0] ||
-			d.Ledger(intents[0]).Captures != 1 {
-			t.Errorf("CMPay %s %s; the double's intents %v", got.Status, got.ProcessorReference, intents)
-		}
+		checkCapturedOnce(t, d, got)
 	})
 }
