@@ -14,7 +14,7 @@ import (
 
 // Requests that find the database unavailable, a thousand in an outage,
 // log the first and then one line a minute; an outage after a quiet
-// minute starts afresh.
+// minute starts afresh, once the last one's count is told.
 func TestUnavailableRequestsAreLoggedOnceAMinute(t *testing.T) {
 	var buf bytes.Buffer
 	now := time.Date(2026, 12, 7, 10, 0, 0, 0, time.UTC)
@@ -34,10 +34,11 @@ func TestUnavailableRequestsAreLoggedOnceAMinute(t *testing.T) {
 	for line := range strings.Lines(buf.String()) {
 		_, rest, _ := strings.Cut(line, "msg=")
 		msg, _, _ := strings.Cut(rest, " err=")
+		msg, _, _ = strings.Cut(msg, " failures=")
 		msgs = append(msgs, msg)
 	}
 	want := []string{`"database unavailable"`, `"database unavailable: still failing (601 times since 10:00:00)"`,
-		`"database unavailable"`}
+		`"database unavailable: ended after 1000 failures, the last at 10:01:39"`, `"database unavailable"`}
 	if strings.Join(msgs, "\n") != strings.Join(want, "\n") {
 		t.Errorf("lines:\n%s\nwant:\n%s", strings.Join(msgs, "\n"), strings.Join(want, "\n"))
 	}

@@ -86,3 +86,33 @@ func TestEachEventResolvesWithItsBatchLoaders(t *testing.T) {
 		}
 	}
 }
+
+// TestWebsocketQueriesResolveWithLoadersOfTheirOwn: a query sent over a
+// WebSocket does not use the socket's request loaders, which live as long
+// as the socket and would answer a later query with the lists an earlier
+// one read; a query over plain HTTP keeps its request's.
+func TestWebsocketQueriesResolveWithLoadersOfTheirOwn(t *testing.T) {
+	t.Parallel()
+	for _, websocket := range []bool{true, false} {
+		ctx := graphql.WithOperationContext(t.Context(), &graphql.OperationContext{Operation: &ast.OperationDefinition{Operation: ast.Query}})
+		request := &requestLoaders{}
+		ctx = context.WithValue(ctx, loadersKey{}, request)
+		if websocket {
+			ctx = context.WithValue(ctx, connectionKey{}, &connection{websocket: true})
+		}
+		var used []*loaders
+		for range 2 {
+			withEventLoaders(ctx, func(ctx context.Context) graphql.ResponseHandler {
+				used = append(used, loadersFrom(ctx, nil))
+				return graphql.OneShot(&graphql.Response{})
+			})
+		}
+		shared := used[0] == request.get() || used[1] == request.get() || used[0] == used[1]
+		if websocket && shared {
+			t.Errorf("two queries over one WebSocket resolved with shared loaders")
+		}
+		if !websocket && (used[0] != request.get() || used[1] != request.get()) {
+			t.Errorf("a query over HTTP did not resolve with its request's loaders")
+		}
+	}
+}

@@ -244,9 +244,15 @@ func (f *eventFeed) receive(ctx context.Context) *loaders {
 // withEventLoaders gives each event of a subscription loaders of its own,
 // those forward made for its batch: a request's loaders cache what they
 // read for the request's life, and a subscription's request lasts as long
-// as its stream.
+// as its stream. A query or mutation over a WebSocket gets loaders of its
+// own too: the socket's request, open for hours, is every one of its
+// operations', and its loaders would show the next query the lists the
+// first one read.
 func withEventLoaders(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
 	if op := graphql.GetOperationContext(ctx).Operation; op == nil || op.Operation != ast.Subscription {
+		if overWebsocket(ctx) {
+			ctx = withOwnLoaders(ctx, nil)
+		}
 		return next(ctx)
 	}
 	feed := &eventFeed{next: make(chan *loaders), stopped: make(chan struct{})}

@@ -80,10 +80,23 @@ func (w *listWalks) keep(op operationRow, from, to time.Time, walk *processor.Li
 }
 
 // listCreatedBetween lists op's payments made between from and to at
-// lister, going on from where the last list of that window stopped.
+// lister, going on from where the last list of that window stopped. The
+// payments an earlier round's pages found are read again once the list
+// ends: their state there is as old as that round (an authorization may
+// have been canceled since), and the list's answer settles op.
 func (s *Service) listCreatedBetween(ctx context.Context, lister processor.CreatedLister, op operationRow, from, to time.Time) ([]processor.Payment, error) {
 	walk := s.walks.take(op, from, to)
+	earlier := len(walk.Found)
 	found, err := lister.ListPaymentsCreated(ctx, op.paymentID, from, to, walk)
 	s.walks.keep(op, from, to, walk)
-	return found, err
+	if err != nil {
+		return found, err
+	}
+	proc := s.processorNamed(op.processor)
+	for i := range found[:earlier] {
+		if found[i], err = proc.GetPayment(ctx, found[i].Reference); err != nil {
+			return nil, err
+		}
+	}
+	return found, nil
 }

@@ -282,6 +282,32 @@ func stripeConnAs(t *testing.T, d *stripedouble.Double, timeout time.Duration, a
 	return conn
 }
 
+// createOthers makes n card payments of other CMPay payments directly at
+// the double, the clock moved by every before each: the account's other
+// intents a create's list must page through.
+func createOthers(t *testing.T, b *bundle, n int, every time.Duration) {
+	t.Helper()
+	for i := range n {
+		b.clock.Advance(every)
+		if _, err := b.conn.CreatePayment(t.Context(), processor.CreatePaymentRequest{
+			IdempotencyKey: fmt.Sprint("other-", i), PaymentID: fmt.Sprint("other-", i), AmountMinor: 100,
+			Currency: "BRL", Method: processor.MethodCreditCard, PaymentMethodToken: "pm_card_visa", Capture: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// checkCapturedOnce checks that got, as CMPay holds it, is CAPTURED with
+// the one intent the double made for its id, captured once.
+func checkCapturedOnce(t *testing.T, d *stripedouble.Double, got payments.Payment) {
+	t.Helper()
+	intents := d.IntentsFor(got.ID)
+	if len(intents) != 1 || got.Status != payments.StatusCaptured || got.ProcessorReference != intents[0] ||
+		d.Ledger(intents[0]).Captures != 1 {
+		t.Errorf("CMPay %s %s; the double's intents %v", got.Status, got.ProcessorReference, intents)
+	}
+}
+
 // recoverUntilSettled runs recovery rounds, the clock moved past each
 // postponement, until the payment is no longer PROCESSING, or fails after
 // 5 rounds past processor.DefaultStripeSearchLag (a create after a stored

@@ -270,24 +270,13 @@ func TestStoredErrorCreateListsOnlyUntilItsStoredError(t *testing.T) {
 		if _, err := b.svc.RecoverDue(t.Context()); err != nil { // the replayed 500
 			t.Fatal(err)
 		}
-		for i := range 150 {
-			b.clock.Advance(48 * time.Second)
-			if _, err := b.conn.CreatePayment(t.Context(), processor.CreatePaymentRequest{
-				IdempotencyKey: fmt.Sprint("other-", i), PaymentID: fmt.Sprint("other-", i), AmountMinor: 100,
-				Currency: "BRL", Method: processor.MethodCreditCard, PaymentMethodToken: "pm_card_visa", Capture: true}); err != nil {
-				t.Fatal(err)
-			}
-		}
+		createOthers(t, b, 150, 48*time.Second)
 		lists := d.Calls(stripedouble.ListPaymentIntents)
 		got := recoverUntilSettled(t, b, p.ID)
 		if pages := d.Calls(stripedouble.ListPaymentIntents) - lists; pages != 1 {
 			t.Errorf("%d list pages read, want 1 (the payments up to its stored 500)", pages)
 		}
-		intents := d.IntentsFor(p.ID)
-		if len(intents) != 1 || got.Status != payments.StatusCaptured || got.ProcessorReference != intents[0] ||
-			d.Ledger(intents[0]).Captures != 1 {
-			t.Errorf("CMPay %s %s; the double's intents %v", got.Status, got.ProcessorReference, intents)
-		}
+		checkCapturedOnce(t, d, got)
 	})
 }
 

@@ -43,9 +43,10 @@ type Failures struct {
 	// means DefaultEvery.
 	Every time.Duration
 	// Gap, if set, ends a run of failures that had none for this long:
-	// the next failure is logged as a first one. For a caller that never
-	// sees what works (the requests), so that a new outage does not read
-	// as the last one going on.
+	// the next failure is logged as a first one, after an INFO line giving
+	// the ended run's count (its last failures were told nowhere else).
+	// For a caller that never sees what works (the requests), so that a
+	// new outage does not read as the last one going on.
 	Gap time.Duration
 	// Now is the clock; nil means time.Now. Tests inject one.
 	Now func() time.Time
@@ -72,7 +73,11 @@ func (f *Failures) Report(err error, args ...any) {
 func (f *Failures) Fail(err error, args ...any) {
 	f.mu.Lock()
 	now := f.now()
+	var ended run // the run a Gap ended, if it had more than its first
 	if f.failures > 0 && f.Gap > 0 && now.Sub(f.last) >= f.Gap {
+		if f.failures > 1 {
+			ended = run{f.failures, f.first, f.last}
+		}
 		f.failures = 0
 	}
 	f.failures++
@@ -88,9 +93,19 @@ func (f *Failures) Fail(err error, args ...any) {
 		args = append(args, "failures", f.failures, "since", f.first.UTC())
 	}
 	f.mu.Unlock()
+	if ended.failures > 0 {
+		f.logger().Info(fmt.Sprintf("%s: ended after %d failures, the last at %s", f.What, ended.failures, clock(ended.last)),
+			"failures", ended.failures, "since", ended.first.UTC(), "last", ended.last.UTC())
+	}
 	if msg != "" {
 		f.logger().Log(context.Background(), f.level(), msg, append([]any{"err", err}, args...)...)
 	}
+}
+
+// run is a run of failures that has ended.
+type run struct {
+	failures    int
+	first, last time.Time
 }
 
 // OK ends a run of failures, if there was one, with one INFO line saying

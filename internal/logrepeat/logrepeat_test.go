@@ -91,6 +91,34 @@ func TestFailuresFirstThenEveryMinuteThenBack(t *testing.T) {
 	}
 }
 
+// With a Gap, a run of failures that stopped is told with its count when
+// the next failure comes: its failures after the last "still failing"
+// line are counted nowhere else.
+func TestFailuresGapTellsTheEndedRun(t *testing.T) {
+	var out captured
+	clock := &fakeClock{t: time.Date(2026, 12, 7, 10, 0, 0, 0, time.UTC)}
+	f := &logrepeat.Failures{Logger: out.logger(), What: "database unavailable", Gap: time.Minute, Now: clock.Now}
+	boom := errors.New("down")
+	for range 30 { // 30 failures in 30 s: only the first was told
+		f.Fail(boom)
+		clock.Add(time.Second)
+	}
+	clock.Add(time.Hour)
+	f.Fail(boom)
+	want := []string{
+		"WARN database unavailable",
+		"INFO database unavailable: ended after 30 failures, the last at 10:00:29",
+		"WARN database unavailable",
+	}
+	lines := out.lines(t)
+	if got := msgs(lines); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("lines:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if lines[1]["failures"] != float64(30) {
+		t.Errorf("ended run's line %v: want failures 30", lines[1])
+	}
+}
+
 // With a Gap, failures far apart are each a first one: a caller that
 // never sees success does not report a new outage as the old one.
 func TestFailuresGapStartsAfresh(t *testing.T) {
