@@ -179,16 +179,17 @@ func (r rechecker) watch(ctx context.Context, c *connection) {
 		case errors.Is(err, ErrRefused):
 			c.refuse()
 			return
-		case ctx.Err() == nil:
-			rechecks.Report(err, "request_id", requestid.From(ctx))
+		case err != nil && ctx.Err() == nil:
+			rechecks.Fail(err, "request_id", requestid.From(ctx))
 		}
 	}
 }
 
 // rechecks logs the rechecks that could not be made: in a database
 // outage every open connection's fails at each tick, and a line each
-// would bury the rest.
-var rechecks = &logrepeat.Failures{What: "recheck a connection's credentials"}
+// would bury the rest. One socket's success does not end the others'
+// failures, so only a minute without any ends a run (Gap).
+var rechecks = &logrepeat.Failures{What: "recheck a connection's credentials", Gap: logrepeat.DefaultEvery}
 
 // serve runs a connection, checking its credentials again while it is
 // open.

@@ -109,6 +109,7 @@ func (s *Service) Run(ctx context.Context) {
 	tick := time.NewTicker(s.cfg.Poll)
 	defer tick.Stop()
 	for ctx.Err() == nil {
+		s.unsigned.Flush() // tells the count of a burst that has stopped
 		free := s.cfg.Concurrency - len(slots)
 		// full: the last claim took all it asked for, so more may be due
 		// as soon as a slot is free.
