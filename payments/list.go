@@ -339,10 +339,13 @@ func (s *Service) ProcessorCallsOf(ctx context.Context, ps []Payment) ([][]Proce
 			if p.after(row.At) {
 				continue
 			}
-			c := ProcessorCall{Operation: Operation(row.Operation), ProcessorKey: row.ProcessorKey, Outcome: CallOutcome(row.Outcome),
-				At: row.At.UTC(), Duration: time.Duration(row.DurationMs) * time.Millisecond}
+			c := ProcessorCall{Operation: Operation(row.Operation), Kind: CallKind(row.Kind), ProcessorKey: row.ProcessorKey,
+				Outcome: CallOutcome(row.Outcome), At: row.At.UTC(), Duration: time.Duration(row.DurationMs) * time.Millisecond}
 			if row.Code != nil {
 				c.Code = *row.Code
+			}
+			if row.RecordState != nil {
+				c.RecordState = *row.RecordState
 			}
 			out[i] = append(out[i], c)
 		}

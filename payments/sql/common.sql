@@ -215,9 +215,11 @@ VALUES (CAST($1 AS TEXT), $2, $3, $4, $5, 'cmpay_' || CAST($1 AS TEXT), $6, $7, 
 -- name: insert_call
 -- Records one processor call of an operation: $1 operation id, $2 payment,
 -- $3 operation, $4 the key it carried, $5 WRITE or READ, $6 outcome,
--- $7 code, $8 when, $9 how long in ms.
-INSERT INTO processor_calls (operation_id, payment_id, operation, processor_key, kind, outcome, code, at, duration_ms)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+-- $7 code, $8 when, $9 how long in ms, $10 the state of the processor's
+-- record its answer gave.
+INSERT INTO processor_calls (operation_id, payment_id, operation, processor_key, kind, outcome, code, at, duration_ms,
+                             record_state)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
 
 -- name: last_write_under_key
 -- When operation $2 of payment $1 was last sent under key $3 (no row:
