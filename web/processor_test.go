@@ -1,6 +1,7 @@
 package web
 
 import (
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -293,5 +294,45 @@ func TestAcceptedRefundIsNotUnanswered(t *testing.T) {
 		if got := doc.Find("table.refunds th").First().Text(); got != "Requested (UTC)" {
 			t.Errorf("the refunds table's first column is %q", got)
 		}
+	}
+}
+
+// The overview's count of captures, cancels and refunds waiting for the
+// processor links to the list of their payments, which has a checkbox of
+// its own and says in each row what waits: the count was text alone, and
+// support could not find the payments it counted.
+func TestListOfPaymentsWaitingForTheProcessor(t *testing.T) {
+	t.Parallel()
+	brl := func(minor int64) payments.Money { return payments.Money{Minor: minor, Currency: "BRL"} }
+	capturing := samplePayment("pay_1", "order-1", 0, 0)
+	capturing.Status, capturing.Captured, capturing.PendingOperation = payments.StatusAuthorized, brl(0), payments.OpCapture
+	refunding := samplePayment("pay_2", "order-2", 0, 0)
+	refunding.Reserved = brl(300)
+	stats := payments.Stats{Hours: make([]payments.HourStats, 24),
+		Waiting: map[payments.Operation]int{payments.OpCapture: 1, payments.OpRefund: 1}}
+	form := parseFilterForm(url.Values{"waiting": {"1"}})
+	if f, err := form.filter(); err != nil || !f.WaitingOperation {
+		t.Fatalf("waiting=1: %+v, %v; want WaitingOperation", f, err)
+	}
+	doc := renderDoc(t, listPage(listView{Form: form, Stats: stats, Chart: newChart(stats),
+		Payments: []payments.Payment{refunding, capturing, samplePayment("pay_3", "order-3", 0, 0)}}))
+	link := doc.Find(`.glance li.operations a`)
+	if href := link.AttrOr("href", ""); href != "/admin?waiting=1" || !strings.Contains(squash(link.Text()), "2 captures, cancels and refunds waiting for the processor") {
+		t.Errorf("the overview's count links to %q (%q), want /admin?waiting=1", href, squash(link.Text()))
+	}
+	if _, checked := doc.Find(`input[name=waiting]`).Attr("checked"); !checked {
+		t.Error("the waiting checkbox is not checked under waiting=1")
+	}
+	rows := doc.Find("table.payments tbody tr")
+	for i, want := range []string{"refund waiting for the processor (3.00 BRL held)", "capture waiting for the processor", ""} {
+		if got := squash(rows.Eq(i).Find("small.waiting").Text()); got != want {
+			t.Errorf("row %d says %q waits, want %q", i, got, want)
+		}
+	}
+	if got := parseFilterForm(mustQuery(t, form.url("c"))); !got.Waiting || got.After != "c" {
+		t.Errorf("the next page's address %s loses the filter: %+v", form.url("c"), got)
+	}
+	if _, err := parseFilterForm(url.Values{"waiting": {"processor"}}).filter(); err == nil {
+		t.Error("waiting=processor was taken as a checkbox's value")
 	}
 }

@@ -145,6 +145,12 @@ AND amount_minor = @amount_minor AND currency = @currency
 -- Payments in one status (idx_payments_status_created).
 AND status = @status
 
+-- name: page_waiting_operation
+-- Payments with a capture, cancel or refund the processor has not settled
+-- (idx_payments_waiting_op, whose condition this is, word for word: SQLite
+-- uses a partial index only for a query that repeats its WHERE term).
+AND (pending_operation IS NOT NULL OR reserved_minor > 0)
+
 -- name: page_from
 -- Created at or after @created_from.
 AND created_at >= @created_from
