@@ -3,6 +3,7 @@ package payments_test
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,9 +11,8 @@ import (
 	"github.com/cmpay/cmpay/payments"
 )
 
-// callKinds are a payment's processor calls as "KIND OPERATION OUTCOME",
-// and a read's state found. A write's state is not checked: a create
-// settled in a batch (settle_batch.sql) does not keep it.
+// callKinds are a payment's processor calls as "KIND OPERATION OUTCOME
+// state".
 func (b *bundle) callKinds(t *testing.T, p payments.Payment) []string {
 	t.Helper()
 	all, err := b.svc.ProcessorCallsOf(t.Context(), []payments.Payment{p})
@@ -21,11 +21,7 @@ func (b *bundle) callKinds(t *testing.T, p payments.Payment) []string {
 	}
 	var out []string
 	for _, c := range all[0] {
-		line := fmt.Sprintf("%s %s %s", c.Kind, c.Operation, c.Outcome)
-		if c.Kind == payments.CallRead {
-			line += " " + c.RecordState
-		}
-		out = append(out, line)
+		out = append(out, strings.TrimSpace(fmt.Sprintf("%s %s %s %s", c.Kind, c.Operation, c.Outcome, c.RecordState)))
 	}
 	return out
 }
@@ -33,7 +29,8 @@ func (b *bundle) callKinds(t *testing.T, p payments.Payment) []string {
 // A read made to learn what came of an operation is listed as a READ,
 // with the state it found: an expired boleto's calls read as two creates
 // SUCCEEDED, and support asked whether the payer was charged twice. The
-// create answered before it was stored (read from its payment) is a WRITE.
+// create answered before it was stored (read from its payment) is a
+// WRITE, whose record's state is not kept.
 func TestProcessorCallsSayReadFromSent(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
@@ -43,7 +40,7 @@ func TestProcessorCallsSayReadFromSent(t *testing.T) {
 		if n, err := b.svc.PollPending(t.Context(), time.Hour, 10); err != nil || n != 1 {
 			t.Fatalf("PollPending past the expiry: %d, %v", n, err)
 		}
-		want := []string{"WRITE CREATE_PAYMENT SUCCEEDED", "READ CREATE_PAYMENT SUCCEEDED expired"}
+		want := []string{"WRITE CREATE_PAYMENT SUCCEEDED pending", "READ CREATE_PAYMENT SUCCEEDED expired"}
 		if got := b.callKinds(t, b.mustGet(t, boleto.ID)); !slices.Equal(got, want) {
 			t.Errorf("the expired boleto's calls %q, want %q", got, want)
 		}
@@ -53,6 +50,47 @@ func TestProcessorCallsSayReadFromSent(t *testing.T) {
 		want = []string{"WRITE CREATE_PAYMENT SUCCEEDED"}
 		if got := sync.callKinds(t, card); !slices.Equal(got, want) {
 			t.Errorf("a sandbox card's calls %q, want %q", got, want)
+		}
+	})
+}
+
+// A Stripe refund answered pending, then read while still pending, then
+// read once it succeeded: one refund sent, two reads, each with what it
+// found. It showed "refund SUCCEEDED" three times.
+func TestPendingRefundCallsSayWhatEachFound(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		b, d := stripeWith(t, db, stripeOpts{RefundsPending: true})
+		p := stripeCard(t, b, "refund-read", true)
+		res, err := b.refund(t, p.ID, "refund-1", ptr("1.00"))
+		if err != nil || res.Refund == nil || res.Refund.Status != payments.RefundProcessing {
+			t.Fatalf("refund: %+v, %v; want it PROCESSING", res.Refund, err)
+		}
+		round := func() {
+			t.Helper()
+			b.clock.Advance(testRecovery + time.Second)
+			if _, err := b.svc.RecoverDue(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		round()
+		if ids := d.RefundsFor(res.Refund.ID); len(ids) != 1 || d.SettleRefund(ids[0], true, "") != nil {
+			t.Fatalf("settle the refund at the double: %v", ids)
+		}
+		round()
+		if got := refundOf(t, b, p.ID, res.Refund.ID); got.Status != payments.RefundSucceeded {
+			t.Fatalf("the refund is %s after the double settled it, want SUCCEEDED", got.Status)
+		}
+		var refunds []string
+		for _, c := range b.callKinds(t, b.mustGet(t, p.ID)) {
+			if strings.Contains(c, "REFUND_PAYMENT") {
+				refunds = append(refunds, c)
+			}
+		}
+		want := []string{"WRITE REFUND_PAYMENT SUCCEEDED pending", "READ REFUND_PAYMENT SUCCEEDED pending",
+			"READ REFUND_PAYMENT SUCCEEDED succeeded"}
+		if !slices.Equal(refunds, want) {
+			t.Errorf("the refund's calls %q, want %q", refunds, want)
 		}
 	})
 }

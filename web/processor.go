@@ -117,11 +117,16 @@ func callKindTitle(c payments.ProcessorCall) string {
 	return "CMPay sent the operation with its key; a retry with the same key cannot make it twice"
 }
 
-// callResult is a call's result: a write's outcome as it is; a read's as
-// the state of the processor's record it found ("read: still pending",
-// "read: expired"), since "SUCCEEDED" there only says the read worked.
+// callResult is a call's result: a write's outcome as it is, and whether
+// the processor left it pending ("SUCCEEDED: still pending", a Stripe
+// refund's first answer, which is no refund made yet); a read's as the
+// state of the processor's record it found ("read: still pending", "read:
+// expired"), since "SUCCEEDED" there only says the read worked.
 func callResult(c payments.ProcessorCall) string {
 	if c.Kind != payments.CallRead {
+		if pendingState(c.RecordState) {
+			return string(c.Outcome) + ": still pending"
+		}
 		return string(c.Outcome)
 	}
 	switch {
@@ -132,16 +137,26 @@ func callResult(c payments.ProcessorCall) string {
 	case c.Outcome == payments.CallError:
 		return "read: error"
 	}
-	switch c.RecordState {
-	case "":
-		if c.Outcome == payments.CallDeclined {
-			return "read: refused"
-		}
+	switch {
+	case c.RecordState == "" && c.Outcome == payments.CallDeclined:
+		return "read: refused"
+	case c.RecordState == "":
 		return "read: answered"
-	case "pending", "processing", "requires_action":
+	case pendingState(c.RecordState):
 		return "read: still pending"
 	}
 	return "read: " + strings.ReplaceAll(c.RecordState, "_", " ")
+}
+
+// pendingState says whether a processor's record in state (its own word)
+// is not settled yet: a payment waiting for its payer or for the
+// processor, a refund still processing.
+func pendingState(state string) bool {
+	switch state {
+	case "pending", "processing", "requires_action":
+		return true
+	}
+	return false
 }
 
 // callResultClass is the badge class of a call's result: a read's is
@@ -156,6 +171,9 @@ func callResultClass(c payments.ProcessorCall) string {
 // callResultTitle says what a call's result means.
 func callResultTitle(c payments.ProcessorCall) string {
 	if c.Kind != payments.CallRead {
+		if pendingState(c.RecordState) {
+			return callOutcomeText(c.Outcome) + ", which was still pending: nothing is settled yet"
+		}
 		return callOutcomeText(c.Outcome)
 	}
 	switch {

@@ -104,9 +104,9 @@ func TestPaymentPageCallsSayReadFromSent(t *testing.T) {
 		t.Errorf("the calls' headers %q: want a Sent / read column, no \"Key sent\"", heads)
 	}
 	want := []string{
-		"create Sent SUCCEEDED",
+		"create Sent SUCCEEDED: still pending",
 		"create Read read: expired",
-		"refund Sent SUCCEEDED",
+		"refund Sent SUCCEEDED: still pending",
 		"refund Read read: still pending",
 		"refund Read read: succeeded",
 		"refund Read read: failed",
