@@ -152,6 +152,7 @@ type ComplexityRoot struct {
 		At           func(childComplexity int) int
 		Code         func(childComplexity int) int
 		DurationMs   func(childComplexity int) int
+		Kind         func(childComplexity int) int
 		Operation    func(childComplexity int) int
 		Outcome      func(childComplexity int) int
 		ProcessorKey func(childComplexity int) int
@@ -735,6 +736,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ProcessorCall.DurationMs(childComplexity), true
+	case "ProcessorCall.kind":
+		if e.ComplexityRoot.ProcessorCall.Kind == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ProcessorCall.Kind(childComplexity), true
 	case "ProcessorCall.operation":
 		if e.ComplexityRoot.ProcessorCall.Operation == nil {
 			break
@@ -1335,6 +1342,16 @@ type ProcessorCall {
   at: Time!
   "How long the call took, in milliseconds."
   durationMs: Int!
+  "Whether CMPay sent the operation (WRITE) or only read the processor's record of it to learn what came of it (READ). A read sends nothing and moves no money: a create followed by a read of it is one create."
+  kind: ProcessorCallKind!
+}
+
+"Whether a processor call sent an operation or read the processor's record of it."
+enum ProcessorCallKind {
+  "CMPay sent the operation to the processor, with its idempotency key."
+  WRITE
+  "CMPay read the processor's record of the operation (after an unknown outcome, an event, or a poll); nothing was sent."
+  READ
 }
 
 "What one processor call came to."
@@ -1735,6 +1752,8 @@ func (ec *executionContext) childFields_ProcessorCall(ctx context.Context, field
 		return ec.fieldContext_ProcessorCall_at(ctx, field)
 	case "durationMs":
 		return ec.fieldContext_ProcessorCall_durationMs(ctx, field)
+	case "kind":
+		return ec.fieldContext_ProcessorCall_kind(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type ProcessorCall", field.Name)
 }
@@ -4166,6 +4185,29 @@ func (ec *executionContext) _ProcessorCall_durationMs(ctx context.Context, field
 }
 func (ec *executionContext) fieldContext_ProcessorCall_durationMs(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ProcessorCall", field, true, true, "Int")
+}
+
+func (ec *executionContext) _ProcessorCall_kind(ctx context.Context, field graphql.CollectedField, obj *payments.ProcessorCall) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ProcessorCall_kind(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Kind, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v payments.CallKind) graphql.Marshaler {
+			return ec.marshalNProcessorCallKind2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐCallKind(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ProcessorCall_kind(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ProcessorCall", field, false, false, "ProcessorCallKind")
 }
 
 func (ec *executionContext) _Query_payment(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
@@ -6739,6 +6781,11 @@ func (ec *executionContext) _ProcessorCall(ctx context.Context, sel ast.Selectio
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._ProcessorCall_durationMs(ctx, field, obj)
 				})
+		case "kind":
+			out.Values[i] = ec._ProcessorCall_kind(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -7746,6 +7793,32 @@ func (ec *executionContext) marshalNProcessorCall2ᚕgithubᚗcomᚋcmpayᚋcmpa
 
 	return ret
 }
+
+func (ec *executionContext) unmarshalNProcessorCallKind2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐCallKind(ctx context.Context, v any) (payments.CallKind, error) {
+	tmp, err := scalar.UnmarshalString(v)
+	res := unmarshalNProcessorCallKind2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐCallKind[tmp]
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNProcessorCallKind2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐCallKind(ctx context.Context, sel ast.SelectionSet, v payments.CallKind) graphql.Marshaler {
+	_ = sel
+	res := scalar.MarshalString(marshalNProcessorCallKind2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐCallKind[v])
+	if res == graphql.Null {
+		graphql.AddInvalidNullFromMarshaler(ctx, "ProcessorCallKind!")
+	}
+	return res
+}
+
+var (
+	unmarshalNProcessorCallKind2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐCallKind = map[string]payments.CallKind{
+		"WRITE": payments.CallWrite,
+		"READ":  payments.CallRead,
+	}
+	marshalNProcessorCallKind2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐCallKind = map[payments.CallKind]string{
+		payments.CallWrite: "WRITE",
+		payments.CallRead:  "READ",
+	}
+)
 
 func (ec *executionContext) unmarshalNProcessorCallOutcome2githubᚗcomᚋcmpayᚋcmpayᚋpaymentsᚐCallOutcome(ctx context.Context, v any) (payments.CallOutcome, error) {
 	tmp, err := scalar.UnmarshalString(v)

@@ -27,11 +27,11 @@ func TestAdminProcessorSectionInBrowser(t *testing.T) {
 		t.Fatalf("refund: %+v", r.Errors)
 	}
 	at := time.Now().UTC().Add(-time.Minute)
-	code := "rate_limit"
+	code, found := "rate_limit", "captured"
 	calls := []models.ProcessorCall{
 		{OperationID: "op1", PaymentID: id, Operation: "CREATE_PAYMENT", ProcessorKey: "cmpay_op1_create", Kind: "WRITE", Outcome: "UNKNOWN", At: at, DurationMs: 10000},
 		{OperationID: "op1", PaymentID: id, Operation: "CREATE_PAYMENT", ProcessorKey: "cmpay_op1_create", Kind: "WRITE", Outcome: "ERROR", Code: &code, At: at.Add(30 * time.Second), DurationMs: 12},
-		{OperationID: "op1", PaymentID: id, Operation: "CREATE_PAYMENT", ProcessorKey: "cmpay_op1_create", Kind: "READ", Outcome: "SUCCEEDED", At: at.Add(40 * time.Second), DurationMs: 35},
+		{OperationID: "op1", PaymentID: id, Operation: "CREATE_PAYMENT", ProcessorKey: "cmpay_op1_create", Kind: "READ", Outcome: "SUCCEEDED", RecordState: &found, At: at.Add(40 * time.Second), DurationMs: 35},
 	}
 	if err := b.db.Gorm.Create(&calls).Error; err != nil {
 		t.Fatal(err)
@@ -50,10 +50,11 @@ func TestAdminProcessorSectionInBrowser(t *testing.T) {
 		`.map(r => r.innerText.replace(/\s+/g, " ").trim()).join("\n")`)
 	lines := strings.Split(rows, "\n")
 	// The three made up a minute ago, then the sandbox's own: the create's
-	// and the refund's.
-	if len(lines) != 5 || !strings.Contains(lines[0], "UNKNOWN") || !strings.Contains(lines[0], "10.0 s") ||
-		!strings.Contains(lines[1], "rate_limit") || !strings.Contains(lines[2], "SUCCEEDED") || !strings.Contains(lines[2], "cmpay_op1_create") ||
-		!strings.Contains(lines[3], "create cmpay_op_") || !strings.Contains(lines[4], "refund cmpay_op_") {
+	// and the refund's. The read says it is one, and what it found.
+	if len(lines) != 5 || !strings.Contains(lines[0], "create Sent") || !strings.Contains(lines[0], "UNKNOWN") ||
+		!strings.Contains(lines[0], "10.0 s") || !strings.Contains(lines[1], "rate_limit") ||
+		!strings.Contains(lines[2], "create Read cmpay_op1_create read: captured") ||
+		!strings.Contains(lines[3], "create Sent cmpay_op_") || !strings.Contains(lines[4], "refund Sent cmpay_op_") {
 		t.Errorf("processor calls, oldest first:\n%s", rows)
 	}
 	if got := evalString(t, ctx, `document.querySelector("table.refunds .refund-status").innerText`); got != "SUCCEEDED" {

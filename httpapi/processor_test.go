@@ -173,7 +173,8 @@ func TestProcessorFieldsShown(t *testing.T) {
 }
 
 // processorCalls shows every call stored for a payment, oldest first, with
-// the key, outcome, code and duration as stored, in one query per page.
+// the key, outcome, code and duration as stored, and whether it sent the
+// operation or read the processor's record, in one query per page.
 func TestProcessorCallsOverGraphQL(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
@@ -194,11 +195,11 @@ func TestProcessorCallsOverGraphQL(t *testing.T) {
 		if err := db.Gorm.Create(&calls).Error; err != nil {
 			t.Fatal(err)
 		}
-		const fields = `processorCalls { operation processorIdempotencyKey outcome code at durationMs }`
+		const fields = `processorCalls { operation processorIdempotencyKey outcome code at durationMs kind }`
 		one := b.gql(t, `query($id: ID!) { payment(id: $id) { `+fields+` } }`, map[string]any{"id": ids[0]})
 		const want = `{"processorCalls":[` +
-			`{"operation":"CREATE_PAYMENT","processorIdempotencyKey":"cmpay_op1","outcome":"UNKNOWN","code":null,"at":"2026-12-06T10:00:00Z","durationMs":10000},` +
-			`{"operation":"CREATE_PAYMENT","processorIdempotencyKey":"cmpay_op1","outcome":"SUCCEEDED","code":null,"at":"2026-12-06T10:01:00Z","durationMs":42}]}`
+			`{"operation":"CREATE_PAYMENT","processorIdempotencyKey":"cmpay_op1","outcome":"UNKNOWN","code":null,"at":"2026-12-06T10:00:00Z","durationMs":10000,"kind":"WRITE"},` +
+			`{"operation":"CREATE_PAYMENT","processorIdempotencyKey":"cmpay_op1","outcome":"SUCCEEDED","code":null,"at":"2026-12-06T10:01:00Z","durationMs":42,"kind":"READ"}]}`
 		if len(one.Errors) > 0 || string(one.Data["payment"]) != want {
 			t.Errorf("payment's calls\n got %s %+v\nwant %s", one.Data["payment"], one.Errors, want)
 		}

@@ -21,7 +21,7 @@ import "time"
 // AutoMigrate creates an index whose name is missing and leaves an existing
 // one alone: to change an index's columns, give it a new name.
 type Payment struct {
-	ID string `gorm:"primaryKey;size:40;index:idx_payments_created,priority:2;index:idx_payments_client_created,priority:3;index:idx_payments_key_created,priority:3;index:idx_payments_status_created,priority:3;index:idx_payments_flagged_at,priority:2,where:replayed_at IS NOT NULL OR rejected_at IS NOT NULL;index:idx_payments_replayed_at,priority:2,where:replayed_at IS NOT NULL;index:idx_payments_rejected_at,priority:2,where:rejected_at IS NOT NULL"`
+	ID string `gorm:"primaryKey;size:40;index:idx_payments_created,priority:2;index:idx_payments_client_created,priority:3;index:idx_payments_key_created,priority:3;index:idx_payments_status_created,priority:3;index:idx_payments_flagged_at,priority:2,where:replayed_at IS NOT NULL OR rejected_at IS NOT NULL;index:idx_payments_replayed_at,priority:2,where:replayed_at IS NOT NULL;index:idx_payments_rejected_at,priority:2,where:rejected_at IS NOT NULL;index:idx_payments_waiting_op,priority:2,where:pending_operation IS NOT NULL OR reserved_minor > 0"`
 
 	ClientID       string `gorm:"not null;size:100;index:idx_payments_client_created,priority:1"`
 	IdempotencyKey string `gorm:"not null;size:100;index:idx_payments_key_created,priority:1"`
@@ -33,7 +33,7 @@ type Payment struct {
 	Currency    string `gorm:"not null;size:3"`
 	Method      string `gorm:"not null;size:16"`
 
-	CreatedAt time.Time `gorm:"not null;autoCreateTime:false;index:idx_payments_created,priority:1;index:idx_payments_client_created,priority:2;index:idx_payments_key_created,priority:2;index:idx_payments_status_created,priority:2;index:idx_payments_flagged_at,priority:1;index:idx_payments_replayed_at,priority:1;index:idx_payments_rejected_at,priority:1"`
+	CreatedAt time.Time `gorm:"not null;autoCreateTime:false;index:idx_payments_created,priority:1;index:idx_payments_client_created,priority:2;index:idx_payments_key_created,priority:2;index:idx_payments_status_created,priority:2;index:idx_payments_flagged_at,priority:1;index:idx_payments_replayed_at,priority:1;index:idx_payments_rejected_at,priority:1;index:idx_payments_waiting_op,priority:1"`
 
 	// Status is AUTHORIZED, CAPTURED, PARTIALLY_REFUNDED, REFUNDED or
 	// CANCELED. Rows stored before the lifecycle existed were all captured.

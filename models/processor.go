@@ -84,6 +84,11 @@ type ProcessorCall struct {
 	Code       *string   `gorm:"size:100"`
 	At         time.Time `gorm:"not null;index:idx_processor_calls_payment,priority:2"`
 	DurationMs int64     `gorm:"not null"`
+	// RecordState is the state the processor's answer gave its record, in
+	// its own words ("pending", "expired", "captured", "succeeded"): what
+	// a READ found. NULL when the answer held no record, and on rows
+	// stored before it was kept.
+	RecordState *string `gorm:"size:20"`
 	// CallID names a call the settle statement wrote: run again after its
 	// answer was lost, it meets the call under this unique index and
 	// writes no second one (payments/sql/settle_batch.sql). NULL for every

@@ -323,7 +323,7 @@ func changeOutcome(op Operation, res processor.Payment, err error) outcome {
 		}
 		return o
 	}
-	o := outcome{reference: res.Reference, call: CallSucceeded, capturedMinor: res.CapturedMinor}
+	o := outcome{reference: res.Reference, call: CallSucceeded, capturedMinor: res.CapturedMinor, found: string(res.State)}
 	switch {
 	case op == OpCapture && res.State == processor.PaymentCaptured:
 		o.settled, o.opState, o.status = true, opSucceeded, StatusCaptured
@@ -353,7 +353,7 @@ func refundOutcome(res processor.Refund, err error) outcome {
 		}
 		return o
 	}
-	o := outcome{reference: res.Reference, call: CallSucceeded}
+	o := outcome{reference: res.Reference, call: CallSucceeded, found: string(res.State)}
 	switch res.State {
 	case processor.RefundSucceeded:
 		o.settled, o.opState = true, opSucceeded

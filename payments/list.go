@@ -48,6 +48,10 @@ type Filter struct {
 	Amount *Money
 	// Status, if set, keeps payments in this status.
 	Status Status
+	// WaitingOperation keeps payments with work the processor has not
+	// settled: a capture or cancel (PendingOperation) or a refund still
+	// PROCESSING (Reserved).
+	WaitingOperation bool
 }
 
 // Page is one page of a listing, newest first.
@@ -126,6 +130,9 @@ func listingOf(f Filter) (listing, error) {
 	}
 	if f.Status != "" {
 		where(commonSQL.SQL("page_status"), map[string]any{"status": string(f.Status)})
+	}
+	if f.WaitingOperation {
+		where(commonSQL.SQL("page_waiting_operation"), nil)
 	}
 	if !f.From.IsZero() {
 		where(commonSQL.SQL("page_from"), map[string]any{"created_from": f.From.UTC()})
@@ -339,10 +346,13 @@ func (s *Service) ProcessorCallsOf(ctx context.Context, ps []Payment) ([][]Proce
 			if p.after(row.At) {
 				continue
 			}
-			c := ProcessorCall{Operation: Operation(row.Operation), ProcessorKey: row.ProcessorKey, Outcome: CallOutcome(row.Outcome),
-				At: row.At.UTC(), Duration: time.Duration(row.DurationMs) * time.Millisecond}
+			c := ProcessorCall{Operation: Operation(row.Operation), Kind: CallKind(row.Kind), ProcessorKey: row.ProcessorKey,
+				Outcome: CallOutcome(row.Outcome), At: row.At.UTC(), Duration: time.Duration(row.DurationMs) * time.Millisecond}
 			if row.Code != nil {
 				c.Code = *row.Code
+			}
+			if row.RecordState != nil {
+				c.RecordState = *row.RecordState
 			}
 			out[i] = append(out[i], c)
 		}

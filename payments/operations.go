@@ -37,10 +37,10 @@ const (
 	opDeclined  = "DECLINED"
 )
 
-// The kinds of processor call (models.ProcessorCall.Kind).
+// The kinds of processor call (models.ProcessorCall.Kind), as stored.
 const (
-	callWrite = "WRITE"
-	callRead  = "READ"
+	callWrite = string(CallWrite)
+	callRead  = string(CallRead)
 )
 
 // leaseMargin is how much longer than the processor's timeout the request
@@ -191,6 +191,9 @@ type outcome struct {
 	// (a capture's answer, or a capture made elsewhere).
 	capturedMinor int64
 	call          CallOutcome
+	// found is the state the processor's answer gave its record, in its
+	// own words; "" when it gave none.
+	found string
 	// next is, for an unsettled outcome, what recovery does next: ask
 	// again (""), read the processor's record (nextRead), or read it and
 	// send again under a new key if it shows nothing done (nextStored).
@@ -226,7 +229,7 @@ func createOutcome(res processor.Payment, err error) outcome {
 	if err != nil {
 		return errorOutcome(err)
 	}
-	o := outcome{reference: res.Reference, call: CallSucceeded}
+	o := outcome{reference: res.Reference, call: CallSucceeded, found: string(res.State)}
 	switch res.State {
 	case processor.PaymentAuthorized:
 		o.status = StatusAuthorized
@@ -434,7 +437,7 @@ func (s *Service) record(ctx context.Context, op operationRow, out outcome, kind
 // made at now, that came to out: every call row is written here.
 func insertCall(ctx context.Context, r sqlq.Runner, op operationRow, kind string, out outcome, now time.Time, took time.Duration) error {
 	if _, err := r.Exec(ctx, commonSQL.SQL("insert_call"), op.id, op.paymentID, string(op.operation), op.key, kind,
-		string(out.call), nullable.String(out.code), now, took.Milliseconds()); err != nil {
+		string(out.call), nullable.String(out.code), now, took.Milliseconds(), nullable.String(out.found)); err != nil {
 		return fmt.Errorf("record processor call: %w", err)
 	}
 	return nil

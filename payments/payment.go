@@ -237,6 +237,9 @@ const (
 // operation, listed under that operation.
 type ProcessorCall struct {
 	Operation Operation
+	// Kind says whether the call sent the operation (CallWrite) or read
+	// the processor's record of it (CallRead): a read moves no money.
+	Kind CallKind
 	// ProcessorKey is the idempotency key CMPay sent: the same for every
 	// try of one operation, until the processor's stored error for it (or,
 	// for a refund, the key's age) makes recovery send it again under a
@@ -244,10 +247,27 @@ type ProcessorCall struct {
 	ProcessorKey string
 	Outcome      CallOutcome
 	// Code is the processor's error or decline code, if any.
-	Code     string
-	At       time.Time
-	Duration time.Duration
+	Code string
+	// RecordState is the state the processor's answer gave its record, in
+	// its own words (processor.PaymentState, processor.RefundState: for a
+	// read, what it found); "" when the answer held none or was stored
+	// before it was kept.
+	RecordState string
+	At          time.Time
+	Duration    time.Duration
 }
+
+// CallKind is whether a processor call sent an operation or read the
+// processor's record of it.
+type CallKind string
+
+// The kinds of processor call.
+const (
+	// CallWrite sent the operation (with its idempotency key).
+	CallWrite CallKind = "WRITE"
+	// CallRead read the processor's record to learn what came of it.
+	CallRead CallKind = "READ"
+)
 
 // CallOutcome is what one processor call came to.
 type CallOutcome string

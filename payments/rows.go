@@ -47,10 +47,12 @@ func scanRefundRow(row sqlq.Row) (models.Refund, error) {
 }
 
 // scanProcessorCall reads a processor call's columns: payment_id,
-// operation, processor_key, outcome, code, at, duration_ms.
+// operation, kind, processor_key, outcome, code, record_state, at,
+// duration_ms.
 func scanProcessorCall(row sqlq.Row) (models.ProcessorCall, error) {
 	var c models.ProcessorCall
-	err := row.Scan(&c.PaymentID, &c.Operation, &c.ProcessorKey, &c.Outcome, &c.Code, &c.At, &c.DurationMs)
+	err := row.Scan(&c.PaymentID, &c.Operation, &c.Kind, &c.ProcessorKey, &c.Outcome, &c.Code, &c.RecordState, &c.At,
+		&c.DurationMs)
 	return c, err
 }
 

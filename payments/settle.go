@@ -109,7 +109,7 @@ func (s *Service) settleCreate(ctx context.Context, op operationRow, out outcome
 	return a.payment, nil
 }
 
-// settleArgs are the settle statement's arrays for jobs ($1 to $16).
+// settleArgs are the settle statement's arrays for jobs ($1 to $17).
 func settleArgs(jobs []*settleJob) []any {
 	n := len(jobs)
 	opIDs, paymentIDs, calls, opStates, statuses, events := make([]string, n), make([]string, n), make([]string, n),
@@ -117,8 +117,10 @@ func settleArgs(jobs []*settleJob) []any {
 	codes, refs, declines := make([]*string, n), make([]*string, n), make([]*string, n)
 	naTypes, pix, boleto, urls := make([]*string, n), make([]*string, n), make([]*string, n), make([]*string, n)
 	expires, took, callIDs := make([]*time.Time, n), make([]int64, n), make([]string, n)
+	found := make([]*string, n)
 	for i, j := range jobs {
 		o := j.out
+		found[i] = nullable.String(o.found)
 		opIDs[i], paymentIDs[i], calls[i], codes[i], took[i] = j.op.id, j.op.paymentID, string(o.call), nullable.String(o.code), j.took.Milliseconds()
 		callIDs[i] = j.callID
 		opStates[i], statuses[i], refs[i] = o.opState, string(o.status), nullable.String(o.reference)
@@ -134,7 +136,7 @@ func settleArgs(jobs []*settleJob) []any {
 		}
 	}
 	return []any{opIDs, paymentIDs, calls, codes, took, opStates, statuses, refs, declines, events,
-		naTypes, pix, boleto, urls, expires, callIDs}
+		naTypes, pix, boleto, urls, expires, callIDs, found}
 }
 
 // settleCreates runs sql/settle_batch.sql for jobs and answers each once

@@ -155,7 +155,7 @@ func (st *sqliteStore) change(ctx context.Context, tx liteTx, cmd *command, now 
 	}
 	// The foreseen processor call (change_batch's applied_call).
 	if _, err := tx.r.Exec(ctx, commonSQL.SQL("insert_call"), cmd.opID, p.ID, string(cmd.op), opKey(cmd.opID), callWrite,
-		string(CallSucceeded), nil, now, 0); err != nil {
+		string(CallSucceeded), nil, now, 0, nil); err != nil {
 		return answer{}, fmt.Errorf("record processor call: %w", err)
 	}
 	return a, tx.insertAttempt(ctx, cmd, row)

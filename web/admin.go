@@ -179,7 +179,10 @@ type filterForm struct {
 	Q, Client, Key, From, To    string
 	Flagged, Replayed, Rejected bool
 	Status                      string
-	After                       string
+	// Waiting keeps the payments with a capture, cancel or refund the
+	// processor has not settled ("waiting=1").
+	Waiting bool
+	After   string
 	// bad is why a value in the URL cannot be taken (a checkbox sent as
 	// "yes"), said by filter; a filter is never silently dropped.
 	bad string
@@ -211,6 +214,7 @@ func parseFilterForm(q url.Values) filterForm {
 		Replayed: on("replayed"),
 		Rejected: on("rejected"),
 		Status:   q.Get("status"),
+		Waiting:  on("waiting"),
 		After:    q.Get("after"),
 	}
 	f.bad = strings.Join(bad, "; ")
@@ -244,13 +248,14 @@ func (f filterForm) filter() (payments.Filter, error) {
 		return payments.Filter{}, badFilter(f.bad)
 	}
 	pf := payments.Filter{
-		ClientID:       f.Client,
-		IdempotencyKey: f.Key,
-		Flagged:        f.Flagged,
-		Replayed:       f.Replayed,
-		Rejected:       f.Rejected,
-		Search:         f.Q,
-		Status:         payments.Status(f.Status),
+		ClientID:         f.Client,
+		IdempotencyKey:   f.Key,
+		Flagged:          f.Flagged,
+		Replayed:         f.Replayed,
+		Rejected:         f.Rejected,
+		Search:           f.Q,
+		Status:           payments.Status(f.Status),
+		WaitingOperation: f.Waiting,
 	}
 	day := func(name, v string) (time.Time, error) {
 		if v == "" {
@@ -292,7 +297,8 @@ func (f filterForm) url(after string) string {
 	set("from", f.From)
 	set("to", f.To)
 	set("status", f.Status)
-	for name, on := range map[string]bool{"flagged": f.Flagged, "replayed": f.Replayed, "rejected": f.Rejected} {
+	for name, on := range map[string]bool{"flagged": f.Flagged, "replayed": f.Replayed, "rejected": f.Rejected,
+		"waiting": f.Waiting} {
 		if on {
 			q.Set(name, "1")
 		}

@@ -123,7 +123,9 @@ func askedFor(amount string) string {
 // literally, so a declined card or a payment still waiting for the
 // processor must not read as captured. A create the processor did not
 // answer in time was answered PROCESSING (202): the line says so, and what
-// the payment became once the processor answered.
+// the payment became once the processor answered. Authorize-only comes
+// before Pix and boleto: only the synchronous sandbox authorizes those (a
+// processor that leaves them to the payer refuses capture: false).
 func createdText(v paymentView, params payments.Params) string {
 	p := v.Payment
 	if answeredProcessing(p, v.ProcessorCalls) && p.Status != payments.StatusProcessing {
@@ -133,10 +135,10 @@ func createdText(v paymentView, params payments.Params) string {
 			return answered + "; the processor never made it (" + p.DeclineCode + "): no money moved."
 		case p.Status == payments.StatusDeclined:
 			return answered + "; the processor declined it later" + codeText(p.DeclineCode) + ": no money moved."
-		case p.Method == payments.MethodPix || p.Method == payments.MethodBoleto:
-			return answered + "; created later for the payer to pay by " + methodWord(p.Method) + "."
 		case params[payments.FieldCapture] == "false":
 			return answered + "; authorized later."
+		case p.Method == payments.MethodPix || p.Method == payments.MethodBoleto:
+			return answered + "; created later for the payer to pay by " + methodWord(p.Method) + "."
 		}
 		return answered + "; captured later."
 	}
@@ -147,10 +149,10 @@ func createdText(v paymentView, params payments.Params) string {
 		return "Created this payment; the processor declined it: no money moved."
 	case p.Status == payments.StatusProcessing:
 		return "Created this payment; answered PROCESSING: waiting for the processor's answer."
-	case p.Method == payments.MethodPix || p.Method == payments.MethodBoleto:
-		return "Created this payment for the payer to pay by " + methodWord(p.Method) + "."
 	case params[payments.FieldCapture] == "false":
 		return "Created this payment, authorized only."
+	case p.Method == payments.MethodPix || p.Method == payments.MethodBoleto:
+		return "Created this payment for the payer to pay by " + methodWord(p.Method) + "."
 	}
 	return "Created this payment, captured."
 }

@@ -86,6 +86,20 @@ func waitingOperations(st payments.Stats) int {
 	return n
 }
 
+// waitingWork says, for the list's row of p, what p waits for from the
+// processor beside its status: "capture waiting for the processor", "refund
+// waiting for the processor (1.00 BRL held)".
+func waitingWork(p payments.Payment) []string {
+	var out []string
+	if p.PendingOperation != "" {
+		out = append(out, operationName(p.PendingOperation)+" waiting for the processor")
+	}
+	if p.Reserved.Minor > 0 {
+		out = append(out, "refund waiting for the processor ("+money(p.Reserved)+" held)")
+	}
+	return out
+}
+
 // waitingOperationsText breaks waitingOperations down ("1 capture, 2
 // refunds"), or says that CMPay resolves them when there are any.
 func waitingOperationsText(st payments.Stats) string {

@@ -100,6 +100,93 @@ func paidLater(p payments.Payment) bool {
 	return p.Method == payments.MethodPix || p.Method == payments.MethodBoleto
 }
 
+// callKindText is a call's "Sent / read" cell: a read moves no money, so a
+// read of a create must not pass for a second create.
+func callKindText(c payments.ProcessorCall) string {
+	if c.Kind == payments.CallRead {
+		return "Read"
+	}
+	return "Sent"
+}
+
+// callKindTitle says what a call's "Sent / read" cell means.
+func callKindTitle(c payments.ProcessorCall) string {
+	if c.Kind == payments.CallRead {
+		return "CMPay read the processor's record to learn what came of the operation; nothing was sent"
+	}
+	return "CMPay sent the operation with its key; a retry with the same key cannot make it twice"
+}
+
+// callResult is a call's result: a write's outcome as it is, and whether
+// the processor left it pending ("SUCCEEDED: still pending", a Stripe
+// refund's first answer, which is no refund made yet); a read's as the
+// state of the processor's record it found ("read: still pending", "read:
+// expired"), since "SUCCEEDED" there only says the read worked.
+func callResult(c payments.ProcessorCall) string {
+	if c.Kind != payments.CallRead {
+		if pendingState(c.RecordState) {
+			return string(c.Outcome) + ": still pending"
+		}
+		return string(c.Outcome)
+	}
+	switch {
+	case c.Outcome == payments.CallUnknown:
+		return "read: no answer"
+	case c.Code == "none_found":
+		return "read: not found"
+	case c.Outcome == payments.CallError:
+		return "read: error"
+	}
+	switch {
+	case c.RecordState == "" && c.Outcome == payments.CallDeclined:
+		return "read: refused"
+	case c.RecordState == "":
+		return "read: answered"
+	case pendingState(c.RecordState):
+		return "read: still pending"
+	}
+	return "read: " + strings.ReplaceAll(c.RecordState, "_", " ")
+}
+
+// pendingState says whether a processor's record in state (its own word)
+// is not settled yet: a payment waiting for its payer or for the
+// processor, a refund still processing.
+func pendingState(state string) bool {
+	switch state {
+	case "pending", "processing", "requires_action":
+		return true
+	}
+	return false
+}
+
+// callResultClass is the badge class of a call's result: a read's is
+// plain, whatever it found, so it does not look like an operation done.
+func callResultClass(c payments.ProcessorCall) string {
+	if c.Kind == payments.CallRead {
+		return "read"
+	}
+	return callOutcomeClass(c.Outcome)
+}
+
+// callResultTitle says what a call's result means.
+func callResultTitle(c payments.ProcessorCall) string {
+	if c.Kind != payments.CallRead {
+		if pendingState(c.RecordState) {
+			return callOutcomeText(c.Outcome) + ", which was still pending: nothing is settled yet"
+		}
+		return callOutcomeText(c.Outcome)
+	}
+	switch {
+	case c.Outcome == payments.CallUnknown:
+		return "the read got no answer (a timeout, a 5xx, 409 or 429): read again later"
+	case c.Code == "none_found":
+		return "the processor holds no record of the operation yet: read again later"
+	case c.Outcome == payments.CallError:
+		return "the read failed with an error: read again later"
+	}
+	return "the state the processor's record was in when CMPay read it"
+}
+
 // callOutcomeClass is the badge class of a processor call's outcome.
 func callOutcomeClass(o payments.CallOutcome) string {
 	switch o {

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -59,9 +60,9 @@ func TestPaymentPageProcessorSection(t *testing.T) {
 		return strings.Join(rows.Eq(i).Find("td").Map(func(_ int, s *goquery.Selection) string { return strings.TrimSpace(s.Text()) }), "|")
 	}
 	for i, want := range []string{
-		"2026-12-02 09:30:15|create|cmpay_op1|SUCCEEDED||42 ms",
-		"2026-12-02 09:31:15|capture|cmpay_op2|UNKNOWN||10.0 s",
-		"2026-12-02 09:32:15|capture|cmpay_op2|ERROR|rate_limit|7 ms",
+		"2026-12-02 09:30:15|create|Sent|cmpay_op1|SUCCEEDED||42 ms",
+		"2026-12-02 09:31:15|capture|Sent|cmpay_op2|UNKNOWN||10.0 s",
+		"2026-12-02 09:32:15|capture|Sent|cmpay_op2|ERROR|rate_limit|7 ms",
 	} {
 		if got := cells(i); got != want {
 			t.Errorf("call row %d: %q, want %q", i, got, want)
@@ -70,6 +71,63 @@ func TestPaymentPageProcessorSection(t *testing.T) {
 	statuses := doc.Find("table.refunds .refund-status").Map(func(_ int, s *goquery.Selection) string { return s.Text() })
 	if strings.Join(statuses, ",") != "PROCESSING,FAILED,SUCCEEDED" {
 		t.Errorf("refund statuses %v", statuses)
+	}
+}
+
+// A read of the processor's record says it is a read, and what it found,
+// not "SUCCEEDED": an expired Pix showed "create SUCCEEDED" twice and a
+// refund still pending "refund SUCCEEDED" three times, under "Key sent to
+// the processor", and support read two creates and three refunds.
+func TestPaymentPageCallsSayReadFromSent(t *testing.T) {
+	t.Parallel()
+	p := samplePayment("pay_9", "order-9", 0, 0)
+	p.Processor, p.Status, p.Captured = "stripe", payments.StatusExpired, payments.Money{Currency: "BRL"}
+	call := func(op payments.Operation, kind payments.CallKind, o payments.CallOutcome, code, state string, at int) payments.ProcessorCall {
+		return payments.ProcessorCall{Operation: op, Kind: kind, ProcessorKey: "cmpay_op_" + string(op[0]), Outcome: o, Code: code,
+			RecordState: state, At: created.Add(time.Duration(at) * time.Minute), Duration: 5 * time.Millisecond}
+	}
+	calls := []payments.ProcessorCall{
+		call(payments.OpCreate, payments.CallWrite, payments.CallSucceeded, "", "pending", 0),
+		call(payments.OpCreate, payments.CallRead, payments.CallSucceeded, "", "expired", 1),
+		call(payments.OpRefund, payments.CallWrite, payments.CallSucceeded, "", "pending", 2),
+		call(payments.OpRefund, payments.CallRead, payments.CallSucceeded, "", "pending", 3),
+		call(payments.OpRefund, payments.CallRead, payments.CallSucceeded, "", "succeeded", 4),
+		call(payments.OpRefund, payments.CallRead, payments.CallDeclined, "charge_disputed", "failed", 5),
+		call(payments.OpCapture, payments.CallRead, payments.CallUnknown, "", "", 6),
+		call(payments.OpCreate, payments.CallRead, payments.CallError, "none_found", "", 7),
+		call(payments.OpCreate, payments.CallRead, payments.CallSucceeded, "", "", 8), // stored before states were kept
+	}
+	doc := renderDoc(t, paymentPage(paymentView{Payment: p, ProcessorCalls: calls}))
+	table := doc.Find("section.processor table.processor-calls")
+	heads := squash(table.Find("thead th").Text())
+	if !strings.Contains(heads, "Sent / read") || strings.Contains(heads, "Key sent") {
+		t.Errorf("the calls' headers %q: want a Sent / read column, no \"Key sent\"", heads)
+	}
+	want := []string{
+		"create Sent SUCCEEDED: still pending",
+		"create Read read: expired",
+		"refund Sent SUCCEEDED: still pending",
+		"refund Read read: still pending",
+		"refund Read read: succeeded",
+		"refund Read read: failed",
+		"capture Read read: no answer",
+		"create Read read: not found",
+		"create Read read: answered",
+	}
+	rows := table.Find("tbody tr")
+	if rows.Length() != len(want) {
+		t.Fatalf("%d call rows, want %d", rows.Length(), len(want))
+	}
+	for i, w := range want {
+		row := rows.Eq(i)
+		got := squash(row.Find(`td[data-label="Operation"]`).Text() + " " + row.Find(`td[data-label="Sent / read"]`).Text() +
+			" " + row.Find(`td[data-label="Result"]`).Text())
+		if got != w {
+			t.Errorf("call row %d: %q, want %q", i, got, w)
+		}
+		if isRead := calls[i].Kind == payments.CallRead; isRead != row.Find(".badge.read").Is("span") {
+			t.Errorf("call row %d: a read %v, but its badge is %q", i, isRead, row.Find(".badge").AttrOr("class", ""))
+		}
 	}
 }
 
@@ -236,5 +294,45 @@ func TestAcceptedRefundIsNotUnanswered(t *testing.T) {
 		if got := doc.Find("table.refunds th").First().Text(); got != "Requested (UTC)" {
 			t.Errorf("the refunds table's first column is %q", got)
 		}
+	}
+}
+
+// The overview's count of captures, cancels and refunds waiting for the
+// processor links to the list of their payments, which has a checkbox of
+// its own and says in each row what waits: the count was text alone, and
+// support could not find the payments it counted.
+func TestListOfPaymentsWaitingForTheProcessor(t *testing.T) {
+	t.Parallel()
+	brl := func(minor int64) payments.Money { return payments.Money{Minor: minor, Currency: "BRL"} }
+	capturing := samplePayment("pay_1", "order-1", 0, 0)
+	capturing.Status, capturing.Captured, capturing.PendingOperation = payments.StatusAuthorized, brl(0), payments.OpCapture
+	refunding := samplePayment("pay_2", "order-2", 0, 0)
+	refunding.Reserved = brl(300)
+	stats := payments.Stats{Hours: make([]payments.HourStats, 24),
+		Waiting: map[payments.Operation]int{payments.OpCapture: 1, payments.OpRefund: 1}}
+	form := parseFilterForm(url.Values{"waiting": {"1"}})
+	if f, err := form.filter(); err != nil || !f.WaitingOperation {
+		t.Fatalf("waiting=1: %+v, %v; want WaitingOperation", f, err)
+	}
+	doc := renderDoc(t, listPage(listView{Form: form, Stats: stats, Chart: newChart(stats),
+		Payments: []payments.Payment{refunding, capturing, samplePayment("pay_3", "order-3", 0, 0)}}))
+	link := doc.Find(`.glance li.operations a`)
+	if href := link.AttrOr("href", ""); href != "/admin?waiting=1" || !strings.Contains(squash(link.Text()), "2 captures, cancels and refunds waiting for the processor") {
+		t.Errorf("the overview's count links to %q (%q), want /admin?waiting=1", href, squash(link.Text()))
+	}
+	if _, checked := doc.Find(`input[name=waiting]`).Attr("checked"); !checked {
+		t.Error("the waiting checkbox is not checked under waiting=1")
+	}
+	rows := doc.Find("table.payments tbody tr")
+	for i, want := range []string{"refund waiting for the processor (3.00 BRL held)", "capture waiting for the processor", ""} {
+		if got := squash(rows.Eq(i).Find("small.waiting").Text()); got != want {
+			t.Errorf("row %d says %q waits, want %q", i, got, want)
+		}
+	}
+	if got := parseFilterForm(mustQuery(t, form.url("c"))); !got.Waiting || got.After != "c" {
+		t.Errorf("the next page's address %s loses the filter: %+v", form.url("c"), got)
+	}
+	if _, err := parseFilterForm(url.Values{"waiting": {"processor"}}).filter(); err == nil {
+		t.Error("waiting=processor was taken as a checkbox's value")
 	}
 }

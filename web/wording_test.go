@@ -186,6 +186,11 @@ func TestPaymentPageCreatedLine(t *testing.T) {
 		p.Method, p.Status, p.DeclineCode = payments.MethodCreditCard, st, decline
 		return p
 	}
+	pix := func(st payments.Status) payments.Payment {
+		p := samplePayment("pay_9", "order-9", 0, 0)
+		p.Status, p.Captured = st, payments.Money{Currency: "BRL"}
+		return p
+	}
 	captured := payments.Params{payments.FieldCapture: "true"}
 	authorize := payments.Params{payments.FieldCapture: "false"}
 	// The create's first call went unanswered: the client got PROCESSING.
@@ -212,6 +217,10 @@ func TestPaymentPageCreatedLine(t *testing.T) {
 		{card(payments.StatusCanceled, ""), authorize, "Created this payment, authorized only.", nil},
 		{card(payments.StatusRefunded, ""), captured, "Created this payment, captured.", nil},
 		{samplePayment("pay_7", "order-7", 0, 0), captured, "Created this payment for the payer to pay by Pix.", nil},
+		// A Pix the synchronous sandbox authorized at once was said to be
+		// left for the payer to pay.
+		{pix(payments.StatusAuthorized), authorize, "Created this payment, authorized only.", nil},
+		{pix(payments.StatusAuthorized), authorize, "Created this payment; answered PROCESSING; authorized later.", late},
 	} {
 		at := payments.Attempt{Operation: payments.OpCreate, IdempotencyKey: c.p.IdempotencyKey, Outcome: payments.OutcomeCreated,
 			At: created, Transport: "rest", Params: c.params}

@@ -29,13 +29,14 @@ FROM refunds WHERE payment_id {{in_payment_ids}} ORDER BY payment_id, created_at
 -- order (ProcessorCallsOf): the rows of processor_calls, and the one call
 -- of a create answered before it was stored, read from its payment (marked
 -- create_foreseen; the operation's id is "op_" and the payment's ULID:
--- createOpID), first among calls of the same time.
-SELECT payment_id, operation, processor_key, outcome, code, at, duration_ms FROM (
-	SELECT id AS payment_id, 'CREATE_PAYMENT' AS operation, 'cmpay_op_' || substr(id, 5) AS processor_key,
+-- createOpID; a WRITE, its record's state not kept), first among calls of
+-- the same time.
+SELECT payment_id, operation, kind, processor_key, outcome, code, record_state, at, duration_ms FROM (
+	SELECT id AS payment_id, 'CREATE_PAYMENT' AS operation, 'WRITE' AS kind, 'cmpay_op_' || substr(id, 5) AS processor_key,
 	       CASE WHEN status = 'DECLINED' THEN 'DECLINED' ELSE 'SUCCEEDED' END AS outcome, decline_code AS code,
-	       created_at AS at, 0 AS duration_ms, 0 AS id
+	       CAST(NULL AS VARCHAR(20)) AS record_state, created_at AS at, 0 AS duration_ms, 0 AS id
 	FROM payments WHERE id {{in_payment_ids}} AND create_foreseen
 	UNION ALL
-	SELECT payment_id, operation, processor_key, outcome, code, at, duration_ms, id
+	SELECT payment_id, operation, kind, processor_key, outcome, code, record_state, at, duration_ms, id
 	FROM processor_calls WHERE payment_id {{in_payment_ids}}
 ) AS calls ORDER BY payment_id, at, id

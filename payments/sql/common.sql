@@ -145,6 +145,12 @@ AND amount_minor = @amount_minor AND currency = @currency
 -- Payments in one status (idx_payments_status_created).
 AND status = @status
 
+-- name: page_waiting_operation
+-- Payments with a capture, cancel or refund the processor has not settled
+-- (idx_payments_waiting_op, whose condition this is, word for word: SQLite
+-- uses a partial index only for a query that repeats its WHERE term).
+AND (pending_operation IS NOT NULL OR reserved_minor > 0)
+
 -- name: page_from
 -- Created at or after @created_from.
 AND created_at >= @created_from
@@ -215,9 +221,11 @@ VALUES (CAST($1 AS TEXT), $2, $3, $4, $5, 'cmpay_' || CAST($1 AS TEXT), $6, $7, 
 -- name: insert_call
 -- Records one processor call of an operation: $1 operation id, $2 payment,
 -- $3 operation, $4 the key it carried, $5 WRITE or READ, $6 outcome,
--- $7 code, $8 when, $9 how long in ms.
-INSERT INTO processor_calls (operation_id, payment_id, operation, processor_key, kind, outcome, code, at, duration_ms)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+-- $7 code, $8 when, $9 how long in ms, $10 the state of the processor's
+-- record its answer gave.
+INSERT INTO processor_calls (operation_id, payment_id, operation, processor_key, kind, outcome, code, at, duration_ms,
+                             record_state)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
 
 -- name: last_write_under_key
 -- When operation $2 of payment $1 was last sent under key $3 (no row:

@@ -23,26 +23,28 @@
 -- in ms, $6 operation states (SUCCEEDED or DECLINED), $7 payment statuses,
 -- $8 processor references, $9 decline codes, $10 event types, and a
 -- PENDING payment's next action: $11 type, $12 Pix code, $13 boleto line,
--- $14 hosted URL, $15 expiry; $16 call ids. Then $17 now.
+-- $14 hosted URL, $15 expiry; $16 call ids; $17 the states of the
+-- processor's records the answers gave. Then $18 now.
 -- Result rows: the create's position, SETTLED or NOT_SETTLED, and a
 -- SETTLED row's payment in paymentColumns' order.
 WITH input AS (
 	SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[], $7::text[],
 	                     $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::text[],
-	                     $15::timestamptz[], $16::text[])
+	                     $15::timestamptz[], $16::text[], $17::text[])
 		WITH ORDINALITY AS t(op_id, payment_id, call_outcome, code, duration_ms, op_state, status, reference,
-		                     decline_code, event_type, na_type, pix_code, boleto_line, hosted_url, na_expires, call_id, n)
+		                     decline_code, event_type, na_type, pix_code, boleto_line, hosted_url, na_expires, call_id,
+		                     record_state, n)
 ),
 call AS (
 	INSERT INTO processor_calls (operation_id, payment_id, operation, processor_key, kind, outcome, code, at, duration_ms,
-	                             call_id)
-	SELECT op_id, payment_id, 'CREATE_PAYMENT', 'cmpay_' || op_id, 'WRITE', call_outcome, code, $17, duration_ms,
-	       NULLIF(call_id, '')
+	                             call_id, record_state)
+	SELECT op_id, payment_id, 'CREATE_PAYMENT', 'cmpay_' || op_id, 'WRITE', call_outcome, code, $18, duration_ms,
+	       NULLIF(call_id, ''), record_state
 	FROM input ORDER BY n
 	ON CONFLICT (call_id) WHERE call_id IS NOT NULL DO NOTHING
 ),
 settled AS (
-	UPDATE processor_operations o SET state = i.op_state, code = i.code, settled_at = $17, sends = o.sends + 1,
+	UPDATE processor_operations o SET state = i.op_state, code = i.code, settled_at = $18, sends = o.sends + 1,
 	       lease_owner = NULL, lease_until = NULL, last_error = NULL
 	FROM input i
 	WHERE o.id = i.op_id AND o.settled_at IS NULL AND EXISTS (SELECT 1 FROM payments p WHERE p.id = i.payment_id)
@@ -52,9 +54,9 @@ paid AS (
 	UPDATE payments p SET status = i.status, processor_reference = COALESCE(i.reference, p.processor_reference),
 	       decline_code = i.decline_code,
 	       captured_minor = CASE WHEN i.status = 'CAPTURED' THEN p.amount_minor ELSE p.captured_minor END,
-	       captured_at = CASE WHEN i.status = 'CAPTURED' THEN $17 ELSE p.captured_at END,
+	       captured_at = CASE WHEN i.status = 'CAPTURED' THEN $18 ELSE p.captured_at END,
 	       next_action_type = i.na_type, pix_code = i.pix_code, boleto_line = i.boleto_line, hosted_url = i.hosted_url,
-	       next_action_expires_at = i.na_expires, processor_updated_at = $17
+	       next_action_expires_at = i.na_expires, processor_updated_at = $18
 	FROM settled s JOIN input i ON i.n = s.n
 	WHERE p.id = i.payment_id
 	RETURNING i.n, i.event_type, p.id, p.client_id, p.idempotency_key, p.amount_minor, p.currency, p.method, p.created_at,
@@ -67,7 +69,7 @@ event AS (
 	INSERT INTO payment_events (type, at, idempotency_key, refund_id, payment_id, client_id,
 	                            payment_key, amount_minor, currency, method, payment_created_at, status, captured_minor,
 	                            refunded_minor, captured_at, canceled_at, replay_count, rejected_count)
-	SELECT event_type, $17, idempotency_key, NULL, id, client_id, idempotency_key, amount_minor, currency, method,
+	SELECT event_type, $18, idempotency_key, NULL, id, client_id, idempotency_key, amount_minor, currency, method,
 	       created_at, status, captured_minor, refunded_minor, captured_at, canceled_at, replay_count, rejected_count
 	FROM paid
 )
