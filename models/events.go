@@ -11,13 +11,14 @@ import "time"
 // The public event id is given after commit (package events): on SQLite it
 // is the seq itself (one writer at a time), on PostgreSQL the sequencer's
 // numbering, recorded per pass in event_batches. Rows are never updated:
-// an event costs the change one insert and its primary key.
+// an event costs the change one insert, its primary key and two small
+// indexes (by payment and by client, for the admin's Webhooks page).
 //
 // The row carries the payment as it was right after the event (status,
 // amounts, times, counters), so that a delivery made days later shows that
 // state, not the payment as it is by then.
 type PaymentEvent struct {
-	Seq int64 `gorm:"primaryKey;autoIncrement"`
+	Seq int64 `gorm:"primaryKey;autoIncrement;index:idx_payment_events_payment,priority:2;index:idx_payment_events_client,priority:2"`
 
 	// Type is PAYMENT_CREATED, PAYMENT_CAPTURED, PAYMENT_CANCELED or
 	// PAYMENT_REFUNDED; At is when the change was made (the payment's
@@ -30,8 +31,11 @@ type PaymentEvent struct {
 	RefundID *string `gorm:"size:40"`
 
 	// The payment right after the event: models.Payment's columns, prefixed.
-	PaymentID        string    `gorm:"not null;size:40"`
-	ClientID         string    `gorm:"not null;size:100"`
+	// Indexed by payment and by client, so that the admin finds a payment's
+	// or a client's webhook deliveries (the event's seq ends each index, as
+	// deliveries name their event by it) without reading every event.
+	PaymentID        string    `gorm:"not null;size:40;index:idx_payment_events_payment,priority:1"`
+	ClientID         string    `gorm:"not null;size:100;index:idx_payment_events_client,priority:1"`
 	PaymentKey       string    `gorm:"not null;size:100"`
 	AmountMinor      int64     `gorm:"not null"`
 	Currency         string    `gorm:"not null;size:3"`
@@ -91,13 +95,17 @@ type WebhookEndpoint struct {
 // instance claims a due delivery by setting LeaseUntil and a fresh
 // ClaimToken; only the holder of the token may record the attempt, and an
 // instance that dies mid-attempt leaves a lease that simply runs out.
+//
+// The admin lists deliveries newest first by ID, which follows creation,
+// keyset-paged: by endpoint and by status each through an index that ends
+// in the ID, by payment and client through their events' indexes.
 type WebhookDelivery struct {
-	ID int64 `gorm:"primaryKey;autoIncrement"`
+	ID int64 `gorm:"primaryKey;autoIncrement;index:idx_webhook_deliveries_endpoint,priority:2;index:idx_webhook_deliveries_status,priority:2"`
 	// EventID is the event's public id, EventSeq its outbox row.
 	EventID    int64     `gorm:"not null"`
 	EventSeq   int64     `gorm:"not null;index:idx_webhook_deliveries_event"`
-	EndpointID string    `gorm:"not null;size:40"`
-	Status     string    `gorm:"not null;size:16"`
+	EndpointID string    `gorm:"not null;size:40;index:idx_webhook_deliveries_endpoint,priority:1"`
+	Status     string    `gorm:"not null;size:16;index:idx_webhook_deliveries_status,priority:1"`
 	EventAt    time.Time `gorm:"not null"`
 	CreatedAt  time.Time `gorm:"not null;autoCreateTime:false"`
 	// Attempts counts every attempt made; Retries the failed ones since the

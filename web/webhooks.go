@@ -29,7 +29,7 @@ func (a *admin) webhooksPage(w http.ResponseWriter, r *http.Request) {
 	view := webhooksView{Available: a.webhooks != nil, Now: time.Now()}
 	if a.webhooks != nil {
 		var err error
-		if view.Endpoints, err = a.webhooks.AllEndpoints(r.Context()); err != nil {
+		if view.Endpoints, _, err = a.webhooks.AllEndpoints(r.Context()); err != nil {
 			serverError(w, r, err)
 			return
 		}

@@ -55,23 +55,93 @@ UPDATE webhook_deliveries
 SET status = 'PENDING', retries = 0, next_attempt_at = $2, expires_at = $3, lease_until = NULL
 WHERE id = $1 AND status = 'FAILED'
 
--- name: recent_deliveries
--- The newest $1 deliveries, newest first, with their endpoint's URL and
--- their event's type and payment ('' once the event is swept).
-SELECT d.id, d.event_id, d.event_seq, d.endpoint_id, d.status, d.event_at, d.created_at, d.attempts, d.retries,
-	d.next_attempt_at, d.expires_at, d.lease_until, d.claim_token, d.last_attempt_at, d.last_status, d.last_error,
-	d.delivered_at, COALESCE(e.type, ''), w.url, COALESCE(e.payment_id, '')
-FROM webhook_deliveries d JOIN webhook_endpoints w ON w.id = d.endpoint_id
-LEFT JOIN payment_events e ON e.seq = d.event_seq
-ORDER BY d.id DESC LIMIT $1
+-- The admin's list of deliveries, newest first by id (which follows
+-- creation), keyset-paged: each deliveries_* statement lists the ids of
+-- up to $6 deliveries before the id $5 (_older, newest first) or after it
+-- (_newer, oldest first), matching the filters $1 (status), $2 (endpoint),
+-- $3 (payment) and $4 (client; the event's), each '' for any. Each is
+-- driven by one filter's index (by_payment and by_client through the
+-- events' indexes, by_endpoint and by_status through the deliveries' that
+-- end in the id, all through the primary key) and checks the others on
+-- the rows it reads; the caller picks the most selective filter given.
+-- A delivery whose event is swept has no payment or client: those filters
+-- leave it out. deliveries_of then reads the rows.
 
--- name: delivery_attempts
--- The attempts of the deliveries with $1 <= id <= $2, oldest first: those
--- of recent_deliveries' list, and perhaps a few of deliveries created since,
--- which the caller leaves out.
-SELECT id, delivery_id, at, status, error, duration_ms
-FROM webhook_attempts WHERE delivery_id >= $1 AND delivery_id <= $2
-ORDER BY id
+-- name: deliveries_all_older
+-- Newest first before $5, by the primary key.
+SELECT d.id FROM webhook_deliveries d LEFT JOIN payment_events e ON e.seq = d.event_seq
+WHERE d.id < $5 AND ($1 = '' OR d.status = $1) AND ($2 = '' OR d.endpoint_id = $2)
+	AND ($3 = '' OR e.payment_id = $3) AND ($4 = '' OR e.client_id = $4)
+ORDER BY d.id DESC LIMIT $6
+
+-- name: deliveries_all_newer
+-- Oldest first after $5, by the primary key.
+SELECT d.id FROM webhook_deliveries d LEFT JOIN payment_events e ON e.seq = d.event_seq
+WHERE d.id > $5 AND ($1 = '' OR d.status = $1) AND ($2 = '' OR d.endpoint_id = $2)
+	AND ($3 = '' OR e.payment_id = $3) AND ($4 = '' OR e.client_id = $4)
+ORDER BY d.id LIMIT $6
+
+-- name: deliveries_by_status_older
+-- Newest first before $5 of the status $1, by idx_webhook_deliveries_status.
+SELECT d.id FROM webhook_deliveries d LEFT JOIN payment_events e ON e.seq = d.event_seq
+WHERE d.status = $1 AND d.id < $5 AND ($2 = '' OR d.endpoint_id = $2)
+	AND ($3 = '' OR e.payment_id = $3) AND ($4 = '' OR e.client_id = $4)
+ORDER BY d.id DESC LIMIT $6
+
+-- name: deliveries_by_status_newer
+-- Oldest first after $5 of the status $1, by idx_webhook_deliveries_status.
+SELECT d.id FROM webhook_deliveries d LEFT JOIN payment_events e ON e.seq = d.event_seq
+WHERE d.status = $1 AND d.id > $5 AND ($2 = '' OR d.endpoint_id = $2)
+	AND ($3 = '' OR e.payment_id = $3) AND ($4 = '' OR e.client_id = $4)
+ORDER BY d.id LIMIT $6
+
+-- name: deliveries_by_endpoint_older
+-- Newest first before $5 to the endpoint $2, by idx_webhook_deliveries_endpoint.
+SELECT d.id FROM webhook_deliveries d LEFT JOIN payment_events e ON e.seq = d.event_seq
+WHERE d.endpoint_id = $2 AND d.id < $5 AND ($1 = '' OR d.status = $1)
+	AND ($3 = '' OR e.payment_id = $3) AND ($4 = '' OR e.client_id = $4)
+ORDER BY d.id DESC LIMIT $6
+
+-- name: deliveries_by_endpoint_newer
+-- Oldest first after $5 to the endpoint $2, by idx_webhook_deliveries_endpoint.
+SELECT d.id FROM webhook_deliveries d LEFT JOIN payment_events e ON e.seq = d.event_seq
+WHERE d.endpoint_id = $2 AND d.id > $5 AND ($1 = '' OR d.status = $1)
+	AND ($3 = '' OR e.payment_id = $3) AND ($4 = '' OR e.client_id = $4)
+ORDER BY d.id LIMIT $6
+
+-- name: deliveries_by_payment_older
+-- Newest first before $5 of the payment $3's events, by
+-- idx_payment_events_payment and idx_webhook_deliveries_event: a payment
+-- has a few events, each a delivery per endpoint, so the sort is small.
+SELECT d.id FROM webhook_deliveries d JOIN payment_events e ON e.seq = d.event_seq
+WHERE e.payment_id = $3 AND d.id < $5 AND ($1 = '' OR d.status = $1) AND ($2 = '' OR d.endpoint_id = $2)
+	AND ($4 = '' OR e.client_id = $4)
+ORDER BY d.id DESC LIMIT $6
+
+-- name: deliveries_by_payment_newer
+-- Oldest first after $5 of the payment $3's events, as
+-- deliveries_by_payment_older.
+SELECT d.id FROM webhook_deliveries d JOIN payment_events e ON e.seq = d.event_seq
+WHERE e.payment_id = $3 AND d.id > $5 AND ($1 = '' OR d.status = $1) AND ($2 = '' OR d.endpoint_id = $2)
+	AND ($4 = '' OR e.client_id = $4)
+ORDER BY d.id LIMIT $6
+
+-- name: deliveries_by_client_older
+-- Newest first before $5 of the client $4's events, by
+-- idx_payment_events_client and idx_webhook_deliveries_event (PostgreSQL
+-- may walk the primary key instead for a client with many).
+SELECT d.id FROM webhook_deliveries d JOIN payment_events e ON e.seq = d.event_seq
+WHERE e.client_id = $4 AND d.id < $5 AND ($1 = '' OR d.status = $1) AND ($2 = '' OR d.endpoint_id = $2)
+	AND ($3 = '' OR e.payment_id = $3)
+ORDER BY d.id DESC LIMIT $6
+
+-- name: deliveries_by_client_newer
+-- Oldest first after $5 of the client $4's events, as
+-- deliveries_by_client_older.
+SELECT d.id FROM webhook_deliveries d JOIN payment_events e ON e.seq = d.event_seq
+WHERE e.client_id = $4 AND d.id > $5 AND ($1 = '' OR d.status = $1) AND ($2 = '' OR d.endpoint_id = $2)
+	AND ($3 = '' OR e.payment_id = $3)
+ORDER BY d.id LIMIT $6
 
 -- name: backlog
 -- How many deliveries are still to be made: neither delivered nor given up.
