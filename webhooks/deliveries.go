@@ -3,6 +3,7 @@ package webhooks
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -166,6 +167,23 @@ func decodeDeliveryCursor(field, cursor string) (int64, error) {
 		return 0, bad
 	}
 	return id, nil
+}
+
+// ErrNoDelivery: no delivery has that id (never made, or swept).
+var ErrNoDelivery = errors.New("no such webhook delivery")
+
+// Delivery reads the delivery id with its attempts, or ErrNoDelivery.
+func (s *Service) Delivery(ctx context.Context, id int64) (Delivery, error) {
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	out, err := s.store.deliveriesOf(ctx, []int64{id})
+	if err != nil {
+		return Delivery{}, fmt.Errorf("read webhook delivery %d: %w", id, err)
+	}
+	if len(out) == 0 {
+		return Delivery{}, ErrNoDelivery
+	}
+	return out[0], nil
 }
 
 // RecentDeliveries lists the newest limit deliveries, newest first, with
