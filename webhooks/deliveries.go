@@ -43,7 +43,8 @@ func (f DeliveryFilter) check() error {
 		max          int
 	}{{"endpoint", f.EndpointID, 40}, {"payment", f.PaymentID, 40}, {"client", f.ClientID, 100}} {
 		if !storable.Text(c.value) || utf8.RuneCountInString(c.value) > c.max || strings.TrimSpace(c.value) != c.value {
-			return invalid(c.field, fmt.Sprintf("%s is not an id CMPay gives (at most %d characters, no surrounding spaces)", c.field, c.max))
+			return invalid(c.field, fmt.Sprintf("%s is not an id CMPay gives: at most %d characters of text, without surrounding spaces",
+				c.field, c.max))
 		}
 	}
 	return nil
