@@ -65,8 +65,10 @@ func TestWebhooksPageReachesEveryDelivery(t *testing.T) {
 	rows := make([]models.WebhookDelivery, 130)
 	for i := range rows {
 		seq := int64(i%10 + 1)
-		rows[i] = models.WebhookDelivery{EventID: seq, EventSeq: seq, EndpointID: "we_shop", Status: "DELIVERED", EventAt: at,
-			CreatedAt: at, NextAttemptAt: at}
+		// With their event's payment and client, as the pass that makes
+		// deliveries writes them.
+		rows[i] = models.WebhookDelivery{EventID: seq, EventSeq: seq, EndpointID: "we_shop", EventPaymentID: fmt.Sprintf("pay_%d", seq),
+			EventClientID: "shop", Status: "DELIVERED", EventAt: at, CreatedAt: at, NextAttemptAt: at}
 	}
 	rows[2].Status = "FAILED" // the third oldest: pay_3's
 	if err := b.db.Gorm.Create(&rows).Error; err != nil {

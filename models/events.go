@@ -11,14 +11,15 @@ import "time"
 // The public event id is given after commit (package events): on SQLite it
 // is the seq itself (one writer at a time), on PostgreSQL the sequencer's
 // numbering, recorded per pass in event_batches. Rows are never updated:
-// an event costs the change one insert, its primary key and two small
-// indexes (by payment and by client, for the admin's Webhooks page).
+// an event costs the change one insert and its primary key, nothing more:
+// the admin's Webhooks page finds a payment's or a client's deliveries by
+// WebhookDelivery's own columns, written when the deliveries are made.
 //
 // The row carries the payment as it was right after the event (status,
 // amounts, times, counters), so that a delivery made days later shows that
 // state, not the payment as it is by then.
 type PaymentEvent struct {
-	Seq int64 `gorm:"primaryKey;autoIncrement;index:idx_payment_events_payment,priority:2;index:idx_payment_events_client,priority:2"`
+	Seq int64 `gorm:"primaryKey;autoIncrement"`
 
 	// Type is PAYMENT_CREATED, PAYMENT_CAPTURED, PAYMENT_CANCELED or
 	// PAYMENT_REFUNDED; At is when the change was made (the payment's
@@ -31,11 +32,8 @@ type PaymentEvent struct {
 	RefundID *string `gorm:"size:40"`
 
 	// The payment right after the event: models.Payment's columns, prefixed.
-	// Indexed by payment and by client, so that the admin finds a payment's
-	// or a client's webhook deliveries (the event's seq ends each index, as
-	// deliveries name their event by it) without reading every event.
-	PaymentID        string    `gorm:"not null;size:40;index:idx_payment_events_payment,priority:1"`
-	ClientID         string    `gorm:"not null;size:100;index:idx_payment_events_client,priority:1"`
+	PaymentID        string    `gorm:"not null;size:40"`
+	ClientID         string    `gorm:"not null;size:100"`
 	PaymentKey       string    `gorm:"not null;size:100"`
 	AmountMinor      int64     `gorm:"not null"`
 	Currency         string    `gorm:"not null;size:3"`
@@ -97,17 +95,29 @@ type WebhookEndpoint struct {
 // instance that dies mid-attempt leaves a lease that simply runs out.
 //
 // The admin lists deliveries newest first by ID, which follows creation,
-// keyset-paged: by endpoint and by status each through an index that ends
-// in the ID, by payment and client through their events' indexes.
+// keyset-paged, each filter through an index that ends in the ID: by
+// endpoint, by payment, by client, and by status only for FAILED and
+// CANCELED (a partial index: the rows support looks for), so that claims
+// and records of PENDING and DELIVERED ones add no entry to it. DELIVERED
+// and PENDING pages walk the primary key (and idx_webhook_deliveries_due).
 type WebhookDelivery struct {
-	ID int64 `gorm:"primaryKey;autoIncrement;index:idx_webhook_deliveries_endpoint,priority:2;index:idx_webhook_deliveries_status,priority:2"`
+	ID int64 `gorm:"primaryKey;autoIncrement;index:idx_webhook_deliveries_endpoint,priority:2;index:idx_webhook_deliveries_payment,priority:2;index:idx_webhook_deliveries_client,priority:2;index:idx_webhook_deliveries_failed,priority:2"`
 	// EventID is the event's public id, EventSeq its outbox row.
-	EventID    int64     `gorm:"not null"`
-	EventSeq   int64     `gorm:"not null;index:idx_webhook_deliveries_event"`
-	EndpointID string    `gorm:"not null;size:40;index:idx_webhook_deliveries_endpoint,priority:1"`
-	Status     string    `gorm:"not null;size:16;index:idx_webhook_deliveries_status,priority:1"`
-	EventAt    time.Time `gorm:"not null"`
-	CreatedAt  time.Time `gorm:"not null;autoCreateTime:false"`
+	EventID    int64  `gorm:"not null"`
+	EventSeq   int64  `gorm:"not null;index:idx_webhook_deliveries_event"`
+	EndpointID string `gorm:"not null;size:40;index:idx_webhook_deliveries_endpoint,priority:1"`
+	// EventPaymentID and EventClientID are the event's payment and its
+	// client, copied from the event by the pass that makes the deliveries
+	// (package events, off the request path), so that the admin's filters
+	// by payment and by client read this table only, and a delivery keeps
+	// them once its event is swept. "" on a delivery made before they
+	// existed whose event was already swept (migration 0011 filled the
+	// others).
+	EventPaymentID string    `gorm:"column:payment_id;not null;size:40;default:'';index:idx_webhook_deliveries_payment,priority:1"`
+	EventClientID  string    `gorm:"column:client_id;not null;size:100;default:'';index:idx_webhook_deliveries_client,priority:1"`
+	Status         string    `gorm:"not null;size:16;index:idx_webhook_deliveries_failed,priority:1,where:status IN ('FAILED'\\,'CANCELED')"`
+	EventAt        time.Time `gorm:"not null"`
+	CreatedAt      time.Time `gorm:"not null;autoCreateTime:false"`
 	// Attempts counts every attempt made; Retries the failed ones since the
 	// delivery was last armed (created or resent), which sets the backoff.
 	Attempts int `gorm:"not null;default:0"`

@@ -14,9 +14,10 @@ import (
 
 // seedDeliveries stores two endpoints, events of four payments of two
 // clients (the seventh swept: no row), and 60 deliveries of those events
-// in every status, all created at the same instant, so that a page that
-// broke ties by time would lose or repeat some. It returns them as stored,
-// oldest first.
+// in every status with their event's payment and client, as the pass that
+// makes them writes them (a delivery of the seventh keeps them), all
+// created at the same instant, so that a page that broke ties by time
+// would lose or repeat some. It returns them as stored, oldest first.
 func seedDeliveries(t *testing.T, db dbtest.DB) []models.WebhookDelivery {
 	t.Helper()
 	at := now()
@@ -33,10 +34,7 @@ func seedDeliveries(t *testing.T, db dbtest.DB) []models.WebhookDelivery {
 		if seq == 7 {
 			continue // swept
 		}
-		pay, client := fmt.Sprintf("pay_%d", seq%4), "client-1"
-		if seq%4 >= 2 {
-			client = "client-2"
-		}
+		pay, client := eventOf(seq)
 		evs = append(evs, models.PaymentEvent{Seq: seq, Type: "PAYMENT_CREATED", At: at, PaymentID: pay, ClientID: client})
 	}
 	if err := db.Gorm.Create(&evs).Error; err != nil {
@@ -50,8 +48,9 @@ func seedDeliveries(t *testing.T, db dbtest.DB) []models.WebhookDelivery {
 			endpoint = "we_a"
 		}
 		seq := int64(i%8 + 1)
-		rows[i] = models.WebhookDelivery{EventID: seq, EventSeq: seq, EndpointID: endpoint, Status: statuses[i%len(statuses)],
-			EventAt: at, CreatedAt: at, NextAttemptAt: at}
+		pay, client := eventOf(seq)
+		rows[i] = models.WebhookDelivery{EventID: seq, EventSeq: seq, EndpointID: endpoint, EventPaymentID: pay,
+			EventClientID: client, Status: statuses[i%len(statuses)], EventAt: at, CreatedAt: at, NextAttemptAt: at}
 	}
 	if err := db.Gorm.Create(&rows).Error; err != nil {
 		t.Fatal(err)
@@ -59,16 +58,19 @@ func seedDeliveries(t *testing.T, db dbtest.DB) []models.WebhookDelivery {
 	return rows
 }
 
+// eventOf is the payment and client of the seeded event seq.
+func eventOf(seq int64) (pay, client string) {
+	pay, client = fmt.Sprintf("pay_%d", seq%4), "client-1"
+	if seq%4 >= 2 {
+		client = "client-2"
+	}
+	return pay, client
+}
+
 // matches says whether the delivery d, of the seeded events, is one f
 // lists.
 func matches(f DeliveryFilter, d models.WebhookDelivery) bool {
-	pay, client := fmt.Sprintf("pay_%d", d.EventSeq%4), "client-1"
-	if d.EventSeq%4 >= 2 {
-		client = "client-2"
-	}
-	if d.EventSeq == 7 {
-		pay, client = "", ""
-	}
+	pay, client := eventOf(d.EventSeq)
 	return (f.Status == "" || d.Status == f.Status) && (f.EndpointID == "" || d.EndpointID == f.EndpointID) &&
 		(f.PaymentID == "" || pay == f.PaymentID) && (f.ClientID == "" || client == f.ClientID)
 }
@@ -86,8 +88,12 @@ func TestStoreDeliveryPages(t *testing.T) {
 			{},
 			{Status: "FAILED"},
 			{Status: "PENDING"},
+			{Status: "DELIVERED"},
+			{Status: "CANCELED", ClientID: "client-2"},
+			{Status: "FAILED", EndpointID: "we_a"},
 			{EndpointID: "we_a"},
 			{PaymentID: "pay_1"},
+			{PaymentID: "pay_3"}, // with the deliveries of the swept event
 			{ClientID: "client-2"},
 			{ClientID: "client-1", Status: "DELIVERED"},
 			{PaymentID: "pay_2", EndpointID: "we_b", Status: "CANCELED"},

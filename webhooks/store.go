@@ -193,14 +193,21 @@ func (st shared) deliveryIDs(ctx context.Context, f DeliveryFilter, from int64, 
 }
 
 // deliveriesStatement is the deliveries_* statement led by f's most
-// selective filter: a payment has a few deliveries, an endpoint or a
-// client more, a status most.
+// selective filter: a payment has a few deliveries, the FAILED or
+// CANCELED ones are few (support's), an endpoint or a client has more. A
+// DELIVERED or PENDING status, most rows, leads nothing: those pages walk
+// the primary key, so that no index on the status costs each claim and
+// record an entry.
 func (st shared) deliveriesStatement(f DeliveryFilter, newer bool) string {
 	switch {
 	case f.PaymentID != "" && newer:
 		return st.q.SQL("deliveries_by_payment_newer")
 	case f.PaymentID != "":
 		return st.q.SQL("deliveries_by_payment_older")
+	case (f.Status == "FAILED" || f.Status == "CANCELED") && newer:
+		return st.q.SQL("deliveries_by_failed_newer")
+	case f.Status == "FAILED" || f.Status == "CANCELED":
+		return st.q.SQL("deliveries_by_failed_older")
 	case f.EndpointID != "" && newer:
 		return st.q.SQL("deliveries_by_endpoint_newer")
 	case f.EndpointID != "":
@@ -209,10 +216,6 @@ func (st shared) deliveriesStatement(f DeliveryFilter, newer bool) string {
 		return st.q.SQL("deliveries_by_client_newer")
 	case f.ClientID != "":
 		return st.q.SQL("deliveries_by_client_older")
-	case f.Status != "" && newer:
-		return st.q.SQL("deliveries_by_status_newer")
-	case f.Status != "":
-		return st.q.SQL("deliveries_by_status_older")
 	case newer:
 		return st.q.SQL("deliveries_all_newer")
 	}
@@ -252,12 +255,13 @@ func (st shared) deliveriesOf(ctx context.Context, ids []int64) ([]Delivery, err
 }
 
 // scanDelivery reads a delivery with its endpoint's URL and its event's
-// type and payment.
+// type.
 func scanDelivery(r sqlq.Row) (Delivery, error) {
 	var d Delivery
 	err := r.Scan(&d.ID, &d.EventID, &d.EventSeq, &d.EndpointID, &d.Status, &d.EventAt, &d.CreatedAt, &d.Attempts,
 		&d.Retries, &d.NextAttemptAt, &d.ExpiresAt, &d.LeaseUntil, &d.ClaimToken, &d.LastAttemptAt, &d.LastStatus,
-		&d.LastError, &d.DeliveredAt, &d.EventType, &d.URL, &d.PaymentID)
+		&d.LastError, &d.DeliveredAt, &d.EventType, &d.URL, &d.EventPaymentID, &d.EventClientID)
+	d.PaymentID = d.EventPaymentID
 	return d, err
 }
 

@@ -389,8 +389,8 @@ type Delivery struct {
 	models.WebhookDelivery
 	EventType string
 	URL       string
-	// PaymentID is the payment the event is about ("" once the event is
-	// swept), so a delivery can be traced to what it told the client.
+	// PaymentID is the payment the event is about, as EventPaymentID (the
+	// name the admin's pages read).
 	PaymentID string
 	// AttemptLog is the delivery's attempts, oldest first.
 	AttemptLog []models.WebhookAttempt

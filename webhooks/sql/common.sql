@@ -60,87 +60,87 @@ WHERE id = $1 AND status = 'FAILED'
 -- up to $6 deliveries before the id $5 (_older, newest first) or after it
 -- (_newer, oldest first), matching the filters $1 (status), $2 (endpoint),
 -- $3 (payment) and $4 (client; the event's), each '' for any. Each is
--- driven by one filter's index (by_payment and by_client through the
--- events' indexes, by_endpoint and by_status through the deliveries' that
--- end in the id, all through the primary key) and checks the others on
--- the rows it reads; the caller picks the most selective filter given.
--- A delivery whose event is swept has no payment or client: those filters
--- leave it out. deliveries_of then reads the rows.
+-- driven by one filter's index on webhook_deliveries, which ends in the id
+-- (all through the primary key), and checks the others on the rows it
+-- reads; the caller picks the most selective filter given. The payment
+-- and the client are the delivery's own columns, copied from its event
+-- when the delivery was made: no statement reads payment_events. A
+-- delivery made before they existed whose event was already swept has
+-- '' for both: those filters leave it out. deliveries_of then reads the
+-- rows.
 
 -- name: deliveries_all_older
--- Newest first before $5, by the primary key.
-SELECT d.id FROM webhook_deliveries d LEFT JOIN payment_events e ON e.seq = d.event_seq
+-- Newest first before $5, by the primary key: also a DELIVERED or PENDING
+-- page, whose status is most rows (PostgreSQL may read PENDING ones
+-- through idx_webhook_deliveries_due and sort them).
+SELECT d.id FROM webhook_deliveries d
 WHERE d.id < $5 AND ($1 = '' OR d.status = $1) AND ($2 = '' OR d.endpoint_id = $2)
-	AND ($3 = '' OR e.payment_id = $3) AND ($4 = '' OR e.client_id = $4)
+	AND ($3 = '' OR d.payment_id = $3) AND ($4 = '' OR d.client_id = $4)
 ORDER BY d.id DESC LIMIT $6
 
 -- name: deliveries_all_newer
--- Oldest first after $5, by the primary key.
-SELECT d.id FROM webhook_deliveries d LEFT JOIN payment_events e ON e.seq = d.event_seq
+-- Oldest first after $5, as deliveries_all_older.
+SELECT d.id FROM webhook_deliveries d
 WHERE d.id > $5 AND ($1 = '' OR d.status = $1) AND ($2 = '' OR d.endpoint_id = $2)
-	AND ($3 = '' OR e.payment_id = $3) AND ($4 = '' OR e.client_id = $4)
+	AND ($3 = '' OR d.payment_id = $3) AND ($4 = '' OR d.client_id = $4)
 ORDER BY d.id LIMIT $6
 
--- name: deliveries_by_status_older
--- Newest first before $5 of the status $1, by idx_webhook_deliveries_status.
-SELECT d.id FROM webhook_deliveries d LEFT JOIN payment_events e ON e.seq = d.event_seq
-WHERE d.status = $1 AND d.id < $5 AND ($2 = '' OR d.endpoint_id = $2)
-	AND ($3 = '' OR e.payment_id = $3) AND ($4 = '' OR e.client_id = $4)
+-- name: deliveries_by_failed_older
+-- Newest first before $5 of the status $1, FAILED or CANCELED, by the
+-- partial index idx_webhook_deliveries_failed: its condition is written
+-- here as in the index, so that both databases match it whatever $1 is.
+SELECT d.id FROM webhook_deliveries d
+WHERE d.status = $1 AND d.status IN ('FAILED','CANCELED') AND d.id < $5 AND ($2 = '' OR d.endpoint_id = $2)
+	AND ($3 = '' OR d.payment_id = $3) AND ($4 = '' OR d.client_id = $4)
 ORDER BY d.id DESC LIMIT $6
 
--- name: deliveries_by_status_newer
--- Oldest first after $5 of the status $1, by idx_webhook_deliveries_status.
-SELECT d.id FROM webhook_deliveries d LEFT JOIN payment_events e ON e.seq = d.event_seq
-WHERE d.status = $1 AND d.id > $5 AND ($2 = '' OR d.endpoint_id = $2)
-	AND ($3 = '' OR e.payment_id = $3) AND ($4 = '' OR e.client_id = $4)
+-- name: deliveries_by_failed_newer
+-- Oldest first after $5 of the status $1, as deliveries_by_failed_older.
+SELECT d.id FROM webhook_deliveries d
+WHERE d.status = $1 AND d.status IN ('FAILED','CANCELED') AND d.id > $5 AND ($2 = '' OR d.endpoint_id = $2)
+	AND ($3 = '' OR d.payment_id = $3) AND ($4 = '' OR d.client_id = $4)
 ORDER BY d.id LIMIT $6
 
 -- name: deliveries_by_endpoint_older
 -- Newest first before $5 to the endpoint $2, by idx_webhook_deliveries_endpoint.
-SELECT d.id FROM webhook_deliveries d LEFT JOIN payment_events e ON e.seq = d.event_seq
+SELECT d.id FROM webhook_deliveries d
 WHERE d.endpoint_id = $2 AND d.id < $5 AND ($1 = '' OR d.status = $1)
-	AND ($3 = '' OR e.payment_id = $3) AND ($4 = '' OR e.client_id = $4)
+	AND ($3 = '' OR d.payment_id = $3) AND ($4 = '' OR d.client_id = $4)
 ORDER BY d.id DESC LIMIT $6
 
 -- name: deliveries_by_endpoint_newer
 -- Oldest first after $5 to the endpoint $2, by idx_webhook_deliveries_endpoint.
-SELECT d.id FROM webhook_deliveries d LEFT JOIN payment_events e ON e.seq = d.event_seq
+SELECT d.id FROM webhook_deliveries d
 WHERE d.endpoint_id = $2 AND d.id > $5 AND ($1 = '' OR d.status = $1)
-	AND ($3 = '' OR e.payment_id = $3) AND ($4 = '' OR e.client_id = $4)
+	AND ($3 = '' OR d.payment_id = $3) AND ($4 = '' OR d.client_id = $4)
 ORDER BY d.id LIMIT $6
 
 -- name: deliveries_by_payment_older
--- Newest first before $5 of the payment $3's events, by
--- idx_payment_events_payment and idx_webhook_deliveries_event: a payment
--- has a few events, each a delivery per endpoint, so the sort is small.
-SELECT d.id FROM webhook_deliveries d JOIN payment_events e ON e.seq = d.event_seq
-WHERE e.payment_id = $3 AND d.id < $5 AND ($1 = '' OR d.status = $1) AND ($2 = '' OR d.endpoint_id = $2)
-	AND ($4 = '' OR e.client_id = $4)
+-- Newest first before $5 of the payment $3, by idx_webhook_deliveries_payment.
+SELECT d.id FROM webhook_deliveries d
+WHERE d.payment_id = $3 AND d.id < $5 AND ($1 = '' OR d.status = $1) AND ($2 = '' OR d.endpoint_id = $2)
+	AND ($4 = '' OR d.client_id = $4)
 ORDER BY d.id DESC LIMIT $6
 
 -- name: deliveries_by_payment_newer
--- Oldest first after $5 of the payment $3's events, as
--- deliveries_by_payment_older.
-SELECT d.id FROM webhook_deliveries d JOIN payment_events e ON e.seq = d.event_seq
-WHERE e.payment_id = $3 AND d.id > $5 AND ($1 = '' OR d.status = $1) AND ($2 = '' OR d.endpoint_id = $2)
-	AND ($4 = '' OR e.client_id = $4)
+-- Oldest first after $5 of the payment $3, by idx_webhook_deliveries_payment.
+SELECT d.id FROM webhook_deliveries d
+WHERE d.payment_id = $3 AND d.id > $5 AND ($1 = '' OR d.status = $1) AND ($2 = '' OR d.endpoint_id = $2)
+	AND ($4 = '' OR d.client_id = $4)
 ORDER BY d.id LIMIT $6
 
 -- name: deliveries_by_client_older
--- Newest first before $5 of the client $4's events, by
--- idx_payment_events_client and idx_webhook_deliveries_event (PostgreSQL
--- may walk the primary key instead for a client with many).
-SELECT d.id FROM webhook_deliveries d JOIN payment_events e ON e.seq = d.event_seq
-WHERE e.client_id = $4 AND d.id < $5 AND ($1 = '' OR d.status = $1) AND ($2 = '' OR d.endpoint_id = $2)
-	AND ($3 = '' OR e.payment_id = $3)
+-- Newest first before $5 of the client $4, by idx_webhook_deliveries_client.
+SELECT d.id FROM webhook_deliveries d
+WHERE d.client_id = $4 AND d.id < $5 AND ($1 = '' OR d.status = $1) AND ($2 = '' OR d.endpoint_id = $2)
+	AND ($3 = '' OR d.payment_id = $3)
 ORDER BY d.id DESC LIMIT $6
 
 -- name: deliveries_by_client_newer
--- Oldest first after $5 of the client $4's events, as
--- deliveries_by_client_older.
-SELECT d.id FROM webhook_deliveries d JOIN payment_events e ON e.seq = d.event_seq
-WHERE e.client_id = $4 AND d.id > $5 AND ($1 = '' OR d.status = $1) AND ($2 = '' OR d.endpoint_id = $2)
-	AND ($3 = '' OR e.payment_id = $3)
+-- Oldest first after $5 of the client $4, by idx_webhook_deliveries_client.
+SELECT d.id FROM webhook_deliveries d
+WHERE d.client_id = $4 AND d.id > $5 AND ($1 = '' OR d.status = $1) AND ($2 = '' OR d.endpoint_id = $2)
+	AND ($3 = '' OR d.payment_id = $3)
 ORDER BY d.id LIMIT $6
 
 -- name: backlog

@@ -98,11 +98,11 @@ SELECT length($1)
 
 -- name: deliveries_of
 -- The deliveries the JSON array $1 lists (a page of the admin's list),
--- newest first, with their endpoint's URL and their event's type and
--- payment ('' once the event is swept).
+-- newest first, with their endpoint's URL and their event's type ('' once
+-- the event is swept).
 SELECT d.id, d.event_id, d.event_seq, d.endpoint_id, d.status, d.event_at, d.created_at, d.attempts, d.retries,
 	d.next_attempt_at, d.expires_at, d.lease_until, d.claim_token, d.last_attempt_at, d.last_status, d.last_error,
-	d.delivered_at, COALESCE(e.type, ''), w.url, COALESCE(e.payment_id, '')
+	d.delivered_at, COALESCE(e.type, ''), w.url, d.payment_id, d.client_id
 FROM webhook_deliveries d JOIN webhook_endpoints w ON w.id = d.endpoint_id
 LEFT JOIN payment_events e ON e.seq = d.event_seq
 WHERE d.id IN (SELECT value FROM json_each($1))
