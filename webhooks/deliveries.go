@@ -27,7 +27,9 @@ type DeliveryFilter struct {
 	// EndpointID is the endpoint the deliveries go to.
 	EndpointID string
 	// PaymentID and ClientID are the payment and the client the delivered
-	// event is about; a delivery whose event was swept has neither.
+	// event is about, as the delivery records them when it is made; one
+	// made before schema version 11 whose event was already swept then
+	// has neither.
 	PaymentID, ClientID string
 }
 
