@@ -207,7 +207,7 @@ func TestStoreReads(t *testing.T) {
 // TestStoreSequencersAtOnce: two sequencers over one database (two
 // instances) number events written concurrently without a gap or an id
 // given twice, and create each event's deliveries once, for exactly the
-// endpoints that receive it.
+// endpoints that receive it, each with the event's payment and client.
 func TestStoreSequencersAtOnce(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
@@ -264,20 +264,23 @@ func TestStoreSequencersAtOnce(t *testing.T) {
 		}
 		got := map[string]int{}
 		for _, d := range rows {
-			got[fmt.Sprintf("%d %s", d.EventID, d.EndpointID)]++
+			got[fmt.Sprintf("%d %s %s %s", d.EventID, d.EndpointID, d.EventPaymentID, d.EventClientID)]++
 		}
 		want := map[string]int{}
 		for _, e := range evs {
-			want[fmt.Sprintf("%d we_all", e.ID)] = 1
+			// Each delivery carries its event's payment and client, for the
+			// admin's filters.
+			of := " " + e.Payment.ID + " " + e.Payment.ClientID
+			want[fmt.Sprintf("%d we_all", e.ID)+of] = 1
 			if e.Type == payments.EventRefunded {
-				want[fmt.Sprintf("%d we_refunds", e.ID)] = 1
+				want[fmt.Sprintf("%d we_refunds", e.ID)+of] = 1
 			}
 			if e.Payment.ClientID == "client-2" {
-				want[fmt.Sprintf("%d we_client2", e.ID)] = 1
+				want[fmt.Sprintf("%d we_client2", e.ID)+of] = 1
 			}
 		}
 		if fmt.Sprint(got) != fmt.Sprint(want) {
-			t.Errorf("deliveries by event and endpoint:\n got %v\nwant %v", got, want)
+			t.Errorf("deliveries by event, endpoint, payment and client:\n got %v\nwant %v", got, want)
 		}
 		if !ra.led.Load() && !rb.led.Load() {
 			t.Error("neither sequencer led")

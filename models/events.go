@@ -11,7 +11,9 @@ import "time"
 // The public event id is given after commit (package events): on SQLite it
 // is the seq itself (one writer at a time), on PostgreSQL the sequencer's
 // numbering, recorded per pass in event_batches. Rows are never updated:
-// an event costs the change one insert and its primary key.
+// an event costs the change one insert and its primary key, nothing more:
+// the admin's Webhooks page finds a payment's or a client's deliveries by
+// WebhookDelivery's own columns, written when the deliveries are made.
 //
 // The row carries the payment as it was right after the event (status,
 // amounts, times, counters), so that a delivery made days later shows that
@@ -91,15 +93,31 @@ type WebhookEndpoint struct {
 // instance claims a due delivery by setting LeaseUntil and a fresh
 // ClaimToken; only the holder of the token may record the attempt, and an
 // instance that dies mid-attempt leaves a lease that simply runs out.
+//
+// The admin lists deliveries newest first by ID, which follows creation,
+// keyset-paged, each filter through an index that ends in the ID: by
+// endpoint, by payment, by client, and by status only for FAILED and
+// CANCELED (a partial index: the rows support looks for), so that claims
+// and records of PENDING and DELIVERED ones add no entry to it. DELIVERED
+// and PENDING pages walk the primary key (and idx_webhook_deliveries_due).
 type WebhookDelivery struct {
-	ID int64 `gorm:"primaryKey;autoIncrement"`
+	ID int64 `gorm:"primaryKey;autoIncrement;index:idx_webhook_deliveries_endpoint,priority:2;index:idx_webhook_deliveries_payment,priority:2;index:idx_webhook_deliveries_client,priority:2;index:idx_webhook_deliveries_failed,priority:2"`
 	// EventID is the event's public id, EventSeq its outbox row.
-	EventID    int64     `gorm:"not null"`
-	EventSeq   int64     `gorm:"not null;index:idx_webhook_deliveries_event"`
-	EndpointID string    `gorm:"not null;size:40"`
-	Status     string    `gorm:"not null;size:16"`
-	EventAt    time.Time `gorm:"not null"`
-	CreatedAt  time.Time `gorm:"not null;autoCreateTime:false"`
+	EventID    int64  `gorm:"not null"`
+	EventSeq   int64  `gorm:"not null;index:idx_webhook_deliveries_event"`
+	EndpointID string `gorm:"not null;size:40;index:idx_webhook_deliveries_endpoint,priority:1"`
+	// EventPaymentID and EventClientID are the event's payment and its
+	// client, copied from the event by the pass that makes the deliveries
+	// (package events, off the request path), so that the admin's filters
+	// by payment and by client read this table only, and a delivery keeps
+	// them once its event is swept. "" on a delivery made before they
+	// existed whose event was already swept (migration 0011 filled the
+	// others).
+	EventPaymentID string    `gorm:"column:payment_id;not null;size:40;default:'';index:idx_webhook_deliveries_payment,priority:1"`
+	EventClientID  string    `gorm:"column:client_id;not null;size:100;default:'';index:idx_webhook_deliveries_client,priority:1"`
+	Status         string    `gorm:"not null;size:16;index:idx_webhook_deliveries_failed,priority:1,where:status IN ('FAILED'\\,'CANCELED')"`
+	EventAt        time.Time `gorm:"not null"`
+	CreatedAt      time.Time `gorm:"not null;autoCreateTime:false"`
 	// Attempts counts every attempt made; Retries the failed ones since the
 	// delivery was last armed (created or resent), which sets the backoff.
 	Attempts int `gorm:"not null;default:0"`

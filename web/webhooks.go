@@ -2,6 +2,7 @@ package web
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
@@ -10,52 +11,160 @@ import (
 	"time"
 
 	"github.com/cmpay/cmpay/models"
+	"github.com/cmpay/cmpay/payments"
 	"github.com/cmpay/cmpay/webhooks"
 )
 
-// recentDeliveries is how many deliveries the Webhooks page shows.
-const recentDeliveries = 100
+// deliveriesPerPage is how many deliveries a page of the Webhooks page
+// shows.
+const deliveriesPerPage = 50
 
 // webhooksView is what the Webhooks page shows.
 type webhooksView struct {
-	Available  bool
-	Notice     string
-	Endpoints  []models.WebhookEndpoint
-	Deliveries []webhooks.Delivery
-	Now        time.Time
+	Available bool
+	Notice    string
+	// Error says why the filter was refused, above an empty list.
+	Error     string
+	Endpoints []models.WebhookEndpoint
+	// MoreEndpoints: only the newest webhooks.AdminEndpoints are listed.
+	MoreEndpoints bool
+	Form          deliveryForm
+	Deliveries    []webhooks.Delivery
+	// OlderURL and NewerURL page through the deliveries; "" at either end.
+	OlderURL, NewerURL string
+	Now                time.Time
+}
+
+// deliveryForm is the deliveries' filter as the page's GET form sends it,
+// and the page's position (after or before a cursor).
+type deliveryForm struct {
+	Status, Endpoint, Payment, Client string
+	After, Before                     string
+}
+
+// deliveryFields are the form's query parameters, which the page's links
+// and a resend's return keep.
+var deliveryFields = []string{"status", "endpoint", "payment", "client", "after", "before"}
+
+// parseDeliveryForm reads the filter and position from q. A field given
+// twice is refused: which of the two would count is not for the page to
+// guess.
+func parseDeliveryForm(q url.Values) (deliveryForm, error) {
+	for _, k := range deliveryFields {
+		if len(q[k]) > 1 {
+			return deliveryForm{}, &payments.InvalidInputError{Problems: []payments.Problem{{Field: k,
+				Message: fmt.Sprintf("%s is given %d times: give it once", k, len(q[k]))}}}
+		}
+	}
+	return deliveryForm{Status: strings.TrimSpace(q.Get("status")), Endpoint: strings.TrimSpace(q.Get("endpoint")),
+		Payment: strings.TrimSpace(q.Get("payment")), Client: strings.TrimSpace(q.Get("client")),
+		After: q.Get("after"), Before: q.Get("before")}, nil
+}
+
+func (f deliveryForm) filter() webhooks.DeliveryFilter {
+	return webhooks.DeliveryFilter{Status: f.Status, EndpointID: f.Endpoint, PaymentID: f.Payment, ClientID: f.Client}
+}
+
+// filtered says whether any filter is set.
+func (f deliveryForm) filtered() bool { return f.filter() != webhooks.DeliveryFilter{} }
+
+// query is the form's filter and position as query parameters, those set
+// only.
+func (f deliveryForm) query() url.Values {
+	q := url.Values{}
+	for k, v := range map[string]string{"status": f.Status, "endpoint": f.Endpoint, "payment": f.Payment, "client": f.Client,
+		"after": f.After, "before": f.Before} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	return q
+}
+
+// url is the page with the form's filter at the position after or before
+// a cursor.
+func (f deliveryForm) url(after, before string) string {
+	f.After, f.Before = after, before
+	if q := f.query().Encode(); q != "" {
+		return "/admin/webhooks?" + q
+	}
+	return "/admin/webhooks"
+}
+
+// resendURL is where a delivery's Resend posts: it carries the page's
+// filter and position, so that the page comes back as it was.
+func (f deliveryForm) resendURL(id int64) string {
+	u := "/admin/webhooks/deliveries/" + strconv.FormatInt(id, 10) + "/resend"
+	if q := f.query().Encode(); q != "" {
+		u += "?" + q
+	}
+	return u
 }
 
 func (a *admin) webhooksPage(w http.ResponseWriter, r *http.Request) {
 	view := webhooksView{Available: a.webhooks != nil, Now: time.Now()}
-	if a.webhooks != nil {
-		var err error
-		if view.Endpoints, err = a.webhooks.AllEndpoints(r.Context()); err != nil {
-			serverError(w, r, err)
-			return
+	if a.webhooks == nil {
+		render(w, r, http.StatusOK, webhooksPage(view))
+		return
+	}
+	ctx, status := r.Context(), http.StatusOK
+	var err error
+	if view.Endpoints, view.MoreEndpoints, err = a.webhooks.AllEndpoints(ctx); err != nil {
+		serverError(w, r, err)
+		return
+	}
+	view.Form, err = parseDeliveryForm(r.URL.Query())
+	if err == nil {
+		var page webhooks.DeliveryPage
+		page, err = a.webhooks.Deliveries(ctx, view.Form.filter(), deliveriesPerPage, view.Form.After, view.Form.Before)
+		view.Deliveries = page.Deliveries
+		if page.Older != "" {
+			view.OlderURL = view.Form.url(page.Older, "")
 		}
-		if view.Deliveries, err = a.webhooks.RecentDeliveries(r.Context(), recentDeliveries); err != nil {
-			serverError(w, r, err)
-			return
+		if page.Newer != "" {
+			view.NewerURL = view.Form.url("", page.Newer)
 		}
 	}
-	view.Notice = resendNotice(r.URL.Query(), view.Deliveries)
-	render(w, r, http.StatusOK, webhooksPage(view))
+	if err != nil {
+		if !errors.Is(err, payments.ErrInvalidInput) {
+			serverError(w, r, err)
+			return
+		}
+		// Say what is wrong above an empty list; the form keeps the input.
+		view.Error, status = err.Error(), http.StatusBadRequest
+	}
+	view.Notice = a.resendNotice(r, view.Deliveries)
+	render(w, r, status, webhooksPage(view))
 }
 
 // resendNotice is what the page says after resendDelivery redirected to
-// it: only for a delivery the page lists, so that a link someone else
+// it: only for a delivery that exists (on the page, or read alone), and
+// "re-armed" only for one no longer failed, so that a link someone else
 // crafted cannot make the page state whatever text it carries.
-func resendNotice(q url.Values, listed []webhooks.Delivery) string {
+func (a *admin) resendNotice(r *http.Request, listed []webhooks.Delivery) string {
+	q := r.URL.Query()
 	resent, unchanged := q.Get("resent"), q.Get("unchanged")
 	text := resent
 	if text == "" {
 		text = unchanged
 	}
 	id, err := strconv.ParseInt(text, 10, 64)
-	if err != nil || !slices.ContainsFunc(listed, func(d webhooks.Delivery) bool { return d.ID == id }) {
+	if err != nil {
+		return ""
+	}
+	i := slices.IndexFunc(listed, func(d webhooks.Delivery) bool { return d.ID == id })
+	var d webhooks.Delivery
+	if i >= 0 {
+		d = listed[i]
+	} else if d, err = a.webhooks.Delivery(r.Context(), id); err != nil {
+		// A delivery the filter leaves out (a resent one is no longer
+		// FAILED) is read alone; an id of none shows nothing.
 		return ""
 	}
 	if resent != "" {
+		if d.Status == "FAILED" {
+			return ""
+		}
 		return "Delivery " + strconv.FormatInt(id, 10) + " was re-armed: it is attempted again now, with a fresh schedule of retries."
 	}
 	return "Delivery " + strconv.FormatInt(id, 10) + " was not failed any more (already resent, or delivered): nothing was changed."
@@ -79,14 +188,24 @@ func (a *admin) resendDelivery(w http.ResponseWriter, r *http.Request) {
 	// transaction, so an entry that cannot be written leaves the delivery
 	// as it was, and the error page tells the truth.
 	err = a.webhooks.Resend(r.Context(), id, a.staff.ResendAudit(sess.Actor(a.addr(r)), id))
+	// Back to the page as it was: its filter and position, from the
+	// form's action (resendURL), and only those.
+	back := url.Values{}
+	for _, k := range deliveryFields {
+		if v := r.URL.Query().Get(k); v != "" {
+			back.Set(k, v)
+		}
+	}
 	switch {
 	case errors.Is(err, webhooks.ErrNotFailed):
-		http.Redirect(w, r, "/admin/webhooks?unchanged="+strconv.FormatInt(id, 10), http.StatusSeeOther)
+		back.Set("unchanged", strconv.FormatInt(id, 10))
 	case err != nil:
 		serverError(w, r, err)
+		return
 	default:
-		http.Redirect(w, r, "/admin/webhooks?resent="+strconv.FormatInt(id, 10), http.StatusSeeOther)
+		back.Set("resent", strconv.FormatInt(id, 10))
 	}
+	http.Redirect(w, r, "/admin/webhooks?"+back.Encode(), http.StatusSeeOther)
 }
 
 // shownURL is an endpoint's URL as the admin shows it, to every role: its

@@ -5,6 +5,7 @@ import (
 	"embed"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"gorm.io/gorm"
@@ -39,9 +40,13 @@ type store interface {
 	// retried until expires, and runs audit (if not nil) in the same
 	// transaction. It says whether the delivery was FAILED.
 	rearm(ctx context.Context, id int64, due, expires time.Time, audit Audit) (bool, error)
-	// recentDeliveries lists the newest limit deliveries, newest first,
-	// with their attempts.
-	recentDeliveries(ctx context.Context, limit int) ([]Delivery, error)
+	// deliveryIDs lists the ids of up to limit deliveries matching f with
+	// an id below from, newest first, or with newer above it, oldest
+	// first.
+	deliveryIDs(ctx context.Context, f DeliveryFilter, from int64, newer bool, limit int) ([]int64, error)
+	// deliveriesOf reads the deliveries ids (those still there), newest
+	// first, with their attempts.
+	deliveriesOf(ctx context.Context, ids []int64) ([]Delivery, error)
 	// backlog counts the deliveries still to be made.
 	backlog(ctx context.Context) (int64, error)
 	// claim leases up to n deliveries due at now until until, under token,
@@ -77,6 +82,13 @@ var sqlFiles embed.FS
 type shared struct {
 	db sqlq.DB
 	q  sqlq.Statements
+	// idList binds a list of ids as the dialect's deliveries_of and
+	// attempts_of read it: an array, or a JSON array.
+	idList func([]int64) (any, error)
+	// planned goes before the arguments of a statement that must be
+	// planned for its arguments each time (on PostgreSQL; nothing on
+	// SQLite).
+	planned []any
 }
 
 func (st shared) addEndpoint(ctx context.Context, e models.WebhookEndpoint, max int) (bool, error) {
@@ -169,14 +181,56 @@ func (st shared) rearm(ctx context.Context, id int64, due, expires time.Time, au
 	return changed, err
 }
 
-func (st shared) recentDeliveries(ctx context.Context, limit int) ([]Delivery, error) {
-	out, err := sqlq.Collect(ctx, st.db, st.q.SQL("recent_deliveries"), []any{limit}, func(r sqlq.Row) (Delivery, error) {
-		var d Delivery
-		err := r.Scan(&d.ID, &d.EventID, &d.EventSeq, &d.EndpointID, &d.Status, &d.EventAt, &d.CreatedAt, &d.Attempts,
-			&d.Retries, &d.NextAttemptAt, &d.ExpiresAt, &d.LeaseUntil, &d.ClaimToken, &d.LastAttemptAt, &d.LastStatus,
-			&d.LastError, &d.DeliveredAt, &d.EventType, &d.URL, &d.PaymentID)
-		return d, err
+func (st shared) deliveryIDs(ctx context.Context, f DeliveryFilter, from int64, newer bool, limit int) ([]int64, error) {
+	// Each filter is applied; the statement's name says which one's index
+	// leads (see common.sql).
+	args := append(slices.Clone(st.planned), f.Status, f.EndpointID, f.PaymentID, f.ClientID, from, limit)
+	return sqlq.Collect(ctx, st.db, st.deliveriesStatement(f, newer), args, func(r sqlq.Row) (int64, error) {
+		var id int64
+		err := r.Scan(&id)
+		return id, err
 	})
+}
+
+// deliveriesStatement is the deliveries_* statement led by f's most
+// selective filter: a payment has a few deliveries, the FAILED or
+// CANCELED ones are few (support's), an endpoint or a client has more. A
+// DELIVERED or PENDING status, most rows, leads nothing: those pages walk
+// the primary key, so that no index on the status costs each claim and
+// record an entry.
+func (st shared) deliveriesStatement(f DeliveryFilter, newer bool) string {
+	switch {
+	case f.PaymentID != "" && newer:
+		return st.q.SQL("deliveries_by_payment_newer")
+	case f.PaymentID != "":
+		return st.q.SQL("deliveries_by_payment_older")
+	case (f.Status == "FAILED" || f.Status == "CANCELED") && newer:
+		return st.q.SQL("deliveries_by_failed_newer")
+	case f.Status == "FAILED" || f.Status == "CANCELED":
+		return st.q.SQL("deliveries_by_failed_older")
+	case f.EndpointID != "" && newer:
+		return st.q.SQL("deliveries_by_endpoint_newer")
+	case f.EndpointID != "":
+		return st.q.SQL("deliveries_by_endpoint_older")
+	case f.ClientID != "" && newer:
+		return st.q.SQL("deliveries_by_client_newer")
+	case f.ClientID != "":
+		return st.q.SQL("deliveries_by_client_older")
+	case newer:
+		return st.q.SQL("deliveries_all_newer")
+	}
+	return st.q.SQL("deliveries_all_older")
+}
+
+func (st shared) deliveriesOf(ctx context.Context, ids []int64) ([]Delivery, error) {
+	if len(ids) == 0 {
+		return []Delivery{}, nil
+	}
+	list, err := st.idList(ids)
+	if err != nil {
+		return nil, err
+	}
+	out, err := sqlq.Collect(ctx, st.db, st.q.SQL("deliveries_of"), []any{list}, scanDelivery)
 	if err != nil || len(out) == 0 {
 		return out, err
 	}
@@ -184,8 +238,7 @@ func (st shared) recentDeliveries(ctx context.Context, limit int) ([]Delivery, e
 	for i, d := range out {
 		at[d.ID] = i
 	}
-	// Newest first: the last is the lowest id.
-	err = st.db.Query(ctx, st.q.SQL("delivery_attempts"), []any{out[len(out)-1].ID, out[0].ID}, func(r sqlq.Row) error {
+	err = st.db.Query(ctx, st.q.SQL("attempts_of"), []any{list}, func(r sqlq.Row) error {
 		var a models.WebhookAttempt
 		if err := r.Scan(&a.ID, &a.DeliveryID, &a.At, &a.Status, &a.Error, &a.DurationMS); err != nil {
 			return err
@@ -199,6 +252,17 @@ func (st shared) recentDeliveries(ctx context.Context, limit int) ([]Delivery, e
 		return nil, err
 	}
 	return out, nil
+}
+
+// scanDelivery reads a delivery with its endpoint's URL and its event's
+// type.
+func scanDelivery(r sqlq.Row) (Delivery, error) {
+	var d Delivery
+	err := r.Scan(&d.ID, &d.EventID, &d.EventSeq, &d.EndpointID, &d.Status, &d.EventAt, &d.CreatedAt, &d.Attempts,
+		&d.Retries, &d.NextAttemptAt, &d.ExpiresAt, &d.LeaseUntil, &d.ClaimToken, &d.LastAttemptAt, &d.LastStatus,
+		&d.LastError, &d.DeliveredAt, &d.EventType, &d.URL, &d.EventPaymentID, &d.EventClientID)
+	d.PaymentID = d.EventPaymentID
+	return d, err
 }
 
 func (st shared) backlog(ctx context.Context) (int64, error) {

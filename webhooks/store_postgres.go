@@ -18,7 +18,9 @@ type postgresStore struct {
 }
 
 func newPostgresStore(db *sqlq.PG) store {
-	return &postgresStore{shared{db: db, q: sqlq.MustLoad(sqlFiles, "sql/common.sql", "sql/postgres.sql")}}
+	return &postgresStore{shared{db: db, q: sqlq.MustLoad(sqlFiles, "sql/common.sql", "sql/postgres.sql"),
+		idList:  func(ids []int64) (any, error) { return ids, nil },
+		planned: []any{pgx.QueryExecModeExec}}}
 }
 
 func (st *postgresStore) claim(ctx context.Context, now, until time.Time, token int64, n int, l inFlight) ([]claim, error) {

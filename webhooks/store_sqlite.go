@@ -17,7 +17,7 @@ type sqliteStore struct {
 }
 
 func newSQLiteStore(db *sqlq.Lite) store {
-	return &sqliteStore{shared{db: db, q: sqlq.MustLoad(sqlFiles, "sql/common.sql", "sql/sqlite.sql")}}
+	return &sqliteStore{shared{db: db, q: sqlq.MustLoad(sqlFiles, "sql/common.sql", "sql/sqlite.sql"), idList: jsonIDs}}
 }
 
 func (st *sqliteStore) claim(ctx context.Context, now, until time.Time, token int64, n int, l inFlight) ([]claim, error) {
@@ -99,5 +99,11 @@ func loadJSON(m map[string]int) (string, error) {
 		pairs = append(pairs, [2]any{id, n})
 	}
 	b, err := json.Marshal(pairs)
+	return string(b), err
+}
+
+// jsonIDs is ids as a JSON array, which json_each reads.
+func jsonIDs(ids []int64) (any, error) {
+	b, err := json.Marshal(ids)
 	return string(b), err
 }

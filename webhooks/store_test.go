@@ -230,7 +230,11 @@ func TestStoreClaimAndRecord(t *testing.T) {
 			t.Errorf("backlog = %d, %v; want 3", n, err)
 		}
 
-		recent, err := st.recentDeliveries(ctx, 3)
+		newest, err := st.deliveryIDs(ctx, DeliveryFilter{}, maxDeliveryID, false, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recent, err := st.deliveriesOf(ctx, newest)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -241,7 +245,7 @@ func TestStoreClaimAndRecord(t *testing.T) {
 		want := fmt.Sprintf(`[%d:PENDING:https://we_1.test/:"":0 %d:PENDING:https://we_1.test/:"":0 %d:PENDING:https://we_1.test/:"":1]`,
 			ids[3], ids[2], ids[1])
 		if fmt.Sprint(got) != want {
-			t.Errorf("recentDeliveries(3) = %v\nwant %s", got, want)
+			t.Errorf("newest 3 deliveries = %v\nwant %s", got, want)
 		}
 		if a := recent[2].AttemptLog; len(a) == 1 && (a[0].Status != 500 || a[0].Error != "down" || a[0].DurationMS != 30 || !a[0].At.Equal(at)) {
 			t.Errorf("attempt %+v", a[0])

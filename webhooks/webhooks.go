@@ -389,25 +389,9 @@ type Delivery struct {
 	models.WebhookDelivery
 	EventType string
 	URL       string
-	// PaymentID is the payment the event is about ("" once the event is
-	// swept), so a delivery can be traced to what it told the client.
+	// PaymentID is the payment the event is about, as EventPaymentID (the
+	// name the admin's pages read).
 	PaymentID string
 	// AttemptLog is the delivery's attempts, oldest first.
 	AttemptLog []models.WebhookAttempt
-}
-
-// RecentDeliveries lists the newest deliveries, newest first, with their
-// endpoint's URL, their event's type and their attempts.
-func (s *Service) RecentDeliveries(ctx context.Context, limit int) ([]Delivery, error) {
-	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
-	defer cancel()
-	return s.store.recentDeliveries(ctx, limit)
-}
-
-// AllEndpoints lists every endpoint, deleted ones too, newest first: the
-// admin's view.
-func (s *Service) AllEndpoints(ctx context.Context) ([]models.WebhookEndpoint, error) {
-	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
-	defer cancel()
-	return s.store.allEndpoints(ctx, 200)
 }

@@ -98,12 +98,14 @@ FROM pg_current_snapshot() AS s
 -- records the batch (first_id = the last id given + 1, and on), creates
 -- their deliveries (created at $2) for every endpoint that receives them
 -- (not deleted, bound to no client or to the event's, subscribed to every
--- type or to the event's), and tells every instance on the channel $3 the
--- new highest id and how many deliveries were created. One statement: one
--- round trip, one transaction, one row for the whole batch. The last id is
--- read in the statement's snapshot: only the leader numbers events, one
--- pass at a time, and the primary key on last_id would refuse a second
--- leader's pass rather than give an id twice.
+-- type or to the event's), each with the event's payment and client (for
+-- the admin's filters: written here, off the request path), and tells
+-- every instance on the channel $3 the new highest id and how many
+-- deliveries were created. One statement: one round trip, one
+-- transaction, one row for the whole batch. The last id is read in the
+-- statement's snapshot: only the leader numbers events, one pass at a
+-- time, and the primary key on last_id would refuse a second leader's pass
+-- rather than give an id twice.
 WITH todo AS (
 	SELECT seq, rn FROM unnest($1::bigint[]) WITH ORDINALITY AS t(seq, rn)
 ), base AS (
@@ -113,9 +115,10 @@ WITH todo AS (
 	SELECT base.b + cardinality($1::bigint[]), base.b + 1, $1::bigint[] FROM base
 	RETURNING last_id
 ), delivery AS (
-	INSERT INTO webhook_deliveries (event_id, event_seq, endpoint_id, status, event_at, created_at, attempts, retries,
-		next_attempt_at, claim_token, last_status, last_error)
-	SELECT base.b + t.rn, e.seq, w.id, 'PENDING', e.at, $2::timestamptz, 0, 0, $2::timestamptz, 0, 0, ''
+	INSERT INTO webhook_deliveries (event_id, event_seq, endpoint_id, payment_id, client_id, status, event_at, created_at,
+		attempts, retries, next_attempt_at, claim_token, last_status, last_error)
+	SELECT base.b + t.rn, e.seq, w.id, e.payment_id, e.client_id, 'PENDING', e.at, $2::timestamptz, 0, 0, $2::timestamptz,
+		0, 0, ''
 	FROM todo t CROSS JOIN base JOIN payment_events e ON e.seq = t.seq
 	JOIN webhook_endpoints w ON w.deleted_at IS NULL AND (w.client_id = '' OR w.client_id = e.client_id)
 		AND (w.event_types = '' OR w.event_types LIKE '%,' || e.type || ',%')

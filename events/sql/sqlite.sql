@@ -47,10 +47,12 @@ FROM (SELECT seq FROM payment_events WHERE seq > $1 ORDER BY seq LIMIT 5000)
 -- name: create_deliveries
 -- Creates, at $3, the deliveries of the events with $1 < seq <= $2 for
 -- every endpoint that receives them: not deleted, bound to no client or to
--- the event's, subscribed to every type or to the event's.
-INSERT INTO webhook_deliveries (event_id, event_seq, endpoint_id, status, event_at, created_at, attempts, retries,
-	next_attempt_at, claim_token, last_status, last_error)
-SELECT e.seq, e.seq, w.id, 'PENDING', e.at, $3, 0, 0, $3, 0, 0, ''
+-- the event's, subscribed to every type or to the event's; each with the
+-- event's payment and client, for the admin's filters (written here, off
+-- the request path).
+INSERT INTO webhook_deliveries (event_id, event_seq, endpoint_id, payment_id, client_id, status, event_at, created_at,
+	attempts, retries, next_attempt_at, claim_token, last_status, last_error)
+SELECT e.seq, e.seq, w.id, e.payment_id, e.client_id, 'PENDING', e.at, $3, 0, 0, $3, 0, 0, ''
 FROM payment_events e
 JOIN webhook_endpoints w ON w.deleted_at IS NULL AND (w.client_id = '' OR w.client_id = e.client_id)
 	AND (w.event_types = '' OR w.event_types LIKE '%,' || e.type || ',%')

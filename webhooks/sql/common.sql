@@ -55,23 +55,93 @@ UPDATE webhook_deliveries
 SET status = 'PENDING', retries = 0, next_attempt_at = $2, expires_at = $3, lease_until = NULL
 WHERE id = $1 AND status = 'FAILED'
 
--- name: recent_deliveries
--- The newest $1 deliveries, newest first, with their endpoint's URL and
--- their event's type and payment ('' once the event is swept).
-SELECT d.id, d.event_id, d.event_seq, d.endpoint_id, d.status, d.event_at, d.created_at, d.attempts, d.retries,
-	d.next_attempt_at, d.expires_at, d.lease_until, d.claim_token, d.last_attempt_at, d.last_status, d.last_error,
-	d.delivered_at, COALESCE(e.type, ''), w.url, COALESCE(e.payment_id, '')
-FROM webhook_deliveries d JOIN webhook_endpoints w ON w.id = d.endpoint_id
-LEFT JOIN payment_events e ON e.seq = d.event_seq
-ORDER BY d.id DESC LIMIT $1
+-- The admin's list of deliveries, newest first by id (which follows
+-- creation), keyset-paged: each deliveries_* statement lists the ids of
+-- up to $6 deliveries before the id $5 (_older, newest first) or after it
+-- (_newer, oldest first), matching the filters $1 (status), $2 (endpoint),
+-- $3 (payment) and $4 (client; the event's), each '' for any. Each is
+-- driven by one filter's index on webhook_deliveries, which ends in the id
+-- (all through the primary key), and checks the others on the rows it
+-- reads; the caller picks the most selective filter given. The payment
+-- and the client are the delivery's own columns, copied from its event
+-- when the delivery was made: no statement reads payment_events. A
+-- delivery made before they existed whose event was already swept has
+-- '' for both: those filters leave it out. deliveries_of then reads the
+-- rows.
 
--- name: delivery_attempts
--- The attempts of the deliveries with $1 <= id <= $2, oldest first: those
--- of recent_deliveries' list, and perhaps a few of deliveries created since,
--- which the caller leaves out.
-SELECT id, delivery_id, at, status, error, duration_ms
-FROM webhook_attempts WHERE delivery_id >= $1 AND delivery_id <= $2
-ORDER BY id
+-- name: deliveries_all_older
+-- Newest first before $5, by the primary key: also a DELIVERED or PENDING
+-- page, whose status is most rows (PostgreSQL may read PENDING ones
+-- through idx_webhook_deliveries_due and sort them).
+SELECT d.id FROM webhook_deliveries d
+WHERE d.id < $5 AND ($1 = '' OR d.status = $1) AND ($2 = '' OR d.endpoint_id = $2)
+	AND ($3 = '' OR d.payment_id = $3) AND ($4 = '' OR d.client_id = $4)
+ORDER BY d.id DESC LIMIT $6
+
+-- name: deliveries_all_newer
+-- Oldest first after $5, as deliveries_all_older.
+SELECT d.id FROM webhook_deliveries d
+WHERE d.id > $5 AND ($1 = '' OR d.status = $1) AND ($2 = '' OR d.endpoint_id = $2)
+	AND ($3 = '' OR d.payment_id = $3) AND ($4 = '' OR d.client_id = $4)
+ORDER BY d.id LIMIT $6
+
+-- name: deliveries_by_failed_older
+-- Newest first before $5 of the status $1, FAILED or CANCELED, by the
+-- partial index idx_webhook_deliveries_failed: its condition is written
+-- here as in the index, so that both databases match it whatever $1 is.
+SELECT d.id FROM webhook_deliveries d
+WHERE d.status = $1 AND d.status IN ('FAILED','CANCELED') AND d.id < $5 AND ($2 = '' OR d.endpoint_id = $2)
+	AND ($3 = '' OR d.payment_id = $3) AND ($4 = '' OR d.client_id = $4)
+ORDER BY d.id DESC LIMIT $6
+
+-- name: deliveries_by_failed_newer
+-- Oldest first after $5 of the status $1, as deliveries_by_failed_older.
+SELECT d.id FROM webhook_deliveries d
+WHERE d.status = $1 AND d.status IN ('FAILED','CANCELED') AND d.id > $5 AND ($2 = '' OR d.endpoint_id = $2)
+	AND ($3 = '' OR d.payment_id = $3) AND ($4 = '' OR d.client_id = $4)
+ORDER BY d.id LIMIT $6
+
+-- name: deliveries_by_endpoint_older
+-- Newest first before $5 to the endpoint $2, by idx_webhook_deliveries_endpoint.
+SELECT d.id FROM webhook_deliveries d
+WHERE d.endpoint_id = $2 AND d.id < $5 AND ($1 = '' OR d.status = $1)
+	AND ($3 = '' OR d.payment_id = $3) AND ($4 = '' OR d.client_id = $4)
+ORDER BY d.id DESC LIMIT $6
+
+-- name: deliveries_by_endpoint_newer
+-- Oldest first after $5 to the endpoint $2, by idx_webhook_deliveries_endpoint.
+SELECT d.id FROM webhook_deliveries d
+WHERE d.endpoint_id = $2 AND d.id > $5 AND ($1 = '' OR d.status = $1)
+	AND ($3 = '' OR d.payment_id = $3) AND ($4 = '' OR d.client_id = $4)
+ORDER BY d.id LIMIT $6
+
+-- name: deliveries_by_payment_older
+-- Newest first before $5 of the payment $3, by idx_webhook_deliveries_payment.
+SELECT d.id FROM webhook_deliveries d
+WHERE d.payment_id = $3 AND d.id < $5 AND ($1 = '' OR d.status = $1) AND ($2 = '' OR d.endpoint_id = $2)
+	AND ($4 = '' OR d.client_id = $4)
+ORDER BY d.id DESC LIMIT $6
+
+-- name: deliveries_by_payment_newer
+-- Oldest first after $5 of the payment $3, by idx_webhook_deliveries_payment.
+SELECT d.id FROM webhook_deliveries d
+WHERE d.payment_id = $3 AND d.id > $5 AND ($1 = '' OR d.status = $1) AND ($2 = '' OR d.endpoint_id = $2)
+	AND ($4 = '' OR d.client_id = $4)
+ORDER BY d.id LIMIT $6
+
+-- name: deliveries_by_client_older
+-- Newest first before $5 of the client $4, by idx_webhook_deliveries_client.
+SELECT d.id FROM webhook_deliveries d
+WHERE d.client_id = $4 AND d.id < $5 AND ($1 = '' OR d.status = $1) AND ($2 = '' OR d.endpoint_id = $2)
+	AND ($3 = '' OR d.payment_id = $3)
+ORDER BY d.id DESC LIMIT $6
+
+-- name: deliveries_by_client_newer
+-- Oldest first after $5 of the client $4, by idx_webhook_deliveries_client.
+SELECT d.id FROM webhook_deliveries d
+WHERE d.client_id = $4 AND d.id > $5 AND ($1 = '' OR d.status = $1) AND ($2 = '' OR d.endpoint_id = $2)
+	AND ($3 = '' OR d.payment_id = $3)
+ORDER BY d.id LIMIT $6
 
 -- name: backlog
 -- How many deliveries are still to be made: neither delivered nor given up.

@@ -95,3 +95,22 @@ ORDER BY created_at, id
 -- at a time, so count_client_endpoints holds until add_endpoint. ($1 is the
 -- client, as on PostgreSQL.)
 SELECT length($1)
+
+-- name: deliveries_of
+-- The deliveries the JSON array $1 lists (a page of the admin's list),
+-- newest first, with their endpoint's URL and their event's type ('' once
+-- the event is swept).
+SELECT d.id, d.event_id, d.event_seq, d.endpoint_id, d.status, d.event_at, d.created_at, d.attempts, d.retries,
+	d.next_attempt_at, d.expires_at, d.lease_until, d.claim_token, d.last_attempt_at, d.last_status, d.last_error,
+	d.delivered_at, COALESCE(e.type, ''), w.url, d.payment_id, d.client_id
+FROM webhook_deliveries d JOIN webhook_endpoints w ON w.id = d.endpoint_id
+LEFT JOIN payment_events e ON e.seq = d.event_seq
+WHERE d.id IN (SELECT value FROM json_each($1))
+ORDER BY d.id DESC
+
+-- name: attempts_of
+-- The attempts of the deliveries the JSON array $1 lists, oldest first, by
+-- idx_webhook_attempts_delivery.
+SELECT id, delivery_id, at, status, error, duration_ms
+FROM webhook_attempts WHERE delivery_id IN (SELECT value FROM json_each($1))
+ORDER BY id
