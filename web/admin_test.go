@@ -205,6 +205,9 @@ func TestPaymentPageTimeline(t *testing.T) {
 	if got := doc.Find(".full-key").Text(); got != "order-9" {
 		t.Errorf("full key %q", got)
 	}
+	if href, _ := doc.Find(`a:contains("Deliveries about this payment")`).Attr("href"); href != "/admin/webhooks?payment=pay_9" {
+		t.Errorf("the link to the payment's webhook deliveries is %q", href)
+	}
 	summary := doc.Find(".answer").Text()
 	for _, want := range []string{"One payment for this key", "The client (REST API) retried the create request once", "nothing was charged again",
 		"The client (GraphQL API) reused the key order-9 of the create request once", "no other payment of this amount"} {
