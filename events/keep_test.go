@@ -100,6 +100,19 @@ func TestSweepKeepsFailedDeliveries(t *testing.T) {
 	})
 }
 
+// TestFailedKeepDefault: without FailedKeep (WEBHOOK_FAILED_KEEP unset) a
+// FAILED delivery is kept a week after its last attempt.
+func TestFailedKeepDefault(t *testing.T) {
+	t.Parallel()
+	s, err := New(dbtest.SQLite(t).Gorm, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.failedKeep != 168*time.Hour || DefaultFailedKeep != 168*time.Hour {
+		t.Errorf("failed keep %s (DefaultFailedKeep %s), want 168h", s.failedKeep, DefaultFailedKeep)
+	}
+}
+
 // sweepLeft says which events' deliveries and attempts are left, and
 // which events (an attempt whose delivery is gone shows as event 0).
 func sweepLeft(t *testing.T, s *Service, db dbtest.DB) string {
