@@ -22,7 +22,7 @@ import (
 // Introspection) and the package that uses it applies its own default
 // (database.DefaultURL, payments.DefaultKeyTTL and DefaultSweepInterval,
 // staff.DefaultIdleTimeout, webhooks.DefaultRetryMin and DefaultMaxAge,
-// httpapi.DefaultMaxBodyBytes, graph.DefaultOptions…). Config itself
+// events.DefaultFailedKeep, httpapi.DefaultMaxBodyBytes, graph.DefaultOptions…). Config itself
 // defaults only what no package owns: the listen address, the first
 // admin's name and the shutdown timeout.
 type Config struct {
@@ -90,6 +90,10 @@ type Config struct {
 	// delivery is retried before it is marked failed (WEBHOOK_MAX_AGE).
 	WebhookRetryMin time.Duration
 	WebhookMaxAge   time.Duration
+	// WebhookFailedKeep is how long after its last attempt a FAILED
+	// delivery is kept, with its event, so that it can still be resent
+	// (WEBHOOK_FAILED_KEEP); zero: events' DefaultFailedKeep.
+	WebhookFailedKeep time.Duration
 	// WebhookAttemptTimeout is how long an endpoint has to answer a
 	// delivery (WEBHOOK_ATTEMPT_TIMEOUT); zero: webhooks' AttemptTimeout.
 	WebhookAttemptTimeout time.Duration
@@ -182,6 +186,7 @@ func readGraphQL(r *reader, c *Config) {
 func readWebhooks(r *reader, c *Config) {
 	r.duration("WEBHOOK_RETRY_MIN", &c.WebhookRetryMin)
 	r.duration("WEBHOOK_MAX_AGE", &c.WebhookMaxAge)
+	r.duration("WEBHOOK_FAILED_KEEP", &c.WebhookFailedKeep)
 	r.duration("WEBHOOK_ATTEMPT_TIMEOUT", &c.WebhookAttemptTimeout)
 	positive(r, "WEBHOOK_ENDPOINTS_PER_CLIENT", &c.WebhookEndpointsPerClient)
 	var allowPrivate *bool

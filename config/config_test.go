@@ -28,6 +28,7 @@ func TestDefaults(t *testing.T) {
 	// payments.TestDefaultKeyTTL, staff's TestSessionTimeouts, webhooks'
 	// TestDefaults).
 	if c.DatabaseURL != "" || c.KeyTTL != 0 || c.AdminSessionIdle != 0 || c.WebhookRetryMin != 0 || c.WebhookMaxAge != 0 || c.WebhookAttemptTimeout != 0 ||
+		c.WebhookFailedKeep != 0 ||
 		c.AdminRequestTimeout != 0 || c.SweepInterval != 0 || c.MaxBodyBytes != 0 || c.MaxDepth != 0 || c.MaxComplexity != 0 || c.Introspection != nil {
 		t.Errorf("unset values: %+v, want them zero", c)
 	}
@@ -169,6 +170,23 @@ func TestWebhookSettings(t *testing.T) {
 	_, err = FromEnv(env(map[string]string{"WEBHOOK_RETRY_MIN": "soon", "WEBHOOK_ALLOW_PRIVATE": "maybe"}))
 	if err == nil || !strings.Contains(err.Error(), "WEBHOOK_RETRY_MIN") || !strings.Contains(err.Error(), "WEBHOOK_ALLOW_PRIVATE") {
 		t.Errorf("err = %v, want both variables named", err)
+	}
+}
+
+// TestWebhookFailedKeep: WEBHOOK_FAILED_KEEP is a positive Go duration,
+// like the other durations; unset, it stays zero for events to apply
+// DefaultFailedKeep (events' TestFailedKeepDefault).
+func TestWebhookFailedKeep(t *testing.T) {
+	t.Parallel()
+	c, err := FromEnv(env(map[string]string{"WEBHOOK_FAILED_KEEP": "336h"}))
+	if err != nil || c.WebhookFailedKeep != 336*time.Hour {
+		t.Errorf("WEBHOOK_FAILED_KEEP=336h: %s, %v", c.WebhookFailedKeep, err)
+	}
+	for _, bad := range []string{"a week", "7d", "0s", "-1h"} {
+		_, err := FromEnv(env(map[string]string{"WEBHOOK_FAILED_KEEP": bad}))
+		if err == nil || !strings.Contains(err.Error(), "WEBHOOK_FAILED_KEEP") {
+			t.Errorf("WEBHOOK_FAILED_KEEP=%q: %v, want an error naming it", bad, err)
+		}
 	}
 }
 

@@ -123,11 +123,21 @@ func afterError(format string, args ...any) error {
 	return &payments.InvalidInputError{Problems: []payments.Problem{{Field: "after", Message: fmt.Sprintf(format, args...)}}}
 }
 
+// DefaultFailedKeep is how long after its last attempt a FAILED webhook
+// delivery is kept when Options.FailedKeep is not set: a week, so that a
+// merchant who fixes an endpoint after a weekend can still get what failed.
+const DefaultFailedKeep = 7 * 24 * time.Hour
+
 // Options tunes a Service. The zero value is usable.
 type Options struct {
 	// Retention is how long events are kept for `after` (and for their
 	// webhook deliveries): at least the idempotency key TTL. Zero means 72h.
 	Retention time.Duration
+	// FailedKeep is how long after its last attempt a FAILED webhook
+	// delivery is kept past Retention, with its attempts and its event, so
+	// that support can still resend it (WEBHOOK_FAILED_KEEP). Zero means
+	// DefaultFailedKeep.
+	FailedKeep time.Duration
 	// SweepInterval is how often old events are deleted. Zero means
 	// payments.DefaultSweepInterval, the server's other sweepers' interval.
 	SweepInterval time.Duration
@@ -161,8 +171,8 @@ type Service struct {
 	log   *slog.Logger
 	clock func() time.Time
 
-	retention, sweepEvery, poll time.Duration
-	buffer, maxLag              int
+	retention, failedKeep, sweepEvery, poll time.Duration
+	buffer, maxLag                          int
 
 	// wake asks the SQLite sequencer for a pass.
 	wake chan struct{}
@@ -187,7 +197,7 @@ func New(db *gorm.DB, opts Options) (*Service, error) {
 	}
 	s := &Service{
 		store: st, log: opts.Logger, clock: opts.Now,
-		retention: opts.Retention, sweepEvery: opts.SweepInterval, poll: opts.Poll, buffer: opts.Buffer, maxLag: opts.MaxLag,
+		retention: opts.Retention, failedKeep: opts.FailedKeep, sweepEvery: opts.SweepInterval, poll: opts.Poll, buffer: opts.Buffer, maxLag: opts.MaxLag,
 		wake: make(chan struct{}, 1),
 	}
 	if s.log == nil {
@@ -198,6 +208,9 @@ func New(db *gorm.DB, opts Options) (*Service, error) {
 	}
 	if s.retention <= 0 {
 		s.retention = 72 * time.Hour
+	}
+	if s.failedKeep <= 0 {
+		s.failedKeep = DefaultFailedKeep
 	}
 	if s.sweepEvery <= 0 {
 		s.sweepEvery = payments.DefaultSweepInterval

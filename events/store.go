@@ -31,12 +31,12 @@ type store interface {
 	// and tells to of them, until ctx ends (see the package comment).
 	sequence(ctx context.Context, to sequencing)
 	// sweepDeliveries deletes, oldest first, the finished deliveries (and
-	// their attempts) created before cutoff, stopping at the first one
-	// young enough to keep.
-	sweepDeliveries(ctx context.Context, cutoff time.Time) error
-	// sweepEvents deletes the events older than cutoff but those Sweep
+	// their attempts) created before c.old but those c keeps, stopping at
+	// the first one young enough to keep.
+	sweepDeliveries(ctx context.Context, c cutoffs) error
+	// sweepEvents deletes the events older than c.old but those Sweep
 	// keeps, and says how many it deleted.
-	sweepEvents(ctx context.Context, cutoff time.Time) (int64, error)
+	sweepEvents(ctx context.Context, c cutoffs) (int64, error)
 }
 
 // newStore is the store for db's dialect.
@@ -62,50 +62,63 @@ const sweepBatch = 1000
 
 // sweepDeliveries reads the deliveries oldest first by id, which follows
 // their creation, and deletes the finished ones in each batch up to the
-// first one young enough to keep.
-func (st shared) sweepDeliveries(ctx context.Context, cutoff time.Time) error {
+// first one young enough to keep, but the FAILED ones c keeps. Those and
+// the pending ones are read again by every sweep: at most the deliveries
+// of the last WEBHOOK_MAX_AGE plus WEBHOOK_FAILED_KEEP, and only with
+// resends more.
+func (st shared) sweepDeliveries(ctx context.Context, c cutoffs) error {
 	var from int64
 	for ctx.Err() == nil {
 		type age struct {
-			id       int64
-			finished bool
-			created  time.Time
+			id        int64
+			deletable bool
+			created   time.Time
 		}
 		batch, err := sqlq.Collect(ctx, st.db, st.q.SQL("delivery_ages"), []any{from, sweepBatch}, func(r sqlq.Row) (age, error) {
 			var a age
 			var status string
-			err := r.Scan(&a.id, &status, &a.created)
-			a.finished = status != "PENDING"
+			var last *time.Time
+			err := r.Scan(&a.id, &status, &a.created, &last)
+			a.deletable = status != "PENDING" && !c.keeps(status, a.created, last)
 			return a, err
 		})
 		if err != nil {
 			return fmt.Errorf("sweep deliveries: %w", err)
 		}
-		to, finished := from, false
+		to, deletable := from, false
 		done := len(batch) < sweepBatch
 		for _, a := range batch {
-			if !a.created.Before(cutoff) {
+			if !a.created.Before(c.old) {
 				done = true
 				break
 			}
-			to, finished = a.id, finished || a.finished
+			to, deletable = a.id, deletable || a.deletable
 		}
-		if finished {
-			err := st.db.Tx(ctx, func(tx sqlq.Runner) error {
-				if _, err := tx.Exec(ctx, st.q.SQL("delete_finished_attempts"), from, to, cutoff); err != nil {
-					return fmt.Errorf("sweep delivery attempts: %w", err)
-				}
-				_, err := tx.Exec(ctx, st.q.SQL("delete_finished_deliveries"), from, to, cutoff)
+		if deletable {
+			if err := st.deleteDeliveries(ctx, from, to, c); err != nil {
 				return err
-			})
-			if err != nil {
-				return fmt.Errorf("sweep deliveries: %w", err)
 			}
 		}
 		if done {
 			return nil
 		}
 		from = to
+	}
+	return nil
+}
+
+// deleteDeliveries deletes the finished deliveries with from < id <= to
+// that c lets go, and their attempts, in one transaction.
+func (st shared) deleteDeliveries(ctx context.Context, from, to int64, c cutoffs) error {
+	err := st.db.Tx(ctx, func(tx sqlq.Runner) error {
+		if _, err := tx.Exec(ctx, st.q.SQL("delete_finished_attempts"), from, to, c.old, c.failed); err != nil {
+			return fmt.Errorf("sweep delivery attempts: %w", err)
+		}
+		_, err := tx.Exec(ctx, st.q.SQL("delete_finished_deliveries"), from, to, c.old, c.failed)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("sweep deliveries: %w", err)
 	}
 	return nil
 }

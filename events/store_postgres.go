@@ -36,35 +36,45 @@ func (st *postgresStore) bySeq(ctx context.Context, seqs []int64) (map[int64]Eve
 }
 
 // sweepEvents deletes the oldest passes' events and their batch rows, a
-// pass at a time, while every event of the pass is older than cutoff; a
-// pass with a pending delivery is kept (and the sweep goes on past it),
-// and so is the newest pass, whose last_id the next pass counts from.
-func (st *postgresStore) sweepEvents(ctx context.Context, cutoff time.Time) (int64, error) {
+// pass at a time, while every event of the pass is older than cut.old; a
+// pass with a delivery still kept (pending, or FAILED and within cut.failed)
+// is kept whole (and the sweep goes on past it), and so is the newest
+// pass, whose last_id the next pass counts from.
+//
+// What bounds a kept pass: a delivery is pending for at most
+// WEBHOOK_MAX_AGE after it was armed (made, or resent), and a FAILED one
+// is kept WEBHOOK_FAILED_KEEP after its last attempt, which is within the
+// retries. So a pass goes at most WEBHOOK_MAX_AGE + WEBHOOK_FAILED_KEEP
+// (plus an attempt's timeout and a sweep interval) after it was made, or
+// after the last resend of one of its deliveries: one endpoint that fails
+// everything keeps every event that long, never longer.
+func (st *postgresStore) sweepEvents(ctx context.Context, cut cutoffs) (int64, error) {
 	var total int64
 	err := st.pg.Conn(ctx, func(c *pgx.Conn) error {
 		r := sqlq.Wrap(c)
 		type pass struct {
-			last    int64
-			seqs    []int64
-			newest  *time.Time
-			pending bool
+			last   int64
+			seqs   []int64
+			newest *time.Time
+			kept   bool
 		}
 		var from int64
 		for ctx.Err() == nil {
-			passes, err := sqlq.Collect(ctx, r, st.q.SQL("old_passes"), []any{pgx.QueryExecModeExec, from}, func(row sqlq.Row) (pass, error) {
+			args := []any{pgx.QueryExecModeExec, from, cut.failed}
+			passes, err := sqlq.Collect(ctx, r, st.q.SQL("old_passes"), args, func(row sqlq.Row) (pass, error) {
 				var p pass
-				err := row.Scan(&p.last, &p.seqs, &p.newest, &p.pending)
+				err := row.Scan(&p.last, &p.seqs, &p.newest, &p.kept)
 				return p, err
 			})
 			if err != nil {
 				return err
 			}
 			for _, p := range passes {
-				if p.newest != nil && !p.newest.Before(cutoff) {
+				if p.newest != nil && !p.newest.Before(cut.old) {
 					return nil // from here on, events are young enough to keep
 				}
 				from = p.last
-				if p.pending {
+				if p.kept {
 					continue
 				}
 				n, err := r.Exec(ctx, st.q.SQL("delete_pass"), p.seqs, p.last)

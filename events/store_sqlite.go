@@ -101,8 +101,9 @@ func (st *sqliteStore) pass(ctx context.Context, to sequencing) error {
 
 // sweepEvents deletes events oldest first by seq (their id), which
 // follows time, so the scan stops at the first event young enough to
-// keep.
-func (st *sqliteStore) sweepEvents(ctx context.Context, cutoff time.Time) (int64, error) {
+// keep; delete_old_events keeps, among the old ones, those with a
+// delivery still kept (pending, or FAILED and within c.failed).
+func (st *sqliteStore) sweepEvents(ctx context.Context, c cutoffs) (int64, error) {
 	var total, from int64
 	for ctx.Err() == nil {
 		type age struct {
@@ -120,14 +121,14 @@ func (st *sqliteStore) sweepEvents(ctx context.Context, cutoff time.Time) (int64
 		to := from
 		done := len(batch) < sweepBatch
 		for _, a := range batch {
-			if !a.at.Before(cutoff) {
+			if !a.at.Before(c.old) {
 				done = true
 				break
 			}
 			to = a.seq
 		}
 		if to > from {
-			n, err := st.db.Exec(ctx, st.q.SQL("delete_old_events"), from, to)
+			n, err := st.db.Exec(ctx, st.q.SQL("delete_old_events"), from, to, c.failed)
 			if err != nil {
 				return total, fmt.Errorf("sweep events: %w", err)
 			}

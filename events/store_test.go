@@ -93,21 +93,35 @@ var fixtures atomic.Int64
 // seq (sequencer_postgres.go relies on it).
 func write(t *testing.T, db *gorm.DB, client string, at time.Time) models.PaymentEvent {
 	t.Helper()
-	id := fmt.Sprintf("pay_%d", fixtures.Add(1))
-	p := models.Payment{ID: id, ClientID: client, IdempotencyKey: "key-" + id, AmountMinor: 1000, Currency: "BRL",
-		Method: "PIX", CreatedAt: at, Status: "CAPTURED", CapturedMinor: 1000, CapturedAt: &at}
-	e := models.PaymentEvent{Type: string(payments.EventCreated), At: at, IdempotencyKey: p.IdempotencyKey,
-		PaymentID: id, ClientID: client, PaymentKey: p.IdempotencyKey, AmountMinor: 1000, Currency: "BRL", Method: "PIX",
-		PaymentCreatedAt: at, Status: "CAPTURED", CapturedMinor: 1000, CapturedAt: &at}
+	return writeTogether(t, db, client, at, 1)[0]
+}
+
+// writeTogether commits n payments of client and their events as write
+// does, all in one transaction: on PostgreSQL one pass numbers them.
+func writeTogether(t *testing.T, db *gorm.DB, client string, at time.Time, n int) []models.PaymentEvent {
+	t.Helper()
+	var out []models.PaymentEvent
 	if err := db.Transaction(func(tx *gorm.DB) error {
-		if err := tx.Create(&p).Error; err != nil {
-			return err
+		for range n {
+			id := fmt.Sprintf("pay_%d", fixtures.Add(1))
+			p := models.Payment{ID: id, ClientID: client, IdempotencyKey: "key-" + id, AmountMinor: 1000, Currency: "BRL",
+				Method: "PIX", CreatedAt: at, Status: "CAPTURED", CapturedMinor: 1000, CapturedAt: &at}
+			e := models.PaymentEvent{Type: string(payments.EventCreated), At: at, IdempotencyKey: p.IdempotencyKey,
+				PaymentID: id, ClientID: client, PaymentKey: p.IdempotencyKey, AmountMinor: 1000, Currency: "BRL", Method: "PIX",
+				PaymentCreatedAt: at, Status: "CAPTURED", CapturedMinor: 1000, CapturedAt: &at}
+			if err := tx.Create(&p).Error; err != nil {
+				return err
+			}
+			if err := tx.Create(&e).Error; err != nil {
+				return err
+			}
+			out = append(out, e)
 		}
-		return tx.Create(&e).Error
+		return nil
 	}); err != nil {
 		t.Fatal(err)
 	}
-	return e
+	return out
 }
 
 // refund commits a refund of 4.00 of created's payment and its
@@ -354,13 +368,15 @@ func TestStoreSweep(t *testing.T) {
 			return fmt.Sprintf("deliveries %v, attempts %v, events %v", dEvents, aEvents, ids(evs))
 		}
 
-		if err := st.sweepDeliveries(ctx, cutoff); err != nil {
+		// A FAILED delivery last tried before the cutoff goes too (the keep
+		// of failed ones is TestStoreSweepKeepsFailed's).
+		if err := st.sweepDeliveries(ctx, cutoffs{old: cutoff, failed: cutoff}); err != nil {
 			t.Fatal(err)
 		}
 		if got, want := left(), "deliveries [2 4 5 6], attempts [2 4 5 6], events [1 2 3 4 5 6]"; got != want {
 			t.Errorf("after sweeping deliveries: %s; want %s", got, want)
 		}
-		n, err := st.sweepEvents(ctx, cutoff)
+		n, err := st.sweepEvents(ctx, cutoffs{old: cutoff, failed: cutoff})
 		if err != nil || n != 2 {
 			t.Errorf("sweepEvents = %d, %v; want 2 (events 1 and 3)", n, err)
 		}
@@ -371,10 +387,10 @@ func TestStoreSweep(t *testing.T) {
 		// Everything finished and old: the newest event stays all the same.
 		db.Gorm.Model(&models.WebhookDelivery{}).Where("status = ?", "PENDING").Update("status", "DELIVERED")
 		later := young.Add(2 * time.Hour)
-		if err := st.sweepDeliveries(ctx, later); err != nil {
+		if err := st.sweepDeliveries(ctx, cutoffs{old: later, failed: later}); err != nil {
 			t.Fatal(err)
 		}
-		if n, err := st.sweepEvents(ctx, later); err != nil || n != 3 {
+		if n, err := st.sweepEvents(ctx, cutoffs{old: later, failed: later}); err != nil || n != 3 {
 			t.Errorf("second sweepEvents = %d, %v; want 3 (events 2, 4 and 5)", n, err)
 		}
 		if got, want := left(), "deliveries [], attempts [], events [6]"; got != want {

@@ -33,13 +33,37 @@ func (s *Service) runSweeper(ctx context.Context) {
 // retention and the finished webhook deliveries (and their attempts)
 // older than it, and says how many events it deleted. It keeps:
 //   - events not yet numbered (on SQLite, not yet given their deliveries);
-//   - events a delivery is still pending for;
+//   - the deliveries still kept, and their events: those pending, and
+//     those FAILED whose last attempt is younger than FailedKeep (a
+//     resend reads its body from the event);
 //   - the newest event (on PostgreSQL, the newest pass), whatever its age,
 //     so that the highest id given never falls and no id is given twice.
 func (s *Service) Sweep(ctx context.Context) (int64, error) {
-	cutoff := s.now().Add(-s.retention)
-	if err := s.store.sweepDeliveries(ctx, cutoff); err != nil {
+	now := s.now()
+	c := cutoffs{old: now.Add(-s.retention), failed: now.Add(-s.failedKeep)}
+	if err := s.store.sweepDeliveries(ctx, c); err != nil {
 		return 0, err
 	}
-	return s.store.sweepEvents(ctx, cutoff)
+	return s.store.sweepEvents(ctx, c)
+}
+
+// cutoffs are the times a sweep measures ages by.
+type cutoffs struct {
+	// old: events, and finished deliveries, made before it may go.
+	old time.Time
+	// failed: a FAILED delivery whose last attempt (else its creation) is
+	// at or after it is kept, with its attempts and its event.
+	failed time.Time
+}
+
+// keeps says whether a finished delivery, created before the old cutoff,
+// is kept all the same: FAILED, and last tried at or after the failed
+// cutoff. The statements say the same in SQL (sql/common.sql
+// delete_finished_deliveries, and each dialect's event sweep).
+func (c cutoffs) keeps(status string, created time.Time, lastAttempt *time.Time) bool {
+	last := created
+	if lastAttempt != nil {
+		last = *lastAttempt
+	}
+	return status == "FAILED" && !last.Before(c.failed)
 }

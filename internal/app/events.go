@@ -17,20 +17,11 @@ import (
 )
 
 // newEvents builds the outbox's sequencer and fan-out, and the webhook
-// dispatcher. Events are kept for the key TTL (the contract's minimum for
-// `after`) or for as long as a webhook delivery may be retried, whichever
-// is longer, and an hour besides: worked out here from what the payments
-// and webhooks packages will use, their defaults included, since the
-// events package knows neither.
+// dispatcher.
 func newEvents(db *gorm.DB, cfg config.Config, m *metrics.Metrics, log *slog.Logger) (*events.Service, *webhooks.Service, error) {
-	keyTTL := cmp.Or(cfg.KeyTTL, payments.DefaultKeyTTL)
-	maxAge := cmp.Or(cfg.WebhookMaxAge, webhooks.DefaultMaxAge)
-	ev, err := events.New(db, events.Options{
-		Retention:     max(keyTTL, maxAge) + time.Hour,
-		SweepInterval: cfg.SweepInterval,
-		ReplayRate:    cfg.SubscriptionReplayRate,
-		Logger:        log,
-	})
+	opts := eventsOptions(cfg)
+	opts.Logger = log
+	ev, err := events.New(db, opts)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -90,4 +81,22 @@ func sealWebhookSecrets(wh *webhooks.Service, keyGiven bool, log *slog.Logger) e
 			"with is given (as WEBHOOK_SECRET_KEY, or as WEBHOOK_SECRET_KEY_PREVIOUS beside a new key)", "unopened", r.Unopened)
 	}
 	return nil
+}
+
+// eventsOptions is the outbox's configuration. Events are kept for the key
+// TTL (the contract's minimum for `after`) or for as long as a webhook
+// delivery may be retried, whichever is longer, and an hour besides:
+// worked out here from what the payments and webhooks packages will use,
+// their defaults included, since the events package knows neither. A
+// FAILED delivery and its event are kept longer, WEBHOOK_FAILED_KEEP after
+// its last attempt, for a resend.
+func eventsOptions(cfg config.Config) events.Options {
+	keyTTL := cmp.Or(cfg.KeyTTL, payments.DefaultKeyTTL)
+	maxAge := cmp.Or(cfg.WebhookMaxAge, webhooks.DefaultMaxAge)
+	return events.Options{
+		Retention:     max(keyTTL, maxAge) + time.Hour,
+		FailedKeep:    cfg.WebhookFailedKeep,
+		SweepInterval: cfg.SweepInterval,
+		ReplayRate:    cfg.SubscriptionReplayRate,
+	}
 }

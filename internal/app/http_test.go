@@ -47,3 +47,25 @@ func TestGraphQLOptionsFromConfig(t *testing.T) {
 		t.Errorf("set: introspection %v, depth %d, complexity %d", o.Introspection, o.MaxDepth, o.MaxComplexity)
 	}
 }
+
+// TestEventsOptionsFromConfig: the retention is the longer of the key TTL
+// and WEBHOOK_MAX_AGE, plus an hour, defaults included; WEBHOOK_FAILED_KEEP
+// reaches the events package, and unset stays zero for its default.
+func TestEventsOptionsFromConfig(t *testing.T) {
+	t.Parallel()
+	unset, err := config.FromEnv(func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := eventsOptions(unset); o.Retention != 73*time.Hour || o.FailedKeep != 0 {
+		t.Errorf("unset: retention %s, failed keep %s; want 73h and 0 (events.DefaultFailedKeep)", o.Retention, o.FailedKeep)
+	}
+	vars := map[string]string{"WEBHOOK_MAX_AGE": "100h", "WEBHOOK_FAILED_KEEP": "336h"}
+	set, err := config.FromEnv(func(k string) string { return vars[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := eventsOptions(set); o.Retention != 101*time.Hour || o.FailedKeep != 336*time.Hour {
+		t.Errorf("set: retention %s, failed keep %s; want 101h and 336h", o.Retention, o.FailedKeep)
+	}
+}
