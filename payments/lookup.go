@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/cmpay/cmpay/internal/sqlq"
+	"github.com/cmpay/cmpay/processor"
 )
 
 // lookupSQL is the statements that find a payment by what names it besides
@@ -19,10 +20,17 @@ func (s *Service) PaymentOfRefund(ctx context.Context, id string) (string, error
 }
 
 // PaymentOfReference is the id of the payment its processor knows as ref
-// (the sandbox's sbx_pi_…, a Stripe PaymentIntent's pi_…); ErrNotFound when
-// no payment has that reference.
+// (a Stripe PaymentIntent's pi_…; the sandbox's sbx_pi.… too when this
+// server runs the sandbox); ErrNotFound when no payment has that
+// reference. The sandbox's references are not indexed (see
+// models.Payment), so they are looked for only where the sandbox runs:
+// development, where a table read is cheap.
 func (s *Service) PaymentOfReference(ctx context.Context, ref string) (string, error) {
-	return s.lookup(ctx, "payment_of_reference", "processor reference", ref)
+	id, err := s.lookup(ctx, "payment_of_reference", "processor reference", ref)
+	if errors.Is(err, ErrNotFound) && s.proc.Name() == processor.NameSandbox {
+		return s.lookup(ctx, "payment_of_sandbox_reference", "processor reference", ref)
+	}
+	return id, err
 }
 
 // lookup runs the statement name, which finds one payment id by value.

@@ -2,6 +2,7 @@ package payments_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/cmpay/cmpay/internal/dbtest"
@@ -38,6 +39,43 @@ func TestPaymentOfRefundAndReference(t *testing.T) {
 			if got, err := find(); !errors.Is(err, payments.ErrNotFound) || got != "" {
 				t.Errorf("an unknown one found %q, %v; want ErrNotFound", got, err)
 			}
+		}
+	})
+}
+
+// A reference at a processor other than the sandbox (what the processor's
+// events and support staff name a payment by) is found through
+// idx_payments_external_reference; the sandbox's payments, every create of
+// the embedded default, are left out of that index so that a create pays
+// no entry in it.
+func TestPaymentOfReferenceUsesItsIndex(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		seedPayments(t, db, 10_000)
+		if err := db.Gorm.Exec(`UPDATE payments SET processor = 'stripe', processor_reference = 'pi_' || id
+			WHERE id LIKE 'pay_seed1%'`).Error; err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Gorm.Exec(`UPDATE payments SET processor_reference = 'sbx_pi.' || id WHERE processor = 'sandbox'`).Error; err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Gorm.Exec(`ANALYZE`).Error; err != nil {
+			t.Fatal(err)
+		}
+		plan := explainPlan(t, db, payments.LookupSQL("payment_of_reference"), "pi_pay_seed1234")
+		if !strings.Contains(plan, "idx_payments_external_reference") {
+			t.Errorf("%s plan:\n%s\nwant idx_payments_external_reference", db.Dialect, plan)
+		}
+		def := `SELECT indexdef FROM pg_indexes WHERE indexname = 'idx_payments_external_reference'`
+		if db.Dialect == "sqlite" {
+			def = `SELECT sql FROM sqlite_master WHERE name = 'idx_payments_external_reference'`
+		}
+		var sql string
+		if err := db.Gorm.Raw(def).Scan(&sql).Error; err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(sql, "sandbox") {
+			t.Errorf("%s index %q holds the sandbox's payments too", db.Dialect, sql)
 		}
 	})
 }

@@ -70,9 +70,10 @@ func (s *Service) ApplyProcessorEvent(ctx context.Context, ev processor.Event) e
 		id = ev.Payment.PaymentID
 	}
 	if id == "" && ev.PaymentReference != "" {
-		err := s.store.db().QueryRow(ctx, commonSQL.SQL("payment_by_reference"), ev.PaymentReference).Scan(&id)
-		if err != nil && !errors.Is(err, sqlq.ErrNoRows) {
-			return fmt.Errorf("find the payment of %s: %w", ev.PaymentReference, err)
+		var err error
+		id, err = s.lookup(ctx, "payment_of_reference", "processor reference", ev.PaymentReference)
+		if err != nil && !errors.Is(err, ErrNotFound) {
+			return err
 		}
 	}
 	if id == "" {

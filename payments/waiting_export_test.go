@@ -10,3 +10,6 @@ func PageSQL(f Filter, size int) (string, map[string]any, error) {
 	q := l.page(nil, size)
 	return q.sql, q.args, nil
 }
+
+// LookupSQL is the statement of lookup.sql called name.
+func LookupSQL(name string) string { return lookupSQL.SQL(name) }

@@ -16,3 +16,7 @@ WHERE e.seq = webhook_deliveries.event_seq AND webhook_deliveries.payment_id = '
 DROP INDEX IF EXISTS idx_payment_events_payment;
 DROP INDEX IF EXISTS idx_payment_events_client;
 DROP INDEX IF EXISTS idx_webhook_deliveries_status;
+-- An unreleased build indexed every payment's processor reference, which
+-- cost every create an entry; idx_payments_external_reference leaves the
+-- sandbox's out.
+DROP INDEX IF EXISTS idx_payments_processor_reference;

@@ -6,11 +6,6 @@
 SELECT next_action_type, pix_code, boleto_line, hosted_url, next_action_expires_at, paid_at, expired_at
 FROM payments WHERE id = $1
 
--- name: payment_by_reference
--- The id of the payment the processor knows as $1 (newest first, should a
--- reference ever repeat).
-SELECT id FROM payments WHERE processor_reference = $1 ORDER BY created_at DESC LIMIT 1
-
 -- name: create_operation_of
 -- The create operation of payment $1: its id and the key it carried.
 SELECT id, key FROM processor_operations WHERE payment_id = $1 AND operation = 'CREATE_PAYMENT'
