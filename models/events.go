@@ -115,7 +115,7 @@ type WebhookDelivery struct {
 	// others).
 	EventPaymentID string    `gorm:"column:payment_id;not null;size:40;default:'';index:idx_webhook_deliveries_payment,priority:1"`
 	EventClientID  string    `gorm:"column:client_id;not null;size:100;default:'';index:idx_webhook_deliveries_client,priority:1"`
-	Status         string    `gorm:"not null;size:16;index:idx_webhook_deliveries_failed,priority:1,where:status IN ('FAILED'\\,'CANCELED')"`
+	Status         string    `gorm:"not null;size:16;index:idx_webhook_deliveries_failed,priority:1,where:status = 'FAILED' OR status = 'CANCELED'"`
 	EventAt        time.Time `gorm:"not null"`
 	CreatedAt      time.Time `gorm:"not null;autoCreateTime:false"`
 	// Attempts counts every attempt made; Retries the failed ones since the

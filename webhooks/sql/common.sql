@@ -90,14 +90,14 @@ ORDER BY d.id LIMIT $6
 -- partial index idx_webhook_deliveries_failed: its condition is written
 -- here as in the index, so that both databases match it whatever $1 is.
 SELECT d.id FROM webhook_deliveries d
-WHERE d.status = $1 AND d.status IN ('FAILED','CANCELED') AND d.id < $5 AND ($2 = '' OR d.endpoint_id = $2)
+WHERE d.status = $1 AND (d.status = 'FAILED' OR d.status = 'CANCELED') AND d.id < $5 AND ($2 = '' OR d.endpoint_id = $2)
 	AND ($3 = '' OR d.payment_id = $3) AND ($4 = '' OR d.client_id = $4)
 ORDER BY d.id DESC LIMIT $6
 
 -- name: deliveries_by_failed_newer
 -- Oldest first after $5 of the status $1, as deliveries_by_failed_older.
 SELECT d.id FROM webhook_deliveries d
-WHERE d.status = $1 AND d.status IN ('FAILED','CANCELED') AND d.id > $5 AND ($2 = '' OR d.endpoint_id = $2)
+WHERE d.status = $1 AND (d.status = 'FAILED' OR d.status = 'CANCELED') AND d.id > $5 AND ($2 = '' OR d.endpoint_id = $2)
 	AND ($3 = '' OR d.payment_id = $3) AND ($4 = '' OR d.client_id = $4)
 ORDER BY d.id LIMIT $6
 
