@@ -48,7 +48,9 @@ var deliveryFields = []string{"status", "endpoint", "payment", "client", "after"
 
 // parseDeliveryForm reads the filter and position from q. A field given
 // twice is refused: which of the two would count is not for the page to
-// guess.
+// guess. The ids CMPay makes are trimmed (pasted with a space); a client
+// id is taken as it is, since one may begin or end with spaces, as the
+// payments list's client filter takes it.
 func parseDeliveryForm(q url.Values) (deliveryForm, error) {
 	for _, k := range deliveryFields {
 		if len(q[k]) > 1 {
@@ -57,7 +59,7 @@ func parseDeliveryForm(q url.Values) (deliveryForm, error) {
 		}
 	}
 	return deliveryForm{Status: strings.TrimSpace(q.Get("status")), Endpoint: strings.TrimSpace(q.Get("endpoint")),
-		Payment: strings.TrimSpace(q.Get("payment")), Client: strings.TrimSpace(q.Get("client")),
+		Payment: strings.TrimSpace(q.Get("payment")), Client: q.Get("client"),
 		After: q.Get("after"), Before: q.Get("before")}, nil
 }
 

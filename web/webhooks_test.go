@@ -62,3 +62,22 @@ func TestWebhooksPageFilterAndPager(t *testing.T) {
 		t.Errorf("banner %q", got)
 	}
 }
+
+// TestDeliveryFormKeepsClientSpaces: the client filter is taken as it is,
+// spaces included (a client id may have them), and survives the page's
+// links; the ids CMPay makes are trimmed.
+func TestDeliveryFormKeepsClientSpaces(t *testing.T) {
+	t.Parallel()
+	q := url.Values{"client": {" +shop "}, "payment": {" pay_1 "}}
+	f, err := parseDeliveryForm(q)
+	if err != nil || f.Client != " +shop " || f.Payment != "pay_1" {
+		t.Fatalf("parseDeliveryForm(%v) = %+v, %v", q, f, err)
+	}
+	u, err := url.Parse(f.url("", ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back, err := parseDeliveryForm(u.Query()); err != nil || back != f {
+		t.Errorf("round trip of %s: %+v, %v; want %+v", u, back, err, f)
+	}
+}
