@@ -369,7 +369,7 @@ func TestStoreSweep(t *testing.T) {
 		}
 
 		// A FAILED delivery last tried before the cutoff goes too (the keep
-		// of failed ones is TestStoreSweepKeepsFailed's).
+		// of failed ones is keep_test.go's TestSweepKeepsFailedDeliveries).
 		if err := st.sweepDeliveries(ctx, cutoffs{old: cutoff, failed: cutoff}); err != nil {
 			t.Fatal(err)
 		}
