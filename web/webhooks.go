@@ -12,6 +12,7 @@ import (
 
 	"github.com/cmpay/cmpay/models"
 	"github.com/cmpay/cmpay/payments"
+	"github.com/cmpay/cmpay/staff"
 	"github.com/cmpay/cmpay/webhooks"
 )
 
@@ -32,7 +33,10 @@ type webhooksView struct {
 	Deliveries    []webhooks.Delivery
 	// OlderURL and NewerURL page through the deliveries; "" at either end.
 	OlderURL, NewerURL string
-	Now                time.Time
+	// CanResend: the staff member's role may resend (an operator's, as
+	// the resend route requires), so FAILED deliveries get the button.
+	CanResend bool
+	Now       time.Time
 }
 
 // deliveryForm is the deliveries' filter as the page's GET form sends it,
@@ -114,6 +118,9 @@ func (a *admin) webhooksPage(w http.ResponseWriter, r *http.Request) {
 	if view.Endpoints, view.MoreEndpoints, err = a.webhooks.AllEndpoints(ctx); err != nil {
 		serverError(w, r, err)
 		return
+	}
+	if sess, ok := sessionFrom(ctx); ok && sess.Account.Role.Allows(staff.Operator) {
+		view.CanResend = true
 	}
 	view.Form, err = parseDeliveryForm(r.URL.Query())
 	if err == nil {

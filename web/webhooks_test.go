@@ -15,7 +15,7 @@ import (
 func TestWebhooksPageFilterAndPager(t *testing.T) {
 	t.Parallel()
 	form := deliveryForm{Status: "FAILED", Payment: "pay_7", After: "ZDE6OTk"}
-	v := webhooksView{Available: true, Form: form, MoreEndpoints: true, Now: created,
+	v := webhooksView{Available: true, Form: form, MoreEndpoints: true, Now: created, CanResend: true,
 		Endpoints:  []models.WebhookEndpoint{{ID: "we_1", URL: "https://shop.test/h", CreatedAt: created}},
 		Deliveries: []webhooks.Delivery{{WebhookDelivery: models.WebhookDelivery{ID: 9, Status: "FAILED"}, URL: "https://shop.test/h"}},
 		OlderURL:   form.url("ZDE6OQ", ""), NewerURL: form.url("", "ZDE6OQ")}
@@ -48,6 +48,12 @@ func TestWebhooksPageFilterAndPager(t *testing.T) {
 	}
 	if caption := squash(doc.Find("table.deliveries caption").Text()); caption != "Deliveries matching the filters, newest first" {
 		t.Errorf("caption %q", caption)
+	}
+
+	// A viewer, whom the resend route refuses, gets no Resend button.
+	v.CanResend = false
+	if n := renderDoc(t, webhooksPage(v)).Find(`table.deliveries form[method="post"]`).Length(); n != 0 {
+		t.Errorf("a viewer's page has %d resend forms, want none", n)
 	}
 
 	// The newest page, unfiltered: no Newer link, no note, no banner.
