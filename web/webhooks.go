@@ -148,8 +148,8 @@ func (a *admin) webhooksPage(w http.ResponseWriter, r *http.Request) {
 
 // resendNotice is what the page says after resendDelivery redirected to
 // it: only for a delivery that exists (on the page, or read alone), and
-// "re-armed" only for one no longer failed, so that a link someone else
-// crafted cannot make the page state whatever text it carries.
+// either notice only for one no longer failed, so that a link someone
+// else crafted cannot make the page state what is not so.
 func (a *admin) resendNotice(r *http.Request, listed []webhooks.Delivery) string {
 	q := r.URL.Query()
 	resent, unchanged := q.Get("resent"), q.Get("unchanged")
@@ -170,10 +170,10 @@ func (a *admin) resendNotice(r *http.Request, listed []webhooks.Delivery) string
 		// FAILED) is read alone; an id of none shows nothing.
 		return ""
 	}
+	if d.Status == "FAILED" {
+		return ""
+	}
 	if resent != "" {
-		if d.Status == "FAILED" {
-			return ""
-		}
 		return "Delivery " + strconv.FormatInt(id, 10) + " was re-armed: it is attempted again now, with a fresh schedule of retries."
 	}
 	return "Delivery " + strconv.FormatInt(id, 10) + " was not failed any more (already resent, or delivered): nothing was changed."

@@ -1,6 +1,8 @@
 package web
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -85,5 +87,26 @@ func TestDeliveryFormKeepsClientSpaces(t *testing.T) {
 	}
 	if back, err := parseDeliveryForm(u.Query()); err != nil || back != f {
 		t.Errorf("round trip of %s: %+v, %v; want %+v", u, back, err, f)
+	}
+}
+
+// TestResendNoticeOnlyWhenTrue: the notice after a resend is shown only
+// for a delivery no longer FAILED; a crafted ?unchanged= of a FAILED one
+// said it "was not failed any more".
+func TestResendNoticeOnlyWhenTrue(t *testing.T) {
+	t.Parallel()
+	a := &admin{}
+	for _, c := range []struct {
+		query, status string
+		want          bool
+	}{
+		{"resent=9", "PENDING", true}, {"unchanged=9", "DELIVERED", true},
+		{"resent=9", "FAILED", false}, {"unchanged=9", "FAILED", false},
+	} {
+		r := httptest.NewRequest(http.MethodGet, "/admin/webhooks?"+c.query, nil)
+		listed := []webhooks.Delivery{{WebhookDelivery: models.WebhookDelivery{ID: 9, Status: c.status}}}
+		if got := a.resendNotice(r, listed); (got != "") != c.want {
+			t.Errorf("%s of a %s delivery: notice %q", c.query, c.status, got)
+		}
 	}
 }
