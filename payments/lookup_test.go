@@ -35,6 +35,7 @@ func TestPaymentOfRefundAndReference(t *testing.T) {
 		for _, find := range []func() (string, error){
 			func() (string, error) { return b.svc.PaymentOfRefund(t.Context(), "ref_none") },
 			func() (string, error) { return b.svc.PaymentOfReference(t.Context(), "sbx_pi_none") },
+			func() (string, error) { return b.svc.PaymentOfReference(t.Context(), "sbx_pi.none") },
 		} {
 			if got, err := find(); !errors.Is(err, payments.ErrNotFound) || got != "" {
 				t.Errorf("an unknown one found %q, %v; want ErrNotFound", got, err)
@@ -76,6 +77,27 @@ func TestPaymentOfReferenceUsesItsIndex(t *testing.T) {
 		}
 		if !strings.Contains(sql, "sandbox") {
 			t.Errorf("%s index %q holds the sandbox's payments too", db.Dialect, sql)
+		}
+	})
+}
+
+// The sandbox's references, not indexed, are looked for by reading the
+// table only when the text is shaped as one (sbx_pi.…): the admin's search
+// asks for every client id or key typed in it, and read the whole table
+// each time. A sandbox payment stored under another shape is not found.
+func TestPaymentOfReferenceReadsTheTableOnlyForSandboxShapes(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		b := asyncSandboxSetup(t, db)
+		p := b.mustCreate(t, withToken(card("shaped"), "pm_card_visa")).Payment
+		if got, err := b.svc.PaymentOfReference(t.Context(), p.ProcessorReference); got != p.ID || err != nil {
+			t.Fatalf("PaymentOfReference(%s) = %q, %v; want %s", p.ProcessorReference, got, err, p.ID)
+		}
+		if err := db.Gorm.Exec(`UPDATE payments SET processor_reference = 'client-7' WHERE id = ?`, p.ID).Error; err != nil {
+			t.Fatal(err)
+		}
+		if got, err := b.svc.PaymentOfReference(t.Context(), "client-7"); !errors.Is(err, payments.ErrNotFound) {
+			t.Errorf("PaymentOfReference(client-7) = %q, %v; want ErrNotFound without reading the table", got, err)
 		}
 	})
 }

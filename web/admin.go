@@ -378,8 +378,10 @@ func (a *admin) list(w http.ResponseWriter, r *http.Request) {
 }
 
 // searchedPayment is the id of the payment q names by its id, a refund's
-// id (ref_…) or its reference at the processor (sbx_pi_…, pi_…), each
-// read by its index; "" when q names none, and the list searches for it.
+// id (ref_…) or its reference at the processor (pi_…; sbx_pi.… on a
+// server running the sandbox, whose references no index holds), each
+// else read by its index; "" when q names none, and the list searches
+// for it.
 func (a *admin) searchedPayment(ctx context.Context, q string) (string, error) {
 	var (
 		id  string

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cmpay/cmpay/models"
 	"github.com/cmpay/cmpay/payments"
+	"github.com/cmpay/cmpay/staff"
 	"github.com/cmpay/cmpay/webhooks"
 )
 
@@ -32,7 +33,10 @@ type webhooksView struct {
 	Deliveries    []webhooks.Delivery
 	// OlderURL and NewerURL page through the deliveries; "" at either end.
 	OlderURL, NewerURL string
-	Now                time.Time
+	// CanResend: the staff member's role may resend (an operator's, as
+	// the resend route requires), so FAILED deliveries get the button.
+	CanResend bool
+	Now       time.Time
 }
 
 // deliveryForm is the deliveries' filter as the page's GET form sends it,
@@ -48,7 +52,9 @@ var deliveryFields = []string{"status", "endpoint", "payment", "client", "after"
 
 // parseDeliveryForm reads the filter and position from q. A field given
 // twice is refused: which of the two would count is not for the page to
-// guess.
+// guess. The ids CMPay makes are trimmed (pasted with a space); a client
+// id is taken as it is, since one may begin or end with spaces, as the
+// payments list's client filter takes it.
 func parseDeliveryForm(q url.Values) (deliveryForm, error) {
 	for _, k := range deliveryFields {
 		if len(q[k]) > 1 {
@@ -57,7 +63,7 @@ func parseDeliveryForm(q url.Values) (deliveryForm, error) {
 		}
 	}
 	return deliveryForm{Status: strings.TrimSpace(q.Get("status")), Endpoint: strings.TrimSpace(q.Get("endpoint")),
-		Payment: strings.TrimSpace(q.Get("payment")), Client: strings.TrimSpace(q.Get("client")),
+		Payment: strings.TrimSpace(q.Get("payment")), Client: q.Get("client"),
 		After: q.Get("after"), Before: q.Get("before")}, nil
 }
 
@@ -113,6 +119,9 @@ func (a *admin) webhooksPage(w http.ResponseWriter, r *http.Request) {
 		serverError(w, r, err)
 		return
 	}
+	if sess, ok := sessionFrom(ctx); ok && sess.Account.Role.Allows(staff.Operator) {
+		view.CanResend = true
+	}
 	view.Form, err = parseDeliveryForm(r.URL.Query())
 	if err == nil {
 		var page webhooks.DeliveryPage
@@ -139,8 +148,8 @@ func (a *admin) webhooksPage(w http.ResponseWriter, r *http.Request) {
 
 // resendNotice is what the page says after resendDelivery redirected to
 // it: only for a delivery that exists (on the page, or read alone), and
-// "re-armed" only for one no longer failed, so that a link someone else
-// crafted cannot make the page state whatever text it carries.
+// either notice only for one no longer failed, so that a link someone
+// else crafted cannot make the page state what is not so.
 func (a *admin) resendNotice(r *http.Request, listed []webhooks.Delivery) string {
 	q := r.URL.Query()
 	resent, unchanged := q.Get("resent"), q.Get("unchanged")
@@ -161,10 +170,10 @@ func (a *admin) resendNotice(r *http.Request, listed []webhooks.Delivery) string
 		// FAILED) is read alone; an id of none shows nothing.
 		return ""
 	}
+	if d.Status == "FAILED" {
+		return ""
+	}
 	if resent != "" {
-		if d.Status == "FAILED" {
-			return ""
-		}
 		return "Delivery " + strconv.FormatInt(id, 10) + " was re-armed: it is attempted again now, with a fresh schedule of retries."
 	}
 	return "Delivery " + strconv.FormatInt(id, 10) + " was not failed any more (already resent, or delivered): nothing was changed."

@@ -120,7 +120,7 @@ func TestResendButtonsNameTheirDelivery(t *testing.T) {
 		ds = append(ds, webhooks.Delivery{WebhookDelivery: models.WebhookDelivery{ID: id, EventID: 9, Status: "FAILED"}, EventType: "PAYMENT_REFUNDED",
 			URL: "https://shop.test/hooks"})
 	}
-	doc := renderDoc(t, webhooksPage(webhooksView{Available: true, Deliveries: ds, Now: created}))
+	doc := renderDoc(t, webhooksPage(webhooksView{Available: true, Deliveries: ds, Now: created, CanResend: true}))
 	labels := doc.Find(`form[action$="/resend"] button`).Map(func(_ int, s *goquery.Selection) string { return s.AttrOr("aria-label", "") })
 	if strings.Join(labels, "|") != "Resend delivery 3|Resend delivery 4" {
 		t.Errorf("Resend buttons' labels %q", labels)

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/cmpay/cmpay/internal/clientid"
 	"github.com/cmpay/cmpay/internal/storable"
 	"github.com/cmpay/cmpay/models"
 )
@@ -29,13 +30,16 @@ type DeliveryFilter struct {
 	// PaymentID and ClientID are the payment and the client the delivered
 	// event is about, as the delivery records them when it is made; one
 	// made before schema version 11 whose event was already swept then
-	// has neither.
+	// has neither. ClientID is compared as every client id is, in NFC
+	// (package clientid), spaces included.
 	PaymentID, ClientID string
 }
 
 // check refuses a filter no delivery can match because it is not a value
 // CMPay ever stores: an unknown status, or an id longer than its column or
 // not text both databases hold (PostgreSQL refuses a NUL with an error).
+// The ids CMPay makes have no surrounding spaces; a client's id, which the
+// client chose, may (payments' validateClientID allows them).
 func (f DeliveryFilter) check() error {
 	if f.Status != "" && !slices.Contains(DeliveryStatuses, f.Status) {
 		return invalid("status", "status must be one of "+strings.Join(DeliveryStatuses, ", "))
@@ -43,10 +47,13 @@ func (f DeliveryFilter) check() error {
 	for _, c := range []struct {
 		field, value string
 		max          int
-	}{{"endpoint", f.EndpointID, 40}, {"payment", f.PaymentID, 40}, {"client", f.ClientID, 100}} {
-		if !storable.Text(c.value) || utf8.RuneCountInString(c.value) > c.max || strings.TrimSpace(c.value) != c.value {
-			return invalid(c.field, fmt.Sprintf("%s is not an id CMPay gives: at most %d characters of text, without surrounding spaces",
-				c.field, c.max))
+		spaced       bool
+	}{{"endpoint", f.EndpointID, 40, false}, {"payment", f.PaymentID, 40, false}, {"client", f.ClientID, 100, true}} {
+		if !storable.Text(c.value) || utf8.RuneCountInString(c.value) > c.max {
+			return invalid(c.field, fmt.Sprintf("%s is not an id CMPay stores: at most %d characters of text", c.field, c.max))
+		}
+		if !c.spaced && strings.TrimSpace(c.value) != c.value {
+			return invalid(c.field, c.field+" is not an id CMPay gives: those have no surrounding spaces")
 		}
 	}
 	return nil
@@ -74,6 +81,7 @@ const MaxDeliveryPage = 500
 // meanwhile, and no page counts the table. A bad filter or a cursor this
 // package did not make is a *payments.InvalidInputError.
 func (s *Service) Deliveries(ctx context.Context, f DeliveryFilter, limit int, after, before string) (DeliveryPage, error) {
+	f.ClientID = clientid.Normalize(f.ClientID)
 	if err := f.check(); err != nil {
 		return DeliveryPage{}, err
 	}

@@ -244,3 +244,36 @@ func TestDeliveriesRefuseBadInput(t *testing.T) {
 }
 
 func b64(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }
+
+// TestDeliveriesFilterSpacedClient: a client id may begin or end with
+// spaces (payments allow it) and is compared in NFC, as everywhere: the
+// filter finds that client's deliveries as it is, typed decomposed too,
+// and never those of the client without the spaces.
+func TestDeliveriesFilterSpacedClient(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		s := &Service{store: openStore(t, db)}
+		at := now()
+		if err := db.Gorm.Create(&models.WebhookEndpoint{ID: "we_s", URL: "https://s.test/", Secret: "s", CreatedAt: at}).Error; err != nil {
+			t.Fatal(err)
+		}
+		clients := []string{" caf\u00e9 ", "caf\u00e9"} // NFC, as stored
+		for i, client := range clients {
+			d := models.WebhookDelivery{EventID: int64(i + 1), EventSeq: int64(i + 1), EndpointID: "we_s",
+				EventPaymentID: fmt.Sprintf("pay_s%d", i), EventClientID: client, Status: "DELIVERED", EventAt: at,
+				CreatedAt: at, NextAttemptAt: at}
+			if err := db.Gorm.Create(&d).Error; err != nil {
+				t.Fatal(err)
+			}
+		}
+		for filter, want := range map[string]string{" caf\u00e9 ": "pay_s0", " cafe\u0301 ": "pay_s0", "cafe\u0301": "pay_s1"} {
+			page, err := s.Deliveries(t.Context(), DeliveryFilter{ClientID: filter}, 10, "", "")
+			if err != nil {
+				t.Fatalf("client %+q: %v", filter, err)
+			}
+			if len(page.Deliveries) != 1 || page.Deliveries[0].PaymentID != want {
+				t.Errorf("client %+q lists %+v, want only %s's delivery", filter, page.Deliveries, want)
+			}
+		}
+	})
+}
