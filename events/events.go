@@ -136,7 +136,7 @@ type Options struct {
 	// FailedKeep is how long after its last attempt a FAILED webhook
 	// delivery is kept past Retention, with its attempts and its event, so
 	// that support can still resend it (WEBHOOK_FAILED_KEEP). Zero means
-	// DefaultFailedKeep.
+	// DefaultFailedKeep; less than Retention counts as Retention.
 	FailedKeep time.Duration
 	// SweepInterval is how often old events are deleted. Zero means
 	// payments.DefaultSweepInterval, the server's other sweepers' interval.
@@ -212,6 +212,11 @@ func New(db *gorm.DB, opts Options) (*Service, error) {
 	if s.failedKeep <= 0 {
 		s.failedKeep = DefaultFailedKeep
 	}
+	// A keep shorter than the retention would let the sweep delete the
+	// event of a FAILED delivery made after the retention's cutoff (its
+	// event made just before it) while the delivery stays: a resend would
+	// then find no event.
+	s.failedKeep = max(s.failedKeep, s.retention)
 	if s.sweepEvery <= 0 {
 		s.sweepEvery = payments.DefaultSweepInterval
 	}

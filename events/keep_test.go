@@ -113,6 +113,20 @@ func TestFailedKeepDefault(t *testing.T) {
 	}
 }
 
+// TestFailedKeepAtLeastTheRetention: a keep shorter than the retention
+// counts as the retention, so that no FAILED delivery made after the
+// retention's cutoff outlives the event it would resend.
+func TestFailedKeepAtLeastTheRetention(t *testing.T) {
+	t.Parallel()
+	s, err := New(dbtest.SQLite(t).Gorm, Options{Retention: 73 * time.Hour, FailedKeep: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.failedKeep != 73*time.Hour {
+		t.Errorf("failed keep %s with a retention of 73h, want 73h", s.failedKeep)
+	}
+}
+
 // sweepLeft says which events' deliveries and attempts are left, and
 // which events (an attempt whose delivery is gone shows as event 0).
 func sweepLeft(t *testing.T, s *Service, db dbtest.DB) string {
