@@ -63,7 +63,7 @@ func TestPaymentOfReferenceUsesItsIndex(t *testing.T) {
 		if err := db.Gorm.Exec(`ANALYZE`).Error; err != nil {
 			t.Fatal(err)
 		}
-		plan := explainPlan(t, db, payments.LookupSQL("payment_of_reference"), "pi_pay_seed1234")
+		plan := dbtest.Plan(t, db, payments.LookupSQL("payment_of_reference"), "pi_pay_seed1234")
 		if !strings.Contains(plan, "idx_payments_external_reference") {
 			t.Errorf("%s plan:\n%s\nwant idx_payments_external_reference", db.Dialect, plan)
 		}

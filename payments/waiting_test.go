@@ -1,7 +1,6 @@
 package payments_test
 
 import (
-	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
@@ -78,44 +77,13 @@ func TestWaitingOperationsPlan(t *testing.T) {
 		// Its only argument, the page size, written in: EXPLAIN takes no
 		// named arguments through database/sql on PostgreSQL.
 		query = regexp.MustCompile(`@page_size\b`).ReplaceAllString(query, strconv.Itoa(args["page_size"].(int)))
-		text := explainPlan(t, db, query)
+		text := dbtest.Plan(t, db, query)
 		sorted := strings.Contains(text, "Sort") || strings.Contains(text, "TEMP B-TREE")
 		if !strings.Contains(text, "idx_payments_waiting_op") || sorted {
 			t.Errorf("%s plan:\n%s\nwant idx_payments_waiting_op and no sort", db.Dialect, text)
 		}
 		t.Logf("%s plan:\n%s", db.Dialect, text)
 	})
-}
-
-// explainPlan is the database's plan for query, one line per step.
-func explainPlan(t *testing.T, db dbtest.DB, query string, args ...any) string {
-	t.Helper()
-	explain := "EXPLAIN "
-	if db.Dialect == "sqlite" {
-		explain = "EXPLAIN QUERY PLAN "
-	}
-	var plan []string
-	rows, err := db.Gorm.Raw(explain+query, args...).Rows()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	cols, _ := rows.Columns()
-	for rows.Next() {
-		vals := make([]any, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
-			t.Fatal(err)
-		}
-		plan = append(plan, fmt.Sprint(vals[len(vals)-1]))
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return strings.Join(plan, "\n")
 }
 
 // seedPayments stores n authorized payments, pay_seed1 to pay_seedN, in

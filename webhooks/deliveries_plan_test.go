@@ -52,51 +52,7 @@ func seedMany(t *testing.T, db dbtest.DB) {
 // a step.
 func explain(t *testing.T, db dbtest.DB, st shared, name string, args ...any) string {
 	t.Helper()
-	prefix := "EXPLAIN QUERY PLAN "
-	if db.Dialect == "postgres" {
-		prefix = "EXPLAIN "
-	}
-	sqlDB, err := db.Gorm.DB()
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := st.q.SQL(name)
-	if db.Dialect == "sqlite" {
-		q = strings.NewReplacer("$1", "?1", "$2", "?2", "$3", "?3", "$4", "?4", "$5", "?5", "$6", "?6").Replace(q)
-	}
-	rows, err := sqlDB.QueryContext(t.Context(), prefix+q, args...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	cols, err := rows.Columns()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var plan []string
-	for rows.Next() {
-		vals := make([]any, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
-			t.Fatal(err)
-		}
-		plan = append(plan, toString(vals[len(vals)-1]))
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return strings.Join(plan, "\n")
-}
-
-func toString(v any) string {
-	if b, ok := v.([]byte); ok {
-		return string(b)
-	}
-	s, _ := v.(string)
-	return s
+	return dbtest.Plan(t, db, st.q.SQL(name), args...)
 }
 
 // TestDeliveryListsUseTheirIndexes: at 50,000 deliveries, each filter's
