@@ -39,23 +39,31 @@ const (
 	pollIdle = 200 * time.Millisecond
 	// saveEvery is how often the leader saves its state.
 	saveEvery = time.Second
+	// steadyAfter is how long a session listens before the log says the
+	// sequencer works again.
+	steadyAfter = 10 * time.Second
 )
 
 // sequence keeps a leader session (or a would-be leader's) open until ctx
 // ends, reconnecting after any error.
 func (st *postgresStore) sequence(ctx context.Context, to sequencing) {
 	wait := 100 * time.Millisecond
-	// A session that listens again ends the run of failures (missed is
-	// told then).
+	// A session that has listened for steadyAfter ends the run of failures
+	// (missed is told when it starts listening): one that listens and dies
+	// at once, again and again, is still failing.
 	fails := &logrepeat.Failures{Logger: to.log, What: "events: sequencer connection lost; reconnecting"}
+	var steady *time.Timer
 	listening := to
 	listening.missed = func() {
-		fails.OK()
+		steady = time.AfterFunc(steadyAfter, fails.OK)
 		to.missed()
 	}
 	for ctx.Err() == nil {
 		started := time.Now()
 		err := st.session(ctx, listening)
+		if steady != nil {
+			steady.Stop()
+		}
 		to.leading(false)
 		if ctx.Err() != nil {
 			return
