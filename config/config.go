@@ -22,7 +22,7 @@ import (
 // Introspection) and the package that uses it applies its own default
 // (database.DefaultURL, payments.DefaultKeyTTL and DefaultSweepInterval,
 // staff.DefaultIdleTimeout, webhooks.DefaultRetryMin and DefaultMaxAge,
-// events.DefaultFailedKeep, httpapi.DefaultMaxBodyBytes, graph.DefaultOptions…). Config itself
+// httpapi.DefaultMaxBodyBytes, graph.DefaultOptions…). Config itself
 // defaults only what no package owns: the listen address, the first
 // admin's name and the shutdown timeout.
 type Config struct {
@@ -92,7 +92,7 @@ type Config struct {
 	WebhookMaxAge   time.Duration
 	// WebhookFailedKeep is how long after its last attempt a FAILED
 	// delivery is kept, with its event, so that it can still be resent
-	// (WEBHOOK_FAILED_KEEP); zero: events' DefaultFailedKeep.
+	// (WEBHOOK_FAILED_KEEP); zero: the events' retention.
 	WebhookFailedKeep time.Duration
 	// WebhookAttemptTimeout is how long an endpoint has to answer a
 	// delivery (WEBHOOK_ATTEMPT_TIMEOUT); zero: webhooks' AttemptTimeout.

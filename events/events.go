@@ -123,11 +123,6 @@ func afterError(format string, args ...any) error {
 	return &payments.InvalidInputError{Problems: []payments.Problem{{Field: "after", Message: fmt.Sprintf(format, args...)}}}
 }
 
-// DefaultFailedKeep is how long after its last attempt a FAILED webhook
-// delivery is kept when Options.FailedKeep is not set: a week, so that a
-// merchant who fixes an endpoint after a weekend can still get what failed.
-const DefaultFailedKeep = 7 * 24 * time.Hour
-
 // Options tunes a Service. The zero value is usable.
 type Options struct {
 	// Retention is how long events are kept for `after` (and for their
@@ -135,8 +130,10 @@ type Options struct {
 	Retention time.Duration
 	// FailedKeep is how long after its last attempt a FAILED webhook
 	// delivery is kept past Retention, with its attempts and its event, so
-	// that support can still resend it (WEBHOOK_FAILED_KEEP). Zero means
-	// DefaultFailedKeep; less than Retention counts as Retention.
+	// that support can still resend it (WEBHOOK_FAILED_KEEP). Zero, or less
+	// than Retention, means Retention: kept events cost every sweep a read
+	// of them (the sweep walks from the oldest), so a longer keep is the
+	// operator's choice, not a default.
 	FailedKeep time.Duration
 	// SweepInterval is how often old events are deleted. Zero means
 	// payments.DefaultSweepInterval, the server's other sweepers' interval.
@@ -208,9 +205,6 @@ func New(db *gorm.DB, opts Options) (*Service, error) {
 	}
 	if s.retention <= 0 {
 		s.retention = 72 * time.Hour
-	}
-	if s.failedKeep <= 0 {
-		s.failedKeep = DefaultFailedKeep
 	}
 	// A keep shorter than the retention would let the sweep delete the
 	// event of a FAILED delivery made after the retention's cutoff (its

@@ -21,7 +21,8 @@ import (
 )
 
 // TestFailedDeliveryResentAfterRetention: with the default settings but a
-// 1 s WEBHOOK_MAX_AGE, deliveries that failed are kept, with their attempts
+// 1 s WEBHOOK_MAX_AGE and a WEBHOOK_FAILED_KEEP of 168 h, deliveries that
+// failed are kept, with their attempts
 // and events, past the retention (the sweep's clock 100 h ahead), while a
 // delivered one of the same age goes; a resend then delivers the body of
 // the first attempt, as of its event, though the payment was refunded
@@ -120,7 +121,7 @@ func newKeepEnv(t *testing.T, db dbtest.DB) *keepEnv {
 	quiet := slog.New(slog.DiscardHandler)
 	e := &keepEnv{db: db, rcv: newBodies(t)}
 	var err error
-	e.ev, err = events.New(db.Gorm, events.Options{Retention: 73 * time.Hour, SweepInterval: time.Hour,
+	e.ev, err = events.New(db.Gorm, events.Options{Retention: 73 * time.Hour, FailedKeep: 168 * time.Hour, SweepInterval: time.Hour,
 		Poll: 100 * time.Millisecond, Logger: quiet,
 		Now: func() time.Time { return time.Now().Add(time.Duration(e.ahead.Load())) }})
 	if err != nil {
