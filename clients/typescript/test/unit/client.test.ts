@@ -57,6 +57,32 @@ describe('resuming after a restart', () => {
     expect(storage.load()).toEqual([]);
   });
 
+  test("a checkout reloaded mid-request and paid again under its order's id gets that payment back, after resumePending too", async () => {
+    // The README's checkout: one shopper's storage, the order's id as the key.
+    const storage = { ...memoryStorage(), singleUser: true };
+    const first = client(storage, scriptedTransport([...down]));
+    await expect(first.createPayment(input, { idempotencyKey: 'order-7' })).rejects.toBeInstanceOf(UnavailableError);
+
+    // The reloaded page resumes first, which settles the payment and removes
+    // its key; then it shows the form again and the shopper pays.
+    const replay = (req: { variables: Record<string, unknown> }) =>
+      ok({ createPayment: { payment: payment({ id: 'p-order-7', idempotencyKey: String(req.variables.idempotencyKey) }), replayed: req.variables.idempotencyKey === 'order-7' } });
+    const transport = scriptedTransport([replay, replay, replay]);
+    const page = client(storage, transport);
+    const [resumed] = await page.resumePending();
+    expect(resumed).toMatchObject({ settled: true, result: { payment: { id: 'p-order-7' } } });
+    expect(storage.load()).toEqual([]);
+
+    const again = await page.createPayment(input, { idempotencyKey: 'order-7' });
+    expect(transport.requests[1].variables.idempotencyKey).toBe('order-7');
+    expect(again).toMatchObject({ replayed: true, payment: { id: 'p-order-7' } });
+    // Without the order's id nothing stored is left to join: a new key, which
+    // the server takes for a second payment. The README says so.
+    const unkeyed = await page.createPayment(input);
+    expect(transport.requests[2].variables.idempotencyKey).not.toBe('order-7');
+    expect(unkeyed.replayed).toBe(false);
+  });
+
   test('a resumed operation whose key the server holds is not judged here: the replay is the answer', async () => {
     const storage = memoryStorage();
     await storage.put({ operation: 'CREATE_PAYMENT', idempotencyKey: 'k-made', params: input, startedAt: '2026-12-04T09:59:00.000Z' });
