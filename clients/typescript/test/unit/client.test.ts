@@ -152,6 +152,8 @@ describe('resuming after a restart', () => {
     const err = await client(storage, transport).createPayment({ ...input, amount: '20' }, { idempotencyKey: 'order-7' }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(KeyReusedError);
     expect(err).toMatchObject({ local: true, differingFields: ['amount'] });
+    // Like the server's refusal, it says what to do.
+    expect((err as KeyReusedError).message).toContain('use a new key for a new request');
     expect(transport.requests).toEqual([]);
   });
 
@@ -1138,6 +1140,24 @@ describe('a put that fails', () => {
     expect(err).toBeInstanceOf(StorageError);
     expect(err).toMatchObject({ pending: false });
     expect(err.message).toContain('nothing was sent');
+    expect(inner.load()).toEqual([]);
+  });
+
+  test("that is refused (storage full): the message names the storage's error and what to do, and nothing is sent", async () => {
+    const inner = memoryStorage();
+    const full: PendingStorage = {
+      ...inner,
+      put: async () => {
+        throw new DOMException('The quota has been exceeded.', 'QuotaExceededError');
+      },
+    };
+    const t = scriptedTransport([]);
+    const err = (await client(full, t).createPayment(input).catch((e: unknown) => e)) as CMPayError;
+    expect(err).toBeInstanceOf(StorageError);
+    expect(err).toMatchObject({ pending: false, code: 'STORAGE_FAILED' });
+    expect(err.message).toContain('QuotaExceededError');
+    expect(err.message).toContain('try again once storage accepts writes');
+    expect(t.requests).toEqual([]);
     expect(inner.load()).toEqual([]);
   });
 
