@@ -223,6 +223,23 @@ describe('answers still in flight at the processor (contract v3)', () => {
     expect(subs.openCount()).toBe(0);
   });
 
+  test('a PROCESSING payment the processor then declines: waitForSettled answers it DECLINED, without throwing, and forgets the key', async () => {
+    // The README's ten lines read this answer: a DeclinedError comes only
+    // from a create answered DECLINED at once.
+    const subs = fakeSubscriber();
+    const processing = payment({ id: 'p5d', idempotencyKey: 'key-d', status: 'PROCESSING', capturedAmount: '0.00' });
+    const declined = { ...processing, status: 'DECLINED', declineCode: 'card_declined' };
+    const transport = scriptedTransport([ok({ createPayment: { payment: processing, replayed: false } }), ok({ payment: processing }), ok({ payment: declined })]);
+    const c = client(memoryStorage(), transport, { subscriber: subs.subscriber, clock: frozenClock, newKey: () => 'key-d' });
+    expect((await c.createPayment(input)).settled).toBe(false);
+    const waiting = c.waitForSettled('p5d', { timeoutMs: 5_000 });
+    await expect.poll(() => subs.openCount()).toBe(1);
+    await expect.poll(() => transport.requests.length).toBe(2);
+    subs.push({});
+    expect(await waiting).toMatchObject({ status: 'DECLINED', declineCode: 'card_declined' });
+    expect(c.pending()).toEqual([]);
+  });
+
   test('a PENDING Pix payment: the create is settled, and waitForSettled waits until the payer pays', async () => {
     const subs = fakeSubscriber();
     const pending = payment({ id: 'p6', status: 'PENDING', nextAction: { type: 'PIX_CODE', pixCode: '0002', expiresAt: 'x' } });
