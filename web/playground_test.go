@@ -15,6 +15,7 @@ import (
 	"io/fs"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -514,4 +515,121 @@ func TestPlaygroundSlowExampleSaysWhatToDo(t *testing.T) {
 	if strings.Contains(string(js), "within PROCESSOR_RECOVERY_AFTER") {
 		t.Error("the slow example still says it resolves within PROCESSOR_RECOVERY_AFTER")
 	}
+}
+
+// operationRE finds the first operation's name in a GraphQL document.
+var operationRE = regexp.MustCompile(`(?m)^\s*(?:query|mutation|subscription)\s+(\w+)`)
+
+// A token pasted into one tab's Headers reaches the requests of every
+// example tab whose Headers still hold the placeholder: each tab has
+// headers of its own, made at load, and the other examples answered 401
+// until the token was pasted into each. A tab with a token of its own
+// sends that one.
+func TestPlaygroundTokenReachesEveryTab(t *testing.T) {
+	t.Parallel()
+	ctx := browsertest.New(t, 90*time.Second)
+
+	auth := make(chan string, 4)
+	var introspected atomic.Bool
+	mux := http.NewServeMux()
+	mux.Handle("GET /playground", Playground())
+	mux.Handle("GET /playground/assets/", PlaygroundAssets())
+	mux.HandleFunc("POST /graphql", func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Query string `json:"query"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		// The operation by the query's text: right after a tab is switched
+		// GraphiQL may still send the last tab's operationName with it.
+		m := operationRE.FindStringSubmatch(req.Query)
+		if m == nil {
+			http.Error(w, "no operation", http.StatusBadRequest)
+			return
+		}
+		op := m[1]
+		if op == "IntrospectionQuery" {
+			introspected.Store(true)
+			http.Error(w, `{"errors":[{"message":"no schema in this test"}]}`, http.StatusBadRequest)
+			return
+		}
+		auth <- op + " " + r.Header.Get("Authorization")
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"data":{"createPayment":null}}`)
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	watch := browsertest.Watch(t, ctx)
+
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(srv.URL+"/playground"),
+		chromedp.WaitVisible(chromedp.CSS(".graphiql-execute-button")),
+	); err != nil {
+		t.Fatalf("load the Playground: %v", err)
+	}
+	const editorJS = `function editor(test) {
+  return (window.monaco ? monaco.editor.getEditors() : []).find(e => test(e.getValue()));
+}`
+	poll := func(js string) string {
+		t.Helper()
+		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+			out, err := chromedp.Run(ctx, chromedp.Evaluate[string](js))
+			if err != nil {
+				t.Fatalf("evaluate %.80q: %v", js, err)
+			}
+			if out != "" {
+				return out
+			}
+		}
+		browsertest.Screenshot(t, ctx, "playground-token-tabs-failed")
+		t.Fatalf("nothing within 20s from %.200s", js)
+		return ""
+	}
+	show := func(tab int, op string) {
+		t.Helper()
+		poll(fmt.Sprintf(`(() => { const b = document.querySelectorAll(".graphiql-tab-button")[%d]; if (!b) return ""; b.click(); return "ok"; })()`, tab))
+		poll(fmt.Sprintf(`document.querySelector(".graphiql-tab-active .graphiql-tab-button")?.textContent.trim() === %q && `+
+			`monaco.editor.getEditors().some(e => e.getValue().includes("mutation %s")) ? "shown" : ""`, op, op))
+	}
+	// run executes the tab shown (clicking a tab loads its saved editors
+	// again, which would undo an edit not saved yet).
+	run := func(op string) string {
+		t.Helper()
+		if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(".graphiql-execute-button"))); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case got := <-auth:
+			return got
+		case <-time.After(20 * time.Second):
+			browsertest.Screenshot(t, ctx, "playground-token-tabs-failed")
+			t.Fatalf("no %s request within 20s", op)
+			return ""
+		}
+	}
+
+	// The token goes into the first tab's Headers, as its comment says. The
+	// Playground takes it a moment after it is typed, and then asks for the
+	// schema with it (a new fetcher).
+	poll(editorJS + `; editor(v => v.includes("Authorization")) && editor(v => v.includes("mutation CreatePayment")) ? "ready" : ""`)
+	poll(editorJS + `; editor(v => v.includes("Authorization")).setValue('{"Authorization": "Bearer tab-token"}'); "ok"`)
+	for deadline := time.Now().Add(20 * time.Second); !introspected.Load(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the Playground never asked for the schema with the token")
+		}
+	}
+	if got, want := run("CreatePayment"), "CreatePayment Bearer tab-token"; got != want {
+		t.Errorf("first tab sent %q, want %q", got, want)
+	}
+	// The second tab's Headers still show the placeholder.
+	show(1, "RetryPayment")
+	if got, want := run("RetryPayment"), "RetryPayment Bearer tab-token"; got != want {
+		t.Errorf("second tab sent %q, want %q: the token given in the first tab", got, want)
+	}
+	// A tab with a token of its own sends that one.
+	show(4, "DeclinedPayment")
+	poll(editorJS + `; editor(v => v.includes("Authorization") && v.includes("paste")).setValue('{"Authorization": "Bearer own-token"}'); "ok"`)
+	if got, want := run("DeclinedPayment"), "DeclinedPayment Bearer own-token"; got != want {
+		t.Errorf("a tab with its own token sent %q, want %q", got, want)
+	}
+	watch.Check(t, srv.URL)
 }

@@ -1,4 +1,4 @@
-// CMPay's Playground: GraphiQL 5 with six ready examples in tabs, the
+// CMPay's Playground: GraphiQL 5 with seven ready examples in tabs, the
 // Authorization header to fill in, and a fresh idempotency key from the
 // server on every load. scripts/build-playground.sh bundles this file and
 // everything it imports into web/static/playground/playground.js (and
@@ -125,6 +125,8 @@ const lifecycleOperations = `# A payment's life: authorize, capture, refund. Eac
 # 2. Run Capture: 100.00 captured, the rest released. Run it again: replayed is true.
 # 3. Run Refund: 30.00 back, status PARTIALLY_REFUNDED. Run it again: the same refund id.
 #    Change its amount and run it: IDEMPOTENCY_KEY_REUSED. Change refundKey to refund more.
+# Cancel releases a payment still AUTHORIZED instead of capturing it: change authorizeKey,
+# run Authorize, put the new id in paymentId, run Cancel: status CANCELED.
 mutation Authorize($authorizeKey: String!) {
   createPayment(
     input: {clientId: "playground", amount: "120.00", currency: "BRL", method: CREDIT_CARD, capture: false}
@@ -276,11 +278,30 @@ const storage = {
 // protocol): the toolkit opens one per subscription and sends the Headers
 // tab's JSON, merged over wsConnectionParams, as the connection_init
 // payload, so {"Authorization": "Bearer <token>"} reaches the server there.
-const newFetcher = () =>
-  createGraphiQLFetcher({
+//
+// Each tab has Headers of its own, made at load: a token pasted into one
+// tab would leave the other examples on the placeholder, each answering
+// 401 until it is pasted there too. So a request whose tab holds no token
+// of its own is sent with the last token given in any tab; a tab with a
+// token of its own keeps it.
+const newFetcher = (token) => {
+  const fetcher = createGraphiQLFetcher({
     url: endpoint.href,
     subscriptionUrl: endpoint.href.replace(/^http/, "ws"),
   });
+  return (params, opts) => fetcher(params, { ...opts, headers: withToken(opts?.headers, token) });
+};
+
+// withToken is a tab's headers with Authorization set to the given token,
+// unless the tab has a real token of its own.
+function withToken(headers, token) {
+  const out = { ...headers };
+  const name = Object.keys(out).find((n) => n.toLowerCase() === "authorization");
+  if (!token || (name && bearerToken(JSON.stringify({ [name]: out[name] })))) return out;
+  if (name) delete out[name];
+  out.Authorization = `Bearer ${token}`;
+  return out;
+}
 
 const createVariables = variables("49.90");
 
@@ -294,7 +315,7 @@ const createVariables = variables("49.90");
 function Playground() {
   const [token, setToken] = useState(bearerToken(headers));
   const timer = useRef(0);
-  const fetcher = useMemo(newFetcher, [token]);
+  const fetcher = useMemo(() => newFetcher(token), [token]);
   const onEditHeaders = (text) => {
     clearTimeout(timer.current);
     timer.current = setTimeout(() => {

@@ -519,7 +519,12 @@ export class CMPayClient {
       e.pending = true;
       return e;
     }
-    return new StorageError('could not store the idempotency key; nothing was sent', { code: 'STORAGE_FAILED', idempotencyKey: key, cause: err });
+    // The cause's text (a full quota, a browser that refuses storage) in the
+    // message: it is what the developer has to fix, and the only part a log shows.
+    return new StorageError(
+      `could not store the idempotency key (${String(err)}); nothing was sent: try again once storage accepts writes, or give the client another storage`,
+      { code: 'STORAGE_FAILED', idempotencyKey: key, cause: err },
+    );
   }
 
   // #held finds the operation a call must join: the one stored, or being
@@ -538,7 +543,8 @@ export class CMPayClient {
     const differ = held ? differingFields(held, wanted) : [];
     if (differ.length > 0) {
       throw new KeyReusedError(
-        `idempotency key ${JSON.stringify(wanted.idempotencyKey)} is stored for another ${differ.join(', ')}; nothing was sent`,
+        `idempotency key ${JSON.stringify(wanted.idempotencyKey)} is stored for another ${differ.join(', ')}; nothing was sent: ` +
+          'use a new key for a new request, or the stored parameters to finish the stored one (pending())',
         { code: 'IDEMPOTENCY_KEY_REUSED', differingFields: differ, local: true, idempotencyKey: wanted.idempotencyKey },
       );
     }

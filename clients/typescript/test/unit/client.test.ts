@@ -57,6 +57,32 @@ describe('resuming after a restart', () => {
     expect(storage.load()).toEqual([]);
   });
 
+  test("a checkout reloaded mid-request and paid again under its order's id gets that payment back, after resumePending too", async () => {
+    // The README's checkout: one shopper's storage, the order's id as the key.
+    const storage = { ...memoryStorage(), singleUser: true };
+    const first = client(storage, scriptedTransport([...down]));
+    await expect(first.createPayment(input, { idempotencyKey: 'order-7' })).rejects.toBeInstanceOf(UnavailableError);
+
+    // The reloaded page resumes first, which settles the payment and removes
+    // its key; then it shows the form again and the shopper pays.
+    const replay = (req: { variables: Record<string, unknown> }) =>
+      ok({ createPayment: { payment: payment({ id: 'p-order-7', idempotencyKey: String(req.variables.idempotencyKey) }), replayed: req.variables.idempotencyKey === 'order-7' } });
+    const transport = scriptedTransport([replay, replay, replay]);
+    const page = client(storage, transport);
+    const [resumed] = await page.resumePending();
+    expect(resumed).toMatchObject({ settled: true, result: { payment: { id: 'p-order-7' } } });
+    expect(storage.load()).toEqual([]);
+
+    const again = await page.createPayment(input, { idempotencyKey: 'order-7' });
+    expect(transport.requests[1].variables.idempotencyKey).toBe('order-7');
+    expect(again).toMatchObject({ replayed: true, payment: { id: 'p-order-7' } });
+    // Without the order's id nothing stored is left to join: a new key, which
+    // the server takes for a second payment. The README says so.
+    const unkeyed = await page.createPayment(input);
+    expect(transport.requests[2].variables.idempotencyKey).not.toBe('order-7');
+    expect(unkeyed.replayed).toBe(false);
+  });
+
   test('a resumed operation whose key the server holds is not judged here: the replay is the answer', async () => {
     const storage = memoryStorage();
     await storage.put({ operation: 'CREATE_PAYMENT', idempotencyKey: 'k-made', params: input, startedAt: '2026-12-04T09:59:00.000Z' });
@@ -126,6 +152,8 @@ describe('resuming after a restart', () => {
     const err = await client(storage, transport).createPayment({ ...input, amount: '20' }, { idempotencyKey: 'order-7' }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(KeyReusedError);
     expect(err).toMatchObject({ local: true, differingFields: ['amount'] });
+    // Like the server's refusal, it says what to do.
+    expect((err as KeyReusedError).message).toContain('use a new key for a new request');
     expect(transport.requests).toEqual([]);
   });
 
@@ -193,6 +221,23 @@ describe('answers still in flight at the processor (contract v3)', () => {
     expect(c.pending()).toEqual([]);
     expect(subs.subscriptions[0].variables).toEqual({ paymentId: 'p5' });
     expect(subs.openCount()).toBe(0);
+  });
+
+  test('a PROCESSING payment the processor then declines: waitForSettled answers it DECLINED, without throwing, and forgets the key', async () => {
+    // The README's ten lines read this answer: a DeclinedError comes only
+    // from a create answered DECLINED at once.
+    const subs = fakeSubscriber();
+    const processing = payment({ id: 'p5d', idempotencyKey: 'key-d', status: 'PROCESSING', capturedAmount: '0.00' });
+    const declined = { ...processing, status: 'DECLINED', declineCode: 'card_declined' };
+    const transport = scriptedTransport([ok({ createPayment: { payment: processing, replayed: false } }), ok({ payment: processing }), ok({ payment: declined })]);
+    const c = client(memoryStorage(), transport, { subscriber: subs.subscriber, clock: frozenClock, newKey: () => 'key-d' });
+    expect((await c.createPayment(input)).settled).toBe(false);
+    const waiting = c.waitForSettled('p5d', { timeoutMs: 5_000 });
+    await expect.poll(() => subs.openCount()).toBe(1);
+    await expect.poll(() => transport.requests.length).toBe(2);
+    subs.push({});
+    expect(await waiting).toMatchObject({ status: 'DECLINED', declineCode: 'card_declined' });
+    expect(c.pending()).toEqual([]);
   });
 
   test('a PENDING Pix payment: the create is settled, and waitForSettled waits until the payer pays', async () => {
@@ -1112,6 +1157,24 @@ describe('a put that fails', () => {
     expect(err).toBeInstanceOf(StorageError);
     expect(err).toMatchObject({ pending: false });
     expect(err.message).toContain('nothing was sent');
+    expect(inner.load()).toEqual([]);
+  });
+
+  test("that is refused (storage full): the message names the storage's error and what to do, and nothing is sent", async () => {
+    const inner = memoryStorage();
+    const full: PendingStorage = {
+      ...inner,
+      put: async () => {
+        throw new DOMException('The quota has been exceeded.', 'QuotaExceededError');
+      },
+    };
+    const t = scriptedTransport([]);
+    const err = (await client(full, t).createPayment(input).catch((e: unknown) => e)) as CMPayError;
+    expect(err).toBeInstanceOf(StorageError);
+    expect(err).toMatchObject({ pending: false, code: 'STORAGE_FAILED' });
+    expect(err.message).toContain('QuotaExceededError');
+    expect(err.message).toContain('try again once storage accepts writes');
+    expect(t.requests).toEqual([]);
     expect(inner.load()).toEqual([]);
   });
 
