@@ -25,8 +25,32 @@ import (
 // the state the double holds, and the double moved each amount once.
 func TestChaosAtTheProcessor(t *testing.T) {
 	t.Parallel()
-	const flows, workers = 240, 12
-	db := dbtest.Postgres(t)
+	chaosAtTheProcessor(t, dbtest.Postgres(t), chaosRun{flows: 240, workers: 12})
+}
+
+// TestChaosAtTheProcessorSQLite is the same on one SQLite file shared by
+// two server processes, which take turns at its write lock (recovery's
+// claims included). Once the flows are done, while the faults go on and
+// recovery alone writes, the other process is SIGKILLed too, holding
+// leases if it has any, and started again.
+func TestChaosAtTheProcessorSQLite(t *testing.T) {
+	t.Parallel()
+	chaosAtTheProcessor(t, dbtest.Open(t, "sqlite"), chaosRun{flows: 240, workers: 12, killInRecovery: true})
+}
+
+// chaosRun is what one chaos test runs: how many payment flows, from how
+// many clients at once, and whether a process is also killed while
+// recovery alone works.
+type chaosRun struct {
+	flows, workers int
+	killInRecovery bool
+}
+
+// chaosAtTheProcessor runs the flows against two processes on db, kills one
+// of them a third of the way through, and checks every payment against the
+// double's ledger.
+func chaosAtTheProcessor(t *testing.T, db dbtest.DB, run chaosRun) {
+	flows := run.flows
 	double := stripedouble.New(stripedouble.Options{})
 	t.Cleanup(double.Close)
 	// Slow answers outlast the processor timeout, so that some outcomes
@@ -55,7 +79,7 @@ func TestChaosAtTheProcessor(t *testing.T) {
 	var done atomic.Int64
 	next := atomic.Int64{}
 	var wg sync.WaitGroup
-	for w := range workers {
+	for w := range run.workers {
 		wg.Go(func() {
 			for i := int(next.Add(1)) - 1; i < flows; i = int(next.Add(1)) - 1 {
 				chaosFlow(t, i, func(try int) string { return url(w + try) })
@@ -63,32 +87,34 @@ func TestChaosAtTheProcessor(t *testing.T) {
 			}
 		})
 	}
-	waitUntil(t, "a third of the flows", time.Minute, 10*time.Millisecond, func() bool { return done.Load() >= flows/3 })
-	if n := done.Load(); n >= flows {
+	waitUntil(t, "a third of the flows", time.Minute, 10*time.Millisecond, func() bool { return done.Load() >= int64(flows/3) })
+	if n := done.Load(); n >= int64(flows) {
 		t.Fatalf("all %d flows were done before the kill", n)
 	}
-	victim := servers[0].Load()
-	if err := victim.cmd.Process.Kill(); err != nil { // SIGKILL: no shutdown, calls cut mid-way
-		t.Fatalf("kill: %v", err)
-	}
-	victim.exited <- <-victim.exited // waited for; left for its cleanup, which waits too
-	servers[0].Store(startServer(t, db.URL, env...))
+	t.Logf("killed mid-load with %d operations leased", killAndRestart(t, db, &servers[0], env))
 	wg.Wait()
 	if t.Failed() {
 		return
+	}
+	if run.killInRecovery {
+		// Flows end on a final answer, which may be PROCESSING: what is
+		// left is recovery's, whose claims show as leases.
+		var leased, open int
+		waitUntil(t, "an operation leased by recovery", 20*time.Second, 5*time.Millisecond, func() bool {
+			leased, open = countLeased(t, db), countOpen(t, db)
+			return leased > 0 || open == 0
+		})
+		if leased > 0 {
+			t.Logf("killed in recovery with %d operations leased", killAndRestart(t, db, &servers[1], env))
+		} else {
+			t.Log("nothing was left for recovery: no kill in recovery")
+		}
 	}
 
 	// Recovery finishes the work with the processor answering again.
 	double.FailRandomly(0, 0, 0, nil) // a rate of 0 stops the faults
 	waitUntil(t, "every processor operation resolved", 45*time.Second, 100*time.Millisecond, func() bool {
-		var open int64
-		if err := db.Gorm.Raw(`SELECT
-			(SELECT COUNT(*) FROM processor_operations WHERE settled_at IS NULL) +
-			(SELECT COUNT(*) FROM payments WHERE status = 'PROCESSING' OR pending_operation IS NOT NULL) +
-			(SELECT COUNT(*) FROM refunds WHERE status = 'PROCESSING')`).Scan(&open).Error; err != nil {
-			t.Fatal(err)
-		}
-		return open == 0
+		return countOpen(t, db) == 0
 	})
 	checkAgainstLedger(t, db, double, flows)
 
@@ -109,6 +135,45 @@ func TestChaosAtTheProcessor(t *testing.T) {
 	if unknown == 0 || resolvedLater == 0 {
 		t.Errorf("no fault reached CMPay: %d unknown calls, %d operations sent again", unknown, resolvedLater)
 	}
+}
+
+// killAndRestart SIGKILLs the process in slot (no shutdown: calls and
+// transactions cut mid-way), starts another in its place, and says how
+// many operations were leased, to it or the other, when it died.
+func killAndRestart(t *testing.T, db dbtest.DB, slot *atomic.Pointer[process], env []string) int {
+	t.Helper()
+	victim := slot.Load()
+	if err := victim.cmd.Process.Kill(); err != nil {
+		t.Fatalf("kill: %v", err)
+	}
+	victim.exited <- <-victim.exited // waited for; left for its cleanup, which waits too
+	leased := countLeased(t, db)
+	slot.Store(startServer(t, db.URL, env...))
+	return leased
+}
+
+// countLeased is how many unsettled operations someone holds a lease on.
+func countLeased(t *testing.T, db dbtest.DB) int {
+	t.Helper()
+	var n int
+	if err := db.Gorm.Raw(`SELECT COUNT(*) FROM processor_operations WHERE settled_at IS NULL AND lease_until > ?`,
+		time.Now().UTC()).Scan(&n).Error; err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// countOpen is how many operations, payments and refunds are unresolved.
+func countOpen(t *testing.T, db dbtest.DB) int {
+	t.Helper()
+	var open int
+	if err := db.Gorm.Raw(`SELECT
+		(SELECT COUNT(*) FROM processor_operations WHERE settled_at IS NULL) +
+		(SELECT COUNT(*) FROM payments WHERE status = 'PROCESSING' OR pending_operation IS NOT NULL) +
+		(SELECT COUNT(*) FROM refunds WHERE status = 'PROCESSING')`).Scan(&open).Error; err != nil {
+		t.Fatal(err)
+	}
+	return open
 }
 
 // chaosFlow is one customer's payment: created (captured at once, or
