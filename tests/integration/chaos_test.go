@@ -77,12 +77,13 @@ func chaosAtTheProcessor(t *testing.T, db dbtest.DB, run chaosRun) {
 	url := func(i int) string { return servers[i%2].Load().url }
 
 	var done atomic.Int64
+	var retried retriedAnswers
 	next := atomic.Int64{}
 	var wg sync.WaitGroup
 	for w := range run.workers {
 		wg.Go(func() {
 			for i := int(next.Add(1)) - 1; i < flows; i = int(next.Add(1)) - 1 {
-				chaosFlow(t, i, func(try int) string { return url(w + try) })
+				chaosFlow(t, i, func(try int) string { return url(w + try) }, &retried)
 				done.Add(1)
 			}
 		})
@@ -130,12 +131,23 @@ func chaosAtTheProcessor(t *testing.T, db dbtest.DB, run chaosRun) {
 	if err := db.Gorm.Raw(`SELECT COUNT(*) FROM processor_operations WHERE key <> 'cmpay_' || id`).Scan(&rekeyed).Error; err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%d calls with an unknown outcome, %d operations sent more than once, %d under a new key",
-		unknown, resolvedLater, rekeyed)
+	t.Logf("%d calls with an unknown outcome, %d operations sent more than once, %d under a new key; "+
+		"answers retried: %d SERVICE_UNAVAILABLE, %d INTERNAL_SERVER_ERROR",
+		unknown, resolvedLater, rekeyed, retried.unavailable.Load(), retried.internal.Load())
 	if unknown == 0 || resolvedLater == 0 {
 		t.Errorf("no fault reached CMPay: %d unknown calls, %d operations sent again", unknown, resolvedLater)
 	}
+	// A processor's fault, a busy database or a peer killed is "retry"
+	// (SERVICE_UNAVAILABLE, or no answer), never a bug to the client.
+	if n := retried.internal.Load(); n > 0 {
+		t.Errorf("%d answers were INTERNAL_SERVER_ERROR", n)
+	}
 }
+
+// retriedAnswers counts the answers retryFinal retried that came from a
+// server, by code: SERVICE_UNAVAILABLE now and then, INTERNAL_SERVER_ERROR
+// never.
+type retriedAnswers struct{ unavailable, internal atomic.Int64 }
 
 // killAndRestart SIGKILLs the process in slot (no shutdown: calls and
 // transactions cut mid-way), starts another in its place, and says how
@@ -180,7 +192,7 @@ func countOpen(t *testing.T, db dbtest.DB) int {
 // authorized), then refunded, captured or canceled depending on i. A
 // token that declines is used now and then. Each request is retried with
 // its key until it has a final answer, on whichever server urlFor gives.
-func chaosFlow(t *testing.T, i int, urlFor func(try int) string) {
+func chaosFlow(t *testing.T, i int, urlFor func(try int) string, retried *retriedAnswers) {
 	token := "pm_card_visa"
 	if i%17 == 0 {
 		token = "pm_card_chargeDeclined"
@@ -192,7 +204,7 @@ func chaosFlow(t *testing.T, i int, urlFor func(try int) string) {
 	if !retryFinal(t, urlFor, `mutation($key: String!, $capture: Boolean, $token: String) {
 		createPayment(input: {clientId: "chaos", amount: "20.00", currency: "USD", method: CREDIT_CARD, capture: $capture,
 			paymentMethodToken: $token}, idempotencyKey: $key) { payment { id status } } }`,
-		map[string]any{"key": fmt.Sprintf("chaos-%d", i), "capture": capture, "token": token}, &created) {
+		map[string]any{"key": fmt.Sprintf("chaos-%d", i), "capture": capture, "token": token}, &created, retried) {
 		return
 	}
 	p := created.CreatePayment.Payment
@@ -208,18 +220,24 @@ func chaosFlow(t *testing.T, i int, urlFor func(try int) string) {
 		return
 	}
 	var ignored json.RawMessage
-	retryFinal(t, urlFor, op, map[string]any{"id": p.ID, "key": fmt.Sprintf("chaos-%d-then", i)}, &ignored)
+	retryFinal(t, urlFor, op, map[string]any{"id": p.ID, "key": fmt.Sprintf("chaos-%d-then", i)}, &ignored, retried)
 }
 
 // retryFinal sends one operation until it has a final answer, with the
 // same key every time: a transport error, a 5xx or SERVICE_UNAVAILABLE is
 // retried (on the next server), anything else is final. It decodes data
 // into out and reports whether the answer had data.
-func retryFinal(t *testing.T, urlFor func(try int) string, query string, vars map[string]any, out any) bool {
+func retryFinal(t *testing.T, urlFor func(try int) string, query string, vars map[string]any, out any, retried *retriedAnswers) bool {
 	deadline := time.Now().Add(30 * time.Second)
 	for try := 0; ; try++ {
 		a, err := gql(urlFor(try), query, vars)
 		retry := err != nil || a.code() == "SERVICE_UNAVAILABLE" || a.code() == "INTERNAL_SERVER_ERROR"
+		switch a.code() {
+		case "INTERNAL_SERVER_ERROR":
+			retried.internal.Add(1)
+		case "SERVICE_UNAVAILABLE":
+			retried.unavailable.Add(1)
+		}
 		if !retry {
 			if a.code() != "" {
 				t.Errorf("%v: %s", vars, a.code())
