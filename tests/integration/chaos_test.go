@@ -25,8 +25,32 @@ import (
 // the state the double holds, and the double moved each amount once.
 func TestChaosAtTheProcessor(t *testing.T) {
 	t.Parallel()
-	const flows, workers = 240, 12
-	db := dbtest.Postgres(t)
+	chaosAtTheProcessor(t, dbtest.Postgres(t), chaosRun{flows: 240, workers: 12})
+}
+
+// TestChaosAtTheProcessorSQLite is the same on one SQLite file shared by
+// two server processes, which take turns at its write lock (recovery's
+// claims included). Once the flows are done, while the faults go on and
+// recovery alone writes, the other process is SIGKILLed too, holding
+// leases if it has any, and started again.
+func TestChaosAtTheProcessorSQLite(t *testing.T) {
+	t.Parallel()
+	chaosAtTheProcessor(t, dbtest.Open(t, "sqlite"), chaosRun{flows: 240, workers: 12, killInRecovery: true})
+}
+
+// chaosRun is what one chaos test runs: how many payment flows, from how
+// many clients at once, and whether a process is also killed while
+// recovery alone works.
+type chaosRun struct {
+	flows, workers int
+	killInRecovery bool
+}
+
+// chaosAtTheProcessor runs the flows against two processes on db, kills one
+// of them a third of the way through, and checks every payment against the
+// double's ledger.
+func chaosAtTheProcessor(t *testing.T, db dbtest.DB, run chaosRun) {
+	flows := run.flows
 	double := stripedouble.New(stripedouble.Options{})
 	t.Cleanup(double.Close)
 	// Slow answers outlast the processor timeout, so that some outcomes
@@ -53,42 +77,45 @@ func TestChaosAtTheProcessor(t *testing.T) {
 	url := func(i int) string { return servers[i%2].Load().url }
 
 	var done atomic.Int64
+	var retried retriedAnswers
 	next := atomic.Int64{}
 	var wg sync.WaitGroup
-	for w := range workers {
+	for w := range run.workers {
 		wg.Go(func() {
 			for i := int(next.Add(1)) - 1; i < flows; i = int(next.Add(1)) - 1 {
-				chaosFlow(t, i, func(try int) string { return url(w + try) })
+				chaosFlow(t, i, func(try int) string { return url(w + try) }, &retried)
 				done.Add(1)
 			}
 		})
 	}
-	waitUntil(t, "a third of the flows", time.Minute, 10*time.Millisecond, func() bool { return done.Load() >= flows/3 })
-	if n := done.Load(); n >= flows {
+	waitUntil(t, "a third of the flows", time.Minute, 10*time.Millisecond, func() bool { return done.Load() >= int64(flows/3) })
+	if n := done.Load(); n >= int64(flows) {
 		t.Fatalf("all %d flows were done before the kill", n)
 	}
-	victim := servers[0].Load()
-	if err := victim.cmd.Process.Kill(); err != nil { // SIGKILL: no shutdown, calls cut mid-way
-		t.Fatalf("kill: %v", err)
-	}
-	victim.exited <- <-victim.exited // waited for; left for its cleanup, which waits too
-	servers[0].Store(startServer(t, db.URL, env...))
+	t.Logf("killed mid-load with %d operations leased", killAndRestart(t, db, &servers[0], env))
 	wg.Wait()
 	if t.Failed() {
 		return
+	}
+	if run.killInRecovery {
+		// Flows end on a final answer, which may be PROCESSING: what is
+		// left is recovery's, whose claims show as leases.
+		var leased, open int
+		waitUntil(t, "an operation leased by recovery", 20*time.Second, 5*time.Millisecond, func() bool {
+			leased, open = countLeased(t, db), countOpen(t, db)
+			return leased > 0 || open == 0
+		})
+		if leased > 0 {
+			t.Logf("killed in recovery with %d operations leased", killAndRestart(t, db, &servers[1], env))
+		} else {
+			t.Log("nothing was left for recovery: no kill in recovery")
+		}
 	}
 
 	// Recovery finishes the work with the processor answering again.
 	double.FailRandomly(0, 0, 0, nil) // a rate of 0 stops the faults
 	waitUntil(t, "every processor operation resolved", 45*time.Second, 100*time.Millisecond, func() bool {
-		var open int64
-		if err := db.Gorm.Raw(`SELECT
-			(SELECT COUNT(*) FROM processor_operations WHERE settled_at IS NULL) +
-			(SELECT COUNT(*) FROM payments WHERE status = 'PROCESSING' OR pending_operation IS NOT NULL) +
-			(SELECT COUNT(*) FROM refunds WHERE status = 'PROCESSING')`).Scan(&open).Error; err != nil {
-			t.Fatal(err)
-		}
-		return open == 0
+		return countOpen(t, db) == 0
 	})
 	checkAgainstLedger(t, db, double, flows)
 
@@ -104,18 +131,68 @@ func TestChaosAtTheProcessor(t *testing.T) {
 	if err := db.Gorm.Raw(`SELECT COUNT(*) FROM processor_operations WHERE key <> 'cmpay_' || id`).Scan(&rekeyed).Error; err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%d calls with an unknown outcome, %d operations sent more than once, %d under a new key",
-		unknown, resolvedLater, rekeyed)
+	t.Logf("%d calls with an unknown outcome, %d operations sent more than once, %d under a new key; "+
+		"answers retried: %d SERVICE_UNAVAILABLE, %d INTERNAL_SERVER_ERROR",
+		unknown, resolvedLater, rekeyed, retried.unavailable.Load(), retried.internal.Load())
 	if unknown == 0 || resolvedLater == 0 {
 		t.Errorf("no fault reached CMPay: %d unknown calls, %d operations sent again", unknown, resolvedLater)
 	}
+	// A processor's fault, a busy database or a peer killed is "retry"
+	// (SERVICE_UNAVAILABLE, or no answer), never a bug to the client.
+	if n := retried.internal.Load(); n > 0 {
+		t.Errorf("%d answers were INTERNAL_SERVER_ERROR", n)
+	}
+}
+
+// retriedAnswers counts the answers retryFinal retried that came from a
+// server, by code: SERVICE_UNAVAILABLE now and then, INTERNAL_SERVER_ERROR
+// never.
+type retriedAnswers struct{ unavailable, internal atomic.Int64 }
+
+// killAndRestart SIGKILLs the process in slot (no shutdown: calls and
+// transactions cut mid-way), starts another in its place, and says how
+// many operations were leased, to it or the other, when it died.
+func killAndRestart(t *testing.T, db dbtest.DB, slot *atomic.Pointer[process], env []string) int {
+	t.Helper()
+	victim := slot.Load()
+	if err := victim.cmd.Process.Kill(); err != nil {
+		t.Fatalf("kill: %v", err)
+	}
+	victim.exited <- <-victim.exited // waited for; left for its cleanup, which waits too
+	leased := countLeased(t, db)
+	slot.Store(startServer(t, db.URL, env...))
+	return leased
+}
+
+// countLeased is how many unsettled operations someone holds a lease on.
+func countLeased(t *testing.T, db dbtest.DB) int {
+	t.Helper()
+	var n int
+	if err := db.Gorm.Raw(`SELECT COUNT(*) FROM processor_operations WHERE settled_at IS NULL AND lease_until > ?`,
+		time.Now().UTC()).Scan(&n).Error; err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// countOpen is how many operations, payments and refunds are unresolved.
+func countOpen(t *testing.T, db dbtest.DB) int {
+	t.Helper()
+	var open int
+	if err := db.Gorm.Raw(`SELECT
+		(SELECT COUNT(*) FROM processor_operations WHERE settled_at IS NULL) +
+		(SELECT COUNT(*) FROM payments WHERE status = 'PROCESSING' OR pending_operation IS NOT NULL) +
+		(SELECT COUNT(*) FROM refunds WHERE status = 'PROCESSING')`).Scan(&open).Error; err != nil {
+		t.Fatal(err)
+	}
+	return open
 }
 
 // chaosFlow is one customer's payment: created (captured at once, or
 // authorized), then refunded, captured or canceled depending on i. A
 // token that declines is used now and then. Each request is retried with
 // its key until it has a final answer, on whichever server urlFor gives.
-func chaosFlow(t *testing.T, i int, urlFor func(try int) string) {
+func chaosFlow(t *testing.T, i int, urlFor func(try int) string, retried *retriedAnswers) {
 	token := "pm_card_visa"
 	if i%17 == 0 {
 		token = "pm_card_chargeDeclined"
@@ -127,7 +204,7 @@ func chaosFlow(t *testing.T, i int, urlFor func(try int) string) {
 	if !retryFinal(t, urlFor, `mutation($key: String!, $capture: Boolean, $token: String) {
 		createPayment(input: {clientId: "chaos", amount: "20.00", currency: "USD", method: CREDIT_CARD, capture: $capture,
 			paymentMethodToken: $token}, idempotencyKey: $key) { payment { id status } } }`,
-		map[string]any{"key": fmt.Sprintf("chaos-%d", i), "capture": capture, "token": token}, &created) {
+		map[string]any{"key": fmt.Sprintf("chaos-%d", i), "capture": capture, "token": token}, &created, retried) {
 		return
 	}
 	p := created.CreatePayment.Payment
@@ -143,18 +220,24 @@ func chaosFlow(t *testing.T, i int, urlFor func(try int) string) {
 		return
 	}
 	var ignored json.RawMessage
-	retryFinal(t, urlFor, op, map[string]any{"id": p.ID, "key": fmt.Sprintf("chaos-%d-then", i)}, &ignored)
+	retryFinal(t, urlFor, op, map[string]any{"id": p.ID, "key": fmt.Sprintf("chaos-%d-then", i)}, &ignored, retried)
 }
 
 // retryFinal sends one operation until it has a final answer, with the
 // same key every time: a transport error, a 5xx or SERVICE_UNAVAILABLE is
 // retried (on the next server), anything else is final. It decodes data
 // into out and reports whether the answer had data.
-func retryFinal(t *testing.T, urlFor func(try int) string, query string, vars map[string]any, out any) bool {
+func retryFinal(t *testing.T, urlFor func(try int) string, query string, vars map[string]any, out any, retried *retriedAnswers) bool {
 	deadline := time.Now().Add(30 * time.Second)
 	for try := 0; ; try++ {
 		a, err := gql(urlFor(try), query, vars)
 		retry := err != nil || a.code() == "SERVICE_UNAVAILABLE" || a.code() == "INTERNAL_SERVER_ERROR"
+		switch a.code() {
+		case "INTERNAL_SERVER_ERROR":
+			retried.internal.Add(1)
+		case "SERVICE_UNAVAILABLE":
+			retried.unavailable.Add(1)
+		}
 		if !retry {
 			if a.code() != "" {
 				t.Errorf("%v: %s", vars, a.code())
