@@ -81,11 +81,12 @@ type Event struct {
 	Payment payments.Payment
 	// Refund is a PAYMENT_REFUNDED event's refund; nil otherwise.
 	Refund *payments.Refund
-	// Following is, for an event read back from the outbox (a replay from
-	// `after`, a catch-up), how many events of the same read a
-	// Subscription sends right after it: a receiver may take them at once
-	// and read what they show together (graph's forward). Zero for a live
-	// event and for the last of a read.
+	// Following is how many events a Subscription sends right after this
+	// one without waiting for any: the rest of the same read of the outbox
+	// (a replay from `after`, a catch-up), or the live events already
+	// waiting in the subscription's buffer. A receiver may take them at
+	// once and read what they show together (graph's forward). Zero for the
+	// last of a read and for a live event nothing waits behind.
 	Following int
 }
 

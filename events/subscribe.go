@@ -195,7 +195,13 @@ func (s *Service) follow(ctx context.Context, sb *subscriber, cursor *int64, sen
 			if e.ID <= *cursor {
 				continue // `after` was past what this instance had seen
 			}
-			if !send(*e) {
+			// The events already waiting behind e go out right after it: a
+			// receiver may take them with e and read what they show together,
+			// as it does a page of a replay. e is shared with other
+			// subscribers: the count goes on a copy.
+			ev := *e
+			ev.Following = len(sb.ch)
+			if !send(ev) {
 				return false
 			}
 			*cursor = e.ID
