@@ -101,8 +101,9 @@ func (st *sqliteStore) pass(ctx context.Context, to sequencing) error {
 
 // sweepEvents deletes events oldest first by seq (their id), which
 // follows time, so the scan stops at the first event young enough to
-// keep; delete_old_events keeps, among the old ones, those with a
-// delivery still kept (pending, or FAILED and within c.failed).
+// keep; delete_old_events keeps, among the old ones, those a delivery
+// without a stored body still needs (pending, or FAILED and within
+// c.failed).
 func (st *sqliteStore) sweepEvents(ctx context.Context, c cutoffs) (int64, error) {
 	var total, from int64
 	for ctx.Err() == nil {

@@ -33,9 +33,11 @@ func (s *Service) runSweeper(ctx context.Context) {
 // retention and the finished webhook deliveries (and their attempts)
 // older than it, and says how many events it deleted. It keeps:
 //   - events not yet numbered (on SQLite, not yet given their deliveries);
-//   - the deliveries still kept, and their events: those pending, and
-//     those FAILED whose last attempt is younger than FailedKeep (a
-//     resend reads its body from the event);
+//   - the deliveries still kept: those pending, and those FAILED whose
+//     last attempt is younger than FailedKeep; and the events of those
+//     without a stored body (a FAILED one stores the body it sent, which
+//     a resend sends again; only those that failed before schema version
+//     12 build it from their event);
 //   - the newest event (on PostgreSQL, the newest pass), whatever its age,
 //     so that the highest id given never falls and no id is given twice.
 func (s *Service) Sweep(ctx context.Context) (int64, error) {
