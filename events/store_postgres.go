@@ -35,6 +35,19 @@ func (st *postgresStore) bySeq(ctx context.Context, seqs []int64) (map[int64]Eve
 	return readBySeq(ctx, st.db, st.q.SQL("events_by_seq"), seqs)
 }
 
+func (st *postgresStore) sweepDeliveries(ctx context.Context, c cutoffs) (deliverySweep, error) {
+	return st.shared.sweepDeliveries(ctx, c, st.expireFailed)
+}
+
+// expireFailed deletes up to sweepBatch FAILED deliveries last tried
+// before cut, and their attempts, in one statement (sql/postgres.sql
+// expire_failed).
+func (st *postgresStore) expireFailed(ctx context.Context, cut time.Time) (int64, error) {
+	var n int64
+	err := st.db.QueryRow(ctx, st.q.SQL("expire_failed"), cut, sweepBatch).Scan(&n)
+	return n, err
+}
+
 // sweepEvents deletes the oldest passes' events and their batch rows, a
 // pass at a time, while every event of the pass is older than cut.old; a
 // pass with a delivery that still needs its event (pending without a

@@ -43,7 +43,7 @@ func (s *Service) runSweeper(ctx context.Context) {
 func (s *Service) Sweep(ctx context.Context) (int64, error) {
 	now := s.now()
 	c := cutoffs{old: now.Add(-s.retention), failed: now.Add(-s.failedKeep)}
-	if err := s.store.sweepDeliveries(ctx, c); err != nil {
+	if _, err := s.store.sweepDeliveries(ctx, c); err != nil {
 		return 0, err
 	}
 	return s.store.sweepEvents(ctx, c)
@@ -54,18 +54,7 @@ type cutoffs struct {
 	// old: events, and finished deliveries, made before it may go.
 	old time.Time
 	// failed: a FAILED delivery whose last attempt (else its creation) is
-	// at or after it is kept, with its attempts and its event.
+	// at or after it is kept, with its attempts (and its event, if it
+	// failed before bodies were stored).
 	failed time.Time
-}
-
-// keeps says whether a finished delivery, created before the old cutoff,
-// is kept all the same: FAILED, and last tried at or after the failed
-// cutoff. The statements say the same in SQL (sql/common.sql
-// delete_finished_deliveries, and each dialect's event sweep).
-func (c cutoffs) keeps(status string, created time.Time, lastAttempt *time.Time) bool {
-	last := created
-	if lastAttempt != nil {
-		last = *lastAttempt
-	}
-	return status == "FAILED" && !last.Before(c.failed)
 }

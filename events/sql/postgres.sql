@@ -157,3 +157,22 @@ ORDER BY b.last_id LIMIT 100
 -- statement, so that a pass's row never outlives its events nor they it.
 WITH gone AS (DELETE FROM payment_events WHERE seq = ANY($1))
 DELETE FROM event_batches WHERE last_id = $2
+
+-- name: expire_failed
+-- Deletes up to $2 FAILED deliveries last tried (else created) before $1,
+-- whose keep is over, and their attempts, in one statement: found through
+-- idx_webhook_deliveries_failed_at (migration 0012), which holds the FAILED
+-- ones only, by that time. The outer conditions repeat the inner ones, so
+-- that a delivery resent meanwhile (then PENDING) is left: the resend or
+-- the delete wins whole, and the attempts go only with a delivery that
+-- went. Says how many deliveries it deleted.
+WITH gone AS (
+	DELETE FROM webhook_deliveries
+	WHERE id IN (SELECT id FROM webhook_deliveries
+	             WHERE status = 'FAILED' AND COALESCE(last_attempt_at, created_at) < $1 LIMIT $2)
+		AND status = 'FAILED' AND COALESCE(last_attempt_at, created_at) < $1
+	RETURNING id
+), attempts AS (
+	DELETE FROM webhook_attempts WHERE delivery_id IN (SELECT id FROM gone)
+)
+SELECT count(*) FROM gone

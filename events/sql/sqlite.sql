@@ -83,3 +83,24 @@ WHERE seq > $1 AND seq <= $2
 	AND seq <= (SELECT frontier FROM event_cursors WHERE name = 'deliveries')
 	AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_seq = payment_events.seq AND d.body IS NULL
 		AND (d.status = 'PENDING' OR d.status = 'FAILED' AND COALESCE(d.last_attempt_at, d.created_at) >= $3))
+
+-- name: expire_failed_attempts
+-- Deletes the attempts of the deliveries expire_failed deletes (same
+-- arguments), first, in its transaction: SQLite's one writer lets no
+-- resend in between.
+DELETE FROM webhook_attempts
+WHERE delivery_id IN (SELECT id FROM webhook_deliveries INDEXED BY idx_webhook_deliveries_failed_at
+                      WHERE status = 'FAILED' AND COALESCE(last_attempt_at, created_at) < $1
+                      ORDER BY COALESCE(last_attempt_at, created_at) LIMIT $2)
+
+-- name: expire_failed
+-- Deletes up to $2 FAILED deliveries last tried (else created) before $1,
+-- whose keep is over: found through idx_webhook_deliveries_failed_at
+-- (migration 0012), which holds the FAILED ones only, by that time, named
+-- because SQLite, without statistics, would rather read the index of the
+-- FAILED and CANCELED ones by id, every kept one. The same rows as
+-- expire_failed_attempts, in the same transaction.
+DELETE FROM webhook_deliveries
+WHERE id IN (SELECT id FROM webhook_deliveries INDEXED BY idx_webhook_deliveries_failed_at
+             WHERE status = 'FAILED' AND COALESCE(last_attempt_at, created_at) < $1
+             ORDER BY COALESCE(last_attempt_at, created_at) LIMIT $2)
