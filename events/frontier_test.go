@@ -218,6 +218,24 @@ func TestSweepDoesNotReadKeptDeliveries(t *testing.T) {
 		if !strings.Contains(plan, "idx_webhook_deliveries_failed_at") {
 			t.Errorf("the expiry delete does not read idx_webhook_deliveries_failed_at:\n%s", plan)
 		}
+		var sh shared
+		switch st := st.(type) {
+		case *postgresStore:
+			sh = st.shared
+		case *sqliteStore:
+			sh = st.shared
+		}
+		// Behind the frontier, the resent and the cancelled deliveries are
+		// read through indexes that hold no kept FAILED one.
+		for name, index := range map[string]string{
+			"delete_resent_behind": "idx_webhook_deliveries_resent", "delete_resent_behind_attempts": "idx_webhook_deliveries_resent",
+			"delete_canceled_behind": "idx_webhook_deliveries_failed", "delete_canceled_behind_attempts": "idx_webhook_deliveries_failed",
+		} {
+			plan := dbtest.Plan(t, db, sh.q.SQL(name), kept, c.old)
+			if !strings.Contains(plan, index+" ") && !strings.Contains(plan, index+"\n") && !strings.HasSuffix(plan, index) {
+				t.Errorf("%s does not read %s:\n%s", name, index, plan)
+			}
+		}
 
 		// Past the keep: all go, a batch at a time, with their attempts.
 		gone, err := st.sweepDeliveries(ctx, cutoffs{old: c.old, failed: base.Add(2 * time.Hour)})
