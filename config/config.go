@@ -91,8 +91,8 @@ type Config struct {
 	WebhookRetryMin time.Duration
 	WebhookMaxAge   time.Duration
 	// WebhookFailedKeep is how long after its last attempt a FAILED
-	// delivery is kept, with its event, so that it can still be resent
-	// (WEBHOOK_FAILED_KEEP); zero: the events' retention.
+	// delivery is kept, with the body it sent, so that it can still be
+	// resent (WEBHOOK_FAILED_KEEP); zero: events.DefaultFailedKeep, a week.
 	WebhookFailedKeep time.Duration
 	// WebhookAttemptTimeout is how long an endpoint has to answer a
 	// delivery (WEBHOOK_ATTEMPT_TIMEOUT); zero: webhooks' AttemptTimeout.

@@ -174,8 +174,8 @@ func TestWebhookSettings(t *testing.T) {
 }
 
 // TestWebhookFailedKeep: WEBHOOK_FAILED_KEEP is a positive Go duration,
-// like the other durations; unset, it stays zero for events to keep failed
-// deliveries as long as the rest (events' TestFailedKeepDefault).
+// like the other durations; unset, it stays zero for events to apply its
+// default, a week (events' TestFailedKeepDefault).
 func TestWebhookFailedKeep(t *testing.T) {
 	t.Parallel()
 	c, err := FromEnv(env(map[string]string{"WEBHOOK_FAILED_KEEP": "336h"}))

@@ -130,11 +130,11 @@ type Options struct {
 	// webhook deliveries): at least the idempotency key TTL. Zero means 72h.
 	Retention time.Duration
 	// FailedKeep is how long after its last attempt a FAILED webhook
-	// delivery is kept past Retention, with its attempts and its event, so
-	// that support can still resend it (WEBHOOK_FAILED_KEEP). Zero, or less
-	// than Retention, means Retention: kept events cost every sweep a read
-	// of them (the sweep walks from the oldest), so a longer keep is the
-	// operator's choice, not a default.
+	// delivery is kept past Retention, with its attempts and the body it
+	// sent, so that support can still resend it (WEBHOOK_FAILED_KEEP). Zero
+	// means DefaultFailedKeep; less than Retention means Retention. A kept
+	// delivery costs the sweep nothing until its keep is over (store.go's
+	// sweepDeliveries), and keeps no event.
 	FailedKeep time.Duration
 	// SweepInterval is how often old events are deleted. Zero means
 	// payments.DefaultSweepInterval, the server's other sweepers' interval.
@@ -162,6 +162,11 @@ type Options struct {
 	Now    func() time.Time
 	Logger *slog.Logger
 }
+
+// DefaultFailedKeep is how long a FAILED delivery is kept after its last
+// attempt when WEBHOOK_FAILED_KEEP is unset: a week, so that a resend
+// after a weekend finds it.
+const DefaultFailedKeep = 168 * time.Hour
 
 // Service numbers events and fans them out, on one instance.
 type Service struct {
@@ -207,10 +212,13 @@ func New(db *gorm.DB, opts Options) (*Service, error) {
 	if s.retention <= 0 {
 		s.retention = 72 * time.Hour
 	}
+	if s.failedKeep <= 0 {
+		s.failedKeep = DefaultFailedKeep
+	}
 	// A keep shorter than the retention would let the sweep delete the
-	// event of a FAILED delivery made after the retention's cutoff (its
-	// event made just before it) while the delivery stays: a resend would
-	// then find no event.
+	// event of a FAILED delivery that failed before bodies were stored
+	// (its event made just before the retention's cutoff) while the
+	// delivery stays: a resend would then find no event.
 	s.failedKeep = max(s.failedKeep, s.retention)
 	if s.sweepEvery <= 0 {
 		s.sweepEvery = payments.DefaultSweepInterval

@@ -30,10 +30,10 @@ type store interface {
 	// sequence numbers committed events, creates their webhook deliveries
 	// and tells to of them, until ctx ends (see the package comment).
 	sequence(ctx context.Context, to sequencing)
-	// sweepDeliveries deletes, oldest first, the finished deliveries (and
-	// their attempts) created before c.old but those c keeps, stopping at
-	// the first one young enough to keep.
-	sweepDeliveries(ctx context.Context, c cutoffs) error
+	// sweepDeliveries deletes the finished deliveries (and their
+	// attempts) created before c.old but the FAILED ones last tried at or
+	// after c.failed, without reading those (store.go's shared).
+	sweepDeliveries(ctx context.Context, c cutoffs) (deliverySweep, error)
 	// sweepEvents deletes the events older than c.old but those Sweep
 	// keeps, and says how many it deleted.
 	sweepEvents(ctx context.Context, c cutoffs) (int64, error)
@@ -60,67 +60,148 @@ type shared struct {
 // sweepBatch is how many rows one sweep statement deletes at most.
 const sweepBatch = 1000
 
-// sweepDeliveries reads the deliveries oldest first by id, which follows
-// their creation, and deletes the finished ones in each batch up to the
-// first one young enough to keep, but the FAILED ones c keeps. Those and
-// the pending ones are read again by every sweep: at most the deliveries
-// of the last WEBHOOK_MAX_AGE plus WEBHOOK_FAILED_KEEP, and only with
-// resends more.
-func (st shared) sweepDeliveries(ctx context.Context, c cutoffs) error {
-	var from int64
+// deliverySweep says what one sweep of the deliveries did: how many rows
+// its walk read, and how many deliveries it deleted.
+type deliverySweep struct {
+	read, deleted int64
+}
+
+// sweepDeliveries deletes the finished deliveries (and their attempts)
+// that the retention and the keep let go, in three ways, none of which
+// reads a kept FAILED delivery before its keep is over:
+//   - a walk by id (which follows creation) from the frontier saved by
+//     the last sweep, up to the first delivery young enough to keep,
+//     deleting the DELIVERED and CANCELED ones; the frontier then moves
+//     up to the first pending one, past every FAILED one;
+//   - expire takes the FAILED deliveries whose keep is over, through an
+//     index of the FAILED ones by their last attempt, in batches;
+//   - the deliveries behind the frontier that changed after the walk
+//     passed them: resent, then delivered or cancelled (an index of the
+//     resent ones), or cancelled with their endpoint (the index of the
+//     FAILED and CANCELED ones).
+func (st shared) sweepDeliveries(ctx context.Context, c cutoffs, expire func(context.Context, time.Time) (int64, error)) (deliverySweep, error) {
+	var done deliverySweep
+	var start int64
+	if err := st.db.QueryRow(ctx, st.q.SQL("delivery_sweep_frontier")).Scan(&start); err != nil {
+		return done, fmt.Errorf("sweep deliveries: read the frontier: %w", err)
+	}
+	frontier, err := st.walkDeliveries(ctx, c, start, &done)
+	if err != nil {
+		return done, err
+	}
+	if frontier != start {
+		// Changes nothing if another sweep moved the frontier since it was
+		// read: that one's is as good.
+		if _, err := st.db.Exec(ctx, st.q.SQL("move_delivery_sweep_frontier"), start, frontier); err != nil {
+			return done, fmt.Errorf("sweep deliveries: move the frontier: %w", err)
+		}
+	}
+	for ctx.Err() == nil {
+		n, err := expire(ctx, c.failed)
+		if err != nil {
+			return done, fmt.Errorf("sweep failed deliveries: %w", err)
+		}
+		done.deleted += n
+		if n < sweepBatch {
+			break
+		}
+	}
+	for _, names := range [][2]string{
+		{st.q.SQL("delete_resent_behind_attempts"), st.q.SQL("delete_resent_behind")},
+		{st.q.SQL("delete_canceled_behind_attempts"), st.q.SQL("delete_canceled_behind")},
+	} {
+		n, err := st.deleteInTx(ctx, names[0], names[1], frontier, c.old)
+		if err != nil {
+			return done, fmt.Errorf("sweep deliveries behind the frontier: %w", err)
+		}
+		done.deleted += n
+	}
+	return done, nil
+}
+
+// walkDeliveries reads the deliveries after the frontier from, oldest
+// first, and deletes the finished ones in each batch up to the first one
+// young enough to keep. It returns the new frontier: the last delivery
+// read before the first pending one (a pending one may yet be delivered,
+// and must then be met again), never past one young enough to keep.
+func (st shared) walkDeliveries(ctx context.Context, c cutoffs, from int64, done *deliverySweep) (int64, error) {
+	frontier, pending := from, false
 	for ctx.Err() == nil {
 		type age struct {
-			id        int64
-			deletable bool
-			created   time.Time
+			id      int64
+			status  string
+			created time.Time
 		}
 		batch, err := sqlq.Collect(ctx, st.db, st.q.SQL("delivery_ages"), []any{from, sweepBatch}, func(r sqlq.Row) (age, error) {
 			var a age
-			var status string
-			var last *time.Time
-			err := r.Scan(&a.id, &status, &a.created, &last)
-			a.deletable = status != "PENDING" && !c.keeps(status, a.created, last)
+			err := r.Scan(&a.id, &a.status, &a.created)
 			return a, err
 		})
 		if err != nil {
-			return fmt.Errorf("sweep deliveries: %w", err)
+			return frontier, fmt.Errorf("sweep deliveries: %w", err)
 		}
+		done.read += int64(len(batch))
 		to, deletable := from, false
-		done := len(batch) < sweepBatch
+		end := len(batch) < sweepBatch
 		for _, a := range batch {
 			if !a.created.Before(c.old) {
-				done = true
+				end = true
 				break
 			}
-			to, deletable = a.id, deletable || a.deletable
-		}
-		if deletable {
-			if err := st.deleteDeliveries(ctx, from, to, c); err != nil {
-				return err
+			to = a.id
+			deletable = deletable || a.status == "DELIVERED" || a.status == "CANCELED"
+			pending = pending || a.status == "PENDING"
+			if !pending {
+				frontier = a.id
 			}
 		}
-		if done {
-			return nil
+		if deletable {
+			n, err := st.deleteDeliveries(ctx, from, to, c.old)
+			if err != nil {
+				return frontier, err
+			}
+			done.deleted += n
+		}
+		if end {
+			break
 		}
 		from = to
 	}
-	return nil
+	return frontier, nil
 }
 
-// deleteDeliveries deletes the finished deliveries with from < id <= to
-// that c lets go, and their attempts, in one transaction.
-func (st shared) deleteDeliveries(ctx context.Context, from, to int64, c cutoffs) error {
+// deleteDeliveries deletes the DELIVERED and CANCELED deliveries with
+// from < id <= to created before old, and their attempts, in one
+// transaction.
+func (st shared) deleteDeliveries(ctx context.Context, from, to int64, old time.Time) (int64, error) {
+	var n int64
 	err := st.db.Tx(ctx, func(tx sqlq.Runner) error {
-		if _, err := tx.Exec(ctx, st.q.SQL("delete_finished_attempts"), from, to, c.old, c.failed); err != nil {
+		if _, err := tx.Exec(ctx, st.q.SQL("delete_finished_attempts"), from, to, old); err != nil {
 			return fmt.Errorf("sweep delivery attempts: %w", err)
 		}
-		_, err := tx.Exec(ctx, st.q.SQL("delete_finished_deliveries"), from, to, c.old, c.failed)
+		var err error
+		n, err = tx.Exec(ctx, st.q.SQL("delete_finished_deliveries"), from, to, old)
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("sweep deliveries: %w", err)
+		return 0, fmt.Errorf("sweep deliveries: %w", err)
 	}
-	return nil
+	return n, nil
+}
+
+// deleteInTx runs the statement attempts, then deliveries, with args, in
+// one transaction, and says how many rows deliveries deleted.
+func (st shared) deleteInTx(ctx context.Context, attempts, deliveries string, args ...any) (int64, error) {
+	var n int64
+	err := st.db.Tx(ctx, func(tx sqlq.Runner) error {
+		if _, err := tx.Exec(ctx, attempts, args...); err != nil {
+			return err
+		}
+		var err error
+		n, err = tx.Exec(ctx, deliveries, args...)
+		return err
+	})
+	return n, err
 }
 
 // lastID runs the dialect's last_id.

@@ -35,19 +35,31 @@ func (st *postgresStore) bySeq(ctx context.Context, seqs []int64) (map[int64]Eve
 	return readBySeq(ctx, st.db, st.q.SQL("events_by_seq"), seqs)
 }
 
+func (st *postgresStore) sweepDeliveries(ctx context.Context, c cutoffs) (deliverySweep, error) {
+	return st.shared.sweepDeliveries(ctx, c, st.expireFailed)
+}
+
+// expireFailed deletes up to sweepBatch FAILED deliveries last tried
+// before cut, and their attempts, in one statement (sql/postgres.sql
+// expire_failed).
+func (st *postgresStore) expireFailed(ctx context.Context, cut time.Time) (int64, error) {
+	var n int64
+	err := st.db.QueryRow(ctx, st.q.SQL("expire_failed"), cut, sweepBatch).Scan(&n)
+	return n, err
+}
+
 // sweepEvents deletes the oldest passes' events and their batch rows, a
 // pass at a time, while every event of the pass is older than cut.old; a
-// pass with a delivery still kept (pending, or FAILED and within cut.failed)
+// pass with a delivery that still needs its event (pending without a
+// stored body, or FAILED before bodies were stored and within cut.failed)
 // is kept whole (and the sweep goes on past it), and so is the newest
 // pass, whose last_id the next pass counts from.
 //
 // What bounds a kept pass: a delivery is pending for at most
-// WEBHOOK_MAX_AGE after it was armed (made, or resent), and a FAILED one
-// is kept WEBHOOK_FAILED_KEEP after its last attempt, which is within the
-// retries. So a pass goes at most WEBHOOK_MAX_AGE + WEBHOOK_FAILED_KEEP
-// (plus an attempt's timeout and a sweep interval) after it was made, or
-// after the last resend of one of its deliveries: one endpoint that fails
-// everything keeps every event that long, never longer.
+// WEBHOOK_MAX_AGE after it was made, and one that fails stores its body,
+// so its event is no longer needed. So a pass goes at most
+// WEBHOOK_MAX_AGE (plus an attempt's timeout and a sweep interval) after
+// it was made, however long FAILED deliveries are kept.
 func (st *postgresStore) sweepEvents(ctx context.Context, cut cutoffs) (int64, error) {
 	var total int64
 	err := st.pg.Conn(ctx, func(c *pgx.Conn) error {

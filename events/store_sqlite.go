@@ -99,10 +99,22 @@ func (st *sqliteStore) pass(ctx context.Context, to sequencing) error {
 	}
 }
 
+func (st *sqliteStore) sweepDeliveries(ctx context.Context, c cutoffs) (deliverySweep, error) {
+	return st.shared.sweepDeliveries(ctx, c, st.expireFailed)
+}
+
+// expireFailed deletes up to sweepBatch FAILED deliveries last tried
+// before cut, and their attempts, in one transaction (sql/sqlite.sql
+// expire_failed).
+func (st *sqliteStore) expireFailed(ctx context.Context, cut time.Time) (int64, error) {
+	return st.deleteInTx(ctx, st.q.SQL("expire_failed_attempts"), st.q.SQL("expire_failed"), cut, sweepBatch)
+}
+
 // sweepEvents deletes events oldest first by seq (their id), which
 // follows time, so the scan stops at the first event young enough to
-// keep; delete_old_events keeps, among the old ones, those with a
-// delivery still kept (pending, or FAILED and within c.failed).
+// keep; delete_old_events keeps, among the old ones, those a delivery
+// without a stored body still needs (pending, or FAILED and within
+// c.failed).
 func (st *sqliteStore) sweepEvents(ctx context.Context, c cutoffs) (int64, error) {
 	var total, from int64
 	for ctx.Err() == nil {

@@ -370,7 +370,7 @@ func TestStoreSweep(t *testing.T) {
 
 		// A FAILED delivery last tried before the cutoff goes too (the keep
 		// of failed ones is TestSweepKeepsFailedDeliveries').
-		if err := st.sweepDeliveries(ctx, cutoffs{old: cutoff, failed: cutoff}); err != nil {
+		if _, err := st.sweepDeliveries(ctx, cutoffs{old: cutoff, failed: cutoff}); err != nil {
 			t.Fatal(err)
 		}
 		if got, want := left(), "deliveries [2 4 5 6], attempts [2 4 5 6], events [1 2 3 4 5 6]"; got != want {
@@ -387,7 +387,7 @@ func TestStoreSweep(t *testing.T) {
 		// Everything finished and old: the newest event stays all the same.
 		db.Gorm.Model(&models.WebhookDelivery{}).Where("status = ?", "PENDING").Update("status", "DELIVERED")
 		later := young.Add(2 * time.Hour)
-		if err := st.sweepDeliveries(ctx, cutoffs{old: later, failed: later}); err != nil {
+		if _, err := st.sweepDeliveries(ctx, cutoffs{old: later, failed: later}); err != nil {
 			t.Fatal(err)
 		}
 		if n, err := st.sweepEvents(ctx, cutoffs{old: later, failed: later}); err != nil || n != 3 {

@@ -33,15 +33,17 @@ func (s *Service) runSweeper(ctx context.Context) {
 // retention and the finished webhook deliveries (and their attempts)
 // older than it, and says how many events it deleted. It keeps:
 //   - events not yet numbered (on SQLite, not yet given their deliveries);
-//   - the deliveries still kept, and their events: those pending, and
-//     those FAILED whose last attempt is younger than FailedKeep (a
-//     resend reads its body from the event);
+//   - the deliveries still kept: those pending, and those FAILED whose
+//     last attempt is younger than FailedKeep; and the events of those
+//     without a stored body (a FAILED one stores the body it sent, which
+//     a resend sends again; only those that failed before schema version
+//     12 build it from their event);
 //   - the newest event (on PostgreSQL, the newest pass), whatever its age,
 //     so that the highest id given never falls and no id is given twice.
 func (s *Service) Sweep(ctx context.Context) (int64, error) {
 	now := s.now()
 	c := cutoffs{old: now.Add(-s.retention), failed: now.Add(-s.failedKeep)}
-	if err := s.store.sweepDeliveries(ctx, c); err != nil {
+	if _, err := s.store.sweepDeliveries(ctx, c); err != nil {
 		return 0, err
 	}
 	return s.store.sweepEvents(ctx, c)
@@ -52,18 +54,7 @@ type cutoffs struct {
 	// old: events, and finished deliveries, made before it may go.
 	old time.Time
 	// failed: a FAILED delivery whose last attempt (else its creation) is
-	// at or after it is kept, with its attempts and its event.
+	// at or after it is kept, with its attempts (and its event, if it
+	// failed before bodies were stored).
 	failed time.Time
-}
-
-// keeps says whether a finished delivery, created before the old cutoff,
-// is kept all the same: FAILED, and last tried at or after the failed
-// cutoff. The statements say the same in SQL (sql/common.sql
-// delete_finished_deliveries, and each dialect's event sweep).
-func (c cutoffs) keeps(status string, created time.Time, lastAttempt *time.Time) bool {
-	last := created
-	if lastAttempt != nil {
-		last = *lastAttempt
-	}
-	return status == "FAILED" && !last.Before(c.failed)
 }

@@ -134,6 +134,11 @@ type WebhookDelivery struct {
 	LastStatus    int    `gorm:"not null;default:0"`
 	LastError     string `gorm:"not null;size:500;default:''"`
 	DeliveredAt   *time.Time
+	// Body is the JSON body the delivery's last attempt sent, stored when
+	// it is recorded FAILED, so that a resend sends those same bytes
+	// without its event, which the events sweep then need not keep. NULL
+	// until then, and on deliveries that failed before schema version 12.
+	Body *string `gorm:"type:text"`
 }
 
 // WebhookAttempt is one attempt at a delivery, for the admin's history.

@@ -61,6 +61,9 @@ type claim struct {
 	// HasRefunds: the event's payment has a refund, made by the event or
 	// since; the body reads its refunds only then.
 	HasRefunds bool
+	// Body is the body stored when the delivery failed: a resent delivery
+	// sends it as it was, without reading its event. Nil otherwise.
+	Body *string
 }
 
 // result is the outcome of one attempt.
@@ -76,6 +79,9 @@ type result struct {
 	// attempt's timeout, a reset): the endpoint hangs as much as one that
 	// never answers, whatever the delivery's outcome.
 	bodyCut bool
+	// body is what the attempt sent (nil when the event could not be
+	// read): stored with a delivery recorded FAILED, for a resend.
+	body []byte
 }
 
 // maxAnswerBytes caps how much of an answer is read; maxShown how much of
@@ -153,6 +159,13 @@ func (s *Service) start(batch []claim, slots, freed chan struct{}, inFlight *syn
 	}
 	bodies, err := s.bodies(context.Background(), batch)
 	for _, c := range batch {
+		if c.Body != nil {
+			// A resent delivery: the body stored when it failed, whose
+			// event the sweep may have deleted since.
+			bodies[c.ID] = []byte(*c.Body)
+		}
+	}
+	for _, c := range batch {
 		slots <- struct{}{}
 		end := s.busy.begin(c)
 		inFlight.Go(func() {
@@ -166,7 +179,7 @@ func (s *Service) start(batch []claim, slots, freed chan struct{}, inFlight *syn
 				}
 			}()
 			body, ok := bodies[c.ID]
-			if err != nil || !ok {
+			if !ok {
 				// The event cannot be read (a database error, or swept):
 				// count it as a failed attempt, retried like any other.
 				problem := "the event could not be read"
@@ -183,18 +196,24 @@ func (s *Service) start(batch []claim, slots, freed chan struct{}, inFlight *syn
 	}
 }
 
-// bodies builds the JSON body of every delivery of a batch, by delivery
-// id, once per event. An event's payment lists the refunds made up to and
-// including it, each as it was right after the event (payments.RefundsAt):
+// bodies builds the JSON body of every delivery of a batch that has no
+// stored body, by delivery id, once per event; on a database error the
+// map is empty, never nil. An event's payment lists the refunds made up
+// to and including it, each as it was right after the event (payments.RefundsAt):
 // one returned or failed later still shows what it was then.
 func (s *Service) bodies(ctx context.Context, batch []claim) (map[int64][]byte, error) {
 	seqs := make([]int64, 0, len(batch))
 	for _, c := range batch {
-		seqs = append(seqs, c.EventSeq)
+		if c.Body == nil {
+			seqs = append(seqs, c.EventSeq)
+		}
+	}
+	if len(seqs) == 0 {
+		return map[int64][]byte{}, nil
 	}
 	bySeq, err := s.events.BySeq(ctx, seqs)
 	if err != nil {
-		return nil, err
+		return map[int64][]byte{}, err
 	}
 	var evs []events.Event
 	for _, c := range batch {
@@ -217,7 +236,7 @@ func (s *Service) bodies(ctx context.Context, batch []claim) (map[int64][]byte, 
 	if len(refunded) > 0 {
 		rows, err := s.store.refundsOf(ctx, slices.Collect(maps.Keys(refunded)))
 		if err != nil {
-			return nil, fmt.Errorf("read refunds: %w", err)
+			return map[int64][]byte{}, fmt.Errorf("read refunds: %w", err)
 		}
 		for _, r := range rows {
 			refunds[r.PaymentID] = append(refunds[r.PaymentID], r)
@@ -231,7 +250,7 @@ func (s *Service) bodies(ctx context.Context, batch []claim) (map[int64][]byte, 
 	}
 	out := make(map[int64][]byte, len(batch))
 	for _, c := range batch {
-		if b, ok := byEvent[c.EventID]; ok {
+		if b, ok := byEvent[c.EventID]; ok && c.Body == nil {
 			out[c.ID] = b
 		}
 	}
@@ -256,7 +275,7 @@ func EventBody(e events.Event, refunds []payments.Refund) []byte {
 
 // attempt POSTs body to the claim's endpoint once.
 func (s *Service) attempt(c claim, body []byte) result {
-	r := result{claim: c, at: s.now()}
+	r := result{claim: c, at: s.now(), body: body}
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.AttemptTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.URL, bytes.NewReader(body))

@@ -284,14 +284,25 @@ func (st shared) replaceSecret(ctx context.Context, id, old, secret string) (boo
 	return n == 1, err
 }
 
-// scanClaim reads a claimed delivery with its endpoint and whether its
-// event's payment has refunds.
+// scanClaim reads a claimed delivery with its endpoint, whether its
+// event's payment has refunds, and its stored body.
 func scanClaim(r sqlq.Row) (claim, error) {
 	var c claim
 	err := r.Scan(&c.ID, &c.EventID, &c.EventSeq, &c.EndpointID, &c.Retries, &c.EventAt, &c.ExpiresAt, &c.URL, &c.Secret, &c.ClientID,
-		&c.HasRefunds)
+		&c.HasRefunds, &c.Body)
 	c.EventAt = c.EventAt.UTC()
 	return c, err
+}
+
+// failedBody is the body the record statements store with a delivery:
+// the one its attempt sent when the outcome is FAILED (a resend sends it
+// again), nil otherwise, which leaves the stored one as it is.
+func failedBody(r result, o outcome) *string {
+	if o.status != "FAILED" || r.body == nil {
+		return nil
+	}
+	b := string(r.body)
+	return &b
 }
 
 // scanRefund reads a refund, with its status and the times it changed.

@@ -44,12 +44,14 @@ func (st *postgresStore) record(ctx context.Context, batch []result, outs []outc
 	nexts, ats := make([]time.Time, n), make([]time.Time, n)
 	retries, codes := make([]int32, n), make([]int32, n)
 	oks := make([]bool, n)
+	bodies := make([]*string, n)
 	for i, r := range batch {
 		ids[i], tokens[i], tooks[i] = r.ID, r.Token, r.took.Milliseconds()
 		statuses[i], problems[i], nexts[i], ats[i] = outs[i].status, r.problem, outs[i].next, r.at
 		retries[i], codes[i], oks[i] = int32(outs[i].retries), int32(r.status), r.ok
+		bodies[i] = failedBody(r, outs[i])
 	}
-	_, err := st.db.Exec(ctx, st.q.SQL("record"), ids, tokens, statuses, nexts, retries, codes, problems, ats, tooks, oks)
+	_, err := st.db.Exec(ctx, st.q.SQL("record"), ids, tokens, statuses, nexts, retries, codes, problems, ats, tooks, oks, bodies)
 	return err
 }
 

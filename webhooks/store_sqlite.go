@@ -68,7 +68,8 @@ func (st *sqliteStore) record(ctx context.Context, batch []result, outs []outcom
 			if r.ok {
 				delivered = &r.at
 			}
-			n, err := tx.Exec(ctx, st.q.SQL("record"), o.status, o.next, o.retries, r.at, r.status, r.problem, r.ID, r.Token, delivered)
+			n, err := tx.Exec(ctx, st.q.SQL("record"), o.status, o.next, o.retries, r.at, r.status, r.problem, r.ID, r.Token, delivered,
+				failedBody(r, o))
 			if err != nil {
 				return err
 			}

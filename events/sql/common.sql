@@ -1,28 +1,77 @@
 -- Statements of package events that PostgreSQL and SQLite run as written.
 
+-- name: delivery_sweep_frontier
+-- The deliveries sweep's frontier (0 before the first sweep): every
+-- delivery with an id at or below it is gone, FAILED (expire_failed takes
+-- it at the end of its keep), or was armed again after the sweep passed it
+-- (a resend: delete_resent_behind; a FAILED one cancelled with its
+-- endpoint: delete_canceled_behind). So a sweep walks from it, not from
+-- the oldest kept delivery.
+SELECT COALESCE((SELECT frontier FROM event_cursors WHERE name = 'delivery_sweep'), 0)
+
+-- name: move_delivery_sweep_frontier
+-- Moves the frontier from $1 to $2 only if it still is $1 (or, with no
+-- row yet, $1 is 0): of two sweeps at once (a leader handing over), the
+-- second changes nothing rather than move it back.
+INSERT INTO event_cursors (name, frontier, numbered, last_id) VALUES ('delivery_sweep', $2, '', 0)
+ON CONFLICT (name) DO UPDATE SET frontier = excluded.frontier WHERE event_cursors.frontier = $1
+
 -- name: delivery_ages
--- The deliveries after the id $1, oldest first, at most $2, with what says
--- whether one is kept (its status and last attempt): the sweep reads them
--- by id, which follows their creation, so that it can stop at the first
--- one young enough to keep.
-SELECT id, status, created_at, last_attempt_at FROM webhook_deliveries WHERE id > $1 ORDER BY id LIMIT $2
+-- The deliveries after the id $1 (the frontier, then the last read),
+-- oldest first, at most $2, with their status: the sweep reads them by id,
+-- which follows their creation, so that it can stop at the first one
+-- young enough to keep.
+SELECT id, status, created_at FROM webhook_deliveries WHERE id > $1 ORDER BY id LIMIT $2
 
 -- name: delete_finished_attempts
 -- Deletes the attempts of the deliveries delete_finished_deliveries
 -- deletes (same arguments): the history goes before the delivery it
--- belongs to.
+-- belongs to. Both statuses are final, so nothing changes the rows
+-- between the two statements.
 DELETE FROM webhook_attempts
 WHERE delivery_id IN (
-	SELECT id FROM webhook_deliveries WHERE id > $1 AND id <= $2 AND status <> 'PENDING' AND created_at < $3
-		AND NOT (status = 'FAILED' AND COALESCE(last_attempt_at, created_at) >= $4)
+	SELECT id FROM webhook_deliveries WHERE id > $1 AND id <= $2 AND (status = 'DELIVERED' OR status = 'CANCELED')
+		AND created_at < $3
 )
 
 -- name: delete_finished_deliveries
--- Deletes the finished deliveries with $1 < id <= $2 created before $3. A
--- pending one stays, whatever its age, since its event must still go out;
--- so does a FAILED one last tried (else created) at or after $4, which
--- support may still resend (WEBHOOK_FAILED_KEEP). The event sweeps keep
--- the events of both (sqlite.sql delete_old_events, postgres.sql
--- old_passes).
-DELETE FROM webhook_deliveries WHERE id > $1 AND id <= $2 AND status <> 'PENDING' AND created_at < $3
-	AND NOT (status = 'FAILED' AND COALESCE(last_attempt_at, created_at) >= $4)
+-- Deletes the DELIVERED and CANCELED deliveries with $1 < id <= $2 created
+-- before $3. A pending one stays, whatever its age, since its event must
+-- still go out; a FAILED one stays until expire_failed takes it, at the
+-- end of its keep (WEBHOOK_FAILED_KEEP), so that support may resend it.
+DELETE FROM webhook_deliveries WHERE id > $1 AND id <= $2 AND (status = 'DELIVERED' OR status = 'CANCELED')
+	AND created_at < $3
+
+-- name: delete_resent_behind_attempts
+-- Deletes the attempts of the deliveries delete_resent_behind deletes
+-- (same arguments), first, as delete_finished_attempts.
+DELETE FROM webhook_attempts
+WHERE delivery_id IN (
+	SELECT id FROM webhook_deliveries WHERE expires_at IS NOT NULL AND id <= $1
+		AND (status = 'DELIVERED' OR status = 'CANCELED') AND created_at < $2
+)
+
+-- name: delete_resent_behind
+-- Deletes the deliveries at or below the frontier $1 that were resent (a
+-- resend sets expires_at) and are now DELIVERED or CANCELED, created
+-- before $2: the walk from the frontier no longer meets them. Read through
+-- idx_webhook_deliveries_resent, which holds only resent deliveries.
+DELETE FROM webhook_deliveries WHERE expires_at IS NOT NULL AND id <= $1
+	AND (status = 'DELIVERED' OR status = 'CANCELED') AND created_at < $2
+
+-- name: delete_canceled_behind_attempts
+-- Deletes the attempts of the deliveries delete_canceled_behind deletes
+-- (same arguments), first, as delete_finished_attempts.
+DELETE FROM webhook_attempts
+WHERE delivery_id IN (
+	SELECT id FROM webhook_deliveries WHERE status = 'CANCELED' AND (status = 'FAILED' OR status = 'CANCELED')
+		AND id <= $1 AND created_at < $2
+)
+
+-- name: delete_canceled_behind
+-- Deletes the CANCELED deliveries at or below the frontier $1 created
+-- before $2: kept FAILED ones whose endpoint was deleted after the walk
+-- passed them. Read through idx_webhook_deliveries_failed, whose condition
+-- is written here as in the index, and which ends in the id.
+DELETE FROM webhook_deliveries WHERE status = 'CANCELED' AND (status = 'FAILED' OR status = 'CANCELED')
+	AND id <= $1 AND created_at < $2

@@ -139,13 +139,14 @@ ON CONFLICT (name) DO UPDATE SET frontier = EXCLUDED.frontier, numbered = EXCLUD
 -- name: old_passes
 -- Up to 100 passes after the last id $1, oldest first, but never the newest
 -- (whose last_id the next pass counts from): each with its seqs, its newest
--- event's time, and whether a delivery of its events is still kept: one
--- pending, or one FAILED last tried (else created) at or after $2, which a
--- resend reads its body from (common.sql delete_finished_deliveries). Run
--- planned for its arguments, like numbered_events.
+-- event's time, and whether a delivery without a stored body still needs
+-- one of its events: one pending, or one FAILED before bodies were stored
+-- and last tried (else created) at or after $2, which a resend builds its
+-- body from. A delivery with a body (stored when it failed) needs no
+-- event. Run planned for its arguments, like numbered_events.
 SELECT b.last_id, b.seqs,
 	(SELECT max(e.at) FROM payment_events e WHERE e.seq = ANY(b.seqs)),
-	EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_seq = ANY(b.seqs)
+	EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_seq = ANY(b.seqs) AND d.body IS NULL
 		AND (d.status = 'PENDING' OR d.status = 'FAILED' AND COALESCE(d.last_attempt_at, d.created_at) >= $2))
 FROM event_batches b
 WHERE b.last_id > $1 AND b.last_id < (SELECT max(last_id) FROM event_batches)
@@ -156,3 +157,22 @@ ORDER BY b.last_id LIMIT 100
 -- statement, so that a pass's row never outlives its events nor they it.
 WITH gone AS (DELETE FROM payment_events WHERE seq = ANY($1))
 DELETE FROM event_batches WHERE last_id = $2
+
+-- name: expire_failed
+-- Deletes up to $2 FAILED deliveries last tried (else created) before $1,
+-- whose keep is over, and their attempts, in one statement: found through
+-- idx_webhook_deliveries_failed_at (migration 0012), which holds the FAILED
+-- ones only, by that time. The outer conditions repeat the inner ones, so
+-- that a delivery resent meanwhile (then PENDING) is left: the resend or
+-- the delete wins whole, and the attempts go only with a delivery that
+-- went. Says how many deliveries it deleted.
+WITH gone AS (
+	DELETE FROM webhook_deliveries
+	WHERE id IN (SELECT id FROM webhook_deliveries
+	             WHERE status = 'FAILED' AND COALESCE(last_attempt_at, created_at) < $1 LIMIT $2)
+		AND status = 'FAILED' AND COALESCE(last_attempt_at, created_at) < $1
+	RETURNING id
+), attempts AS (
+	DELETE FROM webhook_attempts WHERE delivery_id IN (SELECT id FROM gone)
+)
+SELECT count(*) FROM gone

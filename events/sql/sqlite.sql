@@ -73,12 +73,34 @@ SELECT seq, at FROM payment_events WHERE seq > $1 ORDER BY seq LIMIT $2
 -- name: delete_old_events
 -- Deletes the events with $1 < seq <= $2 (the sweep found them old) but
 -- the newest, so that the highest id given (last_id) never falls; those not
--- yet given their deliveries; and those with a delivery still kept: one
--- pending, or one FAILED last tried (else created) at or after $3, which a
--- resend reads its body from (common.sql delete_finished_deliveries).
+-- yet given their deliveries; and those a delivery without a stored body
+-- still needs: one pending, or one FAILED before bodies were stored and
+-- last tried (else created) at or after $3, which a resend builds its body
+-- from. A delivery with a body (stored when it failed) needs no event.
 DELETE FROM payment_events
 WHERE seq > $1 AND seq <= $2
 	AND seq < (SELECT MAX(seq) FROM payment_events)
 	AND seq <= (SELECT frontier FROM event_cursors WHERE name = 'deliveries')
-	AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_seq = payment_events.seq
+	AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_seq = payment_events.seq AND d.body IS NULL
 		AND (d.status = 'PENDING' OR d.status = 'FAILED' AND COALESCE(d.last_attempt_at, d.created_at) >= $3))
+
+-- name: expire_failed_attempts
+-- Deletes the attempts of the deliveries expire_failed deletes (same
+-- arguments), first, in its transaction: SQLite's one writer lets no
+-- resend in between.
+DELETE FROM webhook_attempts
+WHERE delivery_id IN (SELECT id FROM webhook_deliveries INDEXED BY idx_webhook_deliveries_failed_at
+                      WHERE status = 'FAILED' AND COALESCE(last_attempt_at, created_at) < $1
+                      ORDER BY COALESCE(last_attempt_at, created_at) LIMIT $2)
+
+-- name: expire_failed
+-- Deletes up to $2 FAILED deliveries last tried (else created) before $1,
+-- whose keep is over: found through idx_webhook_deliveries_failed_at
+-- (migration 0012), which holds the FAILED ones only, by that time, named
+-- because SQLite, without statistics, would rather read the index of the
+-- FAILED and CANCELED ones by id, every kept one. The same rows as
+-- expire_failed_attempts, in the same transaction.
+DELETE FROM webhook_deliveries
+WHERE id IN (SELECT id FROM webhook_deliveries INDEXED BY idx_webhook_deliveries_failed_at
+             WHERE status = 'FAILED' AND COALESCE(last_attempt_at, created_at) < $1
+             ORDER BY COALESCE(last_attempt_at, created_at) LIMIT $2)

@@ -88,8 +88,8 @@ func sealWebhookSecrets(wh *webhooks.Service, keyGiven bool, log *slog.Logger) e
 // delivery may be retried, whichever is longer, and an hour besides:
 // worked out here from what the payments and webhooks packages will use,
 // their defaults included, since the events package knows neither. A
-// FAILED delivery and its event are kept longer, WEBHOOK_FAILED_KEEP after
-// its last attempt, for a resend.
+// FAILED delivery is kept longer, WEBHOOK_FAILED_KEEP (unset: a week)
+// after its last attempt, with the body it sent, for a resend.
 func eventsOptions(cfg config.Config) events.Options {
 	keyTTL := cmp.Or(cfg.KeyTTL, payments.DefaultKeyTTL)
 	maxAge := cmp.Or(cfg.WebhookMaxAge, webhooks.DefaultMaxAge)

@@ -7,7 +7,8 @@
 -- $3 (when they fall due again if this instance never records them) under
 -- the token $4, and returns them, by id, with their endpoint and whether
 -- their event's payment has any refund (made before the event or since),
--- which its body then reads (refunds_of). Fair: the endpoints $12
+-- which its body then reads (refunds_of), and the body stored when it
+-- failed (a resent one sends it again). Fair: the endpoints $12
 -- answered quickly last time and take what is due; any other endpoint
 -- with $8 attempts in flight on this instance, or a client with $9 such
 -- attempts, gets no more ($5/$6 and $10/$11 list them). An endpoint with
@@ -61,28 +62,30 @@ WITH load_e AS (
 ), claimed AS (
 	UPDATE webhook_deliveries d SET lease_until = $3, next_attempt_at = $3, claim_token = $4
 	WHERE d.id = ANY (ARRAY(SELECT id FROM locked))
-	RETURNING d.id, d.event_id, d.event_seq, d.endpoint_id, d.retries, d.event_at, d.expires_at
+	RETURNING d.id, d.event_id, d.event_seq, d.endpoint_id, d.retries, d.event_at, d.expires_at, d.body
 )
 SELECT c.id, c.event_id, c.event_seq, c.endpoint_id, c.retries, c.event_at, c.expires_at, w.url, w.secret, w.client_id,
-	COALESCE(f.refunded, false)
+	COALESCE(f.refunded, false), c.body
 FROM claimed c JOIN webhook_endpoints w ON w.id = c.endpoint_id
 LEFT JOIN payment_events e ON e.seq = c.event_seq
 LEFT JOIN LATERAL (SELECT true AS refunded FROM refunds r WHERE r.payment_id = e.payment_id LIMIT 1) f ON true
 ORDER BY c.id
 
 -- name: record
--- Records a batch of attempts, one per index of the arrays $1..$10: each
+-- Records a batch of attempts, one per index of the arrays $1..$11: each
 -- delivery's new state, only where its claim still holds (the token
 -- matches and it is still pending), and an attempt row for each one
--- recorded. One statement for the whole batch.
+-- recorded. A body in $11 (one recorded FAILED) is stored for a resend;
+-- NULL leaves the stored one. One statement for the whole batch.
 WITH r AS (
 	SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::timestamptz[], $5::int[], $6::int[], $7::text[],
-	                     $8::timestamptz[], $9::bigint[], $10::bool[])
-		AS t(id, token, status, next, retries, code, problem, at, took_ms, ok)
+	                     $8::timestamptz[], $9::bigint[], $10::bool[], $11::text[])
+		AS t(id, token, status, next, retries, code, problem, at, took_ms, ok, body)
 ), done AS (
 	UPDATE webhook_deliveries d SET status = r.status, next_attempt_at = r.next, retries = r.retries,
 		attempts = d.attempts + 1, lease_until = NULL, last_attempt_at = r.at, last_status = r.code,
-		last_error = r.problem, delivered_at = CASE WHEN r.ok THEN r.at ELSE d.delivered_at END
+		last_error = r.problem, delivered_at = CASE WHEN r.ok THEN r.at ELSE d.delivered_at END,
+		body = COALESCE(r.body, d.body)
 	FROM r WHERE d.id = r.id AND d.claim_token = r.token AND d.status = 'PENDING'
 	RETURNING d.id
 )
@@ -104,11 +107,12 @@ SELECT pg_advisory_xact_lock(hashtextextended('cmpay.webhook_endpoints:' || $1, 
 
 -- name: deliveries_of
 -- The deliveries the array $1 lists (a page of the admin's list), newest
--- first, with their endpoint's URL and their event's type ('' once the
--- event is swept).
+-- first, with their endpoint's URL and their event's type: read from the
+-- stored body once the event is swept, '' without one. COALESCE reads the
+-- body only then.
 SELECT d.id, d.event_id, d.event_seq, d.endpoint_id, d.status, d.event_at, d.created_at, d.attempts, d.retries,
 	d.next_attempt_at, d.expires_at, d.lease_until, d.claim_token, d.last_attempt_at, d.last_status, d.last_error,
-	d.delivered_at, COALESCE(e.type, ''), w.url, d.payment_id, d.client_id
+	d.delivered_at, COALESCE(e.type, d.body::json ->> 'type', ''), w.url, d.payment_id, d.client_id
 FROM webhook_deliveries d JOIN webhook_endpoints w ON w.id = d.endpoint_id
 LEFT JOIN payment_events e ON e.seq = d.event_seq
 WHERE d.id = ANY($1::bigint[])

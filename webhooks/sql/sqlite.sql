@@ -59,11 +59,13 @@ WHERE id IN (SELECT id FROM ranked
              ORDER BY turn, next_attempt_at LIMIT $4)
 
 -- name: claimed
--- The deliveries claim leased under the token $1, with their endpoint and
+-- The deliveries claim leased under the token $1, with their endpoint,
 -- whether their event's payment has any refund (made before the event or
--- since), which its body then reads (refunds_of).
+-- since), which its body then reads (refunds_of), and the body stored when
+-- it failed (a resent one sends it again).
 SELECT d.id, d.event_id, d.event_seq, d.endpoint_id, d.retries, d.event_at, d.expires_at, w.url, w.secret, w.client_id,
-	EXISTS (SELECT 1 FROM payment_events e JOIN refunds r ON r.payment_id = e.payment_id WHERE e.seq = d.event_seq)
+	EXISTS (SELECT 1 FROM payment_events e JOIN refunds r ON r.payment_id = e.payment_id WHERE e.seq = d.event_seq),
+	d.body
 FROM webhook_deliveries d JOIN webhook_endpoints w ON w.id = d.endpoint_id
 WHERE d.claim_token = $1 AND d.status = 'PENDING'
 
@@ -71,10 +73,12 @@ WHERE d.claim_token = $1 AND d.status = 'PENDING'
 -- Records one attempt's outcome on its delivery $7, only where its claim
 -- still holds (the token $8 matches and it is still pending): the new
 -- status $1, due at $2 after $3 failures in a row, the attempt's time $4,
--- HTTP status $5 and problem $6, and when delivered ($9, or NULL).
+-- HTTP status $5 and problem $6, when delivered ($9, or NULL), and the
+-- body sent ($10) when it is recorded FAILED, for a resend (NULL leaves
+-- the stored one).
 UPDATE webhook_deliveries SET status = $1, next_attempt_at = $2, retries = $3,
 	attempts = attempts + 1, lease_until = NULL, last_attempt_at = $4, last_status = $5, last_error = $6,
-	delivered_at = COALESCE($9, delivered_at)
+	delivered_at = COALESCE($9, delivered_at), body = COALESCE($10, body)
 WHERE id = $7 AND claim_token = $8 AND status = 'PENDING'
 
 -- name: add_attempt
@@ -98,11 +102,11 @@ SELECT length($1)
 
 -- name: deliveries_of
 -- The deliveries the JSON array $1 lists (a page of the admin's list),
--- newest first, with their endpoint's URL and their event's type ('' once
--- the event is swept).
+-- newest first, with their endpoint's URL and their event's type: read
+-- from the stored body once the event is swept, '' without one.
 SELECT d.id, d.event_id, d.event_seq, d.endpoint_id, d.status, d.event_at, d.created_at, d.attempts, d.retries,
 	d.next_attempt_at, d.expires_at, d.lease_until, d.claim_token, d.last_attempt_at, d.last_status, d.last_error,
-	d.delivered_at, COALESCE(e.type, ''), w.url, d.payment_id, d.client_id
+	d.delivered_at, COALESCE(e.type, json_extract(d.body, '$.type'), ''), w.url, d.payment_id, d.client_id
 FROM webhook_deliveries d JOIN webhook_endpoints w ON w.id = d.endpoint_id
 LEFT JOIN payment_events e ON e.seq = d.event_seq
 WHERE d.id IN (SELECT value FROM json_each($1))
