@@ -270,8 +270,9 @@ func TestRetriesEndInFailureAndResend(t *testing.T) {
 			return d.Status == "FAILED"
 		})
 		// At 0, 50, 150, 350, 750 ms after the event, and the next would be
-		// past a second: about 5 attempts, fewer on a busy machine.
-		if d.Attempts < 2 || d.Attempts > 7 || d.LastStatus != 500 || d.LastError != "try again later" {
+		// past a second: about 5 attempts, fewer on a busy machine (one when
+		// the first comes late in the second), never many more.
+		if d.Attempts < 1 || d.Attempts > 7 || d.LastStatus != 500 || d.LastError != "try again later" {
 			t.Errorf("failed after %d attempts, last %d %q: %+v", d.Attempts, d.LastStatus, d.LastError, d)
 		}
 		if err := e.wh.Resend(t.Context(), 999, nil); !errors.Is(err, webhooks.ErrNotFailed) {
