@@ -2,6 +2,8 @@ package httpapi_test
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -12,7 +14,11 @@ import (
 	"github.com/pb33f/libopenapi"
 	validator "github.com/pb33f/libopenapi-validator"
 
+	"github.com/cmpay/cmpay/httpapi"
 	"github.com/cmpay/cmpay/internal/dbtest"
+	"github.com/cmpay/cmpay/payments"
+	"github.com/cmpay/cmpay/processor"
+	"github.com/cmpay/cmpay/processor/sandbox"
 )
 
 var (
@@ -58,25 +64,42 @@ func restContract(t *testing.T) validator.Validator {
 // document describes what the server does.
 func checkREST(t *testing.T, req *http.Request, body string, res *http.Response, resBody []byte) {
 	t.Helper()
+	for _, v := range restViolations(t, req, body, res, resBody) {
+		t.Error(v)
+	}
+}
+
+// restViolations is how one REST exchange departs from the OpenAPI
+// document, a line each; none for a route outside /api.
+func restViolations(t *testing.T, req *http.Request, body string, res *http.Response, resBody []byte) []string {
+	t.Helper()
 	if !strings.HasPrefix(req.URL.Path, "/api/") {
-		return
+		return nil
 	}
 	// The validator reads both bodies; give it fresh copies.
 	req = req.Clone(req.Context())
 	req.Body = io.NopCloser(strings.NewReader(body))
 	copied := *res
 	copied.Body = io.NopCloser(bytes.NewReader(resBody))
-	if ok, errs := restContract(t).ValidateHttpRequestResponse(req, &copied); !ok {
-		for _, e := range errs {
-			// A request the server must refuse (a bad body, a bad key, no
-			// token, a method the route lacks) is outside the document by
-			// definition: only its answer is checked.
-			if res.StatusCode >= 400 && e.ValidationType != "response" {
-				continue
-			}
-			t.Errorf("%s %s → %d: not as openapi.json says: %s (%s)", req.Method, req.URL.Path, res.StatusCode, e.Message, e.Reason)
-		}
+	ok, errs := restContract(t).ValidateHttpRequestResponse(req, &copied)
+	if ok {
+		return nil
 	}
+	var out []string
+	for _, e := range errs {
+		// A request the server must refuse (a bad body, a bad key, no
+		// token, a method the route lacks) is outside the document by
+		// definition: only its answer is checked.
+		if res.StatusCode >= 400 && e.ValidationType != "response" {
+			continue
+		}
+		line := fmt.Sprintf("%s %s → %d: not as openapi.json says: %s (%s)", req.Method, req.URL.Path, res.StatusCode, e.Message, e.Reason)
+		for _, se := range e.SchemaValidationErrors {
+			line += fmt.Sprintf("; %s: %s", se.FieldPath, se.Reason)
+		}
+		out = append(out, line)
+	}
+	return out
 }
 
 // The document is served, open, and is the one the tests check against.
@@ -97,5 +120,100 @@ func TestOpenAPIDocumentServed(t *testing.T) {
 		if !bytes.Contains(spec, []byte(route)) {
 			t.Errorf("openapi.json does not describe %s", route)
 		}
+	}
+}
+
+// A field an answer carries that openapi.json does not name fails the
+// check: the answers' schemas are closed, nested objects included, so a
+// field added to restjson or a problem's details without the document
+// fails every REST test that meets it.
+func TestOpenAPIRefusesUndocumentedFields(t *testing.T) {
+	t.Parallel()
+	cfg := processor.DefaultConfig()
+	cfg.SandboxMethods = processor.SandboxAsync
+	db := dbtest.SQLite(t)
+	svc, err := payments.NewService(db.Gorm, payments.Config{Processor: sandbox.New(cfg)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := setup(t, db, func(d *httpapi.Deps) { d.Service = svc })
+
+	type exchange struct {
+		req  *http.Request
+		body string
+		res  *http.Response
+		out  []byte
+	}
+	send := func(method, path string, header http.Header, body string) exchange {
+		t.Helper()
+		res, out := b.raw(t, method, path, header, body) // checked as it is
+		req, err := http.NewRequest(method, b.srv.URL+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header = header
+		return exchange{req, body, res, out}
+	}
+	card := send("POST", "/api/payments", restHeaders("open-card"), `{"clientId":"shop-1","amount":"10.00","currency":"BRL","method":"CREDIT_CARD"}`)
+	var paid struct{ ID string }
+	if err := json.Unmarshal(card.out, &paid); err != nil || card.res.StatusCode != http.StatusCreated {
+		t.Fatalf("create: %d %s", card.res.StatusCode, card.out)
+	}
+	refund := send("POST", "/api/payments/"+paid.ID+"/refunds", restHeaders("open-refund"), `{"amount":"1.00"}`)
+	var refunded struct{ ID string }
+	if err := json.Unmarshal(refund.out, &refunded); err != nil || refund.res.StatusCode != http.StatusCreated {
+		t.Fatalf("refund: %d %s", refund.res.StatusCode, refund.out)
+	}
+	withRefund := send("GET", "/api/payments/"+paid.ID, restHeaders(""), "")
+	oneRefund := send("GET", "/api/payments/"+paid.ID+"/refunds/"+refunded.ID, restHeaders(""), "")
+	pix := send("POST", "/api/payments", restHeaders("open-pix"), `{"clientId":"shop-1","amount":"5.00","currency":"BRL","method":"PIX"}`)
+	bad := send("POST", "/api/payments", restHeaders("open-bad"), `{"clientId":"shop-1","amount":"5.00","currency":"XYZ","method":"PIX"}`)
+	if pix.res.StatusCode != http.StatusCreated || bad.res.StatusCode != http.StatusBadRequest {
+		t.Fatalf("pix %d %s; bad input %d %s", pix.res.StatusCode, pix.out, bad.res.StatusCode, bad.out)
+	}
+
+	tests := []struct {
+		name string
+		ex   exchange
+		path []any // where in the answer to add a field: keys and indexes
+	}{
+		{"payment", card, nil},
+		{"payment's refund", withRefund, []any{"refunds", 0}},
+		{"payment's next action", pix, []any{"nextAction"}},
+		{"refund answer", refund, nil},
+		{"refund answer's payment", refund, []any{"payment"}},
+		{"refund", oneRefund, nil},
+		{"problem", bad, nil},
+		{"problem's problems", bad, []any{"problems", 0}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var answer any
+			if err := json.Unmarshal(tt.ex.out, &answer); err != nil {
+				t.Fatal(err)
+			}
+			at := answer
+			for _, step := range tt.path {
+				switch s := step.(type) {
+				case string:
+					at = at.(map[string]any)[s]
+				case int:
+					at = at.([]any)[s]
+				}
+			}
+			obj, ok := at.(map[string]any)
+			if !ok {
+				t.Fatalf("%v in %s is not an object", tt.path, tt.ex.out)
+			}
+			obj["undocumentedField"] = "x"
+			extra, err := json.Marshal(answer)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := restViolations(t, tt.ex.req, tt.ex.body, tt.ex.res, extra)
+			if !strings.Contains(strings.Join(got, "\n"), "undocumentedField") {
+				t.Errorf("an answer with a field openapi.json lacks passed the check (%v): %s", got, extra)
+			}
+		})
 	}
 }
