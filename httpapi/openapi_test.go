@@ -2,6 +2,8 @@ package httpapi_test
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -12,7 +14,11 @@ import (
 	"github.com/pb33f/libopenapi"
 	validator "github.com/pb33f/libopenapi-validator"
 
+	"github.com/cmpay/cmpay/httpapi"
 	"github.com/cmpay/cmpay/internal/dbtest"
+	"github.com/cmpay/cmpay/payments"
+	"github.com/cmpay/cmpay/processor"
+	"github.com/cmpay/cmpay/processor/sandbox"
 )
 
 var (
@@ -23,6 +29,10 @@ var (
 
 // restContract returns a validator for the OpenAPI document the server
 // serves, after checking that the document itself is valid OpenAPI 3.1.
+// The validator checks answers against a closed copy of the document
+// (closedSchemas): the one served leaves them open, since a client must
+// accept a member a later version adds, but an answer carrying a member
+// the document does not name is a document to update.
 func restContract(t *testing.T) validator.Validator {
 	t.Helper()
 	openAPIOnce.Do(func() {
@@ -31,21 +41,13 @@ func restContract(t *testing.T) validator.Validator {
 			openAPIErr = err
 			return
 		}
-		doc, err := libopenapi.NewDocument(spec)
-		if err != nil {
-			openAPIErr = err
+		if _, openAPIErr = validatorOf(spec, true); openAPIErr != nil {
 			return
 		}
-		v, errs := validator.NewValidator(doc)
-		if len(errs) > 0 {
-			openAPIErr = errs[0]
+		if spec, openAPIErr = closedSchemas(spec); openAPIErr != nil {
 			return
 		}
-		if ok, verrs := v.ValidateDocument(); !ok {
-			openAPIErr = verrs[0]
-			return
-		}
-		openAPIValidator = v
+		openAPIValidator, openAPIErr = validatorOf(spec, false)
 	})
 	if openAPIErr != nil {
 		t.Fatalf("openapi.json: %v", openAPIErr)
@@ -53,30 +55,101 @@ func restContract(t *testing.T) validator.Validator {
 	return openAPIValidator
 }
 
+// validatorOf builds a validator for the document spec, checking first,
+// if asked, that spec is valid OpenAPI.
+func validatorOf(spec []byte, checkDocument bool) (validator.Validator, error) {
+	doc, err := libopenapi.NewDocument(spec)
+	if err != nil {
+		return nil, err
+	}
+	v, errs := validator.NewValidator(doc)
+	if len(errs) > 0 {
+		return nil, errs[0]
+	}
+	if checkDocument {
+		if ok, verrs := v.ValidateDocument(); !ok {
+			return nil, verrs[0]
+		}
+	}
+	return v, nil
+}
+
+// closedSchemas returns spec with every object schema of its components
+// that lists its properties, nested ones included, closed to any other
+// member (additionalProperties: false) where it does not say otherwise.
+func closedSchemas(spec []byte) ([]byte, error) {
+	var doc map[string]any
+	if err := json.Unmarshal(spec, &doc); err != nil {
+		return nil, err
+	}
+	components, _ := doc["components"].(map[string]any)
+	schemas, _ := components["schemas"].(map[string]any)
+	if len(schemas) == 0 {
+		return nil, fmt.Errorf("no components.schemas to close")
+	}
+	var close func(v any)
+	close = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			if _, ok := v["properties"]; ok {
+				if _, set := v["additionalProperties"]; !set {
+					v["additionalProperties"] = false
+				}
+			}
+			for _, child := range v {
+				close(child)
+			}
+		case []any:
+			for _, child := range v {
+				close(child)
+			}
+		}
+	}
+	close(schemas)
+	return json.Marshal(doc)
+}
+
 // checkREST validates one REST exchange against the OpenAPI document. b.raw
 // calls it for every request to /api, so every REST test checks that the
 // document describes what the server does.
 func checkREST(t *testing.T, req *http.Request, body string, res *http.Response, resBody []byte) {
 	t.Helper()
+	for _, v := range restViolations(t, req, body, res, resBody) {
+		t.Error(v)
+	}
+}
+
+// restViolations is how one REST exchange departs from the OpenAPI
+// document, a line each; none for a route outside /api.
+func restViolations(t *testing.T, req *http.Request, body string, res *http.Response, resBody []byte) []string {
+	t.Helper()
 	if !strings.HasPrefix(req.URL.Path, "/api/") {
-		return
+		return nil
 	}
 	// The validator reads both bodies; give it fresh copies.
 	req = req.Clone(req.Context())
 	req.Body = io.NopCloser(strings.NewReader(body))
 	copied := *res
 	copied.Body = io.NopCloser(bytes.NewReader(resBody))
-	if ok, errs := restContract(t).ValidateHttpRequestResponse(req, &copied); !ok {
-		for _, e := range errs {
-			// A request the server must refuse (a bad body, a bad key, no
-			// token, a method the route lacks) is outside the document by
-			// definition: only its answer is checked.
-			if res.StatusCode >= 400 && e.ValidationType != "response" {
-				continue
-			}
-			t.Errorf("%s %s → %d: not as openapi.json says: %s (%s)", req.Method, req.URL.Path, res.StatusCode, e.Message, e.Reason)
-		}
+	ok, errs := restContract(t).ValidateHttpRequestResponse(req, &copied)
+	if ok {
+		return nil
 	}
+	var out []string
+	for _, e := range errs {
+		// A request the server must refuse (a bad body, a bad key, no
+		// token, a method the route lacks) is outside the document by
+		// definition: only its answer is checked.
+		if res.StatusCode >= 400 && e.ValidationType != "response" {
+			continue
+		}
+		line := fmt.Sprintf("%s %s → %d: not as openapi.json says: %s (%s)", req.Method, req.URL.Path, res.StatusCode, e.Message, e.Reason)
+		for _, se := range e.SchemaValidationErrors {
+			line += fmt.Sprintf("; %s: %s", se.FieldPath, se.Reason)
+		}
+		out = append(out, line)
+	}
+	return out
 }
 
 // The document is served, open, and is the one the tests check against.
@@ -97,5 +170,100 @@ func TestOpenAPIDocumentServed(t *testing.T) {
 		if !bytes.Contains(spec, []byte(route)) {
 			t.Errorf("openapi.json does not describe %s", route)
 		}
+	}
+}
+
+// A field an answer carries that openapi.json does not name fails the
+// check: the tests read the answers' schemas as closed (closedSchemas),
+// nested objects included, so a field added to restjson or a problem's
+// details without the document fails every REST test that meets it.
+func TestOpenAPIRefusesUndocumentedFields(t *testing.T) {
+	t.Parallel()
+	cfg := processor.DefaultConfig()
+	cfg.SandboxMethods = processor.SandboxAsync
+	db := dbtest.SQLite(t)
+	svc, err := payments.NewService(db.Gorm, payments.Config{Processor: sandbox.New(cfg)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := setup(t, db, func(d *httpapi.Deps) { d.Service = svc })
+
+	type exchange struct {
+		req  *http.Request
+		body string
+		res  *http.Response
+		out  []byte
+	}
+	send := func(method, path string, header http.Header, body string) exchange {
+		t.Helper()
+		res, out := b.raw(t, method, path, header, body) // checked as it is
+		req, err := http.NewRequest(method, b.srv.URL+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header = header
+		return exchange{req, body, res, out}
+	}
+	card := send("POST", "/api/payments", restHeaders("open-card"), `{"clientId":"shop-1","amount":"10.00","currency":"BRL","method":"CREDIT_CARD"}`)
+	var paid struct{ ID string }
+	if err := json.Unmarshal(card.out, &paid); err != nil || card.res.StatusCode != http.StatusCreated {
+		t.Fatalf("create: %d %s", card.res.StatusCode, card.out)
+	}
+	refund := send("POST", "/api/payments/"+paid.ID+"/refunds", restHeaders("open-refund"), `{"amount":"1.00"}`)
+	var refunded struct{ ID string }
+	if err := json.Unmarshal(refund.out, &refunded); err != nil || refund.res.StatusCode != http.StatusCreated {
+		t.Fatalf("refund: %d %s", refund.res.StatusCode, refund.out)
+	}
+	withRefund := send("GET", "/api/payments/"+paid.ID, restHeaders(""), "")
+	oneRefund := send("GET", "/api/payments/"+paid.ID+"/refunds/"+refunded.ID, restHeaders(""), "")
+	pix := send("POST", "/api/payments", restHeaders("open-pix"), `{"clientId":"shop-1","amount":"5.00","currency":"BRL","method":"PIX"}`)
+	bad := send("POST", "/api/payments", restHeaders("open-bad"), `{"clientId":"shop-1","amount":"5.00","currency":"XYZ","method":"PIX"}`)
+	if pix.res.StatusCode != http.StatusCreated || bad.res.StatusCode != http.StatusBadRequest {
+		t.Fatalf("pix %d %s; bad input %d %s", pix.res.StatusCode, pix.out, bad.res.StatusCode, bad.out)
+	}
+
+	tests := []struct {
+		name string
+		ex   exchange
+		path []any // where in the answer to add a field: keys and indexes
+	}{
+		{"payment", card, nil},
+		{"payment's refund", withRefund, []any{"refunds", 0}},
+		{"payment's next action", pix, []any{"nextAction"}},
+		{"refund answer", refund, nil},
+		{"refund answer's payment", refund, []any{"payment"}},
+		{"refund", oneRefund, nil},
+		{"problem", bad, nil},
+		{"problem's problems", bad, []any{"problems", 0}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var answer any
+			if err := json.Unmarshal(tt.ex.out, &answer); err != nil {
+				t.Fatal(err)
+			}
+			at := answer
+			for _, step := range tt.path {
+				switch s := step.(type) {
+				case string:
+					at = at.(map[string]any)[s]
+				case int:
+					at = at.([]any)[s]
+				}
+			}
+			obj, ok := at.(map[string]any)
+			if !ok {
+				t.Fatalf("%v in %s is not an object", tt.path, tt.ex.out)
+			}
+			obj["undocumentedField"] = "x"
+			extra, err := json.Marshal(answer)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := restViolations(t, tt.ex.req, tt.ex.body, tt.ex.res, extra)
+			if !strings.Contains(strings.Join(got, "\n"), "undocumentedField") {
+				t.Errorf("an answer with a field openapi.json lacks passed the check (%v): %s", got, extra)
+			}
+		})
 	}
 }

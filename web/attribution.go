@@ -125,7 +125,9 @@ func askedFor(amount string) string {
 // answer in time was answered PROCESSING (202): the line says so, and what
 // the payment became once the processor answered. Authorize-only comes
 // before Pix and boleto: only the synchronous sandbox authorizes those (a
-// processor that leaves them to the payer refuses capture: false).
+// processor that leaves them to the payer refuses capture: false), and
+// pays them on create when captured, which must not read as left to the
+// payer.
 func createdText(v paymentView, params payments.Params) string {
 	p := v.Payment
 	if answeredProcessing(p, v.ProcessorCalls) && p.Status != payments.StatusProcessing {
@@ -137,7 +139,7 @@ func createdText(v paymentView, params payments.Params) string {
 			return answered + "; the processor declined it later" + codeText(p.DeclineCode) + ": no money moved."
 		case params[payments.FieldCapture] == "false":
 			return answered + "; authorized later."
-		case p.Method == payments.MethodPix || p.Method == payments.MethodBoleto:
+		case leftToPayer(v):
 			return answered + "; created later for the payer to pay by " + methodWord(p.Method) + "."
 		}
 		return answered + "; captured later."
@@ -151,10 +153,21 @@ func createdText(v paymentView, params payments.Params) string {
 		return "Created this payment; answered PROCESSING: waiting for the processor's answer."
 	case params[payments.FieldCapture] == "false":
 		return "Created this payment, authorized only."
-	case p.Method == payments.MethodPix || p.Method == payments.MethodBoleto:
+	case leftToPayer(v):
 		return "Created this payment for the payer to pay by " + methodWord(p.Method) + "."
+	case paidLater(p):
+		return "Created this payment, paid by " + methodWord(p.Method) + " at once."
 	}
 	return "Created this payment, captured."
+}
+
+// leftToPayer says whether v's payment is a Pix or boleto created for its
+// payer to pay: one waiting or expired, or one that was given a next
+// action (kept once paid). The synchronous sandbox gives none.
+func leftToPayer(v paymentView) bool {
+	p := v.Payment
+	return paidLater(p) && (p.Status == payments.StatusPending || p.Status == payments.StatusExpired ||
+		v.Async.NextAction != nil || p.NextAction != nil)
 }
 
 // answeredProcessing says whether the create's first call to the processor

@@ -1,6 +1,9 @@
 package web
 
 import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"strings"
 	"testing"
@@ -9,8 +12,11 @@ import (
 	"github.com/PuerkitoBio/goquery"
 
 	"github.com/cmpay/cmpay/apitoken"
+	"github.com/cmpay/cmpay/internal/dbtest"
 	"github.com/cmpay/cmpay/models"
 	"github.com/cmpay/cmpay/payments"
+	"github.com/cmpay/cmpay/processor"
+	"github.com/cmpay/cmpay/processor/sandbox"
 	"github.com/cmpay/cmpay/staff"
 	"github.com/cmpay/cmpay/webhooks"
 )
@@ -191,6 +197,16 @@ func TestPaymentPageCreatedLine(t *testing.T) {
 		p.Status, p.Captured = st, payments.Money{Currency: "BRL"}
 		return p
 	}
+	toPay := func(st payments.Status) payments.Payment {
+		p := samplePayment("pay_10", "order-10", 0, 0)
+		p.Status, p.NextAction = st, &payments.NextAction{Type: payments.NextActionPixCode, PixCode: "000201", ExpiresAt: created}
+		return p
+	}
+	boleto := func(st payments.Status, na *payments.NextAction) payments.Payment {
+		p := samplePayment("pay_11", "order-11", 0, 0)
+		p.Method, p.Status, p.NextAction = payments.MethodBoleto, st, na
+		return p
+	}
 	captured := payments.Params{payments.FieldCapture: "true"}
 	authorize := payments.Params{payments.FieldCapture: "false"}
 	// The create's first call went unanswered: the client got PROCESSING.
@@ -216,7 +232,19 @@ func TestPaymentPageCreatedLine(t *testing.T) {
 		{card(payments.StatusAuthorized, ""), authorize, "Created this payment, authorized only.", nil},
 		{card(payments.StatusCanceled, ""), authorize, "Created this payment, authorized only.", nil},
 		{card(payments.StatusRefunded, ""), captured, "Created this payment, captured.", nil},
-		{samplePayment("pay_7", "order-7", 0, 0), captured, "Created this payment for the payer to pay by Pix.", nil},
+		// The synchronous sandbox (SANDBOX_METHODS=instant) pays a Pix on
+		// create: it was said to be left for the payer to pay.
+		{samplePayment("pay_7", "order-7", 0, 0), captured, "Created this payment, paid by Pix at once.", nil},
+		{boleto(payments.StatusRefunded, nil), captured, "Created this payment, paid by boleto at once.", nil},
+		{pix(payments.StatusCaptured), captured, "Created this payment; answered PROCESSING; captured later.", late},
+		// One left to its payer has a next action, kept once paid.
+		{toPay(payments.StatusPending), captured, "Created this payment for the payer to pay by Pix.", nil},
+		{toPay(payments.StatusCaptured), captured, "Created this payment for the payer to pay by Pix.", nil},
+		{toPay(payments.StatusRefunded), captured, "Created this payment for the payer to pay by Pix.", nil},
+		{toPay(payments.StatusCaptured), captured, "Created this payment; answered PROCESSING; created later for the payer to pay by Pix.", late},
+		{pix(payments.StatusExpired), captured, "Created this payment for the payer to pay by Pix.", nil},
+		{boleto(payments.StatusPending, &payments.NextAction{Type: payments.NextActionBoleto, BoletoLine: "23790", ExpiresAt: created}),
+			captured, "Created this payment for the payer to pay by boleto.", nil},
 		// A Pix the synchronous sandbox authorized at once was said to be
 		// left for the payer to pay.
 		{pix(payments.StatusAuthorized), authorize, "Created this payment, authorized only.", nil},
@@ -230,6 +258,67 @@ func TestPaymentPageCreatedLine(t *testing.T) {
 			t.Errorf("%s payment's create line (%d calls) %q, want %q", c.p.Status, len(c.calls), got, c.want)
 		}
 	}
+}
+
+// A Pix's create line on the real payment page says what the sandbox did
+// with it in each of its modes: paid at once (instant, the default) or
+// left to the payer, then paid (async). The instant one read as left to
+// the payer.
+func TestPixCreatedLineBySandboxMode(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		st := staff.New(db.Gorm, staff.Config{Hash: staff.HashParams{Memory: 64, Time: 1, Threads: 1}})
+		if _, err := st.Bootstrap(t.Context(), "admin", "admin-password"); err != nil {
+			t.Fatal(err)
+		}
+		session, _, err := st.SignIn(t.Context(), staff.SignInRequest{Username: "admin", Password: "admin-password", Address: "127.0.0.1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []struct {
+			mode processor.SandboxMethods
+			pay  bool
+			want string
+		}{
+			{processor.SandboxInstant, false, "Created this payment, paid by Pix at once."},
+			{processor.SandboxAsync, false, "Created this payment for the payer to pay by Pix."},
+			{processor.SandboxAsync, true, "Created this payment for the payer to pay by Pix."},
+		} {
+			cfg := processor.DefaultConfig()
+			cfg.SandboxMethods = c.mode
+			svc, err := payments.NewService(db.Gorm, payments.Config{Processor: sandbox.New(cfg)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			key := fmt.Sprintf("pix-%s-%t", c.mode, c.pay)
+			res, err := svc.Create(t.Context(), payments.CreateRequest{ClientID: "shop-1", Amount: "10.50", Currency: "BRL",
+				Method: payments.MethodPix, IdempotencyKey: key, Origin: payments.Origin{Transport: "rest"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := res.Payment
+			if c.pay {
+				if p, err = svc.PaySandbox(t.Context(), p.ID); err != nil {
+					t.Fatal(err)
+				}
+			}
+			rec := httptest.NewRecorder()
+			req := httptest.NewRequest("GET", "/admin/payments/"+p.ID, nil)
+			req.AddCookie(&http.Cookie{Name: sessionCookie, Value: session})
+			Admin(AdminDeps{Payments: svc, Staff: st}).ServeHTTP(rec, req)
+			if rec.Code != http.StatusOK {
+				t.Fatalf("%s: %d %s", key, rec.Code, rec.Body)
+			}
+			doc, err := goquery.NewDocumentFromReader(rec.Body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := squash(doc.Find(`table.timeline > tbody > tr td[data-label="What happened"]`).First().Text())
+			if got != c.want {
+				t.Errorf("%s (%s): create line %q, want %q", key, p.Status, got, c.want)
+			}
+		}
+	})
 }
 
 // An applied capture, cancel or refund reads as where it stands at the
