@@ -6,8 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"gorm.io/gorm"
+
 	"github.com/cmpay/cmpay/database"
-	"github.com/cmpay/cmpay/internal/dbtest"
 )
 
 // A database left at version 9 (0007's append-only trigger, as the
@@ -16,51 +17,41 @@ import (
 // admin attempt is still refused.
 func TestUpgradeFrom9LetsOnlyTheRefusalThrough(t *testing.T) {
 	t.Parallel()
-	for _, dialect := range dbtest.Dialects {
-		t.Run(dialect, func(t *testing.T) {
-			t.Parallel()
-			db := openShape(t, dialect, "v2")
-			if err := database.Migrate(db); err != nil {
-				t.Fatal(err)
+	eachMigrated(t, func(t *testing.T, dialect string, db *gorm.DB) {
+		// Back to version 9: 0007's trigger again, 0010 not recorded.
+		old, err := os.ReadFile("migrations/0007_admin_attempts_append_only." + dialect + ".sql")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if dialect == "sqlite" {
+			mustExec(t, db, `DROP TRIGGER admin_attempts_no_update`)
+			mustExec(t, db, `DROP TRIGGER admin_attempts_no_delete`)
+		}
+		undo(t, db, 10, string(old))
+		at := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+		mustExec(t, db, `INSERT INTO idempotency_attempts (payment_id, operation, idempotency_key, outcome, at, transport, actor, request_id)
+			VALUES ('pay_x', 'CANCEL_PAYMENT', 'k', 'APPLIED', ?, 'admin', 'ana', 'op_x')`, at)
+		if err := db.Exec(`UPDATE idempotency_attempts SET outcome = 'REFUSED', refusal = 'PROCESSOR_REFUSED'`).Error; err == nil {
+			t.Fatal("version 9 let the refusal through: the setup did not restore 0007")
+		}
+		if err := database.Migrate(db); err != nil {
+			t.Fatal(err)
+		}
+		for _, stmt := range []string{
+			`UPDATE idempotency_attempts SET outcome = 'REFUSED', refusal = 'PROCESSOR_REFUSED', actor = 'mallory'`,
+			`UPDATE idempotency_attempts SET outcome = 'REFUSED', refusal = 'PROCESSOR_REFUSED', at = CURRENT_TIMESTAMP`,
+			`UPDATE idempotency_attempts SET outcome = 'REFUSED', refusal = 'PROCESSOR_REFUSED', request_id = 'op_y'`,
+			`DELETE FROM idempotency_attempts`,
+		} {
+			if err := db.Exec(stmt).Error; err == nil || !strings.Contains(err.Error(), "append-only") {
+				t.Errorf("%s: %v, want refused", stmt, err)
 			}
-			// Back to version 9: 0007's trigger again, 0010 not recorded.
-			old, err := os.ReadFile("migrations/0007_admin_attempts_append_only." + dialect + ".sql")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if dialect == "sqlite" {
-				mustExec(t, db, `DROP TRIGGER admin_attempts_no_update`)
-				mustExec(t, db, `DROP TRIGGER admin_attempts_no_delete`)
-			}
-			if err := db.Exec(string(old)).Error; err != nil {
-				t.Fatalf("0007 again: %v", err)
-			}
-			mustExec(t, db, `DELETE FROM schema_versions WHERE version = 10`)
-			at := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
-			mustExec(t, db, `INSERT INTO idempotency_attempts (payment_id, operation, idempotency_key, outcome, at, transport, actor, request_id)
-				VALUES ('pay_x', 'CANCEL_PAYMENT', 'k', 'APPLIED', ?, 'admin', 'ana', 'op_x')`, at)
-			if err := db.Exec(`UPDATE idempotency_attempts SET outcome = 'REFUSED', refusal = 'PROCESSOR_REFUSED'`).Error; err == nil {
-				t.Fatal("version 9 let the refusal through: the setup did not restore 0007")
-			}
-			if err := database.Migrate(db); err != nil {
-				t.Fatal(err)
-			}
-			for _, stmt := range []string{
-				`UPDATE idempotency_attempts SET outcome = 'REFUSED', refusal = 'PROCESSOR_REFUSED', actor = 'mallory'`,
-				`UPDATE idempotency_attempts SET outcome = 'REFUSED', refusal = 'PROCESSOR_REFUSED', at = CURRENT_TIMESTAMP`,
-				`UPDATE idempotency_attempts SET outcome = 'REFUSED', refusal = 'PROCESSOR_REFUSED', request_id = 'op_y'`,
-				`DELETE FROM idempotency_attempts`,
-			} {
-				if err := db.Exec(stmt).Error; err == nil || !strings.Contains(err.Error(), "append-only") {
-					t.Errorf("%s: %v, want refused", stmt, err)
-				}
-			}
-			if err := db.Exec(`UPDATE idempotency_attempts SET outcome = 'REFUSED', refusal = 'PROCESSOR_REFUSED'`).Error; err != nil {
-				t.Errorf("the processor's refusal after the upgrade: %v", err)
-			}
-			if err := db.Exec(`UPDATE idempotency_attempts SET outcome = 'APPLIED', refusal = ''`).Error; err == nil {
-				t.Error("a REFUSED admin attempt set back to APPLIED")
-			}
-		})
-	}
+		}
+		if err := db.Exec(`UPDATE idempotency_attempts SET outcome = 'REFUSED', refusal = 'PROCESSOR_REFUSED'`).Error; err != nil {
+			t.Errorf("the processor's refusal after the upgrade: %v", err)
+		}
+		if err := db.Exec(`UPDATE idempotency_attempts SET outcome = 'APPLIED', refusal = ''`).Error; err == nil {
+			t.Error("a REFUSED admin attempt set back to APPLIED")
+		}
+	})
 }

@@ -8,7 +8,6 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/cmpay/cmpay/database"
-	"github.com/cmpay/cmpay/internal/dbtest"
 	"github.com/cmpay/cmpay/webhooks"
 )
 
@@ -20,52 +19,45 @@ import (
 // client finds the old deliveries; one whose event was swept keeps "".
 func TestUpgradeFrom10FillsDeliveriesPaymentAndClient(t *testing.T) {
 	t.Parallel()
-	for _, dialect := range dbtest.Dialects {
-		t.Run(dialect, func(t *testing.T) {
-			t.Parallel()
-			db := openShape(t, dialect, "v2")
-			if err := database.Migrate(db); err != nil {
-				t.Fatal(err)
-			}
-			backTo10(t, db)
-			seedVersion10Deliveries(t, db)
-			if err := database.Migrate(db); err != nil {
-				t.Fatal(err)
-			}
-			var filled []struct{ ID int64 }
-			db.Raw(`SELECT id FROM webhook_deliveries WHERE payment_id <> '' AND client_id <> '' ORDER BY id`).Scan(&filled)
-			if len(filled) != 4 {
-				t.Errorf("%d deliveries with a payment and client after the upgrade, want 4", len(filled))
-			}
+	eachMigrated(t, func(t *testing.T, dialect string, db *gorm.DB) {
+		backTo10(t, db)
+		seedVersion10Deliveries(t, db)
+		if err := database.Migrate(db); err != nil {
+			t.Fatal(err)
+		}
+		var filled []struct{ ID int64 }
+		db.Raw(`SELECT id FROM webhook_deliveries WHERE payment_id <> '' AND client_id <> '' ORDER BY id`).Scan(&filled)
+		if len(filled) != 4 {
+			t.Errorf("%d deliveries with a payment and client after the upgrade, want 4", len(filled))
+		}
 
-			wh, err := webhooks.New(db, nil, webhooks.Config{})
+		wh, err := webhooks.New(db, nil, webhooks.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []struct {
+			filter webhooks.DeliveryFilter
+			want   []int64
+		}{
+			{webhooks.DeliveryFilter{PaymentID: "pay_a"}, []int64{103, 101}},
+			{webhooks.DeliveryFilter{PaymentID: "pay_b", Status: "FAILED"}, []int64{102}},
+			{webhooks.DeliveryFilter{ClientID: "shop-2"}, []int64{104}},
+			{webhooks.DeliveryFilter{}, []int64{105, 104, 103, 102, 101}},
+		} {
+			page, err := wh.Deliveries(t.Context(), c.filter, 50, "", "")
 			if err != nil {
-				t.Fatal(err)
+				t.Fatalf("%+v: %v", c.filter, err)
 			}
-			for _, c := range []struct {
-				filter webhooks.DeliveryFilter
-				want   []int64
-			}{
-				{webhooks.DeliveryFilter{PaymentID: "pay_a"}, []int64{103, 101}},
-				{webhooks.DeliveryFilter{PaymentID: "pay_b", Status: "FAILED"}, []int64{102}},
-				{webhooks.DeliveryFilter{ClientID: "shop-2"}, []int64{104}},
-				{webhooks.DeliveryFilter{}, []int64{105, 104, 103, 102, 101}},
-			} {
-				page, err := wh.Deliveries(t.Context(), c.filter, 50, "", "")
-				if err != nil {
-					t.Fatalf("%+v: %v", c.filter, err)
-				}
-				var got []int64
-				for _, d := range page.Deliveries {
-					got = append(got, d.ID)
-				}
-				if !slices.Equal(got, c.want) {
-					t.Errorf("%+v lists %v, want %v", c.filter, got, c.want)
-				}
+			var got []int64
+			for _, d := range page.Deliveries {
+				got = append(got, d.ID)
 			}
-			checkUpgraded(t, db, dialect)
-		})
-	}
+			if !slices.Equal(got, c.want) {
+				t.Errorf("%+v lists %v, want %v", c.filter, got, c.want)
+			}
+		}
+		checkUpgraded(t, db, dialect)
+	})
 }
 
 // backTo10 takes a migrated database back to version 10: the deliveries
@@ -74,7 +66,7 @@ func TestUpgradeFrom10FillsDeliveriesPaymentAndClient(t *testing.T) {
 // 0011 not recorded.
 func backTo10(t *testing.T, db *gorm.DB) {
 	t.Helper()
-	for _, stmt := range []string{
+	undo(t, db, 11,
 		`DROP INDEX idx_webhook_deliveries_payment`,
 		`DROP INDEX idx_webhook_deliveries_client`,
 		`DROP INDEX idx_webhook_deliveries_failed`,
@@ -82,11 +74,7 @@ func backTo10(t *testing.T, db *gorm.DB) {
 		`ALTER TABLE webhook_deliveries DROP COLUMN client_id`,
 		`CREATE INDEX idx_webhook_deliveries_status ON webhook_deliveries (status, id)`,
 		`CREATE INDEX idx_payment_events_payment ON payment_events (payment_id, seq)`,
-		`CREATE INDEX idx_payment_events_client ON payment_events (client_id, seq)`,
-		`DELETE FROM schema_versions WHERE version = 11`,
-	} {
-		mustExec(t, db, stmt)
-	}
+		`CREATE INDEX idx_payment_events_client ON payment_events (client_id, seq)`)
 	if db.Migrator().HasColumn("webhook_deliveries", "payment_id") {
 		t.Fatal("version 10 still has webhook_deliveries.payment_id: the setup did not drop it")
 	}

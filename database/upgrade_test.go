@@ -55,6 +55,34 @@ func TestMigrateUpgradesVersion2(t *testing.T) {
 	}
 }
 
+// eachMigrated runs test on each dialect, side by side, with a database of
+// v2's shape migrated to the latest version: a migration's upgrade test
+// takes it back to the version before (undo), stores what that version
+// wrote, and migrates again.
+func eachMigrated(t *testing.T, test func(t *testing.T, dialect string, db *gorm.DB)) {
+	t.Helper()
+	for _, dialect := range dbtest.Dialects {
+		t.Run(dialect, func(t *testing.T) {
+			t.Parallel()
+			db := openShape(t, dialect, "v2")
+			if err := database.Migrate(db); err != nil {
+				t.Fatal(err)
+			}
+			test(t, dialect, db)
+		})
+	}
+}
+
+// undo takes a migrated database back to before the migration version:
+// runs the statements that undo it, then forgets it was run.
+func undo(t *testing.T, db *gorm.DB, version int, statements ...string) {
+	t.Helper()
+	for _, stmt := range statements {
+		mustExec(t, db, stmt)
+	}
+	mustExec(t, db, `DELETE FROM schema_versions WHERE version = ?`, version)
+}
+
 // openShape opens an empty database of the dialect and creates in it the
 // schema of a released version (testdata/schema_<version>_<dialect>.sql).
 func openShape(t *testing.T, dialect, version string) *gorm.DB {
