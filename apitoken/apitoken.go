@@ -10,6 +10,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 	"unicode"
@@ -64,6 +65,9 @@ type Options struct {
 	TouchEvery time.Duration
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Logger takes the failures to record a token's last use; nil means
+	// slog.Default().
+	Logger *slog.Logger
 }
 
 // Store keeps tokens in the database.
@@ -76,6 +80,8 @@ type Store struct {
 	cache    *lru.Cache[string, cached]
 	cacheTTL time.Duration
 	now      func() time.Time
+	// touches records last uses off the requests (touch.go).
+	touches *touches
 }
 
 type cached struct {
@@ -100,6 +106,7 @@ func NewStore(db *gorm.DB, opts Options) *Store {
 	if s.touchEvery <= 0 {
 		s.touchEvery = time.Minute
 	}
+	s.touches = newTouches(s.touchEvery, func() time.Time { return s.now() }, opts.Logger)
 	ttl := opts.CacheTTL
 	if ttl == 0 {
 		ttl = 10 * time.Second
@@ -212,10 +219,16 @@ func (s *Store) Revoke(ctx context.Context, id string, audit Audit) (Token, erro
 	return tokenOf(row), nil
 }
 
+// Close stops recording tokens' uses: it ends the writes in flight and
+// waits for them. The server closes its Store once it has stopped serving.
+func (s *Store) Close() { s.touches.close() }
+
 // Authenticate returns the principal a presented token stands for, and
 // whether it is a live token. A string that cannot be one of ours is
 // refused without a lookup. Its use is recorded in lastUsedAt, at most
-// once per TouchEvery: a busy token does not cost a write per request.
+// once per TouchEvery (a busy token does not cost a write per request),
+// in the background: the answer never waits for that write, nor fails
+// with it.
 func (s *Store) Authenticate(ctx context.Context, presented string) (auth.Principal, bool, error) {
 	return s.authenticate(ctx, presented, 0)
 }
@@ -248,9 +261,7 @@ func (s *Store) authenticate(ctx context.Context, presented string, margin time.
 	if !ok || row.RevokedAt != nil {
 		return auth.Principal{}, false, nil
 	}
-	if err := s.touch(ctx, row); err != nil {
-		return auth.Principal{}, false, err
-	}
+	s.touch(row)
 	p := principalOf(row)
 	if s.cache != nil {
 		s.cache.Add(h, cached{principal: p, until: s.now().Add(s.cacheTTL)})
@@ -258,17 +269,19 @@ func (s *Store) authenticate(ctx context.Context, presented string, margin time.
 	return p, true, nil
 }
 
-// touch records a use when lastUsedAt is older than touchEvery. The
-// condition is repeated in the UPDATE, so that of several servers using
-// the token at once, one writes.
-func (s *Store) touch(ctx context.Context, row models.APIToken) error {
+// touch records a use, now, when lastUsedAt is older than touchEvery, in
+// the background (touches). The condition is repeated in the UPDATE, so
+// that of several servers using the token at once, one writes.
+func (s *Store) touch(row models.APIToken) {
 	now := s.now()
 	stale := now.Add(-s.touchEvery)
 	if row.LastUsedAt != nil && row.LastUsedAt.After(stale) {
-		return nil
+		return
 	}
-	_, err := s.st.touch(ctx, row.ID, now, stale)
-	return err
+	s.touches.start(row.ID, func(ctx context.Context) error {
+		_, err := s.st.touch(ctx, row.ID, now, stale)
+		return err
+	})
 }
 
 func principalOf(row models.APIToken) auth.Principal {

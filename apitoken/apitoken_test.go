@@ -20,6 +20,7 @@ func TestCreateAndAuthenticate(t *testing.T) {
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
 		ctx := context.Background()
 		s := NewStore(db.Gorm, Options{CacheTTL: -1})
+		t.Cleanup(s.Close)
 		tok, secret, err := s.Create(ctx, "shop-7 checkout", "shop-7", []auth.Scope{auth.PaymentsWrite, auth.PaymentsRead}, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -61,6 +62,7 @@ func TestCreateAndAuthenticate(t *testing.T) {
 func TestCreateRefusesBadInput(t *testing.T) {
 	t.Parallel()
 	s := NewStore(dbtest.SQLite(t).Gorm, Options{})
+	t.Cleanup(s.Close)
 	for name, args := range map[string][3]string{
 		"no name":            {"", "", ""},
 		"a long name":        {strings.Repeat("n", 101), "", ""},
@@ -85,6 +87,7 @@ func TestRevoke(t *testing.T) {
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
 		ctx := context.Background()
 		s := NewStore(db.Gorm, Options{CacheTTL: -1})
+		t.Cleanup(s.Close)
 		tok, secret, err := s.Create(ctx, "ci", "", auth.DefaultScopes, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -124,6 +127,7 @@ func TestAuditInTheSameTransaction(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		s := NewStore(db.Gorm, Options{CacheTTL: -1})
+		t.Cleanup(s.Close)
 		failing := func(context.Context, sqlq.Runner, Token, bool) error { return errAuditDown }
 		var seen []Token
 		var unchanged []bool
@@ -180,7 +184,9 @@ func TestRevocationReachesACachingServer(t *testing.T) {
 	ctx := context.Background()
 	const ttl = 300 * time.Millisecond
 	server := NewStore(db.Gorm, Options{CacheTTL: ttl})
+	t.Cleanup(server.Close)
 	cli := NewStore(db.Gorm, Options{})
+	t.Cleanup(cli.Close)
 	tok, secret, err := cli.Create(ctx, "ci", "", auth.DefaultScopes, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -219,7 +225,9 @@ func TestRecheckEndsWithinTheCacheTTL(t *testing.T) {
 		const ttl, interval = 10 * time.Second, 2 * time.Second
 		clock := stripedouble.NewManualClock(time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC))
 		server := NewStore(db.Gorm, Options{CacheTTL: ttl, Now: clock.Now})
+		t.Cleanup(server.Close)
 		cli := NewStore(db.Gorm, Options{CacheTTL: -1})
+		t.Cleanup(cli.Close)
 		tok, secret, err := cli.Create(ctx, "socket", "", auth.DefaultScopes, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -255,6 +263,7 @@ func TestLastUsedAt(t *testing.T) {
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
 		ctx := context.Background()
 		s := NewStore(db.Gorm, Options{CacheTTL: -1})
+		t.Cleanup(s.Close)
 		clock := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
 		s.now = func() time.Time { return clock }
 		tok, secret, err := s.Create(ctx, "ci", "", auth.DefaultScopes, nil)
@@ -277,6 +286,7 @@ func TestLastUsedAt(t *testing.T) {
 			if _, ok, err := s.Authenticate(ctx, secret); !ok || err != nil {
 				t.Fatalf("refused: %v", err)
 			}
+			s.touches.wait() // the use is written in the background
 		}
 		use()
 		first := lastUsed()

@@ -32,6 +32,7 @@ func BenchmarkAuthenticate(b *testing.B) {
 			}{{"uncached", apitoken.Options{CacheTTL: -1}}, {"cached", apitoken.Options{}}} {
 				b.Run(c.name, func(b *testing.B) {
 					s := apitoken.NewStore(db.Gorm, c.opts)
+					b.Cleanup(s.Close)
 					b.ReportAllocs()
 					for b.Loop() {
 						if _, ok, err := s.Authenticate(b.Context(), secret); !ok || err != nil {

@@ -78,6 +78,9 @@ func setupB(t testing.TB, db dbtest.DB, change ...func(*httpapi.Deps)) *bundle {
 	for _, c := range change {
 		c(&deps)
 	}
+	if deps.Tokens != nil {
+		t.Cleanup(deps.Tokens.Close) // before the database closes: its last-use writes end first
+	}
 	handler := httpapi.NewHandler(deps)
 	srv := httptest.NewServer(handler)
 	t.Cleanup(srv.Close)

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cmpay/cmpay/auth"
 	"github.com/cmpay/cmpay/internal/dbtest"
@@ -106,7 +107,14 @@ func TestManagedTokenLifecycle(t *testing.T) {
 		if res := b.do(t, "POST", "/graphql", secret, "application/json", q); res.Status != 200 || len(res.Errors) > 0 {
 			t.Fatalf("a new token: %d %+v", res.Status, res.Errors)
 		}
+		// The use is written in the background, off the request.
 		list, _ := b.tokens.List(context.Background())
+		for deadline := time.Now().Add(10 * time.Second); len(list) == 1 && list[0].LastUsedAt == nil; time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				break
+			}
+			list, _ = b.tokens.List(context.Background())
+		}
 		if len(list) != 1 || list[0].LastUsedAt == nil {
 			t.Errorf("after a use: %+v, want lastUsedAt set", list)
 		}

@@ -1,6 +1,8 @@
 package payments
 
 import (
+	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -57,6 +59,184 @@ func TestResolveSkipsAnOperationTakenOver(t *testing.T) {
 			t.Errorf("b's resolution: %s, want CAPTURED", got.Status)
 		}
 	})
+}
+
+// A renewal of recovery's lease that waited (for SQLite's write lock, a row
+// lock) leaves the call less time: it ends when the lease's time for it
+// does, never after the lease, and with less than half of
+// PROCESSOR_TIMEOUT left no call is made at all: the operation waits for
+// the next claim once the lease has run out, which asks with the whole
+// timeout. The waits are the clock moved as the renewal returns.
+func TestResolveCallEndsBeforeItsLease(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		conn, d := doubledStripe(t)
+		proc := &deadlines{Connector: conn}
+		clock := &stepClock{now: time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)}
+		s, err := NewService(db.Gorm, Config{Processor: proc, ProcessorTimeout: time.Second, RecoveryAfter: time.Second, Now: clock.Now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pending := func(key string) string {
+			d.FailNext(stripedouble.CreatePaymentIntent, stripedouble.Fault{Kind: stripedouble.ServerErrorBefore})
+			tok := "pm_card_visa"
+			res, err := s.Create(t.Context(), CreateRequest{ClientID: "c", IdempotencyKey: key, Amount: "10", Currency: "BRL",
+				Method: MethodCreditCard, PaymentMethodToken: &tok, Origin: Origin{Transport: "test"}})
+			if err != nil || res.Payment.Status != StatusProcessing {
+				t.Fatalf("create: %s, %v", res.Payment.Status, err)
+			}
+			return res.Payment.ID
+		}
+		claimAndResolve := func(renewal time.Duration) {
+			t.Helper()
+			clock.Advance(time.Minute)
+			now := clock.Now()
+			ids, err := s.store.claimDue(t.Context(), s.instance, now.Add(s.timeout+leaseMargin), now, 1, s.processorNames())
+			if err != nil || len(ids) != 1 {
+				t.Fatalf("claim: %v, %v", ids, err)
+			}
+			s.leaseSet = func() { clock.Advance(renewal) }
+			defer func() { s.leaseSet = nil }()
+			if err := s.resolve(t.Context(), ids[0]); err != nil {
+				t.Fatal(err)
+			}
+		}
+
+		id := pending("slow-renewal")
+		proc.reset()
+		claimAndResolve(600 * time.Millisecond) // 400 ms left: under half the timeout
+		if left := proc.got(); len(left) != 0 {
+			t.Fatalf("asked with %v left of the lease's call time, want no call", left)
+		}
+		if p, _, _ := s.store.readPayment(t.Context(), id); p.Status != StatusProcessing {
+			t.Fatalf("after no call: %s, want PROCESSING", p.Status)
+		}
+		claimAndResolve(0) // the next claim, the lease long over
+		if left := proc.got(); len(left) != 1 || left[0] > time.Second {
+			t.Fatalf("next claim's calls had %v left, want one with at most the timeout", left)
+		}
+		if p, _, _ := s.store.readPayment(t.Context(), id); p.Status != StatusCaptured {
+			t.Errorf("after the next claim: %s, want CAPTURED", p.Status)
+		}
+
+		pending("slower-renewal")
+		proc.reset()
+		claimAndResolve(300 * time.Millisecond)
+		if left := proc.got(); len(left) != 1 || left[0] > 700*time.Millisecond {
+			t.Errorf("calls had %v left, want one with at most the 700 ms the renewal left", left)
+		}
+	})
+}
+
+// Sending again under a new key after a stored error is bound the same
+// way: when storing the key took so long that under half the timeout is
+// left, nothing is sent, and the next claim sends under the new key.
+func TestSendAgainCallEndsBeforeItsLease(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		conn, d := doubledStripe(t)
+		clock := &stepClock{now: time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)}
+		s, err := NewService(db.Gorm, Config{Processor: conn, ProcessorTimeout: time.Second, RecoveryAfter: time.Second, Now: clock.Now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tok, capture := "pm_card_visa", false
+		res, err := s.Create(t.Context(), CreateRequest{ClientID: "c", IdempotencyKey: "k", Amount: "10", Currency: "BRL",
+			Method: MethodCreditCard, PaymentMethodToken: &tok, Capture: &capture, Origin: Origin{Transport: "test"}})
+		if err != nil || res.Payment.Status != StatusAuthorized {
+			t.Fatalf("create: %s, %v", res.Payment.Status, err)
+		}
+		d.FailNext(stripedouble.CapturePaymentIntent, stripedouble.Fault{Kind: stripedouble.ServerErrorStored})
+		if _, err := s.Capture(t.Context(), CaptureRequest{PaymentID: res.Payment.ID, IdempotencyKey: "cap"}); err != nil {
+			t.Fatal(err)
+		}
+		// The first round asks again with the key and is answered the
+		// stored 500; the next reads, finds the capture not done, and
+		// stores a new key.
+		clock.Advance(time.Minute)
+		if _, err := s.RecoverDue(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		before := len(d.Keys(stripedouble.CapturePaymentIntent))
+		// The first statement to set a lease is the renewal (no wait), the
+		// second the new key's (a wait of 600 ms: 400 ms left).
+		var sets int
+		s.leaseSet = func() {
+			if sets++; sets == 2 {
+				clock.Advance(600 * time.Millisecond)
+			}
+		}
+		clock.Advance(time.Minute)
+		if _, err := s.RecoverDue(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if sets != 2 {
+			t.Fatalf("%d leases set, want the renewal's and the new key's", sets)
+		}
+		if keys := d.Keys(stripedouble.CapturePaymentIntent)[before:]; len(keys) != 0 {
+			t.Fatalf("sent %q with under half the timeout left, want nothing", keys)
+		}
+		s.leaseSet = nil
+		clock.Advance(time.Minute)
+		if _, err := s.RecoverDue(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		keys := d.Keys(stripedouble.CapturePaymentIntent)
+		if len(keys) != before+1 || keys[before] != keys[before-1]+"_a2" {
+			t.Errorf("keys sent %q, want one more: the first's _a2", keys)
+		}
+		if p, _, _ := s.store.readPayment(t.Context(), res.Payment.ID); p.Status != StatusCaptured {
+			t.Errorf("after the next claim: %s, want CAPTURED", p.Status)
+		}
+	})
+}
+
+// deadlines is a Stripe connector that notes how long each create's
+// context had left as the call began.
+type deadlines struct {
+	*stripe.Connector
+	mu   sync.Mutex
+	left []time.Duration
+}
+
+func (p *deadlines) CreatePayment(ctx context.Context, req processor.CreatePaymentRequest) (processor.Payment, error) {
+	left := time.Duration(-1)
+	if dl, ok := ctx.Deadline(); ok {
+		left = time.Until(dl)
+	}
+	p.mu.Lock()
+	p.left = append(p.left, left)
+	p.mu.Unlock()
+	return p.Connector.CreatePayment(ctx, req)
+}
+
+func (p *deadlines) got() []time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	left := p.left
+	p.left = nil
+	return left
+}
+
+func (p *deadlines) reset() { p.got() }
+
+// stepClock is a clock the test moves, safe to read from the service's
+// goroutines.
+type stepClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *stepClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *stepClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
 }
 
 // doubledStripe is the Stripe connector against a double of its own, with

@@ -83,7 +83,9 @@ func atOnce(ids []string, limit int, what string, do func(id string) error) erro
 // operations before it may have used up its time; one another instance
 // has taken over since is left to it. The renewal stamps a send before it
 // starts (last_send_at), which a day-old create's decline waits for
-// (dayold.go) even if this instance dies before recording the send.
+// (dayold.go) even if this instance dies before recording the send. The
+// calls end before the renewed lease does (leasedCall); when the renewal
+// left too little of it, none is made.
 func (s *Service) resolve(ctx context.Context, id string) error {
 	op, err := scanOperation(s.store.db().QueryRow(ctx, commonSQL.SQL("read_operation"), id))
 	if err != nil {
@@ -101,6 +103,9 @@ func (s *Service) resolve(ctx context.Context, id string) error {
 	if err != nil {
 		return fmt.Errorf("renew the lease: %w", err)
 	}
+	if s.leaseSet != nil {
+		s.leaseSet()
+	}
 	if renewed == 0 {
 		return nil
 	}
@@ -111,7 +116,10 @@ func (s *Service) resolve(ctx context.Context, id string) error {
 	if !ok {
 		return fmt.Errorf("its payment %s is missing", op.paymentID)
 	}
-	callCtx, cancel := context.WithTimeout(ctx, s.timeout)
+	callCtx, cancel, ok := s.leasedCall(ctx, readAt)
+	if !ok {
+		return nil // left to a later claim, once the lease has run out
+	}
 	defer cancel()
 	start := time.Now()
 	kind := callWrite
@@ -142,6 +150,33 @@ func (s *Service) resolve(ctx context.Context, id string) error {
 	_, err = s.record(ctx, op, out, kind, time.Since(start))
 	return err
 }
+
+// leasedCall is the context of the processor calls made under a lease
+// whose end was set from leasedAt (leasedAt + PROCESSOR_TIMEOUT +
+// leaseMargin): it ends at leasedAt + PROCESSOR_TIMEOUT, so no call
+// outlives the lease, however long the statement that set it waited (for
+// SQLite's write lock, a row lock, a slow database), and another instance
+// that claims the operation once the lease ends never finds a call of this
+// one still running. Not ok, with nothing to cancel, when less than half of
+// PROCESSOR_TIMEOUT is left (minCallTime).
+func (s *Service) leasedCall(ctx context.Context, leasedAt time.Time) (context.Context, context.CancelFunc, bool) {
+	left := leasedAt.Add(s.timeout).Sub(s.now())
+	if left < s.minCallTime() {
+		return nil, nil, false
+	}
+	callCtx, cancel := context.WithTimeout(ctx, left)
+	return callCtx, cancel, true
+}
+
+// minCallTime is the least time left on a lease for which recovery still
+// calls the processor under it: half of PROCESSOR_TIMEOUT. The timeout is
+// what a call may take, far more than one usually does; a database so slow
+// that setting the lease took the other half is likely to stall the
+// call's record too, and a call cut short proves nothing while it counts
+// as one more send of unknown outcome. Making no call costs one lease's
+// time: the operation stays due, and the next claim after the lease ends
+// (on any instance) asks with the whole timeout.
+func (s *Service) minCallTime() time.Duration { return s.timeout / 2 }
 
 // ask makes op's call: a read of the processor's record (read; stored
 // when its key's answer is a stored error), else a send with its key.

@@ -62,7 +62,9 @@ func nextKey(op operationRow) string {
 // key's answer a stored error, or a refund's key a day old and at rest),
 // stores op's next key in the same transaction, and sends op under it.
 // Nothing is sent when the key changed or the lease was lost meanwhile:
-// someone else resolves it.
+// someone else resolves it; nor when storing the key took so long that too
+// little of the new lease is left for the send (leasedCall): the next claim
+// sends under the new key.
 func (s *Service) sendAgain(ctx context.Context, op operationRow, p Payment, out outcome, took time.Duration) error {
 	s.called(op, callRead, out, took)
 	key, now := nextKey(op), s.now()
@@ -79,13 +81,19 @@ func (s *Service) sendAgain(ctx context.Context, op operationRow, p Payment, out
 		}
 		return nil
 	})
+	if s.leaseSet != nil {
+		s.leaseSet()
+	}
 	if err != nil || changed == 0 {
 		return err
 	}
+	callCtx, cancel, ok := s.leasedCall(ctx, now)
+	if !ok {
+		return nil // the new key is stored: a later claim sends under it
+	}
+	defer cancel()
 	s.sentAgainLog(op, key)
 	op.key, op.lastError = key, nil
-	callCtx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
 	start := time.Now()
 	out = s.send(callCtx, op, p)
 	_, err = s.record(ctx, op, out, callWrite, time.Since(start))

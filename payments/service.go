@@ -139,6 +139,10 @@ type Service struct {
 	// walks are the lists of created payments read so far, to go on from
 	// (listwalk.go).
 	walks listWalks
+	// leaseSet, when set (by tests), is called as recovery's statement
+	// that sets a lease (renew_lease, rekey_operation) returns, before
+	// anything is asked under it.
+	leaseSet func()
 }
 
 // NewService returns a Service over db, whose schema must be migrated.

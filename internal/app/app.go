@@ -155,12 +155,13 @@ func build(ctx context.Context, db *gorm.DB, replica *database.Replica, cfg conf
 	if err != nil {
 		return nil, err
 	}
+	tokens := apitoken.NewStore(db, apitoken.Options{Logger: log})
 	handler := httpapi.NewHandler(httpapi.Deps{
 		Service:         svc,
 		Ping:            database.Pinger(db),
 		Metrics:         m,
 		APITokens:       cfg.APITokens,
-		Tokens:          apitoken.NewStore(db, apitoken.Options{}),
+		Tokens:          tokens,
 		Staff:           staffStore,
 		CORSOrigins:     cfg.CORSOrigins,
 		TrustedProxies:  cfg.TrustedProxies,
@@ -180,7 +181,10 @@ func build(ctx context.Context, db *gorm.DB, replica *database.Replica, cfg conf
 	// (the Recoverer; the database's leases keep two instances off one),
 	// and reads the pending Pix and boleto whose news is late (the Poller).
 	sweepEvery := cmp.Or(cfg.SweepInterval, payments.DefaultSweepInterval)
-	background := []startstop.Service{svc.ClockSync(log), ev, wh, svc.Sweeper(sweepEvery, log),
+	// Tokens' last uses are written in the background until every request
+	// has ended: first started, that service is the last stopped.
+	closeTokens := startstop.Func(func(ctx context.Context) { <-ctx.Done(); tokens.Close() })
+	background := []startstop.Service{closeTokens, svc.ClockSync(log), ev, wh, svc.Sweeper(sweepEvery, log),
 		oldEvents.Runner(sweepEvery, log), svc.Recoverer(0, log),
 		svc.Poller(pcfg.PollAfter, 0, log)}
 	if in != nil {

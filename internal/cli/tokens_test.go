@@ -72,6 +72,7 @@ func TestTokensCommand(t *testing.T) {
 			t.Fatalf("the last line of stdout is %q, want the token alone:\n%s", secret, out)
 		}
 		store := apitoken.NewStore(db.Gorm, apitoken.Options{CacheTTL: -1})
+		t.Cleanup(store.Close)
 		p, ok, err := store.Authenticate(ctx, secret)
 		if err != nil || !ok || p.ClientID != "shop-7" || auth.JoinScopes(p.Scopes) != "payments:read,metrics:read" {
 			t.Fatalf("the printed token: %+v, %v, %v", p, ok, err)
