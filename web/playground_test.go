@@ -3,6 +3,7 @@ package web
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/sha1"
 	"crypto/sha256"
 	"encoding/base64"
@@ -286,31 +287,7 @@ func TestPlaygroundSubscriptionInBrowser(t *testing.T) {
 	t.Cleanup(srv.Close)
 	watch := browsertest.Watch(t, ctx)
 
-	if err := chromedp.Do(ctx,
-		chromedp.Navigate(srv.URL+"/playground"),
-		chromedp.WaitVisible(chromedp.CSS(".graphiql-execute-button")),
-	); err != nil {
-		t.Fatalf("load the Playground: %v", err)
-	}
-	// The editors, through Monaco's API (see the Playground's main.jsx).
-	const editorJS = `function editor(test) {
-  return (window.monaco ? monaco.editor.getEditors() : []).find(e => test(e.getValue()));
-}`
-	poll := func(js string) string {
-		t.Helper()
-		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-			out, err := chromedp.Run(ctx, chromedp.Evaluate[string](js))
-			if err != nil {
-				t.Fatalf("evaluate %.80q: %v", js, err)
-			}
-			if out != "" {
-				return out
-			}
-		}
-		browsertest.Screenshot(t, ctx, "playground-subscription-failed")
-		t.Fatalf("nothing within 20s from %.200s", js)
-		return ""
-	}
+	poll := openPlayground(t, ctx, srv.URL, "playground-subscription-failed")
 	poll(editorJS + `; editor(v => v.includes("Authorization")) && editor(v => v.includes("mutation CreatePayment")) ? "ready" : ""`)
 	const headers = `{"Authorization": "Bearer sub-token"}`
 	poll(editorJS + fmt.Sprintf(`; editor(v => v.includes("Authorization")).setValue(%q);
@@ -560,30 +537,7 @@ func TestPlaygroundTokenReachesEveryTab(t *testing.T) {
 	t.Cleanup(srv.Close)
 	watch := browsertest.Watch(t, ctx)
 
-	if err := chromedp.Do(ctx,
-		chromedp.Navigate(srv.URL+"/playground"),
-		chromedp.WaitVisible(chromedp.CSS(".graphiql-execute-button")),
-	); err != nil {
-		t.Fatalf("load the Playground: %v", err)
-	}
-	const editorJS = `function editor(test) {
-  return (window.monaco ? monaco.editor.getEditors() : []).find(e => test(e.getValue()));
-}`
-	poll := func(js string) string {
-		t.Helper()
-		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-			out, err := chromedp.Run(ctx, chromedp.Evaluate[string](js))
-			if err != nil {
-				t.Fatalf("evaluate %.80q: %v", js, err)
-			}
-			if out != "" {
-				return out
-			}
-		}
-		browsertest.Screenshot(t, ctx, "playground-token-tabs-failed")
-		t.Fatalf("nothing within 20s from %.200s", js)
-		return ""
-	}
+	poll := openPlayground(t, ctx, srv.URL, "playground-token-tabs-failed")
 	show := func(tab int, op string) {
 		t.Helper()
 		poll(fmt.Sprintf(`(() => { const b = document.querySelectorAll(".graphiql-tab-button")[%d]; if (!b) return ""; b.click(); return "ok"; })()`, tab))
@@ -632,4 +586,40 @@ func TestPlaygroundTokenReachesEveryTab(t *testing.T) {
 		t.Errorf("a tab with its own token sent %q, want %q", got, want)
 	}
 	watch.Check(t, srv.URL)
+}
+
+// editorJS defines editor(test) in the page: the first of the Playground's
+// editors whose text passes test, through Monaco's API (see the
+// Playground's main.jsx).
+const editorJS = `function editor(test) {
+  return (window.monaco ? monaco.editor.getEditors() : []).find(e => test(e.getValue()));
+}`
+
+// openPlayground loads the Playground served at base in the browser ctx
+// and returns poll, which evaluates js in the page until it gives a
+// non-empty string, and returns it; after 20 s it fails the test with a
+// screenshot named shot.
+func openPlayground(t *testing.T, ctx context.Context, base, shot string) func(js string) string {
+	t.Helper()
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(base+"/playground"),
+		chromedp.WaitVisible(chromedp.CSS(".graphiql-execute-button")),
+	); err != nil {
+		t.Fatalf("load the Playground: %v", err)
+	}
+	return func(js string) string {
+		t.Helper()
+		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+			out, err := chromedp.Run(ctx, chromedp.Evaluate[string](js))
+			if err != nil {
+				t.Fatalf("evaluate %.80q: %v", js, err)
+			}
+			if out != "" {
+				return out
+			}
+		}
+		browsertest.Screenshot(t, ctx, shot)
+		t.Fatalf("nothing within 20s from %.200s", js)
+		return ""
+	}
 }
