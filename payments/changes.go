@@ -94,7 +94,7 @@ func (s *Service) changeAtProcessor(ctx context.Context, cmd *command) (ChangeRe
 	}
 	// Counted once the processor's word settles it (record), applied or
 	// refused.
-	return s.askChange(ctx, st.op, st.ref, st.payment.Amount.Currency)
+	return s.askChange(ctx, st)
 }
 
 // started is what phase 1 came to: an answer already (result or err, with
@@ -106,6 +106,8 @@ type started struct {
 	op      operationRow
 	ref     string // the payment's processor reference
 	payment Payment
+	// leasedAt is when op's lease was set (callTime).
+	leasedAt time.Time
 }
 
 // startChange is phase 1, in transaction r.
@@ -266,14 +268,15 @@ func (s *Service) storeChange(ctx context.Context, tx liteTx, cmd *command, p Pa
 	}
 	op := operationRow{id: id, paymentID: p.ID, refundID: refundID, operation: cmd.op, processor: p.Processor,
 		key: opKey(id), amountMinor: amount, currency: p.Amount.Currency, state: ""}
-	return started{op: op, ref: p.ProcessorReference, payment: p}, nil
+	return started{op: op, ref: p.ProcessorReference, payment: p, leasedAt: now}, nil
 }
 
 // askChange is phases 2 and 3 of a change: ask, then settle or postpone.
-func (s *Service) askChange(ctx context.Context, op operationRow, ref, currency string) (ChangeResult, error) {
-	callCtx, cancel := context.WithTimeout(ctx, s.timeout)
+func (s *Service) askChange(ctx context.Context, st started) (ChangeResult, error) {
+	op := st.op
+	callCtx, cancel := context.WithTimeout(ctx, s.callTime(st.leasedAt))
 	start := time.Now()
-	out := s.sendChange(callCtx, op, ref, currency)
+	out := s.sendChange(callCtx, op, st.ref, st.payment.Amount.Currency)
 	took := time.Since(start)
 	cancel()
 	p, err := s.record(ctx, op, out, callWrite, took)

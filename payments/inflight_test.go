@@ -64,7 +64,7 @@ func TestBatchChangesMeetWorkInFlight(t *testing.T) {
 		if !errors.As(err, &conflict) || conflict.PendingOperation != OpCapture {
 			t.Fatalf("cancel beside a pending capture: %v, want a conflict naming the capture", err)
 		}
-		if res, err := st.askChange(ctx, capture.op, capture.ref, "BRL"); err != nil || res.Payment.Status != StatusCaptured {
+		if res, err := st.askChange(ctx, capture); err != nil || res.Payment.Status != StatusCaptured {
 			t.Fatalf("the capture's answer: %s, %v", res.Payment.Status, err)
 		}
 		var types []string
@@ -82,7 +82,7 @@ func TestBatchChangesMeetWorkInFlight(t *testing.T) {
 		if !errors.As(err, &exceeds) || exceeds.Available.Minor != 0 {
 			t.Fatalf("refund of all beside a reserved refund of all: %v, want nothing available", err)
 		}
-		res, err := st.askChange(ctx, refund.op, refund.ref, "BRL")
+		res, err := st.askChange(ctx, refund)
 		if err != nil || res.Payment.Status != StatusRefunded || res.Payment.Refunded.Minor != 1000 || res.Payment.Reserved.Minor != 0 {
 			t.Fatalf("the refund's answer: %+v, %v", res.Payment, err)
 		}

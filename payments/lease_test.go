@@ -7,10 +7,58 @@ import (
 	"time"
 
 	"github.com/cmpay/cmpay/internal/dbtest"
+	"github.com/cmpay/cmpay/internal/sqlq"
 	"github.com/cmpay/cmpay/internal/stripedouble"
 	"github.com/cmpay/cmpay/processor"
 	"github.com/cmpay/cmpay/processor/stripe"
 )
+
+// A request's call ends within PROCESSOR_TIMEOUT of when its operation's
+// lease was set, not of when the call starts: the statement that stored
+// the operation may have waited (for SQLite's write lock, a row lock), and
+// a call that outlived the lease could meet recovery's on another
+// instance. The wait is the clock moved between the two phases.
+func TestRequestCallEndsBeforeItsLease(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		conn, _ := doubledStripe(t)
+		proc := &deadlines{Connector: conn}
+		clock := &stepClock{now: time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)}
+		s, err := NewService(db.Gorm, Config{Processor: proc, ProcessorTimeout: time.Second, RecoveryAfter: time.Second, Now: clock.Now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tok := "pm_card_visa"
+		capture := false
+		res, err := s.Create(t.Context(), CreateRequest{ClientID: "c", IdempotencyKey: "auth", Amount: "10", Currency: "BRL",
+			Method: MethodCreditCard, PaymentMethodToken: &tok, Capture: &capture, Origin: Origin{Transport: "test"}})
+		if err != nil || res.Payment.Status != StatusAuthorized {
+			t.Fatalf("create: %s, %v", res.Payment.Status, err)
+		}
+		if left := proc.got(); len(left) != 1 || left[0] > time.Second {
+			t.Fatalf("the create's call had %v left, want one with at most the timeout", left)
+		}
+		cmd, err := CaptureRequest{PaymentID: res.Payment.ID, IdempotencyKey: "capture", Origin: Origin{Transport: "test"}}.command()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var st started
+		if err := s.store.db().Tx(t.Context(), func(r sqlq.Runner) error {
+			st, err = s.startChange(t.Context(), r, cmd)
+			return err
+		}); err != nil || st.err != nil {
+			t.Fatalf("phase 1: %v, %v", err, st.err)
+		}
+		clock.Advance(600 * time.Millisecond)
+		got, err := s.askChange(t.Context(), st)
+		if err != nil || got.Payment.Status != StatusCaptured {
+			t.Fatalf("the capture: %s, %v", got.Payment.Status, err)
+		}
+		if left := proc.got(); len(left) != 1 || left[0] > 400*time.Millisecond {
+			t.Errorf("the capture's call had %v left, want one with at most the 400 ms its lease left", left)
+		}
+	})
+}
 
 // An instance whose claim on an operation ran out while it was busy with
 // others does not ask for it: another instance that claimed it since does,
@@ -200,6 +248,16 @@ type deadlines struct {
 }
 
 func (p *deadlines) CreatePayment(ctx context.Context, req processor.CreatePaymentRequest) (processor.Payment, error) {
+	p.note(ctx)
+	return p.Connector.CreatePayment(ctx, req)
+}
+
+func (p *deadlines) CapturePayment(ctx context.Context, req processor.CaptureRequest) (processor.Payment, error) {
+	p.note(ctx)
+	return p.Connector.CapturePayment(ctx, req)
+}
+
+func (p *deadlines) note(ctx context.Context) {
 	left := time.Duration(-1)
 	if dl, ok := ctx.Deadline(); ok {
 		left = time.Until(dl)
@@ -207,7 +265,6 @@ func (p *deadlines) CreatePayment(ctx context.Context, req processor.CreatePayme
 	p.mu.Lock()
 	p.left = append(p.left, left)
 	p.mu.Unlock()
-	return p.Connector.CreatePayment(ctx, req)
 }
 
 func (p *deadlines) got() []time.Duration {

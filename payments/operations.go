@@ -75,7 +75,11 @@ type createPlan struct {
 	opState string
 	request string // the operation's request, JSON (opRequest)
 	lease   leaseTerms
-	preq    processor.CreatePaymentRequest
+	// leasedAt is when the statement that stored the operation set its
+	// lease (lease.hold from then): the call asked next ends within
+	// PROCESSOR_TIMEOUT of it (callTime).
+	leasedAt time.Time
+	preq     processor.CreatePaymentRequest
 	// call and took are the foreseen call's outcome and duration, told to
 	// OnProcessorCall only if the payment is created with it: a request
 	// that turns out to be a replay stores no call.
@@ -342,7 +346,7 @@ func (s *Service) askCreate(ctx context.Context, cmd *command) (Payment, error) 
 	defer cancelAll()
 	pl := cmd.plan
 	op := operationRow{id: pl.opID, paymentID: cmd.newID, operation: OpCreate, key: opKey(pl.opID)}
-	callCtx, cancel := context.WithTimeout(ctx, s.timeout)
+	callCtx, cancel := context.WithTimeout(ctx, s.callTime(pl.leasedAt))
 	start := time.Now()
 	res, err := s.proc.CreatePayment(callCtx, pl.preq)
 	took := time.Since(start)

@@ -160,12 +160,22 @@ func (s *Service) resolve(ctx context.Context, id string) error {
 // one still running. Not ok, with nothing to cancel, when less than half of
 // PROCESSOR_TIMEOUT is left (minCallTime).
 func (s *Service) leasedCall(ctx context.Context, leasedAt time.Time) (context.Context, context.CancelFunc, bool) {
-	left := leasedAt.Add(s.timeout).Sub(s.now())
+	left := s.callTime(leasedAt)
 	if left < s.minCallTime() {
 		return nil, nil, false
 	}
 	callCtx, cancel := context.WithTimeout(ctx, left)
 	return callCtx, cancel, true
+}
+
+// callTime is how long a call made under a lease set at leasedAt may take:
+// what is left of PROCESSOR_TIMEOUT since then, so that it ends leaseMargin
+// before the lease (leasedAt + PROCESSOR_TIMEOUT + leaseMargin) however long
+// the statement that set it waited. A request asks at once, whatever is
+// left: a call cut short is an unknown outcome, which recovery resolves
+// under the same key.
+func (s *Service) callTime(leasedAt time.Time) time.Duration {
+	return leasedAt.Add(s.timeout).Sub(s.now())
 }
 
 // minCallTime is the least time left on a lease for which recovery still

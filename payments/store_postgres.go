@@ -70,6 +70,9 @@ func (st *postgresStore) createBatch(ctx context.Context, jobs []*job) error {
 		procName, lease = pl.processor, pl.lease
 	}
 	now := st.now()
+	for _, j := range jobs {
+		j.cmd.planned().leasedAt = now
+	}
 	return st.run(ctx, jobs, now, CreateBatchSQL, false, clientIDs, keys, fps, params, ids, amounts, currencies, methods, captures,
 		transports, actors, addresses, fingerprintVersion, now, now.Add(-st.keyTTL),
 		statuses, procName, refs, codes, tokens, opIDs, opStates, opRequests, lease.owner, now.Add(lease.hold), now.Add(lease.due),

@@ -454,6 +454,7 @@ func (tx liteTx) insertOperation(ctx context.Context, cmd *command, now time.Tim
 	if !pl.storesOperation() {
 		return nil // the payment says it all (models.Payment.CreateForeseen)
 	}
+	pl.leasedAt = now
 	_, err := tx.r.Exec(ctx, commonSQL.SQL("insert_operation"), pl.opID, cmd.newID, nil, string(OpCreate), pl.processor,
 		cmd.amount.Minor, cmd.amount.Currency, pl.request, pl.opState, nil, 0, pl.lease.owner, now.Add(pl.lease.hold),
 		now.Add(pl.lease.due), now, nil)
