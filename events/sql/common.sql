@@ -3,10 +3,10 @@
 -- name: delivery_sweep_frontier
 -- The deliveries sweep's frontier (0 before the first sweep): every
 -- delivery with an id at or below it is gone, FAILED (expire_failed takes
--- it at the end of its keep), or was armed again after the sweep passed it
--- (a resend: delete_resent_behind; a FAILED one cancelled with its
--- endpoint: delete_canceled_behind). So a sweep walks from it, not from
--- the oldest kept delivery.
+-- it at the end of its keep), resent (delete_resent_behind takes it once
+-- delivered or cancelled), or a FAILED one cancelled with its endpoint
+-- after the sweep passed it (delete_canceled_behind). So a sweep walks
+-- from it, not from the oldest kept delivery.
 SELECT COALESCE((SELECT frontier FROM event_cursors WHERE name = 'delivery_sweep'), 0)
 
 -- name: move_delivery_sweep_frontier
@@ -18,10 +18,11 @@ ON CONFLICT (name) DO UPDATE SET frontier = excluded.frontier WHERE event_cursor
 
 -- name: delivery_ages
 -- The deliveries after the id $1 (the frontier, then the last read),
--- oldest first, at most $2, with their status: the sweep reads them by id,
--- which follows their creation, so that it can stop at the first one
--- young enough to keep.
-SELECT id, status, created_at FROM webhook_deliveries WHERE id > $1 ORDER BY id LIMIT $2
+-- oldest first, at most $2, with their status and whether they were
+-- resent (a resend sets expires_at): the sweep reads them by id, which
+-- follows their creation, so that it can stop at the first one young
+-- enough to keep.
+SELECT id, status, created_at, expires_at IS NOT NULL FROM webhook_deliveries WHERE id > $1 ORDER BY id LIMIT $2
 
 -- name: delete_finished_attempts
 -- Deletes the attempts of the deliveries delete_finished_deliveries
