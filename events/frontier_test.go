@@ -95,12 +95,12 @@ func sweepFrontier(t *testing.T, db dbtest.DB) int64 {
 }
 
 // TestDeliverySweepFrontier: the deliveries sweep walks from its frontier,
-// which never passes a pending delivery but passes the kept FAILED ones;
-// a FAILED one is deleted, with its attempts, at the end of its keep
-// through the expiry path; a delivery behind the frontier that is resent
-// and then delivered, or a kept one cancelled with its endpoint, is
-// deleted all the same; and a sweep with nothing new reads only what lies
-// past the frontier.
+// which passes the kept FAILED ones but never a pending delivery not
+// resent (TestFrontierPassesResentDeliveries); a FAILED one is deleted,
+// with its attempts, at the end of its keep through the expiry path; a
+// delivery behind the frontier that is resent and then delivered, or a
+// kept one cancelled with its endpoint, is deleted all the same; and a
+// sweep with nothing new reads only what lies past the frontier.
 func TestDeliverySweepFrontier(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
@@ -247,6 +247,53 @@ func TestSweepDoesNotReadKeptDeliveries(t *testing.T) {
 		}
 		if got, want := deliveriesLeft(t, db), fmt.Sprintf("deliveries [%d], attempts [%d]", kept+1, kept+1); got != want {
 			t.Errorf("past the keep: %s; want %s", got, want)
+		}
+	})
+}
+
+// TestFrontierPassesResentDeliveries: a delivery resent before the walk
+// reached it, and still pending (its endpoint still failing, retried up
+// to WEBHOOK_MAX_AGE), does not hold the frontier back: the sweeps
+// meanwhile would read again every kept FAILED delivery after it. Behind
+// the frontier it goes as any resent one: delivered, with the resent
+// ones; FAILED again, at the end of its keep.
+func TestFrontierPassesResentDeliveries(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		st, ctx := openStore(t, db), t.Context()
+		base := now()
+		at := func(h int) *time.Time { v := base.Add(time.Duration(h) * time.Hour); return &v }
+		addDeliveries(t, db, []delivery{
+			{id: 1, status: "PENDING", created: base, lastAttempt: at(1), resentThen: at(8)},
+			{id: 2, status: "FAILED", created: base, lastAttempt: at(4)},
+			{id: 3, status: "PENDING", created: base, lastAttempt: at(1), resentThen: at(8)},
+			{id: 4, status: "FAILED", created: base, lastAttempt: at(4)},
+			{id: 5, status: "DELIVERED", created: *at(10)},
+		})
+		sweep := func(h int) deliverySweep {
+			t.Helper()
+			done, err := st.sweepDeliveries(ctx, cutoffs{old: *at(h), failed: *at(h - 2)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return done
+		}
+		sweep(5)
+		if got := sweepFrontier(t, db); got != 4 {
+			t.Errorf("frontier %d past two resent deliveries still pending; want 4", got)
+		}
+		if done := sweep(5); done.read != 1 {
+			t.Errorf("the next sweep read %d rows; want 1 (5, young), not the kept ones again", done.read)
+		}
+		db.Gorm.Model(&models.WebhookDelivery{}).Where("id = ?", 1).Update("status", "DELIVERED")
+		db.Gorm.Model(&models.WebhookDelivery{}).Where("id = ?", 3).Updates(map[string]any{"status": "FAILED", "last_attempt_at": at(6)})
+		sweep(5)
+		if got, want := deliveriesLeft(t, db), "deliveries [2 3 4 5], attempts [2 3 4 5]"; got != want {
+			t.Errorf("1 delivered, 3 failed again: %s; want %s", got, want)
+		}
+		sweep(12)
+		if got, want := deliveriesLeft(t, db), "deliveries [], attempts []"; got != want {
+			t.Errorf("past every keep: %s; want %s", got, want)
 		}
 	})
 }

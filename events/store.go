@@ -72,7 +72,8 @@ type deliverySweep struct {
 //   - a walk by id (which follows creation) from the frontier saved by
 //     the last sweep, up to the first delivery young enough to keep,
 //     deleting the DELIVERED and CANCELED ones; the frontier then moves
-//     up to the first pending one, past every FAILED one;
+//     up to the first pending one not resent, past every FAILED one and
+//     every resent one;
 //   - expire takes the FAILED deliveries whose keep is over, through an
 //     index of the FAILED ones by their last attempt, in batches;
 //   - the deliveries behind the frontier that changed after the walk
@@ -123,7 +124,12 @@ func (st shared) sweepDeliveries(ctx context.Context, c cutoffs, expire func(con
 // first, and deletes the finished ones in each batch up to the first one
 // young enough to keep. It returns the new frontier: the last delivery
 // read before the first pending one (a pending one may yet be delivered,
-// and must then be met again), never past one young enough to keep.
+// and must then be met again), never past one young enough to keep. A
+// resent one still pending does not hold it: behind the frontier, the
+// resent deliveries are found through their own index once delivered or
+// cancelled, and expired with the FAILED ones if they fail again; held
+// there, the frontier would make every sweep read again the kept FAILED
+// deliveries after it while the resend retries (up to WEBHOOK_MAX_AGE).
 func (st shared) walkDeliveries(ctx context.Context, c cutoffs, from int64, done *deliverySweep) (int64, error) {
 	frontier, pending := from, false
 	for ctx.Err() == nil {
@@ -131,10 +137,11 @@ func (st shared) walkDeliveries(ctx context.Context, c cutoffs, from int64, done
 			id      int64
 			status  string
 			created time.Time
+			resent  bool
 		}
 		batch, err := sqlq.Collect(ctx, st.db, st.q.SQL("delivery_ages"), []any{from, sweepBatch}, func(r sqlq.Row) (age, error) {
 			var a age
-			err := r.Scan(&a.id, &a.status, &a.created)
+			err := r.Scan(&a.id, &a.status, &a.created, &a.resent)
 			return a, err
 		})
 		if err != nil {
@@ -150,7 +157,7 @@ func (st shared) walkDeliveries(ctx context.Context, c cutoffs, from int64, done
 			}
 			to = a.id
 			deletable = deletable || a.status == "DELIVERED" || a.status == "CANCELED"
-			pending = pending || a.status == "PENDING"
+			pending = pending || (a.status == "PENDING" && !a.resent)
 			if !pending {
 				frontier = a.id
 			}
