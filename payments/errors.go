@@ -87,6 +87,13 @@ type StateConflictError struct {
 }
 
 func (e *StateConflictError) Error() string {
+	if e.PendingOperation != "" {
+		// The status alone would read as a contradiction ("cannot capture a
+		// payment that is AUTHORIZED"): what stops the request is the
+		// operation still waiting for the processor.
+		return fmt.Sprintf("cannot %s the payment while its %s waits for the processor's answer; it stays %s until then",
+			verb(e.Operation), verb(e.PendingOperation), e.Status)
+	}
 	return fmt.Sprintf("cannot %s a payment that is %s", verb(e.Operation), e.Status)
 }
 

@@ -45,7 +45,12 @@ func VerifyEvent(payload []byte, header, secret string, now time.Time) (processo
 		return processor.Event{}, fmt.Errorf("%w: %w", ErrEventSignature, err)
 	}
 	if d := now.Sub(t); d > EventTolerance || d < -EventTolerance {
-		return processor.Event{}, fmt.Errorf("%w: signed at %s, %s from now", ErrEventTimestamp, t.UTC().Format(time.RFC3339), d.Round(time.Second))
+		when := d.Round(time.Second).String() + " ago"
+		if d < 0 {
+			when = (-d).Round(time.Second).String() + " ahead of this server's clock"
+		}
+		return processor.Event{}, fmt.Errorf("%w: signed at %s, %s; the limit is %s either way",
+			ErrEventTimestamp, t.UTC().Format(time.RFC3339), when, EventTolerance)
 	}
 	return DecodeEvent(payload)
 }

@@ -100,6 +100,19 @@ func TestVerifyRefuses(t *testing.T) {
 			t.Errorf("%s: %v, want %v", name, err, tc.want)
 		}
 	}
+	// The refusal says which way the timestamp is off.
+	for _, tc := range []struct {
+		at   time.Time
+		want string
+	}{
+		{now.Add(-400 * time.Second), "6m40s ago; the limit is 5m0s either way"},
+		{now.Add(400 * time.Second), "6m40s ahead of this server's clock; the limit is 5m0s either way"},
+	} {
+		_, err := VerifyEvent(e.Body, stripedouble.Sign(e.Body, tc.at, secret), secret, now)
+		if err == nil || !strings.HasSuffix(err.Error(), tc.want) {
+			t.Errorf("signed at %s: %v, want it to end %q", tc.at, err, tc.want)
+		}
+	}
 	if _, err := verify(t, d, e, now.Add(-299*time.Second), now); err != nil {
 		t.Errorf("within tolerance: %v", err)
 	}
