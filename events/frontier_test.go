@@ -165,6 +165,15 @@ func TestDeliverySweepFrontier(t *testing.T) {
 		// Past 8's keep, and 9 old: nothing left.
 		sweep(12)
 		check("everything old", 9, "deliveries [], attempts []")
+
+		// Ids given again from 1 (the table truncated, its sequence
+		// restarted): behind the frontier, they are walked all the same.
+		addDeliveries(t, db, []delivery{
+			{id: 1, status: "DELIVERED", created: base},
+			{id: 2, status: "DELIVERED", created: *at(20)},
+		})
+		sweep(12)
+		check("ids given again", 1, "deliveries [2], attempts [2]")
 	})
 }
 

@@ -82,18 +82,18 @@ type deliverySweep struct {
 //     FAILED and CANCELED ones).
 func (st shared) sweepDeliveries(ctx context.Context, c cutoffs, expire func(context.Context, time.Time) (int64, error)) (deliverySweep, error) {
 	var done deliverySweep
-	var start int64
-	if err := st.db.QueryRow(ctx, st.q.SQL("delivery_sweep_frontier")).Scan(&start); err != nil {
+	var stored, start int64
+	if err := st.db.QueryRow(ctx, st.q.SQL("delivery_sweep_frontier")).Scan(&stored, &start); err != nil {
 		return done, fmt.Errorf("sweep deliveries: read the frontier: %w", err)
 	}
 	frontier, err := st.walkDeliveries(ctx, c, start, &done)
 	if err != nil {
 		return done, err
 	}
-	if frontier != start {
+	if frontier != stored {
 		// Changes nothing if another sweep moved the frontier since it was
 		// read: that one's is as good.
-		if _, err := st.db.Exec(ctx, st.q.SQL("move_delivery_sweep_frontier"), start, frontier); err != nil {
+		if _, err := st.db.Exec(ctx, st.q.SQL("move_delivery_sweep_frontier"), stored, frontier); err != nil {
 			return done, fmt.Errorf("sweep deliveries: move the frontier: %w", err)
 		}
 	}
