@@ -311,3 +311,68 @@ func doubledStripe(t *testing.T) (*stripe.Connector, *stripedouble.Double) {
 	t.Cleanup(conn.CloseIdleConnections)
 	return conn, d
 }
+
+// A call never gets more than PROCESSOR_TIMEOUT, however the clock moved
+// since its lease was set: the service's clock is the wall clock plus the
+// database's offset, either of which may step back (NTP, a new
+// measurement), and a call given the step as well would outlive its lease
+// by it. The step is the clock moved back between a capture's two phases,
+// and as a recovery's renewal returns.
+func TestCallTimeNeverPassesTheTimeout(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		conn, d := doubledStripe(t)
+		proc := &deadlines{Connector: conn}
+		clock := &stepClock{now: time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)}
+		s, err := NewService(db.Gorm, Config{Processor: proc, ProcessorTimeout: time.Second, RecoveryAfter: time.Second, Now: clock.Now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tok, capture := "pm_card_visa", false
+		res, err := s.Create(t.Context(), CreateRequest{ClientID: "c", IdempotencyKey: "auth", Amount: "10", Currency: "BRL",
+			Method: MethodCreditCard, PaymentMethodToken: &tok, Capture: &capture, Origin: Origin{Transport: "test"}})
+		if err != nil || res.Payment.Status != StatusAuthorized {
+			t.Fatalf("create: %s, %v", res.Payment.Status, err)
+		}
+		proc.reset()
+		cmd, err := CaptureRequest{PaymentID: res.Payment.ID, IdempotencyKey: "capture", Origin: Origin{Transport: "test"}}.command()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var st started
+		if err := s.store.db().Tx(t.Context(), func(r sqlq.Runner) error {
+			st, err = s.startChange(t.Context(), r, cmd)
+			return err
+		}); err != nil || st.err != nil {
+			t.Fatalf("phase 1: %v, %v", err, st.err)
+		}
+		clock.Advance(-10 * time.Second)
+		if got, err := s.askChange(t.Context(), st); err != nil || got.Payment.Status != StatusCaptured {
+			t.Fatalf("the capture: %s, %v", got.Payment.Status, err)
+		}
+		if left := proc.got(); len(left) != 1 || left[0] > time.Second {
+			t.Errorf("the capture's call had %v left after a step back, want one with at most the timeout", left)
+		}
+
+		d.FailNext(stripedouble.CreatePaymentIntent, stripedouble.Fault{Kind: stripedouble.ServerErrorBefore})
+		res, err = s.Create(t.Context(), CreateRequest{ClientID: "c", IdempotencyKey: "pending", Amount: "10", Currency: "BRL",
+			Method: MethodCreditCard, PaymentMethodToken: &tok, Origin: Origin{Transport: "test"}})
+		if err != nil || res.Payment.Status != StatusProcessing {
+			t.Fatalf("create: %s, %v", res.Payment.Status, err)
+		}
+		proc.reset()
+		clock.Advance(time.Minute)
+		now := clock.Now()
+		ids, err := s.store.claimDue(t.Context(), s.instance, now.Add(s.timeout+leaseMargin), now, 1, s.processorNames())
+		if err != nil || len(ids) != 1 {
+			t.Fatalf("claim: %v, %v", ids, err)
+		}
+		s.leaseSet = func() { clock.Advance(-10 * time.Second) }
+		if err := s.resolve(t.Context(), ids[0]); err != nil {
+			t.Fatal(err)
+		}
+		if left := proc.got(); len(left) != 1 || left[0] > time.Second {
+			t.Errorf("recovery's call had %v left after a step back, want one with at most the timeout", left)
+		}
+	})
+}

@@ -173,9 +173,11 @@ func (s *Service) leasedCall(ctx context.Context, leasedAt time.Time) (context.C
 // before the lease (leasedAt + PROCESSOR_TIMEOUT + leaseMargin) however long
 // the statement that set it waited. A request asks at once, whatever is
 // left: a call cut short is an unknown outcome, which recovery resolves
-// under the same key.
+// under the same key. Never more than PROCESSOR_TIMEOUT: the clock (the wall
+// clock plus the database's offset, clock.go) may step back between the two
+// readings, and a call given the step too would outlive its lease by it.
 func (s *Service) callTime(leasedAt time.Time) time.Duration {
-	return leasedAt.Add(s.timeout).Sub(s.now())
+	return min(s.timeout, leasedAt.Add(s.timeout).Sub(s.now()))
 }
 
 // minCallTime is the least time left on a lease for which recovery still
