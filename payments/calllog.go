@@ -34,11 +34,13 @@ const (
 )
 
 // The classes of recovery's own lines: an unknown outcome settled, an
-// operation sent again under a new key, a day-old create declined.
+// operation sent again under a new key, a day-old create declined, an
+// operation not asked because setting its lease left too little time.
 const (
 	classSettled    = "settled"
 	classNewKey     = "new_key"
 	classNotCreated = "not_created"
+	classLeaseLate  = "lease_late"
 )
 
 // errorClass is the class of a failed call's err for the log lines; ""
@@ -113,6 +115,17 @@ func (s *Service) settledByRecovery(op operationRow, state string, status Status
 func (s *Service) sentAgainLog(op operationRow, key string) {
 	s.calls.Log(slog.LevelInfo, classNewKey, "processor operation sent again under a new key: the processor shows it not done",
 		"operation", string(op.operation), "payment_id", op.paymentID, "operation_id", op.id, "key", key)
+}
+
+// leaseLateLog logs recovery's leaving op to a later claim, the statement
+// that set its lease having left only left of PROCESSOR_TIMEOUT
+// (leasedCall): a database that is this slow every time keeps op from being
+// asked at all, which nothing else would show.
+func (s *Service) leaseLateLog(op operationRow, left time.Duration) {
+	s.calls.Log(slog.LevelWarn, classLeaseLate,
+		"processor recovery left an operation to a later claim: setting its lease left too little of the timeout",
+		"operation", string(op.operation), "payment_id", op.paymentID, "operation_id", op.id,
+		"left_ms", left.Milliseconds(), "timeout_ms", s.timeout.Milliseconds())
 }
 
 // notCreatedLog logs recovery's giving up on a create a day old that the

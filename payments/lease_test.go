@@ -1,7 +1,10 @@
 package payments
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -112,16 +115,19 @@ func TestResolveSkipsAnOperationTakenOver(t *testing.T) {
 // A renewal of recovery's lease that waited (for SQLite's write lock, a row
 // lock) leaves the call less time: it ends when the lease's time for it
 // does, never after the lease, and with less than half of
-// PROCESSOR_TIMEOUT left no call is made at all: the operation waits for
-// the next claim once the lease has run out, which asks with the whole
-// timeout. The waits are the clock moved as the renewal returns.
+// PROCESSOR_TIMEOUT left no call is made at all, and that is logged: the
+// operation waits for the next claim once the lease has run out, which
+// asks with the whole timeout. The waits are the clock moved as the
+// renewal returns.
 func TestResolveCallEndsBeforeItsLease(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
 		conn, d := doubledStripe(t)
 		proc := &deadlines{Connector: conn}
 		clock := &stepClock{now: time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)}
-		s, err := NewService(db.Gorm, Config{Processor: proc, ProcessorTimeout: time.Second, RecoveryAfter: time.Second, Now: clock.Now})
+		var logs lockedBuffer
+		s, err := NewService(db.Gorm, Config{Processor: proc, ProcessorTimeout: time.Second, RecoveryAfter: time.Second, Now: clock.Now,
+			Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -158,6 +164,9 @@ func TestResolveCallEndsBeforeItsLease(t *testing.T) {
 		}
 		if p, _, _ := s.store.readPayment(t.Context(), id); p.Status != StatusProcessing {
 			t.Fatalf("after no call: %s, want PROCESSING", p.Status)
+		}
+		if text := logs.String(); !strings.Contains(text, "class="+classLeaseLate) || !strings.Contains(text, "payment_id="+id) {
+			t.Errorf("no call made, and no line says so; logged:\n%s", text)
 		}
 		claimAndResolve(0) // the next claim, the lease long over
 		if left := proc.got(); len(left) != 1 || left[0] > time.Second {
@@ -276,6 +285,25 @@ func (p *deadlines) got() []time.Duration {
 }
 
 func (p *deadlines) reset() { p.got() }
+
+// lockedBuffer is a log's output, safe to write from the service's
+// goroutines.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
 
 // stepClock is a clock the test moves, safe to read from the service's
 // goroutines.

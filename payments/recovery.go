@@ -116,7 +116,7 @@ func (s *Service) resolve(ctx context.Context, id string) error {
 	if !ok {
 		return fmt.Errorf("its payment %s is missing", op.paymentID)
 	}
-	callCtx, cancel, ok := s.leasedCall(ctx, readAt)
+	callCtx, cancel, ok := s.leasedCall(ctx, op, readAt)
 	if !ok {
 		return nil // left to a later claim, once the lease has run out
 	}
@@ -158,10 +158,12 @@ func (s *Service) resolve(ctx context.Context, id string) error {
 // SQLite's write lock, a row lock, a slow database), and another instance
 // that claims the operation once the lease ends never finds a call of this
 // one still running. Not ok, with nothing to cancel, when less than half of
-// PROCESSOR_TIMEOUT is left (minCallTime).
-func (s *Service) leasedCall(ctx context.Context, leasedAt time.Time) (context.Context, context.CancelFunc, bool) {
+// PROCESSOR_TIMEOUT is left (minCallTime); that is logged, since an
+// operation whose lease always takes that long to set is never asked.
+func (s *Service) leasedCall(ctx context.Context, op operationRow, leasedAt time.Time) (context.Context, context.CancelFunc, bool) {
 	left := s.callTime(leasedAt)
 	if left < s.minCallTime() {
+		s.leaseLateLog(op, left)
 		return nil, nil, false
 	}
 	callCtx, cancel := context.WithTimeout(ctx, left)

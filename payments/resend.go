@@ -87,7 +87,7 @@ func (s *Service) sendAgain(ctx context.Context, op operationRow, p Payment, out
 	if err != nil || changed == 0 {
 		return err
 	}
-	callCtx, cancel, ok := s.leasedCall(ctx, now)
+	callCtx, cancel, ok := s.leasedCall(ctx, op, now)
 	if !ok {
 		return nil // the new key is stored: a later claim sends under it
 	}
