@@ -45,6 +45,22 @@ func addDeliveries(t *testing.T, db dbtest.DB, ds []delivery) {
 	if err := db.Gorm.CreateInBatches(attempts, 500).Error; err != nil {
 		t.Fatal(err)
 	}
+	idsGiven(t, db)
+}
+
+// idsGiven moves PostgreSQL's sequence of delivery ids to the highest id
+// stored, as inserts without an id would have: these tests give ids
+// themselves, and the sweep reads the sequence (SQLite's AUTOINCREMENT
+// follows given ids by itself).
+func idsGiven(t *testing.T, db dbtest.DB) {
+	t.Helper()
+	if db.Dialect != "postgres" {
+		return
+	}
+	if err := db.Gorm.Exec(`SELECT setval(pg_get_serial_sequence('webhook_deliveries', 'id'),
+		GREATEST((SELECT max(id) FROM webhook_deliveries), 1))`).Error; err != nil {
+		t.Fatal(err)
+	}
 }
 
 // copyDelivery stores copies of the delivery id, with ids up to last, and
@@ -65,6 +81,7 @@ func copyDelivery(t *testing.T, db dbtest.DB, id, last int64) {
 		WHERE d.id > ? AND d.id <= ? AND a.delivery_id = ?`, id, last, id).Error; err != nil {
 		t.Fatal(err)
 	}
+	idsGiven(t, db)
 }
 
 // deliveriesLeft lists the ids of the deliveries left, and of those that
@@ -166,14 +183,46 @@ func TestDeliverySweepFrontier(t *testing.T) {
 		sweep(12)
 		check("everything old", 9, "deliveries [], attempts []")
 
-		// Ids given again from 1 (the table truncated, its sequence
-		// restarted): behind the frontier, they are walked all the same.
+		// Ids given again from 1 (the table truncated, its id generator
+		// reset): behind the frontier, they are walked all the same.
+		resetIDs(t, db)
 		addDeliveries(t, db, []delivery{
 			{id: 1, status: "DELIVERED", created: base},
 			{id: 2, status: "DELIVERED", created: *at(20)},
 		})
 		sweep(12)
 		check("ids given again", 1, "deliveries [2], attempts [2]")
+	})
+}
+
+// TestQuietSweepStaysAtTheFrontier: once the newest deliveries are swept
+// and nothing new comes, the frontier is past every delivery left, but
+// not past the last id given: the walk stays there and does not read the
+// kept FAILED deliveries behind it again.
+func TestQuietSweepStaysAtTheFrontier(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		st, ctx := openStore(t, db), t.Context()
+		base := now()
+		last := base.Add(4 * time.Hour)
+		addDeliveries(t, db, []delivery{
+			{id: 1, status: "FAILED", created: base, lastAttempt: &last},
+			{id: 2, status: "DELIVERED", created: base},
+		})
+		c := cutoffs{old: base.Add(5 * time.Hour), failed: base.Add(3 * time.Hour)}
+		if _, err := st.sweepDeliveries(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+		if got := deliveriesLeft(t, db); got != "deliveries [1], attempts [1]" {
+			t.Fatalf("after the first sweep: %s; want 1 kept", got)
+		}
+		done, err := st.sweepDeliveries(ctx, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if done.read != 0 || sweepFrontier(t, db) != 2 {
+			t.Errorf("a quiet sweep read %d rows, frontier %d; want 0 rows, frontier 2", done.read, sweepFrontier(t, db))
+		}
 	})
 }
 
@@ -305,4 +354,18 @@ func TestFrontierPassesResentDeliveries(t *testing.T) {
 			t.Errorf("past every keep: %s; want %s", got, want)
 		}
 	})
+}
+
+// resetIDs sets the generator of delivery ids back to the start, as
+// TRUNCATE … RESTART IDENTITY does on PostgreSQL, and deleting the
+// table's sqlite_sequence row on SQLite.
+func resetIDs(t *testing.T, db dbtest.DB) {
+	t.Helper()
+	stmt := `DELETE FROM sqlite_sequence WHERE name = 'webhook_deliveries'`
+	if db.Dialect == "postgres" {
+		stmt = `ALTER SEQUENCE webhook_deliveries_id_seq RESTART`
+	}
+	if err := db.Gorm.Exec(stmt).Error; err != nil {
+		t.Fatal(err)
+	}
 }

@@ -1,19 +1,5 @@
 -- Statements of package events that PostgreSQL and SQLite run as written.
 
--- name: delivery_sweep_frontier
--- The deliveries sweep's frontier (0 before the first sweep): every
--- delivery with an id at or below it is gone, FAILED (expire_failed takes
--- it at the end of its keep), resent (delete_resent_behind takes it once
--- delivered or cancelled), or a FAILED one cancelled with its endpoint
--- after the sweep passed it (delete_canceled_behind). So a sweep walks
--- from it, not from the oldest kept delivery. The frontier stored, then
--- where to walk from: 0 when the stored one is past the newest delivery,
--- since ids given again from 1 (the table truncated with its sequence
--- restarted) would otherwise all lie behind it, never met by the walk;
--- walking from 0 once costs a read of what is kept.
-SELECT f.frontier, CASE WHEN f.frontier > (SELECT COALESCE(max(id), 0) FROM webhook_deliveries) THEN 0 ELSE f.frontier END
-FROM (SELECT COALESCE((SELECT frontier FROM event_cursors WHERE name = 'delivery_sweep'), 0) AS frontier) f
-
 -- name: move_delivery_sweep_frontier
 -- Moves the frontier from $1 to $2 only if it still is $1 (or, with no
 -- row yet, $1 is 0): of two sweeps at once (a leader handing over), the

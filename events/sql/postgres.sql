@@ -176,3 +176,19 @@ WITH gone AS (
 	DELETE FROM webhook_attempts WHERE delivery_id IN (SELECT id FROM gone)
 )
 SELECT count(*) FROM gone
+
+-- name: delivery_sweep_frontier
+-- The deliveries sweep's frontier (0 before the first sweep): every
+-- delivery with an id at or below it is gone, FAILED (expire_failed takes
+-- it at the end of its keep), resent (delete_resent_behind takes it once
+-- delivered or cancelled), or a FAILED one cancelled with its endpoint
+-- after the sweep passed it (delete_canceled_behind). So a sweep walks
+-- from it, not from the oldest kept delivery. The frontier stored, then
+-- where to walk from: 0 when the stored one is past the last id the
+-- table's sequence has given, since ids given again from 1 (the table
+-- truncated with RESTART IDENTITY, the sequence reset) would otherwise all
+-- lie behind it, never met by the walk. Deleting the newest deliveries
+-- moves neither, so a quiet spell does not send the walk back to 0.
+SELECT f.frontier, CASE WHEN f.frontier > COALESCE(pg_sequence_last_value(pg_get_serial_sequence('webhook_deliveries', 'id')), 0)
+	THEN 0 ELSE f.frontier END
+FROM (SELECT COALESCE((SELECT frontier FROM event_cursors WHERE name = 'delivery_sweep'), 0) AS frontier) f

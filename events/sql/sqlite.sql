@@ -104,3 +104,19 @@ DELETE FROM webhook_deliveries
 WHERE id IN (SELECT id FROM webhook_deliveries INDEXED BY idx_webhook_deliveries_failed_at
              WHERE status = 'FAILED' AND COALESCE(last_attempt_at, created_at) < $1
              ORDER BY COALESCE(last_attempt_at, created_at) LIMIT $2)
+
+-- name: delivery_sweep_frontier
+-- The deliveries sweep's frontier (0 before the first sweep): every
+-- delivery with an id at or below it is gone, FAILED (expire_failed takes
+-- it at the end of its keep), resent (delete_resent_behind takes it once
+-- delivered or cancelled), or a FAILED one cancelled with its endpoint
+-- after the sweep passed it (delete_canceled_behind). So a sweep walks
+-- from it, not from the oldest kept delivery. The frontier stored, then
+-- where to walk from: 0 when the stored one is past the last id the
+-- table's AUTOINCREMENT has given (sqlite_sequence), since ids given again
+-- from 1 (that row deleted) would otherwise all lie behind it, never met
+-- by the walk. Deleting the newest deliveries moves neither, so a quiet
+-- spell does not send the walk back to 0.
+SELECT f.frontier, CASE WHEN f.frontier > COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'webhook_deliveries'), 0)
+	THEN 0 ELSE f.frontier END
+FROM (SELECT COALESCE((SELECT frontier FROM event_cursors WHERE name = 'delivery_sweep'), 0) AS frontier) f
