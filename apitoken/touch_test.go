@@ -1,7 +1,6 @@
 package apitoken
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/cmpay/cmpay/auth"
 	"github.com/cmpay/cmpay/internal/dbtest"
+	"github.com/cmpay/cmpay/internal/logtest"
 	"github.com/cmpay/cmpay/internal/stripedouble"
 	"github.com/cmpay/cmpay/models"
 )
@@ -65,7 +65,7 @@ func TestLastUseWaitingDelaysNoRequest(t *testing.T) {
 func TestLastUseFailingFailsNoRequest(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
-		var logs lockedBuffer
+		var logs logtest.Buffer
 		clock := stripedouble.NewManualClock(time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC))
 		s := NewStore(db.Gorm, Options{CacheTTL: -1, Now: clock.Now, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 		t.Cleanup(s.Close)
@@ -180,23 +180,4 @@ func (c *countedStore) touch(ctx context.Context, id string, at, stale time.Time
 	c.touches.Add(1)
 	c.started <- struct{}{}
 	return c.store.touch(ctx, id, at, stale)
-}
-
-// lockedBuffer is a log's output, safe to write from the writes'
-// goroutines while a test reads it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -14,7 +14,6 @@ import (
 	"net/url"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,6 +22,7 @@ import (
 	"github.com/cmpay/cmpay/auth"
 	"github.com/cmpay/cmpay/httpapi"
 	"github.com/cmpay/cmpay/internal/dbtest"
+	"github.com/cmpay/cmpay/internal/logtest"
 )
 
 // open lists what answers without credentials: the health check and the
@@ -205,7 +205,7 @@ func TestFailuresAreCountedPerIdentity(t *testing.T) {
 // limit.
 func TestTrustedProxies(t *testing.T) {
 	t.Parallel()
-	var logs syncBuffer
+	var logs logtest.Buffer
 	b := setup(t, dbtest.SQLite(t), func(d *httpapi.Deps) {
 		d.AuthFailuresPerMinute = 3
 		d.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}
@@ -239,7 +239,7 @@ func TestTrustedProxies(t *testing.T) {
 // every access line carries it; what was presented never is.
 func TestSignInEventsAreLogged(t *testing.T) {
 	t.Parallel()
-	var logs syncBuffer
+	var logs logtest.Buffer
 	b := setup(t, dbtest.SQLite(t), func(d *httpapi.Deps) {
 		d.AuthFailuresPerMinute = 2
 		d.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
@@ -303,24 +303,6 @@ func TestTwoAuthorizationHeaders(t *testing.T) {
 			}
 		}
 	}
-}
-
-// syncBuffer is a bytes.Buffer that handlers may log to concurrently.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // Not parallel: it swaps the default logger.
@@ -464,7 +446,7 @@ func TestDebugEndpointsAreNotPublic(t *testing.T) {
 // needs to find it, its time within the request, and no source location.
 func TestAccessLine(t *testing.T) {
 	t.Parallel()
-	var logs syncBuffer
+	var logs logtest.Buffer
 	b := setup(t, dbtest.SQLite(t), func(d *httpapi.Deps) {
 		d.Logger = slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{AddSource: true}))
 	})

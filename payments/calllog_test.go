@@ -1,42 +1,30 @@
 package payments_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/cmpay/cmpay/internal/dbtest"
+	"github.com/cmpay/cmpay/internal/logtest"
 	"github.com/cmpay/cmpay/internal/stripedouble"
 	"github.com/cmpay/cmpay/payments"
 	"github.com/cmpay/cmpay/processor/stripe"
 )
 
 // logBuffer is a JSON logger's output, safe to read while it is written.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
+type logBuffer struct{ logtest.Buffer }
 
 func (b *logBuffer) logger() *slog.Logger { return slog.New(slog.NewJSONHandler(b, nil)) }
 
 // lines are the lines logged so far whose message starts with prefix.
 func (b *logBuffer) lines(t *testing.T, prefix string) []map[string]any {
 	t.Helper()
-	b.mu.Lock()
-	text := b.buf.String()
-	b.mu.Unlock()
+	text := b.String()
 	var out []map[string]any
 	for line := range strings.Lines(text) {
 		var m map[string]any

@@ -1,7 +1,6 @@
 package payments
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
@@ -10,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cmpay/cmpay/internal/dbtest"
+	"github.com/cmpay/cmpay/internal/logtest"
 	"github.com/cmpay/cmpay/internal/sqlq"
 	"github.com/cmpay/cmpay/internal/stripedouble"
 	"github.com/cmpay/cmpay/processor"
@@ -125,7 +125,7 @@ func TestResolveCallEndsBeforeItsLease(t *testing.T) {
 		conn, d := doubledStripe(t)
 		proc := &deadlines{Connector: conn}
 		clock := &stepClock{now: time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)}
-		var logs lockedBuffer
+		var logs logtest.Buffer
 		s, err := NewService(db.Gorm, Config{Processor: proc, ProcessorTimeout: time.Second, RecoveryAfter: time.Second, Now: clock.Now,
 			Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 		if err != nil {
@@ -285,25 +285,6 @@ func (p *deadlines) got() []time.Duration {
 }
 
 func (p *deadlines) reset() { p.got() }
-
-// lockedBuffer is a log's output, safe to write from the service's
-// goroutines.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // stepClock is a clock the test moves, safe to read from the service's
 // goroutines.

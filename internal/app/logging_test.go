@@ -1,37 +1,19 @@
 package app
 
 import (
-	"bytes"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/cmpay/cmpay/internal/logtest"
 )
-
-// lockedBuffer is a bytes.Buffer the flusher and the test share.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestBufferedLog: lines wait in the buffer, reach the output within a
 // flush interval while the flusher runs, and all of them at Stop.
 func TestBufferedLog(t *testing.T) {
 	t.Parallel()
-	var out lockedBuffer
+	var out logtest.Buffer
 	b := newBufferedLog(&out)
 	fmt.Fprintln(b, "before start")
 	if out.String() != "" {
