@@ -27,9 +27,11 @@ func TestKilledBetweenTheProcessorAndTheCommit(t *testing.T) {
 			double := stripedouble.New(stripedouble.Options{})
 			t.Cleanup(double.Close)
 			// The timeout outlasts the wait for the three calls to reach
-			// the double, so that the kill, not the timeout, ends them.
+			// the double (milliseconds on loopback), so that the kill, not
+			// the timeout, ends them; the dead process's leases then hold
+			// for the timeout and 5 s more, most of the test's time.
 			env := []string{"PROCESSOR=stripe", "STRIPE_API_KEY=sk_test_killed", "STRIPE_API_BASE=" + double.URL(),
-				"PROCESSOR_TIMEOUT=3s", "PROCESSOR_RECOVERY_AFTER=500ms", "STRIPE_SEARCH_LAG=100ms"}
+				"PROCESSOR_TIMEOUT=2s", "PROCESSOR_RECOVERY_AFTER=500ms", "STRIPE_SEARCH_LAG=100ms"}
 			first, second := startServer(t, db.URL, env...), startServer(t, db.URL, env...)
 			to := func(p *process) func(int) string { return func(int) string { return p.url } }
 
