@@ -48,6 +48,13 @@ const (
 // transaction that settles it.
 const leaseMargin = 5 * time.Second
 
+// A create batch whose answer was lost is run again, and its creates take
+// the time their lease was set from (createPlan.leasedAt) from the re-run,
+// up to statementTimeout after the lease the first run stored: their calls
+// end before that lease only while the margin covers a statement's time.
+// This fails to compile when it does not.
+var _ [leaseMargin - statementTimeout]struct{}
+
 // leaseTerms are what a leased operation is stored with: its owner, how
 // long the lease holds, and when the operation is due for recovery if no
 // one settles it before.
