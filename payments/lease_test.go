@@ -24,40 +24,18 @@ import (
 func TestRequestCallEndsBeforeItsLease(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
-		conn, _ := doubledStripe(t)
-		proc := &deadlines{Connector: conn}
-		clock := &stepClock{now: time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)}
-		s, err := NewService(db.Gorm, Config{Processor: proc, ProcessorTimeout: time.Second, RecoveryAfter: time.Second, Now: clock.Now})
-		if err != nil {
-			t.Fatal(err)
-		}
-		tok := "pm_card_visa"
-		capture := false
-		res, err := s.Create(t.Context(), CreateRequest{ClientID: "c", IdempotencyKey: "auth", Amount: "10", Currency: "BRL",
-			Method: MethodCreditCard, PaymentMethodToken: &tok, Capture: &capture, Origin: Origin{Transport: "test"}})
-		if err != nil || res.Payment.Status != StatusAuthorized {
-			t.Fatalf("create: %s, %v", res.Payment.Status, err)
-		}
-		if left := proc.got(); len(left) != 1 || left[0] > time.Second {
+		l := newLeased(t, db)
+		p := l.create(t, "auth", false, StatusAuthorized)
+		if left := l.proc.got(); len(left) != 1 || left[0] > time.Second {
 			t.Fatalf("the create's call had %v left, want one with at most the timeout", left)
 		}
-		cmd, err := CaptureRequest{PaymentID: res.Payment.ID, IdempotencyKey: "capture", Origin: Origin{Transport: "test"}}.command()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var st started
-		if err := s.store.db().Tx(t.Context(), func(r sqlq.Runner) error {
-			st, err = s.startChange(t.Context(), r, cmd)
-			return err
-		}); err != nil || st.err != nil {
-			t.Fatalf("phase 1: %v, %v", err, st.err)
-		}
-		clock.Advance(600 * time.Millisecond)
-		got, err := s.askChange(t.Context(), st)
+		st := l.startCapture(t, p.ID)
+		l.clock.Advance(600 * time.Millisecond)
+		got, err := l.s.askChange(t.Context(), st)
 		if err != nil || got.Payment.Status != StatusCaptured {
 			t.Fatalf("the capture: %s, %v", got.Payment.Status, err)
 		}
-		if left := proc.got(); len(left) != 1 || left[0] > 400*time.Millisecond {
+		if left := l.proc.got(); len(left) != 1 || left[0] > 400*time.Millisecond {
 			t.Errorf("the capture's call had %v left, want one with at most the 400 ms its lease left", left)
 		}
 	})
@@ -122,36 +100,18 @@ func TestResolveSkipsAnOperationTakenOver(t *testing.T) {
 func TestResolveCallEndsBeforeItsLease(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
-		conn, d := doubledStripe(t)
-		proc := &deadlines{Connector: conn}
-		clock := &stepClock{now: time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)}
-		var logs logtest.Buffer
-		s, err := NewService(db.Gorm, Config{Processor: proc, ProcessorTimeout: time.Second, RecoveryAfter: time.Second, Now: clock.Now,
-			Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-		if err != nil {
-			t.Fatal(err)
-		}
+		l := newLeased(t, db)
+		s, proc, logs := l.s, l.proc, &l.logs
 		pending := func(key string) string {
-			d.FailNext(stripedouble.CreatePaymentIntent, stripedouble.Fault{Kind: stripedouble.ServerErrorBefore})
-			tok := "pm_card_visa"
-			res, err := s.Create(t.Context(), CreateRequest{ClientID: "c", IdempotencyKey: key, Amount: "10", Currency: "BRL",
-				Method: MethodCreditCard, PaymentMethodToken: &tok, Origin: Origin{Transport: "test"}})
-			if err != nil || res.Payment.Status != StatusProcessing {
-				t.Fatalf("create: %s, %v", res.Payment.Status, err)
-			}
-			return res.Payment.ID
+			l.d.FailNext(stripedouble.CreatePaymentIntent, stripedouble.Fault{Kind: stripedouble.ServerErrorBefore})
+			return l.create(t, key, true, StatusProcessing).ID
 		}
 		claimAndResolve := func(renewal time.Duration) {
 			t.Helper()
-			clock.Advance(time.Minute)
-			now := clock.Now()
-			ids, err := s.store.claimDue(t.Context(), s.instance, now.Add(s.timeout+leaseMargin), now, 1, s.processorNames())
-			if err != nil || len(ids) != 1 {
-				t.Fatalf("claim: %v, %v", ids, err)
-			}
-			s.leaseSet = func() { clock.Advance(renewal) }
+			id := l.claimOne(t)
+			s.leaseSet = func() { l.clock.Advance(renewal) }
 			defer func() { s.leaseSet = nil }()
-			if err := s.resolve(t.Context(), ids[0]); err != nil {
+			if err := s.resolve(t.Context(), id); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -191,20 +151,11 @@ func TestResolveCallEndsBeforeItsLease(t *testing.T) {
 func TestSendAgainCallEndsBeforeItsLease(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
-		conn, d := doubledStripe(t)
-		clock := &stepClock{now: time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)}
-		s, err := NewService(db.Gorm, Config{Processor: conn, ProcessorTimeout: time.Second, RecoveryAfter: time.Second, Now: clock.Now})
-		if err != nil {
-			t.Fatal(err)
-		}
-		tok, capture := "pm_card_visa", false
-		res, err := s.Create(t.Context(), CreateRequest{ClientID: "c", IdempotencyKey: "k", Amount: "10", Currency: "BRL",
-			Method: MethodCreditCard, PaymentMethodToken: &tok, Capture: &capture, Origin: Origin{Transport: "test"}})
-		if err != nil || res.Payment.Status != StatusAuthorized {
-			t.Fatalf("create: %s, %v", res.Payment.Status, err)
-		}
+		l := newLeased(t, db)
+		s, d, clock := l.s, l.d, l.clock
+		p := l.create(t, "k", false, StatusAuthorized)
 		d.FailNext(stripedouble.CapturePaymentIntent, stripedouble.Fault{Kind: stripedouble.ServerErrorStored})
-		if _, err := s.Capture(t.Context(), CaptureRequest{PaymentID: res.Payment.ID, IdempotencyKey: "cap"}); err != nil {
+		if _, err := s.Capture(t.Context(), CaptureRequest{PaymentID: p.ID, IdempotencyKey: "cap"}); err != nil {
 			t.Fatal(err)
 		}
 		// The first round asks again with the key and is answered the
@@ -242,10 +193,78 @@ func TestSendAgainCallEndsBeforeItsLease(t *testing.T) {
 		if len(keys) != before+1 || keys[before] != keys[before-1]+"_a2" {
 			t.Errorf("keys sent %q, want one more: the first's _a2", keys)
 		}
-		if p, _, _ := s.store.readPayment(t.Context(), res.Payment.ID); p.Status != StatusCaptured {
-			t.Errorf("after the next claim: %s, want CAPTURED", p.Status)
+		if got, _, _ := s.store.readPayment(t.Context(), p.ID); got.Status != StatusCaptured {
+			t.Errorf("after the next claim: %s, want CAPTURED", got.Status)
 		}
 	})
+}
+
+// leased is a service paying through the Stripe double, whose calls'
+// deadlines proc notes, on a clock the test moves, with a one-second
+// PROCESSOR_TIMEOUT: what the lease tests share.
+type leased struct {
+	s     *Service
+	proc  *deadlines
+	d     *stripedouble.Double
+	clock *stepClock
+	logs  logtest.Buffer
+}
+
+func newLeased(t *testing.T, db dbtest.DB) *leased {
+	t.Helper()
+	conn, d := doubledStripe(t)
+	l := &leased{proc: &deadlines{Connector: conn}, d: d, clock: &stepClock{now: time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)}}
+	s, err := NewService(db.Gorm, Config{Processor: l.proc, ProcessorTimeout: time.Second, RecoveryAfter: time.Second,
+		Now: l.clock.Now, Logger: slog.New(slog.NewTextHandler(&l.logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.s = s
+	return l
+}
+
+// create makes a card payment under key, authorized only unless capture,
+// and fails the test unless it is want.
+func (l *leased) create(t *testing.T, key string, capture bool, want Status) Payment {
+	t.Helper()
+	tok := "pm_card_visa"
+	res, err := l.s.Create(t.Context(), CreateRequest{ClientID: "c", IdempotencyKey: key, Amount: "10", Currency: "BRL",
+		Method: MethodCreditCard, PaymentMethodToken: &tok, Capture: &capture, Origin: Origin{Transport: "test"}})
+	if err != nil || res.Payment.Status != want {
+		t.Fatalf("create %s: %s, %v; want %s", key, res.Payment.Status, err, want)
+	}
+	return res.Payment
+}
+
+// startCapture runs phase 1 of a capture of id (its operation stored and
+// leased), as the request would, and returns it for askChange.
+func (l *leased) startCapture(t *testing.T, id string) started {
+	t.Helper()
+	cmd, err := CaptureRequest{PaymentID: id, IdempotencyKey: "capture", Origin: Origin{Transport: "test"}}.command()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st started
+	if err := l.s.store.db().Tx(t.Context(), func(r sqlq.Runner) error {
+		st, err = l.s.startChange(t.Context(), r, cmd)
+		return err
+	}); err != nil || st.err != nil {
+		t.Fatalf("phase 1: %v, %v", err, st.err)
+	}
+	return st
+}
+
+// claimOne moves the clock a minute on and claims the one operation then
+// due, as recovery's round would.
+func (l *leased) claimOne(t *testing.T) string {
+	t.Helper()
+	l.clock.Advance(time.Minute)
+	now := l.clock.Now()
+	ids, err := l.s.store.claimDue(t.Context(), l.s.instance, now.Add(l.s.timeout+leaseMargin), now, 1, l.s.processorNames())
+	if err != nil || len(ids) != 1 {
+		t.Fatalf("claim: %v, %v", ids, err)
+	}
+	return ids[0]
 }
 
 // deadlines is a Stripe connector that notes how long each create's
@@ -330,57 +349,27 @@ func doubledStripe(t *testing.T) (*stripe.Connector, *stripedouble.Double) {
 func TestCallTimeNeverPassesTheTimeout(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
-		conn, d := doubledStripe(t)
-		proc := &deadlines{Connector: conn}
-		clock := &stepClock{now: time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)}
-		s, err := NewService(db.Gorm, Config{Processor: proc, ProcessorTimeout: time.Second, RecoveryAfter: time.Second, Now: clock.Now})
-		if err != nil {
-			t.Fatal(err)
-		}
-		tok, capture := "pm_card_visa", false
-		res, err := s.Create(t.Context(), CreateRequest{ClientID: "c", IdempotencyKey: "auth", Amount: "10", Currency: "BRL",
-			Method: MethodCreditCard, PaymentMethodToken: &tok, Capture: &capture, Origin: Origin{Transport: "test"}})
-		if err != nil || res.Payment.Status != StatusAuthorized {
-			t.Fatalf("create: %s, %v", res.Payment.Status, err)
-		}
-		proc.reset()
-		cmd, err := CaptureRequest{PaymentID: res.Payment.ID, IdempotencyKey: "capture", Origin: Origin{Transport: "test"}}.command()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var st started
-		if err := s.store.db().Tx(t.Context(), func(r sqlq.Runner) error {
-			st, err = s.startChange(t.Context(), r, cmd)
-			return err
-		}); err != nil || st.err != nil {
-			t.Fatalf("phase 1: %v, %v", err, st.err)
-		}
-		clock.Advance(-10 * time.Second)
-		if got, err := s.askChange(t.Context(), st); err != nil || got.Payment.Status != StatusCaptured {
+		l := newLeased(t, db)
+		p := l.create(t, "auth", false, StatusAuthorized)
+		l.proc.reset()
+		st := l.startCapture(t, p.ID)
+		l.clock.Advance(-10 * time.Second)
+		if got, err := l.s.askChange(t.Context(), st); err != nil || got.Payment.Status != StatusCaptured {
 			t.Fatalf("the capture: %s, %v", got.Payment.Status, err)
 		}
-		if left := proc.got(); len(left) != 1 || left[0] > time.Second {
+		if left := l.proc.got(); len(left) != 1 || left[0] > time.Second {
 			t.Errorf("the capture's call had %v left after a step back, want one with at most the timeout", left)
 		}
 
-		d.FailNext(stripedouble.CreatePaymentIntent, stripedouble.Fault{Kind: stripedouble.ServerErrorBefore})
-		res, err = s.Create(t.Context(), CreateRequest{ClientID: "c", IdempotencyKey: "pending", Amount: "10", Currency: "BRL",
-			Method: MethodCreditCard, PaymentMethodToken: &tok, Origin: Origin{Transport: "test"}})
-		if err != nil || res.Payment.Status != StatusProcessing {
-			t.Fatalf("create: %s, %v", res.Payment.Status, err)
-		}
-		proc.reset()
-		clock.Advance(time.Minute)
-		now := clock.Now()
-		ids, err := s.store.claimDue(t.Context(), s.instance, now.Add(s.timeout+leaseMargin), now, 1, s.processorNames())
-		if err != nil || len(ids) != 1 {
-			t.Fatalf("claim: %v, %v", ids, err)
-		}
-		s.leaseSet = func() { clock.Advance(-10 * time.Second) }
-		if err := s.resolve(t.Context(), ids[0]); err != nil {
+		l.d.FailNext(stripedouble.CreatePaymentIntent, stripedouble.Fault{Kind: stripedouble.ServerErrorBefore})
+		l.create(t, "pending", true, StatusProcessing)
+		l.proc.reset()
+		id := l.claimOne(t)
+		l.s.leaseSet = func() { l.clock.Advance(-10 * time.Second) }
+		if err := l.s.resolve(t.Context(), id); err != nil {
 			t.Fatal(err)
 		}
-		if left := proc.got(); len(left) != 1 || left[0] > time.Second {
+		if left := l.proc.got(); len(left) != 1 || left[0] > time.Second {
 			t.Errorf("recovery's call had %v left after a step back, want one with at most the timeout", left)
 		}
 	})
