@@ -6,6 +6,7 @@ package dbtest
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -14,7 +15,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"gorm.io/gorm"
 
 	"github.com/cmpay/cmpay/database"
@@ -156,7 +159,7 @@ func newSchema(t testing.TB, create func(schema string) error) string {
 		t.Fatalf("dbtest: create schema: %v", err)
 	}
 	t.Cleanup(func() {
-		if err := db.Exec(`DROP SCHEMA ` + schema + ` CASCADE`).Error; err != nil {
+		if err := dropSchema(db, schema); err != nil {
 			t.Errorf("dbtest: drop schema %s: %v", schema, err)
 		}
 	})
@@ -165,6 +168,27 @@ func newSchema(t testing.TB, create func(schema string) error) string {
 		t.Fatalf("dbtest: %v", err)
 	}
 	return u
+}
+
+// dropSchema drops schema and everything in it. A server process the test
+// stopped may leave a backend finishing its last statement in the schema,
+// whose locks the drop, taking the schema's objects one by one, can
+// deadlock with; PostgreSQL then cancels one of the two, and the drop is
+// tried again, a few times, once that backend is gone.
+func dropSchema(db *gorm.DB, schema string) error {
+	var err error
+	for try := range 5 {
+		if err = db.Exec(`DROP SCHEMA ` + schema + ` CASCADE`).Error; err == nil || !isDeadlock(err) {
+			return err
+		}
+		time.Sleep(time.Duration(try+1) * 100 * time.Millisecond) // a retry's back-off
+	}
+	return err
+}
+
+func isDeadlock(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "40P01"
 }
 
 // withSearchPath is serverURL with its search_path set to schema.
