@@ -1,0 +1,430 @@
+package web
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/PuerkitoBio/goquery"
+
+	"github.com/cmpay/cmpay/events"
+	"github.com/cmpay/cmpay/internal/dbtest"
+	"github.com/cmpay/cmpay/models"
+	"github.com/cmpay/cmpay/payments"
+	"github.com/cmpay/cmpay/staff"
+	"github.com/cmpay/cmpay/webhooks"
+)
+
+// TestAdminResendsWeekOldFailedDelivery: a delivery that failed, kept past
+// the retention while its event is swept, is what support finds on the
+// Webhooks page days later. The page shows its event's type (read from the
+// body it sent), endpoint, payment and FAILED status, with Resend for an
+// operator only; the operator's Resend, through the real sign-in, form and
+// redirect, sends the first attempt's very bytes signed afresh, and the
+// delivery ends DELIVERED; a second Resend changes and sends nothing.
+func TestAdminResendsWeekOldFailedDelivery(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		e := newResendEnv(t, db)
+		pay := e.createPayment(t, "shop-keep", "keep-admin-1")
+		d := e.waitDelivery(t, pay, "FAILED")
+		if d.Body == nil {
+			t.Fatalf("delivery %d is FAILED without its body stored", d.ID)
+		}
+		first := e.rcv.sent()
+		if len(first) == 0 || string(first[0].body) != *d.Body {
+			t.Fatalf("the stored body is not the one sent: %d sent, stored %q", len(first), *d.Body)
+		}
+		// The newest event, which no sweep takes, in a pass of its own and
+		// for a client without endpoints.
+		e.createPayment(t, "shop-other", "keep-admin-2")
+		e.waitEvents(t, 2)
+
+		// 100 h on: past the retention (73 h), within the keep (168 h).
+		e.sweep(t, 100*time.Hour)
+		if left := e.eventPayments(t); slices.Contains(left, pay) {
+			t.Fatalf("the event of %s is kept after 100 h (events of %v): the test needs it gone", pay, left)
+		}
+
+		srv := httptest.NewServer(Admin(AdminDeps{Payments: e.pay, Staff: e.st, Webhooks: e.wh}))
+		t.Cleanup(srv.Close)
+		viewer := signedIn(t, srv, e.st, "vera", staff.Viewer)
+		operator := signedIn(t, srv, e.st, "otto", staff.Operator)
+		page := "/admin/webhooks?status=FAILED"
+
+		// The viewer sees the row, with no Resend, and may not post one.
+		row := failedRow(t, getDoc(t, viewer, srv.URL+page), d.ID)
+		checkFailedRow(t, row, d, pay, e.rcv.srv.URL+"/hook")
+		if row.Find(`form[method="post"]`).Length() != 0 {
+			t.Error("a viewer is offered Resend")
+		}
+		action := "/admin/webhooks/deliveries/" + strconv.FormatInt(d.ID, 10) + "/resend?status=FAILED"
+		if res := postForm(t, viewer, srv.URL+action); res.StatusCode != http.StatusForbidden {
+			t.Errorf("a viewer's resend: %d, want 403", res.StatusCode)
+		}
+		if got := e.delivery(t, d.ID); got.Status != "FAILED" {
+			t.Fatalf("after a viewer's refused resend the delivery is %s", got.Status)
+		}
+
+		// The operator sees the same row, with Resend.
+		row = failedRow(t, getDoc(t, operator, srv.URL+page), d.ID)
+		checkFailedRow(t, row, d, pay, e.rcv.srv.URL+"/hook")
+		if got, _ := row.Find(`form[method="post"]`).Attr("action"); got != action {
+			t.Fatalf("operator's Resend form posts to %q, want %q", got, action)
+		}
+
+		// The endpoint is fixed; support resends.
+		e.rcv.failing.Store(false)
+		before := len(e.rcv.sent())
+		resentAt := time.Now()
+		res := postForm(t, operator, srv.URL+action)
+		doc := docOf(t, res)
+		if res.StatusCode != http.StatusOK || res.Request.URL.Path != "/admin/webhooks" ||
+			res.Request.URL.Query().Get("resent") != strconv.FormatInt(d.ID, 10) {
+			t.Fatalf("resend ended at %d %s", res.StatusCode, res.Request.URL)
+		}
+		want := "Delivery " + strconv.FormatInt(d.ID, 10) + " was re-armed"
+		if notice := squash(doc.Find(`p.notice[role="status"]`).Text()); !strings.HasPrefix(notice, want) {
+			t.Errorf("notice after the resend %q, want it to begin %q", notice, want)
+		}
+		e.waitDelivery(t, pay, "DELIVERED")
+		sent := e.rcv.sent()
+		if len(sent) != before+1 {
+			t.Fatalf("%d sent after the resend, want %d", len(sent), before+1)
+		}
+		resent := sent[len(sent)-1]
+		if string(resent.body) != string(first[0].body) {
+			t.Errorf("the resend sent another body than the first attempt:\nfirst  %s\nresent %s", first[0].body, resent.body)
+		}
+		if resent.eventID != strconv.FormatInt(d.EventID, 10) {
+			t.Errorf("resent with event id %q, want %d", resent.eventID, d.EventID)
+		}
+		if err := webhooks.Verify(e.secret, resent.signature, resent.body, time.Now(), time.Minute); err != nil {
+			t.Errorf("the resend's signature %q: %v", resent.signature, err)
+		}
+		if ts := signedAt(t, resent.signature); ts < resentAt.Unix() {
+			t.Errorf("the resend is signed at %d, before it was asked for (%d): not afresh", ts, resentAt.Unix())
+		}
+
+		// A second Resend of the same delivery: nothing changes or is sent.
+		done := e.delivery(t, d.ID)
+		res = postForm(t, operator, srv.URL+action)
+		doc = docOf(t, res)
+		if res.StatusCode != http.StatusOK || res.Request.URL.Query().Get("unchanged") != strconv.FormatInt(d.ID, 10) {
+			t.Fatalf("second resend ended at %d %s", res.StatusCode, res.Request.URL)
+		}
+		want = "Delivery " + strconv.FormatInt(d.ID, 10) + " was not failed any more"
+		if notice := squash(doc.Find(`p.notice[role="status"]`).Text()); !strings.HasPrefix(notice, want) {
+			t.Errorf("notice after the second resend %q, want it to begin %q", notice, want)
+		}
+		if after := e.delivery(t, d.ID); after.Status != "DELIVERED" || after.Attempts != done.Attempts {
+			t.Errorf("after the second resend: %s with %d attempts, want DELIVERED with %d", after.Status, after.Attempts, done.Attempts)
+		}
+		if n := len(e.rcv.sent()); n != before+1 {
+			t.Errorf("%d sent after the second resend, want %d", n, before+1)
+		}
+	})
+}
+
+// checkFailedRow checks what the Webhooks page shows of the failed
+// delivery d of payment pay to endpointURL.
+func checkFailedRow(t *testing.T, row *goquery.Selection, d models.WebhookDelivery, pay, endpointURL string) {
+	t.Helper()
+	event := squash(row.Find(`td[data-label="Event"]`).Text())
+	if want := "#" + strconv.FormatInt(d.EventID, 10) + " " + string(payments.EventCreated) + " payment " + pay; event != want {
+		t.Errorf("event cell %q, want %q", event, want)
+	}
+	if href, _ := row.Find(`td[data-label="Event"] a`).Attr("href"); href != "/admin/payments/"+pay {
+		t.Errorf("payment link %q", href)
+	}
+	if got := squash(row.Find(`td[data-label="Endpoint"]`).Text()); got != endpointURL {
+		t.Errorf("endpoint cell %q, want %q", got, endpointURL)
+	}
+	if got := squash(row.Find(`td[data-label="Status"] .badge.rejected`).Text()); got != "FAILED" {
+		t.Errorf("status badge %q, want FAILED", got)
+	}
+	if got := squash(row.Find(`td[data-label="Last answer"]`).Text()); !strings.HasPrefix(got, "HTTP 500") {
+		t.Errorf("last answer %q, want the receiver's HTTP 500", got)
+	}
+	if got := squash(row.Find(`td[data-label="Next attempt"]`).Text()); got != "none" {
+		t.Errorf("next attempt %q, want none", got)
+	}
+}
+
+// failedRow is delivery id's row on the page; the test stops without one.
+func failedRow(t *testing.T, doc *goquery.Document, id int64) *goquery.Selection {
+	t.Helper()
+	row := doc.Find("table.deliveries tbody tr").FilterFunction(func(_ int, s *goquery.Selection) bool {
+		return squash(s.Find(`td[data-label="Delivery"]`).Text()) == strconv.FormatInt(id, 10)
+	})
+	if row.Length() != 1 {
+		t.Fatalf("%d rows of delivery %d on the page: %s", row.Length(), id, squash(doc.Find("table.deliveries").Text()))
+	}
+	return row
+}
+
+// resendEnv is payments, events (whose clock the sweep reads may be set
+// ahead), webhooks and staff over one database, with an endpoint for the
+// client shop-keep at a receiver that answers 500 while failing is set.
+type resendEnv struct {
+	db     dbtest.DB
+	ahead  atomic.Int64
+	ev     *events.Service
+	pay    *payments.Service
+	wh     *webhooks.Service
+	st     *staff.Store
+	rcv    *receiver
+	secret string
+}
+
+func newResendEnv(t *testing.T, db dbtest.DB) *resendEnv {
+	t.Helper()
+	quiet := slog.New(slog.DiscardHandler)
+	e := &resendEnv{db: db, rcv: newReceiver(t)}
+	var err error
+	e.ev, err = events.New(db.Gorm, events.Options{Retention: 73 * time.Hour, FailedKeep: 168 * time.Hour, SweepInterval: time.Hour,
+		Poll: 50 * time.Millisecond, Logger: quiet,
+		Now: func() time.Time { return time.Now().Add(time.Duration(e.ahead.Load())) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.pay, err = payments.NewService(db.Gorm, payments.Config{OnAttempt: func(payments.Operation, payments.Outcome, string) { e.ev.Wake() }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Retries for a second only, so that the delivery fails soon.
+	e.wh, err = webhooks.New(db.Gorm, e.ev, webhooks.Config{AllowPrivate: true, RetryMin: 50 * time.Millisecond,
+		MaxAge: time.Second, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.st = staff.New(db.Gorm, staff.Config{Hash: staff.HashParams{Memory: 64, Time: 1, Threads: 1}})
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); e.ev.Run(ctx) }()
+	go func() { defer wg.Done(); e.wh.Run(ctx) }()
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	if _, e.secret, err = e.wh.CreateEndpoint(t.Context(), "shop-keep", e.rcv.srv.URL+"/hook", nil); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func (e *resendEnv) createPayment(t *testing.T, client, key string) string {
+	t.Helper()
+	res, err := e.pay.Create(t.Context(), payments.CreateRequest{ClientID: client, IdempotencyKey: key, Amount: "10.00",
+		Currency: "BRL", Method: payments.MethodPix, Origin: payments.Origin{Transport: "test"}})
+	if err != nil {
+		t.Fatalf("create %s: %v", key, err)
+	}
+	return res.Payment.ID
+}
+
+// waitDelivery waits until the payment's one delivery has status.
+func (e *resendEnv) waitDelivery(t *testing.T, pay, status string) models.WebhookDelivery {
+	t.Helper()
+	var d models.WebhookDelivery
+	poll(t, "the delivery of "+pay+" to be "+status, func() bool {
+		var rows []models.WebhookDelivery
+		if err := e.db.Gorm.Where("payment_id = ?", pay).Find(&rows).Error; err != nil {
+			t.Fatal(err)
+		}
+		if len(rows) > 1 {
+			t.Fatalf("%d deliveries of %s, want one", len(rows), pay)
+		}
+		if len(rows) == 1 {
+			d = rows[0]
+		}
+		return len(rows) == 1 && d.Status == status
+	})
+	return d
+}
+
+func (e *resendEnv) delivery(t *testing.T, id int64) models.WebhookDelivery {
+	t.Helper()
+	var d models.WebhookDelivery
+	if err := e.db.Gorm.First(&d, id).Error; err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// waitEvents waits until n events are numbered: the next one made will
+// be in a pass of its own.
+func (e *resendEnv) waitEvents(t *testing.T, n int) {
+	t.Helper()
+	poll(t, "the events", func() bool { return len(e.eventPayments(t)) == n })
+}
+
+// eventPayments lists the payments of the events left.
+func (e *resendEnv) eventPayments(t *testing.T) []string {
+	t.Helper()
+	evs, err := e.ev.Since(t.Context(), 0, events.Filter{}, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, ev := range evs {
+		out = append(out, ev.Payment.ID)
+	}
+	return out
+}
+
+// sweep runs the events sweep with its clock ahead by d.
+func (e *resendEnv) sweep(t *testing.T, d time.Duration) {
+	t.Helper()
+	e.ahead.Store(int64(d))
+	defer e.ahead.Store(0)
+	if _, err := e.ev.Sweep(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// receiver is a webhook endpoint that keeps what it is sent and answers
+// 500 while failing is set, 204 otherwise.
+type receiver struct {
+	srv     *httptest.Server
+	failing atomic.Bool
+	mu      sync.Mutex
+	got     []received
+}
+
+type received struct {
+	body               []byte
+	signature, eventID string
+}
+
+func newReceiver(t *testing.T) *receiver {
+	r := &receiver{}
+	r.failing.Store(true)
+	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		body, _ := io.ReadAll(req.Body)
+		r.mu.Lock()
+		r.got = append(r.got, received{body: body, signature: req.Header.Get(webhooks.HeaderSignature),
+			eventID: req.Header.Get(webhooks.HeaderEventID)})
+		r.mu.Unlock()
+		if r.failing.Load() {
+			w.WriteHeader(http.StatusInternalServerError)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(r.srv.Close)
+	return r
+}
+
+func (r *receiver) sent() []received {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.got)
+}
+
+// signedIn is a browser signed in to srv, through the sign-in form, as a
+// new staff member with role.
+func signedIn(t *testing.T, srv *httptest.Server, st *staff.Store, username string, role staff.Role) *http.Client {
+	t.Helper()
+	password := username + "-long-enough-password"
+	if _, err := st.Add(t.Context(), staff.CommandLine, username, role, password); err != nil {
+		t.Fatal(err)
+	}
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := *srv.Client()
+	c.Jar = jar
+	res := post(t, &c, srv.URL+loginPath, url.Values{"username": {username}, "password": {password}, "next": {"/admin/webhooks"}})
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK || res.Request.URL.Path != "/admin/webhooks" {
+		t.Fatalf("sign-in as %s ended at %d %s", username, res.StatusCode, res.Request.URL)
+	}
+	return &c
+}
+
+// post sends a form as a browser does from a page of the same site
+// (Sec-Fetch-Site and Origin: the admin refuses cross-site posts), and
+// follows the redirect.
+func post(t *testing.T, c *http.Client, target string, form url.Values) *http.Response {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, target, strings.NewReader(form.Encode()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, _ := url.Parse(target)
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Sec-Fetch-Site", "same-origin")
+	req.Header.Set("Origin", u.Scheme+"://"+u.Host)
+	res, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// postForm posts a form with no fields, as the Resend button does.
+func postForm(t *testing.T, c *http.Client, target string) *http.Response {
+	t.Helper()
+	res := post(t, c, target, url.Values{})
+	t.Cleanup(func() { res.Body.Close() })
+	return res
+}
+
+func getDoc(t *testing.T, c *http.Client, target string) *goquery.Document {
+	t.Helper()
+	res, err := c.Get(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %d", target, res.StatusCode)
+	}
+	return docOf(t, res)
+}
+
+func docOf(t *testing.T, res *http.Response) *goquery.Document {
+	t.Helper()
+	defer res.Body.Close()
+	doc, err := goquery.NewDocumentFromReader(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doc
+}
+
+// signedAt is the unix time a CMPay-Signature header says it was made.
+func signedAt(t *testing.T, header string) int64 {
+	t.Helper()
+	for _, part := range strings.Split(header, ",") {
+		if v, ok := strings.CutPrefix(part, "t="); ok {
+			ts, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				t.Fatalf("signature %q: %v", header, err)
+			}
+			return ts
+		}
+	}
+	t.Fatalf("signature %q has no time", header)
+	return 0
+}
+
+// poll waits for cond, polled for up to 10 s.
+func poll(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
