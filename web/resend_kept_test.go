@@ -203,9 +203,10 @@ func newResendEnv(t *testing.T, db dbtest.DB) *resendEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Retries for a second only, so that the delivery fails soon.
+	// Retries for three seconds only, so that the delivery fails soon,
+	// and a resent one is still tried on a loaded machine.
 	e.wh, err = webhooks.New(db.Gorm, e.ev, webhooks.Config{AllowPrivate: true, RetryMin: 50 * time.Millisecond,
-		MaxAge: time.Second, Logger: quiet})
+		MaxAge: 3 * time.Second, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
