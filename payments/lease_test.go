@@ -30,7 +30,7 @@ func TestRequestCallEndsBeforeItsLease(t *testing.T) {
 			t.Fatalf("the create's call had %v left, want one with at most the timeout", left)
 		}
 		st := l.startCapture(t, p.ID)
-		l.clock.Advance(600 * time.Millisecond)
+		l.clock.Add(600 * time.Millisecond)
 		got, err := l.s.askChange(t.Context(), st)
 		if err != nil || got.Payment.Status != StatusCaptured {
 			t.Fatalf("the capture: %s, %v", got.Payment.Status, err)
@@ -109,7 +109,7 @@ func TestResolveCallEndsBeforeItsLease(t *testing.T) {
 		claimAndResolve := func(renewal time.Duration) {
 			t.Helper()
 			id := l.claimOne(t)
-			s.leaseSet = func() { l.clock.Advance(renewal) }
+			s.leaseSet = func() { l.clock.Add(renewal) }
 			defer func() { s.leaseSet = nil }()
 			if err := s.resolve(t.Context(), id); err != nil {
 				t.Fatal(err)
@@ -161,7 +161,7 @@ func TestSendAgainCallEndsBeforeItsLease(t *testing.T) {
 		// The first round asks again with the key and is answered the
 		// stored 500; the next reads, finds the capture not done, and
 		// stores a new key.
-		clock.Advance(time.Minute)
+		clock.Add(time.Minute)
 		if _, err := s.RecoverDue(t.Context()); err != nil {
 			t.Fatal(err)
 		}
@@ -171,10 +171,10 @@ func TestSendAgainCallEndsBeforeItsLease(t *testing.T) {
 		var sets int
 		s.leaseSet = func() {
 			if sets++; sets == 2 {
-				clock.Advance(600 * time.Millisecond)
+				clock.Add(600 * time.Millisecond)
 			}
 		}
-		clock.Advance(time.Minute)
+		clock.Add(time.Minute)
 		if _, err := s.RecoverDue(t.Context()); err != nil {
 			t.Fatal(err)
 		}
@@ -185,7 +185,7 @@ func TestSendAgainCallEndsBeforeItsLease(t *testing.T) {
 			t.Fatalf("sent %q with under half the timeout left, want nothing", keys)
 		}
 		s.leaseSet = nil
-		clock.Advance(time.Minute)
+		clock.Add(time.Minute)
 		if _, err := s.RecoverDue(t.Context()); err != nil {
 			t.Fatal(err)
 		}
@@ -206,14 +206,14 @@ type leased struct {
 	s     *Service
 	proc  *deadlines
 	d     *stripedouble.Double
-	clock *stepClock
+	clock *stripedouble.ManualClock
 	logs  logtest.Buffer
 }
 
 func newLeased(t *testing.T, db dbtest.DB) *leased {
 	t.Helper()
 	conn, d := doubledStripe(t)
-	l := &leased{proc: &deadlines{Connector: conn}, d: d, clock: &stepClock{now: time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)}}
+	l := &leased{proc: &deadlines{Connector: conn}, d: d, clock: stripedouble.NewManualClock(time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC))}
 	s, err := NewService(db.Gorm, Config{Processor: l.proc, ProcessorTimeout: time.Second, RecoveryAfter: time.Second,
 		Now: l.clock.Now, Logger: slog.New(slog.NewTextHandler(&l.logs, nil))})
 	if err != nil {
@@ -258,7 +258,7 @@ func (l *leased) startCapture(t *testing.T, id string) started {
 // due, as recovery's round would.
 func (l *leased) claimOne(t *testing.T) string {
 	t.Helper()
-	l.clock.Advance(time.Minute)
+	l.clock.Add(time.Minute)
 	now := l.clock.Now()
 	ids, err := l.s.store.claimDue(t.Context(), l.s.instance, now.Add(l.s.timeout+leaseMargin), now, 1, l.s.processorNames())
 	if err != nil || len(ids) != 1 {
@@ -305,25 +305,6 @@ func (p *deadlines) got() []time.Duration {
 
 func (p *deadlines) reset() { p.got() }
 
-// stepClock is a clock the test moves, safe to read from the service's
-// goroutines.
-type stepClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *stepClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *stepClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
 // doubledStripe is the Stripe connector against a double of its own, with
 // a one-second timeout; both end with the test.
 func doubledStripe(t *testing.T) (*stripe.Connector, *stripedouble.Double) {
@@ -353,7 +334,7 @@ func TestCallTimeNeverPassesTheTimeout(t *testing.T) {
 		p := l.create(t, "auth", false, StatusAuthorized)
 		l.proc.reset()
 		st := l.startCapture(t, p.ID)
-		l.clock.Advance(-10 * time.Second)
+		l.clock.Add(-10 * time.Second)
 		if got, err := l.s.askChange(t.Context(), st); err != nil || got.Payment.Status != StatusCaptured {
 			t.Fatalf("the capture: %s, %v", got.Payment.Status, err)
 		}
@@ -365,7 +346,7 @@ func TestCallTimeNeverPassesTheTimeout(t *testing.T) {
 		l.create(t, "pending", true, StatusProcessing)
 		l.proc.reset()
 		id := l.claimOne(t)
-		l.s.leaseSet = func() { l.clock.Advance(-10 * time.Second) }
+		l.s.leaseSet = func() { l.clock.Add(-10 * time.Second) }
 		if err := l.s.resolve(t.Context(), id); err != nil {
 			t.Fatal(err)
 		}

@@ -22,7 +22,8 @@ func (c *ManualClock) Now() time.Time {
 	return c.now
 }
 
-// Add moves the clock forward by d.
+// Add moves the clock by d: forward, or back for a negative d (a clock
+// stepped back, as NTP may).
 func (c *ManualClock) Add(d time.Duration) {
 	c.mu.Lock()
 	c.now = c.now.Add(d)
