@@ -181,15 +181,7 @@ func (st shared) walkDeliveries(ctx context.Context, c cutoffs, from int64, done
 // from < id <= to created before old, and their attempts, in one
 // transaction.
 func (st shared) deleteDeliveries(ctx context.Context, from, to int64, old time.Time) (int64, error) {
-	var n int64
-	err := st.db.Tx(ctx, func(tx sqlq.Runner) error {
-		if _, err := tx.Exec(ctx, st.q.SQL("delete_finished_attempts"), from, to, old); err != nil {
-			return fmt.Errorf("sweep delivery attempts: %w", err)
-		}
-		var err error
-		n, err = tx.Exec(ctx, st.q.SQL("delete_finished_deliveries"), from, to, old)
-		return err
-	})
+	n, err := st.deleteInTx(ctx, st.q.SQL("delete_finished_attempts"), st.q.SQL("delete_finished_deliveries"), from, to, old)
 	if err != nil {
 		return 0, fmt.Errorf("sweep deliveries: %w", err)
 	}
