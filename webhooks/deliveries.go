@@ -113,7 +113,8 @@ func (s *Service) Deliveries(ctx context.Context, f DeliveryFilter, limit int, a
 
 // pageIDs are the ids of the page Deliveries lists, newest first, and
 // whether older and newer deliveries follow. It reads one more than limit
-// to know whether more follow: no count.
+// to know whether more follow: no count. Deliveries has refused after and
+// before together.
 func (s *Service) pageIDs(ctx context.Context, f DeliveryFilter, limit int, after, before string) (ids []int64, older, newer bool, err error) {
 	if before != "" {
 		from, err := decodeDeliveryCursor("before", before)
@@ -129,22 +130,18 @@ func (s *Service) pageIDs(ctx context.Context, f DeliveryFilter, limit int, afte
 			return ids[:limit], true, true, nil
 		}
 		// Fewer than a page is newer: the newest page, full, instead.
-	} else if after != "" {
-		from, err := decodeDeliveryCursor("after", after)
-		if err != nil {
+	}
+	from := maxDeliveryID
+	if after != "" {
+		if from, err = decodeDeliveryCursor("after", after); err != nil {
 			return nil, false, false, err
 		}
-		ids, err := s.store.deliveryIDs(ctx, f, from, false, limit+1)
-		if err != nil {
-			return nil, false, false, fmt.Errorf("list webhook deliveries: %w", err)
-		}
-		return ids[:min(limit, len(ids))], len(ids) > limit, true, nil
 	}
-	ids, err = s.store.deliveryIDs(ctx, f, maxDeliveryID, false, limit+1)
+	ids, err = s.store.deliveryIDs(ctx, f, from, false, limit+1)
 	if err != nil {
 		return nil, false, false, fmt.Errorf("list webhook deliveries: %w", err)
 	}
-	return ids[:min(limit, len(ids))], len(ids) > limit, false, nil
+	return ids[:min(limit, len(ids))], len(ids) > limit, after != "", nil
 }
 
 // maxDeliveryID is above every delivery's id: the newest page's bound.

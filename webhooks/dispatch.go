@@ -159,13 +159,6 @@ func (s *Service) start(batch []claim, slots, freed chan struct{}, inFlight *syn
 	}
 	bodies, err := s.bodies(context.Background(), batch)
 	for _, c := range batch {
-		if c.Body != nil {
-			// A resent delivery: the body stored when it failed, whose
-			// event the sweep may have deleted since.
-			bodies[c.ID] = []byte(*c.Body)
-		}
-	}
-	for _, c := range batch {
 		slots <- struct{}{}
 		end := s.busy.begin(c)
 		inFlight.Go(func() {
@@ -196,24 +189,28 @@ func (s *Service) start(batch []claim, slots, freed chan struct{}, inFlight *syn
 	}
 }
 
-// bodies builds the JSON body of every delivery of a batch that has no
-// stored body, by delivery id, once per event; on a database error the
-// map is empty, never nil. An event's payment lists the refunds made up
-// to and including it, each as it was right after the event (payments.RefundsAt):
+// bodies is the JSON body of every delivery of a batch, by delivery id:
+// a resent one's as stored when it failed (its event may be swept since),
+// the others' built once per event. On a database error it still holds
+// the stored ones. An event's payment lists the refunds made up to and
+// including it, each as it was right after the event (payments.RefundsAt):
 // one returned or failed later still shows what it was then.
 func (s *Service) bodies(ctx context.Context, batch []claim) (map[int64][]byte, error) {
+	out := make(map[int64][]byte, len(batch))
 	seqs := make([]int64, 0, len(batch))
 	for _, c := range batch {
-		if c.Body == nil {
+		if c.Body != nil {
+			out[c.ID] = []byte(*c.Body)
+		} else {
 			seqs = append(seqs, c.EventSeq)
 		}
 	}
 	if len(seqs) == 0 {
-		return map[int64][]byte{}, nil
+		return out, nil
 	}
 	bySeq, err := s.events.BySeq(ctx, seqs)
 	if err != nil {
-		return map[int64][]byte{}, err
+		return out, err
 	}
 	var evs []events.Event
 	for _, c := range batch {
@@ -236,7 +233,7 @@ func (s *Service) bodies(ctx context.Context, batch []claim) (map[int64][]byte, 
 	if len(refunded) > 0 {
 		rows, err := s.store.refundsOf(ctx, slices.Collect(maps.Keys(refunded)))
 		if err != nil {
-			return map[int64][]byte{}, fmt.Errorf("read refunds: %w", err)
+			return out, fmt.Errorf("read refunds: %w", err)
 		}
 		for _, r := range rows {
 			refunds[r.PaymentID] = append(refunds[r.PaymentID], r)
@@ -248,7 +245,6 @@ func (s *Service) bodies(ctx context.Context, batch []claim) (map[int64][]byte, 
 		// carries its statements' times, as its events do.
 		byEvent[e.ID] = EventBody(e, payments.RefundsAt(refunds[e.Payment.ID], e.Payment))
 	}
-	out := make(map[int64][]byte, len(batch))
 	for _, c := range batch {
 		if b, ok := byEvent[c.EventID]; ok && c.Body == nil {
 			out[c.ID] = b
