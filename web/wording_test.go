@@ -108,8 +108,8 @@ func TestDangerousButtonsAskFirst(t *testing.T) {
 // A delivery names the payment its event is about, with a link to it.
 func TestDeliveriesNameTheirPayment(t *testing.T) {
 	t.Parallel()
-	d := webhooks.Delivery{WebhookDelivery: models.WebhookDelivery{ID: 3, EventID: 9, Status: "DELIVERED"}, EventType: "PAYMENT_REFUNDED",
-		URL: "https://shop.test/hooks", PaymentID: "pay_42"}
+	d := webhooks.Delivery{WebhookDelivery: models.WebhookDelivery{ID: 3, EventID: 9, Status: "DELIVERED", EventPaymentID: "pay_42"},
+		EventType: "PAYMENT_REFUNDED", URL: "https://shop.test/hooks"}
 	doc := renderDoc(t, webhooksPage(webhooksView{Available: true, Deliveries: []webhooks.Delivery{d}, Now: created}))
 	link := doc.Find(`table.deliveries td[data-label="Event"] a[href="/admin/payments/pay_42"]`)
 	if link.Length() != 1 || !strings.Contains(squash(doc.Find(`td[data-label="Event"]`).Text()), "PAYMENT_REFUNDED payment pay_42") {

@@ -271,7 +271,7 @@ func TestDeliveriesFilterSpacedClient(t *testing.T) {
 			if err != nil {
 				t.Fatalf("client %+q: %v", filter, err)
 			}
-			if len(page.Deliveries) != 1 || page.Deliveries[0].PaymentID != want {
+			if len(page.Deliveries) != 1 || page.Deliveries[0].EventPaymentID != want {
 				t.Errorf("client %+q lists %+v, want only %s's delivery", filter, page.Deliveries, want)
 			}
 		}

@@ -261,7 +261,6 @@ func scanDelivery(r sqlq.Row) (Delivery, error) {
 	err := r.Scan(&d.ID, &d.EventID, &d.EventSeq, &d.EndpointID, &d.Status, &d.EventAt, &d.CreatedAt, &d.Attempts,
 		&d.Retries, &d.NextAttemptAt, &d.ExpiresAt, &d.LeaseUntil, &d.ClaimToken, &d.LastAttemptAt, &d.LastStatus,
 		&d.LastError, &d.DeliveredAt, &d.EventType, &d.URL, &d.EventPaymentID, &d.EventClientID)
-	d.PaymentID = d.EventPaymentID
 	return d, err
 }
 

@@ -389,9 +389,6 @@ type Delivery struct {
 	models.WebhookDelivery
 	EventType string
 	URL       string
-	// PaymentID is the payment the event is about, as EventPaymentID (the
-	// name the admin's pages read).
-	PaymentID string
 	// AttemptLog is the delivery's attempts, oldest first.
 	AttemptLog []models.WebhookAttempt
 }

@@ -237,8 +237,8 @@ func TestDeliveries(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, d := range recent {
-			if d.PaymentID == "" || d.EventType != "PAYMENT_CREATED" && d.PaymentID != p.ID {
-				t.Errorf("delivery %d of %s names payment %q", d.ID, d.EventType, d.PaymentID)
+			if d.EventPaymentID == "" || d.EventType != "PAYMENT_CREATED" && d.EventPaymentID != p.ID {
+				t.Errorf("delivery %d of %s names payment %q", d.ID, d.EventType, d.EventPaymentID)
 			}
 		}
 	})
