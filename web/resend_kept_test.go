@@ -137,6 +137,116 @@ func TestAdminResendsWeekOldFailedDelivery(t *testing.T) {
 	})
 }
 
+// TestAdminResendsDeliveryFailedBeforeBodies: deliveries that failed
+// before failed deliveries kept their body (body NULL: a database upgraded
+// from before migration 0012). One whose event the sweep kept for it is
+// resent from that event: its first attempt's bytes, signed afresh. One
+// whose event is gone has nothing to send: the page offers no Resend and
+// says why, and a Resend posted all the same changes and sends nothing,
+// and says why too.
+func TestAdminResendsDeliveryFailedBeforeBodies(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		e := newResendEnv(t, db)
+		// Each payment's event in a pass of its own (the sweep keeps or
+		// takes a pass whole on PostgreSQL).
+		kept := e.createPayment(t, "shop-keep", "old-kept")
+		dk := e.waitDelivery(t, kept, "FAILED")
+		e.forgetBody(t, dk.ID)
+		gone := e.createPayment(t, "shop-keep", "old-gone")
+		dg := e.waitDelivery(t, gone, "FAILED")
+		e.createPayment(t, "shop-other", "old-newest")
+		e.waitEvents(t, 3)
+
+		// 100 h on: the event of the delivery without a body is kept, the
+		// other's goes. Without its body too, that one is what an older
+		// build's sweep could leave: a FAILED delivery with nothing to send.
+		e.sweep(t, 100*time.Hour)
+		if left := e.eventPayments(t); !slices.Contains(left, kept) || slices.Contains(left, gone) {
+			t.Fatalf("events of %v left after 100 h: want %s's, not %s's", left, kept, gone)
+		}
+		e.forgetBody(t, dg.ID)
+
+		srv := httptest.NewServer(Admin(AdminDeps{Payments: e.pay, Staff: e.st, Webhooks: e.wh}))
+		t.Cleanup(srv.Close)
+		operator := signedIn(t, srv, e.st, "otto", staff.Operator)
+		page := "/admin/webhooks?status=FAILED"
+		doc := getDoc(t, operator, srv.URL+page)
+		action := func(id int64) string {
+			return "/admin/webhooks/deliveries/" + strconv.FormatInt(id, 10) + "/resend?status=FAILED"
+		}
+		if got, _ := failedRow(t, doc, dk.ID).Find(`form[method="post"]`).Attr("action"); got != action(dk.ID) {
+			t.Errorf("the delivery whose event is kept: Resend posts to %q, want %q", got, action(dk.ID))
+		}
+		row := failedRow(t, doc, dg.ID)
+		if row.Find(`form[method="post"]`).Length() != 0 {
+			t.Error("the delivery with nothing to send is offered Resend")
+		}
+		why := "Cannot be resent: it failed before CMPay kept the body of a failed delivery, and its event has been deleted since, so there is nothing to send again."
+		if got := squash(row.Find(`td[data-label="Action"]`).Text()); got != why {
+			t.Errorf("the action cell of the delivery with nothing to send says %q, want %q", got, why)
+		}
+
+		// A Resend posted all the same changes and sends nothing.
+		e.rcv.failing.Store(false)
+		before := len(e.rcv.sent())
+		res := postForm(t, operator, srv.URL+action(dg.ID))
+		doc = docOf(t, res)
+		if res.StatusCode != http.StatusOK || res.Request.URL.Query().Get("unsendable") != strconv.FormatInt(dg.ID, 10) {
+			t.Fatalf("resend of the delivery with nothing to send ended at %d %s", res.StatusCode, res.Request.URL)
+		}
+		want := "Delivery " + strconv.FormatInt(dg.ID, 10) + " was not resent: it failed before CMPay kept"
+		if notice := squash(doc.Find(`p.notice[role="status"]`).Text()); !strings.HasPrefix(notice, want) {
+			t.Errorf("notice after the refused resend %q, want it to begin %q", notice, want)
+		}
+		if got := e.delivery(t, dg.ID); got.Status != "FAILED" || got.Attempts != dg.Attempts || got.ExpiresAt != nil {
+			t.Errorf("after the refused resend: %s, %d attempts, expires %v; want it FAILED as it was (%d attempts)",
+				got.Status, got.Attempts, got.ExpiresAt, dg.Attempts)
+		}
+
+		// The one whose event is kept is resent from it.
+		resentAt := time.Now()
+		res = postForm(t, operator, srv.URL+action(dk.ID))
+		if res.StatusCode != http.StatusOK || res.Request.URL.Query().Get("resent") != strconv.FormatInt(dk.ID, 10) {
+			t.Fatalf("resend of the delivery whose event is kept ended at %d %s", res.StatusCode, res.Request.URL)
+		}
+		e.waitDelivery(t, kept, "DELIVERED")
+		sent := e.rcv.sent()
+		if len(sent) != before+1 {
+			t.Fatalf("%d sent after both resends, want %d", len(sent), before+1)
+		}
+		first := slices.IndexFunc(sent, func(r received) bool { return r.eventID == strconv.FormatInt(dk.EventID, 10) })
+		resent := sent[len(sent)-1]
+		if resent.eventID != strconv.FormatInt(dk.EventID, 10) || string(resent.body) != string(sent[first].body) {
+			t.Errorf("the resend sent event %s's body %s, want event %d's first %s", resent.eventID, resent.body,
+				dk.EventID, sent[first].body)
+		}
+		if err := webhooks.Verify(e.secret, resent.signature, resent.body, time.Now(), time.Minute); err != nil {
+			t.Errorf("the resend's signature %q: %v", resent.signature, err)
+		}
+		if ts := signedAt(t, resent.signature); ts < resentAt.Unix() {
+			t.Errorf("the resend is signed at %d, before it was asked for (%d): not afresh", ts, resentAt.Unix())
+		}
+		if got := e.delivery(t, dg.ID); got.Status != "FAILED" || got.Attempts != dg.Attempts {
+			t.Errorf("the delivery with nothing to send is %s with %d attempts after the other's resend", got.Status, got.Attempts)
+		}
+
+		// Both resends are in the audit log, the refused one as failed.
+		log, err := e.st.AuditLog(t.Context(), staff.AuditFilter{Action: staff.ActWebhookResend}, 10, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, en := range log.Entries {
+			got = append(got, en.Actor+" "+en.Target+" "+en.Outcome)
+		}
+		if want := []string{"otto delivery " + strconv.FormatInt(dk.ID, 10) + " ok",
+			"otto delivery " + strconv.FormatInt(dg.ID, 10) + " failed"}; !slices.Equal(got, want) {
+			t.Errorf("resends in the audit log, newest first: %q, want %q", got, want)
+		}
+	})
+}
+
 // checkFailedRow checks what the Webhooks page shows of the failed
 // delivery d of payment pay to endpointURL.
 func checkFailedRow(t *testing.T, row *goquery.Selection, d models.WebhookDelivery, pay, endpointURL string) {
@@ -260,6 +370,15 @@ func (e *resendEnv) delivery(t *testing.T, id int64) models.WebhookDelivery {
 		t.Fatal(err)
 	}
 	return d
+}
+
+// forgetBody makes the delivery id one stored before failed deliveries
+// kept their body (migration 0012).
+func (e *resendEnv) forgetBody(t *testing.T, id int64) {
+	t.Helper()
+	if err := e.db.Gorm.Model(&models.WebhookDelivery{}).Where("id = ?", id).Update("body", nil).Error; err != nil {
+		t.Fatal(err)
+	}
 }
 
 // waitEvents waits until n events are numbered: the next one made will

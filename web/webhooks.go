@@ -1,6 +1,7 @@
 package web
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net/http"
@@ -147,17 +148,15 @@ func (a *admin) webhooksPage(w http.ResponseWriter, r *http.Request) {
 }
 
 // resendNotice is what the page says after resendDelivery redirected to
-// it: only for a delivery that exists (on the page, or read alone), and
-// either notice only for one no longer failed, so that a link someone
-// else crafted cannot make the page state what is not so.
+// it: only for a delivery that exists (on the page, or read alone), the
+// notices of a resend done or not needed only for one no longer failed,
+// and that of a refused one only for one failed with nothing to send, so
+// that a link someone else crafted cannot make the page state what is not
+// so.
 func (a *admin) resendNotice(r *http.Request, listed []webhooks.Delivery) string {
 	q := r.URL.Query()
-	resent, unchanged := q.Get("resent"), q.Get("unchanged")
-	text := resent
-	if text == "" {
-		text = unchanged
-	}
-	id, err := strconv.ParseInt(text, 10, 64)
+	resent, unchanged, unsendable := q.Get("resent"), q.Get("unchanged"), q.Get("unsendable")
+	id, err := strconv.ParseInt(cmp.Or(resent, unchanged, unsendable), 10, 64)
 	if err != nil {
 		return ""
 	}
@@ -169,6 +168,12 @@ func (a *admin) resendNotice(r *http.Request, listed []webhooks.Delivery) string
 		// A delivery the filter leaves out (a resent one is no longer
 		// FAILED) is read alone; an id of none shows nothing.
 		return ""
+	}
+	if unsendable != "" {
+		if d.Status != "FAILED" || !d.NothingToSend {
+			return ""
+		}
+		return "Delivery " + strconv.FormatInt(id, 10) + " was not resent: " + nothingToSend
 	}
 	if d.Status == "FAILED" {
 		return ""
@@ -208,6 +213,16 @@ func (a *admin) resendDelivery(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case errors.Is(err, webhooks.ErrNotFailed):
 		back.Set("unchanged", strconv.FormatInt(id, 10))
+	case errors.Is(err, webhooks.ErrNothingToSend):
+		// Refused before any change, so recorded here, as the payment
+		// actions record what they refuse before the engine.
+		target := "delivery " + strconv.FormatInt(id, 10)
+		if err := a.staff.Record(r.Context(), sess.Actor(a.addr(r)), staff.ActWebhookResend, target, staff.OutcomeFailed,
+			"nothing to send: failed before its body was kept, and its event is gone"); err != nil {
+			serverError(w, r, err)
+			return
+		}
+		back.Set("unsendable", strconv.FormatInt(id, 10))
 	case err != nil:
 		serverError(w, r, err)
 		return
@@ -216,6 +231,11 @@ func (a *admin) resendDelivery(w http.ResponseWriter, r *http.Request) {
 	}
 	http.Redirect(w, r, "/admin/webhooks?"+back.Encode(), http.StatusSeeOther)
 }
+
+// nothingToSend says, to staff, why a FAILED delivery with
+// webhooks.Delivery.NothingToSend cannot be resent.
+const nothingToSend = "it failed before CMPay kept the body of a failed delivery, and its event has been deleted since, " +
+	"so there is nothing to send again."
 
 // shownURL is an endpoint's URL as the admin shows it, to every role: its
 // scheme, host and the start of its path, which say where deliveries go.

@@ -38,7 +38,8 @@ type store interface {
 	deleteEndpoint(ctx context.Context, o Owner, id string, at time.Time) (bool, error)
 	// rearm makes the FAILED delivery id pending again, due at due and
 	// retried until expires, and runs audit (if not nil) in the same
-	// transaction. It says whether the delivery was FAILED.
+	// transaction. It says whether the delivery was FAILED. One with
+	// nothing to send is ErrNothingToSend, unchanged and not audited.
 	rearm(ctx context.Context, id int64, due, expires time.Time, audit Audit) (bool, error)
 	// deliveryIDs lists the ids of up to limit deliveries matching f with
 	// an id below from, newest first, or with newer above it, oldest
@@ -173,6 +174,15 @@ func (st shared) rearm(ctx context.Context, id int64, due, expires time.Time, au
 			return err
 		}
 		changed = n > 0
+		if !changed {
+			var none int
+			if err := tx.QueryRow(ctx, st.q.SQL("nothing_to_send"), id).Scan(&none); err != nil {
+				return fmt.Errorf("look for what to send: %w", err)
+			}
+			if none > 0 {
+				return ErrNothingToSend
+			}
+		}
 		if audit == nil {
 			return nil
 		}
@@ -254,13 +264,13 @@ func (st shared) deliveriesOf(ctx context.Context, ids []int64) ([]Delivery, err
 	return out, nil
 }
 
-// scanDelivery reads a delivery with its endpoint's URL and its event's
-// type.
+// scanDelivery reads a delivery with its endpoint's URL, its event's type
+// and whether it has nothing to send.
 func scanDelivery(r sqlq.Row) (Delivery, error) {
 	var d Delivery
 	err := r.Scan(&d.ID, &d.EventID, &d.EventSeq, &d.EndpointID, &d.Status, &d.EventAt, &d.CreatedAt, &d.Attempts,
 		&d.Retries, &d.NextAttemptAt, &d.ExpiresAt, &d.LeaseUntil, &d.ClaimToken, &d.LastAttemptAt, &d.LastStatus,
-		&d.LastError, &d.DeliveredAt, &d.EventType, &d.URL, &d.EventPaymentID, &d.EventClientID)
+		&d.LastError, &d.DeliveredAt, &d.EventType, &d.URL, &d.EventPaymentID, &d.EventClientID, &d.NothingToSend)
 	return d, err
 }
 

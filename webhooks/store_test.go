@@ -301,14 +301,22 @@ func TestStoreClaimsAtOnce(t *testing.T) {
 }
 
 // TestStoreRearm: a failed delivery is armed again once, with its audit
-// in the same transaction; an audit that fails leaves it failed.
+// in the same transaction; an audit that fails leaves it failed. One
+// without a stored body (failed before bodies were kept) is armed while
+// its event is there, and refused, unchanged and unaudited, without it.
 func TestStoreRearm(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
 		st, ctx := openStore(t, db), t.Context()
 		at := now()
-		ids := addDeliveries(t, db, "we_1", 2, at)
-		db.Gorm.Model(&models.WebhookDelivery{}).Where("id = ?", ids[0]).Updates(map[string]any{"status": "FAILED", "retries": 5})
+		ids := addDeliveries(t, db, "we_1", 4, at)
+		db.Gorm.Model(&models.WebhookDelivery{}).Where("id = ?", ids[0]).Updates(map[string]any{"status": "FAILED", "retries": 5,
+			"body": `{"id":"1"}`})
+		db.Gorm.Model(&models.WebhookDelivery{}).Where("id IN ?", ids[2:]).Updates(map[string]any{"status": "FAILED", "retries": 5})
+		if err := db.Gorm.Create(&models.PaymentEvent{Seq: 3, Type: "PAYMENT_CREATED", At: at, PaymentID: "pay_3", ClientID: "shop",
+			PaymentKey: "k", Currency: "BRL", Method: "PIX", PaymentCreatedAt: at, Status: "PENDING"}).Error; err != nil {
+			t.Fatal(err)
+		}
 
 		boom := errors.New("audit log unavailable")
 		var told []bool
@@ -326,6 +334,15 @@ func TestStoreRearm(t *testing.T) {
 		}
 		if changed, err := st.rearm(ctx, ids[1], at, at.Add(time.Hour), audit(nil)); changed || err != nil {
 			t.Errorf("rearm of a pending delivery = %v, %v; want false", changed, err)
+		}
+		if changed, err := st.rearm(ctx, ids[3], at, at.Add(time.Hour), audit(nil)); changed || !errors.Is(err, ErrNothingToSend) {
+			t.Errorf("rearm of a delivery with neither body nor event = %v, %v; want false, ErrNothingToSend", changed, err)
+		}
+		if d := delivery(t, db, ids[3]); d.Status != "FAILED" || d.Retries != 5 || d.ExpiresAt != nil {
+			t.Errorf("after the rearm of a delivery with nothing to send: %s, %d retries, expires %v", d.Status, d.Retries, d.ExpiresAt)
+		}
+		if changed, err := st.rearm(ctx, ids[2], at, at.Add(time.Hour), nil); !changed || err != nil {
+			t.Errorf("rearm of a delivery without a body whose event is kept = %v, %v; want true", changed, err)
 		}
 
 		due := at.Add(time.Minute)

@@ -348,18 +348,28 @@ var ErrForbidden = errors.New("the webhook endpoint belongs to another client")
 // delivered, or unknown).
 var ErrNotFailed = errors.New("the delivery is not failed")
 
+// ErrNothingToSend: a resend found the delivery FAILED with nothing to
+// send: it failed before failed deliveries kept their body (schema version
+// 12), and its event, which the body would be built from, is gone. Nothing
+// was changed.
+var ErrNothingToSend = errors.New("the delivery failed before its body was kept, and its event is gone: nothing to send")
+
 // Audit writes the audit log's entry for a staff member's resend, in the
 // resend's own transaction: the change and its entry commit together, or
 // neither does (package staff makes them: staff.Store.ResendAudit). It
 // must write through tx alone: on SQLite the server has one connection,
 // which tx holds. changed is false when the resend changed nothing. A nil
-// Audit records nothing.
+// Audit records nothing; neither does a resend refused with
+// ErrNothingToSend, which its caller records as it records a request it
+// refused.
 type Audit func(ctx context.Context, tx sqlq.Runner, changed bool) error
 
 // Resend arms a failed delivery again, with a fresh schedule of retries.
 // It changes only a delivery that is still FAILED, in one conditional
 // update, so a second click (or a second instance) changes nothing and
-// gets ErrNotFailed. audit records it, changed or not.
+// gets ErrNotFailed. audit records it, changed or not. A delivery that
+// has nothing to send is refused with ErrNothingToSend rather than armed
+// to fail again: every attempt would find no event to build its body from.
 func (s *Service) Resend(ctx context.Context, id int64, audit Audit) error {
 	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
@@ -389,6 +399,10 @@ type Delivery struct {
 	models.WebhookDelivery
 	EventType string
 	URL       string
+	// NothingToSend: neither the body it sent nor its event is kept (it
+	// failed before bodies were stored, and its event was swept), so a
+	// resend is refused (ErrNothingToSend).
+	NothingToSend bool
 	// AttemptLog is the delivery's attempts, oldest first.
 	AttemptLog []models.WebhookAttempt
 }

@@ -50,10 +50,20 @@ WHERE endpoint_id = $1 AND status IN ('PENDING', 'FAILED')
 -- name: rearm_delivery
 -- Arms the delivery $1 again with a fresh schedule of retries, due at $2
 -- and retried until $3, only if it is still FAILED: one conditional update,
--- so a second resend (or a second instance) changes nothing.
+-- so a second resend (or a second instance) changes nothing. Only one with
+-- something to send: its stored body, or else its event to build it from
+-- (one that failed before bodies were stored, whose event may be gone).
 UPDATE webhook_deliveries
 SET status = 'PENDING', retries = 0, next_attempt_at = $2, expires_at = $3, lease_until = NULL
 WHERE id = $1 AND status = 'FAILED'
+	AND (body IS NOT NULL OR EXISTS (SELECT 1 FROM payment_events e WHERE e.seq = webhook_deliveries.event_seq))
+
+-- name: nothing_to_send
+-- 1 when the delivery $1 is FAILED with neither a stored body nor its
+-- event: run after a rearm_delivery that changed nothing, to tell why.
+SELECT count(*) FROM webhook_deliveries d
+WHERE d.id = $1 AND d.status = 'FAILED' AND d.body IS NULL
+	AND NOT EXISTS (SELECT 1 FROM payment_events e WHERE e.seq = d.event_seq)
 
 -- The admin's list of deliveries, newest first by id (which follows
 -- creation), keyset-paged: each deliveries_* statement lists the ids of

@@ -103,10 +103,13 @@ SELECT length($1)
 -- name: deliveries_of
 -- The deliveries the JSON array $1 lists (a page of the admin's list),
 -- newest first, with their endpoint's URL and their event's type: read
--- from the stored body once the event is swept, '' without one.
+-- from the stored body once the event is swept, '' without one. The last
+-- column: neither body nor event is there, so a resend would have nothing
+-- to send.
 SELECT d.id, d.event_id, d.event_seq, d.endpoint_id, d.status, d.event_at, d.created_at, d.attempts, d.retries,
 	d.next_attempt_at, d.expires_at, d.lease_until, d.claim_token, d.last_attempt_at, d.last_status, d.last_error,
-	d.delivered_at, COALESCE(e.type, json_extract(d.body, '$.type'), ''), w.url, d.payment_id, d.client_id
+	d.delivered_at, COALESCE(e.type, json_extract(d.body, '$.type'), ''), w.url, d.payment_id, d.client_id,
+	d.body IS NULL AND e.seq IS NULL
 FROM webhook_deliveries d JOIN webhook_endpoints w ON w.id = d.endpoint_id
 LEFT JOIN payment_events e ON e.seq = d.event_seq
 WHERE d.id IN (SELECT value FROM json_each($1))
