@@ -1,6 +1,7 @@
 // Package metrics exposes CMPay's Prometheus metrics: what became of every
 // idempotent request and how long requests take by operation; the
-// processor's calls and the outcomes left unknown; the events written,
+// processor's calls, the outcomes left unknown and the operations
+// recovery left for a lease set too late; the events written,
 // webhook deliveries and GraphQL subscriptions; WebSockets waiting for
 // connection_init; and the database connection pool.
 package metrics

@@ -11,9 +11,10 @@ import (
 
 // processorMetrics are the processor calls' collectors.
 type processorMetrics struct {
-	calls    *prometheus.CounterVec
-	latency  *prometheus.HistogramVec
-	resolved *prometheus.CounterVec
+	calls     *prometheus.CounterVec
+	latency   *prometheus.HistogramVec
+	resolved  *prometheus.CounterVec
+	leaseLate *prometheus.CounterVec
 }
 
 func newProcessorMetrics(reg *prometheus.Registry) *processorMetrics {
@@ -33,11 +34,19 @@ func newProcessorMetrics(reg *prometheus.Registry) *processorMetrics {
 			Name: "cmpay_processor_unknown_resolved_total",
 			Help: "Processor operations whose outcome was unknown and that this instance settled by the processor's word, by operation.",
 		}, []string{"operation"}),
+		leaseLate: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cmpay_processor_lease_late_total",
+			Help: "Processor operations this instance's recovery left to a later claim without asking the processor, " +
+				"setting the operation's lease having left less than half of PROCESSOR_TIMEOUT (a slow database), by operation.",
+		}, []string{"operation"}),
 	}
+	// Shown at 0 from the start, so that an alert on their increase sees
+	// the first one.
 	for _, op := range payments.Operations {
 		m.resolved.WithLabelValues(string(op))
+		m.leaseLate.WithLabelValues(string(op))
 	}
-	reg.MustRegister(m.calls, m.latency, m.resolved)
+	reg.MustRegister(m.calls, m.latency, m.resolved, m.leaseLate)
 	return m
 }
 
@@ -54,6 +63,12 @@ func (m *Metrics) OnOperationSettled(op payments.Operation, wasUnknown bool) {
 	if wasUnknown {
 		m.processor.resolved.WithLabelValues(string(op)).Inc()
 	}
+}
+
+// OnLeaseLate counts an operation recovery left to a later claim because
+// setting its lease left too little time; it is the payments.Config hook.
+func (m *Metrics) OnLeaseLate(op payments.Operation) {
+	m.processor.leaseLate.WithLabelValues(string(op)).Inc()
 }
 
 // WatchUnknown exports the processor operations whose outcome is unknown

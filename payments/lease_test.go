@@ -3,6 +3,7 @@ package payments
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -93,10 +94,10 @@ func TestResolveSkipsAnOperationTakenOver(t *testing.T) {
 // A renewal of recovery's lease that waited (for SQLite's write lock, a row
 // lock) leaves the call less time: it ends when the lease's time for it
 // does, never after the lease, and with less than half of
-// PROCESSOR_TIMEOUT left no call is made at all, and that is logged: the
-// operation waits for the next claim once the lease has run out, which
-// asks with the whole timeout. The waits are the clock moved as the
-// renewal returns.
+// PROCESSOR_TIMEOUT left no call is made at all, and that is logged and
+// counted (OnLeaseLate): the operation waits for the next claim once the
+// lease has run out, which asks with the whole timeout. The waits are the
+// clock moved as the renewal returns.
 func TestResolveCallEndsBeforeItsLease(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
@@ -128,6 +129,9 @@ func TestResolveCallEndsBeforeItsLease(t *testing.T) {
 		if text := logs.String(); !strings.Contains(text, "class="+classLeaseLate) || !strings.Contains(text, "payment_id="+id) {
 			t.Errorf("no call made, and no line says so; logged:\n%s", text)
 		}
+		if got := l.lateOps(); !slices.Equal(got, []Operation{OpCreate}) {
+			t.Errorf("no call made, counted late %v; want the create once", got)
+		}
 		claimAndResolve(0) // the next claim, the lease long over
 		if left := proc.got(); len(left) != 1 || left[0] > time.Second {
 			t.Fatalf("next claim's calls had %v left, want one with at most the timeout", left)
@@ -141,6 +145,9 @@ func TestResolveCallEndsBeforeItsLease(t *testing.T) {
 		claimAndResolve(300 * time.Millisecond)
 		if left := proc.got(); len(left) != 1 || left[0] > 700*time.Millisecond {
 			t.Errorf("calls had %v left, want one with at most the 700 ms the renewal left", left)
+		}
+		if got := l.lateOps(); len(got) != 0 {
+			t.Errorf("calls made, and counted late %v; want none", got)
 		}
 	})
 }
@@ -184,6 +191,9 @@ func TestSendAgainCallEndsBeforeItsLease(t *testing.T) {
 		if keys := d.Keys(stripedouble.CapturePaymentIntent)[before:]; len(keys) != 0 {
 			t.Fatalf("sent %q with under half the timeout left, want nothing", keys)
 		}
+		if got := l.lateOps(); !slices.Equal(got, []Operation{OpCapture}) {
+			t.Errorf("nothing sent, counted late %v; want the capture once", got)
+		}
 		s.leaseSet = nil
 		clock.Add(time.Minute)
 		if _, err := s.RecoverDue(t.Context()); err != nil {
@@ -201,13 +211,16 @@ func TestSendAgainCallEndsBeforeItsLease(t *testing.T) {
 
 // leased is a service paying through the Stripe double, whose calls'
 // deadlines proc notes, on a clock the test moves, with a one-second
-// PROCESSOR_TIMEOUT: what the lease tests share.
+// PROCESSOR_TIMEOUT: what the lease tests share. late notes the
+// operations OnLeaseLate is told of.
 type leased struct {
 	s     *Service
 	proc  *deadlines
 	d     *stripedouble.Double
 	clock *stripedouble.ManualClock
 	logs  logtest.Buffer
+	mu    sync.Mutex
+	late  []Operation
 }
 
 func newLeased(t *testing.T, db dbtest.DB) *leased {
@@ -215,12 +228,25 @@ func newLeased(t *testing.T, db dbtest.DB) *leased {
 	conn, d := doubledStripe(t)
 	l := &leased{proc: &deadlines{Connector: conn}, d: d, clock: stripedouble.NewManualClock(time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC))}
 	s, err := NewService(db.Gorm, Config{Processor: l.proc, ProcessorTimeout: time.Second, RecoveryAfter: time.Second,
-		Now: l.clock.Now, Logger: slog.New(slog.NewTextHandler(&l.logs, nil))})
+		Now: l.clock.Now, Logger: slog.New(slog.NewTextHandler(&l.logs, nil)), OnLeaseLate: func(op Operation) {
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			l.late = append(l.late, op)
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	l.s = s
 	return l
+}
+
+// lateOps is the operations counted late since it was last called.
+func (l *leased) lateOps() []Operation {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	late := l.late
+	l.late = nil
+	return late
 }
 
 // create makes a card payment under key, authorized only unless capture,

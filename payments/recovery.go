@@ -158,12 +158,14 @@ func (s *Service) resolve(ctx context.Context, id string) error {
 // SQLite's write lock, a row lock, a slow database), and another instance
 // that claims the operation once the lease ends never finds a call of this
 // one still running. Not ok, with nothing to cancel, when less than half of
-// PROCESSOR_TIMEOUT is left (minCallTime); that is logged, since an
-// operation whose lease always takes that long to set is never asked.
+// PROCESSOR_TIMEOUT is left (minCallTime); that is logged and counted
+// (OnLeaseLate: an operator alerts on the metric), since an operation
+// whose lease always takes that long to set is never asked.
 func (s *Service) leasedCall(ctx context.Context, op operationRow, leasedAt time.Time) (context.Context, context.CancelFunc, bool) {
 	left := s.callTime(leasedAt)
 	if left < s.minCallTime() {
 		s.leaseLateLog(op, left)
+		s.onLeaseLate(op.operation)
 		return nil, nil, false
 	}
 	callCtx, cancel := context.WithTimeout(ctx, left)

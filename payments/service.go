@@ -79,6 +79,10 @@ type Config struct {
 	// settled after it was stored unsettled; wasUnknown says an unknown
 	// outcome was resolved (metrics; tests wait on it).
 	OnOperationSettled func(op Operation, wasUnknown bool)
+	// OnLeaseLate, if set, is told of every operation recovery left to a
+	// later claim without asking, setting its lease having left too little
+	// of ProcessorTimeout (recovery.go, leasedCall; metrics hook in here).
+	OnLeaseLate func(op Operation)
 	// Logger is told of the processor calls that failed and of what
 	// recovery settles or gives up on, sampled (calllog.go). Nil means
 	// slog.Default().
@@ -133,6 +137,7 @@ type Service struct {
 	instance      string
 	onCall        func(Operation, CallOutcome, time.Duration)
 	onSettled     func(Operation, bool)
+	onLeaseLate   func(Operation)
 	// calls samples the log lines of processor calls and of recovery
 	// (calllog.go); RecoverDue logs its counts every round.
 	calls *logrepeat.Sampler
@@ -161,7 +166,7 @@ func NewService(db *gorm.DB, cfg Config) (*Service, error) {
 		s.onAttempt = func(Operation, Outcome, string) {}
 	}
 	s.proc, s.timeout, s.recoveryAfter = cfg.Processor, cfg.ProcessorTimeout, cfg.RecoveryAfter
-	s.onCall, s.onSettled = cfg.OnProcessorCall, cfg.OnOperationSettled
+	s.onCall, s.onSettled, s.onLeaseLate = cfg.OnProcessorCall, cfg.OnOperationSettled, cfg.OnLeaseLate
 	defaults := processor.DefaultConfig()
 	if s.timeout <= 0 {
 		s.timeout = defaults.Timeout
@@ -193,6 +198,9 @@ func NewService(db *gorm.DB, cfg Config) (*Service, error) {
 	}
 	if s.onSettled == nil {
 		s.onSettled = func(Operation, bool) {}
+	}
+	if s.onLeaseLate == nil {
+		s.onLeaseLate = func(Operation) {}
 	}
 	s.calls = &logrepeat.Sampler{Logger: cmp.Or(cfg.Logger, slog.Default()), Now: s.clock}
 	s.instance = "svc_" + ulid.Make().String()
