@@ -1,9 +1,6 @@
 package web
 
 import (
-	"context"
-	"io"
-	"log/slog"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -11,15 +8,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/PuerkitoBio/goquery"
 
-	"github.com/cmpay/cmpay/events"
 	"github.com/cmpay/cmpay/internal/dbtest"
+	"github.com/cmpay/cmpay/internal/deliverytest"
 	"github.com/cmpay/cmpay/models"
 	"github.com/cmpay/cmpay/payments"
 	"github.com/cmpay/cmpay/staff"
@@ -37,27 +32,27 @@ func TestAdminResendsWeekOldFailedDelivery(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
 		e := newResendEnv(t, db)
-		pay := e.createPayment(t, "shop-keep", "keep-admin-1")
+		pay := e.Create(t, "shop-keep", "keep-admin-1")
 		d := e.waitDelivery(t, pay, "FAILED")
 		if d.Body == nil {
 			t.Fatalf("delivery %d is FAILED without its body stored", d.ID)
 		}
-		first := e.rcv.sent()
-		if len(first) == 0 || string(first[0].body) != *d.Body {
+		first := e.Receiver.Sent()
+		if len(first) == 0 || string(first[0].Body) != *d.Body {
 			t.Fatalf("the stored body is not the one sent: %d sent, stored %q", len(first), *d.Body)
 		}
 		// The newest event, which no sweep takes, in a pass of its own and
 		// for a client without endpoints.
-		e.createPayment(t, "shop-other", "keep-admin-2")
+		e.Create(t, "shop-other", "keep-admin-2")
 		e.waitEvents(t, 2)
 
 		// 100 h on: past the retention (73 h), within the keep (168 h).
-		e.sweep(t, 100*time.Hour)
+		e.Sweep(t, 100*time.Hour)
 		if left := e.eventPayments(t); slices.Contains(left, pay) {
 			t.Fatalf("the event of %s is kept after 100 h (events of %v): the test needs it gone", pay, left)
 		}
 
-		srv := httptest.NewServer(Admin(AdminDeps{Payments: e.pay, Staff: e.st, Webhooks: e.wh}))
+		srv := httptest.NewServer(Admin(AdminDeps{Payments: e.Payments, Staff: e.st, Webhooks: e.Webhooks}))
 		t.Cleanup(srv.Close)
 		viewer := signedIn(t, srv, e.st, "vera", staff.Viewer)
 		operator := signedIn(t, srv, e.st, "otto", staff.Operator)
@@ -65,7 +60,7 @@ func TestAdminResendsWeekOldFailedDelivery(t *testing.T) {
 
 		// The viewer sees the row, with no Resend, and may not post one.
 		row := failedRow(t, getDoc(t, viewer, srv.URL+page), d.ID)
-		checkFailedRow(t, row, d, pay, e.rcv.srv.URL+"/hook")
+		checkFailedRow(t, row, d, pay, e.hook)
 		if row.Find(`form[method="post"]`).Length() != 0 {
 			t.Error("a viewer is offered Resend")
 		}
@@ -79,14 +74,14 @@ func TestAdminResendsWeekOldFailedDelivery(t *testing.T) {
 
 		// The operator sees the same row, with Resend.
 		row = failedRow(t, getDoc(t, operator, srv.URL+page), d.ID)
-		checkFailedRow(t, row, d, pay, e.rcv.srv.URL+"/hook")
+		checkFailedRow(t, row, d, pay, e.hook)
 		if got, _ := row.Find(`form[method="post"]`).Attr("action"); got != action {
 			t.Fatalf("operator's Resend form posts to %q, want %q", got, action)
 		}
 
 		// The endpoint is fixed; support resends.
-		e.rcv.failing.Store(false)
-		before := len(e.rcv.sent())
+		e.Receiver.Failing.Store(false)
+		before := len(e.Receiver.Sent())
 		resentAt := time.Now()
 		res := postForm(t, operator, srv.URL+action)
 		doc := docOf(t, res)
@@ -99,21 +94,21 @@ func TestAdminResendsWeekOldFailedDelivery(t *testing.T) {
 			t.Errorf("notice after the resend %q, want it to begin %q", notice, want)
 		}
 		e.waitDelivery(t, pay, "DELIVERED")
-		sent := e.rcv.sent()
+		sent := e.Receiver.Sent()
 		if len(sent) != before+1 {
 			t.Fatalf("%d sent after the resend, want %d", len(sent), before+1)
 		}
 		resent := sent[len(sent)-1]
-		if string(resent.body) != string(first[0].body) {
-			t.Errorf("the resend sent another body than the first attempt:\nfirst  %s\nresent %s", first[0].body, resent.body)
+		if string(resent.Body) != string(first[0].Body) {
+			t.Errorf("the resend sent another body than the first attempt:\nfirst  %s\nresent %s", first[0].Body, resent.Body)
 		}
-		if resent.eventID != strconv.FormatInt(d.EventID, 10) {
-			t.Errorf("resent with event id %q, want %d", resent.eventID, d.EventID)
+		if resent.EventID != strconv.FormatInt(d.EventID, 10) {
+			t.Errorf("resent with event id %q, want %d", resent.EventID, d.EventID)
 		}
-		if err := webhooks.Verify(e.secret, resent.signature, resent.body, time.Now(), time.Minute); err != nil {
-			t.Errorf("the resend's signature %q: %v", resent.signature, err)
+		if err := webhooks.Verify(e.secret, resent.Signature, resent.Body, time.Now(), time.Minute); err != nil {
+			t.Errorf("the resend's signature %q: %v", resent.Signature, err)
 		}
-		if ts := signedAt(t, resent.signature); ts < resentAt.Unix() {
+		if ts := signedAt(t, resent.Signature); ts < resentAt.Unix() {
 			t.Errorf("the resend is signed at %d, before it was asked for (%d): not afresh", ts, resentAt.Unix())
 		}
 
@@ -131,7 +126,7 @@ func TestAdminResendsWeekOldFailedDelivery(t *testing.T) {
 		if after := e.delivery(t, d.ID); after.Status != "DELIVERED" || after.Attempts != done.Attempts {
 			t.Errorf("after the second resend: %s with %d attempts, want DELIVERED with %d", after.Status, after.Attempts, done.Attempts)
 		}
-		if n := len(e.rcv.sent()); n != before+1 {
+		if n := len(e.Receiver.Sent()); n != before+1 {
 			t.Errorf("%d sent after the second resend, want %d", n, before+1)
 		}
 	})
@@ -150,24 +145,24 @@ func TestAdminResendsDeliveryFailedBeforeBodies(t *testing.T) {
 		e := newResendEnv(t, db)
 		// Each payment's event in a pass of its own (the sweep keeps or
 		// takes a pass whole on PostgreSQL).
-		kept := e.createPayment(t, "shop-keep", "old-kept")
+		kept := e.Create(t, "shop-keep", "old-kept")
 		dk := e.waitDelivery(t, kept, "FAILED")
 		e.forgetBody(t, dk.ID)
-		gone := e.createPayment(t, "shop-keep", "old-gone")
+		gone := e.Create(t, "shop-keep", "old-gone")
 		dg := e.waitDelivery(t, gone, "FAILED")
-		e.createPayment(t, "shop-other", "old-newest")
+		e.Create(t, "shop-other", "old-newest")
 		e.waitEvents(t, 3)
 
 		// 100 h on: the event of the delivery without a body is kept, the
 		// other's goes. Without its body too, that one is what an older
 		// build's sweep could leave: a FAILED delivery with nothing to send.
-		e.sweep(t, 100*time.Hour)
+		e.Sweep(t, 100*time.Hour)
 		if left := e.eventPayments(t); !slices.Contains(left, kept) || slices.Contains(left, gone) {
 			t.Fatalf("events of %v left after 100 h: want %s's, not %s's", left, kept, gone)
 		}
 		e.forgetBody(t, dg.ID)
 
-		srv := httptest.NewServer(Admin(AdminDeps{Payments: e.pay, Staff: e.st, Webhooks: e.wh}))
+		srv := httptest.NewServer(Admin(AdminDeps{Payments: e.Payments, Staff: e.st, Webhooks: e.Webhooks}))
 		t.Cleanup(srv.Close)
 		operator := signedIn(t, srv, e.st, "otto", staff.Operator)
 		page := "/admin/webhooks?status=FAILED"
@@ -188,8 +183,8 @@ func TestAdminResendsDeliveryFailedBeforeBodies(t *testing.T) {
 		}
 
 		// A Resend posted all the same changes and sends nothing.
-		e.rcv.failing.Store(false)
-		before := len(e.rcv.sent())
+		e.Receiver.Failing.Store(false)
+		before := len(e.Receiver.Sent())
 		res := postForm(t, operator, srv.URL+action(dg.ID))
 		doc = docOf(t, res)
 		if res.StatusCode != http.StatusOK || res.Request.URL.Query().Get("unsendable") != strconv.FormatInt(dg.ID, 10) {
@@ -211,20 +206,19 @@ func TestAdminResendsDeliveryFailedBeforeBodies(t *testing.T) {
 			t.Fatalf("resend of the delivery whose event is kept ended at %d %s", res.StatusCode, res.Request.URL)
 		}
 		e.waitDelivery(t, kept, "DELIVERED")
-		sent := e.rcv.sent()
+		sent := e.Receiver.Sent()
 		if len(sent) != before+1 {
 			t.Fatalf("%d sent after both resends, want %d", len(sent), before+1)
 		}
-		first := slices.IndexFunc(sent, func(r received) bool { return r.eventID == strconv.FormatInt(dk.EventID, 10) })
-		resent := sent[len(sent)-1]
-		if resent.eventID != strconv.FormatInt(dk.EventID, 10) || string(resent.body) != string(sent[first].body) {
-			t.Errorf("the resend sent event %s's body %s, want event %d's first %s", resent.eventID, resent.body,
-				dk.EventID, sent[first].body)
+		first, resent := e.Receiver.Of(dk.EventID)[0], sent[len(sent)-1]
+		if resent.EventID != strconv.FormatInt(dk.EventID, 10) || string(resent.Body) != string(first.Body) {
+			t.Errorf("the resend sent event %s's body %s, want event %d's first %s", resent.EventID, resent.Body,
+				dk.EventID, first.Body)
 		}
-		if err := webhooks.Verify(e.secret, resent.signature, resent.body, time.Now(), time.Minute); err != nil {
-			t.Errorf("the resend's signature %q: %v", resent.signature, err)
+		if err := webhooks.Verify(e.secret, resent.Signature, resent.Body, time.Now(), time.Minute); err != nil {
+			t.Errorf("the resend's signature %q: %v", resent.Signature, err)
 		}
-		if ts := signedAt(t, resent.signature); ts < resentAt.Unix() {
+		if ts := signedAt(t, resent.Signature); ts < resentAt.Unix() {
 			t.Errorf("the resend is signed at %d, before it was asked for (%d): not afresh", ts, resentAt.Unix())
 		}
 		if got := e.delivery(t, dg.ID); got.Status != "FAILED" || got.Attempts != dg.Attempts {
@@ -284,72 +278,37 @@ func failedRow(t *testing.T, doc *goquery.Document, id int64) *goquery.Selection
 	return row
 }
 
-// resendEnv is payments, events (whose clock the sweep reads may be set
-// ahead), webhooks and staff over one database, with an endpoint for the
-// client shop-keep at a receiver that answers 500 while failing is set.
+// resendEnv is the services of deliverytest and staff, with an endpoint
+// for the client shop-keep at the receiver's /fail, which fails while
+// told to.
 type resendEnv struct {
-	db     dbtest.DB
-	ahead  atomic.Int64
-	ev     *events.Service
-	pay    *payments.Service
-	wh     *webhooks.Service
+	*deliverytest.Env
 	st     *staff.Store
-	rcv    *receiver
+	hook   string
 	secret string
 }
 
 func newResendEnv(t *testing.T, db dbtest.DB) *resendEnv {
 	t.Helper()
-	quiet := slog.New(slog.DiscardHandler)
-	e := &resendEnv{db: db, rcv: newReceiver(t)}
-	var err error
-	e.ev, err = events.New(db.Gorm, events.Options{Retention: 73 * time.Hour, FailedKeep: 168 * time.Hour, SweepInterval: time.Hour,
-		Poll: 50 * time.Millisecond, Logger: quiet,
-		Now: func() time.Time { return time.Now().Add(time.Duration(e.ahead.Load())) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.pay, err = payments.NewService(db.Gorm, payments.Config{OnAttempt: func(payments.Operation, payments.Outcome, string) { e.ev.Wake() }})
-	if err != nil {
-		t.Fatal(err)
-	}
 	// Retries for three seconds only, so that the delivery fails soon,
 	// and a resent one is still tried on a loaded machine.
-	e.wh, err = webhooks.New(db.Gorm, e.ev, webhooks.Config{AllowPrivate: true, RetryMin: 50 * time.Millisecond,
-		MaxAge: 3 * time.Second, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.st = staff.New(db.Gorm, staff.Config{Hash: staff.HashParams{Memory: 64, Time: 1, Threads: 1}})
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); e.ev.Run(ctx) }()
-	go func() { defer wg.Done(); e.wh.Run(ctx) }()
-	t.Cleanup(func() { cancel(); wg.Wait() })
-	if _, e.secret, err = e.wh.CreateEndpoint(t.Context(), "shop-keep", e.rcv.srv.URL+"/hook", nil); err != nil {
+	e := &resendEnv{Env: deliverytest.New(t, db, 3*time.Second),
+		st: staff.New(db.Gorm, staff.Config{Hash: staff.HashParams{Memory: 64, Time: 1, Threads: 1}})}
+	e.hook = e.Receiver.URL + "/fail"
+	var err error
+	if _, e.secret, err = e.Webhooks.CreateEndpoint(t.Context(), "shop-keep", e.hook, nil); err != nil {
 		t.Fatal(err)
 	}
 	return e
-}
-
-func (e *resendEnv) createPayment(t *testing.T, client, key string) string {
-	t.Helper()
-	res, err := e.pay.Create(t.Context(), payments.CreateRequest{ClientID: client, IdempotencyKey: key, Amount: "10.00",
-		Currency: "BRL", Method: payments.MethodPix, Origin: payments.Origin{Transport: "test"}})
-	if err != nil {
-		t.Fatalf("create %s: %v", key, err)
-	}
-	return res.Payment.ID
 }
 
 // waitDelivery waits until the payment's one delivery has status.
 func (e *resendEnv) waitDelivery(t *testing.T, pay, status string) models.WebhookDelivery {
 	t.Helper()
 	var d models.WebhookDelivery
-	poll(t, "the delivery of "+pay+" to be "+status, func() bool {
+	deliverytest.Poll(t, "the delivery of "+pay+" to be "+status, func() bool {
 		var rows []models.WebhookDelivery
-		if err := e.db.Gorm.Where("payment_id = ?", pay).Find(&rows).Error; err != nil {
+		if err := e.DB.Gorm.Where("payment_id = ?", pay).Find(&rows).Error; err != nil {
 			t.Fatal(err)
 		}
 		if len(rows) > 1 {
@@ -366,7 +325,7 @@ func (e *resendEnv) waitDelivery(t *testing.T, pay, status string) models.Webhoo
 func (e *resendEnv) delivery(t *testing.T, id int64) models.WebhookDelivery {
 	t.Helper()
 	var d models.WebhookDelivery
-	if err := e.db.Gorm.First(&d, id).Error; err != nil {
+	if err := e.DB.Gorm.First(&d, id).Error; err != nil {
 		t.Fatal(err)
 	}
 	return d
@@ -376,7 +335,7 @@ func (e *resendEnv) delivery(t *testing.T, id int64) models.WebhookDelivery {
 // kept their body (migration 0012).
 func (e *resendEnv) forgetBody(t *testing.T, id int64) {
 	t.Helper()
-	if err := e.db.Gorm.Model(&models.WebhookDelivery{}).Where("id = ?", id).Update("body", nil).Error; err != nil {
+	if err := e.DB.Gorm.Model(&models.WebhookDelivery{}).Where("id = ?", id).Update("body", nil).Error; err != nil {
 		t.Fatal(err)
 	}
 }
@@ -385,70 +344,17 @@ func (e *resendEnv) forgetBody(t *testing.T, id int64) {
 // be in a pass of its own.
 func (e *resendEnv) waitEvents(t *testing.T, n int) {
 	t.Helper()
-	poll(t, "the events", func() bool { return len(e.eventPayments(t)) == n })
+	deliverytest.Poll(t, "the events", func() bool { return len(e.EventsLeft(t)) == n })
 }
 
 // eventPayments lists the payments of the events left.
 func (e *resendEnv) eventPayments(t *testing.T) []string {
 	t.Helper()
-	evs, err := e.ev.Since(t.Context(), 0, events.Filter{}, 100)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out []string
-	for _, ev := range evs {
+	for _, ev := range e.EventsLeft(t) {
 		out = append(out, ev.Payment.ID)
 	}
 	return out
-}
-
-// sweep runs the events sweep with its clock ahead by d.
-func (e *resendEnv) sweep(t *testing.T, d time.Duration) {
-	t.Helper()
-	e.ahead.Store(int64(d))
-	defer e.ahead.Store(0)
-	if _, err := e.ev.Sweep(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// receiver is a webhook endpoint that keeps what it is sent and answers
-// 500 while failing is set, 204 otherwise.
-type receiver struct {
-	srv     *httptest.Server
-	failing atomic.Bool
-	mu      sync.Mutex
-	got     []received
-}
-
-type received struct {
-	body               []byte
-	signature, eventID string
-}
-
-func newReceiver(t *testing.T) *receiver {
-	r := &receiver{}
-	r.failing.Store(true)
-	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		body, _ := io.ReadAll(req.Body)
-		r.mu.Lock()
-		r.got = append(r.got, received{body: body, signature: req.Header.Get(webhooks.HeaderSignature),
-			eventID: req.Header.Get(webhooks.HeaderEventID)})
-		r.mu.Unlock()
-		if r.failing.Load() {
-			w.WriteHeader(http.StatusInternalServerError)
-			return
-		}
-		w.WriteHeader(http.StatusNoContent)
-	}))
-	t.Cleanup(r.srv.Close)
-	return r
-}
-
-func (r *receiver) sent() []received {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return slices.Clone(r.got)
 }
 
 // signedIn is a browser signed in to srv, through the sign-in form, as a
@@ -537,14 +443,4 @@ func signedAt(t *testing.T, header string) int64 {
 	}
 	t.Fatalf("signature %q has no time", header)
 	return 0
-}
-
-// poll waits for cond, polled for up to 10 s.
-func poll(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-	}
 }
