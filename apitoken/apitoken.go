@@ -22,6 +22,7 @@ import (
 
 	"github.com/cmpay/cmpay/auth"
 	"github.com/cmpay/cmpay/internal/clientid"
+	"github.com/cmpay/cmpay/internal/lastuse"
 	"github.com/cmpay/cmpay/internal/secrets"
 	"github.com/cmpay/cmpay/internal/sqlq"
 	"github.com/cmpay/cmpay/models"
@@ -80,8 +81,8 @@ type Store struct {
 	cache    *lru.Cache[string, cached]
 	cacheTTL time.Duration
 	now      func() time.Time
-	// touches records last uses off the requests (touch.go).
-	touches *touches
+	// touches records last uses off the requests.
+	touches *lastuse.Writer
 }
 
 type cached struct {
@@ -106,7 +107,8 @@ func NewStore(db *gorm.DB, opts Options) *Store {
 	if s.touchEvery <= 0 {
 		s.touchEvery = time.Minute
 	}
-	s.touches = newTouches(s.touchEvery, func() time.Time { return s.now() }, opts.Logger)
+	s.touches = lastuse.New(lastuse.Config{Every: s.touchEvery, Now: func() time.Time { return s.now() }, Logger: opts.Logger,
+		What: "record an API token's last use (requests go on; a later use records it)"})
 	ttl := opts.CacheTTL
 	if ttl == 0 {
 		ttl = 10 * time.Second
@@ -221,7 +223,7 @@ func (s *Store) Revoke(ctx context.Context, id string, audit Audit) (Token, erro
 
 // Close stops recording tokens' uses: it ends the writes in flight and
 // waits for them. The server closes its Store once it has stopped serving.
-func (s *Store) Close() { s.touches.close() }
+func (s *Store) Close() { s.touches.Close() }
 
 // Authenticate returns the principal a presented token stands for, and
 // whether it is a live token. A string that cannot be one of ours is
@@ -278,7 +280,7 @@ func (s *Store) touch(row models.APIToken) {
 	if row.LastUsedAt != nil && row.LastUsedAt.After(stale) {
 		return
 	}
-	s.touches.start(row.ID, func(ctx context.Context) error {
+	s.touches.Start(row.ID, now, func(ctx context.Context) error {
 		_, err := s.st.touch(ctx, row.ID, now, stale)
 		return err
 	})

@@ -286,7 +286,7 @@ func TestLastUsedAt(t *testing.T) {
 			if _, ok, err := s.Authenticate(ctx, secret); !ok || err != nil {
 				t.Fatalf("refused: %v", err)
 			}
-			s.touches.wait() // the use is written in the background
+			s.touches.Wait() // the use is written in the background
 		}
 		use()
 		first := lastUsed()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -25,7 +24,7 @@ func TestLastUseWaitingDelaysNoRequest(t *testing.T) {
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
 		s := NewStore(db.Gorm, Options{CacheTTL: -1})
 		t.Cleanup(s.Close)
-		s.touches.timeout = time.Hour // still waiting when the request has its answer, however slow the machine
+		s.touches.Timeout = time.Hour // still waiting when the request has its answer, however slow the machine
 		writes := &countedStore{store: s.st, started: make(chan struct{}, 100)}
 		s.st = writes
 		tok, secret, err := s.Create(t.Context(), "ci", "", auth.DefaultScopes, nil)
@@ -49,7 +48,7 @@ func TestLastUseWaitingDelaysNoRequest(t *testing.T) {
 			s.touch(models.APIToken{ID: tok.ID}) // more uses, as stale: the write in flight is theirs
 		}
 		release()
-		s.touches.wait()
+		s.touches.Wait()
 		if got := lastUsed(t, db, tok.ID); got == nil {
 			t.Error("lastUsedAt not written once the lock was released")
 		}
@@ -69,7 +68,7 @@ func TestLastUseFailingFailsNoRequest(t *testing.T) {
 		clock := stripedouble.NewManualClock(time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC))
 		s := NewStore(db.Gorm, Options{CacheTTL: -1, Now: clock.Now, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 		t.Cleanup(s.Close)
-		s.touches.timeout = 20 * time.Millisecond
+		s.touches.Timeout = 20 * time.Millisecond
 		writes := &countedStore{store: s.st, started: make(chan struct{}, 100)}
 		s.st = writes
 		tok, secret, err := s.Create(t.Context(), "ci", "", auth.DefaultScopes, nil)
@@ -87,19 +86,19 @@ func TestLastUseFailingFailsNoRequest(t *testing.T) {
 		}
 		release := lockToken(t, db, tok.ID)
 		use()
-		s.touches.wait()
+		s.touches.Wait()
 		if !strings.Contains(logs.String(), "record an API token's last use") {
 			t.Fatalf("the failed write was not logged: %q", logs.String())
 		}
 		use() // within TouchEvery of the failure: no write
-		s.touches.wait()
+		s.touches.Wait()
 		if n := writes.touches.Load(); n != 1 {
 			t.Fatalf("%d writes, want 1: none within TouchEvery of a failed one", n)
 		}
 		release()
 		clock.Add(time.Minute)
 		use()
-		s.touches.wait()
+		s.touches.Wait()
 		if got := lastUsed(t, db, tok.ID); got == nil || !got.Equal(clock.Now()) {
 			t.Errorf("lastUsedAt %v after the lock went and a minute passed, want %v", got, clock.Now())
 		}
@@ -114,7 +113,7 @@ func TestCloseEndsTheWriteInFlight(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
 		s := NewStore(db.Gorm, Options{CacheTTL: -1})
-		s.touches.timeout = time.Hour
+		s.touches.Timeout = time.Hour
 		writes := &countedStore{store: s.st, started: make(chan struct{}, 100)}
 		s.st = writes
 		tok, secret, err := s.Create(t.Context(), "ci", "", auth.DefaultScopes, nil)
@@ -136,26 +135,11 @@ func TestCloseEndsTheWriteInFlight(t *testing.T) {
 	})
 }
 
-// lockToken holds, from a connection pool of its own (another server's),
-// a lock that keeps token id's row from being written until release: on
-// PostgreSQL the row's, on SQLite the database's write lock.
+// lockToken holds a lock that keeps token id's row from being written
+// until release (dbtest.HoldLock).
 func lockToken(t *testing.T, db dbtest.DB, id string) (release func()) {
 	t.Helper()
-	other, err := dbtest.Connect(t, db.URL).DB()
-	if err != nil {
-		t.Fatal(err)
-	}
-	tx, err := other.BeginTx(context.Background(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Exec("UPDATE api_tokens SET name = name WHERE id = $1", id); err != nil {
-		t.Fatal(err)
-	}
-	var once sync.Once
-	release = func() { once.Do(func() { _ = tx.Rollback() }) }
-	t.Cleanup(release)
-	return release
+	return dbtest.HoldLock(t, db, "UPDATE api_tokens SET name = name WHERE id = $1", id)
 }
 
 // lastUsed reads token id's lastUsedAt.
