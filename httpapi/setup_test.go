@@ -81,6 +81,9 @@ func setupB(t testing.TB, db dbtest.DB, change ...func(*httpapi.Deps)) *bundle {
 	if deps.Tokens != nil {
 		t.Cleanup(deps.Tokens.Close) // before the database closes: its last-use writes end first
 	}
+	if deps.Staff != nil {
+		t.Cleanup(deps.Staff.Close) // the same for sessions' last uses
+	}
 	handler := httpapi.NewHandler(deps)
 	srv := httptest.NewServer(handler)
 	t.Cleanup(srv.Close)

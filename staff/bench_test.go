@@ -79,7 +79,9 @@ func BenchmarkAuditLog(b *testing.B) {
 // database, not argon2id.
 func benchStore(b *testing.B, db dbtest.DB) *staff.Store {
 	b.Helper()
-	return staff.New(db.Gorm, staff.Config{Hash: cheap})
+	s := staff.New(db.Gorm, staff.Config{Hash: cheap})
+	b.Cleanup(s.Close)
+	return s
 }
 
 // seedAuditLog writes n audit entries 150 s apart, going back from now,

@@ -85,7 +85,11 @@ func (s *Store) recordSignIn(ctx context.Context, username, address, outcome, de
 // session, the account's last sign-in and the audit entry are written in one
 // transaction; a failure is audited on its own, with the reason the user is
 // not told (unknown username, wrong password, account disabled). It also
-// deletes sessions that have ended, so the table holds live ones only.
+// deletes sessions that have ended: past their maximum age, or unused for
+// twice the idle timeout by the stored last use. Session itself ends a
+// session idle for the timeout; the margin spares one whose latest use is
+// not stored yet (its write in flight, or failed), which Session still
+// counts on the server that saw it.
 func (s *Store) SignIn(ctx context.Context, req SignInRequest) (token string, acct Account, err error) {
 	typed := NormalizeUsername(req.Username)
 	who := Actor{Username: typed, Address: req.Address}
@@ -109,7 +113,7 @@ func (s *Store) SignIn(ctx context.Context, req SignInRequest) (token string, ac
 	token = secrets.Random()
 	err = s.st.tx(ctx, func(q queries) error {
 		now := s.now()
-		if err := q.deleteEndedSessions(ctx, now, now.Add(-s.idle)); err != nil {
+		if err := q.deleteEndedSessions(ctx, now, now.Add(-2*s.idle)); err != nil {
 			return err
 		}
 		if err := q.startSession(ctx, models.StaffSession{ID: secrets.Hash(token), AccountID: acct.ID, CreatedAt: now,
@@ -136,13 +140,27 @@ func (s *Store) SignIn(ctx context.Context, req SignInRequest) (token string, ac
 // Session returns the live session a token names, with its account as it
 // is now, or ErrNoSession: no such session, signed out, idle longer than
 // the idle timeout, older than the maximum age, or its account disabled.
-// It is one primary-key read per request; LastUsedAt is rewritten at most
-// once a minute (touchEvery).
+// It is one primary-key read per request. LastUsedAt is rewritten at most
+// once a minute (touchEvery), beside the request: a database slow to take
+// that write delays and fails no page.
+//
+// A write that lags or fails extends no session: it records the time of
+// a use, never of the write, and only over an older one (touch_session's
+// condition), so the stored last use never passes a real one. Nor does it
+// end one early on this server: until the write lands, the idle timeout
+// counts from the newer of the stored use and the one being written or
+// whose write failed (Unwritten), and SignIn's sweep leaves it alone.
+// What sees only the stored use (another server; the sweep, once writes
+// have failed for longer than the idle timeout) may end a session early
+// while writes fail: the safe error, an end too early, never too late.
 func (s *Store) Session(ctx context.Context, token string) (Session, error) {
 	if token == "" {
 		return Session{}, ErrNoSession
 	}
 	id := secrets.Hash(token)
+	// Asked before the read: a write landing between the two would
+	// otherwise be in neither.
+	unwritten, _ := s.touches.Unwritten(id)
 	r, ok, err := s.st.session(ctx, id)
 	if err != nil {
 		return Session{}, err
@@ -151,23 +169,36 @@ func (s *Store) Session(ctx context.Context, token string) (Session, error) {
 		return Session{}, ErrNoSession
 	}
 	now := s.now()
-	if r.disabled || !now.Before(r.expiresAt) || now.Sub(r.lastUsedAt) >= s.idle {
+	last := r.lastUsedAt
+	if unwritten.After(last) {
+		last = unwritten
+	}
+	if r.disabled || !now.Before(r.expiresAt) || now.Sub(last) >= s.idle {
 		return Session{}, ErrNoSession
 	}
-	if now.Sub(r.lastUsedAt) >= touchEvery {
-		if err := s.st.touchSession(ctx, id, now); err != nil {
-			return Session{}, err
-		}
-		r.lastUsedAt = now
+	if now.Sub(last) >= touchEvery {
+		s.touch(id, now)
+		last = now
 	}
 	return Session{
 		ID: id,
 		Account: Account{ID: r.accountID, Username: r.username, Role: Role(r.role),
 			MustChangePassword: r.mustChangePassword, CreatedAt: r.accountCreatedAt.UTC()},
 		CreatedAt:  r.createdAt.UTC(),
-		LastUsedAt: r.lastUsedAt.UTC(),
+		LastUsedAt: last.UTC(),
 		ExpiresAt:  r.expiresAt.UTC(),
 	}, nil
+}
+
+// touch records the session id's use at now in the background, unless a
+// write of it is in flight or failed within touchEvery (lastuse.Writer).
+// The UPDATE writes only over a use touchEvery older: of several servers
+// using the session at once one writes, and a write that lands late never
+// moves the last use back.
+func (s *Store) touch(id string, now time.Time) {
+	s.touches.Start(id, now, func(ctx context.Context) error {
+		return s.st.touchSession(ctx, id, now, now.Add(-touchEvery))
+	})
 }
 
 // SignOut ends a session and audits it, in one transaction.

@@ -13,11 +13,14 @@ package staff
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"runtime"
 	"strings"
 	"time"
 
 	"gorm.io/gorm"
+
+	"github.com/cmpay/cmpay/internal/lastuse"
 )
 
 // Role is what a staff member may do. Each role may do everything the
@@ -113,6 +116,9 @@ type Config struct {
 	// HashWait is the longest a password check waits for a hashing slot
 	// before it gives up with ErrBusy; zero means DefaultHashWait.
 	HashWait time.Duration
+	// Logger takes the failures to record a session's last use; nil means
+	// slog.Default().
+	Logger *slog.Logger
 }
 
 // DefaultHashWait bounds the wait for a hashing slot: a flood of sign-ins
@@ -129,7 +135,8 @@ const (
 // touchEvery is how stale a session's LastUsedAt may get before a request
 // rewrites it: at most one write per session a minute, not one per request.
 // A session may therefore end up to this much before IdleTimeout after its
-// last use, never after.
+// last use, never after (Store.Session says why a write that lags or fails
+// changes neither).
 const touchEvery = time.Minute
 
 // Store keeps staff accounts, sessions and the audit log in one database.
@@ -141,6 +148,8 @@ type Store struct {
 	params    HashParams
 	hashSlots chan struct{}
 	hashWait  time.Duration
+	// touches writes sessions' last uses beside the requests (Session).
+	touches *lastuse.Writer
 }
 
 // New returns a Store over db, whose schema must be migrated
@@ -169,8 +178,17 @@ func New(db *gorm.DB, cfg Config) *Store {
 		s.params = DefaultHashParams
 	}
 	s.hashSlots = make(chan struct{}, max(1, runtime.GOMAXPROCS(0)))
+	// Keep: a use whose write failed counts for the idle timeout as long
+	// as it can matter to it.
+	s.touches = lastuse.New(lastuse.Config{Every: touchEvery, Keep: s.idle, Now: s.now, Logger: cfg.Logger,
+		What: "record a staff session's last use (pages go on; a later use records it)"})
 	return s
 }
+
+// Close stops recording sessions' uses: it ends the writes in flight and
+// waits for them. The server closes its Store once it has stopped serving;
+// a Store that never read a session has nothing to close.
+func (s *Store) Close() { s.touches.Close() }
 
 // IdleTimeout is how long an unused session lives.
 func (s *Store) IdleTimeout() time.Duration { return s.idle }

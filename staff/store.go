@@ -75,8 +75,9 @@ type queries interface {
 	// session reads the session id with its account; ok is false when
 	// there is none.
 	session(ctx context.Context, id string) (row sessionRow, ok bool, err error)
-	// touchSession records the session id's use at at.
-	touchSession(ctx context.Context, id string, at time.Time) error
+	// touchSession records the session id's use at at unless one was
+	// recorded after stale.
+	touchSession(ctx context.Context, id string, at, stale time.Time) error
 	// endSession deletes the session id.
 	endSession(ctx context.Context, id string) error
 	// endSessions deletes the account's sessions but except ("" for
@@ -264,8 +265,8 @@ func (s shared) session(ctx context.Context, id string) (sessionRow, bool, error
 	return r, true, nil
 }
 
-func (s shared) touchSession(ctx context.Context, id string, at time.Time) error {
-	if _, err := s.r.Exec(ctx, s.q.SQL("touch_session"), id, at); err != nil {
+func (s shared) touchSession(ctx context.Context, id string, at, stale time.Time) error {
+	if _, err := s.r.Exec(ctx, s.q.SQL("touch_session"), id, at, stale); err != nil {
 		return fmt.Errorf("touch session: %w", err)
 	}
 	return nil

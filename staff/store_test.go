@@ -36,7 +36,9 @@ var cheapHash = HashParams{Memory: 64, Time: 1, Threads: 1}
 
 func openStaff(t *testing.T, db dbtest.DB) *Store {
 	t.Helper()
-	return New(db.Gorm, Config{Hash: cheapHash})
+	s := New(db.Gorm, Config{Hash: cheapHash})
+	t.Cleanup(s.Close)
+	return s
 }
 
 func at0() time.Time { return time.Date(2026, 12, 4, 9, 0, 0, 0, time.UTC) }
@@ -139,7 +141,7 @@ func TestStoreAccounts(t *testing.T) {
 }
 
 // TestStoreSessions: sessions are started, read with their account as it
-// is now, touched, ended one at a time, all of an account's but one, or
+// is now, touched (only over a use older than stale), ended one at a time, all of an account's but one, or
 // when they have expired or idled.
 func TestStoreSessions(t *testing.T) {
 	t.Parallel()
@@ -170,8 +172,15 @@ func TestStoreSessions(t *testing.T) {
 		if _, ok, err := st.session(ctx, "nope"); ok || err != nil {
 			t.Errorf("an unknown session = %v, %v; want not found", ok, err)
 		}
-		if err := st.touchSession(ctx, "b2", at0().Add(90*time.Minute)); err != nil {
+		if err := st.touchSession(ctx, "b2", at0().Add(90*time.Minute), at0().Add(89*time.Minute)); err != nil {
 			t.Fatal(err)
+		}
+		// A use recorded after stale stays: a write that lands late moves
+		// nothing back, and one within a minute of another writes nothing.
+		for _, late := range []time.Time{at0().Add(80 * time.Minute), at0().Add(90*time.Minute + 30*time.Second)} {
+			if err := st.touchSession(ctx, "b2", late, late.Add(-time.Minute)); err != nil {
+				t.Fatal(err)
+			}
 		}
 		// The account as it is now: a disabled account's session says so.
 		if err := st.disable(ctx, bob.ID, at0()); err != nil {

@@ -150,7 +150,7 @@ func build(ctx context.Context, db *gorm.DB, replica *database.Replica, cfg conf
 	if err != nil {
 		return nil, err
 	}
-	staffStore := staff.New(db, staff.Config{IdleTimeout: cfg.AdminSessionIdle})
+	staffStore := staff.New(db, staff.Config{IdleTimeout: cfg.AdminSessionIdle, Logger: log})
 	admin, err := staffStore.Bootstrap(ctx, cfg.AdminUser, cfg.AdminPassword)
 	if err != nil {
 		return nil, err
@@ -181,10 +181,11 @@ func build(ctx context.Context, db *gorm.DB, replica *database.Replica, cfg conf
 	// (the Recoverer; the database's leases keep two instances off one),
 	// and reads the pending Pix and boleto whose news is late (the Poller).
 	sweepEvery := cmp.Or(cfg.SweepInterval, payments.DefaultSweepInterval)
-	// Tokens' last uses are written in the background until every request
-	// has ended: first started, that service is the last stopped.
-	closeTokens := startstop.Func(func(ctx context.Context) { <-ctx.Done(); tokens.Close() })
-	background := []startstop.Service{closeTokens, svc.ClockSync(log), ev, wh, svc.Sweeper(sweepEvery, log),
+	// Tokens' and staff sessions' last uses are written in the background
+	// until every request has ended: first started, that service is the
+	// last stopped.
+	closeLastUses := startstop.Func(func(ctx context.Context) { <-ctx.Done(); tokens.Close(); staffStore.Close() })
+	background := []startstop.Service{closeLastUses, svc.ClockSync(log), ev, wh, svc.Sweeper(sweepEvery, log),
 		oldEvents.Runner(sweepEvery, log), svc.Recoverer(0, log),
 		svc.Poller(pcfg.PollAfter, 0, log)}
 	if in != nil {

@@ -64,8 +64,9 @@ INSERT INTO staff_sessions (id, account_id, created_at, last_used_at, expires_at
 VALUES ($1, $2, $3, $3, $4, $5)
 
 -- name: delete_ended_sessions
--- Deletes the sessions past their maximum age at $1 or unused since $2 (the
--- idle timeout ago): done at each sign-in, so the table holds live ones.
+-- Deletes the sessions past their maximum age at $1 or unused since $2
+-- (twice the idle timeout ago): done at each sign-in, so the table holds
+-- few that have ended.
 DELETE FROM staff_sessions WHERE expires_at <= $1 OR last_used_at <= $2
 
 -- name: session
@@ -77,8 +78,10 @@ FROM staff_sessions s JOIN staff_accounts a ON a.id = s.account_id
 WHERE s.id = $1
 
 -- name: touch_session
--- Records that the session $1 was used at $2: at most once a minute.
-UPDATE staff_sessions SET last_used_at = $2 WHERE id = $1
+-- Records that the session $1 was used at $2 unless a use after $3 (a
+-- minute before it) was recorded: of several servers using the session at
+-- once one writes, and a write that lands late never moves it back.
+UPDATE staff_sessions SET last_used_at = $2 WHERE id = $1 AND last_used_at <= $3
 
 -- name: end_session
 -- Ends the session $1 (signed out).
