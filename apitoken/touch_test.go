@@ -96,6 +96,7 @@ func TestLastUseFailingFailsNoRequest(t *testing.T) {
 			t.Fatalf("%d writes, want 1: none within TouchEvery of a failed one", n)
 		}
 		release()
+		s.touches.Timeout = time.Hour // however slow the machine, the next write is not given up
 		clock.Add(time.Minute)
 		use()
 		s.touches.Wait()
