@@ -52,6 +52,10 @@ func benchmarkSweep(b *testing.B, keep time.Duration) {
 			created_at, attempts, retries, next_attempt_at, claim_token, last_attempt_at, last_status, last_error)
 		SELECT i, i, i, 'we_dead', 'pay_' || i, 'shop', 'FAILED', ?, ?, 20, 20, ?, 0, ?, 500, 'down'
 		FROM generate_series(1, ?) AS i`, made, made, last, last, n)
+	// Ids given by the seed, as inserts would have taken them from the
+	// sequence: a frontier past the sequence's last value sends the walk
+	// back to 0 (sql/postgres.sql delivery_sweep_frontier).
+	exec(`SELECT setval(pg_get_serial_sequence('webhook_deliveries', 'id'), ?)`, n)
 	exec(`INSERT INTO webhook_attempts (delivery_id, at, status, error, duration_ms)
 		SELECT id, last_attempt_at, 500, 'down', 3 FROM webhook_deliveries`)
 	if db.Gorm.Migrator().HasColumn("webhook_deliveries", "body") {
