@@ -61,9 +61,11 @@ type shared struct {
 const sweepBatch = 1000
 
 // deliverySweep says what one sweep of the deliveries did: how many rows
-// its walk read, and how many deliveries it deleted.
+// its walk read, how many deliveries it deleted, and whether its walk
+// stopped because another sweep moved the frontier meanwhile.
 type deliverySweep struct {
 	read, deleted int64
+	yielded       bool
 }
 
 // sweepDeliveries deletes the finished deliveries (and their attempts)
@@ -73,7 +75,7 @@ type deliverySweep struct {
 //     the last sweep, up to the first delivery young enough to keep,
 //     deleting the DELIVERED and CANCELED ones; the frontier then moves
 //     up to the first pending one not resent, past every FAILED one and
-//     every resent one;
+//     every resent one, and is saved after each batch;
 //   - expire takes the FAILED deliveries whose keep is over, through an
 //     index of the FAILED ones by their last attempt, in batches;
 //   - the deliveries behind the frontier that changed after the walk
@@ -86,16 +88,9 @@ func (st shared) sweepDeliveries(ctx context.Context, c cutoffs, expire func(con
 	if err := st.db.QueryRow(ctx, st.q.SQL("delivery_sweep_frontier")).Scan(&stored, &start); err != nil {
 		return done, fmt.Errorf("sweep deliveries: read the frontier: %w", err)
 	}
-	frontier, err := st.walkDeliveries(ctx, c, start, &done)
+	frontier, err := st.walkDeliveries(ctx, c, stored, start, &done)
 	if err != nil {
 		return done, err
-	}
-	if frontier != stored {
-		// Changes nothing if another sweep moved the frontier since it was
-		// read: that one's is as good.
-		if _, err := st.db.Exec(ctx, st.q.SQL("move_delivery_sweep_frontier"), stored, frontier); err != nil {
-			return done, fmt.Errorf("sweep deliveries: move the frontier: %w", err)
-		}
 	}
 	for ctx.Err() == nil {
 		n, err := expire(ctx, c.failed)
@@ -130,7 +125,15 @@ func (st shared) sweepDeliveries(ctx context.Context, c cutoffs, expire func(con
 // cancelled, and expired with the FAILED ones if they fail again; held
 // there, the frontier would make every sweep read again the kept FAILED
 // deliveries after it while the resend retries (up to WEBHOOK_MAX_AGE).
-func (st shared) walkDeliveries(ctx context.Context, c cutoffs, from int64, done *deliverySweep) (int64, error) {
+//
+// The frontier is saved after each batch that moved it, once that
+// batch's deletes are committed, replacing stored (the one saved when
+// the walk began, which from may be below: see delivery_sweep_frontier):
+// a walk stopped part way (a shutdown, a crash, a timeout) leaves its
+// progress for the next sweep, which would otherwise walk the whole
+// table again, and might never reach its end. A walk whose save finds
+// the frontier moved by another sweep stops there, that one walking on.
+func (st shared) walkDeliveries(ctx context.Context, c cutoffs, stored, from int64, done *deliverySweep) (int64, error) {
 	frontier, pending := from, false
 	for ctx.Err() == nil {
 		type age struct {
@@ -169,12 +172,34 @@ func (st shared) walkDeliveries(ctx context.Context, c cutoffs, from int64, done
 			}
 			done.deleted += n
 		}
+		if frontier != stored {
+			moved, err := st.moveFrontier(ctx, stored, frontier)
+			if err != nil {
+				return frontier, err
+			}
+			if !moved {
+				done.yielded = true
+				break
+			}
+			stored = frontier
+		}
 		if end {
 			break
 		}
 		from = to
 	}
 	return frontier, nil
+}
+
+// moveFrontier saves the deliveries sweep's frontier to, if it still is
+// from, and says whether it did: of two sweeps at once (a leader handing
+// over), the one that finds it moved leaves it to the other.
+func (st shared) moveFrontier(ctx context.Context, from, to int64) (bool, error) {
+	n, err := st.db.Exec(ctx, st.q.SQL("move_delivery_sweep_frontier"), from, to)
+	if err != nil {
+		return false, fmt.Errorf("sweep deliveries: move the frontier: %w", err)
+	}
+	return n > 0, nil
 }
 
 // deleteDeliveries deletes the DELIVERED and CANCELED deliveries with

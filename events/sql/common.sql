@@ -3,7 +3,9 @@
 -- name: move_delivery_sweep_frontier
 -- Moves the frontier from $1 to $2 only if it still is $1 (or, with no
 -- row yet, $1 is 0): of two sweeps at once (a leader handing over), the
--- second changes nothing rather than move it back.
+-- second changes nothing rather than move it back. A sweep runs it after
+-- each batch of its walk that moved the frontier, and stops walking when
+-- it changes nothing.
 INSERT INTO event_cursors (name, frontier, numbered, last_id) VALUES ('delivery_sweep', $2, '', 0)
 ON CONFLICT (name) DO UPDATE SET frontier = excluded.frontier WHERE event_cursors.frontier = $1
 
