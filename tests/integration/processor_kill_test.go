@@ -23,7 +23,6 @@ func TestKilledBetweenTheProcessorAndTheCommit(t *testing.T) {
 	for _, dialect := range dbtest.Dialects {
 		t.Run(dialect, func(t *testing.T) {
 			t.Parallel()
-			db := dbtest.Open(t, dialect)
 			double := stripedouble.New(stripedouble.Options{})
 			t.Cleanup(double.Close)
 			// The dead process's leases hold for PROCESSOR_TIMEOUT and 5 s
@@ -37,7 +36,7 @@ func TestKilledBetweenTheProcessorAndTheCommit(t *testing.T) {
 			// The second starts once the first listens, and is waited for
 			// only once the first is dead: its start (its migration, which
 			// would wait for the first's) overlaps the leases' time.
-			first := startServer(t, db.URL, env...)
+			first, db := startOnEmpty(t, dialect, env...)
 			starting := launch(t, db.URL, env...)
 			to := func(p *process) func(int) string { return func(int) string { return p.url } }
 
