@@ -219,9 +219,8 @@ func (h *holdingReceiver) distinct() int {
 // default's time.
 func TestWebhooksSurviveAKilledInstance(t *testing.T) {
 	t.Parallel()
-	db := dbtest.Postgres(t)
 	env := []string{"WEBHOOK_ALLOW_PRIVATE=true", "WEBHOOK_RETRY_MIN=200ms", "WEBHOOK_ATTEMPT_TIMEOUT=2s"}
-	a := startServer(t, db.URL, env...)
+	a, db := startOnEmpty(t, "postgres", env...)
 	rcv := &holdingReceiver{failFirst: 20, received: map[string]int{}}
 	hook := httptest.NewServer(rcv)
 	defer hook.Close()
