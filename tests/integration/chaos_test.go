@@ -25,7 +25,7 @@ import (
 // the state the double holds, and the double moved each amount once.
 func TestChaosAtTheProcessor(t *testing.T) {
 	t.Parallel()
-	chaosAtTheProcessor(t, dbtest.Postgres(t), chaosRun{flows: 240, workers: 12})
+	chaosAtTheProcessor(t, "postgres", chaosRun{flows: 240, workers: 12})
 }
 
 // TestChaosAtTheProcessorSQLite is the same on one SQLite file shared by
@@ -35,7 +35,7 @@ func TestChaosAtTheProcessor(t *testing.T) {
 // leases if it has any, and started again.
 func TestChaosAtTheProcessorSQLite(t *testing.T) {
 	t.Parallel()
-	chaosAtTheProcessor(t, dbtest.Open(t, "sqlite"), chaosRun{flows: 240, workers: 12, killInRecovery: true})
+	chaosAtTheProcessor(t, "sqlite", chaosRun{flows: 240, workers: 12, killInRecovery: true})
 }
 
 // chaosRun is what one chaos test runs: how many payment flows, from how
@@ -46,10 +46,10 @@ type chaosRun struct {
 	killInRecovery bool
 }
 
-// chaosAtTheProcessor runs the flows against two processes on db, kills one
-// of them a third of the way through, and checks every payment against the
-// double's ledger.
-func chaosAtTheProcessor(t *testing.T, db dbtest.DB, run chaosRun) {
+// chaosAtTheProcessor runs the flows against two processes on a new
+// database of the dialect, kills one of them a third of the way through,
+// and checks every payment against the double's ledger.
+func chaosAtTheProcessor(t *testing.T, dialect string, run chaosRun) {
 	flows := run.flows
 	double := stripedouble.New(stripedouble.Options{})
 	t.Cleanup(double.Close)
@@ -72,7 +72,8 @@ func chaosAtTheProcessor(t *testing.T, db dbtest.DB, run chaosRun) {
 		"PROCESSOR_TIMEOUT=500ms", "PROCESSOR_RECOVERY_AFTER=500ms", "STRIPE_SEARCH_LAG=100ms"}
 
 	var servers [2]atomic.Pointer[process]
-	servers[0].Store(startServer(t, db.URL, env...))
+	first, db := startOnEmpty(t, dialect, env...)
+	servers[0].Store(first)
 	servers[1].Store(startServer(t, db.URL, env...))
 	url := func(i int) string { return servers[i%2].Load().url }
 

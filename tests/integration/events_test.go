@@ -212,16 +212,18 @@ func (h *holdingReceiver) distinct() int {
 // TestWebhooksSurviveAKilledInstance: a 1,000-payment load is delivered to
 // a receiver that checks signatures and fails its first 20 deliveries.
 // Instance A delivers until it holds dozens of deliveries in flight; B
-// starts beside it, then A is killed (SIGKILL); B delivers A's once their
-// leases run out, besides its own, and the receiver sees every event at
-// least once. An endpoint has 2 s to answer here (the receiver holds each
-// delivery for one), so that A's leases (3 s) run out in a fifth of the
-// default's time.
+// starts beside it, then A is killed (SIGKILL) before B listens; B
+// delivers A's once their leases run out, besides its own, and the
+// receiver sees every event at least once. A holds dozens only while the
+// receiver's answers count as fast: once its held ones end, a second on,
+// it sends a few at a time (webhooks' busy), so the kill does not wait
+// for B's start, which takes about that long. An endpoint has 2 s to
+// answer here (the receiver holds each delivery for one), so that A's
+// leases (3 s) run out in a fifth of the default's time.
 func TestWebhooksSurviveAKilledInstance(t *testing.T) {
 	t.Parallel()
-	db := dbtest.Postgres(t)
 	env := []string{"WEBHOOK_ALLOW_PRIVATE=true", "WEBHOOK_RETRY_MIN=200ms", "WEBHOOK_ATTEMPT_TIMEOUT=2s"}
-	a := startServer(t, db.URL, env...)
+	a, db := startOnEmpty(t, "postgres", env...)
 	rcv := &holdingReceiver{failFirst: 20, received: map[string]int{}}
 	hook := httptest.NewServer(rcv)
 	defer hook.Close()
@@ -254,11 +256,12 @@ func TestWebhooksSurviveAKilledInstance(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	b := startServer(t, db.URL, env...)
+	starting := launch(t, db.URL, env...)
 	if err := a.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	killedAt := time.Now()
+	b := starting.ready(t)
 	// The receiver sees A's held deliveries cut off as their connections
 	// close; without one, the test would prove nothing. Then it holds
 	// nothing more: B's deliveries need not wait.

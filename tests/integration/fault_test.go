@@ -351,7 +351,7 @@ func TestDatabaseBlackholed(t *testing.T) {
 	t.Parallel()
 	// A schema of the test's own on the shared server, behind a proxy of
 	// its own: freezing it disturbs no other test.
-	proxy, url := dbtest.ProxyURL(t, dbtest.Postgres(t).URL)
+	proxy, url := dbtest.ProxyURL(t, dbtest.Empty(t, "postgres"))
 	srv := startServer(t, url)
 	tr := startTraffic(t, 4, func() string { return srv.url })
 	tr.waitFor(t, "payments before the black hole", 20, 10*time.Second, func(a answer) bool { return a.id != "" })
@@ -419,10 +419,10 @@ func TestDatabaseBlackholed(t *testing.T) {
 // the sign-in, which has no shorter one, answers within the test's 10 s.
 func TestAdminWithTheDatabaseSilent(t *testing.T) {
 	t.Parallel()
-	db := dbtest.Postgres(t)
-	proxy, dbURL := dbtest.ProxyURL(t, db.URL)
+	direct := dbtest.Empty(t, "postgres")
+	proxy, dbURL := dbtest.ProxyURL(t, direct)
 	srv := startServer(t, dbURL, "ADMIN_REQUEST_TIMEOUT=4s")
-	code, out, _ := runBinary(t, db.URL, "tokens", "create", "--name", "silent")
+	code, out, _ := runBinary(t, direct, "tokens", "create", "--name", "silent")
 	if code != 0 {
 		t.Fatalf("tokens create: exit %d", code)
 	}
@@ -636,8 +636,8 @@ func TestClientsDisconnect(t *testing.T) {
 // shutdown timeout; whatever got no answer is retried elsewhere safely.
 func TestSIGTERMWithTraffic(t *testing.T) {
 	t.Parallel()
-	db := dbtest.Postgres(t)
-	first, second := startServer(t, db.URL), startServer(t, db.URL)
+	first, db := startOnEmpty(t, "postgres")
+	second := startServer(t, db.URL)
 	tr := startTraffic(t, 8, func() string { return first.url })
 	tr.waitFor(t, "payments before SIGTERM", 20, 10*time.Second, func(a answer) bool { return a.id != "" })
 	sent := time.Now()

@@ -66,6 +66,35 @@ type process struct {
 // says where it listens. env adds to or overrides its environment.
 func startServer(t *testing.T, databaseURL string, env ...string) *process {
 	t.Helper()
+	return launch(t, databaseURL, env...).ready(t)
+}
+
+// startOnEmpty starts a server on a new database of the dialect with
+// nothing in it, whose tables the server's migration at start creates, as
+// a first deployment's does, and returns it with that database. On
+// PostgreSQL it is up a second sooner under load than on a copy of the
+// migrated schema: a migration that finds every table there reads the
+// catalog table by table, and took 1.0-1.5 s where creating them took
+// 0.4-0.5 s (load average 14).
+func startOnEmpty(t *testing.T, dialect string, env ...string) (*process, dbtest.DB) {
+	t.Helper()
+	u := dbtest.Empty(t, dialect)
+	p := startServer(t, u, env...)
+	return p, dbtest.DB{Gorm: dbtest.Connect(t, u), Dialect: dialect, URL: u}
+}
+
+// launched is a server process started, not yet known to listen.
+type launched struct {
+	p         *process
+	stderr    *bytes.Buffer
+	urls      chan string
+	debugURLs chan string
+}
+
+// launch starts the binary on a free loopback port, with env added to or
+// overriding its environment, and returns without waiting for it.
+func launch(t *testing.T, databaseURL string, env ...string) *launched {
+	t.Helper()
 	cmd := exec.Command(binary)
 	cmd.Env = append(os.Environ(),
 		"DATABASE_URL="+databaseURL,
@@ -79,45 +108,51 @@ func startServer(t *testing.T, databaseURL string, env ...string) *process {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	l := &launched{p: &process{cmd: cmd, exited: make(chan error, 1)}, stderr: &bytes.Buffer{},
+		urls: make(chan string, 1), debugURLs: make(chan string, 1)}
+	cmd.Stderr = l.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	p := &process{cmd: cmd, exited: make(chan error, 1)}
-	urls := make(chan string, 1)
-	debugURLs := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
 			if rest, ok := strings.CutPrefix(sc.Text(), "CMPay listening on "); ok {
-				urls <- rest
+				l.urls <- rest
 			}
 			if rest, ok := strings.CutPrefix(sc.Text(), "Debug endpoints (pprof, expvar) on "); ok {
-				debugURLs <- strings.TrimSuffix(rest, "/debug/pprof/")
+				l.debugURLs <- strings.TrimSuffix(rest, "/debug/pprof/")
 			}
 		}
 		io.Copy(io.Discard, stdout)
 	}()
-	go func() { p.exited <- cmd.Wait() }()
+	go func() { l.p.exited <- cmd.Wait() }()
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
-		<-p.exited
+		<-l.p.exited
 		if t.Failed() {
-			t.Logf("server log:\n%s", stderr.String())
+			t.Logf("server log:\n%s", l.stderr.String())
 		}
 	})
+	return l
+}
+
+// ready waits until the launched server says where it listens, and fails
+// the test if it exits first or is silent for 30 s.
+func (l *launched) ready(t *testing.T) *process {
+	t.Helper()
+	p := l.p
 	select {
-	case p.url = <-urls:
+	case p.url = <-l.urls:
 		select { // printed before the listening line, if at all
-		case p.debugURL = <-debugURLs:
+		case p.debugURL = <-l.debugURLs:
 		default:
 		}
 		return p
 	case err := <-p.exited:
-		t.Fatalf("server exited before listening: %v\n%s", err, stderr.String())
+		t.Fatalf("server exited before listening: %v\n%s", err, l.stderr.String())
 	case <-time.After(30 * time.Second):
-		t.Fatalf("server did not start in 30s\n%s", stderr.String())
+		t.Fatalf("server did not start in 30s\n%s", l.stderr.String())
 	}
 	return nil
 }

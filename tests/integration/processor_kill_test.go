@@ -23,16 +23,21 @@ func TestKilledBetweenTheProcessorAndTheCommit(t *testing.T) {
 	for _, dialect := range dbtest.Dialects {
 		t.Run(dialect, func(t *testing.T) {
 			t.Parallel()
-			db := dbtest.Open(t, dialect)
 			double := stripedouble.New(stripedouble.Options{})
 			t.Cleanup(double.Close)
-			// The timeout outlasts the wait for the three calls to reach
-			// the double (milliseconds on loopback), so that the kill, not
-			// the timeout, ends them; the dead process's leases then hold
-			// for the timeout and 5 s more, most of the test's time.
+			// The dead process's leases hold for PROCESSOR_TIMEOUT and 5 s
+			// more (payments' leaseMargin), most of the test's time; the
+			// timeout is the part a test may shorten. It must still outlast
+			// the wait for the three calls to reach the double
+			// (milliseconds on loopback), so that the kill, not the
+			// timeout, ends them: checked below, none was recorded.
 			env := []string{"PROCESSOR=stripe", "STRIPE_API_KEY=sk_test_killed", "STRIPE_API_BASE=" + double.URL(),
-				"PROCESSOR_TIMEOUT=2s", "PROCESSOR_RECOVERY_AFTER=500ms", "STRIPE_SEARCH_LAG=100ms"}
-			first, second := startServer(t, db.URL, env...), startServer(t, db.URL, env...)
+				"PROCESSOR_TIMEOUT=500ms", "PROCESSOR_RECOVERY_AFTER=500ms", "STRIPE_SEARCH_LAG=100ms"}
+			// The second starts once the first listens, and is waited for
+			// only once the first is dead: its start (its migration, which
+			// would wait for the first's) overlaps the leases' time.
+			first, db := startOnEmpty(t, dialect, env...)
+			starting := launch(t, db.URL, env...)
 			to := func(p *process) func(int) string { return func(int) string { return p.url } }
 
 			type created struct {
@@ -65,6 +70,7 @@ func TestKilledBetweenTheProcessorAndTheCommit(t *testing.T) {
 			} {
 				wg.Go(send)
 			}
+			sent := time.Now()
 			waitUntil(t, "the three calls at the processor", 10*time.Second, 5*time.Millisecond, func() bool {
 				return double.Calls(stripedouble.CreatePaymentIntent) == creates+1 &&
 					double.Calls(stripedouble.CapturePaymentIntent) == 1 && double.Calls(stripedouble.CreateRefund) == 1
@@ -72,9 +78,22 @@ func TestKilledBetweenTheProcessorAndTheCommit(t *testing.T) {
 			if err := first.cmd.Process.Kill(); err != nil {
 				t.Fatalf("kill: %v", err)
 			}
+			killedAfter := time.Since(sent)
 			first.exited <- <-first.exited
 			wg.Wait() // each got no answer: its server is gone
 			close(hold)
+			// Each call was ended by the kill, not by its timeout: none
+			// was recorded, so recovery alone learns what they did.
+			var unrecorded int
+			if err := db.Gorm.Raw(`SELECT COUNT(*) FROM processor_operations o WHERE o.state = 'PENDING'
+				AND NOT EXISTS (SELECT 1 FROM processor_calls c WHERE c.operation_id = o.id)`).Scan(&unrecorded).Error; err != nil {
+				t.Fatal(err)
+			}
+			if unrecorded != 3 {
+				t.Fatalf("%d of the three operations recorded by the first process, killed %s after they were sent: "+
+					"their calls ended by PROCESSOR_TIMEOUT, not by the kill", 3-unrecorded, killedAfter)
+			}
+			second := starting.ready(t)
 
 			waitUntil(t, "every processor operation resolved", 30*time.Second, 50*time.Millisecond, func() bool {
 				return countOpen(t, db) == 0

@@ -19,7 +19,7 @@ func TestStripeChangesWithTheDatabaseSilent(t *testing.T) {
 	t.Parallel()
 	double := stripedouble.New(stripedouble.Options{})
 	t.Cleanup(double.Close)
-	proxy, url := dbtest.ProxyURL(t, dbtest.Postgres(t).URL)
+	proxy, url := dbtest.ProxyURL(t, dbtest.Empty(t, "postgres"))
 	srv := startServer(t, url, "PROCESSOR=stripe", "STRIPE_API_KEY=sk_test_blackhole", "STRIPE_API_BASE="+double.URL(),
 		"PROCESSOR_TIMEOUT=2s")
 	authorize := func(key string) string {
