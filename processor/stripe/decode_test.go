@@ -14,6 +14,7 @@ import (
 	"github.com/cmpay/cmpay/processor"
 
 	stripeapi "github.com/stripe/stripe-go/v82"
+	"github.com/stripe/stripe-go/v82/form"
 )
 
 // A create's answer decoded into intentFields maps to the same Payment as
@@ -104,10 +105,104 @@ func mustUnescape(t *testing.T, s string) string {
 	return u
 }
 
+// stripeGoParams are the PaymentIntentCreateParams that say what
+// createForm writes, for stripe-go to encode: the reference its form is
+// compared with. Nil when createForm must refuse req.
+func stripeGoParams(req processor.CreatePaymentRequest) *stripeapi.PaymentIntentCreateParams {
+	amount, err := toStripeAmount(req.AmountMinor, req.Currency)
+	if err != nil || processor.ValidateKey(req.IdempotencyKey) != nil || !req.Method.Valid() ||
+		req.Method.Async() && !req.Capture || !req.Method.Async() && req.PaymentMethodToken == "" {
+		return nil
+	}
+	p := &stripeapi.PaymentIntentCreateParams{
+		Amount:   stripeapi.Int64(amount),
+		Currency: stripeapi.String(strings.ToLower(req.Currency)),
+		Confirm:  stripeapi.Bool(true),
+	}
+	p.AddMetadata("cmpay_payment_id", req.PaymentID)
+	p.SetIdempotencyKey(processor.RequestKey(req.IdempotencyKey, ""))
+	if req.PaymentMethodToken != "" {
+		p.PaymentMethod = stripeapi.String(req.PaymentMethodToken)
+	}
+	if req.Method.Async() {
+		typ := map[processor.Method]string{processor.MethodPix: "pix", processor.MethodBoleto: "boleto"}[req.Method]
+		p.PaymentMethodTypes = []*string{stripeapi.String(typ)}
+		if req.PaymentMethodToken == "" {
+			p.PaymentMethodData = &stripeapi.PaymentIntentCreatePaymentMethodDataParams{Type: stripeapi.String(typ)}
+		}
+		return p
+	}
+	p.PaymentMethodTypes = []*string{stripeapi.String("card")}
+	p.ErrorOnRequiresAction = stripeapi.Bool(true)
+	if !req.Capture {
+		p.CaptureMethod = stripeapi.String(string(stripeapi.PaymentIntentCaptureMethodManual))
+	}
+	return p
+}
+
+// everyCreateShape is each shape of create createForm writes, and the
+// refused ones: each method, with and without a token, captured or not,
+// with values that need escaping and a currency in other units.
+func everyCreateShape() []processor.CreatePaymentRequest {
+	var reqs []processor.CreatePaymentRequest
+	for _, method := range []processor.Method{processor.MethodCreditCard, processor.MethodPix, processor.MethodBoleto} {
+		for _, token := range []string{"", "pm_1", "pm_a b&c=d/é"} {
+			for _, capture := range []bool{true, false} {
+				reqs = append(reqs, processor.CreatePaymentRequest{IdempotencyKey: "cmpay_op_1", PaymentID: "pay_1",
+					AmountMinor: 1050, Currency: "BRL", Method: method, PaymentMethodToken: token, Capture: capture})
+			}
+		}
+	}
+	return append(reqs,
+		processor.CreatePaymentRequest{IdempotencyKey: "cmpay_op_2", PaymentID: "pay_2+[x]&y=ç", AmountMinor: 1050,
+			Currency: "jpy", Method: processor.MethodCreditCard, PaymentMethodToken: "pm_card_visa", Capture: true},
+		processor.CreatePaymentRequest{IdempotencyKey: "cmpay_op_3", PaymentID: "pay_3", AmountMinor: 5,
+			Currency: "ISK", Method: processor.MethodCreditCard, PaymentMethodToken: "pm_card_visa"},
+		processor.CreatePaymentRequest{IdempotencyKey: "cmpay_op_4", PaymentID: "pay_4", AmountMinor: 0,
+			Currency: "BRL", Method: processor.MethodCreditCard, PaymentMethodToken: "pm_card_visa"},
+		processor.CreatePaymentRequest{IdempotencyKey: "", PaymentID: "pay_5", AmountMinor: 100,
+			Currency: "BRL", Method: processor.MethodCreditCard, PaymentMethodToken: "pm_card_visa"},
+		processor.CreatePaymentRequest{IdempotencyKey: "cmpay_op_6", PaymentID: "pay_6", AmountMinor: 100,
+			Currency: "BRL", Method: "CHEQUE", PaymentMethodToken: "pm_card_visa"})
+}
+
+// createForm writes, byte for byte, the form stripe-go's own encoding
+// (form.AppendTo, as its backend's Call does) makes of the same
+// parameters, and refuses what they could not say: a field it leaves out,
+// adds, or spells differently fails this.
+func TestCreateFormIsStripeGosEncoding(t *testing.T) {
+	sent := 0
+	for _, req := range everyCreateShape() {
+		ours, err := createForm(req)
+		ref := stripeGoParams(req)
+		if ref == nil {
+			if err == nil {
+				t.Errorf("%+v: createForm wrote %s, want a refusal", req, ours)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%+v: %v", req, err)
+			continue
+		}
+		sent++
+		var theirs form.Values
+		form.AppendTo(&theirs, ref)
+		if string(ours) != theirs.Encode() {
+			t.Errorf("%s, token %q, capture %v:\n createForm %s\n stripe-go  %s", req.Method, req.PaymentMethodToken,
+				req.Capture, ours, theirs.Encode())
+		}
+	}
+	if sent != 12 { // a card with either token, captured or not; Pix and boleto captured, with no token or either; JPY, ISK
+		t.Errorf("%d shapes of create written, want 12", sent)
+	}
+}
+
 // createIntent sends what stripe-go's V1PaymentIntents.Create would for
 // the same parameters, headers and body alike, for every shape of create
-// createParams makes (each method, with and without a token, captured or
-// not): createIntent calls stripe-go's backend itself, to decode less.
+// (each method, with and without a token, captured or not): createIntent
+// calls stripe-go's backend itself, with a body of its own, to encode and
+// decode less.
 func TestCreateIntentSendsWhatStripeGoWould(t *testing.T) {
 	type request struct {
 		header http.Header
@@ -128,41 +223,53 @@ func TestCreateIntentSendsWhatStripeGoWould(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(conn.CloseIdleConnections)
-	send := func(req processor.CreatePaymentRequest, viaCall bool) request {
-		t.Helper()
-		p, err := createParams(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if viaCall {
-			_, err = conn.client.V1PaymentIntents.Create(t.Context(), p)
-		} else {
-			_, err = conn.createIntent(t.Context(), p)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		return <-got
-	}
 	shapes := 0
-	for _, method := range []processor.Method{processor.MethodCreditCard, processor.MethodPix, processor.MethodBoleto} {
-		for _, token := range []string{"", "pm_1"} {
-			for _, capture := range []bool{true, false} {
-				req := processor.CreatePaymentRequest{IdempotencyKey: "cmpay_op_1", PaymentID: "pay_1", AmountMinor: 1050,
-					Currency: "BRL", Method: method, PaymentMethodToken: token, Capture: capture}
-				if _, err := createParams(req); err != nil {
-					continue // refused before anything is sent
-				}
-				shapes++
-				ours, theirs := send(req, false), send(req, true)
-				if ours.body != theirs.body || !reflect.DeepEqual(ours.header, theirs.header) {
-					t.Errorf("%s, token %q, capture %v:\n createIntent %s %v\n stripe-go    %s %v", method, token, capture,
-						ours.body, ours.header, theirs.body, theirs.header)
-				}
+	for _, req := range everyCreateShape() {
+		ref := stripeGoParams(req)
+		if ref == nil {
+			continue // refused before anything is sent
+		}
+		shapes++
+		if _, err := conn.CreatePayment(t.Context(), req); err != nil {
+			t.Fatal(err)
+		}
+		ours := <-got
+		if _, err := conn.client.V1PaymentIntents.Create(t.Context(), ref); err != nil {
+			t.Fatal(err)
+		}
+		theirs := <-got
+		if ours.body != theirs.body || !reflect.DeepEqual(ours.header, theirs.header) {
+			t.Errorf("%s, token %q, capture %v:\n createIntent %s %v\n stripe-go    %s %v", req.Method,
+				req.PaymentMethodToken, req.Capture, ours.body, ours.header, theirs.body, theirs.header)
+		}
+	}
+	if shapes != 12 {
+		t.Errorf("%d shapes of create sent, want 12", shapes)
+	}
+}
+
+// BenchmarkCreateForm is what a create's form costs: written by createForm,
+// against stripe-go's encoding of the same parameters as its backend's
+// Call makes it (form.AppendTo, then Encode). Each includes building what
+// it encodes from the request.
+func BenchmarkCreateForm(b *testing.B) {
+	req := processor.CreatePaymentRequest{IdempotencyKey: "cmpay_op_01KBXYZ0123456789ABCDEFGHJ",
+		PaymentID: "pay_01KBXYZ0123456789ABCDEFGHJ", AmountMinor: 1050, Currency: "BRL",
+		Method: processor.MethodCreditCard, PaymentMethodToken: "pm_card_visa", Capture: true}
+	b.Run("createForm", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := createForm(req); err != nil {
+				b.Fatal(err)
 			}
 		}
-	}
-	if shapes != 6 { // a card with its token, captured or not; Pix and boleto captured, with a token or without
-		t.Errorf("%d shapes of create sent, want 6", shapes)
-	}
+	})
+	b.Run("stripe-go", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var v form.Values
+			form.AppendTo(&v, stripeGoParams(req))
+			_ = []byte(v.Encode())
+		}
+	})
 }

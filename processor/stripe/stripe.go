@@ -27,7 +27,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -150,12 +152,13 @@ func invalid(op, msg string) error {
 
 // CreatePayment creates and confirms a PaymentIntent.
 func (c *Connector) CreatePayment(ctx context.Context, req processor.CreatePaymentRequest) (processor.Payment, error) {
-	params, err := createParams(req)
+	body, err := createForm(req)
 	if err != nil {
 		return processor.Payment{}, err
 	}
+	idemKey := processor.RequestKey(req.IdempotencyKey, "")
 	pi, err := call(ctx, c, "create", func(ctx context.Context) (*stripeapi.PaymentIntent, error) {
-		return c.createIntent(ctx, params)
+		return c.createIntent(ctx, idemKey, body)
 	})
 	if err != nil {
 		return processor.Payment{}, err
@@ -164,17 +167,19 @@ func (c *Connector) CreatePayment(ctx context.Context, req processor.CreatePayme
 }
 
 // createIntent is V1PaymentIntents.Create, the same call of stripe-go's
-// backend (the same request, errors and connection), with the answer
-// decoded into only the PaymentIntent fields paymentFrom reads. Decoding
-// the whole PaymentIntent, through its UnmarshalJSON for expandable
-// fields, took about 5% of the server's CPU per create
-// (docs/benchmarks/2026-12-06-stripe-path-cpu.md). Not the raw request
-// API: stripe-go v82.5.1's RawRequest dereferences a nil response on a
-// connection error (TestWriteFaults).
-func (c *Connector) createIntent(ctx context.Context, params *stripeapi.PaymentIntentCreateParams) (*stripeapi.PaymentIntent, error) {
-	params.Context = ctx
+// backend (the same request, headers, errors and connection), with the
+// body createForm wrote and the answer decoded into only the
+// PaymentIntent fields paymentFrom reads. Decoding the whole
+// PaymentIntent, through its UnmarshalJSON for expandable fields, took
+// about 5% of the server's CPU per create, and encoding its parameters by
+// reflection about 3% (docs/benchmarks/2026-12-06-stripe-path-cpu.md,
+// docs/benchmarks/2026-12-07-stripe-path-batches-and-tls.md). Not the raw
+// request API: stripe-go v82.5.1's RawRequest dereferences a nil response
+// on a connection error (TestWriteFaults).
+func (c *Connector) createIntent(ctx context.Context, idemKey string, body []byte) (*stripeapi.PaymentIntent, error) {
+	params := &stripeapi.Params{Context: ctx, IdempotencyKey: &idemKey}
 	var f intentFields
-	if err := c.backend.Call(http.MethodPost, "/v1/payment_intents", c.key, params, &f); err != nil {
+	if err := c.backend.CallRaw(http.MethodPost, "/v1/payment_intents", c.key, body, params, &f); err != nil {
 		return nil, err
 	}
 	return f.intent(), nil
@@ -206,7 +211,19 @@ func (f *intentFields) intent() *stripeapi.PaymentIntent {
 // the connector does not read.
 func (*intentFields) SetLastResponse(*stripeapi.APIResponse) {}
 
-func createParams(req processor.CreatePaymentRequest) (*stripeapi.PaymentIntentCreateParams, error) {
+// createForm validates a create and writes its PaymentIntent's form:
+// byte for byte what stripe-go encodes, by reflection, from the
+// PaymentIntentCreateParams that say the same, in its order (its fields',
+// alphabetical), for 2 allocations where stripe-go made 71
+// (docs/benchmarks/2026-12-07-stripe-path-cuts.md).
+// TestCreateFormIsStripeGosEncoding compares the two for every shape of
+// create, and TestCreateIntentSendsWhatStripeGoWould the whole requests.
+//
+// A payment is created and confirmed at once, with its payment method (the
+// token, or for a Pix or boleto without one, a new one of that type) and
+// its type, and metadata[cmpay_payment_id]; a card authorized only is
+// capture_method=manual.
+func createForm(req processor.CreatePaymentRequest) ([]byte, error) {
 	if err := processor.ValidateKey(req.IdempotencyKey); err != nil {
 		return nil, invalid("create", err.Error())
 	}
@@ -217,40 +234,46 @@ func createParams(req processor.CreatePaymentRequest) (*stripeapi.PaymentIntentC
 	if err != nil {
 		return nil, invalid("create", err.Error())
 	}
-	p := &stripeapi.PaymentIntentCreateParams{
-		Amount:   stripeapi.Int64(amount),
-		Currency: stripeapi.String(strings.ToLower(req.Currency)),
-		Confirm:  stripeapi.Bool(true),
-	}
-	p.AddMetadata("cmpay_payment_id", req.PaymentID)
-	p.SetIdempotencyKey(processor.RequestKey(req.IdempotencyKey, ""))
-	if req.PaymentMethodToken != "" {
-		p.PaymentMethod = stripeapi.String(req.PaymentMethodToken)
-	}
+	var typ string
 	switch {
 	case req.Method.Async() && !req.Capture:
 		return nil, invalid("create", "Pix and boleto are captured when paid: capture must be true")
-	case req.Method.Async():
-		typ := map[processor.Method]string{processor.MethodPix: "pix", processor.MethodBoleto: "boleto"}[req.Method]
-		p.PaymentMethodTypes = []*string{stripeapi.String(typ)}
-		if req.PaymentMethodToken == "" {
-			// Boleto at Stripe also needs the payer's name, e-mail, address
-			// and tax id: a client-side PaymentMethod token carries them.
-			p.PaymentMethodData = &stripeapi.PaymentIntentCreatePaymentMethodDataParams{Type: stripeapi.String(typ)}
-		}
+	case req.Method == processor.MethodPix:
+		typ = "pix"
+	case req.Method == processor.MethodBoleto:
+		typ = "boleto"
 	case req.PaymentMethodToken == "":
 		return nil, invalid("create", "a card payment needs a payment method token (pm_…)")
 	default:
-		p.PaymentMethodTypes = []*string{stripeapi.String("card")}
+		typ = "card"
+	}
+	b := make([]byte, 0, 256)
+	b = append(b, "amount="...)
+	b = strconv.AppendInt(b, amount, 10)
+	if typ == "card" && !req.Capture {
+		b = append(b, "&capture_method=manual"...)
+	}
+	b = append(b, "&confirm=true&currency="...)
+	b = append(b, url.QueryEscape(strings.ToLower(req.Currency))...)
+	if typ == "card" {
 		// CMPay's API has no step where the payer authenticates: a card
 		// that asks for 3-D Secure is declined (authentication_required)
 		// rather than left waiting in requires_action for good.
-		p.ErrorOnRequiresAction = stripeapi.Bool(true)
-		if !req.Capture {
-			p.CaptureMethod = stripeapi.String(string(stripeapi.PaymentIntentCaptureMethodManual))
-		}
+		b = append(b, "&error_on_requires_action=true"...)
 	}
-	return p, nil
+	b = append(b, "&metadata[cmpay_payment_id]="...)
+	b = append(b, url.QueryEscape(req.PaymentID)...)
+	if req.PaymentMethodToken != "" {
+		b = append(b, "&payment_method="...)
+		b = append(b, url.QueryEscape(req.PaymentMethodToken)...)
+	} else {
+		// Boleto at Stripe also needs the payer's name, e-mail, address
+		// and tax id: a client-side PaymentMethod token carries them.
+		b = append(b, "&payment_method_data[type]="...)
+		b = append(b, typ...)
+	}
+	b = append(b, "&payment_method_types[0]="...)
+	return append(b, typ...), nil
 }
 
 // CapturePayment captures an authorized PaymentIntent. When Stripe says
