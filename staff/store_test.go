@@ -141,8 +141,8 @@ func TestStoreAccounts(t *testing.T) {
 }
 
 // TestStoreSessions: sessions are started, read with their account as it
-// is now, touched (only over a use older than stale), ended one at a time, all of an account's but one, or
-// when they have expired or idled.
+// is now, touched (only over a use older than stale), ended one at a time,
+// all of an account's but one, or when they have expired or idled.
 func TestStoreSessions(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {

@@ -294,6 +294,7 @@ func newResendEnv(t *testing.T, db dbtest.DB) *resendEnv {
 	// and a resent one is still tried on a loaded machine.
 	e := &resendEnv{Env: deliverytest.New(t, db, 3*time.Second),
 		st: staff.New(db.Gorm, staff.Config{Hash: staff.HashParams{Memory: 64, Time: 1, Threads: 1}})}
+	t.Cleanup(e.st.Close) // its sessions' last uses are written beside the pages
 	e.hook = e.Receiver.URL + "/fail"
 	var err error
 	if _, e.secret, err = e.Webhooks.CreateEndpoint(t.Context(), "shop-keep", e.hook, nil); err != nil {

@@ -268,6 +268,7 @@ func TestPixCreatedLineBySandboxMode(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
 		st := staff.New(db.Gorm, staff.Config{Hash: staff.HashParams{Memory: 64, Time: 1, Threads: 1}})
+		t.Cleanup(st.Close)
 		if _, err := st.Bootstrap(t.Context(), "admin", "admin-password"); err != nil {
 			t.Fatal(err)
 		}
