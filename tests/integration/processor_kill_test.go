@@ -32,7 +32,7 @@ func TestKilledBetweenTheProcessorAndTheCommit(t *testing.T) {
 			// (milliseconds on loopback), so that the kill, not the
 			// timeout, ends them: checked below, none was recorded.
 			env := []string{"PROCESSOR=stripe", "STRIPE_API_KEY=sk_test_killed", "STRIPE_API_BASE=" + double.URL(),
-				"PROCESSOR_TIMEOUT=500ms", "PROCESSOR_RECOVERY_AFTER=500ms", "STRIPE_SEARCH_LAG=100ms"}
+				"PROCESSOR_TIMEOUT=1s", "PROCESSOR_RECOVERY_AFTER=500ms", "STRIPE_SEARCH_LAG=100ms"}
 			// The second starts once the first listens, and is waited for
 			// only once the first is dead: its start (its migration, which
 			// would wait for the first's) overlaps the leases' time.
