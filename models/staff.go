@@ -31,7 +31,8 @@ type StaffAccount struct {
 
 // StaffSession is a signed-in browser. The browser holds a random token;
 // the table holds only its SHA-256, so a copy of the table signs nobody in.
-// A session ends LastUsedAt + the idle timeout, or at ExpiresAt (12 hours
+// A session ends the idle timeout after its last use (LastUsedAt, or a
+// newer use whose write is not stored yet), or at ExpiresAt (12 hours
 // after sign-in), whichever comes first; signing out and disabling the
 // account delete it.
 type StaffSession struct {

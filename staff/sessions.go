@@ -151,8 +151,8 @@ func (s *Store) SignIn(ctx context.Context, req SignInRequest) (token string, ac
 // counts from the newer of the stored use and the one being written or
 // whose write failed (Unwritten), and SignIn's sweep leaves it alone.
 // What sees only the stored use (another server; the sweep, once writes
-// have failed for longer than the idle timeout) may end a session early
-// while writes fail: the safe error, an end too early, never too late.
+// have failed for twice the idle timeout) may end a session early while
+// writes fail: the safe error, an end too early, never too late.
 func (s *Store) Session(ctx context.Context, token string) (Session, error) {
 	if token == "" {
 		return Session{}, ErrNoSession

@@ -173,8 +173,8 @@ func (c *Connector) CreatePayment(ctx context.Context, req processor.CreatePayme
 // PaymentIntent, through its UnmarshalJSON for expandable fields, took
 // about 5% of the server's CPU per create, and encoding its parameters by
 // reflection about 3% (docs/benchmarks/2026-12-06-stripe-path-cpu.md,
-// docs/benchmarks/2026-12-07-stripe-path-batches-and-tls.md). Not the raw
-// request API: stripe-go v82.5.1's RawRequest dereferences a nil response
+// docs/benchmarks/2026-12-07-stripe-path-batches-and-tls.md). CallRaw, not
+// stripe-go's RawRequest: v82.5.1's RawRequest dereferences a nil response
 // on a connection error (TestWriteFaults).
 func (c *Connector) createIntent(ctx context.Context, idemKey string, body []byte) (*stripeapi.PaymentIntent, error) {
 	params := &stripeapi.Params{Context: ctx, IdempotencyKey: &idemKey}
