@@ -118,19 +118,18 @@ func parseChangeAmount(text string) (changeAmount, error) {
 		return changeAmount{}, err
 	}
 	a := changeAmount{canonical: d.Text('f'), value: d, byDigits: make([]*int64, maxCurrencyDigits+1)}
-	var last error
+	// The messages are written only for an amount that fits no currency:
+	// every capture or refund with an amount runs this loop.
 	for digits := range maxCurrencyDigits + 1 {
-		n, err := toMinor(d, digits, fmt.Sprintf("a currency with %d digits", digits))
-		if err != nil {
-			last = err
-			continue
+		if n, err := toMinor(d, digits, ""); err == nil {
+			a.byDigits[digits] = &n
 		}
-		a.byDigits[digits] = &n
 	}
 	if slices.IndexFunc(a.byDigits, func(n *int64) bool { return n != nil }) < 0 {
 		// Either too many fraction digits for any currency, or too large
-		// for every one: the last try (most digits) says which.
-		return changeAmount{}, last
+		// for every one: the try with the most digits says which.
+		_, err := toMinor(d, maxCurrencyDigits, fmt.Sprintf("a currency with %d digits", maxCurrencyDigits))
+		return changeAmount{}, err
 	}
 	return a, nil
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/cmpay/cmpay/database"
 	"github.com/cmpay/cmpay/internal/load"
 )
 
@@ -29,7 +30,8 @@ import (
 
 // compareModes are the createPayment modes compared: by default new keys
 // and replays, of which the mix is made; -modes names others (conflict,
-// mix) for a change that treats them apart.
+// mix) for a change that treats them apart, or capture and refund, run on
+// payments stored for them in the round's schema (seedChanges).
 var compareModes = []load.Mode{load.New, load.Replay}
 
 // compareRun is one mode of one build in one round.
@@ -64,13 +66,21 @@ func compare(serverURL, binary, afterName, against string, rounds int) string {
 		for _, build := range roundOrder(round) {
 			schema := fmt.Sprintf("compare_%s_%d", build, round)
 			_, appURL, drop := freshSchema(serverURL, schema)
-			var srv *server // the one of the plain modes, started on first use
+			var srv *server                    // the one of the plain modes, started on first use
+			var changes map[load.Mode][]string // what capture and refund act on, stored on first use
 			for _, mode := range compareModes {
 				label := fmt.Sprintf("%s-%d-%s", build, round, mode)
 				var r modeResult
-				if processorMode(mode) {
+				switch {
+				case processorMode(mode):
 					r = driveProcessorMode(path[build], appURL, mode, label)
-				} else {
+				case changeMode(mode):
+					if changes == nil {
+						srv, changes = seedChanges(srv, path[build], appURL)
+					}
+					srv.label = label
+					r = drive(srv, mode, changes[mode])
+				default:
 					if srv == nil {
 						srv = startServer(path[build], appURL)
 					}
@@ -88,6 +98,30 @@ func compare(serverURL, binary, afterName, against string, rounds int) string {
 		}
 	}
 	return compareReport(runs, binaryName(against), afterName)
+}
+
+// changeMode: capture and refund act on payments stored for them.
+func changeMode(m load.Mode) bool { return m == load.Capture || m == load.Refund }
+
+// seedChanges stores the payments capture and refund act on in appURL's
+// schema, as the benchmark does (-capture-rate authorizations a second of
+// warm-up and run, refundPayments captured payments), once binary's server
+// has migrated it, and returns a server started afresh on them, as the
+// benchmark's is; srv, if not nil, is stopped first.
+func seedChanges(srv *server, binary, appURL string) (*server, map[load.Mode][]string) {
+	if srv == nil {
+		srv = startServer(binary, appURL) // migrates the schema
+	}
+	srv.stop()
+	db, err := database.Open(appURL, database.Options{})
+	check(err)
+	defer database.Close(db)
+	changes := map[load.Mode][]string{
+		load.Capture: ids(db, load.Capture, "pay_cap_", int(float64(*maxRate)*(*warmup+*measure).Seconds())),
+		load.Refund:  ids(db, load.Refund, "pay_ref_", refundPayments),
+	}
+	check(db.Exec(`VACUUM ANALYZE`).Error)
+	return startServer(binary, appURL), changes
 }
 
 // binaryName is how the report names a server binary given by its path.
