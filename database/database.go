@@ -274,14 +274,16 @@ var migrationLocks = map[sqlq.Dialect]string{
 
 // Migrate brings db's schema up to date: AutoMigrate for what the models
 // declare, the currencies, then the numbered migrations not yet run
-// (migrate.go), all in one transaction under one lock.
+// (migrate.go), all in one transaction under one lock; or nothing, when
+// the last complete migration was this build's and left the schema as it
+// is (database/schema_state.go).
 func Migrate(db *gorm.DB) error {
 	_, err := MigrateReport(context.Background(), db)
 	return err
 }
 
 // MigrateReport is Migrate, saying which tables it created and which
-// numbered migrations it ran.
+// numbered migrations it ran, or that the schema was up to date.
 func MigrateReport(ctx context.Context, db *gorm.DB) (Migrated, error) {
 	dialect, err := sqlq.Of(db)
 	if err != nil {
@@ -294,24 +296,45 @@ func MigrateReport(ctx context.Context, db *gorm.DB) (Migrated, error) {
 				return err
 			}
 		}
-		tables, missing, err := missingTables(tx)
+		build, tables, err := buildFingerprint(tx, string(dialect), models.All())
 		if err != nil {
 			return err
 		}
-		if err := tx.AutoMigrate(models.All()...); err != nil {
+		fresh, version, err := upToDate(tx, build, string(dialect))
+		if err != nil {
 			return err
 		}
-		if err := writeCurrencies(tx); err != nil {
+		if fresh {
+			out = Migrated{Tables: tables, Version: version, UpToDate: true}
+			return nil
+		}
+		out, err = migrateAll(ctx, tx, string(dialect))
+		if err != nil {
 			return err
 		}
-		out, err = runMigrations(ctx, tx, string(dialect))
-		out.Tables, out.Created = tables, missing
-		return err
+		return recordState(tx, build, string(dialect), out.Version)
 	})
 	if err != nil {
 		return Migrated{}, fmt.Errorf("migrate: %w", err)
 	}
 	return out, nil
+}
+
+// migrateAll is the migration's whole work, in tx under its lock.
+func migrateAll(ctx context.Context, tx *gorm.DB, dialect string) (Migrated, error) {
+	tables, missing, err := missingTables(tx)
+	if err != nil {
+		return Migrated{}, err
+	}
+	if err := tx.AutoMigrate(models.All()...); err != nil {
+		return Migrated{}, err
+	}
+	if err := writeCurrencies(tx); err != nil {
+		return Migrated{}, err
+	}
+	out, err := runMigrations(ctx, tx, dialect)
+	out.Tables, out.Created = tables, missing
+	return out, err
 }
 
 // writeCurrencies copies the ISO 4217 list the Go code uses (package

@@ -172,6 +172,10 @@ type Migrated struct {
 	// version after (the highest recorded).
 	Ran     []int
 	Version int
+	// UpToDate is set when the migration found the schema as this build
+	// leaves it and did nothing (schema_state.go): Created and Ran are
+	// empty, and nothing was read but what says so.
+	UpToDate bool
 }
 
 // missingTables returns every table the models declare and those of them

@@ -105,9 +105,13 @@ func openShape(t *testing.T, dialect, version string) *gorm.DB {
 // checkUpgraded holds an upgraded database to a new one's: every numbered
 // migration recorded once, and the same tables, columns, indexes, checks
 // and triggers as a database migrated from nothing. What an upgrade leaves
-// different from a new database is a migration missing.
+// different from a new database is a migration missing. The upgrade must
+// have recorded its state too: the next start finds the schema up to date.
 func checkUpgraded(t *testing.T, db *gorm.DB, dialect string) {
 	t.Helper()
+	if m := migrateReport(t, db); !m.UpToDate {
+		t.Errorf("the migration after the upgrade ran again: %+v", m)
+	}
 	var versions []int
 	db.Raw(`SELECT version FROM schema_versions ORDER BY version`).Scan(&versions)
 	if len(versions) == 0 || versions[len(versions)-1] != database.LatestVersion() || slices.Compact(slices.Clone(versions)) == nil {

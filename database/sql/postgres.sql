@@ -25,3 +25,42 @@ SELECT (pg_current_wal_flush_lsn() - '0/0')::bigint
 -- while it has replayed nothing yet.
 SELECT (CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn()
 	ELSE pg_current_wal_flush_lsn() END - '0/0')::bigint
+
+-- name: catalog
+-- Everything a migration makes, one line each (schemaCatalog hashes them):
+-- columns with type, nullability and default; indexes, constraints,
+-- triggers and functions by their definitions; table settings; and the
+-- rows that say how far the schema is (schema_versions) and the
+-- currencies each start writes. Read straight from pg_catalog, in one
+-- round trip: information_schema is far slower. Definitions name their
+-- tables with the schema, which is cut out: a schema restored under
+-- another name (the tests' copies) reads as the same.
+SELECT replace(line, current_schema() || '.', '') FROM (
+SELECT 'column ' || c.relname || ' ' || a.attname || ' ' || format_type(a.atttypid, a.atttypmod) || ' '
+	|| a.attnotnull::text || ' ' || COALESCE(pg_get_expr(d.adbin, d.adrelid), '') AS line
+FROM pg_attribute a
+JOIN pg_class c ON c.oid = a.attrelid
+LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind = 'r' AND a.attnum > 0 AND NOT a.attisdropped
+UNION ALL
+SELECT 'index ' || pg_get_indexdef(i.indexrelid)
+FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid
+WHERE c.relnamespace = current_schema()::regnamespace
+UNION ALL
+SELECT 'constraint ' || conrelid::regclass::text || ' ' || conname || ' ' || pg_get_constraintdef(oid)
+FROM pg_constraint WHERE connamespace = current_schema()::regnamespace
+UNION ALL
+SELECT 'trigger ' || pg_get_triggerdef(t.oid)
+FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
+WHERE NOT t.tgisinternal AND c.relnamespace = current_schema()::regnamespace
+UNION ALL
+SELECT 'function ' || p.oid::regprocedure::text || ' ' || md5(p.prosrc)
+FROM pg_proc p WHERE p.pronamespace = current_schema()::regnamespace
+UNION ALL
+SELECT 'option ' || relname || ' ' || array_to_string(reloptions, ',')
+FROM pg_class WHERE relnamespace = current_schema()::regnamespace AND reloptions IS NOT NULL
+UNION ALL
+SELECT 'version ' || version FROM schema_versions
+UNION ALL
+SELECT 'currency ' || code || ' ' || digits FROM currencies
+) catalog

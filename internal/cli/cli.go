@@ -142,6 +142,8 @@ func migrateCommand(_ context.Context, env Env, args []string) error {
 	w := env.Stdout
 	fmt.Fprintf(w, "Migrated the %s database.\n", map[string]string{"postgres": "PostgreSQL", "sqlite": "SQLite"}[m.Dialect])
 	switch {
+	case m.UpToDate:
+		fmt.Fprintf(w, "All %d tables were there, as this build leaves them: nothing to do.\n", len(m.Tables))
 	case len(m.Created) == len(m.Tables):
 		fmt.Fprintf(w, "Created all %d tables: %s.\n", len(m.Created), strings.Join(m.Created, ", "))
 	case len(m.Created) > 0:
