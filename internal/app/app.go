@@ -75,9 +75,13 @@ func Run(ctx context.Context, getenv func(string) string, stdout io.Writer, log 
 		return err
 	}
 	defer func() { _ = database.Close(db) }()
-	if _, err := Migrate(db); err != nil {
+	m, err := Migrate(db)
+	if err != nil {
 		return err
 	}
+	// An operator reading a start's log sees which schema it runs on, and
+	// whether this start changed it or found it as this build leaves it.
+	log.Info("schema", "version", m.Version, "up_to_date", m.UpToDate, "tables_created", len(m.Created), "migrations_ran", m.Ran)
 	// Reads that may be a few seconds stale can go to a streaming replica
 	// (DATABASE_REPLICA_URL); replica.Reader() is the primary when none is
 	// configured or the replica is down or lagging. The payments listing

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/cmpay/cmpay/config"
 	"github.com/cmpay/cmpay/database"
 	"github.com/cmpay/cmpay/internal/dbtest"
+	"github.com/cmpay/cmpay/internal/logtest"
 	"github.com/cmpay/cmpay/internal/streamtest"
 	"github.com/cmpay/cmpay/processor"
 	"github.com/cmpay/cmpay/webhooks"
@@ -50,8 +52,9 @@ func TestRunStopsEverything(t *testing.T) {
 		defer cancel()
 		stdout, printed := io.Pipe()
 		ran := make(chan error, 1)
+		var logged logtest.Buffer
 		go func() {
-			ran <- Run(ctx, testEnv(db.URL, map[string]string{"DEBUG_ADDR": "127.0.0.1:0"}), printed, quiet)
+			ran <- Run(ctx, testEnv(db.URL, map[string]string{"DEBUG_ADDR": "127.0.0.1:0"}), printed, slog.New(slog.NewTextHandler(&logged, nil)))
 			printed.Close()
 		}()
 		lines := bufio.NewScanner(stdout)
@@ -77,6 +80,11 @@ func TestRunStopsEverything(t *testing.T) {
 			if res.StatusCode != http.StatusOK {
 				t.Errorf("GET %s: %d", u, res.StatusCode)
 			}
+		}
+		// The test's database is a copy of a migrated one: the start says
+		// it found it as this build leaves it.
+		if line := "msg=schema version=" + strconv.Itoa(database.LatestVersion()) + " up_to_date=true"; !strings.Contains(logged.String(), line) {
+			t.Errorf("the start's log has no %q:\n%s", line, logged.String())
 		}
 		if _, err := createPayment(url, "run-1"); err != nil {
 			t.Fatal(err)
