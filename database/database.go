@@ -4,6 +4,7 @@ package database
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -272,6 +273,16 @@ var migrationLocks = map[sqlq.Dialect]string{
 	sqlq.Postgres: postgresSQL.SQL("migration_lock"),
 }
 
+// migrationTxOptions make a PostgreSQL migration read committed whatever
+// the database's default_transaction_isolation: under repeatable read its
+// snapshot would be taken by the lock statement, before it waits, and a
+// start would then judge the schema up to date on what it saw before the
+// migration it waited for committed. SQLite's BEGIN IMMEDIATE reads after
+// it has the lock.
+var migrationTxOptions = map[sqlq.Dialect]*sql.TxOptions{
+	sqlq.Postgres: {Isolation: sql.LevelReadCommitted},
+}
+
 // Migrate brings db's schema up to date: AutoMigrate for what the models
 // declare, the currencies, then the numbered migrations not yet run
 // (migrate.go), all in one transaction under one lock; or nothing, when
@@ -313,7 +324,7 @@ func MigrateReport(ctx context.Context, db *gorm.DB) (Migrated, error) {
 			return err
 		}
 		return recordState(tx, build, string(dialect), out.Version)
-	})
+	}, migrationTxOptions[dialect])
 	if err != nil {
 		return Migrated{}, fmt.Errorf("migrate: %w", err)
 	}
