@@ -88,3 +88,19 @@ func TestMigrateSeesWhatTheMigrationItWaitedForLeft(t *testing.T) {
 		t.Error("the other build's record is left: the start did not record its own")
 	}
 }
+
+// TestMigrateOnSQLiteTakesTheWriteLockFirst: on SQLite the migration
+// begins with the write lock even where the URL asks for deferred
+// transactions, so that a start never judges the schema up to date while
+// another process's migration is under way: it waits, or here, with no
+// busy timeout, fails.
+func TestMigrateOnSQLiteTakesTheWriteLockFirst(t *testing.T) {
+	t.Parallel()
+	db := dbtest.SQLite(t) // migrated by this build, so up to date
+	dbtest.HoldLock(t, db, `UPDATE schema_state SET build = 'another build'`)
+	start := dbtest.Connect(t, db.URL+"&_txlock=deferred&_pragma=busy_timeout(0)")
+	m, err := database.MigrateReport(context.Background(), start)
+	if err == nil && m.UpToDate {
+		t.Fatal("the start skipped on the state it read while another migration held the write lock")
+	}
+}
