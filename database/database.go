@@ -4,6 +4,7 @@ package database
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -266,10 +267,24 @@ func redact(raw string) string {
 
 // migrationLocks are what a migration takes first, per database, so that
 // instances starting at once migrate one after another and the later ones
-// find nothing to do: an advisory lock on PostgreSQL; SQLite's
-// transactions begin IMMEDIATE, with the write lock.
+// find nothing to do: an advisory lock on PostgreSQL; on SQLite the
+// migration's transaction begins IMMEDIATE, with the write lock
+// (migrationTxOptions).
 var migrationLocks = map[sqlq.Dialect]string{
 	sqlq.Postgres: postgresSQL.SQL("migration_lock"),
+}
+
+// migrationTxOptions make a migration read what it judges the schema by
+// only once it holds the lock, whatever the database's or the URL's
+// defaults. PostgreSQL's is read committed: under repeatable read its
+// snapshot would be taken by the lock statement, before it waits, and a
+// start would then judge the schema up to date on what it saw before the
+// migration it waited for committed. SQLite's begins IMMEDIATE (the
+// driver's serializable) even when the URL sets _txlock=deferred, which
+// would let a start read, and skip, while another process migrates.
+var migrationTxOptions = map[sqlq.Dialect]*sql.TxOptions{
+	sqlq.Postgres: {Isolation: sql.LevelReadCommitted},
+	sqlq.SQLite:   {Isolation: sql.LevelSerializable},
 }
 
 // Migrate brings db's schema up to date: AutoMigrate for what the models
@@ -313,7 +328,7 @@ func MigrateReport(ctx context.Context, db *gorm.DB) (Migrated, error) {
 			return err
 		}
 		return recordState(tx, build, string(dialect), out.Version)
-	})
+	}, migrationTxOptions[dialect])
 	if err != nil {
 		return Migrated{}, fmt.Errorf("migrate: %w", err)
 	}

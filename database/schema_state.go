@@ -46,8 +46,11 @@ import (
 // that no build matches a record hashed another way.
 const stateFormat = "cmpay schema state 1"
 
-// migrationModules decide what AutoMigrate makes of the models.
-var migrationModules = []string{"gorm.io/gorm", "gorm.io/driver/postgres", "github.com/ncruces/go-sqlite3", "github.com/ncruces/go-sqlite3/gormlite"}
+// migrationModules decide what AutoMigrate makes of the models: GORM, its
+// drivers, and SQLite itself, which go-sqlite3 runs from a module of its
+// own (go-sqlite3-wasm) that go.mod may move alone.
+var migrationModules = []string{"gorm.io/gorm", "gorm.io/driver/postgres", "github.com/ncruces/go-sqlite3",
+	"github.com/ncruces/go-sqlite3/gormlite", "github.com/ncruces/go-sqlite3-wasm/v6"}
 
 // moduleVersions are the versions of migrationModules this binary was
 // built with ("" for one it lacks, or when it carries no build

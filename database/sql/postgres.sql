@@ -28,7 +28,8 @@ SELECT (CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn()
 
 -- name: catalog
 -- Everything a migration makes, one line each (schemaCatalog hashes them):
--- columns with type, nullability and default; indexes, constraints,
+-- columns with type, nullability, default and comment (GORM sets a model's
+-- comment tag); indexes, constraints,
 -- triggers and functions by their definitions; table settings; and the
 -- rows that say how far the schema is (schema_versions) and the
 -- currencies each start writes. Read straight from pg_catalog, in one
@@ -37,7 +38,8 @@ SELECT (CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn()
 -- another name (the tests' copies) reads as the same.
 SELECT replace(line, current_schema() || '.', '') FROM (
 SELECT 'column ' || c.relname || ' ' || a.attname || ' ' || format_type(a.atttypid, a.atttypmod) || ' '
-	|| a.attnotnull::text || ' ' || COALESCE(pg_get_expr(d.adbin, d.adrelid), '') AS line
+	|| a.attnotnull::text || ' ' || COALESCE(pg_get_expr(d.adbin, d.adrelid), '') || ' '
+	|| COALESCE(quote_literal(col_description(a.attrelid, a.attnum)), '') AS line
 FROM pg_attribute a
 JOIN pg_class c ON c.oid = a.attrelid
 LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
