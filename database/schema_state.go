@@ -2,9 +2,11 @@ package database
 
 import (
 	"crypto/sha256"
+	"embed"
 	"encoding/hex"
 	"fmt"
 	"hash"
+	"io/fs"
 	"maps"
 	"runtime/debug"
 	"slices"
@@ -28,10 +30,11 @@ import (
 //     its models as GORM parses them (tables; columns with their Go types,
 //     tags and SQL types, defaults and nullability; indexes, partial and
 //     composite ones with their fields in order; checks; foreign keys), its
-//     numbered migrations, its currencies, and the versions of GORM and its
-//     drivers, which decide what AutoMigrate makes of all that. A build
-//     with one model changed, or another build, older or newer, records
-//     another fingerprint.
+//     numbered migrations, its currencies, the source of the code that
+//     migrates (migrationCode), and the versions of GORM and its drivers,
+//     which decide what AutoMigrate makes of all that. A build with one
+//     model changed, or one that migrates another way, records another
+//     fingerprint.
 //   - catalog: a digest of the catalog that migration left (columns,
 //     indexes, constraints, triggers, functions, table settings), with the
 //     versions in schema_versions and the currencies. A build from before
@@ -41,6 +44,15 @@ import (
 // Either differing, the migration runs whole and records both anew. The
 // check is read under the migration's lock, like everything else, so a
 // start waits for a migration under way and then sees what it left.
+
+// migrationCode is the source of the code that migrates and judges the
+// schema, and of its statements: a build that adds a step to the
+// migration, or writes the currencies otherwise, with the same models and
+// migrations, is another build. Editing these files costs the next start
+// on each database one whole migration, as every start was before.
+//
+//go:embed database.go migrate.go schema_state.go sql/*.sql
+var migrationCode embed.FS
 
 // stateFormat changes whenever what the fingerprints cover changes, so
 // that no build matches a record hashed another way.
@@ -93,6 +105,16 @@ func buildFingerprint(tx *gorm.DB, dialect string, models []any) (string, []stri
 	for _, m := range migrations {
 		sum := sha256.Sum256([]byte(strings.Join(m.sql[dialect], "\n")))
 		line("migration %d %s %x go=%t", m.version, m.name, sum, m.run != nil)
+	}
+	if err := fs.WalkDir(migrationCode, ".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		src, err := migrationCode.ReadFile(path)
+		line("code %s %x", path, sha256.Sum256(src))
+		return err
+	}); err != nil {
+		return "", nil, fmt.Errorf("hash the migration's code: %w", err)
 	}
 	digits := iso4217.All()
 	for _, code := range slices.Sorted(maps.Keys(digits)) {

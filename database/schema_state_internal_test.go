@@ -1,7 +1,12 @@
 package database
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -28,6 +33,46 @@ func TestMigrationModulesCoverGoMod(t *testing.T) {
 			if !slices.Contains(migrationModules, path) {
 				t.Errorf("go.mod requires %s, which the build fingerprint leaves out (migrationModules)", path)
 			}
+		}
+	}
+}
+
+// TestMigrationCodeIsFingerprinted: every file that declares a function of
+// the migration (what runs it, what it writes, how it judges the schema)
+// is in migrationCode, whose source the build fingerprint hashes: moved to
+// a file left out, a change to it would let a start skip a migration this
+// build makes otherwise.
+func TestMigrationCodeIsFingerprinted(t *testing.T) {
+	t.Parallel()
+	steps := []string{"MigrateReport", "migrateAll", "writeCurrencies", "openGorm", "missingTables", "runMigrations",
+		"loadMigrations", "buildFingerprint", "schemaCatalog", "upToDate", "recordState"}
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := map[string]string{}
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), name, nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range f.Decls {
+			if fn, ok := d.(*ast.FuncDecl); ok && fn.Recv == nil && slices.Contains(steps, fn.Name.Name) {
+				found[fn.Name.Name] = name
+			}
+		}
+	}
+	for _, step := range steps {
+		name, ok := found[step]
+		if !ok {
+			t.Errorf("no file declares %s: update this test's list of the migration's functions", step)
+			continue
+		}
+		if _, err := fs.Stat(migrationCode, name); err != nil {
+			t.Errorf("%s declares %s but is not in migrationCode, which the build fingerprint hashes", name, step)
 		}
 	}
 }
