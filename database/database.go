@@ -323,7 +323,7 @@ func MigrateReport(ctx context.Context, db *gorm.DB) (Migrated, error) {
 			out = Migrated{Tables: tables, Version: version, UpToDate: true}
 			return nil
 		}
-		out, err = migrateAll(ctx, tx, string(dialect))
+		out, err = migrateAll(ctx, tx, string(dialect), tables)
 		if err != nil {
 			return err
 		}
@@ -335,12 +335,10 @@ func MigrateReport(ctx context.Context, db *gorm.DB) (Migrated, error) {
 	return out, nil
 }
 
-// migrateAll is the migration's whole work, in tx under its lock.
-func migrateAll(ctx context.Context, tx *gorm.DB, dialect string) (Migrated, error) {
-	tables, missing, err := missingTables(tx)
-	if err != nil {
-		return Migrated{}, err
-	}
+// migrateAll is the migration's whole work, in tx under its lock; tables
+// are the models' (buildFingerprint parsed them).
+func migrateAll(ctx context.Context, tx *gorm.DB, dialect string, tables []string) (Migrated, error) {
+	missing := missingTables(tx, tables)
 	if err := tx.AutoMigrate(models.All()...); err != nil {
 		return Migrated{}, err
 	}

@@ -178,22 +178,16 @@ type Migrated struct {
 	UpToDate bool
 }
 
-// missingTables returns every table the models declare and those of them
-// that tx does not have yet. Read under the migration's lock, so that it
-// says what this migration will create, not what another one is creating.
-func missingTables(tx *gorm.DB) (tables, missing []string, err error) {
-	for _, model := range models.All() {
-		stmt := &gorm.Statement{DB: tx}
-		if err := stmt.Parse(model); err != nil {
-			return nil, nil, fmt.Errorf("table of %T: %w", model, err)
-		}
-		table := stmt.Schema.Table
-		tables = append(tables, table)
+// missingTables returns those of the models' tables that tx does not have
+// yet. Read under the migration's lock, so that it says what this
+// migration will create, not what another one is creating.
+func missingTables(tx *gorm.DB, tables []string) (missing []string) {
+	for _, table := range tables {
 		if !tx.Migrator().HasTable(table) {
 			missing = append(missing, table)
 		}
 	}
-	return tables, missing, nil
+	return missing
 }
 
 // runMigrations runs, in tx, the numbered migrations not yet recorded.

@@ -5,7 +5,6 @@ import (
 	"embed"
 	"encoding/hex"
 	"fmt"
-	"hash"
 	"io/fs"
 	"maps"
 	"runtime/debug"
@@ -165,14 +164,14 @@ func fingerprintModel(tx *gorm.DB, model any, line func(string, ...any)) (string
 	return s.Table, nil
 }
 
+// catalogSQL is each dialect's catalog statement (sql/postgres.sql,
+// sql/sqlite.sql).
+var catalogSQL = map[string]string{"postgres": postgresSQL.SQL("catalog"), "sqlite": sqliteSQL.SQL("catalog")}
+
 // schemaCatalog hashes tx's catalog as the dialect's catalog statement
-// lists it (sql/postgres.sql, sql/sqlite.sql), in a stable order.
+// lists it, in a stable order.
 func schemaCatalog(tx *gorm.DB, dialect string) (string, error) {
-	query := postgresSQL.SQL("catalog")
-	if dialect == "sqlite" {
-		query = sqliteSQL.SQL("catalog")
-	}
-	rows, err := tx.Raw(query).Rows()
+	rows, err := tx.Raw(catalogSQL[dialect]).Rows()
 	if err != nil {
 		return "", fmt.Errorf("read the catalog: %w", err)
 	}
@@ -189,15 +188,12 @@ func schemaCatalog(tx *gorm.DB, dialect string) (string, error) {
 		return "", fmt.Errorf("read the catalog: %w", err)
 	}
 	sort.Strings(lines)
-	return hashLines(sha256.New(), lines), nil
-}
-
-func hashLines(h hash.Hash, lines []string) string {
+	h := sha256.New()
 	for _, l := range lines {
 		h.Write([]byte(l))
 		h.Write([]byte{'\n'})
 	}
-	return hex.EncodeToString(h.Sum(nil))
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // schemaState is what the last complete migration recorded.

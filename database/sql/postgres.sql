@@ -32,7 +32,7 @@ SELECT (CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn()
 -- comment tag); indexes, constraints,
 -- triggers and functions by their definitions; table settings; and the
 -- rows that say how far the schema is (schema_versions) and the
--- currencies each start writes. Read straight from pg_catalog, in one
+-- currencies each migration writes. Read straight from pg_catalog, in one
 -- round trip: information_schema is far slower. Definitions name their
 -- tables with the schema, which is cut out: a schema restored under
 -- another name (the tests' copies) reads as the same.
