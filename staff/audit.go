@@ -149,9 +149,19 @@ func (s *Store) ResendAudit(who Actor, deliveryID int64) webhooks.Audit {
 		if !changed {
 			outcome, detail = OutcomeFailed, "not a failed delivery: nothing changed"
 		}
-		return appendEntry(ctx, s.st.in(tx), s.now(), who, ActWebhookResend, "delivery "+strconv.FormatInt(deliveryID, 10), outcome, detail)
+		return appendEntry(ctx, s.st.in(tx), s.now(), who, ActWebhookResend, resendTarget(deliveryID), outcome, detail)
 	}
 }
+
+// RecordRefusedResend writes, on its own (Record), the audit entry of a
+// resend of deliveryID by who refused before any change, for the reason
+// detail: the refusal rolled back the transaction ResendAudit writes in.
+func (s *Store) RecordRefusedResend(ctx context.Context, who Actor, deliveryID int64, detail string) error {
+	return s.Record(ctx, who, ActWebhookResend, resendTarget(deliveryID), OutcomeFailed, detail)
+}
+
+// resendTarget is the audit log's target of a resend of deliveryID.
+func resendTarget(deliveryID int64) string { return "delivery " + strconv.FormatInt(deliveryID, 10) }
 
 // TokenAudit is the audit entry of an API token created or revoked by who
 // (action ActTokenCreate or ActTokenRevoke), written by package apitoken in

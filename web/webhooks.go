@@ -216,8 +216,7 @@ func (a *admin) resendDelivery(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, webhooks.ErrNothingToSend):
 		// Refused before any change, so recorded here, as the payment
 		// actions record what they refuse before the engine.
-		target := "delivery " + strconv.FormatInt(id, 10)
-		if err := a.staff.Record(r.Context(), sess.Actor(a.addr(r)), staff.ActWebhookResend, target, staff.OutcomeFailed,
+		if err := a.staff.RecordRefusedResend(r.Context(), sess.Actor(a.addr(r)), id,
 			"nothing to send: failed before its body was kept, and its event is gone"); err != nil {
 			serverError(w, r, err)
 			return

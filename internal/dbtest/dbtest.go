@@ -173,8 +173,10 @@ func newSchema(t testing.TB, create func(schema string) error) string {
 // dropSchema drops schema and everything in it. A server process the test
 // stopped may leave a backend finishing its last statement in the schema,
 // whose locks the drop, taking the schema's objects one by one, can
-// deadlock with; PostgreSQL then cancels one of the two, and the drop is
-// tried again, a few times, once that backend is gone.
+// deadlock with; PostgreSQL then cancels one of the two. The drop is then
+// tried again after a pause growing by 100 ms each time, five tries in
+// all: long enough, in practice, for that backend to be gone; nothing
+// here waits for it.
 func dropSchema(db *gorm.DB, schema string) error {
 	var err error
 	for try := range 5 {

@@ -23,7 +23,8 @@ const DefaultTimeout = time.Second
 // Config tunes a Writer.
 type Config struct {
 	// Every is how stale a stored last use may get before a use writes it
-	// again. After a failed write the id's uses write nothing for Every,
+	// again. After a failed write the id's uses write nothing until Every
+	// after that write's Start (not its failure, up to the timeout later),
 	// the most the stored use may lag anyway: a database that refuses
 	// writes is not asked again on every request, each holding SQLite's
 	// one connection for up to the timeout.
@@ -87,8 +88,8 @@ func New(cfg Config) *Writer {
 }
 
 // Start runs write, which records id's use at at, in the background
-// within the Timeout, unless a write of id is in flight, one failed less
-// than Every ago, or Close has been called.
+// within the Timeout, unless a write of id is in flight, one started less
+// than Every ago failed, or Close has been called.
 func (w *Writer) Start(id string, at time.Time, write func(ctx context.Context) error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()

@@ -26,11 +26,8 @@ func TestSQLiteWriteLockHeld(t *testing.T) {
 	db := dbtest.Open(t, "sqlite")
 	// A busy timeout of 1 s instead of the server's 10 s: the same answers,
 	// sooner (the requests give up at the busy timeout, under their 5 s).
-	sep := "?"
-	if strings.Contains(db.URL, "?") {
-		sep = "&"
-	}
-	srv := startServer(t, db.URL+sep+"_pragma=busy_timeout(1000)", "WEBHOOK_ALLOW_PRIVATE=true")
+	// A test SQLite URL always has a query (dbtest's sqliteSettings).
+	srv := startServer(t, db.URL+"&_pragma=busy_timeout(1000)", "WEBHOOK_ALLOW_PRIVATE=true")
 	exit, out, _ := runBinary(t, db.URL, "tokens", "create", "--name", "locked")
 	if exit != 0 {
 		t.Fatalf("tokens create: exit %d", exit)
