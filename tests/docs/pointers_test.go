@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"unicode"
 )
 
 // allowed names what a comment or a document may name although the tree
@@ -26,15 +27,24 @@ var (
 	testRef = regexp.MustCompile(`\b((?:Test|Benchmark|Fuzz)[A-Z]\w*)`)
 	// A Markdown link to something relative: [text](target) or
 	// [text](target#anchor), not a URL and not an anchor alone.
-	linkRef = regexp.MustCompile(`\]\(([^)#\s:]+)(?:#[^)\s]*)?\)`)
+	linkRef = regexp.MustCompile(`\]\(([^)#\s:]+)(?:#([^)\s]*))?\)`)
+	// A Markdown link to a heading of the same document: [text](#anchor).
+	anchorRef = regexp.MustCompile(`\]\(#([^)\s]+)\)`)
+	// A Markdown heading, outside fenced blocks.
+	heading = regexp.MustCompile(`^#{1,6}\s+(.+?)\s*$`)
 )
 
 // TestPointersNameWhatExists fails when a Go comment or a Markdown file
 // names a repository file or a test that the tree does not hold, or when
-// a Markdown link does not lead to a file or folder.
+// a Markdown link does not lead to a file or folder, or to a heading that
+// its document has.
 func TestPointersNameWhatExists(t *testing.T) {
 	t.Parallel()
 	tr := readTree(t)
+	anchors := map[string]map[string]bool{}
+	for _, md := range tr.markdown {
+		anchors[md.file] = headingAnchors(md.body)
+	}
 	var broken []string
 	report := func(x text, format string, args ...any) {
 		broken = append(broken, fmt.Sprintf("%s:%d: %s", x.file, x.line, fmt.Sprintf(format, args...)))
@@ -63,6 +73,14 @@ func TestPointersNameWhatExists(t *testing.T) {
 				if !tr.files[target] && !tr.dirs[target] && allowed[target] == "" {
 					report(x, "links to %s, which is not %s", m[1], target+" in the repository")
 				}
+				if a, ok := anchors[target]; ok && m[2] != "" && !a[m[2]] {
+					report(x, "links to %s#%s, a heading %s does not have", m[1], m[2], target)
+				}
+			}
+			for _, m := range anchorRef.FindAllStringSubmatch(line, -1) {
+				if !anchors[md.file][m[1]] {
+					report(x, "links to #%s, a heading this document does not have", m[1])
+				}
 			}
 		}
 	}
@@ -70,6 +88,48 @@ func TestPointersNameWhatExists(t *testing.T) {
 	for _, b := range broken {
 		t.Error(b)
 	}
+}
+
+// headingAnchors is the anchors GitHub gives a Markdown document's
+// headings: each heading's text in lower case, without punctuation, spaces
+// made hyphens, and -1, -2… after a repeated one. A line in a fenced block
+// (a shell comment) is no heading.
+func headingAnchors(body string) map[string]bool {
+	anchors := map[string]bool{}
+	seen := map[string]int{}
+	fenced := false
+	for _, line := range strings.Split(body, "\n") {
+		if strings.HasPrefix(line, "```") {
+			fenced = !fenced
+			continue
+		}
+		m := heading.FindStringSubmatch(line)
+		if fenced || m == nil {
+			continue
+		}
+		a := slug(m[1])
+		if n := seen[a]; n > 0 {
+			anchors[fmt.Sprintf("%s-%d", a, n)] = true
+		} else {
+			anchors[a] = true
+		}
+		seen[a]++
+	}
+	return anchors
+}
+
+// slug is a heading's anchor, as GitHub makes it.
+func slug(h string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(h) {
+		switch {
+		case r == ' ':
+			b.WriteByte('-')
+		case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }
 
 // isModulePath reports a path whose first folder is a host name
@@ -138,6 +198,14 @@ func TestPointerMatcher(t *testing.T) {
 	}
 	if !isModulePath("github.com/ncruces/go-sqlite3/driver/driver.go") || isModulePath("../payments/engine.go") {
 		t.Error("isModulePath")
+	}
+	doc := "# Title\n## The Stripe test double (`internal/stripedouble`)\n```sh\n# a comment\n```\n### Tests\n## Tests\n"
+	got := headingAnchors(doc)
+	for a, want := range map[string]bool{"title": true, "the-stripe-test-double-internalstripedouble": true,
+		"tests": true, "tests-1": true, "a-comment": false} {
+		if got[a] != want {
+			t.Errorf("anchor %q: got %v, want %v (anchors %v)", a, got[a], want, got)
+		}
 	}
 	tr := readTree(t)
 	for ref, want := range map[string]bool{
