@@ -1,5 +1,10 @@
 package events
 
+import (
+	"context"
+	"time"
+)
+
 // ReplaysInProgress is how many subscriptions hold a page of the outbox
 // now: at most Options.ReplayPages. Only tests ask: they wait for a replay
 // to hold its slot instead of sleeping.
@@ -15,4 +20,22 @@ func (s *Service) Waiting() int {
 		n += len(sb.ch)
 	}
 	return n
+}
+
+// OnSweepRead has f run each time the events sweep has read which events
+// are old, before it deletes them.
+func (s *Service) OnSweepRead(f func()) {
+	switch st := s.store.(type) {
+	case *postgresStore:
+		st.sweepRead.Store(&f)
+	case *sqliteStore:
+		st.sweepRead.Store(&f)
+	}
+}
+
+// SweepEventsAsOf runs the events half of a sweep alone, as of now: the
+// deliveries are left as they are, as if the deliveries half had not
+// reached them.
+func (s *Service) SweepEventsAsOf(ctx context.Context, now time.Time) (int64, error) {
+	return s.store.sweepEvents(ctx, cutoffs{old: now.Add(-s.retention), failed: now.Add(-s.failedKeep)})
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/cmpay/cmpay/events"
 	"github.com/cmpay/cmpay/internal/dbtest"
+	"github.com/cmpay/cmpay/internal/deliverytest"
 	"github.com/cmpay/cmpay/models"
 	"github.com/cmpay/cmpay/webhooks"
 )
@@ -100,4 +101,73 @@ func TestResendRacesTheKeepsEnd(t *testing.T) {
 		}
 		t.Logf("%d resent, %d swept first", kept, gone)
 	})
+}
+
+// TestResendOfABodilessDeliveryDuringTheEventsSweep: a FAILED delivery
+// stored before failed deliveries kept their body, its keep over but not
+// yet expired by the deliveries sweep, is resent between the events sweep
+// reading which events are old and its deleting them. The resend finds
+// the event and arms the delivery, so the sweep must leave that event:
+// the delivery is then delivered, its body built from it, instead of
+// failing again for want of an event.
+func TestResendOfABodilessDeliveryDuringTheEventsSweep(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		e := newKeepEnv(t, db)
+		p := e.Create(t, "shop-fail", "race-1")
+		e.made(t, 1)
+		e.Create(t, "shop-ok", "race-2") // the newest pass, which no sweep takes
+		e.made(t, 2)
+		d := e.failedBeforeBodies(t, p)
+		e.Receiver.Failing.Store(false)
+
+		resent := errors.New("no resend: the sweep read no old event")
+		var once sync.Once
+		e.Events.OnSweepRead(func() {
+			once.Do(func() { resent = e.Webhooks.Resend(t.Context(), d.ID, nil) })
+		})
+		// 269 h on: past the retention of the event and the keep (168 h)
+		// of the delivery's last attempt.
+		if _, err := e.Events.SweepEventsAsOf(t.Context(), time.Now().Add(269*time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		if resent != nil {
+			t.Fatalf("resend during the sweep: %v", resent)
+		}
+		var left int64
+		db.Gorm.Model(&models.PaymentEvent{}).Where("seq = ?", d.EventSeq).Count(&left)
+		if left != 1 {
+			t.Errorf("the event of delivery %d, resent during the sweep, was deleted", d.ID)
+		}
+		if got := e.settled(t, d.ID); got.Status != "DELIVERED" {
+			t.Errorf("delivery %d resent during the sweep ended %s (%s); want DELIVERED", d.ID, got.Status, got.LastError)
+		}
+	})
+}
+
+// failedBeforeBodies waits for the first delivery of payment p to fail,
+// and drops the body it stored, as a delivery that failed before schema
+// version 12 has none.
+func (e *keepEnv) failedBeforeBodies(t *testing.T, p string) models.WebhookDelivery {
+	t.Helper()
+	deliverytest.Poll(t, "the delivery to fail", func() bool { return e.byPayment(t)[p].Status == "FAILED" })
+	d := e.byPayment(t)[p]
+	if err := e.DB.Gorm.Model(&models.WebhookDelivery{}).Where("id = ?", d.ID).Update("body", nil).Error; err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// settled waits for the delivery id to be delivered or failed, and
+// returns it.
+func (e *keepEnv) settled(t *testing.T, id int64) models.WebhookDelivery {
+	t.Helper()
+	var d models.WebhookDelivery
+	deliverytest.Poll(t, "the delivery to be delivered or fail", func() bool {
+		if err := e.DB.Gorm.Where("id = ?", id).Take(&d).Error; err != nil {
+			t.Fatal(err)
+		}
+		return d.Status == "DELIVERED" || d.Status == "FAILED"
+	})
+	return d
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"embed"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"gorm.io/gorm"
@@ -55,6 +56,23 @@ var sqlFiles embed.FS
 type shared struct {
 	db sqlq.DB
 	q  sqlq.Statements
+	// sweepRead, set by tests only, runs each time the events sweep has
+	// read which events are old, before it deletes them: where a change
+	// made by another transaction meets the sweep's decision.
+	sweepRead *atomic.Pointer[func()]
+}
+
+// newShared is what both stores share, with the statements of dialect's
+// file beside common.sql's.
+func newShared(db sqlq.DB, dialect string) shared {
+	return shared{db: db, q: sqlq.MustLoad(sqlFiles, "sql/common.sql", "sql/"+dialect+".sql"), sweepRead: new(atomic.Pointer[func()])}
+}
+
+// afterSweepRead runs sweepRead, if set.
+func (st shared) afterSweepRead() {
+	if f := st.sweepRead.Load(); f != nil {
+		(*f)()
+	}
 }
 
 // sweepBatch is how many rows one sweep statement deletes at most.

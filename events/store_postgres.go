@@ -20,7 +20,7 @@ type postgresStore struct {
 }
 
 func newPostgresStore(db *sqlq.PG) store {
-	return &postgresStore{shared: shared{db: db, q: sqlq.MustLoad(sqlFiles, "sql/common.sql", "sql/postgres.sql")}, pg: db}
+	return &postgresStore{shared: newShared(db, "postgres"), pg: db}
 }
 
 // Queries whose best plan depends on their arguments (a range that is
@@ -51,9 +51,12 @@ func (st *postgresStore) expireFailed(ctx context.Context, cut time.Time) (int64
 // sweepEvents deletes the oldest passes' events and their batch rows, a
 // pass at a time, while every event of the pass is older than cut.old; a
 // pass with a delivery that still needs its event (pending without a
-// stored body, or FAILED before bodies were stored and within cut.failed)
+// stored body, or FAILED before bodies were stored and not yet expired)
 // is kept whole (and the sweep goes on past it), and so is the newest
-// pass, whose last_id the next pass counts from.
+// pass, whose last_id the next pass counts from. What a pass needs is
+// read before it is deleted, in another statement: it holds because a
+// resend in between turns a FAILED delivery into a pending one, both of
+// which keep the pass (old_passes).
 //
 // What bounds a kept pass: a delivery is pending for at most
 // WEBHOOK_MAX_AGE after it was made, and one that fails stores its body,
@@ -72,7 +75,7 @@ func (st *postgresStore) sweepEvents(ctx context.Context, cut cutoffs) (int64, e
 		}
 		var from int64
 		for ctx.Err() == nil {
-			args := []any{pgx.QueryExecModeExec, from, cut.failed}
+			args := []any{pgx.QueryExecModeExec, from}
 			passes, err := sqlq.Collect(ctx, r, st.q.SQL("old_passes"), args, func(row sqlq.Row) (pass, error) {
 				var p pass
 				err := row.Scan(&p.last, &p.seqs, &p.newest, &p.kept)
@@ -81,6 +84,7 @@ func (st *postgresStore) sweepEvents(ctx context.Context, cut cutoffs) (int64, e
 			if err != nil {
 				return err
 			}
+			st.afterSweepRead()
 			for _, p := range passes {
 				if p.newest != nil && !p.newest.Before(cut.old) {
 					return nil // from here on, events are young enough to keep

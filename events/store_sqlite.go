@@ -19,7 +19,7 @@ type sqliteStore struct {
 }
 
 func newSQLiteStore(db *sqlq.Lite) store {
-	return &sqliteStore{shared{db: db, q: sqlq.MustLoad(sqlFiles, "sql/common.sql", "sql/sqlite.sql")}}
+	return &sqliteStore{newShared(db, "sqlite")}
 }
 
 func (st *sqliteStore) numbered(ctx context.Context, after, upTo int64, f Filter) ([]Event, error) {
@@ -113,8 +113,8 @@ func (st *sqliteStore) expireFailed(ctx context.Context, cut time.Time) (int64, 
 // sweepEvents deletes events oldest first by seq (their id), which
 // follows time, so the scan stops at the first event young enough to
 // keep; delete_old_events keeps, among the old ones, those a delivery
-// without a stored body still needs (pending, or FAILED and within
-// c.failed).
+// without a stored body still needs (pending, or FAILED and not yet
+// expired).
 func (st *sqliteStore) sweepEvents(ctx context.Context, c cutoffs) (int64, error) {
 	var total, from int64
 	for ctx.Err() == nil {
@@ -130,6 +130,7 @@ func (st *sqliteStore) sweepEvents(ctx context.Context, c cutoffs) (int64, error
 		if err != nil {
 			return total, fmt.Errorf("sweep events: %w", err)
 		}
+		st.afterSweepRead()
 		to := from
 		done := len(batch) < sweepBatch
 		for _, a := range batch {
@@ -140,7 +141,7 @@ func (st *sqliteStore) sweepEvents(ctx context.Context, c cutoffs) (int64, error
 			to = a.seq
 		}
 		if to > from {
-			n, err := st.db.Exec(ctx, st.q.SQL("delete_old_events"), from, to, c.failed)
+			n, err := st.db.Exec(ctx, st.q.SQL("delete_old_events"), from, to)
 			if err != nil {
 				return total, fmt.Errorf("sweep events: %w", err)
 			}

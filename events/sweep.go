@@ -34,10 +34,12 @@ func (s *Service) runSweeper(ctx context.Context) {
 // older than it, and says how many events it deleted. It keeps:
 //   - events not yet numbered (on SQLite, not yet given their deliveries);
 //   - the deliveries still kept: those pending, and those FAILED whose
-//     last attempt is younger than FailedKeep; and the events of those
-//     without a stored body (a FAILED one stores the body it sent, which
-//     a resend sends again; only those that failed before schema version
-//     12 build it from their event);
+//     last attempt is younger than FailedKeep; and the events of every
+//     delivery left pending or FAILED without a stored body (a FAILED one
+//     stores the body it sent, which a resend sends again; only those
+//     that failed before schema version 12 build it from their event),
+//     so that a resend, which may come at any moment of a sweep, never
+//     arms a delivery whose event the sweep then deletes;
 //   - the newest event (on PostgreSQL, the newest pass), whatever its age,
 //     so that the highest id given never falls and no id is given twice.
 func (s *Service) Sweep(ctx context.Context) (int64, error) {
@@ -55,6 +57,6 @@ type cutoffs struct {
 	old time.Time
 	// failed: a FAILED delivery whose last attempt (else its creation) is
 	// at or after it is kept, with its attempts (and its event, if it
-	// failed before bodies were stored).
+	// failed before bodies were stored, for as long as it is kept).
 	failed time.Time
 }

@@ -140,14 +140,18 @@ ON CONFLICT (name) DO UPDATE SET frontier = EXCLUDED.frontier, numbered = EXCLUD
 -- Up to 100 passes after the last id $1, oldest first, but never the newest
 -- (whose last_id the next pass counts from): each with its seqs, its newest
 -- event's time, and whether a delivery without a stored body still needs
--- one of its events: one pending, or one FAILED before bodies were stored
--- and last tried (else created) at or after $2, which a resend builds its
--- body from. A delivery with a body (stored when it failed) needs no
--- event. Run planned for its arguments, like numbered_events.
+-- one of its events: one pending, or one FAILED before bodies were stored,
+-- which a resend builds its body from. A delivery with a body (stored
+-- when it failed) needs no event. Whatever its keep, a FAILED one counts
+-- while it is there (expire_failed, earlier in the sweep, takes it at
+-- the end of its keep): a resend only turns FAILED into PENDING, so none
+-- can make an event needed after this statement found it not, and
+-- delete_pass may delete without asking again. Run planned for its
+-- arguments, like numbered_events.
 SELECT b.last_id, b.seqs,
 	(SELECT max(e.at) FROM payment_events e WHERE e.seq = ANY(b.seqs)),
 	EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_seq = ANY(b.seqs) AND d.body IS NULL
-		AND (d.status = 'PENDING' OR d.status = 'FAILED' AND COALESCE(d.last_attempt_at, d.created_at) >= $2))
+		AND (d.status = 'PENDING' OR d.status = 'FAILED'))
 FROM event_batches b
 WHERE b.last_id > $1 AND b.last_id < (SELECT max(last_id) FROM event_batches)
 ORDER BY b.last_id LIMIT 100

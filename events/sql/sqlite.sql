@@ -74,15 +74,17 @@ SELECT seq, at FROM payment_events WHERE seq > $1 ORDER BY seq LIMIT $2
 -- Deletes the events with $1 < seq <= $2 (the sweep found them old) but
 -- the newest, so that the highest id given (last_id) never falls; those not
 -- yet given their deliveries; and those a delivery without a stored body
--- still needs: one pending, or one FAILED before bodies were stored and
--- last tried (else created) at or after $3, which a resend builds its body
--- from. A delivery with a body (stored when it failed) needs no event.
+-- still needs: one pending, or one FAILED before bodies were stored, which
+-- a resend builds its body from, whatever its keep (expire_failed, earlier
+-- in the sweep, takes it at the end of its keep), as on PostgreSQL
+-- (old_passes). A delivery with a body (stored when it failed) needs no
+-- event.
 DELETE FROM payment_events
 WHERE seq > $1 AND seq <= $2
 	AND seq < (SELECT MAX(seq) FROM payment_events)
 	AND seq <= (SELECT frontier FROM event_cursors WHERE name = 'deliveries')
 	AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_seq = payment_events.seq AND d.body IS NULL
-		AND (d.status = 'PENDING' OR d.status = 'FAILED' AND COALESCE(d.last_attempt_at, d.created_at) >= $3))
+		AND (d.status = 'PENDING' OR d.status = 'FAILED'))
 
 -- name: expire_failed_attempts
 -- Deletes the attempts of the deliveries expire_failed deletes (same

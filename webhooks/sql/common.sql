@@ -52,7 +52,9 @@ WHERE endpoint_id = $1 AND status IN ('PENDING', 'FAILED')
 -- and retried until $3, only if it is still FAILED: one conditional update,
 -- so a second resend (or a second instance) changes nothing. Only one with
 -- something to send: its stored body, or else its event to build it from
--- (one that failed before bodies were stored, whose event may be gone).
+-- (one that failed before bodies were stored, whose event may be gone). An
+-- event found here stays for the dispatcher: the events sweep keeps the
+-- event of every delivery FAILED or PENDING without a body.
 UPDATE webhook_deliveries
 SET status = 'PENDING', retries = 0, next_attempt_at = $2, expires_at = $3, lease_until = NULL
 WHERE id = $1 AND status = 'FAILED'
