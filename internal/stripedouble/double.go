@@ -22,7 +22,8 @@
 // too, once the request started executing) is given again for 24 hours
 // with Idempotent-Replayed: true; the same key with other parameters or
 // on another endpoint is a 400 idempotency_error; the same key while its
-// first request still executes is a 409. Requests that fail validation
+// first request still executes is a 409 idempotency_error
+// (idempotency_key_in_use). Requests that fail validation
 // before executing leave no result under their key.
 package stripedouble
 
@@ -314,8 +315,7 @@ func (d *Double) serve(w http.ResponseWriter, r *http.Request) {
 		writeError(w, answerError(429, "invalid_request_error", "rate_limit", "Too many requests", ""))
 		return
 	case Conflict:
-		writeError(w, answerError(409, "invalid_request_error", "idempotency_key_in_use",
-			"There is currently another in-progress request using this idempotency key", ""))
+		writeKeyInUse(w)
 		return
 	}
 	if r.Method == http.MethodGet {
@@ -347,8 +347,7 @@ func (d *Double) write(w http.ResponseWriter, r *http.Request, fault Fault, ep E
 		return
 	case e != nil && e.executing:
 		d.mu.Unlock()
-		writeError(w, answerError(409, "invalid_request_error", "idempotency_key_in_use",
-			"There is currently another in-progress request using this idempotency key", ""))
+		writeKeyInUse(w)
 		return
 	case e != nil:
 		d.mu.Unlock()
