@@ -47,6 +47,12 @@ func kindOf(op string, se *stripeapi.Error) processor.Kind {
 	switch {
 	case status >= 500:
 		return processor.KindServerError
+	case status == http.StatusFailedDependency:
+		// A party outside Stripe (a card network, a bank) failed while the
+		// request executed: it may have moved the money. Stripe stores the
+		// 424 under the key as it stores a 500, so it is one: only a read
+		// settles it.
+		return processor.KindServerError
 	case status == http.StatusConflict:
 		// Before the type: Stripe answers a key whose first request still
 		// executes with a 409 of type idempotency_error, which says nothing
