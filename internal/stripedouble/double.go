@@ -22,7 +22,8 @@
 // too, once the request started executing) is given again for 24 hours
 // with Idempotent-Replayed: true; the same key with other parameters or
 // on another endpoint is a 400 idempotency_error; the same key while its
-// first request still executes is a 409. Requests that fail validation
+// first request still executes is a 409 idempotency_error
+// (idempotency_key_in_use). Requests that fail validation
 // before executing leave no result under their key.
 package stripedouble
 
@@ -87,9 +88,15 @@ const (
 	// Stripe before doing anything; the 500 is stored under its key and
 	// replayed for 24 hours, and nothing happened. On a read: a 500.
 	ServerErrorStored
+	// DependencyFailedAfter processes the request, then answers 424, as
+	// Stripe does when a party outside it (a card network, a bank) failed
+	// while the request executed: what that party did is not known, and the
+	// 424 is what the key replays. On a read: a 500, as ServerErrorAfter.
+	DependencyFailedAfter
 )
 
-var faultNames = []string{"none", "drop_request", "drop_response", "delay", "500_after", "500_before", "429", "409", "500_stored"}
+var faultNames = []string{"none", "drop_request", "drop_response", "delay", "500_after", "500_before", "429", "409",
+	"500_stored", "424_after"}
 
 // String names the fault.
 func (k FaultKind) String() string {
@@ -101,7 +108,7 @@ func (k FaultKind) String() string {
 
 // Faults lists every fault but NoFault.
 var Faults = []FaultKind{DropRequest, DropResponse, Delay, ServerErrorAfter, ServerErrorBefore, RateLimit, Conflict,
-	ServerErrorStored}
+	ServerErrorStored, DependencyFailedAfter}
 
 // Fault is one injected fault.
 type Fault struct {
@@ -314,8 +321,7 @@ func (d *Double) serve(w http.ResponseWriter, r *http.Request) {
 		writeError(w, answerError(429, "invalid_request_error", "rate_limit", "Too many requests", ""))
 		return
 	case Conflict:
-		writeError(w, answerError(409, "invalid_request_error", "idempotency_key_in_use",
-			"There is currently another in-progress request using this idempotency key", ""))
+		writeKeyInUse(w)
 		return
 	}
 	if r.Method == http.MethodGet {
@@ -347,8 +353,7 @@ func (d *Double) write(w http.ResponseWriter, r *http.Request, fault Fault, ep E
 		return
 	case e != nil && e.executing:
 		d.mu.Unlock()
-		writeError(w, answerError(409, "invalid_request_error", "idempotency_key_in_use",
-			"There is currently another in-progress request using this idempotency key", ""))
+		writeKeyInUse(w)
 		return
 	case e != nil:
 		d.mu.Unlock()
@@ -369,8 +374,12 @@ func (d *Double) write(w http.ResponseWriter, r *http.Request, fault Fault, ep E
 		a = d.execute(ep, id, form)
 	}
 	d.mu.Unlock()
-	if fault.Kind == ServerErrorAfter {
+	switch fault.Kind {
+	case ServerErrorAfter:
 		a = answerError(500, "api_error", "", "An unknown error occurred", "")
+	case DependencyFailedAfter:
+		a = answerError(http.StatusFailedDependency, "api_error", "",
+			"The request could not be completed due to a failure in a dependency external to Stripe", "")
 	}
 	if fault.Kind == Delay {
 		wait(r, fault)
@@ -397,7 +406,7 @@ func (d *Double) finish(w http.ResponseWriter, r *http.Request, fault Fault, a a
 		if r.Context().Err() != nil {
 			return
 		}
-	case ServerErrorAfter, ServerErrorStored:
+	case ServerErrorAfter, ServerErrorStored, DependencyFailedAfter:
 		if r.Method == http.MethodGet { // a read stores nothing: a plain 500
 			a = answerError(500, "api_error", "", "An unknown error occurred", "")
 		}

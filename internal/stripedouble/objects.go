@@ -101,6 +101,17 @@ func jsonAnswer(v any) answer {
 	return answer{status: 200, body: body}
 }
 
+// writeKeyInUse answers a request whose idempotency key's first request is
+// still executing as Stripe does: a 409 of type idempotency_error (the type
+// Stripe also gives a key reused with other parameters, with a 400), code
+// idempotency_key_in_use, and Stripe-Should-Retry: true.
+func writeKeyInUse(w http.ResponseWriter) {
+	w.Header().Set("Stripe-Should-Retry", "true")
+	writeError(w, answerError(http.StatusConflict, "idempotency_error", "idempotency_key_in_use",
+		"There is currently another in-progress request using this Idempotent Key (that probably means you "+
+			"submitted twice, and the other request is still going through). Please try again later.", ""))
+}
+
 func writeError(w http.ResponseWriter, a answer) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(a.status)

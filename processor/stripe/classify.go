@@ -47,10 +47,20 @@ func kindOf(op string, se *stripeapi.Error) processor.Kind {
 	switch {
 	case status >= 500:
 		return processor.KindServerError
+	case status == http.StatusFailedDependency:
+		// A party outside Stripe (a card network, a bank) failed while the
+		// request executed: it may have moved the money. Stripe stores the
+		// 424 under the key as it stores a 500, so it is one: only a read
+		// settles it.
+		return processor.KindServerError
+	case status == http.StatusConflict:
+		// Before the type: Stripe answers a key whose first request still
+		// executes with a 409 of type idempotency_error, which says nothing
+		// of how that request ends. Read as a mismatch, the operation would
+		// only be read from then on, never asked again.
+		return processor.KindInProgress
 	case se.Type == stripeapi.ErrorTypeIdempotency:
 		return processor.KindIdempotencyMismatch
-	case status == http.StatusConflict:
-		return processor.KindInProgress
 	case status == http.StatusTooManyRequests && se.Code == stripeapi.ErrorCodeLockTimeout:
 		return processor.KindInProgress
 	case status == http.StatusTooManyRequests:

@@ -20,6 +20,9 @@ var wantKind = map[stripedouble.FaultKind]processor.Kind{
 	stripedouble.ServerErrorStored: processor.KindServerError,
 	stripedouble.RateLimit:         processor.KindRateLimited,
 	stripedouble.Conflict:          processor.KindInProgress,
+	// A party outside Stripe failed while the request executed: it may
+	// have moved the money, and Stripe stores the 424 as it would a 500.
+	stripedouble.DependencyFailedAfter: processor.KindServerError,
 }
 
 // writeCase is one money-moving operation: prepare what it needs, send
@@ -152,9 +155,10 @@ func TestWriteFaults(t *testing.T) {
 					t.Fatalf("first answer: %v (kind %s), want unknown %s", err, pe.Kind, wantKind[fault])
 				}
 				state, err := askAgain(wc, conn, ref)
-				if fault == stripedouble.ServerErrorAfter || fault == stripedouble.ServerErrorStored {
+				if fault == stripedouble.ServerErrorAfter || fault == stripedouble.ServerErrorStored ||
+					fault == stripedouble.DependencyFailedAfter {
 					if pe := asError(t, err); pe.Kind != processor.KindServerError || !pe.Replayed || !unknown(err) {
-						t.Fatalf("asking again after a stored 500: %v", err)
+						t.Fatalf("asking again after a stored 500 or 424: %v", err)
 					}
 					state, err = wc.read(context.Background(), conn, ref)
 				}
