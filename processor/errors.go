@@ -65,7 +65,7 @@ const (
 	// was not executed, but it is no answer either: ask again later.
 	KindRateLimited
 	// KindBadResponse (unknown): an answer CMPay could not read (not JSON,
-	// an unexpected shape).
+	// an unexpected shape, a status the processor does not document).
 	KindBadResponse
 )
 
