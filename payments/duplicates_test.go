@@ -230,3 +230,41 @@ func TestRecoveryFindingTwoSettlesOneAndRecordsTheOther(t *testing.T) {
 		}
 	})
 }
+
+// A refund whose key's answer is a stored 500 is sent again under _a2 and
+// settled on _a2's refund; Stripe then rolls the first request forward,
+// refunding the payer a second time, and posts charge.refunded listing
+// both. The second refund is recorded once, over two deliveries, and the
+// payment's refunded amount stays CMPay's one refund.
+func TestRolledForwardRefundIsRecordedOnce(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		b, d, s := dupBundle(t, db)
+		p := faultedRefund(t, b, d, "refund-rolled-forward", stripedouble.ServerErrorStored)
+		settled := recoverUntil(t, b, p.ID, storedChanges["refund"].settled)
+		keys := d.Keys(stripedouble.CreateRefund)
+		if len(keys) != 2 || settled.Refunded.Minor != 400 {
+			t.Fatalf("refunded %d under keys %q; want 400, sent again under _a2", settled.Refunded.Minor, keys)
+		}
+		stray, err := d.RollForward(keys[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 2 {
+			if n := applyEventsOf(t, b, d, stray, "charge.refunded"); n != 1 {
+				t.Fatalf("%d charge.refunded events listing %s, want 1", n, stray)
+			}
+		}
+		got := mustDuplicates(t, b, p.ID)
+		if len(got) != 1 || got[0].Reference != stray || got[0].Operation != payments.OpRefund || got[0].RefundID == "" ||
+			got[0].Amount != (payments.Money{Minor: 400, Currency: "BRL"}) || got[0].State != "succeeded" {
+			t.Errorf("duplicates %+v, want %s, 4.00 BRL succeeded", got, stray)
+		}
+		if n := s.count(payments.OpRefund); n != 1 {
+			t.Errorf("counted %d refund duplicates, want 1", n)
+		}
+		if after := b.mustGet(t, p.ID); !reflect.DeepEqual(after, settled) {
+			t.Errorf("the payment changed:\n%+v\nwant\n%+v", after, settled)
+		}
+	})
+}
