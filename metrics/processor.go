@@ -15,6 +15,7 @@ type processorMetrics struct {
 	latency   *prometheus.HistogramVec
 	resolved  *prometheus.CounterVec
 	leaseLate *prometheus.CounterVec
+	dups      *prometheus.CounterVec
 }
 
 func newProcessorMetrics(reg *prometheus.Registry) *processorMetrics {
@@ -39,6 +40,11 @@ func newProcessorMetrics(reg *prometheus.Registry) *processorMetrics {
 			Help: "Processor operations this instance's recovery left to a later claim without asking the processor, " +
 				"setting the operation's lease having left less than half of PROCESSOR_TIMEOUT (a slow database), by operation.",
 		}, []string{"operation"}),
+		dups: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cmpay_processor_duplicates_total",
+			Help: "Second payments or refunds the processor holds for one CMPay operation (money moved twice), " +
+				"recorded by this instance the first time each was found, by operation (CREATE_PAYMENT, REFUND_PAYMENT).",
+		}, []string{"operation"}),
 	}
 	// Shown at 0 from the start, so that an alert on their increase sees
 	// the first one.
@@ -46,7 +52,10 @@ func newProcessorMetrics(reg *prometheus.Registry) *processorMetrics {
 		m.resolved.WithLabelValues(string(op))
 		m.leaseLate.WithLabelValues(string(op))
 	}
-	reg.MustRegister(m.calls, m.latency, m.resolved, m.leaseLate)
+	for _, op := range []payments.Operation{payments.OpCreate, payments.OpRefund} {
+		m.dups.WithLabelValues(string(op))
+	}
+	reg.MustRegister(m.calls, m.latency, m.resolved, m.leaseLate, m.dups)
 	return m
 }
 
@@ -69,6 +78,12 @@ func (m *Metrics) OnOperationSettled(op payments.Operation, wasUnknown bool) {
 // setting its lease left too little time; it is the payments.Config hook.
 func (m *Metrics) OnLeaseLate(op payments.Operation) {
 	m.processor.leaseLate.WithLabelValues(string(op)).Inc()
+}
+
+// OnDuplicate counts a duplicate the processor holds, recorded for the
+// first time; it is the payments.Config hook.
+func (m *Metrics) OnDuplicate(op payments.Operation) {
+	m.processor.dups.WithLabelValues(string(op)).Inc()
 }
 
 // WatchUnknown exports the processor operations whose outcome is unknown

@@ -35,3 +35,28 @@ func TestLeaseLateCounts(t *testing.T) {
 		}
 	}
 }
+
+// TestDuplicatesCount: each duplicate the processor holds, recorded for the
+// first time, counts by operation; a create's and a refund's show 0 from
+// the start.
+func TestDuplicatesCount(t *testing.T) {
+	t.Parallel()
+	m := metrics.New(new(sql.DB))
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	if body, _ := io.ReadAll(rec.Body); !strings.Contains(string(body), `cmpay_processor_duplicates_total{operation="REFUND_PAYMENT"} 0`+"\n") {
+		t.Error("the refunds' duplicates are not shown at 0 from the start")
+	}
+	m.OnDuplicate(payments.OpCreate)
+	rec = httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	body, _ := io.ReadAll(rec.Body)
+	for _, want := range []string{
+		`cmpay_processor_duplicates_total{operation="CREATE_PAYMENT"} 1`,
+		`cmpay_processor_duplicates_total{operation="REFUND_PAYMENT"} 0`,
+	} {
+		if !strings.Contains(string(body), want+"\n") {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+}

@@ -256,5 +256,5 @@ type SchemaVersion struct {
 func All() []any {
 	return []any{&Payment{}, &Refund{}, &IdempotencyKey{}, &IdempotencyAttempt{}, &Currency{}, &SchemaVersion{}, &APIToken{}, &StaffAccount{}, &StaffSession{}, &StaffAuditEntry{},
 		&PaymentEvent{}, &EventCursor{}, &WebhookEndpoint{}, &WebhookDelivery{}, &WebhookAttempt{},
-		&ProcessorOperation{}, &ProcessorCall{}, &ProcessorEvent{}}
+		&ProcessorOperation{}, &ProcessorCall{}, &ProcessorEvent{}, &ProcessorDuplicate{}}
 }

@@ -51,7 +51,7 @@ func (s *Service) readDayOld(ctx context.Context, op operationRow) (outcome, err
 		return readOutcome(errorOutcome(err), err), nil
 	}
 	if len(found) > 0 {
-		return foundOutcome(found), nil
+		return s.settleOnOne(ctx, op, found)
 	}
 	return outcome{settled: true, opState: opDeclined, status: StatusDeclined, code: DeclineNotCreated,
 		call: CallDeclined}, nil

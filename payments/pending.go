@@ -57,6 +57,9 @@ func (s *Service) AsyncStateOf(ctx context.Context, id string) (AsyncState, erro
 // settled as the record says; what the processor changed after CMPay had
 // settled (learned.go) is read and applied. An event about a payment still
 // PROCESSING answers ErrPaymentNotKnown, to be applied again later. An
+// event about another PaymentIntent or refund than the payment's own
+// (named by its metadata) is a duplicate at the processor, recorded and
+// never applied to the payment (duplicates.go). An
 // event whose object CMPay does not act on (a dispute), or that names no
 // payment of CMPay's, is applied as nothing: a payment's row is stored
 // before the processor is asked, so one that is not there now never will
@@ -85,6 +88,11 @@ func (s *Service) ApplyProcessorEvent(ctx context.Context, ev processor.Event) e
 	}
 	if !ok {
 		return nil // not about a payment of CMPay's
+	}
+	// About another payment or refund at the processor than p's own: a
+	// duplicate to record (duplicates.go), never applied to p.
+	if stray, err := s.strayEvent(ctx, p, ev); stray || err != nil {
+		return err
 	}
 	// Only a payment with work in flight has operations to wake: the rest
 	// (most events, about payments long settled) cost no write here.

@@ -233,6 +233,8 @@ type stripeOpts struct {
 	OnAttempt func(payments.Operation, payments.Outcome, string)
 	// Logger is the service's (zero: slog.Default()).
 	Logger *slog.Logger
+	// OnDuplicate is the service's hook (zero: none).
+	OnDuplicate func(payments.Operation)
 }
 
 // stripeWith is a bundle whose service uses processor/stripe (the real
@@ -250,7 +252,7 @@ func stripeWith(t *testing.T, db dbtest.DB, o stripeOpts) (*bundle, *stripedoubl
 	conn := stripeConnAs(t, d, o.Timeout, cmp.Or(o.APIKey, "sk_test_double"))
 	svc := mustService(t, db.Gorm, payments.Config{KeyTTL: cmp.Or(o.KeyTTL, testTTL), Now: clock.Now, Processor: conn,
 		ProcessorTimeout: o.Timeout, RecoveryAfter: cmp.Or(o.RecoveryAfter, testRecovery), SearchLag: o.SearchLag,
-		OnAttempt: o.OnAttempt, Logger: o.Logger})
+		OnAttempt: o.OnAttempt, Logger: o.Logger, OnDuplicate: o.OnDuplicate})
 	return &bundle{db: db, svc: svc, clock: clock, conn: conn}, d
 }
 

@@ -343,21 +343,18 @@ func (s *Service) readCreate(ctx context.Context, op operationRow, p Payment, st
 	case s.tooLateToCharge(op):
 		return s.readDayOld(ctx, op)
 	case stored:
-		return s.listCreated(ctx, op), nil
+		return s.listCreated(ctx, op)
 	}
-	return foundOutcome(found), nil
+	return s.settleOnOne(ctx, op, found)
 }
 
 // foundOutcome is what the payments found for a create came to: the one
-// not declined, else a declined one, else none found.
+// not declined, else a declined one, else none found (chosenFound). More
+// than one not declined is money moved twice: settleOnOne, its caller,
+// records the others (duplicates.go).
 func foundOutcome(found []processor.Payment) outcome {
-	for _, res := range found {
-		if res.State != processor.PaymentDeclined {
-			return readOutcome(createOutcome(res, nil), nil)
-		}
-	}
-	if len(found) > 0 {
-		return readOutcome(createOutcome(found[0], nil), nil)
+	if i := chosenFound(found); i >= 0 {
+		return readOutcome(createOutcome(found[i], nil), nil)
 	}
 	return noneFound()
 }
@@ -381,18 +378,18 @@ const listMargin = 15 * time.Minute
 // is dated later, and an empty list means that none made one: absent. The
 // window is fixed once seen, so later rounds do not page through every
 // payment the account makes meanwhile.
-func (s *Service) listCreated(ctx context.Context, op operationRow) outcome {
+func (s *Service) listCreated(ctx context.Context, op operationRow) (outcome, error) {
 	lister, ok := s.processorNamed(op.processor).(processor.CreatedLister)
 	if !ok || op.createdAt.IsZero() || op.storedAt == nil {
-		return noneFound()
+		return noneFound(), nil
 	}
 	found, err := s.listCreatedBetween(ctx, lister, op, op.createdAt.Add(-listMargin), op.storedAt.Add(listMargin))
 	if err != nil {
-		return readOutcome(errorOutcome(err), err)
+		return readOutcome(errorOutcome(err), err), nil
 	}
-	out := foundOutcome(found)
+	out, err := s.settleOnOne(ctx, op, found)
 	out.absent = len(found) == 0
-	return out
+	return out, err
 }
 
 // readChange reads the processor's record of a capture's or cancel's
@@ -419,10 +416,8 @@ func (s *Service) readChange(ctx context.Context, op operationRow, p Payment) (o
 	if err != nil {
 		return readOutcome(errorOutcome(err), err), nil
 	}
-	for _, res := range all {
-		if res.RefundID == *op.refundID {
-			return readOutcome(refundOutcome(res, nil), nil), nil
-		}
+	if res, ok, err := s.settleOnOneRefund(ctx, op, all); err != nil || ok {
+		return readOutcome(refundOutcome(res, nil), nil), err
 	}
 	// The list is consistent (unlike search): no refund in it is none made.
 	out := noneFound()

@@ -83,6 +83,9 @@ type Config struct {
 	// later claim without asking, setting its lease having left too little
 	// of ProcessorTimeout (recovery.go, leasedCall; metrics hook in here).
 	OnLeaseLate func(op Operation)
+	// OnDuplicate, if set, is told of every duplicate the processor holds
+	// the first time it is recorded (duplicates.go; metrics hook in here).
+	OnDuplicate func(op Operation)
 	// Logger is told of the processor calls that failed and of what
 	// recovery settles or gives up on, sampled (calllog.go). Nil means
 	// slog.Default().
@@ -138,6 +141,10 @@ type Service struct {
 	onCall        func(Operation, CallOutcome, time.Duration)
 	onSettled     func(Operation, bool)
 	onLeaseLate   func(Operation)
+	onDuplicate   func(Operation)
+	// log is told of what must not go unseen (a duplicate at the
+	// processor, duplicates.go), unsampled.
+	log *slog.Logger
 	// calls samples the log lines of processor calls and of recovery
 	// (calllog.go); RecoverDue logs its counts every round.
 	calls *logrepeat.Sampler
@@ -202,7 +209,11 @@ func NewService(db *gorm.DB, cfg Config) (*Service, error) {
 	if s.onLeaseLate == nil {
 		s.onLeaseLate = func(Operation) {}
 	}
-	s.calls = &logrepeat.Sampler{Logger: cmp.Or(cfg.Logger, slog.Default()), Now: s.clock}
+	if s.onDuplicate = cfg.OnDuplicate; s.onDuplicate == nil {
+		s.onDuplicate = func(Operation) {}
+	}
+	s.log = cmp.Or(cfg.Logger, slog.Default())
+	s.calls = &logrepeat.Sampler{Logger: s.log, Now: s.clock}
 	s.instance = "svc_" + ulid.Make().String()
 	store, err := newStore(db, s.keyTTL, s.now)
 	if err != nil {

@@ -14,15 +14,17 @@ import (
 // no event came (its claim is in each dialect's file); by_payment.sql for
 // what both run with a fragment each writes its own way; postgres.sql,
 // create_batch.sql, change_batch.sql and settle_batch.sql for PostgreSQL;
-// sqlite.sql for SQLite. learned.sql and authcheck.sql are run only
-// through commonSQL, so the dialects' sets do not load them.
+// sqlite.sql for SQLite; duplicates.sql for the second payments and
+// refunds a processor holds. learned.sql, authcheck.sql and duplicates.sql
+// are run only through commonSQL, so the dialects' sets do not load them.
 
 //go:embed sql/*.sql
 var sqlFiles embed.FS
 
 var (
 	// commonSQL is what both stores run alike (steps.go, list.go).
-	commonSQL = sqlq.MustLoad(sqlFiles, "sql/common.sql", "sql/pending.sql", "sql/learned.sql", "sql/authcheck.sql")
+	commonSQL = sqlq.MustLoad(sqlFiles, "sql/common.sql", "sql/pending.sql", "sql/learned.sql", "sql/authcheck.sql",
+		"sql/duplicates.sql")
 	// postgresSQL and sqliteSQL are each dialect's statements, with the
 	// common ones they include.
 	postgresSQL = sqlq.MustLoad(sqlFiles, "sql/common.sql", "sql/pending.sql", "sql/by_payment.sql", "sql/postgres.sql",

@@ -434,6 +434,9 @@ type paymentView struct {
 	Async           payments.AsyncState
 	PixQR           string
 	ProcessorEvents []intake.Received
+	// Duplicates are the second charges or refunds the processor holds
+	// for the payment (duplicates.templ).
+	Duplicates []payments.Duplicate
 }
 
 // lookalikeWindow is how far around a payment lookalikes are searched, and
@@ -519,12 +522,15 @@ func (a *admin) paymentView(ctx context.Context, id string) (paymentView, error)
 }
 
 // processorView adds what the page shows of the payment at its processor:
-// the events the processor sent about it (for a card, a refund returned or
+// a second charge or refund it holds, the events the processor sent about it (for a card, a refund returned or
 // an authorization expired there), and a Pix or boleto payment's state and
 // code.
 func (a *admin) processorView(ctx context.Context, view *paymentView) error {
 	p := view.Payment
 	var err error
+	if view.Duplicates, err = a.svc.DuplicatesOf(ctx, p.ID); err != nil {
+		return err
+	}
 	if a.events != nil && p.ProcessorReference != "" {
 		if view.ProcessorEvents, err = a.events.EventsOf(ctx, p.ProcessorReference); err != nil {
 			return err

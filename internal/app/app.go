@@ -212,7 +212,8 @@ func newPayments(db *gorm.DB, replica *database.Replica, cfg config.Config, pcfg
 		KeyTTL: cfg.KeyTTL, Reads: replica, Unavailable: database.IsUnavailable, ClockOffset: database.ClockOffset(db),
 		Processor: proc, Sandbox: sandbox.New(pcfg), ProcessorTimeout: pcfg.Timeout, RecoveryAfter: pcfg.RecoveryAfter,
 		SearchLag:       pcfg.StripeSearchLag,
-		OnProcessorCall: m.OnProcessorCall, OnLeaseLate: m.OnLeaseLate, OnOperationSettled: func(op payments.Operation, wasUnknown bool) {
+		OnProcessorCall: m.OnProcessorCall, OnLeaseLate: m.OnLeaseLate, OnDuplicate: m.OnDuplicate,
+		OnOperationSettled: func(op payments.Operation, wasUnknown bool) {
 			m.OnOperationSettled(op, wasUnknown)
 			ev.Wake() // an event was written
 		},

@@ -24,10 +24,14 @@
 // on another endpoint is a 400 idempotency_error; the same key while its
 // first request still executes is a 409 idempotency_error
 // (idempotency_key_in_use). Requests that fail validation
-// before executing leave no result under their key.
+// before executing leave no result under their key. A stored 500 may be
+// rolled forward later (RollForward), as Stripe may complete such a
+// request during an incident's remediation: its object made, its events
+// sent, its key still answering the 500.
 package stripedouble
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -278,6 +282,13 @@ type keyEntry struct {
 	created   time.Time
 	executing bool
 	answer    answer
+	// form and id are what a request whose 500 is stored without its
+	// executing (ServerErrorStored) asked, for RollForward; rolled says
+	// it has been rolled forward.
+	form   url.Values
+	id     string
+	stored bool
+	rolled bool
 }
 
 // keyTTL is how long Stripe keeps a key's answer.
@@ -370,6 +381,9 @@ func (d *Double) write(w http.ResponseWriter, r *http.Request, fault Fault, ep E
 	var a answer
 	if fault.Kind == ServerErrorStored {
 		a = answerError(500, "api_error", "", "An unknown error occurred", "")
+		if e != nil {
+			e.form, e.id, e.stored = form, id, true
+		}
 	} else {
 		a = d.execute(ep, id, form)
 	}
@@ -470,4 +484,33 @@ func route(method, path string) (Endpoint, string) {
 		return ListRefunds, ""
 	}
 	return "", ""
+}
+
+// RollForward completes now the request whose 500 is stored under key
+// without its having executed (ServerErrorStored), as Stripe may during an
+// incident's remediation: the object is made as the request asked, and its
+// events are recorded (a card authorized for a later capture records
+// payment_intent.amount_capturable_updated), while the key's stored answer
+// stays the 500, replayed as before. It returns the id of the object made.
+// A key rolls forward once; one with no such 500 is an error.
+func (d *Double) RollForward(key string) (string, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	e := d.keys[key]
+	if e == nil || !e.stored || e.rolled {
+		return "", fmt.Errorf("stripedouble: key %q holds no stored 500 to roll forward", key)
+	}
+	e.rolled = true
+	a := d.execute(e.endpoint, e.id, e.form)
+	var made struct {
+		ID     string `json:"id"`
+		Status string `json:"status"`
+	}
+	if err := json.Unmarshal(a.body, &made); err != nil || a.status != http.StatusOK {
+		return "", fmt.Errorf("stripedouble: rolling %q forward made nothing: %d %s", key, a.status, a.body)
+	}
+	if in := d.intents[made.ID]; in != nil && made.Status == "requires_capture" {
+		d.emit("payment_intent.amount_capturable_updated", in.snapshot())
+	}
+	return made.ID, nil
 }

@@ -443,6 +443,41 @@ func TestServerErrorStored(t *testing.T) {
 	}
 }
 
+// A stored 500 rolled forward: the intent is made and its event recorded,
+// the key still replays the 500, and the key rolls forward once only; a
+// key whose 500 came after executing (or that succeeded) has nothing to
+// roll forward.
+func TestRollForward(t *testing.T) {
+	d, _ := start(t, Options{})
+	ctx := context.Background()
+	d.FailNext(CreatePaymentIntent, Fault{Kind: ServerErrorStored})
+	do(ctx, d, "POST", "/v1/payment_intents", "k1", createForm("1050"))
+	id, err := d.RollForward("k1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ids := d.IntentsFor("pay_1"); len(ids) != 1 || ids[0] != id || d.Status(id) != "succeeded" {
+		t.Fatalf("intents %v (%s), want %s succeeded", ids, d.Status(ids[0]), id)
+	}
+	if l := d.Ledger(id); l.Captured != 1050 || l.Captures != 1 {
+		t.Errorf("ledger %+v, want 1050 captured once", l)
+	}
+	if ev := d.EventsFor(id); len(ev) != 1 || ev[0].Type != "payment_intent.succeeded" {
+		t.Errorf("events %v, want payment_intent.succeeded", ev)
+	}
+	if again := do(ctx, d, "POST", "/v1/payment_intents", "k1", createForm("1050")); again.status != 500 || !again.replayed {
+		t.Errorf("the key after rolling forward: %d (replayed %v), want its 500 replayed", again.status, again.replayed)
+	}
+	if _, err := d.RollForward("k1"); err == nil {
+		t.Error("rolled forward twice")
+	}
+	d.FailNext(CreatePaymentIntent, Fault{Kind: ServerErrorAfter})
+	do(ctx, d, "POST", "/v1/payment_intents", "k2", createForm("1050"))
+	if _, err := d.RollForward("k2"); err == nil || len(d.IntentsFor("pay_1")) != 2 {
+		t.Errorf("rolled forward a 500 that came after executing: %v, intents %v", err, d.IntentsFor("pay_1"))
+	}
+}
+
 // An intent's refunds are listed as its intents are: newest first, a page
 // of limit after starting_after, has_more while refunds remain.
 func TestListRefundsByPage(t *testing.T) {

@@ -19,7 +19,8 @@ import (
 // Event is an event the double recorded when one of its objects changed:
 // payment_intent.succeeded, payment_intent.payment_failed,
 // payment_intent.canceled, charge.refunded, refund.updated,
-// charge.refund.updated.
+// charge.refund.updated, and payment_intent.amount_capturable_updated for
+// an authorization a roll-forward made (RollForward).
 type Event struct {
 	ID      string
 	Type    string

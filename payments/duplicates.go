@@ -1,0 +1,236 @@
+package payments
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cmpay/cmpay/internal/sqlq"
+	"github.com/cmpay/cmpay/processor"
+)
+
+// Duplicates the processor holds. Recovery sends a create or refund again
+// under a new key once a consistent read shows the first not done
+// (resend.go), but a request Stripe answered 500 is indeterminate: during
+// an incident's remediation Stripe may complete it later and send the
+// events of what it made. The payer is then charged (or refunded) twice:
+// the payment's own reference names one PaymentIntent, and a second one
+// carries the same metadata. Nothing CMPay settles changes for it; it is
+// found, kept and shown, for staff to put right at the processor:
+//
+//   - an event about a PaymentIntent (or refund) that names a payment (or
+//     refund) of CMPay's whose stored reference is another: the processor's
+//     record of it is read, and kept when it moved or may move money;
+//   - a recovery read that finds several payments (or refunds) for one
+//     operation: it settles on one, as it always did, and keeps the others.
+//
+// CMPay never refunds or cancels a duplicate itself: a mistake in telling
+// one apart would move a payer's real money (docs/design/processors.md).
+
+// FoundBy says what found a duplicate.
+const (
+	FoundByEvent    = "event"
+	FoundByRecovery = "recovery"
+)
+
+// Duplicate is a second payment or refund the processor holds for one of
+// CMPay's, as the processor stated it when found.
+type Duplicate struct {
+	// Reference is the processor's id of the duplicate (pi_…, re_…).
+	Reference string
+	Processor string
+	PaymentID string
+	// RefundID is CMPay's refund, for a refund's duplicate; else empty.
+	RefundID  string
+	Operation Operation
+	Amount    Money
+	// State is the processor's state, in the seam's words (captured,
+	// authorized, processing; a refund's succeeded, pending).
+	State   string
+	FoundBy string
+	FoundAt time.Time
+}
+
+// movesMoney says whether a payment in state moved money or may still
+// (a duplicate to keep): captured, held for a capture, or in flight.
+func movesMoney(state processor.PaymentState) bool {
+	return state == processor.PaymentCaptured || state == processor.PaymentAuthorized ||
+		state == processor.PaymentProcessing
+}
+
+// refundMovesMoney is movesMoney for a refund: succeeded or pending.
+func refundMovesMoney(state processor.RefundState) bool {
+	return state == processor.RefundSucceeded || state == processor.RefundPending
+}
+
+// DuplicatesOf lists the duplicates recorded for payment id, oldest found
+// first.
+func (s *Service) DuplicatesOf(ctx context.Context, id string) ([]Duplicate, error) {
+	out, err := sqlq.Collect(ctx, s.store.db(), commonSQL.SQL("duplicates_of"), []any{id}, func(r sqlq.Row) (Duplicate, error) {
+		var d Duplicate
+		var refund *string
+		var op string
+		err := r.Scan(&d.Reference, &d.Processor, &d.PaymentID, &refund, &op, &d.Amount.Minor, &d.Amount.Currency,
+			&d.State, &d.FoundBy, &d.FoundAt)
+		d.Operation, d.RefundID = Operation(op), deref(refund)
+		return d, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("duplicates of %s: %w", id, err)
+	}
+	return out, nil
+}
+
+// recordDuplicate stores d unless its processor id is stored already; the
+// first time, it is logged at ERROR and counted (OnDuplicate).
+func (s *Service) recordDuplicate(ctx context.Context, d Duplicate) error {
+	var refund *string
+	if d.RefundID != "" {
+		refund = &d.RefundID
+	}
+	n, err := s.store.db().Exec(ctx, commonSQL.SQL("insert_duplicate"), d.Reference, d.Processor, d.PaymentID, refund,
+		string(d.Operation), d.Amount.Minor, d.Amount.Currency, d.State, d.FoundBy, d.FoundAt.UTC())
+	if err != nil {
+		return fmt.Errorf("record the processor's duplicate %s of payment %s: %w", d.Reference, d.PaymentID, err)
+	}
+	if n == 0 {
+		return nil // found before
+	}
+	s.log.Error("the processor holds a duplicate: money moved twice for one operation; put it right at the processor",
+		"payment", d.PaymentID, "refund", d.RefundID, "operation", string(d.Operation), "processor", d.Processor,
+		"processor_id", d.Reference, "amount", d.Amount.String(), "currency", d.Amount.Currency, "state", d.State,
+		"found_by", d.FoundBy)
+	s.onDuplicate(d.Operation)
+	return nil
+}
+
+// paymentDuplicate is rec, a payment the processor made for payment
+// paymentID's create besides the one it settled on, as a Duplicate found
+// by foundBy.
+func (s *Service) paymentDuplicate(paymentID, processorName string, rec processor.Payment, foundBy string) Duplicate {
+	return Duplicate{Reference: rec.Reference, Processor: processorName, PaymentID: paymentID, Operation: OpCreate,
+		Amount: Money{Minor: rec.AmountMinor, Currency: rec.Currency}, State: string(rec.State), FoundBy: foundBy,
+		FoundAt: s.now()}
+}
+
+// strayEvent looks at what event ev, naming payment p, says of payments
+// and refunds other than p's own, and records those that are duplicates.
+// It says whether ev is about another PaymentIntent than p's (a stray),
+// which then has nothing else to apply to p. A PaymentIntent is never a
+// duplicate while p's reference is unknown (a create whose answer was
+// lost may have made it: it is p's own, which recovery settles).
+func (s *Service) strayEvent(ctx context.Context, p Payment, ev processor.Event) (bool, error) {
+	if err := s.strayRefunds(ctx, p, ev); err != nil {
+		return false, err
+	}
+	if ev.Payment == nil || ev.Payment.Reference == "" || p.ProcessorReference == "" ||
+		ev.Payment.Reference == p.ProcessorReference {
+		return false, nil
+	}
+	callCtx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	// The event is news, not the record: the record says what the
+	// PaymentIntent is now, and that it names p.
+	rec, err := s.processorNamed(p.Processor).GetPayment(callCtx, ev.Payment.Reference)
+	if err != nil {
+		return true, fmt.Errorf("read %s, another payment at the processor for %s: %w", ev.Payment.Reference, p.ID, err)
+	}
+	if rec.PaymentID != p.ID || rec.Reference == p.ProcessorReference || !movesMoney(rec.State) {
+		return true, nil
+	}
+	return true, s.recordDuplicate(ctx, s.paymentDuplicate(p.ID, p.Processor, rec, FoundByEvent))
+}
+
+// strayRefunds records the refunds event ev carries that name one of
+// CMPay's refunds of p whose stored reference is another refund, when the
+// processor's record of them shows money moved or moving. A refund whose
+// reference is not known yet is left alone, as a payment's is.
+func (s *Service) strayRefunds(ctx context.Context, p Payment, ev processor.Event) error {
+	for _, news := range eventRefunds(ev) {
+		if news.RefundID == "" || news.Reference == "" {
+			continue
+		}
+		var ref *string
+		err := s.store.db().QueryRow(ctx, commonSQL.SQL("refund_reference"), news.RefundID).Scan(&ref)
+		if errors.Is(err, sqlq.ErrNoRows) || err == nil && (ref == nil || *ref == "" || *ref == news.Reference) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("read refund %s: %w", news.RefundID, err)
+		}
+		callCtx, cancel := context.WithTimeout(ctx, s.timeout)
+		rec, err := s.processorNamed(p.Processor).GetRefund(callCtx, news.Reference)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("read %s, another refund at the processor for %s: %w", news.Reference, news.RefundID, err)
+		}
+		if rec.RefundID != news.RefundID || rec.PaymentReference != p.ProcessorReference || !refundMovesMoney(rec.State) {
+			continue
+		}
+		if err := s.recordDuplicate(ctx, s.refundDuplicate(p.ID, p.Processor, rec, FoundByEvent)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// refundDuplicate is rec, a refund the processor made for CMPay's refund
+// besides the one it settled on, as a Duplicate found by foundBy.
+func (s *Service) refundDuplicate(paymentID, processorName string, rec processor.Refund, foundBy string) Duplicate {
+	return Duplicate{Reference: rec.Reference, Processor: processorName, PaymentID: paymentID, RefundID: rec.RefundID,
+		Operation: OpRefund, Amount: Money{Minor: rec.AmountMinor, Currency: rec.Currency}, State: string(rec.State),
+		FoundBy: foundBy, FoundAt: s.now()}
+}
+
+// settleOnOne is what the payments found for op, a create, came to
+// (foundOutcome: the first not declined), with every other one found that
+// moved or may move money recorded as a duplicate.
+func (s *Service) settleOnOne(ctx context.Context, op operationRow, found []processor.Payment) (outcome, error) {
+	one := chosenFound(found)
+	for i, rec := range found {
+		if i == one || rec.PaymentID != op.paymentID || !movesMoney(rec.State) {
+			continue
+		}
+		if err := s.recordDuplicate(ctx, s.paymentDuplicate(op.paymentID, op.processor, rec, FoundByRecovery)); err != nil {
+			return outcome{}, err
+		}
+	}
+	return foundOutcome(found), nil
+}
+
+// chosenFound is the index of the payment found that foundOutcome settles
+// on: the first not declined, else the first; -1 for none.
+func chosenFound(found []processor.Payment) int {
+	for i, res := range found {
+		if res.State != processor.PaymentDeclined {
+			return i
+		}
+	}
+	if len(found) > 0 {
+		return 0
+	}
+	return -1
+}
+
+// settleOnOneRefund is the refund among all (a payment's refunds at the
+// processor) that op, a refund, settles on: the first that carries its
+// refund id, as readChange always took; every other one carrying it that
+// moved or may move money is recorded as a duplicate. Not ok when none
+// carries it.
+func (s *Service) settleOnOneRefund(ctx context.Context, op operationRow, all []processor.Refund) (processor.Refund, bool, error) {
+	var one processor.Refund
+	ok := false
+	for _, res := range all {
+		switch {
+		case res.RefundID != *op.refundID:
+		case !ok:
+			one, ok = res, true
+		case refundMovesMoney(res.State):
+			if err := s.recordDuplicate(ctx, s.refundDuplicate(op.paymentID, op.processor, res, FoundByRecovery)); err != nil {
+				return one, ok, err
+			}
+		}
+	}
+	return one, ok, nil
+}

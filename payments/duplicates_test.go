@@ -1,0 +1,270 @@
+package payments_test
+
+import (
+	"bytes"
+	"errors"
+	"log/slog"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cmpay/cmpay/internal/dbtest"
+	"github.com/cmpay/cmpay/internal/stripedouble"
+	"github.com/cmpay/cmpay/payments"
+	"github.com/cmpay/cmpay/processor/stripe"
+)
+
+// seen is what a bundle told of duplicates: the hook's counts by operation
+// and the log's ERROR lines.
+type seen struct {
+	mu     sync.Mutex
+	counts map[payments.Operation]int
+	log    bytes.Buffer
+}
+
+func (s *seen) onDuplicate(op payments.Operation) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.counts[op]++
+}
+
+func (s *seen) count(op payments.Operation) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.counts[op]
+}
+
+// errorLines are the ERROR lines logged that name ref.
+func (s *seen) errorLines(ref string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for line := range strings.Lines(s.log.String()) {
+		if strings.Contains(line, "level=ERROR") && strings.Contains(line, ref) {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+// Write lets the log write into the buffer under the lock.
+func (s *seen) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.log.Write(p)
+}
+
+// dupBundle is a bundle over the Stripe double on the bundle's clock
+// whose duplicates are counted and logged into seen.
+func dupBundle(t *testing.T, db dbtest.DB) (*bundle, *stripedouble.Double, *seen) {
+	t.Helper()
+	s := &seen{counts: map[payments.Operation]int{}}
+	b, d := stripeWith(t, db, stripeOpts{OnFakeClock: true, OnDuplicate: s.onDuplicate,
+		Logger: slog.New(slog.NewTextHandler(s, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	return b, d, s
+}
+
+// applyEventsOf applies to the bundle's service, through Stripe's decoder,
+// the events the double recorded about intent ref, of type typ.
+func applyEventsOf(t *testing.T, b *bundle, d *stripedouble.Double, ref, typ string) int {
+	t.Helper()
+	n := 0
+	for _, e := range d.EventsFor(ref) {
+		if e.Type != typ {
+			continue
+		}
+		ev, err := stripe.DecodeEvent(e.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.svc.ApplyProcessorEvent(t.Context(), ev); err != nil {
+			t.Fatalf("apply %s: %v", e.Type, err)
+		}
+		n++
+	}
+	return n
+}
+
+func mustDuplicates(t *testing.T, b *bundle, id string) []payments.Duplicate {
+	t.Helper()
+	got, err := b.svc.DuplicatesOf(t.Context(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// A create whose key's answer is a stored 500 is sent again under _a2 and
+// settled on _a2's intent; Stripe then rolls the first request forward,
+// charging the payer a second time, and posts payment_intent.succeeded for
+// it. The event is recorded as a duplicate once (a second delivery records
+// nothing more), counted once and logged at ERROR once, and the payment
+// stays as it was: its reference, status and amounts.
+func TestRolledForwardCreateIsRecordedOnce(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		b, d, s := dupBundle(t, db)
+		d.FailNext(stripedouble.CreatePaymentIntent, stripedouble.Fault{Kind: stripedouble.ServerErrorStored})
+		p := b.mustCreate(t, withToken(card("rolled-forward"), "pm_card_visa")).Payment
+		settled := recoverUntilSettled(t, b, p.ID)
+		keys := d.Keys(stripedouble.CreatePaymentIntent)
+		if settled.Status != payments.StatusCaptured || len(keys) != 2 || keys[1] != keys[0]+"_a2" {
+			t.Fatalf("settled %s under keys %q; want CAPTURED, sent again under _a2", settled.Status, keys)
+		}
+		stray, err := d.RollForward(keys[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 2 {
+			if n := applyEventsOf(t, b, d, stray, "payment_intent.succeeded"); n != 1 {
+				t.Fatalf("%d payment_intent.succeeded events about %s, want 1", n, stray)
+			}
+		}
+		got := mustDuplicates(t, b, p.ID)
+		if len(got) != 1 || got[0].Reference != stray || got[0].Operation != payments.OpCreate ||
+			got[0].Amount != (payments.Money{Minor: 1050, Currency: "BRL"}) || got[0].State != "captured" ||
+			got[0].FoundBy != payments.FoundByEvent || got[0].Processor != "stripe" {
+			t.Errorf("duplicates %+v, want %s, 10.50 BRL captured, found by its event", got, stray)
+		}
+		if n := s.count(payments.OpCreate); n != 1 {
+			t.Errorf("counted %d duplicates, want 1", n)
+		}
+		if lines := s.errorLines(stray); len(lines) != 1 || !strings.Contains(lines[0], p.ID) {
+			t.Errorf("ERROR lines naming %s: %q, want one naming the payment too", stray, lines)
+		}
+		if after := b.mustGet(t, p.ID); !reflect.DeepEqual(after, settled) {
+			t.Errorf("the payment changed:\n%+v\nwant\n%+v", after, settled)
+		}
+	})
+}
+
+// A PROCESSING payment whose create's answer was lost receives the event
+// of its own first intent: not a duplicate (its reference is not known
+// yet; the intent is the payment's own), and the event waits for recovery,
+// which settles the payment on that intent; applied again then, it is
+// still not a duplicate.
+func TestOwnIntentOfAProcessingPaymentIsNotADuplicate(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		b, d, s := dupBundle(t, db)
+		d.FailNext(stripedouble.CreatePaymentIntent, stripedouble.Fault{Kind: stripedouble.DropResponse})
+		p := b.mustCreate(t, withToken(card("own-intent"), "pm_card_visa")).Payment
+		intents := d.IntentsFor(p.ID)
+		if p.Status != payments.StatusProcessing || len(intents) != 1 {
+			t.Fatalf("first answer %s, intents %v; want PROCESSING, one intent made", p.Status, intents)
+		}
+		ev, err := stripe.DecodeEvent(d.EventsFor(intents[0])[0].Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.svc.ApplyProcessorEvent(t.Context(), ev); !errors.Is(err, payments.ErrPaymentNotKnown) {
+			t.Errorf("the event while PROCESSING: %v, want ErrPaymentNotKnown", err)
+		}
+		got := recoverUntilSettled(t, b, p.ID)
+		if got.ProcessorReference != intents[0] {
+			t.Fatalf("settled on %q, want %s", got.ProcessorReference, intents[0])
+		}
+		if err := b.svc.ApplyProcessorEvent(t.Context(), ev); err != nil {
+			t.Fatal(err)
+		}
+		if dups := mustDuplicates(t, b, p.ID); len(dups) != 0 || s.count(payments.OpCreate) != 0 {
+			t.Errorf("duplicates %+v (counted %d), want none", dups, s.count(payments.OpCreate))
+		}
+	})
+}
+
+// A create whose key's answer is a stored 500 is sent again under _a2,
+// whose answer is a 424 (the intent made); Stripe then rolls the first
+// request forward. Recovery's read finds two intents charged for the one
+// operation: it settles the payment on one, as before, and records the
+// other, once, however often it reads.
+func TestRecoveryFindingTwoSettlesOneAndRecordsTheOther(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		b, d, s := dupBundle(t, db)
+		d.FailNext(stripedouble.CreatePaymentIntent, stripedouble.Fault{Kind: stripedouble.ServerErrorStored})
+		// The request's, recovery's (the 500 replayed), then _a2's.
+		d.FailNth(stripedouble.CreatePaymentIntent, 3, stripedouble.Fault{Kind: stripedouble.DependencyFailedAfter})
+		p := b.mustCreate(t, withToken(card("found-two"), "pm_card_visa")).Payment
+		for end := b.clock.Now().Add(time.Hour); d.Calls(stripedouble.CreatePaymentIntent) < 3; {
+			if b.clock.Now().After(end) {
+				t.Fatalf("_a2 not sent within an hour; keys %q", d.Keys(stripedouble.CreatePaymentIntent))
+			}
+			b.clock.Advance(testRecovery + time.Second)
+			if _, err := b.svc.RecoverDue(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := b.mustGet(t, p.ID); got.Status != payments.StatusProcessing {
+			t.Fatalf("after _a2's 424: %s, want PROCESSING; calls %q", got.Status, b.calls(t, got))
+		}
+		keys := d.Keys(stripedouble.CreatePaymentIntent)
+		if _, err := d.RollForward(keys[0]); err != nil {
+			t.Fatal(err)
+		}
+		intents := d.IntentsFor(p.ID)
+		if len(intents) != 2 {
+			t.Fatalf("intents %v, want _a2's and the rolled-forward one", intents)
+		}
+		got := recoverUntilSettled(t, b, p.ID)
+		for range 2 { // read again: nothing more recorded
+			b.clock.Advance(testRecovery + time.Second)
+			if _, err := b.svc.RecoverDue(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		other := intents[0]
+		if got.ProcessorReference == other {
+			other = intents[1]
+		}
+		dups := mustDuplicates(t, b, p.ID)
+		if got.Status != payments.StatusCaptured || got.ProcessorReference == "" || len(dups) != 1 ||
+			dups[0].Reference != other || dups[0].FoundBy != payments.FoundByRecovery || dups[0].State != "captured" {
+			t.Errorf("settled %s on %q; duplicates %+v; want CAPTURED on one intent, the other (%s) recorded",
+				got.Status, got.ProcessorReference, dups, other)
+		}
+		if n := s.count(payments.OpCreate); n != 1 {
+			t.Errorf("counted %d duplicates, want 1", n)
+		}
+	})
+}
+
+// A refund whose key's answer is a stored 500 is sent again under _a2 and
+// settled on _a2's refund; Stripe then rolls the first request forward,
+// refunding the payer a second time, and posts charge.refunded listing
+// both. The second refund is recorded once, over two deliveries, and the
+// payment's refunded amount stays CMPay's one refund.
+func TestRolledForwardRefundIsRecordedOnce(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		b, d, s := dupBundle(t, db)
+		p := faultedRefund(t, b, d, "refund-rolled-forward", stripedouble.ServerErrorStored)
+		settled := recoverUntil(t, b, p.ID, storedChanges["refund"].settled)
+		keys := d.Keys(stripedouble.CreateRefund)
+		if len(keys) != 2 || settled.Refunded.Minor != 400 {
+			t.Fatalf("refunded %d under keys %q; want 400, sent again under _a2", settled.Refunded.Minor, keys)
+		}
+		stray, err := d.RollForward(keys[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 2 {
+			if n := applyEventsOf(t, b, d, stray, "charge.refunded"); n != 1 {
+				t.Fatalf("%d charge.refunded events listing %s, want 1", n, stray)
+			}
+		}
+		got := mustDuplicates(t, b, p.ID)
+		if len(got) != 1 || got[0].Reference != stray || got[0].Operation != payments.OpRefund || got[0].RefundID == "" ||
+			got[0].Amount != (payments.Money{Minor: 400, Currency: "BRL"}) || got[0].State != "succeeded" {
+			t.Errorf("duplicates %+v, want %s, 4.00 BRL succeeded", got, stray)
+		}
+		if n := s.count(payments.OpRefund); n != 1 {
+			t.Errorf("counted %d refund duplicates, want 1", n)
+		}
+		if after := b.mustGet(t, p.ID); !reflect.DeepEqual(after, settled) {
+			t.Errorf("the payment changed:\n%+v\nwant\n%+v", after, settled)
+		}
+	})
+}

@@ -1,0 +1,113 @@
+package web
+
+import (
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cmpay/cmpay/internal/dbtest"
+	"github.com/cmpay/cmpay/internal/stripedouble"
+	"github.com/cmpay/cmpay/payments"
+	"github.com/cmpay/cmpay/processor"
+	"github.com/cmpay/cmpay/processor/stripe"
+	"github.com/cmpay/cmpay/staff"
+)
+
+// A payment for which Stripe holds a second charge (a PaymentIntent
+// carrying its id, captured, besides the one it settled on), found by the
+// second one's event: its page says so at the top, in plain words, with
+// what to do, and still shows the payment's own reference.
+func TestPaymentPageShowsADuplicateCharge(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		d := stripedouble.New(stripedouble.Options{})
+		t.Cleanup(d.Close)
+		cfg := processor.DefaultConfig()
+		cfg.Processor, cfg.StripeAPIKey, cfg.StripeAPIBase = processor.NameStripe, "sk_test_web", d.URL()
+		conn, err := stripe.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(conn.CloseIdleConnections)
+		svc, err := payments.NewService(db.Gorm, payments.Config{Processor: conn, ProcessorTimeout: 5 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		token := "pm_card_visa"
+		res, err := svc.Create(t.Context(), payments.CreateRequest{ClientID: "shop-1", IdempotencyKey: "order-dup",
+			Amount: "100.00", Currency: "BRL", Method: payments.MethodCreditCard, PaymentMethodToken: &token,
+			Origin: payments.Origin{Transport: "test"}})
+		if err != nil || res.Payment.Status != payments.StatusCaptured {
+			t.Fatalf("create: %+v, %v", res.Payment, err)
+		}
+		p := res.Payment
+		// The second charge, as a late roll-forward of a first send leaves it.
+		second, err := conn.CreatePayment(t.Context(), processor.CreatePaymentRequest{IdempotencyKey: "rolled-forward",
+			PaymentID: p.ID, AmountMinor: 10000, Currency: "BRL", Method: processor.MethodCreditCard,
+			PaymentMethodToken: token, Capture: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range d.EventsFor(second.Reference) {
+			ev, err := stripe.DecodeEvent(e.Body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := svc.ApplyProcessorEvent(t.Context(), ev); err != nil {
+				t.Fatal(err)
+			}
+		}
+		st := staff.New(db.Gorm, staff.Config{Hash: staff.HashParams{Memory: 64, Time: 1, Threads: 1}})
+		t.Cleanup(st.Close)
+		srv := httptest.NewServer(Admin(AdminDeps{Payments: svc, Staff: st}))
+		t.Cleanup(srv.Close)
+		c := signedIn(t, srv, st, "vera", staff.Viewer)
+		doc := getDoc(t, c, srv.URL+"/admin/payments/"+p.ID)
+		notes := doc.Find("section.duplicates p.duplicate")
+		want := "Stripe holds a second charge for this payment, " + second.Reference +
+			", 100.00 BRL, succeeded: refund it in Stripe's dashboard."
+		if notes.Length() != 1 || squash(notes.Text()) != want {
+			t.Errorf("duplicate notes %q, want %q", squash(notes.Text()), want)
+		}
+		if found := squash(doc.Find("section.duplicates").Text()); !strings.Contains(found, "by the processor's event about it") {
+			t.Errorf("the section does not say how it was found: %s", found)
+		}
+		if ref := doc.Find("code.processor-reference").Text(); ref != p.ProcessorReference || ref == second.Reference {
+			t.Errorf("reference shown %q, want the payment's own %s", ref, p.ProcessorReference)
+		}
+	})
+}
+
+// A payment with no duplicate has no such section.
+func TestPaymentPageWithoutDuplicates(t *testing.T) {
+	t.Parallel()
+	doc := renderDoc(t, paymentPage(paymentView{Payment: samplePayment("pay_1", "order-1", 0, 0)}))
+	if doc.Find("section.duplicates").Length() != 0 {
+		t.Error("a duplicates section without a duplicate")
+	}
+}
+
+// Each kind of duplicate says what to do with it.
+func TestDuplicateNotes(t *testing.T) {
+	t.Parallel()
+	brl := payments.Money{Minor: 400, Currency: "BRL"}
+	for _, c := range []struct {
+		d    payments.Duplicate
+		want string
+	}{
+		{payments.Duplicate{Processor: "stripe", Reference: "pi_2", Operation: payments.OpCreate, Amount: brl, State: "authorized"},
+			"Stripe holds a second authorization for this payment, pi_2, 4.00 BRL, not captured: cancel it in Stripe's " +
+				"dashboard, or it holds the payer's money until it expires."},
+		{payments.Duplicate{Processor: "stripe", Reference: "pi_2", Operation: payments.OpCreate, Amount: brl, State: "processing"},
+			"Stripe holds a second charge for this payment, pi_2, 4.00 BRL, processing: once it has succeeded, refund it " +
+				"in Stripe's dashboard."},
+		{payments.Duplicate{Processor: "stripe", Reference: "re_2", RefundID: "ref_1", Operation: payments.OpRefund, Amount: brl,
+			State: "succeeded"}, "Stripe holds a second refund of this payment's refund ref_1, re_2, 4.00 BRL, succeeded: the " +
+			"payer got this money back twice. A refund cannot be undone; settle it with the payer."},
+	} {
+		if got := duplicateNote(c.d); got != c.want {
+			t.Errorf("%q, want %q", got, c.want)
+		}
+	}
+}
