@@ -214,23 +214,49 @@ func chosenFound(found []processor.Payment) int {
 }
 
 // settleOnOneRefund is the refund among all (a payment's refunds at the
-// processor) that op, a refund, settles on: the first that carries its
-// refund id, as readChange always took; every other one carrying it that
-// moved or may move money is recorded as a duplicate. Not ok when none
-// carries it.
+// processor) that op, a refund, settles on: of those that carry its refund
+// id, the first succeeded, else the first pending, else the first (a
+// failed one). Settled on a failed refund while another succeeded, the
+// refund would be FAILED and its amount released though the payer had it
+// back. Once the one chosen is final, every other one carrying the id that
+// moved or may move money is recorded as a duplicate; while it is pending
+// the next read chooses again, so nothing is recorded yet. Not ok when
+// none carries the id.
 func (s *Service) settleOnOneRefund(ctx context.Context, op operationRow, all []processor.Refund) (processor.Refund, bool, error) {
-	var one processor.Refund
-	ok := false
-	for _, res := range all {
-		switch {
-		case res.RefundID != *op.refundID:
-		case !ok:
-			one, ok = res, true
-		case refundMovesMoney(res.State):
-			if err := s.recordDuplicate(ctx, s.refundDuplicate(op.paymentID, op.processor, res, FoundByRecovery)); err != nil {
-				return one, ok, err
-			}
+	one := -1
+	for i, res := range all {
+		if res.RefundID != *op.refundID {
+			continue
+		}
+		if one < 0 || refundRank(res.State) > refundRank(all[one].State) {
+			one = i
 		}
 	}
-	return one, ok, nil
+	if one < 0 {
+		return processor.Refund{}, false, nil
+	}
+	if !refundOutcome(all[one], nil).settled {
+		return all[one], true, nil
+	}
+	for i, res := range all {
+		if i == one || res.RefundID != *op.refundID || !refundMovesMoney(res.State) {
+			continue
+		}
+		if err := s.recordDuplicate(ctx, s.refundDuplicate(op.paymentID, op.processor, res, FoundByRecovery)); err != nil {
+			return all[one], true, err
+		}
+	}
+	return all[one], true, nil
+}
+
+// refundRank orders a refund's states by how surely it moved money:
+// succeeded, then pending, then any other (failed, canceled).
+func refundRank(state processor.RefundState) int {
+	switch state {
+	case processor.RefundSucceeded:
+		return 2
+	case processor.RefundPending:
+		return 1
+	}
+	return 0
 }

@@ -268,3 +268,72 @@ func TestRolledForwardRefundIsRecordedOnce(t *testing.T) {
 		}
 	})
 }
+
+// A refund whose key's answer is a stored 500 is sent again under _a2,
+// whose refund stays pending; Stripe then rolls the first request
+// forward, pending too: recovery, choosing between two pending refunds,
+// records neither. Then the newer (the rolled-forward one) fails and
+// _a2's succeeds: recovery's list of the payment's refunds settles the
+// refund on the one that moved the money: SUCCEEDED, 4.00 refunded once,
+// and no duplicate, since the payer was refunded once. Settled on the failed one, the refund would be
+// FAILED with its amount released while the payer had it back, and the
+// one refund that moved money recorded as a second.
+func TestRecoverySettlesARefundOnTheOneThatMovedMoney(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		s := &seen{counts: map[payments.Operation]int{}}
+		b, d := stripeWith(t, db, stripeOpts{OnFakeClock: true, RefundsPending: true, OnDuplicate: s.onDuplicate,
+			Logger: slog.New(slog.NewTextHandler(s, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+		p := faultedRefund(t, b, d, "refund-one-failed", stripedouble.ServerErrorStored)
+		for end := b.clock.Now().Add(time.Hour); d.Calls(stripedouble.CreateRefund) < 2 ||
+			len(d.Keys(stripedouble.CreateRefund)) < 2; {
+			if b.clock.Now().After(end) {
+				t.Fatalf("_a2 not sent within an hour; keys %q", d.Keys(stripedouble.CreateRefund))
+			}
+			b.clock.Advance(testRecovery + time.Second)
+			if _, err := b.svc.RecoverDue(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		keys := d.Keys(stripedouble.CreateRefund)
+		b.clock.Advance(time.Minute) // the rolled-forward refund is the newer
+		stray, err := d.RollForward(keys[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		refunds := d.RefundsFor(mustRefund(t, b, p.ID).ID)
+		if len(refunds) != 2 {
+			t.Fatalf("refunds %v, want _a2's and the rolled-forward one", refunds)
+		}
+		// Both pending: recovery chooses none for good yet, so records none.
+		b.clock.Advance(testRecovery + time.Second)
+		if _, err := b.svc.RecoverDue(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if dups := mustDuplicates(t, b, p.ID); len(dups) != 0 {
+			t.Fatalf("with both refunds pending, duplicates %+v; want none yet", dups)
+		}
+		for _, re := range refunds {
+			if err := d.SettleRefund(re, re != stray, "expired_or_canceled_card"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got := recoverUntil(t, b, p.ID, storedChanges["refund"].settled)
+		if r := mustRefund(t, b, p.ID); got.Refunded.Minor != 400 || r.Status != payments.RefundSucceeded {
+			t.Errorf("refunded %d, refund %+v; want 4.00 refunded, SUCCEEDED", got.Refunded.Minor, r)
+		}
+		if dups := mustDuplicates(t, b, p.ID); len(dups) != 0 || s.count(payments.OpRefund) != 0 {
+			t.Errorf("duplicates %+v (counted %d), want none: the payer was refunded once", dups, s.count(payments.OpRefund))
+		}
+	})
+}
+
+// mustRefund is payment id's one refund.
+func mustRefund(t *testing.T, b *bundle, id string) payments.Refund {
+	t.Helper()
+	refunds, err := b.svc.Refunds(t.Context(), b.mustGet(t, id))
+	if err != nil || len(refunds) != 1 {
+		t.Fatalf("refunds %+v, %v; want one", refunds, err)
+	}
+	return refunds[0]
+}
