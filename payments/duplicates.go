@@ -185,8 +185,15 @@ func (s *Service) refundDuplicate(paymentID, processorName string, rec processor
 
 // settleOnOne is what the payments found for op, a create, came to
 // (foundOutcome: the first not declined), with every other one found that
-// moved or may move money recorded as a duplicate.
+// moved or may move money recorded as a duplicate once the one chosen
+// settles op. While it does not (still processing), nothing is recorded:
+// the next read, by another way (search, then a list) or in another
+// order, may choose another, and would settle on one recorded here.
 func (s *Service) settleOnOne(ctx context.Context, op operationRow, found []processor.Payment) (outcome, error) {
+	out := foundOutcome(found)
+	if !out.settled {
+		return out, nil
+	}
 	one := chosenFound(found)
 	for i, rec := range found {
 		if i == one || rec.PaymentID != op.paymentID || !movesMoney(rec.State) {
@@ -196,7 +203,7 @@ func (s *Service) settleOnOne(ctx context.Context, op operationRow, found []proc
 			return outcome{}, err
 		}
 	}
-	return foundOutcome(found), nil
+	return out, nil
 }
 
 // chosenFound is the index of the payment found that foundOutcome settles
