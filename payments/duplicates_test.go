@@ -337,3 +337,39 @@ func mustRefund(t *testing.T, b *bundle, id string) payments.Refund {
 	}
 	return refunds[0]
 }
+
+// A create for a later capture whose key's answer is a stored 500 is sent
+// again under _a2 and settled AUTHORIZED; Stripe then rolls the first
+// request forward, authorizing the card a second time, and announces it
+// by payment_intent.amount_capturable_updated alone (the event the Stripe
+// endpoint must be subscribed to, docs/operations/stripe.md). That event
+// records the second authorization, and the payment stays as it was.
+func TestRolledForwardAuthorizationIsRecordedByItsEvent(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		b, d, s := dupBundle(t, db)
+		d.FailNext(stripedouble.CreatePaymentIntent, stripedouble.Fault{Kind: stripedouble.ServerErrorStored})
+		req := withToken(card("rolled-forward-auth"), "pm_card_visa")
+		req.Capture = new(false)
+		p := b.mustCreate(t, req).Payment
+		settled := recoverUntilSettled(t, b, p.ID)
+		keys := d.Keys(stripedouble.CreatePaymentIntent)
+		if settled.Status != payments.StatusAuthorized || len(keys) != 2 {
+			t.Fatalf("settled %s under keys %q; want AUTHORIZED, sent again under _a2", settled.Status, keys)
+		}
+		stray, err := d.RollForward(keys[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := applyEventsOf(t, b, d, stray, "payment_intent.amount_capturable_updated"); n != 1 {
+			t.Fatalf("%d payment_intent.amount_capturable_updated events about %s, want 1", n, stray)
+		}
+		dups := mustDuplicates(t, b, p.ID)
+		if len(dups) != 1 || dups[0].Reference != stray || dups[0].State != "authorized" || s.count(payments.OpCreate) != 1 {
+			t.Errorf("duplicates %+v (counted %d), want %s authorized", dups, s.count(payments.OpCreate), stray)
+		}
+		if after := b.mustGet(t, p.ID); !reflect.DeepEqual(after, settled) {
+			t.Errorf("the payment changed:\n%+v\nwant\n%+v", after, settled)
+		}
+	})
+}
