@@ -15,8 +15,12 @@ func duplicateNote(d payments.Duplicate) string {
 	who := processorTitle(d.Processor)
 	amount := money(d.Amount)
 	if d.Operation == payments.OpRefund {
-		return fmt.Sprintf("%s holds a second refund of this payment's refund %s, %s, %s, %s: the payer got this money "+
-			"back twice. A refund cannot be undone; settle it with the payer.", who, d.RefundID, d.Reference, amount, d.State)
+		got := "got this money back twice"
+		if processor.RefundState(d.State) == processor.RefundPending {
+			got = "gets this money back twice once it succeeds"
+		}
+		return fmt.Sprintf("%s holds a second refund of this payment's refund %s, %s, %s, %s: the payer %s. A refund "+
+			"cannot be undone; settle it with the payer.", who, d.RefundID, d.Reference, amount, d.State, got)
 	}
 	switch processor.PaymentState(d.State) {
 	case processor.PaymentAuthorized:

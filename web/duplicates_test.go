@@ -105,6 +105,9 @@ func TestDuplicateNotes(t *testing.T) {
 		{payments.Duplicate{Processor: "stripe", Reference: "re_2", RefundID: "ref_1", Operation: payments.OpRefund, Amount: brl,
 			State: "succeeded"}, "Stripe holds a second refund of this payment's refund ref_1, re_2, 4.00 BRL, succeeded: the " +
 			"payer got this money back twice. A refund cannot be undone; settle it with the payer."},
+		{payments.Duplicate{Processor: "stripe", Reference: "re_2", RefundID: "ref_1", Operation: payments.OpRefund, Amount: brl,
+			State: "pending"}, "Stripe holds a second refund of this payment's refund ref_1, re_2, 4.00 BRL, pending: the " +
+			"payer gets this money back twice once it succeeds. A refund cannot be undone; settle it with the payer."},
 	} {
 		if got := duplicateNote(c.d); got != c.want {
 			t.Errorf("%q, want %q", got, c.want)
