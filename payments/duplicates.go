@@ -23,7 +23,8 @@ import (
 //     refund) of CMPay's whose stored reference is another: the processor's
 //     record of it is read, and kept when it moved or may move money;
 //   - a recovery read that finds several payments (or refunds) for one
-//     operation: it settles on one, as it always did, and keeps the others.
+//     operation: it settles on one (settleOnOne, settleOnOneRefund) and, once
+//     that one is final, keeps the others.
 //
 // CMPay never refunds or cancels a duplicate itself: a mistake in telling
 // one apart would move a payer's real money (docs/design/processors.md).
