@@ -70,8 +70,13 @@ func TestPaymentPageShowsADuplicateCharge(t *testing.T) {
 		if notes.Length() != 1 || squash(notes.Text()) != want {
 			t.Errorf("duplicate notes %q, want %q", squash(notes.Text()), want)
 		}
-		if found := squash(doc.Find("section.duplicates").Text()); !strings.Contains(found, "by the processor's event about it") {
+		found := squash(doc.Find("section.duplicates").Text())
+		if !strings.Contains(found, "by the processor's event about it") {
 			t.Errorf("the section does not say how it was found: %s", found)
+		}
+		// The section comes before the payment's fields: it points down to them.
+		if !strings.Contains(found, "the payment this page shows, with its processor reference below, is the one it settled on") {
+			t.Errorf("the section does not say which charge the payment settled on: %s", found)
 		}
 		if ref := doc.Find("code.processor-reference").Text(); ref != p.ProcessorReference || ref == second.Reference {
 			t.Errorf("reference shown %q, want the payment's own %s", ref, p.ProcessorReference)
