@@ -185,7 +185,7 @@ func (s *Service) refundDuplicate(paymentID, processorName string, rec processor
 }
 
 // settleOnOne is what the payments found for op, a create, came to
-// (foundOutcome: the first not declined), with every other one found that
+// (foundOutcome: chosenFound's), with every other one found that
 // moved or may move money recorded as a duplicate once the one chosen
 // settles op. While it does not (still processing), nothing is recorded:
 // the next read, by another way (search, then a list) or in another
@@ -208,17 +208,36 @@ func (s *Service) settleOnOne(ctx context.Context, op operationRow, found []proc
 }
 
 // chosenFound is the index of the payment found that foundOutcome settles
-// on: the first not declined, else the first; -1 for none.
+// on: the first of those that went furthest (captured, then authorized,
+// processing, waiting for the payer or for an action, canceled or expired,
+// declined); -1 for none. Settled on a canceled one while another was
+// captured, the payment would be CANCELED and its real charge shown as a
+// second one.
 func chosenFound(found []processor.Payment) int {
+	one := -1
 	for i, res := range found {
-		if res.State != processor.PaymentDeclined {
-			return i
+		if one < 0 || paymentRank(res.State) > paymentRank(found[one].State) {
+			one = i
 		}
 	}
-	if len(found) > 0 {
-		return 0
+	return one
+}
+
+// paymentRank orders a payment's states by how far it went: chosenFound.
+func paymentRank(state processor.PaymentState) int {
+	switch state {
+	case processor.PaymentCaptured:
+		return 5
+	case processor.PaymentAuthorized:
+		return 4
+	case processor.PaymentProcessing:
+		return 3
+	case processor.PaymentPending, processor.PaymentRequiresAction:
+		return 2
+	case processor.PaymentCanceled, processor.PaymentExpired:
+		return 1
 	}
-	return -1
+	return 0
 }
 
 // settleOnOneRefund is the refund among all (a payment's refunds at the

@@ -349,8 +349,8 @@ func (s *Service) readCreate(ctx context.Context, op operationRow, p Payment, st
 }
 
 // foundOutcome is what the payments found for a create came to: the one
-// not declined, else a declined one, else none found (chosenFound). More
-// than one not declined is money moved twice: settleOnOne, its caller,
+// that went furthest (chosenFound), else none found. More than one that
+// moved money is money moved twice: settleOnOne, its caller,
 // records the others (duplicates.go).
 func foundOutcome(found []processor.Payment) outcome {
 	if i := chosenFound(found); i >= 0 {
