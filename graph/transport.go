@@ -46,6 +46,15 @@ func (t getTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Gr
 // which refuses it in its own words.
 type postTransport struct{ transport.POST }
 
+// Supports is gqlgen's test, without parsing the Content-Type a client
+// nearly always sends as it is: application/json, nothing more.
+func (t postTransport) Supports(r *http.Request) bool {
+	if r.Header.Get("Content-Type") == "application/json" && r.Header.Get("Upgrade") == "" {
+		return r.Method == http.MethodPost
+	}
+	return t.POST.Supports(r)
+}
+
 func (t postTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor) {
 	start := graphql.Now()
 	params := new(graphql.RawParams)
