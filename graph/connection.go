@@ -238,8 +238,7 @@ func refusedError() *gqlerror.Error {
 // streamEnd sends, as an SSE stream's last event before "complete", the
 // error its subscription ended with: graphql-sse has no error message of
 // its own, and gqlgen's SSE transport would end the stream in silence.
-func streamEnd(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {
-	resp := next(ctx)
+func streamEnd(ctx context.Context, resp *graphql.Response) *graphql.Response {
 	if resp != nil {
 		return resp
 	}

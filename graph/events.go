@@ -321,8 +321,7 @@ func withEnding(ctx context.Context, next graphql.OperationHandler) graphql.Resp
 // endWithError runs on gqlgen's goroutine for each response of an
 // operation: when a subscription's stream ends (no response) with an
 // error left in its ending, it becomes the subscription's error message.
-func endWithError(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {
-	resp := next(ctx)
+func endWithError(ctx context.Context, resp *graphql.Response) *graphql.Response {
 	if resp == nil {
 		if en, ok := ctx.Value(endingKey{}).(*ending); ok {
 			if e := en.take(); e != nil {

@@ -159,13 +159,25 @@ func NewHandler(svc *payments.Service, opts Options) http.Handler {
 	srv.Use(scopeCheck{scopes: rootFieldScopes}) // first of what runs once the document is valid
 	srv.Use(strictVariables{schema: schema.Schema()})
 	srv.Use(extension.FixedComplexityLimit(opts.MaxComplexity))
-	srv.AroundOperations(recheck.aroundOperations)
-	srv.AroundOperations(streamsOnly)
-	srv.AroundOperations(withListBudget(opts.MaxComplexity))
-	srv.AroundOperations(withEnding)
-	srv.AroundOperations(withEventLoaders)
+	srv.AroundOperations(aroundOperations(recheck, opts))
+	srv.AroundResponses(aroundResponses)
+	srv.SetErrorPresenter(presentError)
+	srv.SetRecoverFunc(recoverPanic)
+	return withLoaders(svc, srv)
+}
+
+// aroundOperations is what runs around every operation, outermost first:
+// the credentials of a WebSocket checked again, a subscription refused
+// without a stream, the list budget, a subscription's ending and its own
+// event loaders, and the operation named for metrics. A query or mutation
+// over plain HTTP, nearly every request, needs only the last two of
+// these, and gets them without the chain's closures and the context
+// lookups each step makes to tell what it is.
+func aroundOperations(recheck rechecker, opts Options) graphql.OperationMiddleware {
+	chain := []graphql.OperationMiddleware{recheck.aroundOperations, streamsOnly,
+		withListBudget(opts.MaxComplexity), withEnding, withEventLoaders}
 	if opts.OnOperation != nil {
-		srv.AroundOperations(func(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
+		chain = append(chain, func(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
 			// A WebSocket carries many operations, run concurrently, for one
 			// HTTP request: they are not that request's operation.
 			if !overWebsocket(ctx) {
@@ -174,11 +186,38 @@ func NewHandler(svc *payments.Service, opts Options) http.Handler {
 			return next(ctx)
 		})
 	}
+	slow := chainOperations(chain)
+	return func(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
+		rc := graphql.GetOperationContext(ctx)
+		if overWebsocket(ctx) || rc.Operation != nil && rc.Operation.Operation == ast.Subscription {
+			return slow(ctx, next)
+		}
+		if opts.OnOperation != nil {
+			opts.OnOperation(ctx, operationName(rc))
+		}
+		if opts.MaxComplexity > 0 && rc.Operation != nil { // withListBudget's
+			ctx = withBudget(ctx, opts.MaxComplexity, rc.Operation.Operation)
+		}
+		return next(ctx)
+	}
+}
 
-	srv.AroundResponses(streamEnd)
-	srv.AroundResponses(endWithError)
-	srv.AroundResponses(capErrors)
-	srv.SetErrorPresenter(presentError)
-	srv.SetRecoverFunc(recoverPanic)
-	return withLoaders(svc, srv)
+// chainOperations runs ms as gqlgen runs middlewares added one by one
+// with AroundOperations: the first outermost.
+func chainOperations(ms []graphql.OperationMiddleware) graphql.OperationMiddleware {
+	return func(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
+		h := next
+		for i := len(ms) - 1; i >= 0; i-- {
+			m, inner := ms[i], h
+			h = func(ctx context.Context) graphql.ResponseHandler { return m(ctx, inner) }
+		}
+		return h(ctx)
+	}
+}
+
+// aroundResponses is what runs around every response, in the order of
+// capErrors (innermost), endWithError and streamEnd (outermost), in one
+// step.
+func aroundResponses(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {
+	return streamEnd(ctx, endWithError(ctx, capErrors(next(ctx))))
 }

@@ -494,8 +494,7 @@ func (c *overlapCounter) collectInto(set ast.SelectionSet, byName map[string][]*
 // capErrors keeps the first maxErrors-1 errors of a response and replaces
 // the rest with one that says how many were left out, under the code of
 // the first one left out.
-func capErrors(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {
-	resp := next(ctx)
+func capErrors(resp *graphql.Response) *graphql.Response {
 	if resp == nil || len(resp.Errors) <= maxErrors {
 		return resp
 	}

@@ -166,17 +166,20 @@ func withListBudget(limit int) graphql.OperationMiddleware {
 		if limit <= 0 || op == nil {
 			return next(ctx)
 		}
-		budgeted := func(ctx context.Context) context.Context {
-			b := &listBudget{limit: limit, cut: op.Operation == ast.Mutation}
-			b.left.Store(int64(limit))
-			return context.WithValue(ctx, listBudgetKey{}, b)
-		}
 		if op.Operation != ast.Subscription {
-			return next(budgeted(ctx))
+			return next(withBudget(ctx, limit, op.Operation))
 		}
 		events := next(ctx)
-		return func(ctx context.Context) *graphql.Response { return events(budgeted(ctx)) }
+		return func(ctx context.Context) *graphql.Response { return events(withBudget(ctx, limit, op.Operation)) }
 	}
+}
+
+// withBudget is ctx with a response's list budget of limit items, for an
+// operation of kind.
+func withBudget(ctx context.Context, limit int, kind ast.Operation) context.Context {
+	b := &listBudget{limit: limit, cut: kind == ast.Mutation}
+	b.left.Store(int64(limit))
+	return context.WithValue(ctx, listBudgetKey{}, b)
 }
 
 // takeListItems spends up to n items of the response's budget and says

@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
+	"mime"
 	"net/http"
 	"slices"
 	"strings"
@@ -37,16 +40,116 @@ func (t getTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Gr
 
 // postTransport is gqlgen's POST transport with the spec's SHOULDs on
 // statuses (see specStatus), taking only a body that is one well-formed
-// JSON object (see bodyProblem).
+// JSON object (see bodyProblem). The body is decoded in the pass that
+// checks it and the operation run here as gqlgen's transport runs it
+// (servePost); a body that pass leaves undecoded goes to gqlgen's transport,
+// which refuses it in its own words.
 type postTransport struct{ transport.POST }
 
+// Supports is gqlgen's test, without parsing the Content-Type a client
+// nearly always sends as it is: application/json, nothing more.
+func (t postTransport) Supports(r *http.Request) bool {
+	if r.Header.Get("Content-Type") == "application/json" && r.Header.Get("Upgrade") == "" {
+		return r.Method == http.MethodPost
+	}
+	return t.POST.Supports(r)
+}
+
 func (t postTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor) {
-	if !oneJSONObject(w, r) {
+	start := graphql.Now()
+	params := new(graphql.RawParams)
+	decoded, ok := decodeJSONObject(w, r, params)
+	if !ok {
 		return
 	}
 	sw := &specStatus{ResponseWriter: w}
-	t.POST.Do(sw, r, exec)
+	if decoded {
+		params.Headers = r.Header
+		params.ReadTime = graphql.TraceTiming{Start: start, End: graphql.Now()}
+		servePost(sw, r, exec, params)
+	} else {
+		t.POST.Do(sw, r, exec)
+	}
 	sw.flush()
+}
+
+// servePost runs a decoded POST request as gqlgen's POST transport (with no
+// headers of its own configured) runs the one it decodes, and answers it.
+func servePost(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor, params *graphql.RawParams) {
+	ctx := r.Context()
+	contentType := responseContentType(r)
+	w.Header().Add("Content-Type", contentType)
+	rc, opErr := exec.CreateOperationContext(ctx, params)
+	if opErr != nil {
+		status := http.StatusOK
+		if errcode.GetErrorKind(opErr) == errcode.KindProtocol {
+			status = http.StatusUnprocessableEntity
+			if contentType == graphqlResponseJSON {
+				status = http.StatusBadRequest
+			}
+		}
+		w.WriteHeader(status)
+		writeResponse(w, exec.DispatchError(graphql.WithOperationContext(ctx, rc), opErr))
+		return
+	}
+	responses, ctx := exec.DispatchOperation(ctx, rc)
+	writeResponse(w, responses(ctx))
+}
+
+const graphqlResponseJSON = "application/graphql-response+json"
+
+// responseContentType is the media type of the answer as gqlgen's POST
+// transport picks it: application/json unless the first media type of
+// Accept it knows is application/graphql-response+json, or none is known.
+func responseContentType(r *http.Request) string {
+	accept := r.Header.Get("Accept")
+	if accept == "" {
+		return "application/json"
+	}
+	for part := range strings.SplitSeq(accept, ",") {
+		mediaType, _, err := mime.ParseMediaType(strings.TrimSpace(part))
+		if err != nil {
+			continue
+		}
+		switch mediaType {
+		case "*/*", "application/*", "application/json":
+			return "application/json"
+		case graphqlResponseJSON:
+			return graphqlResponseJSON
+		}
+	}
+	return graphqlResponseJSON
+}
+
+// writeResponse writes resp as json.Marshal writes it, as gqlgen does. An
+// answer of data alone, already compact and with nothing that
+// encoding/json escapes, is written as it is, without a copy.
+func writeResponse(w io.Writer, resp *graphql.Response) {
+	if resp != nil && len(resp.Errors) == 0 && resp.Label == "" && resp.Path == nil && resp.HasNext == nil &&
+		resp.Extensions == nil && len(resp.Data) > 0 && plainJSON(resp.Data) {
+		buf := make([]byte, 0, len(`{"data":}`)+len(resp.Data))
+		buf = append(append(append(buf, `{"data":`...), resp.Data...), '}')
+		_, _ = w.Write(buf)
+		return
+	}
+	b, err := json.Marshal(resp)
+	if err != nil {
+		panic(fmt.Errorf("unable to marshal %s: %w", string(resp.Data), err))
+	}
+	_, _ = w.Write(b)
+}
+
+// plainJSON says whether data holds none of what json.Marshal changes in
+// a json.RawMessage: whitespace, which it removes, and <, >, & and U+2028
+// and U+2029 (whose UTF-8 starts with 0xE2), which it escapes.
+func plainJSON(data []byte) bool {
+	for _, c := range data {
+		switch c {
+		case ' ', '\t', '\n', '\r', '<', '>', '&', 0xE2:
+			return false
+		}
+	}
+	return true
 }
 
 // specStatus adjusts gqlgen's answers to requests that fail before they

@@ -2,12 +2,15 @@ package httpapi_test
 
 import (
 	"fmt"
+	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
 
+	"github.com/cmpay/cmpay/httpapi"
 	"github.com/cmpay/cmpay/internal/dbtest"
 )
 
@@ -43,5 +46,27 @@ func BenchmarkCreatePaymentHandler(b *testing.B) {
 				}
 			})
 		})
+	}
+}
+
+// BenchmarkFloorHandler sends the load generator's floor query, { __typename },
+// through the whole HTTP handler: the middleware, the access line (encoded as
+// the server encodes it, then dropped), auth and GraphQL, with no database
+// work. It is the fixed cost every request pays short of net/http itself.
+func BenchmarkFloorHandler(b *testing.B) {
+	bundle := setupB(b, dbtest.SQLite(b), func(d *httpapi.Deps) {
+		d.Logger = slog.New(slog.NewJSONHandler(io.Discard, nil))
+	})
+	const body = `{"query":"{ __typename }"}`
+	b.ReportAllocs()
+	for b.Loop() {
+		req := httptest.NewRequest("POST", "/graphql", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+token)
+		rec := httptest.NewRecorder()
+		bundle.handler.ServeHTTP(rec, req)
+		if rec.Code != http.StatusOK || rec.Body.String() != `{"data":{"__typename":"Query"}}` {
+			b.Fatalf("%d %s", rec.Code, rec.Body)
+		}
 	}
 }
