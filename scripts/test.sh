@@ -43,7 +43,7 @@ scripts/check-generated.sh
 # -d=libfuzzer is the compiler setting `go test -fuzz` itself adds per package.
 fuzz_bin=$(mktemp -d "${TMPDIR:-/tmp}/cmpay-fuzz.XXXXXX")
 trap 'stop_steps; rm -rf "$fuzz_bin"; stop_postgres' EXIT
-fuzz_packages="payments httpapi processor/stripe"
+fuzz_packages="payments httpapi graph processor/stripe"
 fuzz_instrumented="github.com/cmpay/cmpay/... github.com/cockroachdb/apd/v3/... github.com/go-json-experiment/json/...
   github.com/vektah/gqlparser/v2/... github.com/99designs/gqlgen/... github.com/stripe/stripe-go/v82/... encoding/json"
 build_fuzz_binaries() {
@@ -85,7 +85,8 @@ go test -race -count=1 -timeout 20m ./...
 fuzz_all() {
   local target pkg name budget
   for target in payments:FuzzParseAmount:10000x payments:FuzzParseChangeAmount:20000x payments:FuzzValidateKey:40000x \
-    payments:FuzzFingerprint:8000x httpapi:FuzzRequestDecoding:2000x processor/stripe:FuzzDecodeEvent:20000x; do
+    payments:FuzzFingerprint:8000x httpapi:FuzzRequestDecoding:2000x graph:FuzzReadBody:20000x \
+    processor/stripe:FuzzDecodeEvent:20000x; do
     IFS=: read -r pkg name budget <<<"$target"
     echo "fuzz $name (./$pkg, ${CMPAY_FUZZTIME:-$budget})"
     (cd "$pkg" && "$fuzz_bin/${pkg//\//_}.test" -test.run='^$' -test.fuzz="^${name}\$" \
