@@ -76,7 +76,7 @@ type Options struct {
 
 // DefaultMaxComplexity is the cost an operation may have by default: a
 // page of 100 payments with every field of Payment, its lists included,
-// costs 5,831 (TestAPageOfEveryPaymentFieldFits); two such pages, 50
+// costs 5,931 (TestAPageOfEveryPaymentFieldFits); two such pages, 50
 // aliases of payment(id:) each asking attempts(first: 100), or 450
 // aliases of a payments listing do not fit.
 const DefaultMaxComplexity = 6000
