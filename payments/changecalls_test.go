@@ -2,13 +2,17 @@ package payments_test
 
 import (
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cmpay/cmpay/internal/dbtest"
 	"github.com/cmpay/cmpay/models"
 	"github.com/cmpay/cmpay/payments"
+	"github.com/cmpay/cmpay/processor"
+	"github.com/cmpay/cmpay/processor/sandbox"
 )
 
 // sandboxChanges makes, through the sandbox, one payment of each change
@@ -103,6 +107,54 @@ func TestSandboxChangeCallsRead(t *testing.T) {
 	})
 }
 
+// A sandbox change's call is not stored as a row of its own: processorCalls
+// reads it from the change's APPLIED attempt, which names its operation. A
+// create or change the sandbox answers late (pm_sandbox_slow's first send)
+// keeps its rows.
+func TestSandboxChangesStoreNoCallRow(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		b := setup(t, db)
+		canceled, refunded := sandboxChanges(t, b)
+		for _, p := range []payments.Payment{canceled, refunded} {
+			var rows int64
+			if err := db.Gorm.Model(&models.ProcessorCall{}).Where("payment_id = ?", p.ID).Count(&rows).Error; err != nil || rows != 0 {
+				t.Errorf("%s: %d processor_calls rows (%v), want none", p.ID, rows, err)
+			}
+		}
+
+		cfg := processor.DefaultConfig()
+		cfg.Timeout = testTimeout
+		slow := processorSetup(t, db, sandbox.New(cfg))
+		req := withToken(card("calls-slow"), sandbox.TokenSlow)
+		req.Capture = ptr(false)
+		p := slow.mustCreate(t, req).Payment
+		if p.Status != payments.StatusProcessing {
+			t.Fatalf("the slow token's create is %s, want PROCESSING", p.Status)
+		}
+		slow.clock.Advance(testRecovery + time.Second)
+		if n, err := slow.svc.RecoverDue(t.Context()); err != nil || n != 1 {
+			t.Fatalf("RecoverDue = %d, %v; want 1", n, err)
+		}
+		must(t)(slow.capture(t, p.ID, "calls-slow-capture", nil))
+		var stored []models.ProcessorCall
+		if err := db.Gorm.Where("payment_id = ?", p.ID).Order("id").Find(&stored).Error; err != nil {
+			t.Fatal(err)
+		}
+		var ops []string
+		for _, c := range stored {
+			ops = append(ops, c.Operation+" "+c.Outcome)
+		}
+		if want := []string{"CREATE_PAYMENT UNKNOWN", "CREATE_PAYMENT SUCCEEDED"}; !slices.Equal(ops, want) {
+			t.Errorf("the slow payment's stored calls %q, want %q", ops, want)
+		}
+		if got, want := slow.calls(t, slow.mustGet(t, p.ID)), []string{"CREATE_PAYMENT UNKNOWN timeout",
+			"CREATE_PAYMENT SUCCEEDED ", "CAPTURE_PAYMENT SUCCEEDED "}; !slices.Equal(got, want) {
+			t.Errorf("the slow payment's calls %q, want %q", got, want)
+		}
+	})
+}
+
 // Payments changed before calls were read from attempts keep their call
 // rows, and their APPLIED attempts name no operation: they read as they
 // did, each call once, beside changes made since.
@@ -129,9 +181,47 @@ func TestSandboxChangeCallRowsStoredBeforeReadOnce(t *testing.T) {
 	})
 }
 
+// A foreseen change's call given a row back, by the statement run before a
+// rollback to a build that reads only rows, reads once, though its attempt
+// still names its operation: admin attempts are append-only, so the
+// attempt cannot be made to name none.
+func TestSandboxChangeCallGivenRowBackReadsOnce(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		b := setup(t, db)
+		canceled, refunded := sandboxChanges(t, b)
+		// The statement docs/operations/postgresql.md gives for a rollback.
+		if err := db.Gorm.Exec(rollbackChangeCallsSQL(t)).Error; err != nil {
+			t.Fatal(err)
+		}
+		var rows int64
+		if err := db.Gorm.Model(&models.ProcessorCall{}).Count(&rows).Error; err != nil || rows != 4 {
+			t.Fatalf("%d call rows given back (%v), want 4", rows, err)
+		}
+		checkCalls(t, b, canceled, refunded)
+		// Run twice, it gives none twice.
+		if err := db.Gorm.Exec(rollbackChangeCallsSQL(t)).Error; err != nil {
+			t.Fatal(err)
+		}
+		checkCalls(t, b, canceled, refunded)
+	})
+}
+
 // oldStyle makes applied change a of payment id look as it was stored
 // before: a processor_calls row, and an attempt that names no operation.
 func oldStyle(t *testing.T, b *bundle, id string, a payments.Attempt) {
+	t.Helper()
+	rowBack(t, b, id, a)
+	err := b.db.Gorm.Exec(`UPDATE idempotency_attempts SET request_id = NULL WHERE payment_id = ? AND idempotency_key = ? AND outcome = 'APPLIED'`,
+		id, a.IdempotencyKey).Error
+	if err != nil {
+		t.Fatal(fmt.Errorf("attempt of %s: %w", a.IdempotencyKey, err))
+	}
+}
+
+// rowBack gives applied change a of payment id its processor_calls row,
+// as change_batch wrote it before, unless it has one.
+func rowBack(t *testing.T, b *bundle, id string, a payments.Attempt) {
 	t.Helper()
 	op := changeOpID(t, b, a.IdempotencyKey)
 	var rows int64
@@ -145,9 +235,21 @@ func oldStyle(t *testing.T, b *bundle, id string, a payments.Attempt) {
 			t.Fatal(err)
 		}
 	}
-	err := b.db.Gorm.Exec(`UPDATE idempotency_attempts SET request_id = NULL WHERE payment_id = ? AND idempotency_key = ? AND outcome = 'APPLIED'`,
-		id, a.IdempotencyKey).Error
+}
+
+// rollbackChangeCallsSQL is the statement of docs/operations/postgresql.md
+// that gives foreseen changes' calls rows of their own.
+func rollbackChangeCallsSQL(t *testing.T) string {
+	t.Helper()
+	doc, err := os.ReadFile("../docs/operations/postgresql.md")
 	if err != nil {
-		t.Fatal(fmt.Errorf("attempt of %s: %w", a.IdempotencyKey, err))
+		t.Fatal(err)
 	}
+	for stmt := range strings.SplitSeq(string(doc), ";") {
+		if i := strings.Index(stmt, "INSERT INTO processor_calls"); i >= 0 && strings.Contains(stmt, "FROM idempotency_attempts a") {
+			return stmt[i:]
+		}
+	}
+	t.Fatal("docs/operations/postgresql.md gives no statement for the changes' calls")
+	return ""
 }
