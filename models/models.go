@@ -169,8 +169,9 @@ type IdempotencyKey struct {
 	// ProcessorOperationID is the processor operation a capture, cancel or
 	// refund key started: a replay answers as that operation stands
 	// (pending, applied, or refused by the processor). A change the sandbox
-	// foresaw has no operation row, only its call, whose operation id this
-	// is: it tells the request's own statement, run again, from a retry.
+	// foresaw has no operation row, only its call (read from its APPLIED
+	// attempt), whose operation id this is: it tells the request's own
+	// statement, run again, from a retry.
 	ProcessorOperationID *string `gorm:"size:40"`
 
 	// CreatedAt is when the key was first used; it expires TTL later.
@@ -228,9 +229,12 @@ type IdempotencyAttempt struct {
 	// answering looks for it among the payment's attempts and neither
 	// records nor counts the request twice. A capture, cancel or refund
 	// asked at a processor (not foreseen) names its processor operation,
-	// so that the operation's settlement finds it. NULL for other CREATED
-	// and APPLIED attempts, which their key guards, and for attempts
-	// stored before it existed. No index of its own: only a request sent again looks, through
+	// so that the operation's settlement finds it; one the sandbox foresaw
+	// names the operation of its one call, which has no row of its own
+	// (ProcessorCall) and is read from this attempt. NULL for CREATED
+	// attempts, which their key guards, and for attempts stored before it
+	// existed (a foreseen change's call kept a row then). No index of its
+	// own: only a request sent again, and the calls' reader, look, through
 	// the payment's.
 	RequestID *string `gorm:"size:40"`
 }

@@ -67,9 +67,10 @@ type ProcessorOperation struct {
 
 // ProcessorCall is one call made to the processor for an operation: a
 // write, or a read made to resolve it. Rows are only ever inserted. A
-// create answered before it was stored has no call row (and no
-// operation): its call is read from its payment (Payment.CreateForeseen)
-// by the processor_calls_of statements.
+// call the sandbox answered before it was stored has no row (and no
+// operation): a create's is read from its payment (Payment.CreateForeseen),
+// a capture's, cancel's or refund's from its APPLIED attempt
+// (IdempotencyAttempt.RequestID), by the processor_calls_of statements.
 type ProcessorCall struct {
 	ID          int64  `gorm:"primaryKey;autoIncrement"`
 	OperationID string `gorm:"not null;size:40"`

@@ -86,8 +86,9 @@ func (s *Service) changeAtProcessor(ctx context.Context, cmd *command) (ChangeRe
 			return ChangeResult{}, st.err
 		}
 		if st.outcome == OutcomeApplied {
-			// The request's own key (heldChange): the foreseen call its
-			// batch statement stored was not counted, its answer lost.
+			// The request's own key (heldChange): the foreseen call of the
+			// change its batch statement stored was not counted, its
+			// answer lost.
 			s.onCall(cmd.op, CallSucceeded, 0)
 		}
 		return *st.result, nil

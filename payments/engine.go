@@ -152,7 +152,7 @@ func (s *Service) changeBy(ctx context.Context, cmd *command) (ChangeResult, err
 		}
 		if a.kind != answerNotForeseen {
 			if a.outcome == OutcomeApplied {
-				s.onCall(cmd.op, CallSucceeded, 0) // the foreseen call the statement stored
+				s.onCall(cmd.op, CallSucceeded, 0) // the foreseen call of the change the statement stored
 			}
 			return ChangeResult{Payment: a.payment, Refund: a.refund, Replayed: a.outcome == OutcomeReplayed}, nil
 		}

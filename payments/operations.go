@@ -26,8 +26,10 @@ import (
 //
 // A processor whose answer is a pure function of the request (the
 // sandbox: processor.Foreseer) is asked first instead, and its answer
-// stored with the operation by the batch statement that creates the
-// payment: nothing was sent anywhere, so there is nothing to recover.
+// stored by the batch statement that creates or changes the payment, with
+// no operation or call row: nothing was sent anywhere, so there is nothing
+// to recover, and the call is read from the payment (a create's) or from
+// the change's attempt (sql/by_payment.sql).
 
 // The states of a processor operation (models.ProcessorOperation.State).
 const (

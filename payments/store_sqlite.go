@@ -143,7 +143,10 @@ func (st *sqliteStore) change(ctx context.Context, tx liteTx, cmd *command, now 
 		return answer{}, err
 	}
 	a = answer{kind: answerSettled, outcome: OutcomeApplied, payment: changed}
-	row := attemptRow{paymentID: p.ID, outcome: OutcomeApplied, at: now}
+	// The attempt names the operation of the change's one call, which the
+	// sandbox answered before this transaction: processor_calls_of reads
+	// the call from it, as change_batch's applied_attempt.
+	row := attemptRow{paymentID: p.ID, outcome: OutcomeApplied, at: now, requestID: &cmd.opID}
 	if cmd.op == OpRefund {
 		if a.refund, err = tx.insertRefund(ctx, cmd, p, amount, now); err != nil {
 			return answer{}, err
@@ -152,11 +155,6 @@ func (st *sqliteStore) change(ctx context.Context, tx liteTx, cmd *command, now 
 	}
 	if err := insertEvent(ctx, tx.r, eventTypeOf(cmd.op), cmd.key, changed, a.refund, now); err != nil {
 		return answer{}, err
-	}
-	// The foreseen processor call (change_batch's applied_call).
-	if _, err := tx.r.Exec(ctx, commonSQL.SQL("insert_call"), cmd.opID, p.ID, string(cmd.op), opKey(cmd.opID), callWrite,
-		string(CallSucceeded), nil, now, 0, nil); err != nil {
-		return answer{}, fmt.Errorf("record processor call: %w", err)
 	}
 	return a, tx.insertAttempt(ctx, cmd, row)
 }

@@ -126,19 +126,15 @@ applied_event AS (
 	       a.captured_minor, a.refunded_minor, a.captured_at, a.canceled_at, a.replay_count, a.rejected_count
 	FROM applied a JOIN snap s ON s.payment_id = a.id
 ),
--- applied_call: each applied change's processor call, answered by a
--- processor that foresees it (the sandbox: operations.go), so that
--- processorCalls shows it as it shows a create's.
-applied_call AS (
-	INSERT INTO processor_calls (operation_id, payment_id, operation, processor_key, kind, outcome, code, at, duration_ms)
-	SELECT s.op_id, s.payment_id, s.operation, 'cmpay_' || s.op_id, 'WRITE', 'SUCCEEDED', NULL, $16, 0
-	FROM applied a JOIN snap s ON s.payment_id = a.id
-),
+-- applied_attempt: each applied change's attempt, naming the operation
+-- its call was made for (request_id): the sandbox answered that call
+-- before the statement, so no processor_calls row repeats it;
+-- processor_calls_of reads it from here (sql/by_payment.sql).
 applied_attempt AS (
 	INSERT INTO idempotency_attempts (payment_id, operation, idempotency_key, outcome, at, params, refund_id,
-	                                  transport, actor, actor_address)
+	                                  transport, actor, actor_address, request_id)
 	SELECT s.payment_id, s.operation, s.idempotency_key, 'APPLIED', $16, s.params,
-	       CASE WHEN s.operation = 'REFUND_PAYMENT' THEN s.refund_id END, s.transport, s.actor, s.actor_address
+	       CASE WHEN s.operation = 'REFUND_PAYMENT' THEN s.refund_id END, s.transport, s.actor, s.actor_address, s.op_id
 	FROM applied a JOIN snap s ON s.payment_id = a.id
 ),
 -- counted and replayed_attempt: each replay, counted on its payment and

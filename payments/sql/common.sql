@@ -320,7 +320,8 @@ ON CONFLICT (client_id, idempotency_key) DO NOTHING
 -- parameters, and for a rejection the held key's parameters, for a refusal
 -- the rule, for a refund the refund; for a replay, rejection or refusal,
 -- the request's id ($13), and for a capture, cancel or refund asked at a
--- processor, its operation's (refuse_attempt).
+-- processor, its operation's (refuse_attempt), or, foreseen by the
+-- sandbox, the operation of its one call (processor_calls_of).
 INSERT INTO idempotency_attempts (payment_id, operation, idempotency_key, outcome, at,
                                   params, held_params, refusal, refund_id, transport, actor, actor_address, differing_fields,
                                   request_id)

@@ -1,0 +1,114 @@
+package web
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/PuerkitoBio/goquery"
+
+	"github.com/cmpay/cmpay/internal/dbtest"
+	"github.com/cmpay/cmpay/models"
+	"github.com/cmpay/cmpay/payments"
+	"github.com/cmpay/cmpay/processor"
+	"github.com/cmpay/cmpay/processor/sandbox"
+	"github.com/cmpay/cmpay/staff"
+)
+
+// The real payment page of sandbox payments captured, canceled and
+// refunded: one call row for the create and one per applied change, oldest
+// first, each sent, SUCCEEDED, with no code, 0 ms, under its operation's
+// key ("cmpay_" and the operation its idempotency key names), at the time
+// of the change's APPLIED attempt to the microsecond.
+func TestPaymentPageSandboxChangeCalls(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		st := staff.New(db.Gorm, staff.Config{Hash: staff.HashParams{Memory: 64, Time: 1, Threads: 1}})
+		t.Cleanup(st.Close)
+		if _, err := st.Bootstrap(t.Context(), "admin", "admin-password"); err != nil {
+			t.Fatal(err)
+		}
+		session, _, err := st.SignIn(t.Context(), staff.SignInRequest{Username: "admin", Password: "admin-password", Address: "127.0.0.1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		svc, err := payments.NewService(db.Gorm, payments.Config{Processor: sandbox.New(processor.DefaultConfig())})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, origin := t.Context(), payments.Origin{Transport: "rest"}
+		authorized := func(key string) string {
+			no := false
+			res, err := svc.Create(ctx, payments.CreateRequest{ClientID: "shop-1", Amount: "30.00", Currency: "BRL",
+				Method: payments.MethodCreditCard, Capture: &no, IdempotencyKey: key, Origin: origin})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return res.Payment.ID
+		}
+		check := func(_ payments.ChangeResult, err error) {
+			t.Helper()
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		canceled, refunded := authorized("page-cancel"), authorized("page-refund")
+		check(svc.Cancel(ctx, payments.CancelRequest{PaymentID: canceled, IdempotencyKey: "p-cancel", Origin: origin}))
+		twentyFive, five := "25.00", "5.00"
+		check(svc.Capture(ctx, payments.CaptureRequest{PaymentID: refunded, Amount: &twentyFive, IdempotencyKey: "p-capture", Origin: origin}))
+		check(svc.Refund(ctx, payments.RefundRequest{PaymentID: refunded, Amount: &five, IdempotencyKey: "p-refund-1", Origin: origin}))
+		check(svc.Refund(ctx, payments.RefundRequest{PaymentID: refunded, IdempotencyKey: "p-refund-2", Origin: origin}))
+
+		for id, n := range map[string]int{canceled: 2, refunded: 4} {
+			p, err := svc.Get(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := []string{precise(p.CreatedAt) + "|" + p.CreatedAt.UTC().Format(callTime) +
+				"|create|Sent|cmpay_op_" + strings.TrimPrefix(id, "pay_") + "|SUCCEEDED||0 ms"}
+			attempts, err := svc.Attempts(ctx, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, a := range attempts {
+				if a.Outcome != payments.OutcomeApplied || a.Operation == payments.OpCreate {
+					continue
+				}
+				var k models.IdempotencyKey
+				if err := db.Gorm.Where("client_id = ? AND idempotency_key = ?", "shop-1", a.IdempotencyKey).Take(&k).Error; err != nil ||
+					k.ProcessorOperationID == nil {
+					t.Fatalf("key %s: %v", a.IdempotencyKey, err)
+				}
+				want = append(want, precise(a.At)+"|"+a.At.UTC().Format(callTime)+"|"+operationName(a.Operation)+
+					"|Sent|cmpay_"+*k.ProcessorOperationID+"|SUCCEEDED||0 ms")
+			}
+			if len(want) != n {
+				t.Fatalf("%s: %d calls expected from its attempts, want %d", id, len(want), n)
+			}
+			rec := httptest.NewRecorder()
+			req := httptest.NewRequest("GET", "/admin/payments/"+id, nil)
+			req.AddCookie(&http.Cookie{Name: sessionCookie, Value: session})
+			Admin(AdminDeps{Payments: svc, Staff: st}).ServeHTTP(rec, req)
+			if rec.Code != http.StatusOK {
+				t.Fatalf("%s: %d %s", id, rec.Code, rec.Body)
+			}
+			doc, err := goquery.NewDocumentFromReader(rec.Body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			doc.Find("section.processor table.processor-calls tbody tr").Each(func(_ int, row *goquery.Selection) {
+				at, _ := row.Find("time").Attr("datetime")
+				cells := row.Find("td").Map(func(_ int, s *goquery.Selection) string { return strings.TrimSpace(s.Text()) })
+				got = append(got, cells[0]+"|"+at+"|"+strings.Join(cells[1:], "|"))
+			})
+			if strings.Join(got, "\n") != strings.Join(want, "\n") {
+				t.Errorf("%s's call rows\n got %q\nwant %q", id, got, want)
+			}
+		}
+	})
+}
+
+// callTime is how a call row's time element gives its time.
+const callTime = "2006-01-02T15:04:05.000000Z07:00"
