@@ -120,14 +120,15 @@ func (s *Service) paymentDuplicate(paymentID, processorName string, rec processo
 // It says whether ev is about another PaymentIntent than p's (a stray),
 // which then has nothing else to apply to p. A PaymentIntent is never a
 // duplicate while p's reference is unknown (a create whose answer was
-// lost may have made it: it is p's own, which recovery settles).
+// lost may have made it: it is p's own, which recovery settles). A stray
+// that could not be read is an error, but the others are still looked at,
+// and the answer still says whether ev is a stray, so that the caller can
+// apply what ev says of p's own.
 func (s *Service) strayEvent(ctx context.Context, p Payment, ev processor.Event) (bool, error) {
-	if err := s.strayRefunds(ctx, p, ev); err != nil {
-		return false, err
-	}
+	refundsErr := s.strayRefunds(ctx, p, ev)
 	if ev.Payment == nil || ev.Payment.Reference == "" || p.ProcessorReference == "" ||
 		ev.Payment.Reference == p.ProcessorReference {
-		return false, nil
+		return false, refundsErr
 	}
 	callCtx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
@@ -135,45 +136,54 @@ func (s *Service) strayEvent(ctx context.Context, p Payment, ev processor.Event)
 	// PaymentIntent is now, and that it names p.
 	rec, err := s.processorNamed(p.Processor).GetPayment(callCtx, ev.Payment.Reference)
 	if err != nil {
-		return true, fmt.Errorf("read %s, another payment at the processor for %s: %w", ev.Payment.Reference, p.ID, err)
+		return true, errors.Join(refundsErr,
+			fmt.Errorf("read %s, another payment at the processor for %s: %w", ev.Payment.Reference, p.ID, err))
 	}
 	if rec.PaymentID != p.ID || rec.Reference == p.ProcessorReference || !movesMoney(rec.State) {
-		return true, nil
+		return true, refundsErr
 	}
-	return true, s.recordDuplicate(ctx, s.paymentDuplicate(p.ID, p.Processor, rec, FoundByEvent))
+	return true, errors.Join(refundsErr, s.recordDuplicate(ctx, s.paymentDuplicate(p.ID, p.Processor, rec, FoundByEvent)))
 }
 
 // strayRefunds records the refunds event ev carries that name one of
 // CMPay's refunds of p whose stored reference is another refund, when the
 // processor's record of them shows money moved or moving. A refund whose
-// reference is not known yet is left alone, as a payment's is.
+// reference is not known yet is left alone, as a payment's is. One that
+// cannot be read is an error, joined with the others'; the rest are still
+// looked at.
 func (s *Service) strayRefunds(ctx context.Context, p Payment, ev processor.Event) error {
+	var errs []error
 	for _, news := range eventRefunds(ev) {
 		if news.RefundID == "" || news.Reference == "" {
 			continue
 		}
-		var ref *string
-		err := s.store.db().QueryRow(ctx, commonSQL.SQL("refund_reference"), news.RefundID).Scan(&ref)
-		if errors.Is(err, sqlq.ErrNoRows) || err == nil && (ref == nil || *ref == "" || *ref == news.Reference) {
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("read refund %s: %w", news.RefundID, err)
-		}
-		callCtx, cancel := context.WithTimeout(ctx, s.timeout)
-		rec, err := s.processorNamed(p.Processor).GetRefund(callCtx, news.Reference)
-		cancel()
-		if err != nil {
-			return fmt.Errorf("read %s, another refund at the processor for %s: %w", news.Reference, news.RefundID, err)
-		}
-		if rec.RefundID != news.RefundID || rec.PaymentReference != p.ProcessorReference || !refundMovesMoney(rec.State) {
-			continue
-		}
-		if err := s.recordDuplicate(ctx, s.refundDuplicate(p.ID, p.Processor, rec, FoundByEvent)); err != nil {
-			return err
-		}
+		errs = append(errs, s.strayRefund(ctx, p, news))
 	}
-	return nil
+	return errors.Join(errs...)
+}
+
+// strayRefund records news, a refund an event about p carries, when it
+// names one of CMPay's refunds whose stored reference is another refund
+// and the processor's record of it shows money moved or moving.
+func (s *Service) strayRefund(ctx context.Context, p Payment, news processor.Refund) error {
+	var ref *string
+	err := s.store.db().QueryRow(ctx, commonSQL.SQL("refund_reference"), news.RefundID).Scan(&ref)
+	if errors.Is(err, sqlq.ErrNoRows) || err == nil && (ref == nil || *ref == "" || *ref == news.Reference) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read refund %s: %w", news.RefundID, err)
+	}
+	callCtx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	rec, err := s.processorNamed(p.Processor).GetRefund(callCtx, news.Reference)
+	if err != nil {
+		return fmt.Errorf("read %s, another refund at the processor for %s: %w", news.Reference, news.RefundID, err)
+	}
+	if rec.RefundID != news.RefundID || rec.PaymentReference != p.ProcessorReference || !refundMovesMoney(rec.State) {
+		return nil
+	}
+	return s.recordDuplicate(ctx, s.refundDuplicate(p.ID, p.Processor, rec, FoundByEvent))
 }
 
 // refundDuplicate is rec, a refund the processor made for CMPay's refund

@@ -10,9 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cmpay/cmpay/intake"
 	"github.com/cmpay/cmpay/internal/dbtest"
 	"github.com/cmpay/cmpay/internal/stripedouble"
 	"github.com/cmpay/cmpay/payments"
+	"github.com/cmpay/cmpay/processor"
 	"github.com/cmpay/cmpay/processor/stripe"
 )
 
@@ -265,6 +267,80 @@ func TestRolledForwardRefundIsRecordedOnce(t *testing.T) {
 		}
 		if after := b.mustGet(t, p.ID); !reflect.DeepEqual(after, settled) {
 			t.Errorf("the payment changed:\n%+v\nwant\n%+v", after, settled)
+		}
+	})
+}
+
+// A refund settled on _a2's refund, which the payer's bank then returns
+// (failed after it succeeded); Stripe then rolls the first request
+// forward, and its charge.refunded lists both: the payment's own refund
+// failed, and the stray one succeeded. The stray's read fails: the event's
+// own news is applied all the same (the refund FAILED, its amount no
+// longer refunded), and the event, not stamped applied, is retried by the
+// intake, which records the duplicate and changes the payment no further.
+func TestStrayReadFailingDoesNotHoldUpTheEventsOwnNews(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		b, d, s := dupBundle(t, db)
+		p := faultedRefund(t, b, d, "stray-read-fails", stripedouble.ServerErrorStored)
+		settled := recoverUntil(t, b, p.ID, storedChanges["refund"].settled)
+		own := d.RefundsFor(mustRefund(t, b, p.ID).ID)
+		if settled.Refunded.Minor != 400 || len(own) != 1 {
+			t.Fatalf("refunded %d by %v; want 400 by _a2's refund", settled.Refunded.Minor, own)
+		}
+		if err := d.FailRefund(own[0], "expired_or_canceled_card"); err != nil {
+			t.Fatal(err)
+		}
+		stray, err := d.RollForward(d.Keys(stripedouble.CreateRefund)[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		var body []byte
+		for _, e := range d.EventsFor(stray) {
+			if e.Type == "charge.refunded" {
+				body = e.Body
+			}
+		}
+		in, err := intake.New(db.Gorm, intake.Options{Processor: "stripe", Apply: b.svc, Decode: stripe.DecodeEvent,
+			Verify: func(p []byte, _ string, _ time.Time) (processor.Event, error) { return stripe.DecodeEvent(p) },
+			Now:    b.clock.Now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.FailNext(stripedouble.GetRefund, stripedouble.Fault{Kind: stripedouble.ServerErrorBefore})
+		ev, err := in.Receive(t.Context(), body, "signed")
+		if err != nil {
+			t.Fatal(err)
+		}
+		applied := func() bool {
+			t.Helper()
+			got, err := in.EventsOf(t.Context(), settled.ProcessorReference)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range got {
+				if e.ID == ev.ID {
+					return e.AppliedAt != nil
+				}
+			}
+			t.Fatalf("event %s not stored: %+v", ev.ID, got)
+			return false
+		}
+		learned := b.mustGet(t, p.ID)
+		if r := mustRefund(t, b, p.ID); learned.Refunded.Minor != 0 || r.Status != payments.RefundFailed {
+			t.Errorf("with the stray's read failing: refunded %d, refund %s; want 0, FAILED", learned.Refunded.Minor, r.Status)
+		}
+		if dups := mustDuplicates(t, b, p.ID); len(dups) != 0 || applied() {
+			t.Errorf("with the stray's read failing: duplicates %+v, applied %v; want none, unapplied", dups, applied())
+		}
+		if n, err := in.Retry(t.Context(), 10); err != nil || n != 1 || !applied() {
+			t.Fatalf("Retry once the stray reads: %d applied, %v; want the event applied", n, err)
+		}
+		if dups := mustDuplicates(t, b, p.ID); len(dups) != 1 || dups[0].Reference != stray || s.count(payments.OpRefund) != 1 {
+			t.Errorf("duplicates %+v (counted %d), want %s once", dups, s.count(payments.OpRefund), stray)
+		}
+		if after := b.mustGet(t, p.ID); !reflect.DeepEqual(after, learned) {
+			t.Errorf("the retry changed the payment again:\n%+v\nwant\n%+v", after, learned)
 		}
 	})
 }

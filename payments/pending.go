@@ -90,10 +90,21 @@ func (s *Service) ApplyProcessorEvent(ctx context.Context, ev processor.Event) e
 		return nil // not about a payment of CMPay's
 	}
 	// About another payment or refund at the processor than p's own: a
-	// duplicate to record (duplicates.go), never applied to p.
-	if stray, err := s.strayEvent(ctx, p, ev); stray || err != nil {
-		return err
+	// duplicate to record (duplicates.go), never applied to p. A stray
+	// refund that could not be read does not hold up what the event says
+	// of p's own intent and refunds: that is applied now, and the error
+	// leaves the event to be applied again, which reads the stray again
+	// and changes p no further (every update below is conditional).
+	stray, strayErr := s.strayEvent(ctx, p, ev)
+	if stray {
+		return strayErr
 	}
+	return errors.Join(strayErr, s.applyOwnNews(ctx, p, ev))
+}
+
+// applyOwnNews applies what event ev says of payment p's own intent and
+// refunds (ApplyProcessorEvent).
+func (s *Service) applyOwnNews(ctx context.Context, p Payment, ev processor.Event) error {
 	// Only a payment with work in flight has operations to wake: the rest
 	// (most events, about payments long settled) cost no write here.
 	if p.Status == StatusProcessing || p.PendingOperation != "" || p.Reserved.Minor > 0 {
