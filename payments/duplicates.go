@@ -134,7 +134,9 @@ func (s *Service) strayEvent(ctx context.Context, p Payment, ev processor.Event)
 	defer cancel()
 	// The event is news, not the record: the record says what the
 	// PaymentIntent is now, and that it names p.
+	start := time.Now()
 	rec, err := s.processorNamed(p.Processor).GetPayment(callCtx, ev.Payment.Reference)
+	s.strayCalled(p.ID, OpCreate, createOutcome(rec, err), time.Since(start))
 	if err != nil {
 		return true, errors.Join(refundsErr,
 			fmt.Errorf("read %s, another payment at the processor for %s: %w", ev.Payment.Reference, p.ID, err))
@@ -176,7 +178,9 @@ func (s *Service) strayRefund(ctx context.Context, p Payment, news processor.Ref
 	}
 	callCtx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
+	start := time.Now()
 	rec, err := s.processorNamed(p.Processor).GetRefund(callCtx, news.Reference)
+	s.strayCalled(p.ID, OpRefund, refundOutcome(rec, err), time.Since(start))
 	if err != nil {
 		return fmt.Errorf("read %s, another refund at the processor for %s: %w", news.Reference, news.RefundID, err)
 	}

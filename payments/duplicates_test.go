@@ -345,6 +345,109 @@ func TestStrayReadFailingDoesNotHoldUpTheEventsOwnNews(t *testing.T) {
 	})
 }
 
+// callCounts counts the calls a service's OnProcessorCall is told of, by
+// operation and outcome.
+type callCounts struct {
+	mu sync.Mutex
+	n  map[payments.Operation]map[payments.CallOutcome]int
+}
+
+func (c *callCounts) onCall(op payments.Operation, out payments.CallOutcome, _ time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n[op] == nil {
+		c.n[op] = map[payments.CallOutcome]int{}
+	}
+	c.n[op][out]++
+}
+
+func (c *callCounts) get(op payments.Operation, out payments.CallOutcome) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n[op][out]
+}
+
+// The reads of a stray PaymentIntent and of a stray refund are processor
+// calls: counted (cmpay_processor_calls_total) under the stray's
+// operation (one that got a 500 as UNKNOWN, as any read's), and not stored among the payment's
+// processorCalls, since they read no operation of its own.
+func TestStrayReadsAreCounted(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name  string
+		op    payments.Operation
+		get   stripedouble.Endpoint
+		event string
+		stray func(t *testing.T, b *bundle, d *stripedouble.Double) (payments.Payment, string)
+	}{
+		{"create", payments.OpCreate, stripedouble.GetPaymentIntent, "payment_intent.succeeded",
+			func(t *testing.T, b *bundle, d *stripedouble.Double) (payments.Payment, string) {
+				d.FailNext(stripedouble.CreatePaymentIntent, stripedouble.Fault{Kind: stripedouble.ServerErrorStored})
+				p := b.mustCreate(t, withToken(card("stray-counted"), "pm_card_visa")).Payment
+				p = recoverUntilSettled(t, b, p.ID)
+				stray, err := d.RollForward(d.Keys(stripedouble.CreatePaymentIntent)[0])
+				if err != nil {
+					t.Fatal(err)
+				}
+				return p, stray
+			}},
+		{"refund", payments.OpRefund, stripedouble.GetRefund, "charge.refunded",
+			func(t *testing.T, b *bundle, d *stripedouble.Double) (payments.Payment, string) {
+				p := faultedRefund(t, b, d, "stray-refund-counted", stripedouble.ServerErrorStored)
+				p = recoverUntil(t, b, p.ID, storedChanges["refund"].settled)
+				stray, err := d.RollForward(d.Keys(stripedouble.CreateRefund)[0])
+				if err != nil {
+					t.Fatal(err)
+				}
+				return p, stray
+			}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+				calls := &callCounts{n: map[payments.Operation]map[payments.CallOutcome]int{}}
+				b, d := stripeWith(t, db, stripeOpts{OnFakeClock: true, OnProcessorCall: calls.onCall})
+				p, stray := c.stray(t, b, d)
+				listed, err := b.svc.ProcessorCallsOf(t.Context(), []payments.Payment{p})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var body []byte
+				for _, e := range d.EventsFor(stray) {
+					if e.Type == c.event {
+						body = e.Body
+					}
+				}
+				ev, err := stripe.DecodeEvent(body)
+				if err != nil {
+					t.Fatal(err)
+				}
+				unknown0, ok0 := calls.get(c.op, payments.CallUnknown), calls.get(c.op, payments.CallSucceeded)
+				d.FailNext(c.get, stripedouble.Fault{Kind: stripedouble.ServerErrorBefore})
+				if err := b.svc.ApplyProcessorEvent(t.Context(), ev); err == nil {
+					t.Fatal("applied with the stray's read failing; want its error")
+				}
+				if got := calls.get(c.op, payments.CallUnknown) - unknown0; got != 1 {
+					t.Errorf("the failed read of %s counted %d times as UNKNOWN, want once", stray, got)
+				}
+				if err := b.svc.ApplyProcessorEvent(t.Context(), ev); err != nil {
+					t.Fatal(err)
+				}
+				if got := calls.get(c.op, payments.CallSucceeded) - ok0; got != 1 {
+					t.Errorf("the read of %s counted %d times as SUCCEEDED, want once", stray, got)
+				}
+				after, err := b.svc.ProcessorCallsOf(t.Context(), []payments.Payment{p})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !reflect.DeepEqual(after, listed) {
+					t.Errorf("processorCalls after the stray's reads:\n%+v\nwant as before\n%+v", after, listed)
+				}
+			})
+		})
+	}
+}
+
 // A refund whose key's answer is a stored 500 is sent again under _a2,
 // whose refund stays pending; Stripe then rolls the first request
 // forward, pending too: recovery, choosing between two pending refunds,

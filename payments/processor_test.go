@@ -235,6 +235,8 @@ type stripeOpts struct {
 	Logger *slog.Logger
 	// OnDuplicate is the service's hook (zero: none).
 	OnDuplicate func(payments.Operation)
+	// OnProcessorCall is the service's hook (zero: none).
+	OnProcessorCall func(payments.Operation, payments.CallOutcome, time.Duration)
 }
 
 // stripeWith is a bundle whose service uses processor/stripe (the real
@@ -252,7 +254,7 @@ func stripeWith(t *testing.T, db dbtest.DB, o stripeOpts) (*bundle, *stripedoubl
 	conn := stripeConnAs(t, d, o.Timeout, cmp.Or(o.APIKey, "sk_test_double"))
 	svc := mustService(t, db.Gorm, payments.Config{KeyTTL: cmp.Or(o.KeyTTL, testTTL), Now: clock.Now, Processor: conn,
 		ProcessorTimeout: o.Timeout, RecoveryAfter: cmp.Or(o.RecoveryAfter, testRecovery), SearchLag: o.SearchLag,
-		OnAttempt: o.OnAttempt, Logger: o.Logger, OnDuplicate: o.OnDuplicate})
+		OnAttempt: o.OnAttempt, Logger: o.Logger, OnDuplicate: o.OnDuplicate, OnProcessorCall: o.OnProcessorCall})
 	return &bundle{db: db, svc: svc, clock: clock, conn: conn}, d
 }
 
