@@ -16,6 +16,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"gorm.io/gorm"
@@ -67,6 +68,24 @@ type Options struct {
 type Service struct {
 	opts Options
 	db   sqlq.DB
+
+	// mu guards cursor, where Retry's walk over the unapplied events goes
+	// on from: nil to start from the newest.
+	mu     sync.Mutex
+	cursor *retryCursor
+}
+
+// retryCursor is the last event of the page Retry took before: the next
+// page is of those older than it.
+type retryCursor struct {
+	receivedAt time.Time
+	id         string
+}
+
+// storedEvent is an unapplied event as Retry reads it.
+type storedEvent struct {
+	retryCursor
+	payload string
 }
 
 //go:embed sql/*.sql
@@ -149,25 +168,25 @@ func (s *Service) apply(ctx context.Context, ev processor.Event) error {
 }
 
 // Retry applies up to limit stored events that are not applied yet,
-// received within RetryFor, newest first, and returns how many it applied.
-// An event that still cannot be applied stays for the next call. The error
-// joins what went wrong other than an event's payment not being ready
-// (ErrNotYet): a stored event that no longer decodes, a database error.
+// received within RetryFor, and returns how many it applied. Each call
+// takes the page after the one the call before took, newest to oldest,
+// and starts again from the newest after a short page, so that every
+// unapplied event in the window gets its turn however many wait on
+// payments that stay unresolved. An event that still cannot be applied
+// stays for a later call. The error joins what went wrong other than an
+// event's payment not being ready (ErrNotYet): a stored event that no
+// longer decodes, a database error.
 func (s *Service) Retry(ctx context.Context, limit int) (int, error) {
-	since := s.opts.Now().UTC().Add(-s.opts.RetryFor)
-	payloads, err := sqlq.Collect(ctx, s.db, statements.SQL("unapplied"), []any{limit, since}, func(r sqlq.Row) (string, error) {
-		var p string
-		return p, r.Scan(&p)
-	})
+	page, err := s.unappliedPage(ctx, limit)
 	if err != nil {
-		return 0, fmt.Errorf("read unapplied events: %w", err)
+		return 0, err
 	}
 	applied := 0
 	var errs []error
-	for _, p := range payloads {
-		ev, err := s.opts.Decode([]byte(p))
+	for _, e := range page {
+		ev, err := s.opts.Decode([]byte(e.payload))
 		if err != nil {
-			errs = append(errs, fmt.Errorf("decode a stored event: %w", err))
+			errs = append(errs, fmt.Errorf("decode stored event %s: %w", e.id, err))
 			continue
 		}
 		switch err := s.apply(ctx, ev); {
@@ -178,6 +197,36 @@ func (s *Service) Retry(ctx context.Context, limit int) (int, error) {
 		}
 	}
 	return applied, errors.Join(errs...)
+}
+
+// unappliedPage reads Retry's next page of up to limit unapplied events and
+// moves the cursor past it: back to the newest after a short page.
+func (s *Service) unappliedPage(ctx context.Context, limit int) ([]storedEvent, error) {
+	since := s.opts.Now().UTC().Add(-s.opts.RetryFor)
+	s.mu.Lock()
+	at := s.cursor
+	s.mu.Unlock()
+	stmt, args := statements.SQL("unapplied"), []any{limit, since}
+	if at != nil {
+		stmt, args = statements.SQL("unapplied_after"), []any{limit, since, at.receivedAt, at.id}
+	}
+	page, err := sqlq.Collect(ctx, s.db, stmt, args, func(r sqlq.Row) (storedEvent, error) {
+		var e storedEvent
+		return e, r.Scan(&e.receivedAt, &e.id, &e.payload)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read unapplied events: %w", err)
+	}
+	var next *retryCursor
+	if len(page) == limit && limit > 0 {
+		last := page[len(page)-1].retryCursor
+		last.receivedAt = last.receivedAt.UTC()
+		next = &last
+	}
+	s.mu.Lock()
+	s.cursor = next
+	s.mu.Unlock()
+	return page, nil
 }
 
 // Received is one event as the admin lists it.

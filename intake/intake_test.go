@@ -23,11 +23,16 @@ type applier struct {
 	mu      sync.Mutex
 	applied []string
 	notYet  map[string]bool
+	// tried counts, when not nil, every event it was asked to apply.
+	tried map[string]int
 }
 
 func (a *applier) ApplyProcessorEvent(_ context.Context, ev processor.Event) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.tried != nil {
+		a.tried[ev.ID]++
+	}
 	if a.notYet[ev.PaymentReference] {
 		return intake.ErrNotYet
 	}
@@ -190,4 +195,59 @@ func TestRetryReachesNewEventsBehindWaitingOnes(t *testing.T) {
 	if n, err := s.Retry(t.Context(), 64); err != nil || n != 0 {
 		t.Errorf("Retry a day later: %d, %v", n, err)
 	}
+}
+
+// More events than a batch wait on a payment that stays unresolved, and
+// an older one can be applied: the retrier's walk, a page a round from
+// newest to oldest, reaches it within ceil(n/batch)+1 rounds, and has
+// tried every waiting one by then. Pairs of events share their time of
+// receipt, so that the walk's cursor is also tested on its id.
+func TestRetryReachesOlderEventsBehindWaitingOnes(t *testing.T) {
+	t.Parallel()
+	const batch, waiting = 8, 21
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		now := time.Date(2026, 12, 7, 10, 0, 0, 0, time.UTC)
+		a := &applier{notYet: map[string]bool{"pi_waiting": true, "pi_old": true}, tried: map[string]int{}}
+		s, err := intake.New(db.Gorm, intake.Options{Processor: "stripe", Apply: a, Decode: stripe.DecodeEvent,
+			Verify: func(p []byte, _ string, _ time.Time) (processor.Event, error) { return stripe.DecodeEvent(p) },
+			Now:    func() time.Time { return now }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		post := func(id, ref string) {
+			body := fmt.Sprintf(`{"id":%q,"object":"event","created":%d,"type":"payment_intent.succeeded",`+
+				`"data":{"object":{"id":%q,"object":"payment_intent","status":"succeeded"}}}`, id, now.Unix(), ref)
+			if _, err := s.Receive(t.Context(), []byte(body), "signed"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		post("evt_old", "pi_old")
+		for i := range waiting {
+			if i%2 == 0 {
+				now = now.Add(time.Millisecond)
+			}
+			post(fmt.Sprintf("evt_wait_%02d", i), "pi_waiting")
+		}
+		a.mu.Lock()
+		delete(a.notYet, "pi_old")
+		clear(a.tried)
+		a.mu.Unlock()
+		rounds := (waiting+batch-1)/batch + 1
+		for round := 1; a.count("evt_old") == 0; round++ {
+			if round > rounds {
+				t.Fatalf("evt_old not applied in %d rounds of %d", rounds, batch)
+			}
+			now = now.Add(time.Second)
+			if _, err := s.Retry(t.Context(), batch); err != nil {
+				t.Fatal(err)
+			}
+		}
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		for i := range waiting {
+			if id := fmt.Sprintf("evt_wait_%02d", i); a.tried[id] == 0 {
+				t.Errorf("%s not tried again by the time evt_old was applied", id)
+			}
+		}
+	})
 }

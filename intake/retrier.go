@@ -9,7 +9,8 @@ import (
 	"github.com/cmpay/cmpay/internal/startstop"
 )
 
-// retryBatch is how many unapplied events one round applies.
+// retryBatch is how many unapplied events one round tries: a page of
+// Retry's walk over them all.
 const retryBatch = 64
 
 // Retrier is the background service that applies, every interval, the

@@ -19,12 +19,23 @@ SELECT applied_at IS NOT NULL FROM processor_events WHERE id = $1
 UPDATE processor_events SET applied_at = $2 WHERE id = $1 AND applied_at IS NULL
 
 -- name: unapplied
--- Up to $1 stored events not applied yet and received after $2, newest
--- first: what the retry loop applies again. Newest first, so that events
--- waiting on a payment that stays unresolved cannot keep newer ones from
--- their turn; past the window the poller has settled their payments.
-SELECT payload FROM processor_events WHERE applied_at IS NULL AND received_at > $2
-ORDER BY received_at DESC, id LIMIT $1
+-- The first page of the retry loop's walk (Retry): up to $1 stored events
+-- not applied yet and received after $2, newest first, with the cursor of
+-- the next page (received_at, id). The loop walks every unapplied event
+-- in the window a page a round, from newest to oldest, and starts again
+-- here after a short page: taking the newest page every round, events
+-- waiting on payments that stay unresolved would fill it and keep older
+-- ones from ever being tried again in the window; past the window the
+-- poller has settled their payments.
+SELECT received_at, id, payload FROM processor_events WHERE applied_at IS NULL AND received_at > $2
+ORDER BY received_at DESC, id DESC LIMIT $1
+
+-- name: unapplied_after
+-- The next page of the walk: unapplied's, older than the cursor ($3, $4)
+-- that the page before ended on.
+SELECT received_at, id, payload FROM processor_events WHERE applied_at IS NULL AND received_at > $2
+	AND (received_at < $3 OR received_at = $3 AND id < $4)
+ORDER BY received_at DESC, id DESC LIMIT $1
 
 -- name: events_of
 -- Every event received for the payment reference $1, in the processor's
