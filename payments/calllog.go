@@ -102,11 +102,12 @@ func (s *Service) called(op operationRow, kind string, out outcome, took time.Du
 
 // strayCalled counts a read of a stray (duplicates.go), a payment or
 // refund at the processor other than the payment's own, as a READ call of
-// op that came to out, and logs it if it failed. It is a real call, so the
-// metrics count it; no processor_calls row is stored, since the record
-// read is not that of any operation of the payment's.
-func (s *Service) strayCalled(paymentID string, op Operation, out outcome, took time.Duration) {
-	s.called(operationRow{paymentID: paymentID, operation: op}, callRead, out, took)
+// op that came to out. It is a real call, so the metrics count it; no
+// processor_calls row is stored, since the record read is not that of any
+// operation of the payment's. A failed one is not logged here: its error
+// keeps the event unapplied, and the intake's retries log it.
+func (s *Service) strayCalled(op Operation, out outcome, took time.Duration) {
+	s.onCall(op, out.call, took)
 }
 
 // settledByRecovery logs an operation whose outcome was unknown and that

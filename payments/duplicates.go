@@ -136,7 +136,7 @@ func (s *Service) strayEvent(ctx context.Context, p Payment, ev processor.Event)
 	// PaymentIntent is now, and that it names p.
 	start := time.Now()
 	rec, err := s.processorNamed(p.Processor).GetPayment(callCtx, ev.Payment.Reference)
-	s.strayCalled(p.ID, OpCreate, createOutcome(rec, err), time.Since(start))
+	s.strayCalled(OpCreate, createOutcome(rec, err), time.Since(start))
 	if err != nil {
 		return true, errors.Join(refundsErr,
 			fmt.Errorf("read %s, another payment at the processor for %s: %w", ev.Payment.Reference, p.ID, err))
@@ -180,7 +180,7 @@ func (s *Service) strayRefund(ctx context.Context, p Payment, news processor.Ref
 	defer cancel()
 	start := time.Now()
 	rec, err := s.processorNamed(p.Processor).GetRefund(callCtx, news.Reference)
-	s.strayCalled(p.ID, OpRefund, refundOutcome(rec, err), time.Since(start))
+	s.strayCalled(OpRefund, refundOutcome(rec, err), time.Since(start))
 	if err != nil {
 		return fmt.Errorf("read %s, another refund at the processor for %s: %w", news.Reference, news.RefundID, err)
 	}
