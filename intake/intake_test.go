@@ -164,18 +164,9 @@ func TestRetryReachesNewEventsBehindWaitingOnes(t *testing.T) {
 	db := dbtest.SQLite(t)
 	now := time.Now()
 	a := &applier{notYet: map[string]bool{"pi_waiting": true}}
-	s, err := intake.New(db.Gorm, intake.Options{Processor: "stripe", Apply: a, Decode: stripe.DecodeEvent,
-		Verify: func(p []byte, _ string, _ time.Time) (processor.Event, error) { return stripe.DecodeEvent(p) },
-		Now:    func() time.Time { return now }})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, receive := retryService(t, db, a, &now)
 	post := func(id, ref string) {
-		body := fmt.Sprintf(`{"id":%q,"object":"event","created":%d,"type":"payment_intent.succeeded",`+
-			`"data":{"object":{"id":%q,"object":"payment_intent","status":"succeeded"}}}`, id, now.Unix(), ref)
-		if _, err := s.Receive(t.Context(), []byte(body), "signed"); err != nil {
-			t.Fatal(err)
-		}
+		receive(id, ref)
 		now = now.Add(time.Millisecond)
 	}
 	for i := range 70 {
@@ -208,19 +199,7 @@ func TestRetryReachesOlderEventsBehindWaitingOnes(t *testing.T) {
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
 		now := time.Date(2026, 12, 7, 10, 0, 0, 0, time.UTC)
 		a := &applier{notYet: map[string]bool{"pi_waiting": true, "pi_old": true}, tried: map[string]int{}}
-		s, err := intake.New(db.Gorm, intake.Options{Processor: "stripe", Apply: a, Decode: stripe.DecodeEvent,
-			Verify: func(p []byte, _ string, _ time.Time) (processor.Event, error) { return stripe.DecodeEvent(p) },
-			Now:    func() time.Time { return now }})
-		if err != nil {
-			t.Fatal(err)
-		}
-		post := func(id, ref string) {
-			body := fmt.Sprintf(`{"id":%q,"object":"event","created":%d,"type":"payment_intent.succeeded",`+
-				`"data":{"object":{"id":%q,"object":"payment_intent","status":"succeeded"}}}`, id, now.Unix(), ref)
-			if _, err := s.Receive(t.Context(), []byte(body), "signed"); err != nil {
-				t.Fatal(err)
-			}
-		}
+		s, post := retryService(t, db, a, &now)
 		post("evt_old", "pi_old")
 		for i := range waiting {
 			if i%2 == 0 {
@@ -250,4 +229,24 @@ func TestRetryReachesOlderEventsBehindWaitingOnes(t *testing.T) {
 			}
 		}
 	})
+}
+
+// retryService is an intake service on db that hands events to a, at the
+// time *now says, and a function that receives a payment_intent.succeeded
+// event id about the PaymentIntent ref, created at *now.
+func retryService(t *testing.T, db dbtest.DB, a *applier, now *time.Time) (*intake.Service, func(id, ref string)) {
+	t.Helper()
+	s, err := intake.New(db.Gorm, intake.Options{Processor: "stripe", Apply: a, Decode: stripe.DecodeEvent,
+		Verify: func(p []byte, _ string, _ time.Time) (processor.Event, error) { return stripe.DecodeEvent(p) },
+		Now:    func() time.Time { return *now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, func(id, ref string) {
+		body := fmt.Sprintf(`{"id":%q,"object":"event","created":%d,"type":"payment_intent.succeeded",`+
+			`"data":{"object":{"id":%q,"object":"payment_intent","status":"succeeded"}}}`, id, now.Unix(), ref)
+		if _, err := s.Receive(t.Context(), []byte(body), "signed"); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
