@@ -170,9 +170,11 @@ func NewHandler(svc *payments.Service, opts Options) http.Handler {
 // the credentials of a WebSocket checked again, a subscription refused
 // without a stream, the list budget, a subscription's ending and its own
 // event loaders, and the operation named for metrics. A query or mutation
-// over plain HTTP, nearly every request, needs only the last two of
-// these, and gets them without the chain's closures and the context
-// lookups each step makes to tell what it is.
+// not over a WebSocket, nearly every request, needs only the list budget
+// and the name (the other steps pass it on unchanged), and gets them
+// without the chain's closures and the context lookups each step makes to
+// tell what it is. A step added to the chain runs for such an operation
+// only if it is added to that path too.
 func aroundOperations(recheck rechecker, opts Options) graphql.OperationMiddleware {
 	chain := []graphql.OperationMiddleware{recheck.aroundOperations, streamsOnly,
 		withListBudget(opts.MaxComplexity), withEnding, withEventLoaders}

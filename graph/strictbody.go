@@ -190,7 +190,7 @@ func decodeValue(dec *jsontext.Decoder) (any, bool, error) {
 // what it could not read.
 func mended(s string) bool { return strings.ContainsRune(s, utf8.RuneError) }
 
-// decoders keeps bodyProblem's decoders, whose state for names given twice
+// decoders keeps readBody's decoders, whose state for names given twice
 // is most of what one costs to make.
 var decoders = sync.Pool{New: func() any { return new(jsontext.Decoder) }}
 

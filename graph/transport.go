@@ -42,8 +42,10 @@ func (t getTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Gr
 // statuses (see specStatus), taking only a body that is one well-formed
 // JSON object (see bodyProblem). The body is decoded in the pass that
 // checks it and the operation run here as gqlgen's transport runs it
-// (servePost); a body that pass leaves undecoded goes to gqlgen's transport,
-// which refuses it in its own words.
+// (servePost). A body that pass leaves undecoded goes to gqlgen's
+// transport: one with a member of a type gqlgen refuses, which it refuses
+// in its own words, and one with a string holding U+FFFD, which it decodes
+// and runs (see readBody).
 type postTransport struct{ transport.POST }
 
 // Supports is gqlgen's test, without parsing the Content-Type a client
