@@ -325,6 +325,16 @@ func changeOutcome(op Operation, res processor.Payment, err error) outcome {
 		if o.settled {
 			o.opState, o.status = opRefused, StatusAuthorized
 		}
+		// A key the processor first saw with other parameters is answered
+		// so for as long as it keeps the key. A read that finds the payment
+		// still authorized then sends the change under a new key
+		// (resend.go), which cannot move money twice: a payment is captured
+		// or canceled once. A create or refund is only read (a second one
+		// could be made while the key's first request still runs).
+		var pe *processor.Error
+		if errors.As(err, &pe) && pe.Kind == processor.KindIdempotencyMismatch {
+			o.next = nextStored
+		}
 		return o
 	}
 	o := outcome{reference: res.Reference, call: CallSucceeded, capturedMinor: res.CapturedMinor, found: string(res.State)}

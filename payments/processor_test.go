@@ -1019,3 +1019,56 @@ func TestRecoveryAsksAboutABacklogAtOnce(t *testing.T) {
 		}
 	})
 }
+
+// A capture or cancel whose processor key Stripe first saw with other
+// parameters (a deploy that changed the request between two sends) is
+// answered 400 idempotency_error under that key for as long as Stripe
+// keeps it, so asking again can never settle it, and a read finds the
+// payment still authorized: recovery sends it again under a new key, which
+// cannot move money twice (Stripe captures or cancels a PaymentIntent
+// once). Before, it was only read, until the authorization expired.
+func TestChangeAfterAnIdempotencyMismatchIsSentAgain(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		b, d := stripeSetup(t, db)
+		for _, op := range []payments.Operation{payments.OpCapture, payments.OpCancel} {
+			t.Run(string(op), func(t *testing.T) {
+				p := stripeCard(t, b, "mismatch-"+string(op), false)
+				endpoint, change := stripedouble.CapturePaymentIntent, func() (payments.ChangeResult, error) {
+					return b.svc.Capture(t.Context(), payments.CaptureRequest{PaymentID: p.ID, IdempotencyKey: "m-" + p.ID})
+				}
+				if op == payments.OpCancel {
+					endpoint, change = stripedouble.CancelPaymentIntent, func() (payments.ChangeResult, error) {
+						return b.svc.Cancel(t.Context(), payments.CancelRequest{PaymentID: p.ID, IdempotencyKey: "m-" + p.ID})
+					}
+				}
+				d.FailNext(endpoint, stripedouble.Fault{Kind: stripedouble.ServerErrorBefore})
+				if res, err := change(); err != nil || res.Payment.PendingOperation != op {
+					t.Fatalf("first answer %+v, %v; want the %s pending", res.Payment, err, op)
+				}
+				var key string
+				if err := db.Gorm.Raw(`SELECT key FROM processor_operations WHERE payment_id = ? AND operation = ?`,
+					p.ID, string(op)).Row().Scan(&key); err != nil {
+					t.Fatal(err)
+				}
+				// The key's first request at Stripe asked for something else (a
+				// capture of 0.01; for the cancel's key, on another endpoint)
+				// and failed inside Stripe before doing anything.
+				d.FailNext(stripedouble.CapturePaymentIntent, stripedouble.Fault{Kind: stripedouble.ServerErrorStored})
+				if _, err := b.conn.CapturePayment(t.Context(), processor.CaptureRequest{IdempotencyKey: key,
+					Reference: p.ProcessorReference, AmountMinor: 1, Currency: p.Amount.Currency}); err == nil {
+					t.Fatal("the other request under the key succeeded; want its stored 500")
+				}
+				got := recoverUntil(t, b, p.ID, func(p payments.Payment) bool { return p.PendingOperation == "" })
+				l, status := d.Ledger(got.ProcessorReference), d.Status(got.ProcessorReference)
+				switch {
+				case op == payments.OpCapture && (got.Status != payments.StatusCaptured || status != "succeeded" ||
+					l.Captures != 1 || l.Captured != 1050):
+					t.Errorf("%s; the double: %s %+v; want captured once", got.Status, status, l)
+				case op == payments.OpCancel && (got.Status != payments.StatusCanceled || status != "canceled" || l.Cancels != 1):
+					t.Errorf("%s; the double: %s %+v; want canceled once", got.Status, status, l)
+				}
+			})
+		}
+	})
+}

@@ -24,7 +24,9 @@ import (
 // two instances that both judged it would send one. A refund whose key is
 // a day old goes the same way without a stored error, once its last send
 // under the old key is ten minutes old (recovery.go, atRest), since no
-// request under a key a day old is still running.
+// request under a key a day old is still running. So does a capture or
+// cancel whose key the processor first saw with other parameters
+// (changeOutcome): a second one cannot move money, whatever the first does.
 //
 // A create a day old is the exception: like any create stored longer ago
 // than its processor keeps a key (tooLateToCharge), it is never sent again,
