@@ -1072,3 +1072,100 @@ func TestChangeAfterAnIdempotencyMismatchIsSentAgain(t *testing.T) {
 		}
 	})
 }
+
+// The request's own first send of a capture or cancel is the one answered
+// 400 idempotency_error (its key's first request at Stripe was a capture
+// of 0.01 whose 500 Stripe stored): the request answers the change
+// pending, recovery reads the payment still authorized and sends the
+// change under a new key, and when Stripe later completes that first
+// request it can no longer move money.
+func TestChangeMismatchedAtItsFirstSendIsSentAgain(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		for _, op := range []payments.Operation{payments.OpCapture, payments.OpCancel} {
+			t.Run(string(op), func(t *testing.T) {
+				d := stripedouble.New(stripedouble.Options{})
+				t.Cleanup(d.Close)
+				conn := stripeConnAs(t, d, testTimeout, "sk_test_double")
+				m := &mismatchFirst{Connector: conn, d: d}
+				b := processorSetup(t, db, m)
+				b.conn = conn
+				p := stripeCard(t, b, "first-mismatch-"+string(op), false)
+				var res payments.ChangeResult
+				var err error
+				if op == payments.OpCapture {
+					res, err = b.svc.Capture(t.Context(), payments.CaptureRequest{PaymentID: p.ID, IdempotencyKey: "c-" + p.ID})
+				} else {
+					res, err = b.svc.Cancel(t.Context(), payments.CancelRequest{PaymentID: p.ID, IdempotencyKey: "c-" + p.ID})
+				}
+				key, firstErr := m.first()
+				if firstErr != nil || err != nil || res.Payment.PendingOperation != op {
+					t.Fatalf("the key's first request: %v; the answer %+v, %v; want the %s pending", firstErr,
+						res.Payment, err, op)
+				}
+				got := recoverUntil(t, b, p.ID, func(p payments.Payment) bool { return p.PendingOperation == "" })
+				if _, err := d.RollForward(key); err == nil {
+					t.Error("the key's first request, completed late, made something")
+				}
+				l, status := d.Ledger(got.ProcessorReference), d.Status(got.ProcessorReference)
+				switch {
+				case op == payments.OpCapture && (got.Status != payments.StatusCaptured || status != "succeeded" ||
+					l.Captures != 1 || l.Captured != 1050):
+					t.Errorf("%s; the double: %s %+v; want captured once, in full", got.Status, status, l)
+				case op == payments.OpCancel && (got.Status != payments.StatusCanceled || status != "canceled" ||
+					l.Cancels != 1 || l.Captures != 0):
+					t.Errorf("%s; the double: %s %+v; want canceled once", got.Status, status, l)
+				}
+			})
+		}
+	})
+}
+
+// mismatchFirst is a Stripe connector that, before the first capture or
+// cancel it sends, sends under the same key a capture of 0.01 that fails
+// inside the double with its 500 stored: the key's first request at Stripe
+// then had other parameters, so the change's own send is answered 400
+// idempotency_error.
+type mismatchFirst struct {
+	*stripe.Connector
+	d *stripedouble.Double
+
+	mu       sync.Mutex
+	key      string
+	otherErr error
+}
+
+// first is the key the capture of 0.01 went under, and an error unless its
+// answer was the 500 the double stored.
+func (m *mismatchFirst) first() (string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.key, m.otherErr
+}
+
+// other sends the capture of 0.01 under key, the first time only.
+func (m *mismatchFirst) other(ctx context.Context, key, ref string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.key != "" {
+		return
+	}
+	m.key = key
+	m.d.FailNext(stripedouble.CapturePaymentIntent, stripedouble.Fault{Kind: stripedouble.ServerErrorStored})
+	_, err := m.Connector.CapturePayment(ctx, processor.CaptureRequest{IdempotencyKey: key, Reference: ref,
+		AmountMinor: 1, Currency: "BRL"})
+	var pe *processor.Error
+	if !errors.As(err, &pe) || pe.Kind != processor.KindServerError {
+		m.otherErr = fmt.Errorf("the capture of 0.01 answered %v, want a 500", err)
+	}
+}
+
+func (m *mismatchFirst) CapturePayment(ctx context.Context, req processor.CaptureRequest) (processor.Payment, error) {
+	m.other(ctx, req.IdempotencyKey, req.Reference)
+	return m.Connector.CapturePayment(ctx, req)
+}
+
+func (m *mismatchFirst) CancelPayment(ctx context.Context, req processor.CancelRequest) (processor.Payment, error) {
+	m.other(ctx, req.IdempotencyKey, req.Reference)
+	return m.Connector.CancelPayment(ctx, req)
+}
