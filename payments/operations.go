@@ -286,7 +286,8 @@ func errorOutcome(err error) outcome {
 	}
 	// A replayed 500 and a mismatch answer the same under the key every
 	// time: only a read can settle them (and after a replayed 500, whose
-	// request has ended, a new key). A 401 or 403 is not stored under the
+	// request has ended, a new key; after a capture's or cancel's
+	// mismatch too: changeOutcome). A 401 or 403 is not stored under the
 	// idempotency key, so once CMPay's API key is fixed, asking again is
 	// safe; until then reads are refused too, and the call's code says so
 	// (CodeCredentialsRefused), whatever the processor's code for it.
