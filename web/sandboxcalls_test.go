@@ -13,7 +13,6 @@ import (
 	"github.com/cmpay/cmpay/payments"
 	"github.com/cmpay/cmpay/processor"
 	"github.com/cmpay/cmpay/processor/sandbox"
-	"github.com/cmpay/cmpay/staff"
 )
 
 // The real payment page of sandbox payments captured, canceled and
@@ -24,15 +23,7 @@ import (
 func TestPaymentPageSandboxChangeCalls(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
-		st := staff.New(db.Gorm, staff.Config{Hash: staff.HashParams{Memory: 64, Time: 1, Threads: 1}})
-		t.Cleanup(st.Close)
-		if _, err := st.Bootstrap(t.Context(), "admin", "admin-password"); err != nil {
-			t.Fatal(err)
-		}
-		session, _, err := st.SignIn(t.Context(), staff.SignInRequest{Username: "admin", Password: "admin-password", Address: "127.0.0.1"})
-		if err != nil {
-			t.Fatal(err)
-		}
+		st, session := signedInAdmin(t, db)
 		svc, err := payments.NewService(db.Gorm, payments.Config{Processor: sandbox.New(processor.DefaultConfig())})
 		if err != nil {
 			t.Fatal(err)

@@ -267,15 +267,7 @@ func TestPaymentPageCreatedLine(t *testing.T) {
 func TestPixCreatedLineBySandboxMode(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
-		st := staff.New(db.Gorm, staff.Config{Hash: staff.HashParams{Memory: 64, Time: 1, Threads: 1}})
-		t.Cleanup(st.Close)
-		if _, err := st.Bootstrap(t.Context(), "admin", "admin-password"); err != nil {
-			t.Fatal(err)
-		}
-		session, _, err := st.SignIn(t.Context(), staff.SignInRequest{Username: "admin", Password: "admin-password", Address: "127.0.0.1"})
-		if err != nil {
-			t.Fatal(err)
-		}
+		st, session := signedInAdmin(t, db)
 		for _, c := range []struct {
 			mode processor.SandboxMethods
 			pay  bool
@@ -451,4 +443,20 @@ func TestReplayedCreateWordedByStatus(t *testing.T) {
 			t.Errorf("%s: badge title %q", c.status, title)
 		}
 	}
+}
+
+// signedInAdmin is a staff store on db with its first admin, and that
+// admin's session token.
+func signedInAdmin(t *testing.T, db dbtest.DB) (*staff.Store, string) {
+	t.Helper()
+	st := staff.New(db.Gorm, staff.Config{Hash: staff.HashParams{Memory: 64, Time: 1, Threads: 1}})
+	t.Cleanup(st.Close)
+	if _, err := st.Bootstrap(t.Context(), "admin", "admin-password"); err != nil {
+		t.Fatal(err)
+	}
+	session, _, err := st.SignIn(t.Context(), staff.SignInRequest{Username: "admin", Password: "admin-password", Address: "127.0.0.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, session
 }
