@@ -37,5 +37,5 @@ func (s *Service) OnSweepRead(f func()) {
 // deliveries are left as they are, as if the deliveries half had not
 // reached them.
 func (s *Service) SweepEventsAsOf(ctx context.Context, now time.Time) (int64, error) {
-	return s.store.sweepEvents(ctx, cutoffs{old: now.Add(-s.retention), failed: now.Add(-s.failedKeep)})
+	return s.store.sweepEvents(ctx, s.cutoffsAt(now))
 }

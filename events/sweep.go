@@ -43,8 +43,7 @@ func (s *Service) runSweeper(ctx context.Context) {
 //   - the newest event (on PostgreSQL, the newest pass), whatever its age,
 //     so that the highest id given never falls and no id is given twice.
 func (s *Service) Sweep(ctx context.Context) (int64, error) {
-	now := s.now()
-	c := cutoffs{old: now.Add(-s.retention), failed: now.Add(-s.failedKeep)}
+	c := s.cutoffsAt(s.now())
 	if _, err := s.store.sweepDeliveries(ctx, c); err != nil {
 		return 0, err
 	}
@@ -59,4 +58,10 @@ type cutoffs struct {
 	// at or after it is kept, with its attempts (and its event, if it
 	// failed before bodies were stored, for as long as it is kept).
 	failed time.Time
+}
+
+// cutoffsAt are the cutoffs of a sweep run at now: Retention and
+// FailedKeep before it.
+func (s *Service) cutoffsAt(now time.Time) cutoffs {
+	return cutoffs{old: now.Add(-s.retention), failed: now.Add(-s.failedKeep)}
 }
