@@ -522,9 +522,9 @@ func (a *admin) paymentView(ctx context.Context, id string) (paymentView, error)
 }
 
 // processorView adds what the page shows of the payment at its processor:
-// a second charge or refund it holds, the events the processor sent about it (for a card, a refund returned or
-// an authorization expired there), and a Pix or boleto payment's state and
-// code.
+// a second charge or refund it holds, the events the processor sent about
+// it (for a card, a refund returned or an authorization expired there),
+// and a Pix or boleto payment's state and code.
 func (a *admin) processorView(ctx context.Context, view *paymentView) error {
 	p := view.Payment
 	var err error

@@ -73,13 +73,11 @@ func kindOf(op string, se *stripeapi.Error) processor.Kind {
 		return processor.KindNotFound
 	case status == http.StatusBadRequest || status == http.StatusNotFound:
 		return processor.KindInvalidRequest
-	case status >= 400:
-		// A status Stripe does not document for its API (a 405, 408 or 413
-		// from something between CMPay and Stripe, or one added later) does
-		// not say that the request did nothing: read as a refusal, a refund
-		// that was made would be released for another.
-		return processor.KindBadResponse
 	}
+	// A status Stripe does not document for its API (a 405, 408 or 413
+	// from something between CMPay and Stripe, or one added later) does
+	// not say that the request did nothing: read as a refusal, a refund
+	// that was made would be released for another.
 	return processor.KindBadResponse
 }
 
