@@ -228,9 +228,16 @@ func (s *Service) settleOnOne(ctx context.Context, op operationRow, found []proc
 // captured, the payment would be CANCELED and its real charge shown as a
 // second one.
 func chosenFound(found []processor.Payment) int {
+	return firstFurthest(found, func(processor.Payment) bool { return true },
+		func(res processor.Payment) int { return paymentRank(res.State) })
+}
+
+// firstFurthest is the index of the first of those in xs that keep admits
+// with the highest rank; -1 for none (chosenFound, settleOnOneRefund).
+func firstFurthest[T any](xs []T, keep func(T) bool, rank func(T) int) int {
 	one := -1
-	for i, res := range found {
-		if one < 0 || paymentRank(res.State) > paymentRank(found[one].State) {
+	for i, x := range xs {
+		if keep(x) && (one < 0 || rank(x) > rank(xs[one])) {
 			one = i
 		}
 	}
@@ -264,15 +271,8 @@ func paymentRank(state processor.PaymentState) int {
 // the next read chooses again, so nothing is recorded yet. Not ok when
 // none carries the id.
 func (s *Service) settleOnOneRefund(ctx context.Context, op operationRow, all []processor.Refund) (processor.Refund, bool, error) {
-	one := -1
-	for i, res := range all {
-		if res.RefundID != *op.refundID {
-			continue
-		}
-		if one < 0 || refundRank(res.State) > refundRank(all[one].State) {
-			one = i
-		}
-	}
+	one := firstFurthest(all, func(res processor.Refund) bool { return res.RefundID == *op.refundID },
+		func(res processor.Refund) int { return refundRank(res.State) })
 	if one < 0 {
 		return processor.Refund{}, false, nil
 	}
