@@ -198,18 +198,22 @@ func (s *Service) refundDuplicate(paymentID, processorName string, rec processor
 		FoundBy: foundBy, FoundAt: s.now()}
 }
 
-// settleOnOne is what the payments found for op, a create, came to
-// (foundOutcome: chosenFound's), with every other one found that
-// moved or may move money recorded as a duplicate once the one chosen
+// settleOnOne is what the payments found for op, a create, came to: the
+// one that went furthest (chosenFound), else none found. More than one
+// that moved money is money moved twice: every other one found that moved
+// or may move money is recorded as a duplicate once the one chosen
 // settles op. While it does not (still processing), nothing is recorded:
 // the next read, by another way (search, then a list) or in another
 // order, may choose another, and would settle on one recorded here.
 func (s *Service) settleOnOne(ctx context.Context, op operationRow, found []processor.Payment) (outcome, error) {
-	out := foundOutcome(found)
+	one := chosenFound(found)
+	if one < 0 {
+		return noneFound(), nil
+	}
+	out := readOutcome(createOutcome(found[one], nil), nil)
 	if !out.settled {
 		return out, nil
 	}
-	one := chosenFound(found)
 	for i, rec := range found {
 		if i == one || rec.PaymentID != op.paymentID || !movesMoney(rec.State) {
 			continue
@@ -221,7 +225,7 @@ func (s *Service) settleOnOne(ctx context.Context, op operationRow, found []proc
 	return out, nil
 }
 
-// chosenFound is the index of the payment found that foundOutcome settles
+// chosenFound is the index of the payment found that settleOnOne settles
 // on: the first of those that went furthest (captured, then authorized,
 // processing, waiting for the payer or for an action, canceled or expired,
 // declined); -1 for none. Settled on a canceled one while another was
