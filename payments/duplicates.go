@@ -198,18 +198,22 @@ func (s *Service) refundDuplicate(paymentID, processorName string, rec processor
 		FoundBy: foundBy, FoundAt: s.now()}
 }
 
-// settleOnOne is what the payments found for op, a create, came to
-// (foundOutcome: chosenFound's), with every other one found that
-// moved or may move money recorded as a duplicate once the one chosen
+// settleOnOne is what the payments found for op, a create, came to: the
+// one that went furthest (chosenFound), else none found. More than one
+// that moved money is money moved twice: every other one found that moved
+// or may move money is recorded as a duplicate once the one chosen
 // settles op. While it does not (still processing), nothing is recorded:
 // the next read, by another way (search, then a list) or in another
 // order, may choose another, and would settle on one recorded here.
 func (s *Service) settleOnOne(ctx context.Context, op operationRow, found []processor.Payment) (outcome, error) {
-	out := foundOutcome(found)
+	one := chosenFound(found)
+	if one < 0 {
+		return noneFound(), nil
+	}
+	out := readOutcome(createOutcome(found[one], nil), nil)
 	if !out.settled {
 		return out, nil
 	}
-	one := chosenFound(found)
 	for i, rec := range found {
 		if i == one || rec.PaymentID != op.paymentID || !movesMoney(rec.State) {
 			continue
@@ -221,16 +225,23 @@ func (s *Service) settleOnOne(ctx context.Context, op operationRow, found []proc
 	return out, nil
 }
 
-// chosenFound is the index of the payment found that foundOutcome settles
+// chosenFound is the index of the payment found that settleOnOne settles
 // on: the first of those that went furthest (captured, then authorized,
 // processing, waiting for the payer or for an action, canceled or expired,
 // declined); -1 for none. Settled on a canceled one while another was
 // captured, the payment would be CANCELED and its real charge shown as a
 // second one.
 func chosenFound(found []processor.Payment) int {
+	return firstFurthest(found, func(processor.Payment) bool { return true },
+		func(res processor.Payment) int { return paymentRank(res.State) })
+}
+
+// firstFurthest is the index of the first of those in xs that keep admits
+// with the highest rank; -1 for none (chosenFound, settleOnOneRefund).
+func firstFurthest[T any](xs []T, keep func(T) bool, rank func(T) int) int {
 	one := -1
-	for i, res := range found {
-		if one < 0 || paymentRank(res.State) > paymentRank(found[one].State) {
+	for i, x := range xs {
+		if keep(x) && (one < 0 || rank(x) > rank(xs[one])) {
 			one = i
 		}
 	}
@@ -264,15 +275,8 @@ func paymentRank(state processor.PaymentState) int {
 // the next read chooses again, so nothing is recorded yet. Not ok when
 // none carries the id.
 func (s *Service) settleOnOneRefund(ctx context.Context, op operationRow, all []processor.Refund) (processor.Refund, bool, error) {
-	one := -1
-	for i, res := range all {
-		if res.RefundID != *op.refundID {
-			continue
-		}
-		if one < 0 || refundRank(res.State) > refundRank(all[one].State) {
-			one = i
-		}
-	}
+	one := firstFurthest(all, func(res processor.Refund) bool { return res.RefundID == *op.refundID },
+		func(res processor.Refund) int { return refundRank(res.State) })
 	if one < 0 {
 		return processor.Refund{}, false, nil
 	}

@@ -56,14 +56,16 @@ func (s *Service) AsyncStateOf(ctx context.Context, id string) (AsyncState, erro
 // processor's word; a PENDING payment is read from the processor and
 // settled as the record says; what the processor changed after CMPay had
 // settled (learned.go) is read and applied. An event about a payment still
-// PROCESSING answers ErrPaymentNotKnown, to be applied again later. An
-// event about another PaymentIntent or refund than the payment's own
-// (named by its metadata) is a duplicate at the processor, recorded and
-// never applied to the payment (duplicates.go). An
-// event whose object CMPay does not act on (a dispute), or that names no
-// payment of CMPay's, is applied as nothing: a payment's row is stored
-// before the processor is asked, so one that is not there now never will
-// be (the account's other payments, other event types).
+// PROCESSING answers ErrPaymentNotKnown, to be applied again later. A
+// PaymentIntent or refund an event carries that names the payment (by its
+// metadata) but is not its own is never applied to it: it is read, and
+// recorded as a duplicate at the processor when it moved or may move money
+// (duplicates.go); what the event says of the payment's own refunds is
+// still applied. An event whose object CMPay does not act on (a
+// dispute), or that names no payment of CMPay's, is applied as nothing: a
+// payment's row is stored before the processor is asked, so one that is
+// not there now never will be (the account's other payments, other event
+// types).
 func (s *Service) ApplyProcessorEvent(ctx context.Context, ev processor.Event) error {
 	if ev.Other {
 		return nil // an object CMPay does not act on (a dispute)

@@ -348,17 +348,6 @@ func (s *Service) readCreate(ctx context.Context, op operationRow, p Payment, st
 	return s.settleOnOne(ctx, op, found)
 }
 
-// foundOutcome is what the payments found for a create came to: the one
-// that went furthest (chosenFound), else none found. More than one that
-// moved money is money moved twice: settleOnOne, its caller,
-// records the others (duplicates.go).
-func foundOutcome(found []processor.Payment) outcome {
-	if i := chosenFound(found); i >= 0 {
-		return readOutcome(createOutcome(found[i], nil), nil)
-	}
-	return noneFound()
-}
-
 // noneFound is a read that found no record of the operation: it is read
 // again later, and by itself proves nothing (a search lags; a consistent
 // list's caller sets absent).
