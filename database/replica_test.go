@@ -103,8 +103,24 @@ func TestReplica(t *testing.T) {
 		}
 	}
 
-	// Lagging: replay paused while the primary keeps committing. Reads
-	// move to the primary once the replica is MaxLag behind, not before.
+	pausedReplay(t, r, primary, standby, onPrimary, onStandby, maxLag)
+
+	// Stopped: reads go to the primary within a check or so.
+	rep.Standby.Stop()
+	took := waitUntil(t, "reads move to the primary when the replica stops", 5*time.Second, onPrimary)
+	t.Logf("replica stopped: reads moved to the primary after %s", took.Round(time.Millisecond))
+	rep.Standby.Start()
+	took = waitUntil(t, "reads return to the replica once it is back", 10*time.Second, onStandby)
+	t.Logf("replica back: reads on it after %s", took.Round(time.Millisecond))
+
+	readFallsBack(t, rep, primary, standby, quiet)
+}
+
+// pausedReplay pauses the standby's replay while the primary keeps
+// committing: reads move to the primary once the replica is maxLag behind,
+// not before, and come back once replay resumes and it has caught up.
+func pausedReplay(t *testing.T, r *database.Replica, primary, standby *gorm.DB, onPrimary, onStandby func() bool, maxLag time.Duration) {
+	t.Helper()
 	pausing := time.Now()
 	if err := standby.Exec(`SELECT pg_wal_replay_pause()`).Error; err != nil {
 		t.Fatal(err)
@@ -157,18 +173,13 @@ func TestReplica(t *testing.T) {
 	if err := <-writerDone; err != nil {
 		t.Fatalf("writer: %v", err)
 	}
+}
 
-	// Stopped: reads go to the primary within a check or so.
-	rep.Standby.Stop()
-	took = waitUntil(t, "reads move to the primary when the replica stops", 5*time.Second, onPrimary)
-	t.Logf("replica stopped: reads moved to the primary after %s", took.Round(time.Millisecond))
-	rep.Standby.Start()
-	took = waitUntil(t, "reads return to the replica once it is back", 10*time.Second, onStandby)
-	t.Logf("replica back: reads on it after %s", took.Round(time.Millisecond))
-
-	// Read falls back to the primary at once when the replica fails a
-	// read, without waiting for the next check: checks far apart here, so
-	// only the first one, in OpenReplica, runs.
+// readFallsBack checks that Read falls back to the primary at once when the
+// replica fails a read, without waiting for the next check: checks far
+// apart here, so only the first one, in OpenReplica, runs.
+func readFallsBack(t *testing.T, rep *dbtest.Replicated, primary, standby *gorm.DB, quiet *slog.Logger) {
+	t.Helper()
 	caughtUp(t, primary, standby)
 	once, err := database.OpenReplica(primary, rep.Standby.URL, database.ReplicaOptions{
 		CheckInterval: time.Hour, Pool: database.Options{Logger: quiet}})
