@@ -120,27 +120,7 @@ func TestOutbox(t *testing.T) {
 			t.Fatal(err)
 		}
 
-		// Replays, a rejection and refusals: no event.
-		e.create(t, "k-create-1", "10.00", true)
-		if _, err := e.svc.Capture(ctx, payments.CaptureRequest{PaymentID: p2.ID, Amount: ptr("15"), IdempotencyKey: "k-capture", Origin: origin}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := e.svc.Refund(ctx, payments.RefundRequest{PaymentID: p1.ID, IdempotencyKey: "k-refund-2", Origin: origin}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := e.svc.Create(ctx, payments.CreateRequest{ClientID: "client-1", IdempotencyKey: "k-create-1", Amount: "11",
-			Currency: "BRL", Method: payments.MethodPix, Origin: origin}); !errors.Is(err, payments.ErrKeyReused) {
-			t.Fatalf("reused key: %v", err)
-		}
-		if _, err := e.svc.Cancel(ctx, payments.CancelRequest{PaymentID: p1.ID, IdempotencyKey: "k-refused-cancel", Origin: origin}); !errors.Is(err, payments.ErrStateConflict) {
-			t.Fatalf("cancel of a refunded payment: %v", err)
-		}
-		if _, err := e.svc.Refund(ctx, payments.RefundRequest{PaymentID: p2.ID, Amount: ptr("100"), IdempotencyKey: "k-refused-refund", Origin: origin}); !errors.Is(err, payments.ErrAmountExceeds) {
-			t.Fatalf("refund above the captured amount: %v", err)
-		}
-		if _, err := e.svc.Capture(ctx, payments.CaptureRequest{PaymentID: "pay_nope", IdempotencyKey: "k-not-found", Origin: origin}); !errors.Is(err, payments.ErrNotFound) {
-			t.Fatalf("capture of an unknown payment: %v", err)
-		}
+		noEvents(t, e, p1, p2)
 
 		// A payment made after all of them: had any of the above written an
 		// event, the marker's would not be the eighth.
@@ -204,21 +184,55 @@ func TestOutbox(t *testing.T) {
 		if len(all) != 8 || rows != 8 {
 			t.Errorf("%d events numbered, %d rows; want 8", len(all), rows)
 		}
-		// Filters.
-		if byPayment, _ := e.ev.Since(ctx, 0, events.Filter{PaymentID: p1.ID}, 100); len(byPayment) != 3 {
-			t.Errorf("%d events of payment 1, want 3", len(byPayment))
-		}
-		if other, _ := e.ev.Since(ctx, 0, events.Filter{ClientID: "client-2"}, 100); len(other) != 0 {
-			t.Errorf("%d events of client-2, want 0", len(other))
-		}
-		// An id no event can have (PostgreSQL refuses a NUL byte or bytes
-		// that are not UTF-8 with an error): nothing, on both databases.
-		for _, f := range []events.Filter{{PaymentID: p1.ID + "\x00"}, {ClientID: "client-1\xff"}} {
-			if none, err := e.ev.Since(ctx, 0, f, 100); err != nil || len(none) != 0 {
-				t.Errorf("Since(%q) = %d events, %v; want none", f, len(none), err)
-			}
-		}
+		checkFilters(t, e, p1.ID)
 	})
+}
+
+// noEvents makes a replay of each kind, a rejection and three refusals,
+// none of which may write an event (TestOutbox counts them).
+func noEvents(t *testing.T, e *env, p1, p2 payments.Payment) {
+	t.Helper()
+	ctx := t.Context()
+	e.create(t, "k-create-1", "10.00", true)
+	if _, err := e.svc.Capture(ctx, payments.CaptureRequest{PaymentID: p2.ID, Amount: ptr("15"), IdempotencyKey: "k-capture", Origin: origin}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.svc.Refund(ctx, payments.RefundRequest{PaymentID: p1.ID, IdempotencyKey: "k-refund-2", Origin: origin}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.svc.Create(ctx, payments.CreateRequest{ClientID: "client-1", IdempotencyKey: "k-create-1", Amount: "11",
+		Currency: "BRL", Method: payments.MethodPix, Origin: origin}); !errors.Is(err, payments.ErrKeyReused) {
+		t.Fatalf("reused key: %v", err)
+	}
+	if _, err := e.svc.Cancel(ctx, payments.CancelRequest{PaymentID: p1.ID, IdempotencyKey: "k-refused-cancel", Origin: origin}); !errors.Is(err, payments.ErrStateConflict) {
+		t.Fatalf("cancel of a refunded payment: %v", err)
+	}
+	if _, err := e.svc.Refund(ctx, payments.RefundRequest{PaymentID: p2.ID, Amount: ptr("100"), IdempotencyKey: "k-refused-refund", Origin: origin}); !errors.Is(err, payments.ErrAmountExceeds) {
+		t.Fatalf("refund above the captured amount: %v", err)
+	}
+	if _, err := e.svc.Capture(ctx, payments.CaptureRequest{PaymentID: "pay_nope", IdempotencyKey: "k-not-found", Origin: origin}); !errors.Is(err, payments.ErrNotFound) {
+		t.Fatalf("capture of an unknown payment: %v", err)
+	}
+}
+
+// checkFilters reads the events of one payment and of a client with none,
+// and by ids no event can have.
+func checkFilters(t *testing.T, e *env, paymentID string) {
+	t.Helper()
+	ctx := t.Context()
+	if byPayment, _ := e.ev.Since(ctx, 0, events.Filter{PaymentID: paymentID}, 100); len(byPayment) != 3 {
+		t.Errorf("%d events of payment 1, want 3", len(byPayment))
+	}
+	if other, _ := e.ev.Since(ctx, 0, events.Filter{ClientID: "client-2"}, 100); len(other) != 0 {
+		t.Errorf("%d events of client-2, want 0", len(other))
+	}
+	// An id no event can have (PostgreSQL refuses a NUL byte or bytes
+	// that are not UTF-8 with an error): nothing, on both databases.
+	for _, f := range []events.Filter{{PaymentID: paymentID + "\x00"}, {ClientID: "client-1\xff"}} {
+		if none, err := e.ev.Since(ctx, 0, f, 100); err != nil || len(none) != 0 {
+			t.Errorf("Since(%q) = %d events, %v; want none", f, len(none), err)
+		}
+	}
 }
 
 // TestAfterResumesWithoutGaps: subscriptions that start, drop and resume
