@@ -49,8 +49,11 @@ type ProcessorOperation struct {
 	// KeySince is when recovery gave the operation its current Key
 	// (payments/resend.go); NULL while it has its first, set at CreatedAt.
 	// The processor remembers a key for a time counted from its first
-	// send, so recovery counts a key's age from here.
-	KeySince *time.Time
+	// send, so recovery counts a key's age from here. The partial index
+	// holds the creates and refunds sent again under a new key whose late
+	// check (payments/latecheck.go) is still to come: none on the sandbox,
+	// which never sends under a second key.
+	KeySince *time.Time `gorm:"index:idx_processor_operations_late_check,where:key_since IS NOT NULL AND late_checked_at IS NULL AND (operation = 'CREATE_PAYMENT' OR operation = 'REFUND_PAYMENT')"`
 	// StoredAt is when recovery first saw the processor's stored error
 	// under Key (a replayed 500); NULL until then, and again once Key
 	// changes. No request under Key can have executed after it, which
@@ -63,6 +66,14 @@ type ProcessorOperation struct {
 	// NULL on rows stored before it was kept: their recorded sends, else
 	// CreatedAt, say when.
 	LastSendAt *time.Time
+	// LateCheckedAt is when the processor was read, once every earlier
+	// key's request could no longer be completed late, for a second payment
+	// or refund such a request made (payments/latecheck.go); NULL until
+	// then, and on operations never sent under a new key, which are never
+	// read so. LateCheckLease is the claim of the instance reading it: no
+	// other claims it before then.
+	LateCheckedAt  *time.Time
+	LateCheckLease *time.Time
 }
 
 // ProcessorCall is one call made to the processor for an operation: a

@@ -438,7 +438,8 @@ func readOutcome(o outcome, err error) outcome {
 // this Service's due operations every interval (zero: a tenth of
 // PROCESSOR_RECOVERY_AFTER, at most 5 s), claiming batch after batch while
 // they come full, and then reads one batch of old authorizations
-// (authcheck.go).
+// (authcheck.go) and one of operations sent again under a new key whose
+// earlier keys can no longer be completed (latecheck.go).
 func (s *Service) Recoverer(interval time.Duration, log *slog.Logger) *startstop.Runner {
 	if interval <= 0 {
 		interval = min(s.recoveryAfter/10, 5*time.Second)
@@ -448,6 +449,7 @@ func (s *Service) Recoverer(interval time.Duration, log *slog.Logger) *startstop
 	}
 	recovering := &logrepeat.Failures{Logger: log, What: "processor recovery"}
 	checking := &logrepeat.Failures{Logger: log, What: "reading old authorizations"}
+	lateChecking := &logrepeat.Failures{Logger: log, What: "checking resent operations for late completions"}
 	return startstop.Every(max(interval, 10*time.Millisecond), func(ctx context.Context) {
 		var errs []error
 		for {
@@ -461,6 +463,7 @@ func (s *Service) Recoverer(interval time.Duration, log *slog.Logger) *startstop
 			recovering.Report(errors.Join(errs...))
 		}
 		s.checkAuthorizationsRound(ctx, checking) // authcheck.go
+		s.checkLateRound(ctx, lateChecking)       // latecheck.go
 	})
 }
 

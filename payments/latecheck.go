@@ -1,0 +1,203 @@
+package payments
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cmpay/cmpay/internal/logrepeat"
+	"github.com/cmpay/cmpay/internal/sqlq"
+	"github.com/cmpay/cmpay/processor"
+)
+
+// The late check. A create or refund that recovery sent again under a new
+// key (resend.go) leaves behind a request Stripe may still complete: its
+// 500 is indeterminate, and Stripe may roll it forward while it remembers
+// the key. The duplicate that makes is found by its event or by a recovery
+// read that meets it (duplicates.go); an event can be lost (the endpoint
+// misconfigured or not subscribed to the type, CMPay down past Stripe's
+// retries), and a settled create is not searched again. So every such
+// operation, once settled, is read once more after no earlier key's
+// request can be completed any more, by the search recovery uses (the
+// payment's id in the metadata; a refund: its payment's list of refunds),
+// and what moved money besides the operation's own record is recorded as
+// any duplicate is. Each operation is read so once: a claim keeps other
+// instances off it while one reads, and a stamp (late_checked_at) keeps it
+// from being read again. Only operations with a second key qualify, which
+// the sandbox never gives one: it costs the sandbox no read and no row.
+
+const (
+	// lateCheckBatch is how many operations one round claims and reads,
+	// all at once, as authCheckBatch is for authorizations: a round takes at
+	// most one PROCESSOR_TIMEOUT, and a backlog (every operation resent
+	// before an upgrade to this release) is read a few at a time.
+	lateCheckBatch = recoverAtOnce
+	// lateCheckRetry is how soon a claimed operation whose read failed is
+	// claimed again: authCheckRetry's reasons (longer than any read, short
+	// beside the day the check waits).
+	lateCheckRetry = authCheckRetry
+)
+
+// lateSQL is the late check's statements: one claim for each dialect, and
+// the stamp of an operation read.
+var lateSQL = sqlq.MustLoad(sqlFiles, "sql/latecheck.sql")
+
+// lateCheckAfter is how long after an operation got its current key (and
+// after its last send) the late check reads it: the processor's key
+// lifetime (Stripe: 24 hours, KeyLifetime; a request under an earlier key
+// was first sent before the current key was given, so none can be completed
+// later than that after it), plus keyMargin for Stripe's clock against
+// CMPay's and the request's own time, plus STRIPE_SEARCH_LAG, within which
+// an intent made at the window's last moment shows in search. Not ok for a
+// processor that does not say how long it remembers a key.
+func (s *Service) lateCheckAfter() (time.Duration, bool) {
+	kl, ok := s.proc.(interface{ KeyLifetime() time.Duration })
+	if !ok || s.proc.Name() == processor.NameSandbox {
+		return 0, false
+	}
+	return kl.KeyLifetime() + keyMargin + s.searchLag, true
+}
+
+// CheckLateCompletions claims up to lateCheckBatch settled creates and
+// refunds sent again under a new key whose late check is due
+// (lateCheckAfter), reads each from the processor, and records the
+// duplicates found; it says how many it claimed. The Recoverer calls it
+// once a round; tests call it directly.
+func (s *Service) CheckLateCompletions(ctx context.Context) (int, error) {
+	after, ok := s.lateCheckAfter()
+	if !ok {
+		return 0, nil
+	}
+	claimer, ok := s.store.(lateClaimer)
+	if !ok {
+		return 0, errors.New("claim late checks: the store cannot")
+	}
+	now := s.now()
+	lease := now.Add(max(lateCheckRetry, s.timeout+leaseMargin))
+	ids, err := claimer.claimLateChecks(ctx, lease, now.Add(-after), s.proc.Name(), now, lateCheckBatch)
+	if err != nil {
+		return 0, fmt.Errorf("claim operations to check for late completions: %w", err)
+	}
+	return len(ids), atOnce(ids, lateCheckBatch, "late check of operation", func(id string) error {
+		return s.lateCheck(ctx, id)
+	})
+}
+
+// lateCheck reads claimed operation id's payment (a create) or refund
+// from the processor, records what it finds besides the operation's own
+// record, and stamps the operation checked. A read that fails stamps
+// nothing: the claim runs out, and another round reads it again.
+func (s *Service) lateCheck(ctx context.Context, id string) error {
+	op, err := scanOperation(s.store.db().QueryRow(ctx, commonSQL.SQL("read_operation"), id))
+	if err != nil {
+		return fmt.Errorf("read operation: %w", err)
+	}
+	p, ok, err := s.store.readPayment(ctx, op.paymentID)
+	if err == nil && !ok {
+		err = ErrNotFound
+	}
+	if err != nil {
+		return fmt.Errorf("read its payment %s: %w", op.paymentID, err)
+	}
+	callCtx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	if op.operation == OpRefund {
+		err = s.lateCheckRefund(callCtx, op, p)
+	} else {
+		err = s.lateCheckCreate(callCtx, op, p)
+	}
+	if err != nil {
+		return err
+	}
+	if _, err := s.store.db().Exec(ctx, lateSQL.SQL("late_checked"), op.id, s.now()); err != nil {
+		return fmt.Errorf("record the late check: %w", err)
+	}
+	return nil
+}
+
+// lateCheckCreate searches the processor for op's payment, as recovery
+// does, and records every payment found for it that moved or may move
+// money and is not p's own. A payment settled without a reference (a
+// decline the processor gave none for) has no own: any that moved money
+// is recorded, since CMPay says none did.
+func (s *Service) lateCheckCreate(ctx context.Context, op operationRow, p Payment) error {
+	start := time.Now()
+	found, err := s.processorNamed(op.processor).FindPayments(ctx, op.paymentID)
+	s.strayCalled(OpCreate, lateReadOutcome(err), time.Since(start))
+	if err != nil {
+		return fmt.Errorf("search the processor for payment %s: %w", op.paymentID, err)
+	}
+	for _, rec := range found {
+		if rec.PaymentID != op.paymentID || rec.Reference == p.ProcessorReference || !movesMoney(rec.State) {
+			continue
+		}
+		if err := s.recordDuplicate(ctx, s.paymentDuplicate(op.paymentID, op.processor, rec, FoundByRecovery)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// lateCheckRefund reads the list of refunds of op's payment, as recovery
+// does, and records every refund carrying op's refund id that succeeded
+// or is pending and is not the refund's own record.
+func (s *Service) lateCheckRefund(ctx context.Context, op operationRow, p Payment) error {
+	if op.refundID == nil || p.ProcessorReference == "" {
+		return nil // nothing a refund could have been made of
+	}
+	var ref *string
+	if err := s.store.db().QueryRow(ctx, commonSQL.SQL("refund_reference"), *op.refundID).Scan(&ref); err != nil {
+		return fmt.Errorf("read refund %s: %w", *op.refundID, err)
+	}
+	start := time.Now()
+	all, err := s.processorNamed(op.processor).ListRefunds(ctx, p.ProcessorReference)
+	s.strayCalled(OpRefund, lateReadOutcome(err), time.Since(start))
+	if err != nil {
+		return fmt.Errorf("list the refunds of payment %s at the processor: %w", op.paymentID, err)
+	}
+	for _, res := range all {
+		if res.RefundID != *op.refundID || ref != nil && res.Reference == *ref || !refundMovesMoney(res.State) {
+			continue
+		}
+		if err := s.recordDuplicate(ctx, s.refundDuplicate(op.paymentID, op.processor, res, FoundByRecovery)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// lateReadOutcome is what a late check's read came to, for the metrics.
+func lateReadOutcome(err error) outcome {
+	if err != nil {
+		return errorOutcome(err)
+	}
+	return outcome{call: CallSucceeded}
+}
+
+// checkLateRound is the Recoverer's call of CheckLateCompletions, once a
+// round, after the old authorizations.
+func (s *Service) checkLateRound(ctx context.Context, fails *logrepeat.Failures) {
+	if _, err := s.CheckLateCompletions(ctx); ctx.Err() == nil {
+		fails.Report(err)
+	}
+}
+
+// lateClaimer claims operations due for their late check with lease:
+// those at processor whose key and last send are due or older, whose
+// claim, if any, ran out by now; up to limit, the oldest first.
+type lateClaimer interface {
+	claimLateChecks(ctx context.Context, lease, due time.Time, processor string, now time.Time, limit int) ([]string, error)
+}
+
+// claimLateChecks skips the operations others are claiming (SKIP LOCKED).
+func (st *postgresStore) claimLateChecks(ctx context.Context, lease, due time.Time, processor string, now time.Time, limit int) ([]string, error) {
+	return sqlq.Collect(ctx, st.pg, lateSQL.SQL("claim_late_checks_postgres"),
+		[]any{lease, due, processor, now, limit}, scanID)
+}
+
+// claimLateChecks relies on SQLite's one writer.
+func (st *sqliteStore) claimLateChecks(ctx context.Context, lease, due time.Time, processor string, now time.Time, limit int) ([]string, error) {
+	return sqlq.Collect(ctx, st.lite, lateSQL.SQL("claim_late_checks_sqlite"),
+		[]any{lease, due, processor, now, limit}, scanID)
+}
