@@ -273,6 +273,8 @@ func (s *Service) storeChange(ctx context.Context, tx liteTx, cmd *command, p Pa
 }
 
 // askChange is phases 2 and 3 of a change: ask, then settle or postpone.
+// It answers the operation as it then stands, whoever's word settled it:
+// the answer every replay of its key gives.
 func (s *Service) askChange(ctx context.Context, st started) (ChangeResult, error) {
 	op := st.op
 	callCtx, cancel := context.WithTimeout(ctx, s.callTime(st.leasedAt))
@@ -280,12 +282,21 @@ func (s *Service) askChange(ctx context.Context, st started) (ChangeResult, erro
 	out := s.sendChange(callCtx, op, st.ref, st.payment.Amount.Currency)
 	took := time.Since(start)
 	cancel()
-	p, err := s.record(ctx, op, out, callWrite, took)
+	p, settled, err := s.recordSettling(ctx, op, out, callWrite, took)
 	if err != nil {
 		return ChangeResult{}, err
 	}
-	if out.settled && out.opState == opRefused {
-		return ChangeResult{}, &ProcessorRefusedError{Operation: op.operation, PaymentID: op.paymentID, Code: out.code}
+	state, code := out.opState, out.code
+	if !settled {
+		// The operation stands as someone else's word left it (recovery,
+		// once this request's lease ran out), or unsettled. Its key's
+		// replays answer that (heldChange), so this first answer does too.
+		if state, code, err = s.operationState(ctx, op.id); err != nil {
+			return ChangeResult{}, err
+		}
+	}
+	if state == opRefused {
+		return ChangeResult{}, &ProcessorRefusedError{Operation: op.operation, PaymentID: op.paymentID, Code: code}
 	}
 	res := ChangeResult{Payment: p}
 	if op.refundID != nil {
@@ -296,6 +307,15 @@ func (s *Service) askChange(ctx context.Context, st started) (ChangeResult, erro
 		res.Refund = refund
 	}
 	return res, nil
+}
+
+// operationState is the state and code of operation id as it stands.
+func (s *Service) operationState(ctx context.Context, id string) (state, code string, err error) {
+	var c *string
+	if err := s.store.db().QueryRow(ctx, commonSQL.SQL("operation_state"), id).Scan(&state, &c); err != nil {
+		return "", "", fmt.Errorf("read the state of operation %s: %w", id, err)
+	}
+	return state, deref(c), nil
 }
 
 // sendChange sends a change's write with its operation's key, to the
