@@ -326,7 +326,7 @@ func (s *Service) sendChange(ctx context.Context, op operationRow, ref, currency
 	case OpCapture:
 		res, err := proc.CapturePayment(ctx, processor.CaptureRequest{IdempotencyKey: op.key, Reference: ref,
 			AmountMinor: op.amountMinor, Currency: currency})
-		return changeOutcome(op.operation, res, err)
+		return capturedAsAsked(op, changeOutcome(op.operation, res, err))
 	case OpCancel:
 		res, err := proc.CancelPayment(ctx, processor.CancelRequest{IdempotencyKey: op.key, Reference: ref})
 		return changeOutcome(op.operation, res, err)
@@ -376,6 +376,24 @@ func changeOutcome(op Operation, res processor.Payment, err error) outcome {
 		o.next = "read"
 	}
 	return o
+}
+
+// capturedAsAsked refuses capture op when the processor's word, out,
+// finds its payment captured for another amount than op asks: another
+// party captured it (staff in Stripe's dashboard), since op captures its
+// amount or nothing. The same amount is op done, as far as anyone can
+// tell (its own try past the processor's key lifetime looks the same), and
+// money moved once either way. The payment is still set to what the
+// processor holds, announced under its own key (applyChange). Every word
+// on a capture is judged so, its answer (sendChange) and a read of it
+// (record, for recovery's), so the key has one answer whoever brings it.
+func capturedAsAsked(op operationRow, out outcome) outcome {
+	if op.operation != OpCapture || !out.settled || out.opState != opSucceeded || out.capturedMinor <= 0 ||
+		out.capturedMinor == op.amountMinor {
+		return out
+	}
+	out.opState, out.call, out.code = opRefused, CallDeclined, "payment_"+string(processor.PaymentCaptured)
+	return out
 }
 
 // refundOutcome reads a refund's answer (or a read of it).

@@ -382,6 +382,7 @@ func (s *Service) record(ctx context.Context, op operationRow, out outcome, kind
 // out settles nothing, and when op was settled already, by someone else's
 // word (askChange then answers as that word settled it).
 func (s *Service) recordSettling(ctx context.Context, op operationRow, out outcome, kind string, took time.Duration) (Payment, bool, error) {
+	out = capturedAsAsked(op, out)
 	s.called(op, kind, out, took)
 	now := s.now()
 	sends := 0
