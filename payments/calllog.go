@@ -94,8 +94,12 @@ func (s *Service) called(op operationRow, kind string, out outcome, took time.Du
 	}
 	args := []any{"operation", string(op.operation), "payment_id", op.paymentID, "operation_id", op.id,
 		"call", kind, "code", out.code, "took_ms", took.Milliseconds()}
-	if out.next == nextStored {
-		args = append(args, "stored", true) // its key's answer is stored: read, then a new key
+	// Both are read next, then sent again under a new key (resend.go).
+	switch {
+	case out.next == nextStored && out.class == classMismatch:
+		args = append(args, "mismatch", true) // the key's first request asked for something else
+	case out.next == nextStored:
+		args = append(args, "stored", true) // its key's answer is a stored error
 	}
 	s.calls.Log(slog.LevelWarn, out.class, msg, args...)
 }

@@ -273,6 +273,8 @@ func (s *Service) storeChange(ctx context.Context, tx liteTx, cmd *command, p Pa
 }
 
 // askChange is phases 2 and 3 of a change: ask, then settle or postpone.
+// It answers the operation as it then stands, whoever's word settled it:
+// the answer every replay of its key gives.
 func (s *Service) askChange(ctx context.Context, st started) (ChangeResult, error) {
 	op := st.op
 	callCtx, cancel := context.WithTimeout(ctx, s.callTime(st.leasedAt))
@@ -280,12 +282,21 @@ func (s *Service) askChange(ctx context.Context, st started) (ChangeResult, erro
 	out := s.sendChange(callCtx, op, st.ref, st.payment.Amount.Currency)
 	took := time.Since(start)
 	cancel()
-	p, err := s.record(ctx, op, out, callWrite, took)
+	p, settled, err := s.recordSettling(ctx, op, out, callWrite, took)
 	if err != nil {
 		return ChangeResult{}, err
 	}
-	if out.settled && out.opState == opRefused {
-		return ChangeResult{}, &ProcessorRefusedError{Operation: op.operation, PaymentID: op.paymentID, Code: out.code}
+	state, code := out.opState, out.code
+	if !settled {
+		// The operation stands as someone else's word left it (recovery,
+		// once this request's lease ran out), or unsettled. Its key's
+		// replays answer that (heldChange), so this first answer does too.
+		if state, code, err = s.operationState(ctx, op.id); err != nil {
+			return ChangeResult{}, err
+		}
+	}
+	if state == opRefused {
+		return ChangeResult{}, &ProcessorRefusedError{Operation: op.operation, PaymentID: op.paymentID, Code: code}
 	}
 	res := ChangeResult{Payment: p}
 	if op.refundID != nil {
@@ -298,6 +309,15 @@ func (s *Service) askChange(ctx context.Context, st started) (ChangeResult, erro
 	return res, nil
 }
 
+// operationState is the state and code of operation id as it stands.
+func (s *Service) operationState(ctx context.Context, id string) (state, code string, err error) {
+	var c *string
+	if err := s.store.db().QueryRow(ctx, commonSQL.SQL("operation_state"), id).Scan(&state, &c); err != nil {
+		return "", "", fmt.Errorf("read the state of operation %s: %w", id, err)
+	}
+	return state, deref(c), nil
+}
+
 // sendChange sends a change's write with its operation's key, to the
 // processor its payment was made at.
 func (s *Service) sendChange(ctx context.Context, op operationRow, ref, currency string) outcome {
@@ -306,7 +326,7 @@ func (s *Service) sendChange(ctx context.Context, op operationRow, ref, currency
 	case OpCapture:
 		res, err := proc.CapturePayment(ctx, processor.CaptureRequest{IdempotencyKey: op.key, Reference: ref,
 			AmountMinor: op.amountMinor, Currency: currency})
-		return changeOutcome(op.operation, res, err)
+		return capturedAsAsked(op, changeOutcome(op.operation, res, err))
 	case OpCancel:
 		res, err := proc.CancelPayment(ctx, processor.CancelRequest{IdempotencyKey: op.key, Reference: ref})
 		return changeOutcome(op.operation, res, err)
@@ -356,6 +376,24 @@ func changeOutcome(op Operation, res processor.Payment, err error) outcome {
 		o.next = "read"
 	}
 	return o
+}
+
+// capturedAsAsked refuses capture op when the processor's word, out,
+// finds its payment captured for another amount than op asks: another
+// party captured it (staff in Stripe's dashboard), since op captures its
+// amount or nothing. The same amount is op done, as far as anyone can
+// tell (its own try past the processor's key lifetime looks the same), and
+// money moved once either way. The payment is still set to what the
+// processor holds, announced under its own key (applyChange). Every word
+// on a capture is judged so, its answer (sendChange) and a read of it
+// (record, for recovery's), so the key has one answer whoever brings it.
+func capturedAsAsked(op operationRow, out outcome) outcome {
+	if op.operation != OpCapture || !out.settled || out.opState != opSucceeded || out.capturedMinor <= 0 ||
+		out.capturedMinor == op.amountMinor {
+		return out
+	}
+	out.opState, out.call, out.code = opRefused, CallDeclined, "payment_"+string(processor.PaymentCaptured)
+	return out
 }
 
 // refundOutcome reads a refund's answer (or a read of it).

@@ -374,6 +374,15 @@ func (s *Service) askCreate(ctx context.Context, cmd *command) (Payment, error) 
 // its request's attempt (counted then, applied or refused); else op
 // postponed for recovery. It answers the payment as it is after.
 func (s *Service) record(ctx context.Context, op operationRow, out outcome, kind string, took time.Duration) (Payment, error) {
+	p, _, err := s.recordSettling(ctx, op, out, kind, took)
+	return p, err
+}
+
+// recordSettling is record, and says whether out settled op: false when
+// out settles nothing, and when op was settled already, by someone else's
+// word (askChange then answers as that word settled it).
+func (s *Service) recordSettling(ctx context.Context, op operationRow, out outcome, kind string, took time.Duration) (Payment, bool, error) {
+	out = capturedAsAsked(op, out)
 	s.called(op, kind, out, took)
 	now := s.now()
 	sends := 0
@@ -429,7 +438,7 @@ func (s *Service) record(ctx context.Context, op operationRow, out outcome, kind
 		})
 	})
 	if err != nil {
-		return Payment{}, err
+		return Payment{}, false, err
 	}
 	if resolved {
 		wasUnknown := op.state == opUnknown || op.state == opPending
@@ -444,7 +453,7 @@ func (s *Service) record(ctx context.Context, op operationRow, out outcome, kind
 	if attempt.found {
 		s.onAttempt(op.operation, attempt.outcome, attempt.transport)
 	}
-	return p, nil
+	return p, resolved, nil
 }
 
 // insertCall writes one call of op under its key (kind WRITE or READ),

@@ -369,6 +369,12 @@ RETURNING id, client_id, idempotency_key, amount_minor, currency, method, create
 SELECT o.id, o.state, o.code FROM idempotency_keys k JOIN processor_operations o ON o.id = k.processor_operation_id
 WHERE k.id = $1
 
+-- name: operation_state
+-- The state and code of processor operation $1, as it stands: what its
+-- key's replays answer (key_operation), read by a request whose own answer
+-- did not settle it.
+SELECT state, code FROM processor_operations WHERE id = $1
+
 -- name: start_pending
 -- Marks a capture or cancel ($2) sent to the processor on payment $1,
 -- which keeps its status meanwhile (changes.go checked the rules under the

@@ -296,7 +296,7 @@ func (c *Connector) CapturePayment(ctx context.Context, req processor.CaptureReq
 		return c.client.V1PaymentIntents.Capture(ctx, req.Reference, p)
 	})
 	if err != nil {
-		return alreadyFinal(err)
+		return c.alreadyFinal(ctx, req.Reference, err)
 	}
 	return paymentFrom(pi), nil
 }
@@ -316,7 +316,7 @@ func (c *Connector) CancelPayment(ctx context.Context, req processor.CancelReque
 		return c.client.V1PaymentIntents.Cancel(ctx, req.Reference, p)
 	})
 	if err != nil {
-		return alreadyFinal(err)
+		return c.alreadyFinal(ctx, req.Reference, err)
 	}
 	return paymentFrom(pi), nil
 }
@@ -324,18 +324,39 @@ func (c *Connector) CancelPayment(ctx context.Context, req processor.CancelReque
 // alreadyFinal turns a capture's or cancel's payment_intent_unexpected_state
 // refusal whose intent is captured or canceled already into that state:
 // the processor's word on the payment, whether this operation did it (a try
-// whose answer was lost, past Stripe's 24 hours) or the other happened (an
-// authorization Stripe let expire, a capture in its dashboard). Other
-// errors stay.
-func alreadyFinal(err error) (processor.Payment, error) {
-	var se *stripeapi.Error
+// whose answer was lost, past Stripe's 24 hours) or another party did (an
+// authorization Stripe let expire, a capture in its dashboard), which the
+// engine tells apart by the amount. Stripe's refusal carries the intent; a
+// captured or canceled one is final, so it is what a read would find. One
+// the refusal does not carry, or not final, is read (reference): a refusal
+// settles the operation for good, so the state must be known, not assumed.
+// A read that fails is that error, which leaves the outcome unknown; one
+// that finds the intent processing leaves it to be read again; any other
+// state (still waiting for a capture, or for a payment method) leaves the
+// refusal.
+func (c *Connector) alreadyFinal(ctx context.Context, reference string, err error) (processor.Payment, error) {
 	var pe *processor.Error
-	if errors.As(err, &pe) && pe.Code == string(stripeapi.ErrorCodePaymentIntentUnexpectedState) &&
-		errors.As(err, &se) && se.PaymentIntent != nil &&
-		(se.PaymentIntent.Status == stripeapi.PaymentIntentStatusSucceeded || se.PaymentIntent.Status == stripeapi.PaymentIntentStatusCanceled) {
+	if !errors.As(err, &pe) || pe.Code != string(stripeapi.ErrorCodePaymentIntentUnexpectedState) {
+		return processor.Payment{}, err
+	}
+	var se *stripeapi.Error
+	if errors.As(err, &se) && se.PaymentIntent != nil && final(se.PaymentIntent.Status) {
 		return paymentFrom(se.PaymentIntent), nil
 	}
+	got, rerr := c.GetPayment(ctx, reference)
+	switch {
+	case rerr != nil:
+		return processor.Payment{}, rerr
+	case got.State == processor.PaymentCaptured || got.State == processor.PaymentCanceled ||
+		got.State == processor.PaymentProcessing:
+		return got, nil
+	}
 	return processor.Payment{}, err
+}
+
+// final says whether a PaymentIntent's status is one it never leaves.
+func final(s stripeapi.PaymentIntentStatus) bool {
+	return s == stripeapi.PaymentIntentStatusSucceeded || s == stripeapi.PaymentIntentStatusCanceled
 }
 
 // RefundPayment creates a Refund of the PaymentIntent.
