@@ -190,6 +190,13 @@ type lateClaimer interface {
 	claimLateChecks(ctx context.Context, lease, due time.Time, processor string, now time.Time, limit int) ([]string, error)
 }
 
+// Both stores claim, so that the check CheckLateCompletions makes at run
+// time fails the build instead should either stop.
+var (
+	_ lateClaimer = (*postgresStore)(nil)
+	_ lateClaimer = (*sqliteStore)(nil)
+)
+
 // claimLateChecks skips the operations others are claiming (SKIP LOCKED).
 func (st *postgresStore) claimLateChecks(ctx context.Context, lease, due time.Time, processor string, now time.Time, limit int) ([]string, error) {
 	return sqlq.Collect(ctx, st.pg, lateSQL.SQL("claim_late_checks_postgres"),

@@ -144,9 +144,10 @@ func TestLateCheckFindsARolledForwardRefundWithoutItsEvent(t *testing.T) {
 	})
 }
 
-// Operations sent once, each answered at once (a create, a refund), and
-// one sent again whose late check found nothing: days later no round
-// claims or reads any of them again. The sandbox's rounds claim nothing.
+// Operations sent once, each answered at once (a create, a refund): days
+// later no round claims or reads either. The sandbox's rounds claim
+// nothing. (One sent again whose check found nothing is read once:
+// TestLateCheckOfAResentCreateFindsOnlyItsOwn.)
 func TestLateCheckReadsNothingNeverResent(t *testing.T) {
 	t.Parallel()
 	reads := []stripedouble.Endpoint{stripedouble.SearchPaymentIntents, stripedouble.ListPaymentIntents,
