@@ -16,7 +16,8 @@ import (
 // create_batch.sql, change_batch.sql and settle_batch.sql for PostgreSQL;
 // sqlite.sql for SQLite; duplicates.sql for the second payments and
 // refunds a processor holds. learned.sql, authcheck.sql and duplicates.sql
-// are run only through commonSQL, so the dialects' sets do not load them.
+// are run only through commonSQL, so the dialects' sets do not load them;
+// latecheck.sql, the late check's, only through lateSQL (latecheck.go).
 
 //go:embed sql/*.sql
 var sqlFiles embed.FS
