@@ -217,10 +217,14 @@ type PairTry struct {
 // elsewhere is never blocked by a guesser.
 func (l *FailureLimiter) TakePair(a Attempt) (*PairTry, time.Duration) {
 	retry := time.Minute / time.Duration(l.perMinute)
-	p := l.pair(a)
+	// The concurrency cap first: a try it refuses adds no budget, or a
+	// guesser keeping their checks busy could push out, with made-up
+	// identities checked for free, the budget they spent on the one they
+	// are guessing.
 	if !l.enter(addrKey(a.Addr)) {
 		return nil, time.Second
 	}
+	p := l.pair(a)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !p.take() {
