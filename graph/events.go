@@ -358,15 +358,17 @@ type upgradeAuthKey struct{}
 // connection_init's payload, {"Authorization": "Bearer <token>"} (or, for
 // clients that can send one, the upgrade request's Authorization header);
 // opts.Authenticate checks it, and a refusal closes the socket with 4403.
-// Each socket is a connection whose token is checked again while it is
-// open (see connection), and whose messages follow graphql-transport-ws
-// (see protocolConn).
+// A socket past connection_init counts against its token's and the
+// instance's caps (subscriptionCounter.takeSocket): one over either closes
+// with 1013, try again later. Each socket is a connection whose token is
+// checked again while it is open (see connection), and whose messages
+// follow graphql-transport-ws (see protocolConn).
 type websocketTransport struct {
 	transport.Websocket
 	recheck rechecker
 }
 
-func newWebsocketTransport(opts Options, recheck rechecker) websocketTransport {
+func newWebsocketTransport(opts Options, recheck rechecker, sockets *subscriptionCounter) websocketTransport {
 	initTimeout := opts.InitTimeout
 	if initTimeout <= 0 {
 		initTimeout = DefaultInitTimeout
@@ -398,6 +400,9 @@ func newWebsocketTransport(opts Options, recheck rechecker) websocketTransport {
 			}
 			if c := connectionOf(ctx); c != nil {
 				c.authenticated(auth)
+				if err := sockets.takeSocket(c); err != nil {
+					return tryLater(ctx, err)
+				}
 			}
 			return authed, nil, nil
 		},
@@ -408,6 +413,14 @@ func refuse(ctx context.Context) (context.Context, *transport.InitPayload, error
 	ctx = transport.WithWebsocketCloseCode(ctx, CloseForbidden)
 	ctx = transport.AppendCloseReason(ctx, "Forbidden")
 	return ctx, nil, errors.New("Forbidden")
+}
+
+// tryLater closes a socket over a cap with 1013 (RFC 6455's Try Again
+// Later), which graphql-ws clients retry with backoff.
+func tryLater(ctx context.Context, err error) (context.Context, *transport.InitPayload, error) {
+	ctx = transport.WithWebsocketCloseCode(ctx, int(websocket.StatusTryAgainLater))
+	ctx = transport.AppendCloseReason(ctx, err.Error())
+	return ctx, nil, err
 }
 
 func (t websocketTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor) {
@@ -423,6 +436,7 @@ func (t websocketTransport) Do(w http.ResponseWriter, r *http.Request, exec grap
 		// connection_init (a payload it cannot decode): no socket may
 		// outlive its handler, which gives back its slot (httpapi's cap).
 		conn.drop()
+		conn.releaseSocket()
 	})
 }
 

@@ -116,9 +116,10 @@ func validationRules(opts Options) *rules.Rules {
 // by GET or POST, mutations by POST only, application/json and
 // application/graphql-response+json.
 func NewHandler(svc *payments.Service, opts Options) http.Handler {
+	subscriptions := newSubscriptionCounter(opts.Subscriptions, opts.OnSubscriptionRefused)
 	schema := NewExecutableSchema(Config{
 		Resolvers: &Resolver{Service: svc, Events: opts.Events, Webhooks: opts.Webhooks, ClientOf: opts.ClientOf,
-			subscriptions: newSubscriptionCounter(opts.Subscriptions, opts.OnSubscriptionRefused)},
+			subscriptions: subscriptions},
 		Complexity: complexity(),
 	})
 	recheck := rechecker{check: opts.Recheck, every: opts.RecheckEvery}
@@ -126,7 +127,7 @@ func NewHandler(svc *payments.Service, opts Options) http.Handler {
 		recheck.every = DefaultRecheckEvery
 	}
 	srv := handler.New(schema)
-	srv.AddTransport(newWebsocketTransport(opts, recheck)) // first: an upgrade is a GET too
+	srv.AddTransport(newWebsocketTransport(opts, recheck, subscriptions)) // first: an upgrade is a GET too
 	srv.AddTransport(transport.Options{})
 	srv.AddTransport(getTransport{})
 	srv.AddTransport(sseTransport{SSE: transport.SSE{KeepAlivePingInterval: 15 * time.Second}, recheck: recheck}) // before POST, which takes any JSON POST
