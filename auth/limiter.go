@@ -173,8 +173,11 @@ func (l *FailureLimiter) spend(m *lru.Cache[string, *rate.Limiter], key string) 
 	lim.Allow()
 }
 
-// addrKey is what an address is counted under: IPv6 clients by their /64,
-// since anyone with one IPv6 address usually has the 2^64 of its network.
+// AddressKey is what a client address is counted under, by this limiter
+// and by every other per-address cap: IPv6 clients by their /64, since
+// anyone with one IPv6 address usually has the 2^64 of its network.
+func AddressKey(addr string) string { return addrKey(addr) }
+
 func addrKey(addr string) string {
 	a, err := netip.ParseAddr(addr)
 	if err != nil {
