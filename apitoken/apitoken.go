@@ -200,8 +200,8 @@ func (s *Store) List(ctx context.Context) ([]Token, error) {
 	return tokens, nil
 }
 
-// Revoke ends the token id at once in the database, and on running servers
-// within their CacheTTL. Revoking a revoked token changes nothing; the
+// Revoke ends the token id at once in the database and on this server, and
+// on other running servers within their CacheTTL. Revoking a revoked token changes nothing; the
 // token is returned as it is now. audit writes the revocation's audit
 // entry in the same transaction (told when nothing changed); an id that
 // names no token writes none.
@@ -217,6 +217,11 @@ func (s *Store) Revoke(ctx context.Context, id string, audit Audit) (Token, erro
 	}
 	if !ok {
 		return Token{}, fmt.Errorf("%w: %s", ErrNotFound, id)
+	}
+	if s.cache != nil {
+		// This server refuses it at once (the admin's page revokes here);
+		// the others within their CacheTTL.
+		s.cache.Remove(row.TokenHash)
 	}
 	return tokenOf(row), nil
 }

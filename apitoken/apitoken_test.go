@@ -307,3 +307,27 @@ func TestLastUsedAt(t *testing.T) {
 		}
 	})
 }
+
+// TestRevocationEndsAtOnceOnTheRevokingServer: the server that revokes a
+// token (the admin's API tokens page) forgets its cached lookup at once;
+// only the other servers take up to CacheTTL.
+func TestRevocationEndsAtOnceOnTheRevokingServer(t *testing.T) {
+	t.Parallel()
+	db := dbtest.SQLite(t)
+	ctx := context.Background()
+	server := NewStore(db.Gorm, Options{CacheTTL: time.Hour})
+	t.Cleanup(server.Close)
+	tok, secret, err := server.Create(ctx, "leaked", "", auth.DefaultScopes, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, _ := server.Authenticate(ctx, secret); !ok {
+		t.Fatal("refused")
+	}
+	if _, err := server.Revoke(ctx, tok.ID, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := server.Authenticate(ctx, secret); ok || err != nil {
+		t.Errorf("after its revocation on this server: accepted %v (%v), want refused", ok, err)
+	}
+}

@@ -173,8 +173,11 @@ func (l *FailureLimiter) spend(m *lru.Cache[string, *rate.Limiter], key string) 
 	lim.Allow()
 }
 
-// addrKey is what an address is counted under: IPv6 clients by their /64,
-// since anyone with one IPv6 address usually has the 2^64 of its network.
+// AddressKey is what a client address is counted under, by this limiter
+// and by every other per-address cap: IPv6 clients by their /64, since
+// anyone with one IPv6 address usually has the 2^64 of its network.
+func AddressKey(addr string) string { return addrKey(addr) }
+
 func addrKey(addr string) string {
 	a, err := netip.ParseAddr(addr)
 	if err != nil {
@@ -217,10 +220,14 @@ type PairTry struct {
 // elsewhere is never blocked by a guesser.
 func (l *FailureLimiter) TakePair(a Attempt) (*PairTry, time.Duration) {
 	retry := time.Minute / time.Duration(l.perMinute)
-	p := l.pair(a)
+	// The concurrency cap first: a try it refuses adds no budget, or a
+	// guesser keeping their checks busy could push out, with made-up
+	// identities checked for free, the budget they spent on the one they
+	// are guessing.
 	if !l.enter(addrKey(a.Addr)) {
 		return nil, time.Second
 	}
+	p := l.pair(a)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !p.take() {

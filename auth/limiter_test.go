@@ -167,3 +167,41 @@ func TestTakePair(t *testing.T) {
 		t.Error("a freed check is still counted")
 	}
 }
+
+// TestTakePairRefusedLeavesNoBudget: a try refused by the concurrency cap
+// adds no (address, identity) budget, so that a guesser who keeps their
+// address's checks busy cannot flood the budgets' cache with made-up
+// usernames, free of any password check, until it forgets the budget
+// they spent on the account they are guessing.
+func TestTakePairRefusedLeavesNoBudget(t *testing.T) {
+	t.Parallel()
+	l := NewFailureLimiter(3)
+	victim := Attempt{Addr: "203.0.113.9", Identity: "staff:admin"}
+	for range 3 {
+		try, _ := l.TakePair(victim)
+		if try == nil {
+			t.Fatal("a failure under the budget was refused")
+		}
+		try.Failed()
+	}
+	var held []*PairTry
+	for i := range MaxConcurrentPerAddress {
+		try, _ := l.TakePair(Attempt{Addr: victim.Addr, Identity: "staff:slow" + strconv.Itoa(i)})
+		if try == nil {
+			t.Fatal("refused under the concurrency cap")
+		}
+		held = append(held, try)
+	}
+	// More made-up usernames than the cache holds, each refused at once.
+	for i := range 100_001 {
+		if try, _ := l.TakePair(Attempt{Addr: victim.Addr, Identity: "staff:u" + strconv.Itoa(i)}); try != nil {
+			t.Fatal("a try over the concurrency cap was let through")
+		}
+	}
+	for _, try := range held {
+		try.Kept()
+	}
+	if try, _ := l.TakePair(victim); try != nil {
+		t.Error("the spent budget of the guessed account was forgotten: its password is checked again")
+	}
+}

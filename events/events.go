@@ -180,8 +180,10 @@ type Service struct {
 	// wake asks the SQLite sequencer for a pass.
 	wake chan struct{}
 	hub  *hub
-	// replay paces the subscriptions' reads of the outbox.
+	// replay paces the subscriptions' reads of the outbox, and turns
+	// shares its slots among clients (subscribe.go).
 	replay *replayBudget
+	turns  *replayTurns
 
 	leader    atomic.Bool
 	listeners struct {
@@ -233,6 +235,7 @@ func New(db *gorm.DB, opts Options) (*Service, error) {
 		s.maxLag = 10_000
 	}
 	s.replay = newReplayBudget(opts.ReplayRate, opts.ReplayPages, opts.ReplayStall)
+	s.turns = newReplayTurns(cap(s.replay.slots))
 	last, err := s.maxID(context.Background())
 	if err != nil {
 		return nil, fmt.Errorf("events: %w", err)

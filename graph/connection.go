@@ -53,6 +53,10 @@ type connection struct {
 	closeSocket func(code int, reason string)
 	dropSocket  func()
 
+	// socket gives back the WebSocket's place under its caps (nil until it
+	// has one: subscriptionCounter.takeSocket).
+	socket func()
+
 	refuseOnce sync.Once
 
 	// subscriptions is how many are open on the connection; guarded by
@@ -93,6 +97,17 @@ func (c *connection) refuse() {
 			closeSocket(CloseForbidden, "Forbidden")
 		}
 	})
+}
+
+// releaseSocket gives back the WebSocket's place under its caps, if it
+// took one; the socket has closed.
+func (c *connection) releaseSocket() {
+	c.mu.Lock()
+	release := c.socket
+	c.mu.Unlock()
+	if release != nil {
+		release() // once only, however often called
+	}
 }
 
 // drop closes the connection's WebSocket outright, if it has one.

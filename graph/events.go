@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -358,27 +359,30 @@ type upgradeAuthKey struct{}
 // connection_init's payload, {"Authorization": "Bearer <token>"} (or, for
 // clients that can send one, the upgrade request's Authorization header);
 // opts.Authenticate checks it, and a refusal closes the socket with 4403.
-// Each socket is a connection whose token is checked again while it is
-// open (see connection), and whose messages follow graphql-transport-ws
-// (see protocolConn).
+// A socket past connection_init counts against its token's and the
+// instance's caps (subscriptionCounter.takeSocket): one over either closes
+// with 1013, try again later. Each socket is a connection whose token is
+// checked again while it is open (see connection), and whose messages
+// follow graphql-transport-ws (see protocolConn).
 type websocketTransport struct {
 	transport.Websocket
 	recheck rechecker
 }
 
-func newWebsocketTransport(opts Options, recheck rechecker) websocketTransport {
+func newWebsocketTransport(opts Options, recheck rechecker, sockets *subscriptionCounter) websocketTransport {
 	initTimeout := opts.InitTimeout
 	if initTimeout <= 0 {
 		initTimeout = DefaultInitTimeout
 	}
 	return websocketTransport{recheck: recheck, Websocket: transport.Websocket{
-		Implementation: protocolImplementation{initTimeout: initTimeout, CoderWebsocketImplementation: transport.CoderWebsocketImplementation{
-			AcceptOptions: websocket.AcceptOptions{
-				// Any origin may connect: credentials travel in the payload,
-				// never in a cookie a browser would add by itself, so a
-				// cross-site page gets nowhere without the token.
-				InsecureSkipVerify: true,
-			}}},
+		Implementation: protocolImplementation{initTimeout: initTimeout, writeTimeout: cmp.Or(opts.StreamWriteTimeout, DefaultStreamWriteTimeout),
+			CoderWebsocketImplementation: transport.CoderWebsocketImplementation{
+				AcceptOptions: websocket.AcceptOptions{
+					// Any origin may connect: credentials travel in the payload,
+					// never in a cookie a browser would add by itself, so a
+					// cross-site page gets nowhere without the token.
+					InsecureSkipVerify: true,
+				}}},
 		// protocolConn times connection_init, to close with 4408.
 		InitTimeout:           0,
 		KeepAlivePingInterval: 15 * time.Second,
@@ -398,6 +402,9 @@ func newWebsocketTransport(opts Options, recheck rechecker) websocketTransport {
 			}
 			if c := connectionOf(ctx); c != nil {
 				c.authenticated(auth)
+				if err := sockets.takeSocket(c); err != nil {
+					return tryLater(ctx, err)
+				}
 			}
 			return authed, nil, nil
 		},
@@ -408,6 +415,14 @@ func refuse(ctx context.Context) (context.Context, *transport.InitPayload, error
 	ctx = transport.WithWebsocketCloseCode(ctx, CloseForbidden)
 	ctx = transport.AppendCloseReason(ctx, "Forbidden")
 	return ctx, nil, errors.New("Forbidden")
+}
+
+// tryLater closes a socket over a cap with 1013 (RFC 6455's Try Again
+// Later), which graphql-ws clients retry with backoff.
+func tryLater(ctx context.Context, err error) (context.Context, *transport.InitPayload, error) {
+	ctx = transport.WithWebsocketCloseCode(ctx, int(websocket.StatusTryAgainLater))
+	ctx = transport.AppendCloseReason(ctx, err.Error())
+	return ctx, nil, err
 }
 
 func (t websocketTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor) {
@@ -423,6 +438,7 @@ func (t websocketTransport) Do(w http.ResponseWriter, r *http.Request, exec grap
 		// connection_init (a payload it cannot decode): no socket may
 		// outlive its handler, which gives back its slot (httpapi's cap).
 		conn.drop()
+		conn.releaseSocket()
 	})
 }
 
@@ -433,21 +449,55 @@ func (t websocketTransport) Do(w http.ResponseWriter, r *http.Request, exec grap
 // POST body is one JSON object, as a plain POST's is (oneJSONObject).
 type sseTransport struct {
 	transport.SSE
-	recheck rechecker
+	recheck      rechecker
+	writeTimeout time.Duration
 }
 
 func (t sseTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor) {
 	// The body is read under the server's read timeout, like any request's:
-	// only the stream that follows is unlimited.
+	// only the stream that follows is unlimited, but for each write.
 	if !oneJSONObject(w, r) {
 		return
 	}
 	unlimited(w)
+	w = streamWriter{ResponseWriter: w, rc: http.NewResponseController(w), timeout: t.writeTimeout}
 	conn := newConnection(false)
 	conn.authenticated(r.Header.Get("Authorization"))
 	ctx := context.WithValue(withConnection(r.Context(), conn), streamKey{}, true)
 	t.recheck.serve(ctx, conn, func(ctx context.Context) { t.SSE.Do(w, r.WithContext(ctx), exec) })
 }
+
+// DefaultStreamWriteTimeout is how long a WebSocket or an SSE stream may
+// take to accept one write unless Options.StreamWriteTimeout says
+// otherwise: an event is a few KB, and a client that takes none of it for
+// this long has stopped reading.
+const DefaultStreamWriteTimeout = 30 * time.Second
+
+// streamWriter is an SSE stream's ResponseWriter: each write and flush
+// must leave within timeout. Its connection's deadlines are lifted for the
+// stream's life (unlimited), so a client that stopped reading, its
+// connection still open, would otherwise hold the write, its subscription's
+// place under the caps, a goroutine and the connection for ever, past its
+// token's revocation too. A write past the deadline fails, which ends the
+// request's context (net/http does), and so the subscription.
+type streamWriter struct {
+	http.ResponseWriter
+	rc      *http.ResponseController
+	timeout time.Duration
+}
+
+func (s streamWriter) Write(b []byte) (int, error) {
+	_ = s.rc.SetWriteDeadline(time.Now().Add(s.timeout))
+	return s.ResponseWriter.Write(b)
+}
+
+func (s streamWriter) Flush() {
+	_ = s.rc.SetWriteDeadline(time.Now().Add(s.timeout))
+	_ = s.rc.Flush()
+}
+
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (s streamWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
 type streamKey struct{}
 

@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"cmp"
 	"context"
 	"net/http"
 	"time"
@@ -64,6 +65,10 @@ type Options struct {
 	// InitTimeout is how long a WebSocket may take to send
 	// connection_init; zero means DefaultInitTimeout.
 	InitTimeout time.Duration
+	// StreamWriteTimeout is how long a WebSocket or an SSE stream may take
+	// to accept one write (an event, a ping); zero means
+	// DefaultStreamWriteTimeout.
+	StreamWriteTimeout time.Duration
 	// Subscriptions caps the open subscriptions; OnSubscriptionRefused, if
 	// set, is told the cap (socket, token, instance) of each refusal.
 	Subscriptions         SubscriptionLimits
@@ -116,9 +121,10 @@ func validationRules(opts Options) *rules.Rules {
 // by GET or POST, mutations by POST only, application/json and
 // application/graphql-response+json.
 func NewHandler(svc *payments.Service, opts Options) http.Handler {
+	subscriptions := newSubscriptionCounter(opts.Subscriptions, opts.OnSubscriptionRefused)
 	schema := NewExecutableSchema(Config{
 		Resolvers: &Resolver{Service: svc, Events: opts.Events, Webhooks: opts.Webhooks, ClientOf: opts.ClientOf,
-			subscriptions: newSubscriptionCounter(opts.Subscriptions, opts.OnSubscriptionRefused)},
+			subscriptions: subscriptions},
 		Complexity: complexity(),
 	})
 	recheck := rechecker{check: opts.Recheck, every: opts.RecheckEvery}
@@ -126,10 +132,12 @@ func NewHandler(svc *payments.Service, opts Options) http.Handler {
 		recheck.every = DefaultRecheckEvery
 	}
 	srv := handler.New(schema)
-	srv.AddTransport(newWebsocketTransport(opts, recheck)) // first: an upgrade is a GET too
+	srv.AddTransport(newWebsocketTransport(opts, recheck, subscriptions)) // first: an upgrade is a GET too
 	srv.AddTransport(transport.Options{})
 	srv.AddTransport(getTransport{})
-	srv.AddTransport(sseTransport{SSE: transport.SSE{KeepAlivePingInterval: 15 * time.Second}, recheck: recheck}) // before POST, which takes any JSON POST
+	writeTimeout := cmp.Or(opts.StreamWriteTimeout, DefaultStreamWriteTimeout)
+	srv.AddTransport(sseTransport{SSE: transport.SSE{KeepAlivePingInterval: 15 * time.Second}, recheck: recheck,
+		writeTimeout: writeTimeout}) // before POST, which takes any JSON POST
 	srv.AddTransport(postTransport{})
 	srv.AddTransport(unsupportedTransport{})
 

@@ -53,10 +53,57 @@ type subscriptionCounter struct {
 	mu      sync.Mutex
 	total   int
 	byToken map[string]int
+	// sockets and socketsByToken count the WebSockets past connection_init
+	// (takeSocket).
+	sockets        int
+	socketsByToken map[string]int
 }
 
 func newSubscriptionCounter(l SubscriptionLimits, onRefused func(limit string)) *subscriptionCounter {
-	return &subscriptionCounter{limits: l.withDefaults(), onRefused: onRefused, byToken: map[string]int{}}
+	return &subscriptionCounter{limits: l.withDefaults(), onRefused: onRefused, byToken: map[string]int{},
+		socketsByToken: map[string]int{}}
+}
+
+// takeSocket counts c, a WebSocket past connection_init, against its
+// token's and the instance's caps, which are the subscriptions' own: a
+// socket is kept for the subscriptions it carries, and one carrying any
+// holds a place under each cap already, so no socket that could be used is
+// refused. Without it, sockets carrying none were bounded by nothing, each
+// a file descriptor and some 44 KB. The connection gives its place back
+// with releaseSocket.
+func (s *subscriptionCounter) takeSocket(c *connection) error {
+	_, token := c.credentials()
+	c.mu.Lock()
+	counted := c.socket != nil
+	c.mu.Unlock()
+	if counted {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.socketsByToken[token] >= s.limits.PerToken:
+		return fmt.Errorf("this token has %d WebSockets open here, the most it may", s.socketsByToken[token])
+	case s.sockets >= s.limits.PerInstance:
+		return fmt.Errorf("this server has %d WebSockets open, the most it takes", s.sockets)
+	}
+	s.sockets++
+	s.socketsByToken[token]++
+	var once sync.Once
+	release := func() {
+		once.Do(func() {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			s.sockets--
+			if s.socketsByToken[token]--; s.socketsByToken[token] == 0 {
+				delete(s.socketsByToken, token)
+			}
+		})
+	}
+	c.mu.Lock()
+	c.socket = release
+	c.mu.Unlock()
+	return nil
 }
 
 // take counts a new subscription on c (nil: not on a connection) and

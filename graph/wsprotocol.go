@@ -52,7 +52,8 @@ var errProtocol = errors.New("protocol violation: socket closed")
 // adapter does, wrapped in a protocolConn.
 type protocolImplementation struct {
 	transport.CoderWebsocketImplementation
-	initTimeout time.Duration
+	initTimeout  time.Duration
+	writeTimeout time.Duration
 }
 
 func (p protocolImplementation) Accept(w http.ResponseWriter, r *http.Request, opts transport.WebsocketAcceptOptions) (transport.WebsocketConn, error) {
@@ -60,7 +61,8 @@ func (p protocolImplementation) Accept(w http.ResponseWriter, r *http.Request, o
 	if err != nil {
 		return nil, err
 	}
-	pc := &protocolConn{WebsocketConn: inner, strict: inner.Subprotocol() == transportWS, active: map[string]struct{}{}}
+	pc := &protocolConn{WebsocketConn: inner, strict: inner.Subprotocol() == transportWS, active: map[string]struct{}{},
+		writeTimeout: p.writeTimeout}
 	pc.initTimer = time.AfterFunc(p.initTimeout, func() {
 		code := transport.WebsocketCloseProtocolError // graphql-ws has no code of its own
 		if pc.strict {
@@ -86,6 +88,9 @@ type protocolConn struct {
 	transport.WebsocketConn
 	strict    bool // graphql-transport-ws: the protocol's rules apply
 	initTimer *time.Timer
+	// writeTimeout is how long one message may take to leave (see
+	// WriteJSON); zero waits as long as it takes.
+	writeTimeout time.Duration
 
 	mu     sync.Mutex
 	inited bool
@@ -226,6 +231,14 @@ func (c *protocolConn) WriteJSON(v any) error {
 			delete(c.active, id)
 			c.mu.Unlock()
 		}
+	}
+	if c.writeTimeout > 0 {
+		// gqlgen writes without a deadline: a client that stopped reading,
+		// its connection still open, would hold the write, the socket and
+		// its subscriptions for ever. One that takes nothing for this long
+		// has its connection closed, which fails the write.
+		stalled := time.AfterFunc(c.writeTimeout, func() { _ = c.Close() })
+		defer stalled.Stop()
 	}
 	return c.WebsocketConn.WriteJSON(v)
 }

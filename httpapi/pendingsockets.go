@@ -7,6 +7,8 @@ import (
 	"net"
 	"net/http"
 	"sync"
+
+	"github.com/cmpay/cmpay/auth"
 )
 
 // A WebSocket upgrade without an Authorization header is accepted before
@@ -84,9 +86,10 @@ func newPendingSockets(l PendingSocketLimits, hooks pendingSocketHooks) *pending
 // waiting socket when the address holds its share, else the instance's
 // oldest when the instance is full. It returns the socket and the
 // function that gives its place back (safe to call more than once: only
-// the first call counts, as leave finds s out of the lists after it).
+// the first call counts, as leave finds s out of the lists after it). An
+// IPv6 address counts as its /64 (auth.AddressKey).
 func (p *pendingSockets) admit(addr string) (*pendingSocket, func()) {
-	s := &pendingSocket{addr: addr}
+	s := &pendingSocket{addr: auth.AddressKey(addr)}
 	victim, limit := p.take(s)
 	p.hooks.count(1)
 	if victim != nil {
@@ -150,7 +153,7 @@ func (p *pendingSockets) remove(s *pendingSocket) {
 func (p *pendingSockets) waiting(addr string) (total, fromAddr int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if ad := p.byAddr[addr]; ad != nil {
+	if ad := p.byAddr[auth.AddressKey(addr)]; ad != nil {
 		fromAddr = ad.Len()
 	}
 	return p.all.Len(), fromAddr

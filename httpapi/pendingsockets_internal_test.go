@@ -61,3 +61,25 @@ func (s *pendingSocket) isDropped() bool {
 	defer s.mu.Unlock()
 	return s.dropped
 }
+
+// TestPendingCountsAnIPv6NetworkAsOneAddress: the waiting sockets of every
+// address in one IPv6 /64 share one address's share, as their sign-in
+// failures do (auth.AddressKey): whoever has one such address has them
+// all, and could otherwise fill the instance's cap from one network,
+// dropping every other address's waiting sockets.
+func TestPendingCountsAnIPv6NetworkAsOneAddress(t *testing.T) {
+	p := newPendingSockets(PendingSocketLimits{PerAddress: 2, PerInstance: 10}, pendingSocketHooks{})
+	other, _ := p.admit("198.51.100.7")
+	var mine []*pendingSocket
+	for _, addr := range []string{"2001:db8:1:2::1", "2001:db8:1:2::2", "2001:db8:1:2:ffff::3"} {
+		s, _ := p.admit(addr)
+		mine = append(mine, s)
+	}
+	if !mine[0].isDropped() || mine[1].isDropped() || mine[2].isDropped() || other.isDropped() {
+		t.Errorf("three sockets from one /64, its share 2: dropped %v %v %v, the IPv4 one %v; want the first alone",
+			mine[0].isDropped(), mine[1].isDropped(), mine[2].isDropped(), other.isDropped())
+	}
+	if _, fromNet := p.waiting("2001:db8:1:2::9"); fromNet != 2 {
+		t.Errorf("waiting from the /64: %d, want 2", fromNet)
+	}
+}

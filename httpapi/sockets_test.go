@@ -383,3 +383,47 @@ func TestSubscriptionAfterIsChecked(t *testing.T) {
 		}
 	}
 }
+
+// TestWebSocketsAreCapped: the WebSockets past connection_init are capped
+// per token and per instance by the subscriptions' caps (a socket is kept
+// for its subscriptions, and one holds at least one); one over a cap
+// closes with 1013, try again later, and one that closes makes room.
+// Without the caps one token opened 5,000 sockets holding no subscription,
+// each a file descriptor and some 44 KB, until the process had none left.
+func TestWebSocketsAreCapped(t *testing.T) {
+	t.Parallel()
+	b := setupEvents(t, dbtest.SQLite(t), withGraphQL(func(o *graph.Options) {
+		o.Subscriptions = graph.SubscriptionLimits{PerToken: 2, PerInstance: 3}
+	}))
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	// refusal opens a socket with tok and returns the code it closed
+	// with, or 0 when it was accepted (and is kept until the test ends).
+	refusal := func(tok string) int {
+		t.Helper()
+		ws, err := streamtest.DialWS(ctx, b.srv.URL, "Bearer "+tok)
+		if err != nil {
+			return streamtest.CloseCode(err)
+		}
+		t.Cleanup(func() { _ = ws.Conn.CloseNow() })
+		return 0
+	}
+	first := b.dialWS(t, ctx, "Bearer "+token)
+	b.dialWS(t, ctx, "Bearer "+token)
+	if code := refusal(token); code != int(websocket.StatusTryAgainLater) {
+		t.Errorf("a token's third socket, over its cap of 2: close code %d, want 1013", code)
+	}
+	b.dialWS(t, ctx, "Bearer other-token")
+	_, managed := b.revocable(t, "client-c")
+	if code := refusal(managed); code != int(websocket.StatusTryAgainLater) {
+		t.Errorf("the instance's fourth socket, over its cap of 3: close code %d, want 1013", code)
+	}
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for code := refusal(token); code != 0; code = refusal(token) {
+		if code != int(websocket.StatusTryAgainLater) || ctx.Err() != nil {
+			t.Fatalf("after one of the token's sockets closed: close code %d (%v)", code, ctx.Err())
+		}
+	}
+}
