@@ -2,6 +2,9 @@ package payments_test
 
 import (
 	"context"
+	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -254,53 +257,113 @@ func TestLateCheckClaimSkipsHeldRows(t *testing.T) {
 	}
 }
 
-// A full refund whose first request got a stored 500 is proved not made
-// by the list of refunds, and Stripe completes that request between the
-// list and _a2's send: _a2 is refused (nothing left to refund), so CMPay's
-// refund ends FAILED with no reference of Stripe's, while Stripe holds one
-// refund for it, the first request's. Having no refund of its own at
-// Stripe, CMPay's refund gets the one Stripe made recorded by the late
-// check: a divergence a person must look at (CMPay says FAILED, the payer
-// had the money back), shown as any second refund is.
-func TestLateCheckRecordsTheRefundOfARefundSettledWithoutOne(t *testing.T) {
+// A full refund whose first request got a stored 500, and which Stripe
+// completes between recovery's list of refunds (nothing with its id) and
+// the send under _a2: Stripe refuses _a2 (the charge is refunded already),
+// which is no word that the refund did not happen. The list read again
+// holds the first request's refund, so the refund settles SUCCEEDED on it,
+// its amount counted, and the late check, which reads the same list a day
+// later, finds nothing besides the refund's own record.
+func TestARefusedResendOfARefundCompletedMeanwhileSucceeds(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
 		b, d, s := dupBundle(t, db)
-		p := stripeCard(t, b, "late-refused", true)
-		d.FailNext(stripedouble.CreateRefund, stripedouble.Fault{Kind: stripedouble.ServerErrorStored})
-		if _, err := b.svc.Refund(t.Context(), payments.RefundRequest{PaymentID: p.ID, IdempotencyKey: "full",
-			Amount: new("10.50")}); err != nil {
-			t.Fatal(err)
-		}
-		hold := make(chan struct{})
-		d.FailNext(stripedouble.ListRefunds, stripedouble.Fault{Kind: stripedouble.Delay, Hold: hold})
-		recovered := listHeldInRecovery(t, b, d)
-		stray, err := d.RollForward(d.Keys(stripedouble.CreateRefund)[0])
-		if err != nil {
-			t.Fatal(err)
-		}
-		close(hold)
-		if err := <-recovered; err != nil {
-			t.Fatal(err)
-		}
-		settled := recoverUntil(t, b, p.ID, func(p payments.Payment) bool { return p.PendingOperation == "" })
+		p, stray := refundRolledForwardBeforeItsResend(t, b, d, "late-refused", nil)
+		settled := recoverUntil(t, b, p.ID, storedChanges["refund"].settled)
 		keys := d.Keys(stripedouble.CreateRefund)
-		var ref *string
-		if err := b.db.Gorm.Raw("SELECT processor_reference FROM refunds WHERE payment_id = ?", p.ID).Row().Scan(&ref); err != nil {
-			t.Fatal(err)
+		if ref := refundReference(t, b, p.ID); len(keys) != 2 || settled.Refunded.Minor != 1050 || ref != stray {
+			t.Fatalf("keys %q, refunded %d, reference %q; want _a2 sent and refused, 1050 refunded, Stripe's %s",
+				keys, settled.Refunded.Minor, ref, stray)
 		}
-		if len(keys) != 2 || settled.Refunded.Minor != 0 || ref != nil {
-			t.Fatalf("keys %q, refunded %d, reference %v; want _a2 sent and refused, nothing refunded, no reference",
-				keys, settled.Refunded.Minor, ref)
+		if l := d.Ledger(p.ProcessorReference); l.Refunds != 1 || l.Refunded != 1050 {
+			t.Errorf("the double's ledger %+v, want one refund of 1050", l)
+		}
+		if ev := b.events(t, p.ID); ev["PAYMENT_REFUNDED"] != 1 || ev["PAYMENT_REFUND_FAILED"] != 0 {
+			t.Errorf("events %v, want one PAYMENT_REFUNDED and no PAYMENT_REFUND_FAILED", ev)
+		}
+		want := []string{"WRITE a1 UNKNOWN server_error", "WRITE a1 UNKNOWN server_error", "READ a1 ERROR none_found",
+			"WRITE a2 DECLINED charge_already_refunded", "READ a2 SUCCEEDED "}
+		if got := refundCalls(t, b, settled); !slices.Equal(got, want) {
+			t.Errorf("refund calls %q, want %q", got, want)
 		}
 		if n := checkLateAt(t, b, lateDue(t, b, p.ID, payments.OpRefund).Add(time.Second)); n != 1 {
 			t.Fatalf("past the window: claimed %d, want the refund", n)
 		}
-		got := mustDuplicates(t, b, p.ID)
-		if len(got) != 1 || got[0].Reference != stray || s.count(payments.OpRefund) != 1 {
-			t.Errorf("duplicates %+v, counted %d; want %s, Stripe's only refund of it", got, s.count(payments.OpRefund), stray)
+		if got := mustDuplicates(t, b, p.ID); len(got) != 0 || s.count(payments.OpRefund) != 0 {
+			t.Errorf("duplicates %+v, counted %d; want none: Stripe's only refund is the refund's own", got,
+				s.count(payments.OpRefund))
 		}
 	})
+}
+
+// refundRolledForwardBeforeItsResend is a captured card payment (key) of
+// 10.50 whose full refund got a stored 500, and a recovery round that
+// lists the intent's refunds, finds none with the refund's id, and sends
+// it again under _a2, while the double completes the first request after
+// the list and before that send. Once the first request is completed,
+// before the list's answer is released, beforeSend (when not nil) runs.
+// It answers the payment and the refund the double made.
+func refundRolledForwardBeforeItsResend(t *testing.T, b *bundle, d *stripedouble.Double, key string,
+	beforeSend func()) (payments.Payment, string) {
+	t.Helper()
+	p := stripeCard(t, b, key, true)
+	d.FailNext(stripedouble.CreateRefund, stripedouble.Fault{Kind: stripedouble.ServerErrorStored})
+	if _, err := b.svc.Refund(t.Context(), payments.RefundRequest{PaymentID: p.ID, IdempotencyKey: "full",
+		Amount: new("10.50")}); err != nil {
+		t.Fatal(err)
+	}
+	hold := make(chan struct{})
+	d.FailNext(stripedouble.ListRefunds, stripedouble.Fault{Kind: stripedouble.Delay, Hold: hold})
+	recovered := listHeldInRecovery(t, b, d)
+	stray, err := d.RollForward(d.Keys(stripedouble.CreateRefund)[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if beforeSend != nil {
+		beforeSend()
+	}
+	close(hold)
+	if err := <-recovered; err != nil {
+		t.Fatal(err)
+	}
+	return p, stray
+}
+
+// refundReference is the processor's reference CMPay holds for the one
+// refund of payment id; "" when it holds none.
+func refundReference(t *testing.T, b *bundle, id string) string {
+	t.Helper()
+	var ref *string
+	if err := b.db.Gorm.Raw("SELECT processor_reference FROM refunds WHERE payment_id = ?", id).Row().Scan(&ref); err != nil {
+		t.Fatal(err)
+	}
+	if ref == nil {
+		return ""
+	}
+	return *ref
+}
+
+// refundCalls are the calls of p's refund, in order, each as its kind,
+// the attempt its key names (a1 for the operation's first key), its
+// outcome and its code.
+func refundCalls(t *testing.T, b *bundle, p payments.Payment) []string {
+	t.Helper()
+	all, err := b.svc.ProcessorCallsOf(t.Context(), []payments.Payment{p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, c := range all[0] {
+		if c.Operation != payments.OpRefund {
+			continue
+		}
+		attempt := "a1"
+		if i := strings.LastIndex(c.ProcessorKey, "_a"); i >= 0 {
+			attempt = c.ProcessorKey[i+1:]
+		}
+		out = append(out, fmt.Sprintf("%s %s %s %s", c.Kind, attempt, c.Outcome, c.Code))
+	}
+	return out
 }
 
 // listHeldInRecovery runs recovery rounds until one lists the refunds

@@ -78,14 +78,15 @@ func atOnce(ids []string, limit int, what string, do func(id string) error) erro
 
 // resolve makes the calls for the leased operation id and records them:
 // one send or read, or after a stored error up to three (a create's
-// search and list, then a send under a new key). The lease is renewed
-// before any call: it was claimed with the batch, and the calls of the
-// operations before it may have used up its time; one another instance
-// has taken over since is left to it. The renewal stamps a send before it
-// starts (last_send_at), which a day-old create's decline waits for
-// (dayold.go) even if this instance dies before recording the send. The
-// calls end before the renewed lease does (leasedCall); when the renewal
-// left too little of it, none is made.
+// search and list, then a send under a new key); a refund's send under a
+// new key that is refused is followed by a read (recordSend). The lease
+// is renewed before any call: it was claimed with the batch, and the calls
+// of the operations before it may have used up its time; one another
+// instance has taken over since is left to it. The renewal stamps a send
+// before it starts (last_send_at), which a day-old create's decline waits
+// for (dayold.go) even if this instance dies before recording the send.
+// The calls end before the renewed lease does (leasedCall); when the
+// renewal left too little of it, none is made.
 func (s *Service) resolve(ctx context.Context, id string) error {
 	op, err := scanOperation(s.store.db().QueryRow(ctx, commonSQL.SQL("read_operation"), id))
 	if err != nil {
@@ -122,12 +123,8 @@ func (s *Service) resolve(ctx context.Context, id string) error {
 	}
 	defer cancel()
 	start := time.Now()
-	kind := callWrite
 	if mode == nextStored && op.storedAt == nil {
 		op.storedAt = &readAt // stored before stored_at was kept: seen now
-	}
-	if read {
-		kind = callRead
 	}
 	out, err := s.ask(callCtx, op, p, read, mode == nextStored)
 	if err != nil {
@@ -147,7 +144,10 @@ func (s *Service) resolve(ctx context.Context, id string) error {
 	if mode == nextStored && out.next == nextRead {
 		out.next = nextStored // a read that proved nothing: the key's answer is still stored
 	}
-	_, err = s.record(ctx, op, out, kind, time.Since(start))
+	if !read {
+		return s.recordSend(ctx, callCtx, op, p, out, time.Since(start))
+	}
+	_, err = s.record(ctx, op, out, callRead, time.Since(start))
 	return err
 }
 
@@ -401,14 +401,22 @@ func (s *Service) readChange(ctx context.Context, op operationRow, p Payment) (o
 		res, err := proc.GetRefund(ctx, *ref)
 		return readOutcome(refundOutcome(res, err), err), nil
 	}
-	all, err := proc.ListRefunds(ctx, p.ProcessorReference)
+	return s.listRefund(ctx, op, p)
+}
+
+// listRefund reads op, a refund of payment p, from the processor's list
+// of p's refunds: the one carrying its refund id that settleOnOneRefund
+// chooses, else none found and absent, since the list is consistent
+// (unlike search): no refund in it is none made. Read so by recovery, and
+// after a refusal of a refund sent again under a new key (resend.go).
+func (s *Service) listRefund(ctx context.Context, op operationRow, p Payment) (outcome, error) {
+	all, err := s.processorNamed(op.processor).ListRefunds(ctx, p.ProcessorReference)
 	if err != nil {
 		return readOutcome(errorOutcome(err), err), nil
 	}
 	if res, ok, err := s.settleOnOneRefund(ctx, op, all); err != nil || ok {
 		return readOutcome(refundOutcome(res, nil), nil), err
 	}
-	// The list is consistent (unlike search): no refund in it is none made.
 	out := noneFound()
 	out.absent = true
 	return out, nil

@@ -39,10 +39,14 @@ import (
 // Safe for each operation: a capture or cancel the processor already did
 // answers the payment's state (Stripe refuses a second one; the connector
 // reads the refusal as the state); a refund is sent again only when the
-// payment's list of refunds, which is consistent, holds none with its id; a
-// create only when a consistent list of the processor's payments by
-// creation time holds none with its payment's id (readCreate), and its
-// stored error was first seen longer ago than search's lag (mayResend).
+// payment's list of refunds, which is consistent, holds none with its id,
+// and a refusal of it is taken only once that list, read again, still
+// holds none (refusedResend); a create only when a consistent list of the
+// processor's payments by creation time holds none with its payment's id
+// (readCreate), and its stored error was first seen longer ago than
+// search's lag (mayResend). A create sent again and declined is not read
+// again: search lags, and a payment charged by an earlier key meanwhile is
+// a second charge of a declined payment, which the late check records.
 
 // keyAttempt is what separates a key's attempt number from its
 // operation's key: "cmpay_op_…_a2".
@@ -98,6 +102,66 @@ func (s *Service) sendAgain(ctx context.Context, op operationRow, p Payment, out
 	op.key, op.lastError = key, nil
 	start := time.Now()
 	out = s.send(callCtx, op, p)
-	_, err = s.record(ctx, op, out, callWrite, time.Since(start))
+	return s.recordSend(ctx, callCtx, op, p, out, time.Since(start))
+}
+
+// recordSend records recovery's send of op, of payment p, that came to
+// out and took took. A refund sent under a new key and refused is first
+// read again (refusedResend), within callCtx, what is left of the send's
+// lease.
+func (s *Service) recordSend(ctx, callCtx context.Context, op operationRow, p Payment, out outcome, took time.Duration) error {
+	if !refusedResend(op, out) {
+		_, err := s.record(ctx, op, out, callWrite, took)
+		return err
+	}
+	start := time.Now()
+	read, err := s.listRefund(callCtx, op, p)
+	if err != nil {
+		return err
+	}
+	readTook := time.Since(start)
+	if read.absent {
+		// None carries its id: the refusal is the processor's word on it.
+		if _, err := s.record(ctx, op, out, callWrite, took); err != nil {
+			return err
+		}
+		return s.recordCall(ctx, op, callRead, read, readTook)
+	}
+	// The send stands as it was answered, settling nothing: recovery asks
+	// again under the key (the processor answers the refusal again, and
+	// the list is read again) unless the read settles it.
+	held := out
+	held.settled, held.opState, held.status, held.next = false, "", "", ""
+	if _, err := s.record(ctx, op, held, callWrite, took); err != nil {
+		return err
+	}
+	if read.found == "" {
+		return s.recordCall(ctx, op, callRead, read, readTook) // the read failed
+	}
+	_, err = s.record(ctx, op, read, callRead, readTook)
 	return err
+}
+
+// refusedResend says whether out, the answer to a send of op, is a refusal
+// of a refund sent under a new key (attempt 2 or later), which by itself
+// does not say that the refund did not happen: the request under an
+// earlier key, shown not done by the list of refunds before the new key was
+// sent, may have been completed since (Stripe rolls a request whose answer
+// was a 500 forward), and the new key's refund is then refused because the
+// charge is refunded already. The list read again (listRefund) settles it:
+// a refund carrying its id settles it as recovery's read would, and only
+// when none does is the refusal the processor's word on the refund. Its
+// send under its first key is not so read: nothing earlier could have
+// refunded it.
+func refusedResend(op operationRow, out outcome) bool {
+	return op.operation == OpRefund && op.key != opKey(op.id) && out.settled && out.opState == opRefused
+}
+
+// recordCall writes one call of op that settles nothing and leaves op as
+// it stands: a read made after the send that op's record came from.
+func (s *Service) recordCall(ctx context.Context, op operationRow, kind string, out outcome, took time.Duration) error {
+	s.called(op, kind, out, took)
+	return withStatementTimeout(ctx, func(ctx context.Context) error {
+		return insertCall(ctx, s.store.db(), op, kind, out, s.now(), took)
+	})
 }
