@@ -188,6 +188,7 @@ func pooled(runs []flatRun, size int, mode load.Mode) modeResult {
 		c.server += f.r.cpu.server
 		c.postgres += f.r.cpu.postgres
 		c.bench += f.r.cpu.bench
+		c.pgOwn += f.r.cpu.pgOwn
 		c.idle += f.r.cpu.idle
 	}
 	out.P50 = time.Duration(median(p50s))
@@ -202,8 +203,24 @@ type flatMode struct {
 	ratios               []float64 // each round's large ÷ small, in round order
 	ratio, low, high     float64   // their median, least and greatest
 	serverS, serverL     float64   // median server µs per request
-	postgresS, postgresL float64   // median PostgreSQL µs per request
+	postgresS, postgresL float64   // median PostgreSQL µs per request (pgCPU)
+	// cpuRatios are each round's server and PostgreSQL CPU per request at
+	// large over small; cpuRatio their median.
+	cpuRatios []float64
+	cpuRatio  float64
 }
+
+// pgCPU is PostgreSQL's CPU in a run: its processes' own time when the
+// postmaster was found, else the machine's busy time less the others'.
+func pgCPU(r modeResult) time.Duration {
+	if r.cpu.pgOwn > 0 {
+		return r.cpu.pgOwn
+	}
+	return r.cpu.postgres
+}
+
+// cpuPerRequest is the server's and PostgreSQL's CPU per request, in µs.
+func cpuPerRequest(r modeResult) float64 { return perRequest(r.cpu.server+pgCPU(r), r.Requests) }
 
 // summarize pairs each round's run of mode at small with its run at large.
 func summarize(runs []flatRun, mode load.Mode, small, large int) flatMode {
@@ -223,7 +240,7 @@ func summarize(runs []flatRun, mode load.Mode, small, large int) flatMode {
 		s := stats[f.size]
 		s[0] = append(s[0], f.r.RPS())
 		s[1] = append(s[1], perRequest(f.r.cpu.server, f.r.Requests))
-		s[2] = append(s[2], perRequest(f.r.cpu.postgres, f.r.Requests))
+		s[2] = append(s[2], perRequest(pgCPU(f.r), f.r.Requests))
 	}
 	slices.Sort(rounds)
 	for _, round := range rounds {
@@ -232,7 +249,11 @@ func summarize(runs []flatRun, mode load.Mode, small, large int) flatMode {
 		if okS && okL && s.RPS() > 0 {
 			out.ratios = append(out.ratios, l.RPS()/s.RPS())
 		}
+		if okS && okL && cpuPerRequest(s) > 0 {
+			out.cpuRatios = append(out.cpuRatios, cpuPerRequest(l)/cpuPerRequest(s))
+		}
 	}
+	out.cpuRatio = median(out.cpuRatios)
 	out.small, out.serverS, out.postgresS = median(stats[small][0]), median(stats[small][1]), median(stats[small][2])
 	out.large, out.serverL, out.postgresL = median(stats[large][0]), median(stats[large][1]), median(stats[large][2])
 	out.ratio = median(out.ratios)
@@ -273,11 +294,14 @@ func flatReport(runs []flatRun, sizes []int, loadBefore, loadAfter string) strin
 		"for each run; the sizes alternated, the smaller first in odd rounds and the larger in even ones, every mode's two runs "+
 		"of a round back to back. The %s-payment schema was stored afresh before each run; the %s-payment one kept what the runs "+
 		"added (%s to %s payments at a run's start). Each round's ratio is its rate at %s over its rate at %s; the target is "+
-		"a median ratio within %.0f%% of 1. CPU in µs per request, medians of the rounds. Load average (1, 5, 15 min) "+
+		"a median ratio within %.0f%% of 1. CPU in µs per request, medians of the rounds; %s. The CPU ratio is each round's "+
+		"server and PostgreSQL CPU per request at %s over that at %s: its median, and its spread. Load average (1, 5, 15 min) "+
 		"before the rounds %s, after %s.\n\n",
-		rounds, *flatMeasure, *flatWarmup, S, L, thousands(first), thousands(last), L, S, flatBound*100, loadBefore, loadAfter)
+		rounds, *flatMeasure, *flatWarmup, S, L, thousands(first), thousands(last), L, S, flatBound*100, pgSource(runs), L, S,
+		loadBefore, loadAfter)
 	fmt.Fprintf(&b, "| mode | requests/s at %s | at %s | each round's ratio | median ratio | spread | "+
-		"server at %s | at %s | PostgreSQL at %s | at %s | flat |\n|---|---|---|---|---|---|---|---|---|---|---|\n", S, L, S, L, S, L)
+		"server at %s | at %s | PostgreSQL at %s | at %s | CPU ratio | flat |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+		S, L, S, L, S, L)
 	for _, mode := range flatModes {
 		m := summarize(runs, mode, small, large)
 		each := make([]string, len(m.ratios))
@@ -292,12 +316,28 @@ func flatReport(runs []flatRun, sizes []int, loadBefore, loadAfter string) strin
 		if !within(m.ratio) {
 			verdict = "**no**"
 		}
-		fmt.Fprintf(&b, "| %s | %.0f | %.0f | %s | %.2f | %.2f–%.2f | %.0f | %.0f | %.0f | %.0f | %s (%d of %d rounds within) |\n",
+		cpuSpread := ""
+		if len(m.cpuRatios) > 0 {
+			cpuSpread = fmt.Sprintf(" (%.2f–%.2f)", slices.Min(m.cpuRatios), slices.Max(m.cpuRatios))
+		}
+		fmt.Fprintf(&b, "| %s | %.0f | %.0f | %s | %.2f | %.2f–%.2f | %.0f | %.0f | %.0f | %.0f | %.2f%s | %s (%d of %d rounds within) |\n",
 			mode, m.small, m.large, strings.Join(each, ", "), m.ratio, m.low, m.high, m.serverS, m.serverL, m.postgresS, m.postgresL,
-			verdict, in, len(m.ratios))
+			m.cpuRatio, cpuSpread, verdict, in, len(m.ratios))
 	}
 	b.WriteString("\n")
 	return b.String()
+}
+
+// pgSource says where the report's PostgreSQL CPU comes from (pgCPU).
+func pgSource(runs []flatRun) string {
+	for _, f := range runs {
+		if f.r.cpu.pgOwn == 0 {
+			return "PostgreSQL's is the machine's busy time less the server's and the load generator's, which holds any other work " +
+				"on the machine (its own processes' time was not read)"
+		}
+	}
+	return "PostgreSQL's is its own processes' (the postmaster and its children, those that exited meanwhile included), " +
+		"which other work on the machine does not reach"
 }
 
 // loadAverage is /proc/loadavg's three averages.

@@ -77,6 +77,11 @@ func TestSummarizePairsRounds(t *testing.T) {
 	if m.serverS != 220 || m.serverL != 210 || m.postgresS != 110 || m.postgresL != 140 {
 		t.Errorf("CPU medians server %v/%v, PostgreSQL %v/%v; want 220/210, 110/140", m.serverS, m.serverL, m.postgresS, m.postgresL)
 	}
+	// Server and PostgreSQL per request, large over small: 350/300,
+	// 500/350, 300/330, 350/370.
+	if got := fmt.Sprintf("%.3f %.3f", m.cpuRatios, m.cpuRatio); got != "[1.167 1.429 0.909 0.946] 1.056" {
+		t.Errorf("CPU ratios and median %s, want [1.167 1.429 0.909 0.946] 1.056", got)
+	}
 	// A round missing one of its sizes gives no ratio.
 	if m := summarize(runs[:3], load.New, 10, 1000); len(m.ratios) != 1 {
 		t.Errorf("ratios %v from one whole round, want one", m.ratios)
@@ -120,12 +125,13 @@ func TestFlatReport(t *testing.T) {
 	}
 	report := flatReport(runs, []int{10000, 1000000}, "1.00 2.00 3.00", "4.00 5.00 6.00")
 	for _, want := range []string{
-		"| new | 4000 | 4000 | 1.00, 1.00 | 1.00 | 1.00–1.00 | 200 | 210 | 100 | 120 | yes (2 of 2 rounds within) |",
-		"| conflict | 4000 | 3300 | 0.80, 0.85 | 0.82 | 0.80–0.85 | 200 | 210 | 100 | 120 | yes (2 of 2 rounds within) |",
-		"| mix | 4000 | 2800 | 0.70, 0.70 | 0.70 | 0.70–0.70 | 200 | 210 | 100 | 120 | **no** (0 of 2 rounds within) |",
+		"| new | 4000 | 4000 | 1.00, 1.00 | 1.00 | 1.00–1.00 | 200 | 210 | 100 | 120 | 1.10 (1.10–1.10) | yes (2 of 2 rounds within) |",
+		"| conflict | 4000 | 3300 | 0.80, 0.85 | 0.82 | 0.80–0.85 | 200 | 210 | 100 | 120 | 1.10 (1.10–1.10) | yes (2 of 2 rounds within) |",
+		"| mix | 4000 | 2800 | 0.70, 0.70 | 0.70 | 0.70–0.70 | 200 | 210 | 100 | 120 | 1.10 (1.10–1.10) | **no** (0 of 2 rounds within) |",
 		"(1,000,001 to 1,000,002 payments at a run's start)",
 		"before the rounds 1.00 2.00 3.00, after 4.00 5.00 6.00",
 		"2 rounds at each size",
+		"(its own processes' time was not read)",
 	} {
 		if !strings.Contains(report, want) {
 			t.Errorf("the report lacks %q:\n%s", want, report)
@@ -133,5 +139,24 @@ func TestFlatReport(t *testing.T) {
 	}
 	if flatReport(runs, []int{10000}, "", "") != "" {
 		t.Error("one size gave a flatness section")
+	}
+}
+
+// TestPgCPU: PostgreSQL's own processes' time, once read, stands for its
+// share instead of the machine's busy time less the others'.
+func TestPgCPU(t *testing.T) {
+	r := flatResult(1, 10, load.New, 1000, 200, 100).r
+	if got := perRequest(pgCPU(r), r.Requests); got != 100 {
+		t.Errorf("without its own time: %v µs, want the machine's 100", got)
+	}
+	r.cpu.pgOwn = 80 * time.Millisecond
+	if got := perRequest(pgCPU(r), r.Requests); got != 80 {
+		t.Errorf("with its own time: %v µs, want 80", got)
+	}
+	if got := cpuPerRequest(r); got != 280 {
+		t.Errorf("server and PostgreSQL: %v µs, want 280", got)
+	}
+	if !strings.Contains(pgSource([]flatRun{{r: r}}), "its own processes'") {
+		t.Error("the report does not say PostgreSQL's CPU is its own processes'")
 	}
 }

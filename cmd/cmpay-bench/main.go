@@ -123,6 +123,10 @@ func main() {
 		schemas = append(schemas, storeSchema(serverURL, n))
 		stored = append(stored, n)
 	}
+	if len(schemas) > 0 {
+		postmaster = findPostmaster(schemas[0].db)
+		log.Printf("PostgreSQL's postmaster: process %d (0: not on this machine; its CPU is then the machine's less the others')", postmaster)
+	}
 	loadBefore := loadAverage()
 	flat := alternate(schemas, binary, *flatRounds)
 	loadAfter := loadAverage()
