@@ -95,6 +95,16 @@ func (st *storedSchema) payments() int {
 	return n
 }
 
+// maintenance is how many times autovacuum has vacuumed or analyzed the
+// schema's tables: logged for each run, since a run that meets it pays
+// for it.
+func (st *storedSchema) maintenance() int {
+	var n int
+	check(st.db.Raw(`SELECT COALESCE(SUM(autovacuum_count + autoanalyze_count), 0) FROM pg_stat_user_tables
+		WHERE schemaname = current_schema()`).Scan(&n).Error)
+	return n
+}
+
 // flatRun is one mode at one size in one round.
 type flatRun struct {
 	round  int
@@ -152,14 +162,16 @@ func alternate(schemas []*storedSchema, binary string, rounds int) []flatRun {
 		if st.used && st.n < reseedBelow {
 			st.store()
 		}
-		stored := st.payments()
+		stored, maintained := st.payments(), st.maintenance()
 		srv := startServer(binary, st.appURL)
 		srv.label = fmt.Sprintf("flat-%d-%d-%s", st.n, step.round, step.mode)
 		r := driveWith(srv, load.Config{Mode: step.mode, Warmup: *flatWarmup, Measure: *flatMeasure})
 		srv.stop()
 		st.used = true
-		log.Printf("round %d, %s payments, %s: %.0f requests/s, server %.0f µs/request, PostgreSQL %.0f", step.round,
-			thousands(stored), step.mode, r.RPS(), perRequest(r.cpu.server, r.Requests), perRequest(r.cpu.postgres, r.Requests))
+		log.Printf("round %d, %s payments, %s: %.0f requests/s, µs/request: server %.0f, PostgreSQL %.0f "+
+			"(machine less the others %.0f), load generator %.0f; autovacuum passes %d; load average %s", step.round,
+			thousands(stored), step.mode, r.RPS(), perRequest(r.cpu.server, r.Requests), perRequest(pgCPU(r), r.Requests),
+			perRequest(r.cpu.postgres, r.Requests), perRequest(r.cpu.bench, r.Requests), st.maintenance()-maintained, loadAverage())
 		runs = append(runs, flatRun{round: step.round, size: st.n, mode: step.mode, stored: stored, r: r})
 	}
 	return runs
