@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"gorm.io/gorm"
 )
 
 // Where the CPU goes. The load generator, the server and PostgreSQL share
@@ -16,32 +18,43 @@ import (
 const clockTick = 10 * time.Millisecond
 
 // cpuSample is the CPU time used so far by the server and by this process
-// (the load generator), and by the whole machine, idle or busy.
+// (the load generator), by PostgreSQL's processes if known (postmaster),
+// and by the whole machine, idle or busy.
 type cpuSample struct {
-	at            time.Time
-	server, bench time.Duration
-	busy, idle    time.Duration
+	at                time.Time
+	server, bench, pg time.Duration
+	busy, idle        time.Duration
 }
 
 func sampleCPU(serverPID int) cpuSample {
-	s := cpuSample{at: time.Now(), server: processCPU(serverPID), bench: processCPU(os.Getpid())}
+	s := cpuSample{at: time.Now(), server: processCPU(serverPID), bench: processCPU(os.Getpid()), pg: familyCPU(postmaster)}
 	s.busy, s.idle = machineCPU()
 	return s
 }
+
+// postmaster is the process id of the PostgreSQL server measured, once
+// found on this machine (findPostmaster); 0 while not. Its processes' own
+// CPU time is PostgreSQL's share with nothing else in it: on a machine
+// shared with other work, the busy time less the server's and the load
+// generator's holds that other work too.
+var postmaster int
 
 // cpuUse is what was spent between two samples. PostgreSQL's share is the
 // machine's busy time less the server's and the client's: its backends come
 // and go with their connections, which makes adding up their own times
 // unreliable. It includes whatever else ran, which on the benchmark
 // machine is little: the kernel's network work not charged to a process.
+// pgOwn is PostgreSQL's processes' own time, when the postmaster is known.
 type cpuUse struct {
 	elapsed                 time.Duration
 	server, postgres, bench time.Duration
+	pgOwn                   time.Duration
 	idle                    time.Duration
 }
 
 func (s cpuSample) until(e cpuSample) cpuUse {
-	u := cpuUse{elapsed: e.at.Sub(s.at), server: e.server - s.server, bench: e.bench - s.bench, idle: e.idle - s.idle}
+	u := cpuUse{elapsed: e.at.Sub(s.at), server: e.server - s.server, bench: e.bench - s.bench, idle: e.idle - s.idle,
+		pgOwn: max(0, e.pg-s.pg)}
 	// Counted in 10 ms ticks, the difference can come out a tick or two
 	// below zero when PostgreSQL did nothing.
 	u.postgres = max(0, e.busy-s.busy-u.server-u.bench)
@@ -66,21 +79,77 @@ func (u cpuUse) cores(d time.Duration) float64 {
 
 // processCPU is a process's user and system time, its threads included.
 func processCPU(pid int) time.Duration {
+	f := statFields(pid)
+	if len(f) < 15 {
+		return 0
+	}
+	return ticks(f[11]) + ticks(f[12])
+}
+
+// statFields is /proc/<pid>/stat's fields after the command name, which,
+// in parentheses, may hold spaces: field n of the file (man 5 proc) is
+// n-3 here (state is 0, ppid 1, utime 11, stime 12, cutime 13, cstime 14).
+// Nil for a missing process.
+func statFields(pid int) []string {
 	raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
+		return nil
+	}
+	return strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+1:]))
+}
+
+func ticks(field string) time.Duration {
+	n, _ := strconv.ParseInt(field, 10, 64)
+	return time.Duration(n) * clockTick
+}
+
+// familyCPU is the user and system time of a process and of its children:
+// those alive, and those that exited and that it waited for. For
+// PostgreSQL's postmaster that is every backend and background worker,
+// those gone since included. 0 for pid 0 or a missing process.
+func familyCPU(pid int) time.Duration {
+	if pid == 0 {
 		return 0
 	}
-	// The command name, in parentheses, may hold spaces: count fields
-	// after its closing parenthesis. utime and stime are fields 14 and 15
-	// of the file, 12 and 13 from there.
-	rest := string(raw[strings.LastIndexByte(string(raw), ')')+1:])
-	f := strings.Fields(rest)
-	if len(f) < 13 {
+	own := statFields(pid)
+	if len(own) < 15 {
 		return 0
 	}
-	utime, _ := strconv.ParseInt(f[11], 10, 64)
-	stime, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(utime+stime) * clockTick
+	total := ticks(own[11]) + ticks(own[12]) + ticks(own[13]) + ticks(own[14])
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return total
+	}
+	parent := strconv.Itoa(pid)
+	for _, e := range entries {
+		child, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if f := statFields(child); len(f) >= 15 && f[1] == parent {
+			total += ticks(f[11]) + ticks(f[12])
+		}
+	}
+	return total
+}
+
+// findPostmaster is the parent of db's backend when it runs on this
+// machine as a process named postgres; 0 otherwise.
+func findPostmaster(db *gorm.DB) int {
+	var backend int
+	if err := db.Raw(`SELECT pg_backend_pid()`).Scan(&backend).Error; err != nil {
+		return 0
+	}
+	f := statFields(backend)
+	if len(f) < 2 {
+		return 0
+	}
+	parent, _ := strconv.Atoi(f[1])
+	comm, err := os.ReadFile("/proc/" + f[1] + "/comm")
+	if err != nil || strings.TrimSpace(string(comm)) != "postgres" {
+		return 0
+	}
+	return parent
 }
 
 // machineCPU is the time all cores together spent busy, and idle or

@@ -2,9 +2,12 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cmpay/cmpay/internal/dbtest"
 )
 
 // burn spins until this process has used d more CPU time, by the kernel's
@@ -64,5 +67,62 @@ func TestCPUUseSplitsTheMachine(t *testing.T) {
 	}
 	if got := perRequest(2*time.Millisecond, 4); got != 500 {
 		t.Errorf("perRequest = %v µs, want 500", got)
+	}
+}
+
+// TestFamilyCPU: a process's family time holds its children's, those alive
+// and those it waited for, and PostgreSQL's postmaster is found from a
+// connection.
+func TestFamilyCPU(t *testing.T) {
+	if familyCPU(0) != 0 || familyCPU(-1) != 0 {
+		t.Error("no process has family time")
+	}
+	// A child that spins for 150 ms of its own CPU time, then exits.
+	spin := func() *exec.Cmd {
+		return exec.Command(os.Args[0], "-test.run=^TestSpinHelper$")
+	}
+	before := familyCPU(os.Getpid())
+	cmd := spin()
+	cmd.Env = append(os.Environ(), "CMPAY_BENCH_SPIN=1")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if used := familyCPU(os.Getpid()) - before; used < 100*time.Millisecond {
+		t.Errorf("a child that spun for 150 ms and exited added %v", used)
+	}
+	// One alive: its time counts while it runs.
+	cmd = spin()
+	cmd.Env = append(os.Environ(), "CMPAY_BENCH_SPIN=forever")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	before = familyCPU(os.Getpid()) - processCPU(os.Getpid())
+	deadline := time.Now().Add(30 * time.Second)
+	for familyCPU(os.Getpid())-processCPU(os.Getpid())-before < 100*time.Millisecond {
+		if time.Now().After(deadline) {
+			t.Fatal("a spinning child added no time in 30 s")
+		}
+		time.Sleep(10 * time.Millisecond) // polling the condition, not waiting for it to happen
+	}
+
+	db := dbtest.Postgres(t)
+	pid := findPostmaster(db.Gorm)
+	if pid == 0 {
+		t.Skip("PostgreSQL does not run on this machine")
+	}
+	if familyCPU(pid) <= 0 {
+		t.Errorf("the postmaster %d and its backends have used no CPU", pid)
+	}
+}
+
+// TestSpinHelper is the child TestFamilyCPU starts: it spins for 150 ms of
+// CPU time, or until killed.
+func TestSpinHelper(t *testing.T) {
+	how := os.Getenv("CMPAY_BENCH_SPIN")
+	if how == "" {
+		t.Skip("started by TestFamilyCPU only")
+	}
+	for how == "forever" || selfCPU(t) < 150*time.Millisecond {
 	}
 }

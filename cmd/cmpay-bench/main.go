@@ -2,16 +2,17 @@
 // refundPayment against what PostgreSQL itself can do on the same machine,
 // and writes the figures.
 //
-// It builds the server from this checkout and, for each data size, seeds a
-// fresh schema, starts the server on it, drives it over loopback with the
-// load generator (internal/load) in four create modes (new keys, replays,
-// conflicting payloads, and a mix), reads the server's peak RSS, then runs
-// pgbench at the same concurrency twice over: with the least SQL that can
-// do a create's work (the limit), and with the server's own statement.
-// Then it seeds authorizations and captured payments and does the same for
-// captures and refunds. The SQLite mode is measured too. Run it through
-// scripts/bench.sh, which starts PostgreSQL first. With -soak it runs the
-// soak test instead (scripts/soak.sh).
+// It builds the server from this checkout and seeds a fresh schema for each
+// data size. Then it drives the server over loopback with the load
+// generator (internal/load) in four create modes (new keys, replays,
+// conflicting payloads, and a mix) in short rounds, the sizes alternated
+// (flatness.go), each run on a server started for it, whose peak RSS it
+// reads. Then, for each size, it runs pgbench at the same concurrency twice
+// over: with the least SQL that can do a create's work (the limit), and
+// with the server's own statement; it seeds authorizations and captured
+// payments and does the same for captures and refunds. The SQLite mode is
+// measured too. Run it through scripts/bench.sh, which starts PostgreSQL
+// first. With -soak it runs the soak test instead (scripts/soak.sh).
 package main
 
 import (
@@ -21,11 +22,13 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"maps"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -99,17 +102,42 @@ func main() {
 	}
 
 	var report strings.Builder
-	fmt.Fprintf(&report, "Measured %s on %s; commit %s; %d clients; %s per mode after %s of warm-up.\n\n",
-		time.Now().UTC().Format("2006-01-02 15:04 UTC"), machine(), commit(), *clients, *measure, *warmup)
+	fmt.Fprintf(&report, "Measured %s on %s (load average %s at the start); commit %s; %d clients; %s per mode after %s of warm-up, "+
+		"the create modes in %d alternated rounds of %s after %s.\n\n",
+		time.Now().UTC().Format("2006-01-02 15:04 UTC"), machine(), loadAverage(), commit(), *clients, *measure, *warmup,
+		*flatRounds+*flatRounds%2, *flatMeasure, *flatWarmup)
 
+	// Every size's schema first, then the create modes alternated between
+	// them (flatness.go), then the rest of each size's runs on its own.
+	var schemas []*storedSchema
+	var stored []int
 	for _, field := range strings.Split(*sizes, ",") {
 		if strings.TrimSpace(field) == "" {
 			continue
 		}
 		n, err := strconv.Atoi(strings.TrimSpace(field))
 		check(err)
-		report.WriteString(postgresRun(serverURL, pgBin, binary, work, n))
+		if slices.Contains(stored, n) {
+			log.Fatalf("-sizes names %d twice", n)
+		}
+		schemas = append(schemas, storeSchema(serverURL, n))
+		stored = append(stored, n)
 	}
+	if len(schemas) > 0 {
+		postmaster = findPostmaster(schemas[0].db)
+		log.Printf("PostgreSQL's postmaster: process %d (0: not on this machine; its CPU is then the machine's less the others')", postmaster)
+	}
+	loadBefore := loadAverage()
+	flat := alternate(schemas, binary, *flatRounds)
+	loadAfter := loadAverage()
+	for _, st := range schemas {
+		creates := map[load.Mode]modeResult{}
+		for _, mode := range flatModes {
+			creates[mode] = pooled(flat, st.n, mode)
+		}
+		report.WriteString(postgresRun(st, pgBin, binary, work, creates))
+	}
+	report.WriteString(flatReport(flat, stored, loadBefore, loadAfter))
 	if *procs {
 		report.WriteString(processorRun(serverURL, binary))
 	}
@@ -143,24 +171,19 @@ func freshSchema(serverURL, schema string) (*gorm.DB, string, func()) {
 	}
 }
 
-func postgresRun(serverURL, pgBin, binary, work string, n int) string {
-	schema := fmt.Sprintf("bench_%d", n)
-	_, appURL, drop := freshSchema(serverURL, schema)
-	defer drop()
-
-	db, err := database.Open(appURL, database.Options{})
-	check(err)
-	check(database.Migrate(db))
-	log.Printf("seeding %d payments in %s", n, schema)
-	start := time.Now()
-	seed(db, n)
-	log.Printf("seeded in %s", time.Since(start).Round(time.Second))
-
-	srv := startServer(binary, appURL)
-	results := map[load.Mode]modeResult{}
-	for _, mode := range []load.Mode{load.New, load.Replay, load.Conflict, load.Mix, load.Floor} {
-		results[mode] = drive(srv, mode, nil)
+// postgresRun measures what remains at one size once the create modes
+// have run in alternated rounds (creates, pooled per mode): the floor, the
+// pgbench limits, captures and refunds; and returns the size's tables. It
+// drops the schema.
+func postgresRun(st *storedSchema, pgBin, binary, work string, creates map[load.Mode]modeResult) string {
+	defer st.close()
+	if st.used && st.n < reseedBelow {
+		st.store() // back to n payments for pgbench and the lifecycle's modes
 	}
+	serverURL, schema, appURL, db := st.serverURL, st.schema, st.appURL, st.db
+	results := maps.Clone(creates)
+	srv := startServer(binary, appURL)
+	results[load.Floor] = drive(srv, load.Floor, nil)
 	srv.stop()
 
 	pgURL := withParam(serverURL, "options", "-csearch_path="+schema)
@@ -172,7 +195,7 @@ func postgresRun(serverURL, pgBin, binary, work string, n int) string {
 	// Captures and refunds, on payments stored for them after the create
 	// modes ran, so that those ran on the data they always had.
 	log.Printf("seeding authorizations and captured payments")
-	start = time.Now()
+	start := time.Now()
 	perClient := int(float64(*maxRate)*measure.Seconds())/(*clients) + 1
 	captures := ids(db, load.Capture, "pay_cap_", int(float64(*maxRate)*(*warmup+*measure).Seconds()))
 	refunds := ids(db, load.Refund, "pay_ref_", refundPayments)
@@ -195,10 +218,9 @@ func postgresRun(serverURL, pgBin, binary, work string, n int) string {
 	serverCapture := pgbench(pgBin, work, pgURL, "server-capture", serverChangeSQL(false, *clients), first...)
 	capturedAll(db, serverCapturePrefix, serverCapture)
 	serverRefund := pgbench(pgBin, work, pgURL, "server-refund", serverChangeSQL(true, *clients))
-	database.Close(db)
 
 	var b strings.Builder
-	fmt.Fprintf(&b, "### PostgreSQL, %s payments stored\n\n", thousands(n))
+	fmt.Fprintf(&b, "### PostgreSQL, %s payments stored\n\n", thousands(st.n))
 	b.WriteString("| mode | requests/s | p50 ms | p99 ms | errors | peak RSS MB | limit tps (pgbench) | server ÷ limit |\n|---|---|---|---|---|---|---|---|\n")
 	limits := map[load.Mode]float64{
 		load.New:      limitNew.tps,
@@ -215,11 +237,15 @@ func postgresRun(serverURL, pgBin, binary, work string, n int) string {
 		fmt.Fprintf(&b, "| %s | %.0f | %.2f | %.2f | %d | %.1f | %.0f | %.2f |\n", mode, r.RPS(), ms(r.P50), ms(r.P99),
 			r.ErrorCount(), float64(r.peakRSS)/1024, limits[mode], r.RPS()/limits[mode])
 	}
-	fmt.Fprintf(&b, "\npgbench `-M prepared -c %d`, same schema and data: the limit for a new key %.0f tps, for a replay %.0f tps, "+
+	fmt.Fprintf(&b, "\nThe create modes' rows are their alternated rounds at this size taken together (the flatness section below): "+
+		"every request over every measured second, the median p50, the highest p99 and peak RSS of a server that ran one round. "+
+		"The rest ran once the rounds were over, on the schema stored afresh below %s payments and as the rounds left it above.\n\n",
+		thousands(reseedBelow))
+	fmt.Fprintf(&b, "pgbench `-M prepared -c %d`, same schema and data: the limit for a new key %.0f tps, for a replay %.0f tps, "+
 		"for a capture %.0f tps, for a refund %.0f tps; the server's own statements, one request per statement: "+
 		"`payments.CreateBatchSQL` %.0f tps for new keys and %.0f tps for replays, `payments.ChangeBatchSQL` %.0f tps for captures and %.0f tps for refunds.\n\n",
 		*clients, limitNew.tps, limitReplay.tps, limitCapture.tps, limitRefund.tps, serverNew.tps, serverReplay.tps, serverCapture.tps, serverRefund.tps)
-	fmt.Fprintf(&b, "Captures and refunds ran after the other modes, once %s authorizations (as many as %s captures per second allow, "+
+	fmt.Fprintf(&b, "Captures and refunds ran after the pgbench runs above, once %s authorizations (as many as %s captures per second allow, "+
 		"for the server and for each capture run of pgbench) and %s captured payments (half for the server, half for pgbench) "+
 		"were stored beside the payments above.\n\n", thousands(authorized), thousands(*maxRate), thousands(2*refundPayments))
 
@@ -315,15 +341,20 @@ func drive(srv *server, mode load.Mode, payments []string) modeResult {
 }
 
 // driveWith runs the load generator as cfg says (its mode, payments and
-// payment method token; the rest from the flags) against srv.
+// payment method token, and its warm-up and measured time if it sets them;
+// the rest from the flags) against srv.
 func driveWith(srv *server, cfg load.Config) modeResult {
 	mode := cfg.Mode
+	warm, measured := *warmup, *measure
+	if cfg.Measure > 0 {
+		warm, measured = cfg.Warmup, cfg.Measure
+	}
 	log.Printf("driving %s at %d clients", mode, *clients)
 	var mu sync.Mutex // OnMeasure runs on a timer's goroutine
 	var from, to cpuSample
 	var profiled <-chan struct{}
 	r, err := load.Run(context.Background(), load.Config{
-		URL: srv.url, Token: token, Clients: *clients, Warmup: *warmup, Measure: *measure,
+		URL: srv.url, Token: token, Clients: *clients, Warmup: warm, Measure: measured,
 		Mode: mode, SeedKeys: seedKeys(mode), Payments: cfg.Payments, PaymentMethodToken: cfg.PaymentMethodToken,
 		RunID: fmt.Sprintf("%s-%d", mode, time.Now().UnixNano()),
 		OnMeasure: func(started bool) {
@@ -334,7 +365,7 @@ func driveWith(srv *server, cfg load.Config) modeResult {
 				if srv.label == "" {
 					srv.label = fmt.Sprintf("%s-%d", mode, time.Now().UnixNano())
 				}
-				profiled = profileServer(srv, *measure)
+				profiled = profileServer(srv, measured)
 			}
 			if started {
 				from = sample
@@ -394,8 +425,9 @@ func seed(db *gorm.DB, n int) {
 		`INSERT INTO idempotency_attempts (payment_id, operation, idempotency_key, outcome, at, params, transport)
 		 SELECT id, 'CREATE_PAYMENT', idempotency_key, 'CREATED', created_at, params, 'seed' FROM ` + withParams,
 		// Vacuumed now, so that autovacuum does not take a share of the
-		// machine in the middle of a measured run.
-		`VACUUM ANALYZE`,
+		// machine in the middle of a measured run; these tables alone, as
+		// another size's schema may be stored beside them.
+		`VACUUM ANALYZE payments, idempotency_keys, idempotency_attempts`,
 	} {
 		var args []any
 		if strings.Contains(stmt, "generate_series(1, ?)") {
