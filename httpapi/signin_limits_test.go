@@ -104,9 +104,13 @@ func TestAnonymousSignInFailuresAreBounded(t *testing.T) {
 }
 
 // A flood of bogus sign-ins (256 at once, real argon2id, a quarter of them
-// HTTP Basic on /metrics) does not keep a staff member from signing in: tries over an address's budget or its
-// share of the hashing are refused before any hashing, and the wait for a
-// hashing slot is bounded.
+// HTTP Basic on /metrics) does not keep a staff member from signing in:
+// tries over an address's budget or its share of the hashing are refused
+// before any hashing, and that share leaves a hashing slot free for other
+// addresses (auth.ConcurrentPerAddress), so the staff member's check never
+// queues behind the flood's. What is asserted is the answer, not how long
+// it took: on a busy CPU one hash can take a second or two, and a check
+// that queued behind the flood's would outwait its slot (503).
 func TestSignInFloodDoesNotBlockStaff(t *testing.T) {
 	t.Parallel()
 	db := dbtest.SQLite(t)
@@ -141,8 +145,9 @@ func TestSignInFloodDoesNotBlockStaff(t *testing.T) {
 	took := time.Since(began)
 	flood.Wait()
 	close(codes)
-	if rec.Code != http.StatusSeeOther || took > 3*time.Second {
-		t.Errorf("a real sign-in during a flood of 256 bogus ones: %d after %v; want 303 within 3 s", rec.Code, took)
+	if rec.Code != http.StatusSeeOther {
+		t.Errorf("a real sign-in during a flood of 256 bogus ones: %d (Retry-After %q); want 303",
+			rec.Code, rec.Header().Get("Retry-After"))
 	}
 	for c := range codes {
 		byCode[c]++
