@@ -157,6 +157,39 @@ func TestReceive(t *testing.T) {
 	})
 }
 
+// Each delivery of an event not applied yet is handed to the applier, the
+// first as much as a repeat of one that could not be applied before; a
+// repeat of one applied is not.
+func TestReceiveAppliesEveryDeliveryUntilApplied(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		now := time.Now()
+		a := &applier{notYet: map[string]bool{"pi_later": true}, tried: map[string]int{}}
+		_, receive := retryService(t, db, a, &now)
+		tried := func(id string) int {
+			a.mu.Lock()
+			defer a.mu.Unlock()
+			return a.tried[id]
+		}
+		receive("evt_now", "pi_now")
+		receive("evt_now", "pi_now")
+		if tried("evt_now") != 1 || a.count("evt_now") != 1 {
+			t.Errorf("an applicable event delivered twice: tried %d times, applied %d; want once each",
+				tried("evt_now"), a.count("evt_now"))
+		}
+		receive("evt_later", "pi_later")
+		a.mu.Lock()
+		delete(a.notYet, "pi_later")
+		a.mu.Unlock()
+		receive("evt_later", "pi_later")
+		receive("evt_later", "pi_later")
+		if tried("evt_later") != 2 || a.count("evt_later") != 1 {
+			t.Errorf("an event applicable from its second delivery, delivered thrice: tried %d times, applied %d; "+
+				"want twice and once", tried("evt_later"), a.count("evt_later"))
+		}
+	})
+}
+
 // Events that wait on a payment do not keep a newer, applicable one from
 // its turn, however many of them there are.
 func TestRetryReachesNewEventsBehindWaitingOnes(t *testing.T) {

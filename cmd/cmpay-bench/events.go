@@ -25,6 +25,7 @@ type eventResult struct {
 	posted, failed int
 	elapsed        time.Duration
 	p50, p99       time.Duration
+	cpu            cpuUse // over the measured time
 }
 
 // eventRun posts Stripe events to srv's POST /processor/stripe/events from
@@ -46,9 +47,20 @@ func eventRun(srv *server, db *gorm.DB) eventResult {
 	var seq atomic.Int64
 	var mu sync.Mutex
 	var latencies []time.Duration
+	var slow []time.Duration // when, from measureFrom, each answer over 25 ms came
 	var failed int
 	measureFrom := time.Now().Add(*warmup)
 	end := measureFrom.Add(*measure)
+	sampled := make(chan cpuSample, 1)
+	var profiled <-chan struct{}
+	startMeasure := time.AfterFunc(time.Until(measureFrom), func() {
+		if srv.debug != "" {
+			srv.label = "events"
+			profiled = profileServer(srv, *measure)
+		}
+		sampled <- sampleCPU(srv.cmd.Process.Pid)
+	})
+	defer startMeasure.Stop()
 	var wg sync.WaitGroup
 	for range *clients {
 		wg.Go(func() {
@@ -66,6 +78,9 @@ func eventRun(srv *server, db *gorm.DB) eventResult {
 				}
 				mu.Lock()
 				latencies = append(latencies, took)
+				if took > 25*time.Millisecond {
+					slow = append(slow, start.Sub(measureFrom))
+				}
 				if !ok {
 					failed++
 				}
@@ -74,12 +89,32 @@ func eventRun(srv *server, db *gorm.DB) eventResult {
 		})
 	}
 	wg.Wait()
+	r := eventResult{posted: len(latencies), failed: failed, elapsed: *measure, cpu: (<-sampled).until(sampleCPU(srv.cmd.Process.Pid))}
+	if profiled != nil {
+		<-profiled
+	}
+	logSlow(slow)
+	log.Printf("event intake: CPU per event: server %.0f µs, PostgreSQL and the rest %.0f µs, load generator %.0f µs; idle %.2f cores",
+		perRequest(r.cpu.server, r.posted), perRequest(r.cpu.postgres, r.posted), perRequest(r.cpu.bench, r.posted),
+		r.cpu.cores(r.cpu.idle))
 	slices.Sort(latencies)
-	r := eventResult{posted: len(latencies), failed: failed, elapsed: *measure}
 	if len(latencies) > 0 {
 		r.p50, r.p99 = latencies[len(latencies)/2], latencies[len(latencies)*99/100]
 	}
 	return r
+}
+
+// logSlow logs how the answers over 25 ms fell across the measured time,
+// a count per second, to tell a tail spread evenly from one that comes in
+// bursts (a background round, a checkpoint).
+func logSlow(slow []time.Duration) {
+	perSecond := make([]int, int(measure.Seconds())+1)
+	for _, at := range slow {
+		if i := int(at.Seconds()); i >= 0 && i < len(perSecond) {
+			perSecond[i]++
+		}
+	}
+	log.Printf("event intake: %d answers over 25 ms, per second of the run: %v", len(slow), perSecond)
 }
 
 // postEvent posts one signed event and says whether it got a 200; the

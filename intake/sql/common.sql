@@ -11,7 +11,8 @@ VALUES ($1, $2, $3, $4, $5, $6, $7)
 ON CONFLICT (id) DO NOTHING
 
 -- name: event_applied
--- Whether the event $1 is applied (no row: not stored).
+-- Whether the event $1, delivered again (insert_event stored nothing), is
+-- applied already.
 SELECT applied_at IS NOT NULL FROM processor_events WHERE id = $1
 
 -- name: mark_applied
