@@ -387,7 +387,8 @@ func TestSubscriptionAfterIsChecked(t *testing.T) {
 // TestWebSocketsAreCapped: the WebSockets past connection_init are capped
 // per token and per instance by the subscriptions' caps (a socket is kept
 // for its subscriptions, and one holds at least one); one over a cap
-// closes with 1013, try again later, and one that closes makes room.
+// closes with 1013, try again later, and is counted by its cap in
+// cmpay_websockets_refused_total; one that closes makes room.
 // Without the caps one token opened 5,000 sockets holding no subscription,
 // each a file descriptor and some 44 KB, until the process had none left.
 func TestWebSocketsAreCapped(t *testing.T) {
@@ -418,6 +419,7 @@ func TestWebSocketsAreCapped(t *testing.T) {
 	if code := refusal(managed); code != int(websocket.StatusTryAgainLater) {
 		t.Errorf("the instance's fourth socket, over its cap of 3: close code %d, want 1013", code)
 	}
+	b.metricsHave(t, ctx, `cmpay_websockets_refused_total{limit="token"} 1`, `cmpay_websockets_refused_total{limit="instance"} 1`)
 	if err := first.Close(); err != nil {
 		t.Fatal(err)
 	}
