@@ -201,10 +201,10 @@ func (s *Store) List(ctx context.Context) ([]Token, error) {
 }
 
 // Revoke ends the token id at once in the database and on this server, and
-// on other running servers within their CacheTTL. Revoking a revoked token changes nothing; the
-// token is returned as it is now. audit writes the revocation's audit
-// entry in the same transaction (told when nothing changed); an id that
-// names no token writes none.
+// on other running servers within their CacheTTL. Revoking a revoked token
+// changes nothing; the token is returned as it is now. audit writes the
+// revocation's audit entry in the same transaction (told when nothing
+// changed); an id that names no token writes none.
 func (s *Store) Revoke(ctx context.Context, id string, audit Audit) (Token, error) {
 	if !utf8.ValidString(id) || strings.ContainsRune(id, 0) {
 		// No token has such an id, and PostgreSQL would refuse the query

@@ -180,10 +180,8 @@ type Service struct {
 	// wake asks the SQLite sequencer for a pass.
 	wake chan struct{}
 	hub  *hub
-	// replay paces the subscriptions' reads of the outbox, and turns
-	// shares its slots among clients (subscribe.go).
+	// replay paces the subscriptions' reads of the outbox.
 	replay *replayBudget
-	turns  *replayTurns
 
 	leader    atomic.Bool
 	listeners struct {
@@ -235,7 +233,6 @@ func New(db *gorm.DB, opts Options) (*Service, error) {
 		s.maxLag = 10_000
 	}
 	s.replay = newReplayBudget(opts.ReplayRate, opts.ReplayPages, opts.ReplayStall)
-	s.turns = newReplayTurns(cap(s.replay.slots))
 	last, err := s.maxID(context.Background())
 	if err != nil {
 		return nil, fmt.Errorf("events: %w", err)

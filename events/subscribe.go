@@ -126,15 +126,11 @@ func (s *Service) Subscribe(ctx context.Context, f Filter, after *int64) *Subscr
 // sending it; a subscriber that does not take the page within the budget's
 // stall time ends with ErrTooSlow. False: the subscription ended.
 func (s *Service) replayPage(ctx context.Context, f Filter, cursor *int64, upTo int64, out chan<- Event, sub *Subscription) bool {
-	leave, ok := s.turns.enter(ctx, f.ClientID)
+	release, ok := s.replay.acquire(ctx, f.ClientID)
 	if !ok {
 		return false
 	}
-	defer leave()
-	if !s.replay.acquire(ctx) {
-		return false
-	}
-	defer s.replay.release()
+	defer release()
 	batch, reached, err := s.page(ctx, *cursor, upTo, f)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -213,56 +209,5 @@ func (s *Service) follow(ctx context.Context, sb *subscriber, cursor *int64, sen
 		case <-ctx.Done():
 			return false
 		}
-	}
-}
-
-// replayTurns keeps each client's replays to half of the instance's replay
-// slots (at least one): the slots are taken in turn, so without it one
-// client's replays (a token's 200 subscriptions from "0", or readers that
-// stall while they hold a page) queued every other client's replay and
-// catch-up behind all of theirs. Replays of no one client (an unbound
-// token's, of every client) count as one client's.
-type replayTurns struct {
-	most int
-
-	mu     sync.Mutex
-	byName map[string]*clientTurns
-}
-
-// clientTurns is one client's share of the slots and how many of its
-// replays hold or wait for one.
-type clientTurns struct {
-	slots chan struct{}
-	users int
-}
-
-func newReplayTurns(slots int) *replayTurns {
-	return &replayTurns{most: max(1, slots/2), byName: map[string]*clientTurns{}}
-}
-
-// enter waits for a place in client's share; leave gives it back. ok is
-// false when ctx ended first.
-func (t *replayTurns) enter(ctx context.Context, client string) (leave func(), ok bool) {
-	t.mu.Lock()
-	ct := t.byName[client]
-	if ct == nil {
-		ct = &clientTurns{slots: make(chan struct{}, t.most)}
-		t.byName[client] = ct
-	}
-	ct.users++
-	t.mu.Unlock()
-	done := func() {
-		t.mu.Lock()
-		defer t.mu.Unlock()
-		if ct.users--; ct.users == 0 {
-			delete(t.byName, client) // the map holds the clients replaying now only
-		}
-	}
-	select {
-	case ct.slots <- struct{}{}:
-		return func() { <-ct.slots; done() }, true
-	case <-ctx.Done():
-		done()
-		return nil, false
 	}
 }

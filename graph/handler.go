@@ -69,10 +69,14 @@ type Options struct {
 	// to accept one write (an event, a ping); zero means
 	// DefaultStreamWriteTimeout.
 	StreamWriteTimeout time.Duration
-	// Subscriptions caps the open subscriptions; OnSubscriptionRefused, if
-	// set, is told the cap (socket, token, instance) of each refusal.
+	// Subscriptions caps the open subscriptions, and its PerToken and
+	// PerInstance the open WebSockets; OnSubscriptionRefused, if set, is
+	// told the cap (socket, token, instance) of each subscription refused,
+	// OnWebSocketRefused the cap (token, instance) of each WebSocket
+	// closed with 1013.
 	Subscriptions         SubscriptionLimits
 	OnSubscriptionRefused func(limit string)
+	OnWebSocketRefused    func(limit string)
 	// ClientOf returns the client the request's credentials are bound to,
 	// "" for none: such a request sees and creates that client's events and
 	// webhook endpoints only. Nil means no request is bound.
@@ -121,7 +125,7 @@ func validationRules(opts Options) *rules.Rules {
 // by GET or POST, mutations by POST only, application/json and
 // application/graphql-response+json.
 func NewHandler(svc *payments.Service, opts Options) http.Handler {
-	subscriptions := newSubscriptionCounter(opts.Subscriptions, opts.OnSubscriptionRefused)
+	subscriptions := newSubscriptionCounter(opts.Subscriptions, opts.OnSubscriptionRefused, opts.OnWebSocketRefused)
 	schema := NewExecutableSchema(Config{
 		Resolvers: &Resolver{Service: svc, Events: opts.Events, Webhooks: opts.Webhooks, ClientOf: opts.ClientOf,
 			subscriptions: subscriptions},

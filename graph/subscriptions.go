@@ -47,8 +47,9 @@ func (l SubscriptionLimits) withDefaults() SubscriptionLimits {
 // subscriptionCounter counts open subscriptions against the limits.
 type subscriptionCounter struct {
 	limits SubscriptionLimits
-	// onRefused, if set, is told the limit of each refusal.
-	onRefused func(limit string)
+	// onRefused and onSocketRefused, if set, are told the limit of each
+	// subscription and each WebSocket refused.
+	onRefused, onSocketRefused func(limit string)
 
 	mu      sync.Mutex
 	total   int
@@ -59,9 +60,9 @@ type subscriptionCounter struct {
 	socketsByToken map[string]int
 }
 
-func newSubscriptionCounter(l SubscriptionLimits, onRefused func(limit string)) *subscriptionCounter {
-	return &subscriptionCounter{limits: l.withDefaults(), onRefused: onRefused, byToken: map[string]int{},
-		socketsByToken: map[string]int{}}
+func newSubscriptionCounter(l SubscriptionLimits, onRefused, onSocketRefused func(limit string)) *subscriptionCounter {
+	return &subscriptionCounter{limits: l.withDefaults(), onRefused: onRefused, onSocketRefused: onSocketRefused,
+		byToken: map[string]int{}, socketsByToken: map[string]int{}}
 }
 
 // takeSocket counts c, a WebSocket past connection_init, against its
@@ -72,20 +73,30 @@ func newSubscriptionCounter(l SubscriptionLimits, onRefused func(limit string)) 
 // a file descriptor and some 44 KB. The connection gives its place back
 // with releaseSocket.
 func (s *subscriptionCounter) takeSocket(c *connection) error {
+	limit, err := s.countSocket(c)
+	if err != nil && s.onSocketRefused != nil {
+		s.onSocketRefused(limit)
+	}
+	return err
+}
+
+// countSocket is takeSocket but for telling onSocketRefused: the error
+// refusing c, and the cap (token, instance) that did.
+func (s *subscriptionCounter) countSocket(c *connection) (limit string, err error) {
 	_, token := c.credentials()
 	c.mu.Lock()
 	counted := c.socket != nil
 	c.mu.Unlock()
 	if counted {
-		return nil
+		return "", nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
 	case s.socketsByToken[token] >= s.limits.PerToken:
-		return fmt.Errorf("this token has %d WebSockets open here, the most it may", s.socketsByToken[token])
+		return "token", fmt.Errorf("this token has %d WebSockets open here, the most it may", s.socketsByToken[token])
 	case s.sockets >= s.limits.PerInstance:
-		return fmt.Errorf("this server has %d WebSockets open, the most it takes", s.sockets)
+		return "instance", fmt.Errorf("this server has %d WebSockets open, the most it takes", s.sockets)
 	}
 	s.sockets++
 	s.socketsByToken[token]++
@@ -103,7 +114,7 @@ func (s *subscriptionCounter) takeSocket(c *connection) error {
 	c.mu.Lock()
 	c.socket = release
 	c.mu.Unlock()
-	return nil
+	return "", nil
 }
 
 // take counts a new subscription on c (nil: not on a connection) and

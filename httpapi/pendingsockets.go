@@ -149,16 +149,6 @@ func (p *pendingSockets) remove(s *pendingSocket) {
 	s.inAll, s.inAd = nil, nil
 }
 
-// waiting is how many sockets wait, in all and from addr.
-func (p *pendingSockets) waiting(addr string) (total, fromAddr int) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if ad := p.byAddr[auth.AddressKey(addr)]; ad != nil {
-		fromAddr = ad.Len()
-	}
-	return p.all.Len(), fromAddr
-}
-
 // drop closes s's connection, or has it closed as soon as the upgrade
 // takes it over. Closing the connection ends the socket's handler, with
 // no close frame: a socket that has said nothing is owed none.

@@ -3,6 +3,8 @@ package httpapi
 import (
 	"net"
 	"testing"
+
+	"github.com/cmpay/cmpay/auth"
 )
 
 // TestPendingDropsTheOldest: past an address's share its oldest waiting
@@ -54,6 +56,17 @@ func TestPendingDroppedBeforeHijack(t *testing.T) {
 	if _, err := server.Write([]byte("x")); err == nil {
 		t.Fatal("the dropped socket's connection still takes writes")
 	}
+}
+
+// waiting is how many sockets wait, in all and from addr (its /64 for an
+// IPv6 address).
+func (p *pendingSockets) waiting(addr string) (total, fromAddr int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if ad := p.byAddr[auth.AddressKey(addr)]; ad != nil {
+		fromAddr = ad.Len()
+	}
+	return p.all.Len(), fromAddr
 }
 
 func (s *pendingSocket) isDropped() bool {

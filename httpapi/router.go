@@ -177,7 +177,7 @@ func graphQLOptions(d Deps, creds *credentials, failures *auth.FailureLimiter) g
 	o.Authenticate = websocketAuthenticator(creds, failures)
 	o.Recheck = connectionRecheck(creds)
 	if d.Metrics != nil {
-		o.OnSubscriptionRefused = d.Metrics.SubscriptionRefused
+		o.OnSubscriptionRefused, o.OnWebSocketRefused = d.Metrics.SubscriptionRefused, d.Metrics.WebSocketRefused
 	}
 	o.ClientOf = auth.BoundClient
 	return o

@@ -160,10 +160,12 @@ func TestRevocationEndsOpenSubscriptions(t *testing.T) {
 }
 
 // TestSocketsFollowTheTokenCache: a socket's checks go through the token
-// cache HTTP uses. Right after a revocation the cached token still works
-// on a socket as over HTTP; once the cache entry would expire before the
-// next periodic check, the socket is closed with 4403, within the cache
-// lifetime that HTTP requests take to notice.
+// cache HTTP uses. Right after a revocation made elsewhere (another
+// server, the CLI) the cached token still works on a socket as over HTTP;
+// once the cache entry would expire before the next periodic check, the
+// socket is closed with 4403, within the cache lifetime that HTTP requests
+// take to notice. (The revoking server forgets its entry at once:
+// apitoken's TestRevocationEndsAtOnceOnTheRevokingServer.)
 func TestSocketsFollowTheTokenCache(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
@@ -176,7 +178,11 @@ func TestSocketsFollowTheTokenCache(t *testing.T) {
 		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 		defer cancel()
 		ws := b.dialWS(t, ctx, "Bearer "+secret) // cached now
-		b.revoke(t, id)
+		elsewhere := apitoken.NewStore(db.Gorm, apitoken.Options{CacheTTL: -1})
+		t.Cleanup(elsewhere.Close)
+		if _, err := elsewhere.Revoke(ctx, id, nil); err != nil {
+			t.Fatal(err)
+		}
 		if err := ws.Subscribe(ctx, "1", `{ payments(first: 1) { edges { cursor } } }`, nil); err != nil {
 			t.Fatal(err)
 		}
@@ -387,7 +393,8 @@ func TestSubscriptionAfterIsChecked(t *testing.T) {
 // TestWebSocketsAreCapped: the WebSockets past connection_init are capped
 // per token and per instance by the subscriptions' caps (a socket is kept
 // for its subscriptions, and one holds at least one); one over a cap
-// closes with 1013, try again later, and one that closes makes room.
+// closes with 1013, try again later, and is counted by its cap in
+// cmpay_websockets_refused_total; one that closes makes room.
 // Without the caps one token opened 5,000 sockets holding no subscription,
 // each a file descriptor and some 44 KB, until the process had none left.
 func TestWebSocketsAreCapped(t *testing.T) {
@@ -418,6 +425,7 @@ func TestWebSocketsAreCapped(t *testing.T) {
 	if code := refusal(managed); code != int(websocket.StatusTryAgainLater) {
 		t.Errorf("the instance's fourth socket, over its cap of 3: close code %d, want 1013", code)
 	}
+	b.metricsHave(t, ctx, `cmpay_websockets_refused_total{limit="token"} 1`, `cmpay_websockets_refused_total{limit="instance"} 1`)
 	if err := first.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -32,14 +32,11 @@ func (l smallSendBuffers) Accept() (net.Conn, error) {
 	return c, err
 }
 
-// TestStalledStreamIsCut: an SSE stream whose client stops reading is cut
-// once a write has waited StreamWriteTimeout, and its subscription ends,
-// giving back its place under the token's cap. Without a deadline the
-// write waited for as long as the client kept the connection open: the
-// stream held its place, a goroutine and a connection for ever, past the
-// token's revocation too.
-func TestStalledStreamIsCut(t *testing.T) {
-	t.Parallel()
+// stallServer serves the surface with a token's cap at one subscription,
+// StreamWriteTimeout at 200 ms and small send buffers, over 200 events to
+// replay: a client that stops reading stalls its stream's writes soon.
+func stallServer(t *testing.T) *httptest.Server {
+	t.Helper()
 	b := setupEvents(t, dbtest.SQLite(t), withGraphQL(func(o *graph.Options) {
 		o.Subscriptions = graph.SubscriptionLimits{PerToken: 1}
 		o.StreamWriteTimeout = 200 * time.Millisecond
@@ -51,6 +48,18 @@ func TestStalledStreamIsCut(t *testing.T) {
 	for i := range 200 {
 		b.newPayment(t, "stall-client", "stall-"+strconv.Itoa(i), "10.00", true)
 	}
+	return srv
+}
+
+// TestStalledStreamIsCut: an SSE stream whose client stops reading is cut
+// once a write has waited StreamWriteTimeout, and its subscription ends,
+// giving back its place under the token's cap. Without a deadline the
+// write waited for as long as the client kept the connection open: the
+// stream held its place, a goroutine and a connection for ever, past the
+// token's revocation too.
+func TestStalledStreamIsCut(t *testing.T) {
+	t.Parallel()
+	srv := stallServer(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 
@@ -107,17 +116,7 @@ var smallReceiveBuffer = &net.Dialer{Control: func(_, _ string, rc syscall.RawCo
 // without a deadline: the socket held its place for ever.
 func TestStalledWebSocketIsCut(t *testing.T) {
 	t.Parallel()
-	b := setupEvents(t, dbtest.SQLite(t), withGraphQL(func(o *graph.Options) {
-		o.Subscriptions = graph.SubscriptionLimits{PerToken: 1}
-		o.StreamWriteTimeout = 200 * time.Millisecond
-	}))
-	srv := httptest.NewUnstartedServer(b.handler)
-	srv.Listener = smallSendBuffers{srv.Listener}
-	srv.Start()
-	t.Cleanup(srv.Close)
-	for i := range 200 {
-		b.newPayment(t, "stall-client", "stall-"+strconv.Itoa(i), "10.00", true)
-	}
+	srv := stallServer(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 

@@ -14,7 +14,8 @@ import (
 )
 
 // TestEventMetrics: events written, delivery outcomes, latencies, the
-// backlog and the live subscriptions are exported.
+// backlog, the live subscriptions and the subscriptions and WebSockets
+// refused by a cap are exported.
 func TestEventMetrics(t *testing.T) {
 	t.Parallel()
 	m := metrics.New(new(sql.DB))
@@ -32,6 +33,7 @@ func TestEventMetrics(t *testing.T) {
 	m.WatchSubscriptions(func() int { return 3 })
 	m.SubscriptionRefused("token")
 	m.SubscriptionRefused("token")
+	m.WebSocketRefused("instance")
 
 	rec := httptest.NewRecorder()
 	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
@@ -49,6 +51,8 @@ func TestEventMetrics(t *testing.T) {
 		`cmpay_event_subscriptions 3`,
 		`cmpay_subscriptions_refused_total{limit="token"} 2`,
 		`cmpay_subscriptions_refused_total{limit="socket"} 0`,
+		`cmpay_websockets_refused_total{limit="instance"} 1`,
+		`cmpay_websockets_refused_total{limit="token"} 0`,
 	} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("metrics lack %s", want)

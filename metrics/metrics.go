@@ -3,7 +3,7 @@
 // processor's calls, the outcomes left unknown and the operations
 // recovery left for a lease set too late; the events written,
 // webhook deliveries and GraphQL subscriptions; WebSockets waiting for
-// connection_init; and the database connection pool.
+// connection_init or refused at it; and the database connection pool.
 package metrics
 
 import (

@@ -2,12 +2,13 @@ package metrics
 
 import "github.com/prometheus/client_golang/prometheus"
 
-// socketMetrics count the WebSockets that have not sent connection_init:
-// how many wait now, and how many were dropped to make room for newer
-// ones.
+// socketMetrics count the WebSockets that have not sent connection_init
+// (how many wait now, and how many were dropped to make room for newer
+// ones) and those refused at connection_init by a cap on open sockets.
 type socketMetrics struct {
 	waiting prometheus.Gauge
 	dropped *prometheus.CounterVec
+	refused *prometheus.CounterVec
 }
 
 func newSocketMetrics(reg *prometheus.Registry) *socketMetrics {
@@ -20,11 +21,18 @@ func newSocketMetrics(reg *prometheus.Registry) *socketMetrics {
 			Name: "cmpay_websockets_dropped_total",
 			Help: "WebSockets dropped before their connection_init to make room for a newer one, by the cap that was full (address, instance).",
 		}, []string{"limit"}),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cmpay_websockets_refused_total",
+			Help: "WebSockets closed with 1013 at connection_init because their token's or the instance's cap on open WebSockets was full, by that cap (token, instance).",
+		}, []string{"limit"}),
 	}
 	for _, l := range []string{"address", "instance"} {
 		m.dropped.WithLabelValues(l)
 	}
-	reg.MustRegister(m.waiting, m.dropped)
+	for _, l := range []string{"token", "instance"} {
+		m.refused.WithLabelValues(l)
+	}
+	reg.MustRegister(m.waiting, m.dropped, m.refused)
 	return m
 }
 
@@ -39,4 +47,11 @@ func (m *Metrics) WebSocketWaiting(delta int) {
 // address or instance) was full, in cmpay_websockets_dropped_total.
 func (m *Metrics) WebSocketDropped(limit string) {
 	m.sockets.dropped.WithLabelValues(limit).Inc()
+}
+
+// WebSocketRefused counts a socket closed with 1013 at connection_init
+// because a cap on open WebSockets (limit: token or instance) was full, in
+// cmpay_websockets_refused_total.
+func (m *Metrics) WebSocketRefused(limit string) {
+	m.sockets.refused.WithLabelValues(limit).Inc()
 }
