@@ -2,7 +2,6 @@ package payments
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -69,13 +68,9 @@ func (s *Service) CheckLateCompletions(ctx context.Context) (int, error) {
 	if !ok {
 		return 0, nil
 	}
-	claimer, ok := s.store.(lateClaimer)
-	if !ok {
-		return 0, errors.New("claim late checks: the store cannot")
-	}
 	now := s.now()
 	lease := now.Add(max(lateCheckRetry, s.timeout+leaseMargin))
-	ids, err := claimer.claimLateChecks(ctx, lease, now.Add(-after), s.proc.Name(), now, lateCheckBatch)
+	ids, err := s.store.claimLateChecks(ctx, lease, now.Add(-after), s.proc.Name(), now, lateCheckBatch)
 	if err != nil {
 		return 0, fmt.Errorf("claim operations to check for late completions: %w", err)
 	}
@@ -182,20 +177,6 @@ func (s *Service) checkLateRound(ctx context.Context, fails *logrepeat.Failures)
 		fails.Report(err)
 	}
 }
-
-// lateClaimer claims operations due for their late check with lease:
-// those at processor whose key and last send are due or older, whose
-// claim, if any, ran out by now; up to limit, the oldest first.
-type lateClaimer interface {
-	claimLateChecks(ctx context.Context, lease, due time.Time, processor string, now time.Time, limit int) ([]string, error)
-}
-
-// Both stores claim, so that the check CheckLateCompletions makes at run
-// time fails the build instead should either stop.
-var (
-	_ lateClaimer = (*postgresStore)(nil)
-	_ lateClaimer = (*sqliteStore)(nil)
-)
 
 // claimLateChecks skips the operations others are claiming (SKIP LOCKED).
 func (st *postgresStore) claimLateChecks(ctx context.Context, lease, due time.Time, processor string, now time.Time, limit int) ([]string, error) {
