@@ -21,10 +21,11 @@ import (
 // request can be completed any more, by the search recovery uses (the
 // payment's id in the metadata; a refund: its payment's list of refunds),
 // and what moved money besides the operation's own record is recorded as
-// any duplicate is. Each operation is read so once: a claim keeps other
-// instances off it while one reads, and a stamp (late_checked_at) keeps it
-// from being read again. Only operations with a second key qualify, which
-// the sandbox never gives one: it costs the sandbox no read and no row.
+// any duplicate is (found by FoundByLateCheck). Each operation is read so
+// once: a claim keeps other instances off it while one reads, and a stamp
+// (late_checked_at) keeps it from being read again. Only operations with a
+// second key qualify, which the sandbox never gives one: it costs the
+// sandbox no read and no row.
 
 const (
 	// lateCheckBatch is how many operations one round claims and reads,
@@ -127,7 +128,7 @@ func (s *Service) lateCheckCreate(ctx context.Context, op operationRow, p Paymen
 		if rec.PaymentID != op.paymentID || rec.Reference == p.ProcessorReference || !movesMoney(rec.State) {
 			continue
 		}
-		if err := s.recordDuplicate(ctx, s.paymentDuplicate(op.paymentID, op.processor, rec, FoundByRecovery)); err != nil {
+		if err := s.recordDuplicate(ctx, s.paymentDuplicate(op.paymentID, op.processor, rec, FoundByLateCheck)); err != nil {
 			return err
 		}
 	}
@@ -155,7 +156,7 @@ func (s *Service) lateCheckRefund(ctx context.Context, op operationRow, p Paymen
 		if res.RefundID != *op.refundID || ref != nil && res.Reference == *ref || !refundMovesMoney(res.State) {
 			continue
 		}
-		if err := s.recordDuplicate(ctx, s.refundDuplicate(op.paymentID, op.processor, res, FoundByRecovery)); err != nil {
+		if err := s.recordDuplicate(ctx, s.refundDuplicate(op.paymentID, op.processor, res, FoundByLateCheck)); err != nil {
 			return err
 		}
 	}

@@ -39,8 +39,11 @@ func duplicatesFound(ds []payments.Duplicate) string {
 	parts := make([]string, len(ds))
 	for i, d := range ds {
 		how := "by the processor's event about it"
-		if d.FoundBy == payments.FoundByRecovery {
+		switch d.FoundBy {
+		case payments.FoundByRecovery:
 			how = "by recovery's read of the processor"
+		case payments.FoundByLateCheck:
+			how = "by the late check, the processor read again a day after the operation was sent under a new key"
 		}
 		parts[i] = fmt.Sprintf("%s on %s UTC %s", d.Reference, precise(d.FoundAt), how)
 	}

@@ -93,6 +93,26 @@ func TestPaymentPageWithoutDuplicates(t *testing.T) {
 	}
 }
 
+// Each finder of a duplicate is named: the late check apart from
+// recovery's reads, since it reads a day after the operation settled.
+func TestDuplicatesFoundSaysByWhat(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 12, 7, 10, 0, 0, 0, time.UTC)
+	got := duplicatesFound([]payments.Duplicate{
+		{Reference: "pi_2", FoundBy: payments.FoundByEvent, FoundAt: at},
+		{Reference: "pi_3", FoundBy: payments.FoundByRecovery, FoundAt: at},
+		{Reference: "pi_4", FoundBy: payments.FoundByLateCheck, FoundAt: at},
+	})
+	for _, want := range []string{"pi_2 on " + precise(at) + " UTC by the processor's event about it",
+		"pi_3 on " + precise(at) + " UTC by recovery's read of the processor",
+		"pi_4 on " + precise(at) + " UTC by the late check, the processor read again a day after the operation was sent " +
+			"under a new key"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("%q does not say %q", got, want)
+		}
+	}
+}
+
 // Each kind of duplicate says what to do with it.
 func TestDuplicateNotes(t *testing.T) {
 	t.Parallel()
