@@ -27,7 +27,9 @@ type ProcessorDuplicate struct {
 	Currency    string `gorm:"not null;size:3"`
 	State       string `gorm:"not null;size:20"`
 	// FoundBy says what found it: "event" (the processor's event about
-	// it) or "recovery" (a read that found it beside the one settled on).
+	// it), "recovery" (a read that found it beside the one settled on) or
+	// "late_check" (the read of an operation sent again under a new key,
+	// a day later: payments/latecheck.go).
 	FoundBy string    `gorm:"not null;size:16"`
 	FoundAt time.Time `gorm:"not null"`
 }

@@ -105,11 +105,12 @@ func (s *Service) called(op operationRow, kind string, out outcome, took time.Du
 }
 
 // strayCalled counts a read of a stray (duplicates.go), a payment or
-// refund at the processor other than the payment's own, as a READ call of
-// op that came to out. It is a real call, so the metrics count it; no
-// processor_calls row is stored, since the record read is not that of any
-// operation of the payment's. A failed one is not logged here: its error
-// keeps the event unapplied, and the intake's retries log it.
+// refund at the processor other than the payment's own, or the late
+// check's search for them (latecheck.go), as a READ call of op that came
+// to out. It is a real call, so the metrics count it; no processor_calls
+// row is stored, since it settles no operation of the payment's. A failed
+// one is not logged here: its error keeps the event unapplied, and the
+// intake's retries log it, or fails the late check's round, which logs it.
 func (s *Service) strayCalled(op Operation, out outcome, took time.Duration) {
 	s.onCall(op, out.call, took)
 }

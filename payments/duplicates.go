@@ -24,15 +24,18 @@ import (
 //     record of it is read, and kept when it moved or may move money;
 //   - a recovery read that finds several payments (or refunds) for one
 //     operation: it settles on one (settleOnOne, settleOnOneRefund) and, once
-//     that one is final, keeps the others.
+//     that one is final, keeps the others;
+//   - the late check's read of an operation sent again under a new key,
+//     once no earlier key's request can be completed (latecheck.go).
 //
 // CMPay never refunds or cancels a duplicate itself: a mistake in telling
 // one apart would move a payer's real money (docs/design/processors.md).
 
 // FoundBy says what found a duplicate.
 const (
-	FoundByEvent    = "event"
-	FoundByRecovery = "recovery"
+	FoundByEvent     = "event"
+	FoundByRecovery  = "recovery"
+	FoundByLateCheck = "late_check"
 )
 
 // Duplicate is a second payment or refund the processor holds for one of

@@ -2,7 +2,6 @@ package payments
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -22,10 +21,11 @@ import (
 // request can be completed any more, by the search recovery uses (the
 // payment's id in the metadata; a refund: its payment's list of refunds),
 // and what moved money besides the operation's own record is recorded as
-// any duplicate is. Each operation is read so once: a claim keeps other
-// instances off it while one reads, and a stamp (late_checked_at) keeps it
-// from being read again. Only operations with a second key qualify, which
-// the sandbox never gives one: it costs the sandbox no read and no row.
+// any duplicate is (found by FoundByLateCheck). Each operation is read so
+// once: a claim keeps other instances off it while one reads, and a stamp
+// (late_checked_at) keeps it from being read again. Only operations with a
+// second key qualify, which the sandbox never gives one: it costs the
+// sandbox no read and no row.
 
 const (
 	// lateCheckBatch is how many operations one round claims and reads,
@@ -69,13 +69,9 @@ func (s *Service) CheckLateCompletions(ctx context.Context) (int, error) {
 	if !ok {
 		return 0, nil
 	}
-	claimer, ok := s.store.(lateClaimer)
-	if !ok {
-		return 0, errors.New("claim late checks: the store cannot")
-	}
 	now := s.now()
 	lease := now.Add(max(lateCheckRetry, s.timeout+leaseMargin))
-	ids, err := claimer.claimLateChecks(ctx, lease, now.Add(-after), s.proc.Name(), now, lateCheckBatch)
+	ids, err := s.store.claimLateChecks(ctx, lease, now.Add(-after), s.proc.Name(), now, lateCheckBatch)
 	if err != nil {
 		return 0, fmt.Errorf("claim operations to check for late completions: %w", err)
 	}
@@ -132,7 +128,7 @@ func (s *Service) lateCheckCreate(ctx context.Context, op operationRow, p Paymen
 		if rec.PaymentID != op.paymentID || rec.Reference == p.ProcessorReference || !movesMoney(rec.State) {
 			continue
 		}
-		if err := s.recordDuplicate(ctx, s.paymentDuplicate(op.paymentID, op.processor, rec, FoundByRecovery)); err != nil {
+		if err := s.recordDuplicate(ctx, s.paymentDuplicate(op.paymentID, op.processor, rec, FoundByLateCheck)); err != nil {
 			return err
 		}
 	}
@@ -160,7 +156,7 @@ func (s *Service) lateCheckRefund(ctx context.Context, op operationRow, p Paymen
 		if res.RefundID != *op.refundID || ref != nil && res.Reference == *ref || !refundMovesMoney(res.State) {
 			continue
 		}
-		if err := s.recordDuplicate(ctx, s.refundDuplicate(op.paymentID, op.processor, res, FoundByRecovery)); err != nil {
+		if err := s.recordDuplicate(ctx, s.refundDuplicate(op.paymentID, op.processor, res, FoundByLateCheck)); err != nil {
 			return err
 		}
 	}
@@ -182,20 +178,6 @@ func (s *Service) checkLateRound(ctx context.Context, fails *logrepeat.Failures)
 		fails.Report(err)
 	}
 }
-
-// lateClaimer claims operations due for their late check with lease:
-// those at processor whose key and last send are due or older, whose
-// claim, if any, ran out by now; up to limit, the oldest first.
-type lateClaimer interface {
-	claimLateChecks(ctx context.Context, lease, due time.Time, processor string, now time.Time, limit int) ([]string, error)
-}
-
-// Both stores claim, so that the check CheckLateCompletions makes at run
-// time fails the build instead should either stop.
-var (
-	_ lateClaimer = (*postgresStore)(nil)
-	_ lateClaimer = (*sqliteStore)(nil)
-)
 
 // claimLateChecks skips the operations others are claiming (SKIP LOCKED).
 func (st *postgresStore) claimLateChecks(ctx context.Context, lease, due time.Time, processor string, now time.Time, limit int) ([]string, error) {

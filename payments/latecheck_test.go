@@ -82,9 +82,9 @@ func TestLateCheckFindsARolledForwardCreateWithoutItsEvent(t *testing.T) {
 		}
 		got := mustDuplicates(t, b, p.ID)
 		if len(got) != 1 || got[0].Reference != stray || got[0].Operation != payments.OpCreate ||
-			got[0].FoundBy != payments.FoundByRecovery || got[0].State != "captured" ||
+			got[0].FoundBy != payments.FoundByLateCheck || got[0].State != "captured" ||
 			got[0].Amount != (payments.Money{Minor: 1050, Currency: "BRL"}) {
-			t.Errorf("duplicates %+v, want %s, 10.50 BRL captured, found by recovery", got, stray)
+			t.Errorf("duplicates %+v, want %s, 10.50 BRL captured, found by the late check", got, stray)
 		}
 		if n := checkLateAt(t, b, due.Add(48*time.Hour)); n != 0 || d.Calls(stripedouble.SearchPaymentIntents) != searches+1 {
 			t.Errorf("a later round: claimed %d, %d searches in all; want none more", n,
@@ -129,8 +129,9 @@ func TestLateCheckFindsARolledForwardRefundWithoutItsEvent(t *testing.T) {
 		}
 		got := mustDuplicates(t, b, p.ID)
 		if len(got) != 1 || got[0].Reference != stray || got[0].Operation != payments.OpRefund || got[0].RefundID == "" ||
-			got[0].State != "succeeded" || got[0].Amount != (payments.Money{Minor: 400, Currency: "BRL"}) {
-			t.Errorf("duplicates %+v, want %s, 4.00 BRL succeeded", got, stray)
+			got[0].State != "succeeded" || got[0].Amount != (payments.Money{Minor: 400, Currency: "BRL"}) ||
+			got[0].FoundBy != payments.FoundByLateCheck {
+			t.Errorf("duplicates %+v, want %s, 4.00 BRL succeeded, found by the late check", got, stray)
 		}
 		if n := checkLateAt(t, b, due.Add(48*time.Hour)); n != 0 || d.Calls(stripedouble.ListRefunds) != lists+1 {
 			t.Errorf("a later round: claimed %d, %d lists in all; want none more", n, d.Calls(stripedouble.ListRefunds)-lists)

@@ -68,6 +68,12 @@ type store interface {
 	// at processor whose read is due (their last read, or their creation,
 	// no later than due), and returns their ids (authcheck.go).
 	claimAuthorizations(ctx context.Context, lease, due time.Time, processor string, limit int) ([]string, error)
+	// claimLateChecks stamps with lease up to limit settled creates and
+	// refunds at processor, sent again under a new key, whose late check is
+	// still to come: those whose key and last send are due or older and
+	// whose claim, if any, ran out by now, the oldest key first; it returns
+	// their ids (latecheck.go).
+	claimLateChecks(ctx context.Context, lease, due time.Time, processor string, now time.Time, limit int) ([]string, error)
 	// sweepKeys deletes up to limit keys created before before, and says
 	// how many it deleted (sweep.go).
 	sweepKeys(ctx context.Context, before time.Time, limit int) (int64, error)

@@ -93,6 +93,26 @@ func TestPaymentPageWithoutDuplicates(t *testing.T) {
 	}
 }
 
+// Each finder of a duplicate is named: the late check apart from
+// recovery's reads, since it reads a day after the operation settled.
+func TestDuplicatesFoundSaysByWhat(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 12, 7, 10, 0, 0, 0, time.UTC)
+	got := duplicatesFound([]payments.Duplicate{
+		{Reference: "pi_2", FoundBy: payments.FoundByEvent, FoundAt: at},
+		{Reference: "pi_3", FoundBy: payments.FoundByRecovery, FoundAt: at},
+		{Reference: "pi_4", FoundBy: payments.FoundByLateCheck, FoundAt: at},
+	})
+	for _, want := range []string{"pi_2 on " + precise(at) + " UTC by the processor's event about it",
+		"pi_3 on " + precise(at) + " UTC by recovery's read of the processor",
+		"pi_4 on " + precise(at) + " UTC by the late check, the processor read again a day after the operation was sent " +
+			"under a new key"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("%q does not say %q", got, want)
+		}
+	}
+}
+
 // Each kind of duplicate says what to do with it.
 func TestDuplicateNotes(t *testing.T) {
 	t.Parallel()
@@ -114,8 +134,51 @@ func TestDuplicateNotes(t *testing.T) {
 			State: "pending"}, "Stripe holds a second refund of this payment's refund ref_1, re_2, 4.00 BRL, pending: the " +
 			"payer gets this money back twice once it succeeds. A refund cannot be undone; settle it with the payer."},
 	} {
-		if got := duplicateNote(c.d); got != c.want {
+		if got := duplicateNote(c.d, nil); got != c.want {
 			t.Errorf("%q, want %q", got, c.want)
 		}
+	}
+}
+
+// A refund's duplicate whose own refund CMPay shows FAILED (its new key's
+// request refused, the first one completed by Stripe later) is the one
+// refund made, not a second: the note and the heading say so, and what to
+// do; beside a refund that succeeded the note is still a second refund.
+func TestDuplicateOfAFailedRefund(t *testing.T) {
+	t.Parallel()
+	brl := payments.Money{Minor: 400, Currency: "BRL"}
+	failed := []payments.Refund{{ID: "ref_1", Amount: brl, Status: payments.RefundFailed, FailureCode: "charge_already_refunded"}}
+	for _, c := range []struct {
+		state, want string
+	}{
+		{"succeeded", "Stripe refunded this payment's refund ref_1 as re_2, 4.00 BRL, succeeded, while CMPay shows that " +
+			"refund FAILED: the payer got this money back once, not twice, and CMPay's refunded amount understates what " +
+			"was refunded by 4.00 BRL. Check re_2 in Stripe's dashboard."},
+		{"pending", "Stripe is refunding this payment's refund ref_1 as re_2, 4.00 BRL, pending, while CMPay shows that " +
+			"refund FAILED: the payer gets this money back once it succeeds, not twice, and CMPay's refunded amount " +
+			"understates what is being refunded by 4.00 BRL. Check re_2 in Stripe's dashboard."},
+	} {
+		d := payments.Duplicate{Processor: "stripe", Reference: "re_2", RefundID: "ref_1", Operation: payments.OpRefund,
+			Amount: brl, State: c.state, FoundBy: payments.FoundByLateCheck}
+		view := paymentView{Payment: samplePayment("pay_1", "order-1", 0, 0), Refunds: failed,
+			Duplicates: []payments.Duplicate{d}}
+		doc := renderDoc(t, paymentPage(view))
+		if got := squash(doc.Find("section.duplicates p.duplicate").Text()); got != c.want {
+			t.Errorf("%s: note %q, want %q", c.state, got, c.want)
+		}
+		if h := doc.Find("section.duplicates h2").Text(); h != "Refunded at the processor, FAILED in CMPay" {
+			t.Errorf("%s: heading %q, want the refund FAILED in CMPay, not money moved twice", c.state, h)
+		}
+	}
+	succeeded := []payments.Refund{{ID: "ref_1", Amount: brl, Status: payments.RefundSucceeded}}
+	d := payments.Duplicate{Processor: "stripe", Reference: "re_2", RefundID: "ref_1", Operation: payments.OpRefund,
+		Amount: brl, State: "succeeded"}
+	doc := renderDoc(t, paymentPage(paymentView{Payment: samplePayment("pay_1", "order-1", 0, 0), Refunds: succeeded,
+		Duplicates: []payments.Duplicate{d}}))
+	if note := squash(doc.Find("section.duplicates p.duplicate").Text()); !strings.Contains(note, "the payer got this money back twice") {
+		t.Errorf("beside a refund that succeeded: note %q, want a second refund", note)
+	}
+	if h := doc.Find("section.duplicates h2").Text(); h != "Money moved twice" {
+		t.Errorf("beside a refund that succeeded: heading %q, want Money moved twice", h)
 	}
 }
