@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"net/netip"
-	"runtime"
 	"sync"
 	"time"
 
@@ -39,7 +38,6 @@ const DefaultFailuresPerMinute = 20
 // balancer too.
 type FailureLimiter struct {
 	perMinute  int
-	perAddress int // ConcurrentPerAddress, read once
 	byAddr     *lru.Cache[string, *rate.Limiter]
 	byIdentity *lru.Cache[string, *rate.Limiter]
 	// byPair is the budget of one address for one identity: what a
@@ -121,8 +119,7 @@ func NewFailureLimiter(perMinute int) *FailureLimiter {
 	if err != nil {
 		panic(err)
 	}
-	return &FailureLimiter{perMinute: perMinute, perAddress: ConcurrentPerAddress(), byAddr: newBuckets(),
-		byIdentity: newBuckets(), byPair: pairs}
+	return &FailureLimiter{perMinute: perMinute, byAddr: newBuckets(), byIdentity: newBuckets(), byPair: pairs}
 }
 
 func newBuckets() *lru.Cache[string, *rate.Limiter] {
@@ -198,21 +195,10 @@ func identityKey(identity string) string {
 	return hex.EncodeToString(sum[:16])
 }
 
-// MaxConcurrentPerAddress is the most password checks one address may
+// MaxConcurrentPerAddress is how many password checks one address may
 // have under way at once: each costs a hash (tens of milliseconds and
 // 19 MiB), and the server has a few hashing slots for everyone.
 const MaxConcurrentPerAddress = 4
-
-// ConcurrentPerAddress is how many password checks one address may have
-// under way at once on this server: MaxConcurrentPerAddress, but always
-// one fewer than the hashing slots (staff.Store runs GOMAXPROCS hashes at
-// once), so that one address flooding sign-ins never holds every slot and
-// a sign-in from elsewhere finds one free instead of queueing behind the
-// flood's hashes, which a busy CPU can stretch past the slot's 2 s wait.
-// On a single core it is 1: the wait is then at most one hash.
-func ConcurrentPerAddress() int {
-	return min(MaxConcurrentPerAddress, max(1, runtime.GOMAXPROCS(0)-1))
-}
 
 // PairTry is a sign-in TakePair let through, holding one try of its
 // (address, identity) budget and one of its address's concurrent checks
@@ -227,7 +213,7 @@ type PairTry struct {
 // TakePair is asked before a password is checked. It takes one try of
 // a's (address, identity) budget up front, so that a burst of concurrent
 // tries cannot all pass before the first failure is counted, and one of
-// the address's ConcurrentPerAddress checks. It returns nil, and how
+// the address's MaxConcurrentPerAddress checks. It returns nil, and how
 // long to wait, when either is spent: the try is then refused without
 // checking the password (call PairRefused to count it). Failures from
 // other addresses never spend this budget: whoever signs in from
@@ -342,7 +328,7 @@ func (l *FailureLimiter) pair(a Attempt) *pairBudget {
 func (l *FailureLimiter) enter(addr string) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.inFlight[addr] >= l.perAddress {
+	if l.inFlight[addr] >= MaxConcurrentPerAddress {
 		return false
 	}
 	if l.inFlight == nil {

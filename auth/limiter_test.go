@@ -111,7 +111,7 @@ func TestFailureLimiterKeepsNoIdentity(t *testing.T) {
 
 // TestTakePair: a pair's try is taken before the check, given back by a
 // right password and kept by a wrong one; other addresses keep their own
-// budget for the identity; an address has at most ConcurrentPerAddress
+// budget for the identity; an address has at most MaxConcurrentPerAddress
 // checks under way; the first refusal of a lockout is told apart.
 func TestTakePair(t *testing.T) {
 	t.Parallel()
@@ -151,7 +151,7 @@ func TestTakePair(t *testing.T) {
 
 	busy := Attempt{Addr: "192.0.2.1", Identity: "staff:x"}
 	var held []*PairTry
-	for i := range ConcurrentPerAddress() {
+	for i := range MaxConcurrentPerAddress {
 		try, _ := l.TakePair(Attempt{Addr: busy.Addr, Identity: busy.Identity + strconv.Itoa(i)})
 		if try == nil {
 			t.Fatal("refused under the concurrency cap")
@@ -185,7 +185,7 @@ func TestTakePairRefusedLeavesNoBudget(t *testing.T) {
 		try.Failed()
 	}
 	var held []*PairTry
-	for i := range ConcurrentPerAddress() {
+	for i := range MaxConcurrentPerAddress {
 		try, _ := l.TakePair(Attempt{Addr: victim.Addr, Identity: "staff:slow" + strconv.Itoa(i)})
 		if try == nil {
 			t.Fatal("refused under the concurrency cap")
