@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -80,7 +81,13 @@ type Store struct {
 	// stops.)
 	cache    *lru.Cache[string, cached]
 	cacheTTL time.Duration
-	now      func() time.Time
+	// cacheMu orders a lookup's caching against Revoke: a lookup caches
+	// only if no revocation ended while it read the row (revocations
+	// unchanged), so a row read just before a revocation committed is never
+	// cached after Revoke removed the token's entry.
+	cacheMu     sync.Mutex
+	revocations uint64
+	now         func() time.Time
 	// touches records last uses off the requests.
 	touches *lastuse.Writer
 }
@@ -221,7 +228,10 @@ func (s *Store) Revoke(ctx context.Context, id string, audit Audit) (Token, erro
 	if s.cache != nil {
 		// This server refuses it at once (the admin's page revokes here);
 		// the others within their CacheTTL.
+		s.cacheMu.Lock()
+		s.revocations++
 		s.cache.Remove(row.TokenHash)
+		s.cacheMu.Unlock()
 	}
 	return tokenOf(row), nil
 }
@@ -261,6 +271,7 @@ func (s *Store) authenticate(ctx context.Context, presented string, margin time.
 			return c.principal, true, nil
 		}
 	}
+	gen := s.revocationsSoFar()
 	row, ok, err := s.st.byHash(ctx, h)
 	if err != nil {
 		return auth.Principal{}, false, fmt.Errorf("look up token: %w", err)
@@ -271,9 +282,20 @@ func (s *Store) authenticate(ctx context.Context, presented string, margin time.
 	s.touch(row)
 	p := principalOf(row)
 	if s.cache != nil {
-		s.cache.Add(h, cached{principal: p, until: s.now().Add(s.cacheTTL)})
+		s.cacheMu.Lock()
+		if s.revocations == gen {
+			s.cache.Add(h, cached{principal: p, until: s.now().Add(s.cacheTTL)})
+		}
+		s.cacheMu.Unlock()
 	}
 	return p, true, nil
+}
+
+// revocationsSoFar is how many revocations this Store has made.
+func (s *Store) revocationsSoFar() uint64 {
+	s.cacheMu.Lock()
+	defer s.cacheMu.Unlock()
+	return s.revocations
 }
 
 // touch records a use, now, when lastUsedAt is older than touchEvery, in

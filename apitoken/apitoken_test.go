@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -329,5 +330,55 @@ func TestRevocationEndsAtOnceOnTheRevokingServer(t *testing.T) {
 	}
 	if _, ok, err := server.Authenticate(ctx, secret); ok || err != nil {
 		t.Errorf("after its revocation on this server: accepted %v (%v), want refused", ok, err)
+	}
+}
+
+// heldLookup holds the first token lookup after it has read the row, until
+// let is closed: a lookup racing a revocation.
+type heldLookup struct {
+	store
+	once      sync.Once
+	read, let chan struct{}
+}
+
+func (h *heldLookup) byHash(ctx context.Context, hash string) (models.APIToken, bool, error) {
+	row, ok, err := h.store.byHash(ctx, hash)
+	h.once.Do(func() {
+		close(h.read)
+		<-h.let
+	})
+	return row, ok, err
+}
+
+// TestALookupRacingRevokeIsNotCached: a lookup that read the token's row
+// before its revocation committed may still answer its own request, but
+// does not put the token back in the revoking server's cache.
+func TestALookupRacingRevokeIsNotCached(t *testing.T) {
+	t.Parallel()
+	db := dbtest.SQLite(t)
+	ctx := context.Background()
+	server := NewStore(db.Gorm, Options{CacheTTL: time.Hour})
+	t.Cleanup(server.Close)
+	tok, secret, err := server.Create(ctx, "raced", "", auth.DefaultScopes, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := &heldLookup{store: server.st, read: make(chan struct{}), let: make(chan struct{})}
+	server.st = held
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := server.Authenticate(ctx, secret)
+		done <- err
+	}()
+	<-held.read
+	if _, err := server.Revoke(ctx, tok.ID, nil); err != nil {
+		t.Fatal(err)
+	}
+	close(held.let)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := server.Authenticate(ctx, secret); ok || err != nil {
+		t.Errorf("after a lookup that raced its revocation: accepted %v (%v), want refused", ok, err)
 	}
 }
