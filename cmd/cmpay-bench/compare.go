@@ -129,12 +129,7 @@ func binaryName(path string) string { return "`" + filepath.Base(path) + "`" }
 
 // roundOrder is which build runs first in a round: before in odd rounds,
 // after in even ones.
-func roundOrder(round int) []string {
-	if round%2 == 0 {
-		return []string{"after", "before"}
-	}
-	return []string{"before", "after"}
-}
+func roundOrder(round int) []string { return inTurn(round, []string{"before", "after"}) }
 
 // compareReport is the report of runs; beforeName and afterName say what
 // the two builds were.

@@ -122,14 +122,15 @@ type flatStep struct {
 }
 
 // flatSchedule is the order of the runs: round by round, each mode at every
-// size back to back, the sizes in sizeOrder. An odd number of rounds is
-// raised by one, so that each size runs first as often.
+// size back to back, the sizes inTurn (smallest first in odd rounds). An
+// odd number of rounds is raised by one, so that each size runs first as
+// often.
 func flatSchedule(rounds int, sizes []int) []flatStep {
 	rounds += rounds % 2
 	var steps []flatStep
 	for round := 1; round <= rounds; round++ {
 		for _, mode := range flatModes {
-			for _, n := range sizeOrder(round, sizes) {
+			for _, n := range inTurn(round, sizes) {
 				steps = append(steps, flatStep{round: round, mode: mode, size: n})
 			}
 		}
@@ -137,10 +138,11 @@ func flatSchedule(rounds int, sizes []int) []flatStep {
 	return steps
 }
 
-// sizeOrder is the order of the sizes in a round: as given (smallest
-// first) in odd rounds, reversed in even ones.
-func sizeOrder(round int, sizes []int) []int {
-	out := slices.Clone(sizes)
+// inTurn is the order of xs in a round: as given in odd rounds, reversed
+// in even ones, so that each runs first as often over an even number of
+// rounds (the sizes here, the two builds in compare).
+func inTurn[T any](round int, xs []T) []T {
+	out := slices.Clone(xs)
 	if round%2 == 0 {
 		slices.Reverse(out)
 	}

@@ -36,8 +36,8 @@ func TestFlatSchedule(t *testing.T) {
 			t.Errorf("%s: first at each size %v, want 2 and 2", mode, first[mode])
 		}
 	}
-	if got := fmt.Sprint(sizeOrder(2, []int{1, 2, 3})); got != "[3 2 1]" {
-		t.Errorf("sizeOrder(2) = %s, want [3 2 1]", got)
+	if got := fmt.Sprint(inTurn(2, []int{1, 2, 3})); got != "[3 2 1]" {
+		t.Errorf("inTurn(2) = %s, want [3 2 1]", got)
 	}
 }
 
