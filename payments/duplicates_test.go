@@ -108,14 +108,8 @@ func TestRolledForwardCreateIsRecordedOnce(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
 		b, d, s := dupBundle(t, db)
-		d.FailNext(stripedouble.CreatePaymentIntent, stripedouble.Fault{Kind: stripedouble.ServerErrorStored})
-		p := b.mustCreate(t, withToken(card("rolled-forward"), "pm_card_visa")).Payment
-		settled := recoverUntilSettled(t, b, p.ID)
-		keys := d.Keys(stripedouble.CreatePaymentIntent)
-		if settled.Status != payments.StatusCaptured || len(keys) != 2 || keys[1] != keys[0]+"_a2" {
-			t.Fatalf("settled %s under keys %q; want CAPTURED, sent again under _a2", settled.Status, keys)
-		}
-		stray, err := d.RollForward(keys[0])
+		settled, first := resentCreate(t, b, d, "rolled-forward")
+		stray, err := d.RollForward(first)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -124,7 +118,7 @@ func TestRolledForwardCreateIsRecordedOnce(t *testing.T) {
 				t.Fatalf("%d payment_intent.succeeded events about %s, want 1", n, stray)
 			}
 		}
-		got := mustDuplicates(t, b, p.ID)
+		got := mustDuplicates(t, b, settled.ID)
 		if len(got) != 1 || got[0].Reference != stray || got[0].Operation != payments.OpCreate ||
 			got[0].Amount != (payments.Money{Minor: 1050, Currency: "BRL"}) || got[0].State != "captured" ||
 			got[0].FoundBy != payments.FoundByEvent || got[0].Processor != "stripe" {
@@ -133,10 +127,10 @@ func TestRolledForwardCreateIsRecordedOnce(t *testing.T) {
 		if n := s.count(payments.OpCreate); n != 1 {
 			t.Errorf("counted %d duplicates, want 1", n)
 		}
-		if lines := s.errorLines(stray); len(lines) != 1 || !strings.Contains(lines[0], p.ID) {
+		if lines := s.errorLines(stray); len(lines) != 1 || !strings.Contains(lines[0], settled.ID) {
 			t.Errorf("ERROR lines naming %s: %q, want one naming the payment too", stray, lines)
 		}
-		if after := b.mustGet(t, p.ID); !reflect.DeepEqual(after, settled) {
+		if after := b.mustGet(t, settled.ID); !reflect.DeepEqual(after, settled) {
 			t.Errorf("the payment changed:\n%+v\nwant\n%+v", after, settled)
 		}
 	})

@@ -7,7 +7,6 @@ import (
 
 	"github.com/cmpay/cmpay/internal/logrepeat"
 	"github.com/cmpay/cmpay/internal/sqlq"
-	"github.com/cmpay/cmpay/processor"
 )
 
 // The late check. A create or refund that recovery sent again under a new
@@ -53,7 +52,7 @@ var lateSQL = sqlq.MustLoad(sqlFiles, "sql/latecheck.sql")
 // processor that does not say how long it remembers a key.
 func (s *Service) lateCheckAfter() (time.Duration, bool) {
 	kl, ok := s.proc.(interface{ KeyLifetime() time.Duration })
-	if !ok || s.proc.Name() == processor.NameSandbox {
+	if !ok {
 		return 0, false
 	}
 	return kl.KeyLifetime() + keyMargin + s.searchLag, true

@@ -34,7 +34,7 @@ func resentCreate(t *testing.T, b *bundle, d *stripedouble.Double, key string) (
 	p := b.mustCreate(t, withToken(card(key), "pm_card_visa")).Payment
 	settled := recoverUntilSettled(t, b, p.ID)
 	keys := d.Keys(stripedouble.CreatePaymentIntent)
-	if settled.Status != payments.StatusCaptured || len(keys) != 2 {
+	if settled.Status != payments.StatusCaptured || len(keys) != 2 || keys[1] != keys[0]+"_a2" {
 		t.Fatalf("settled %s under keys %q; want CAPTURED, sent again under _a2", settled.Status, keys)
 	}
 	return settled, keys[0]

@@ -58,29 +58,23 @@ func TestLateCheckFindsARolledForwardCreateWithoutItsEvent(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
 		b, d, s := dupBundle(t, db)
-		d.FailNext(stripedouble.CreatePaymentIntent, stripedouble.Fault{Kind: stripedouble.ServerErrorStored})
-		p := b.mustCreate(t, withToken(card("late-create"), "pm_card_visa")).Payment
-		settled := recoverUntilSettled(t, b, p.ID)
-		keys := d.Keys(stripedouble.CreatePaymentIntent)
-		if settled.Status != payments.StatusCaptured || len(keys) != 2 {
-			t.Fatalf("settled %s under keys %q; want CAPTURED, sent again under _a2", settled.Status, keys)
-		}
-		stray, err := d.RollForward(keys[0])
+		settled, first := resentCreate(t, b, d, "late-create")
+		stray, err := d.RollForward(first)
 		if err != nil {
 			t.Fatal(err)
 		}
-		due := lateDue(t, b, p.ID, payments.OpCreate)
+		due := lateDue(t, b, settled.ID, payments.OpCreate)
 		searches := d.Calls(stripedouble.SearchPaymentIntents)
 		if n := checkLateAt(t, b, due.Add(-time.Second)); n != 0 ||
-			d.Calls(stripedouble.SearchPaymentIntents) != searches || len(mustDuplicates(t, b, p.ID)) != 0 {
+			d.Calls(stripedouble.SearchPaymentIntents) != searches || len(mustDuplicates(t, b, settled.ID)) != 0 {
 			t.Fatalf("a second before the window's end: claimed %d, %d searches, duplicates %+v; want nothing",
-				n, d.Calls(stripedouble.SearchPaymentIntents)-searches, mustDuplicates(t, b, p.ID))
+				n, d.Calls(stripedouble.SearchPaymentIntents)-searches, mustDuplicates(t, b, settled.ID))
 		}
 		if n := checkLateAt(t, b, due.Add(time.Second)); n != 1 || d.Calls(stripedouble.SearchPaymentIntents) != searches+1 {
 			t.Fatalf("past the window: claimed %d, %d searches; want the create, searched once", n,
 				d.Calls(stripedouble.SearchPaymentIntents)-searches)
 		}
-		got := mustDuplicates(t, b, p.ID)
+		got := mustDuplicates(t, b, settled.ID)
 		if len(got) != 1 || got[0].Reference != stray || got[0].Operation != payments.OpCreate ||
 			got[0].FoundBy != payments.FoundByLateCheck || got[0].State != "captured" ||
 			got[0].Amount != (payments.Money{Minor: 1050, Currency: "BRL"}) {
@@ -93,7 +87,7 @@ func TestLateCheckFindsARolledForwardCreateWithoutItsEvent(t *testing.T) {
 		if n, lines := s.count(payments.OpCreate), s.errorLines(stray); n != 1 || len(lines) != 1 {
 			t.Errorf("counted %d, ERROR lines %q; want one of each", n, lines)
 		}
-		if after := b.mustGet(t, p.ID); after.Status != settled.Status || after.ProcessorReference != settled.ProcessorReference {
+		if after := b.mustGet(t, settled.ID); after.Status != settled.Status || after.ProcessorReference != settled.ProcessorReference {
 			t.Errorf("the payment changed: %+v, want %+v", after, settled)
 		}
 	})
@@ -192,10 +186,8 @@ func TestLateCheckClaimHoldsAfterAFailedRead(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
 		b, d, _ := dupBundle(t, db)
-		d.FailNext(stripedouble.CreatePaymentIntent, stripedouble.Fault{Kind: stripedouble.ServerErrorStored})
-		p := b.mustCreate(t, withToken(card("late-claim"), "pm_card_visa")).Payment
-		recoverUntilSettled(t, b, p.ID)
-		stray, err := d.RollForward(d.Keys(stripedouble.CreatePaymentIntent)[0])
+		p, first := resentCreate(t, b, d, "late-claim")
+		stray, err := d.RollForward(first)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -225,10 +217,8 @@ func TestRecovererChecksResentOperationsLate(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
 		b, d, s := dupBundle(t, db)
-		d.FailNext(stripedouble.CreatePaymentIntent, stripedouble.Fault{Kind: stripedouble.ServerErrorStored})
-		p := b.mustCreate(t, withToken(card("late-recoverer"), "pm_card_visa")).Payment
-		recoverUntilSettled(t, b, p.ID)
-		stray, err := d.RollForward(d.Keys(stripedouble.CreatePaymentIntent)[0])
+		p, first := resentCreate(t, b, d, "late-recoverer")
+		stray, err := d.RollForward(first)
 		if err != nil {
 			t.Fatal(err)
 		}
