@@ -82,14 +82,10 @@ func (s *subscriptionCounter) takeSocket(c *connection) error {
 
 // countSocket is takeSocket but for telling onSocketRefused: the error
 // refusing c, and the cap (token, instance) that did.
+// It runs once per socket: gqlgen calls InitFunc for the first
+// connection_init only, and protocolConn closes on a second.
 func (s *subscriptionCounter) countSocket(c *connection) (limit string, err error) {
 	_, token := c.credentials()
-	c.mu.Lock()
-	counted := c.socket != nil
-	c.mu.Unlock()
-	if counted {
-		return "", nil
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
