@@ -102,9 +102,7 @@ func (s *subscriptionCounter) countSocket(c *connection) (limit string, err erro
 			s.mu.Lock()
 			defer s.mu.Unlock()
 			s.sockets--
-			if s.socketsByToken[token]--; s.socketsByToken[token] == 0 {
-				delete(s.socketsByToken, token)
-			}
+			uncount(s.socketsByToken, token)
 		})
 	}
 	c.mu.Lock()
@@ -152,14 +150,20 @@ func (s *subscriptionCounter) count(c *connection) (release func(), err *gqlerro
 			s.mu.Lock()
 			defer s.mu.Unlock()
 			s.total--
-			if s.byToken[token]--; s.byToken[token] == 0 {
-				delete(s.byToken, token)
-			}
+			uncount(s.byToken, token)
 			if c != nil {
 				c.subscriptions--
 			}
 		})
 	}, nil
+}
+
+// uncount takes one off key's count in m, dropping keys that reach zero
+// so the map holds only the tokens with something open.
+func uncount(m map[string]int, key string) {
+	if m[key]--; m[key] == 0 {
+		delete(m, key)
+	}
 }
 
 func tooMany(limit string, most int, format string, n int) *gqlerror.Error {
