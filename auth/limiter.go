@@ -133,7 +133,7 @@ func newBuckets() *lru.Cache[string, *rate.Limiter] {
 // Blocked reports which of a's budgets have no try left.
 func (l *FailureLimiter) Blocked(a Attempt) Blocked {
 	b := Blocked{
-		Addr:     spent(l.byAddr, addrKey(a.Addr)),
+		Addr:     spent(l.byAddr, AddressKey(a.Addr)),
 		Identity: a.Identity != "" && spent(l.byIdentity, identityKey(a.Identity)),
 	}
 	if b.Any() {
@@ -147,7 +147,7 @@ func (l *FailureLimiter) Blocked(a Attempt) Blocked {
 // a lockout, once.
 func (l *FailureLimiter) Failed(a Attempt) (nowBlocked Blocked) {
 	before := l.Blocked(a)
-	l.spend(l.byAddr, addrKey(a.Addr))
+	l.spend(l.byAddr, AddressKey(a.Addr))
 	if a.Identity != "" {
 		l.spend(l.byIdentity, identityKey(a.Identity))
 	}
@@ -176,9 +176,7 @@ func (l *FailureLimiter) spend(m *lru.Cache[string, *rate.Limiter], key string) 
 // AddressKey is what a client address is counted under, by this limiter
 // and by every other per-address cap: IPv6 clients by their /64, since
 // anyone with one IPv6 address usually has the 2^64 of its network.
-func AddressKey(addr string) string { return addrKey(addr) }
-
-func addrKey(addr string) string {
+func AddressKey(addr string) string {
 	a, err := netip.ParseAddr(addr)
 	if err != nil {
 		return addr
@@ -224,14 +222,14 @@ func (l *FailureLimiter) TakePair(a Attempt) (*PairTry, time.Duration) {
 	// guesser keeping their checks busy could push out, with made-up
 	// identities checked for free, the budget they spent on the one they
 	// are guessing.
-	if !l.enter(addrKey(a.Addr)) {
+	if !l.enter(AddressKey(a.Addr)) {
 		return nil, time.Second
 	}
 	p := l.pair(a)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !p.take() {
-		l.leave(addrKey(a.Addr))
+		l.leave(AddressKey(a.Addr))
 		return nil, retry
 	}
 	p.refused, p.announced = 0, false // not spent: a new lockout will be news again
@@ -244,7 +242,7 @@ func (t *PairTry) Succeeded() {
 		t.p.mu.Lock()
 		t.p.giveBack()
 		t.p.mu.Unlock()
-		t.l.leave(addrKey(t.a.Addr))
+		t.l.leave(AddressKey(t.a.Addr))
 	})
 }
 
@@ -262,7 +260,7 @@ func (t *PairTry) Failed() (nowBlocked bool) {
 		t.p.mu.Lock()
 		nowBlocked = t.p.left() < 1
 		t.p.mu.Unlock()
-		t.l.leave(addrKey(t.a.Addr))
+		t.l.leave(AddressKey(t.a.Addr))
 	})
 	return nowBlocked
 }
@@ -271,7 +269,7 @@ func (t *PairTry) Failed() (nowBlocked bool) {
 // caller that counts the failure against the address's and the identity's
 // budgets itself (Failed).
 func (t *PairTry) Kept() {
-	t.once.Do(func() { t.l.leave(addrKey(t.a.Addr)) })
+	t.once.Do(func() { t.l.leave(AddressKey(t.a.Addr)) })
 }
 
 // PairRefused counts a try TakePair refused for a spent budget, and
@@ -349,5 +347,5 @@ func (l *FailureLimiter) leave(addr string) {
 }
 
 func pairKey(a Attempt) string {
-	return addrKey(a.Addr) + "|" + identityKey(a.Identity)
+	return AddressKey(a.Addr) + "|" + identityKey(a.Identity)
 }

@@ -1,7 +1,6 @@
 package graph
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -375,7 +374,7 @@ func newWebsocketTransport(opts Options, recheck rechecker, sockets *subscriptio
 		initTimeout = DefaultInitTimeout
 	}
 	return websocketTransport{recheck: recheck, Websocket: transport.Websocket{
-		Implementation: protocolImplementation{initTimeout: initTimeout, writeTimeout: cmp.Or(opts.StreamWriteTimeout, DefaultStreamWriteTimeout),
+		Implementation: protocolImplementation{initTimeout: initTimeout, writeTimeout: opts.StreamWriteTimeout,
 			CoderWebsocketImplementation: transport.CoderWebsocketImplementation{
 				AcceptOptions: websocket.AcceptOptions{
 					// Any origin may connect: credentials travel in the payload,

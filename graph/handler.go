@@ -1,7 +1,6 @@
 package graph
 
 import (
-	"cmp"
 	"context"
 	"net/http"
 	"time"
@@ -66,7 +65,7 @@ type Options struct {
 	// connection_init; zero means DefaultInitTimeout.
 	InitTimeout time.Duration
 	// StreamWriteTimeout is how long a WebSocket or an SSE stream may take
-	// to accept one write (an event, a ping); zero means
+	// to accept one write (an event, a ping); zero or less means
 	// DefaultStreamWriteTimeout.
 	StreamWriteTimeout time.Duration
 	// Subscriptions caps the open subscriptions, and its PerToken and
@@ -135,13 +134,15 @@ func NewHandler(svc *payments.Service, opts Options) http.Handler {
 	if recheck.every <= 0 {
 		recheck.every = DefaultRecheckEvery
 	}
+	if opts.StreamWriteTimeout <= 0 {
+		opts.StreamWriteTimeout = DefaultStreamWriteTimeout
+	}
 	srv := handler.New(schema)
 	srv.AddTransport(newWebsocketTransport(opts, recheck, subscriptions)) // first: an upgrade is a GET too
 	srv.AddTransport(transport.Options{})
 	srv.AddTransport(getTransport{})
-	writeTimeout := cmp.Or(opts.StreamWriteTimeout, DefaultStreamWriteTimeout)
 	srv.AddTransport(sseTransport{SSE: transport.SSE{KeepAlivePingInterval: 15 * time.Second}, recheck: recheck,
-		writeTimeout: writeTimeout}) // before POST, which takes any JSON POST
+		writeTimeout: opts.StreamWriteTimeout}) // before POST, which takes any JSON POST
 	srv.AddTransport(postTransport{})
 	srv.AddTransport(unsupportedTransport{})
 

@@ -82,14 +82,10 @@ func (s *subscriptionCounter) takeSocket(c *connection) error {
 
 // countSocket is takeSocket but for telling onSocketRefused: the error
 // refusing c, and the cap (token, instance) that did.
+// It runs once per socket: gqlgen calls InitFunc for the first
+// connection_init only, and protocolConn closes on a second.
 func (s *subscriptionCounter) countSocket(c *connection) (limit string, err error) {
 	_, token := c.credentials()
-	c.mu.Lock()
-	counted := c.socket != nil
-	c.mu.Unlock()
-	if counted {
-		return "", nil
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
@@ -106,9 +102,7 @@ func (s *subscriptionCounter) countSocket(c *connection) (limit string, err erro
 			s.mu.Lock()
 			defer s.mu.Unlock()
 			s.sockets--
-			if s.socketsByToken[token]--; s.socketsByToken[token] == 0 {
-				delete(s.socketsByToken, token)
-			}
+			uncount(s.socketsByToken, token)
 		})
 	}
 	c.mu.Lock()
@@ -156,14 +150,20 @@ func (s *subscriptionCounter) count(c *connection) (release func(), err *gqlerro
 			s.mu.Lock()
 			defer s.mu.Unlock()
 			s.total--
-			if s.byToken[token]--; s.byToken[token] == 0 {
-				delete(s.byToken, token)
-			}
+			uncount(s.byToken, token)
 			if c != nil {
 				c.subscriptions--
 			}
 		})
 	}, nil
+}
+
+// uncount takes one off key's count in m, dropping keys that reach zero
+// so the map holds only the tokens with something open.
+func uncount(m map[string]int, key string) {
+	if m[key]--; m[key] == 0 {
+		delete(m, key)
+	}
 }
 
 func tooMany(limit string, most int, format string, n int) *gqlerror.Error {
