@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -375,6 +376,7 @@ func newWebsocketTransport(opts Options, recheck rechecker, sockets *subscriptio
 	}
 	return websocketTransport{recheck: recheck, Websocket: transport.Websocket{
 		Implementation: protocolImplementation{initTimeout: initTimeout, writeTimeout: opts.StreamWriteTimeout,
+			onCut: opts.OnStreamCut,
 			CoderWebsocketImplementation: transport.CoderWebsocketImplementation{
 				AcceptOptions: websocket.AcceptOptions{
 					// Any origin may connect: credentials travel in the payload,
@@ -450,6 +452,7 @@ type sseTransport struct {
 	transport.SSE
 	recheck      rechecker
 	writeTimeout time.Duration
+	onCut        func(transport string) // Options.OnStreamCut
 }
 
 func (t sseTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor) {
@@ -459,7 +462,8 @@ func (t sseTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Gr
 		return
 	}
 	unlimited(w)
-	w = streamWriter{ResponseWriter: w, rc: http.NewResponseController(w), timeout: t.writeTimeout}
+	w = streamWriter{ResponseWriter: w, rc: http.NewResponseController(w), timeout: t.writeTimeout,
+		cut: onceFunc(t.onCut, "sse")}
 	conn := newConnection(false)
 	conn.authenticated(r.Header.Get("Authorization"))
 	ctx := context.WithValue(withConnection(r.Context(), conn), streamKey{}, true)
@@ -483,16 +487,39 @@ type streamWriter struct {
 	http.ResponseWriter
 	rc      *http.ResponseController
 	timeout time.Duration
+	cut     func() // counts the stream cut, once
 }
 
 func (s streamWriter) Write(b []byte) (int, error) {
-	_ = s.rc.SetWriteDeadline(time.Now().Add(s.timeout))
-	return s.ResponseWriter.Write(b)
+	began := time.Now()
+	_ = s.rc.SetWriteDeadline(began.Add(s.timeout))
+	n, err := s.ResponseWriter.Write(b)
+	s.failed(began, err)
+	return n, err
 }
 
 func (s streamWriter) Flush() {
-	_ = s.rc.SetWriteDeadline(time.Now().Add(s.timeout))
-	_ = s.rc.Flush()
+	began := time.Now()
+	_ = s.rc.SetWriteDeadline(began.Add(s.timeout))
+	s.failed(began, s.rc.Flush())
+}
+
+// failed counts the stream cut when its write deadline passed: the write
+// failed with it, or took the whole timeout (a middleware's Flush, which
+// the controller reaches first, returns no error).
+func (s streamWriter) failed(began time.Time, err error) {
+	if errors.Is(err, os.ErrDeadlineExceeded) || time.Since(began) >= s.timeout {
+		s.cut()
+	}
+}
+
+// onceFunc is a func that tells hook transport on its first call and does
+// nothing after, nor at all when hook is nil.
+func onceFunc(hook func(transport string), transport string) func() {
+	if hook == nil {
+		return func() {}
+	}
+	return sync.OnceFunc(func() { hook(transport) })
 }
 
 // Unwrap lets http.ResponseController reach the connection's writer.

@@ -68,6 +68,10 @@ type Options struct {
 	// to accept one write (an event, a ping); zero or less means
 	// DefaultStreamWriteTimeout.
 	StreamWriteTimeout time.Duration
+	// OnStreamCut, if set, is told the transport ("websocket", "sse") of
+	// each stream cut because its client took no write for
+	// StreamWriteTimeout: once per stream.
+	OnStreamCut func(transport string)
 	// Subscriptions caps the open subscriptions, and its PerToken and
 	// PerInstance the open WebSockets; OnSubscriptionRefused, if set, is
 	// told the cap (socket, token, instance) of each subscription refused,
@@ -142,7 +146,7 @@ func NewHandler(svc *payments.Service, opts Options) http.Handler {
 	srv.AddTransport(transport.Options{})
 	srv.AddTransport(getTransport{})
 	srv.AddTransport(sseTransport{SSE: transport.SSE{KeepAlivePingInterval: 15 * time.Second}, recheck: recheck,
-		writeTimeout: opts.StreamWriteTimeout}) // before POST, which takes any JSON POST
+		writeTimeout: opts.StreamWriteTimeout, onCut: opts.OnStreamCut}) // before POST, which takes any JSON POST
 	srv.AddTransport(postTransport{})
 	srv.AddTransport(unsupportedTransport{})
 

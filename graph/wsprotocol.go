@@ -54,6 +54,7 @@ type protocolImplementation struct {
 	transport.CoderWebsocketImplementation
 	initTimeout  time.Duration
 	writeTimeout time.Duration
+	onCut        func(transport string) // Options.OnStreamCut
 }
 
 func (p protocolImplementation) Accept(w http.ResponseWriter, r *http.Request, opts transport.WebsocketAcceptOptions) (transport.WebsocketConn, error) {
@@ -62,7 +63,7 @@ func (p protocolImplementation) Accept(w http.ResponseWriter, r *http.Request, o
 		return nil, err
 	}
 	pc := &protocolConn{WebsocketConn: inner, strict: inner.Subprotocol() == transportWS, active: map[string]struct{}{},
-		writeTimeout: p.writeTimeout}
+		writeTimeout: p.writeTimeout, cut: onceFunc(p.onCut, "websocket")}
 	pc.initTimer = time.AfterFunc(p.initTimeout, func() {
 		code := transport.WebsocketCloseProtocolError // graphql-ws has no code of its own
 		if pc.strict {
@@ -91,6 +92,7 @@ type protocolConn struct {
 	// writeTimeout is how long one message may take to leave (see
 	// WriteJSON); zero waits as long as it takes.
 	writeTimeout time.Duration
+	cut          func() // counts the socket cut by writeTimeout, once
 
 	mu     sync.Mutex
 	inited bool
@@ -237,7 +239,7 @@ func (c *protocolConn) WriteJSON(v any) error {
 		// its connection still open, would hold the write, the socket and
 		// its subscriptions for ever. One that takes nothing for this long
 		// has its connection closed, which fails the write.
-		stalled := time.AfterFunc(c.writeTimeout, func() { _ = c.Close() })
+		stalled := time.AfterFunc(c.writeTimeout, func() { c.cut(); _ = c.Close() })
 		defer stalled.Stop()
 	}
 	return c.WebsocketConn.WriteJSON(v)

@@ -178,6 +178,7 @@ func graphQLOptions(d Deps, creds *credentials, failures *auth.FailureLimiter) g
 	o.Recheck = connectionRecheck(creds)
 	if d.Metrics != nil {
 		o.OnSubscriptionRefused, o.OnWebSocketRefused = d.Metrics.SubscriptionRefused, d.Metrics.WebSocketRefused
+		o.OnStreamCut = d.Metrics.StreamCut
 	}
 	o.ClientOf = auth.BoundClient
 	return o

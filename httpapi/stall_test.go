@@ -35,7 +35,8 @@ func (l smallSendBuffers) Accept() (net.Conn, error) {
 // stallServer serves the surface with a token's cap at one subscription,
 // StreamWriteTimeout at 200 ms and small send buffers, over 200 events to
 // replay: a client that stops reading stalls its stream's writes soon.
-func stallServer(t *testing.T) *httptest.Server {
+// The bundle reads the same handler's metrics.
+func stallServer(t *testing.T) (*eventsBundle, *httptest.Server) {
 	t.Helper()
 	b := setupEvents(t, dbtest.SQLite(t), withGraphQL(func(o *graph.Options) {
 		o.Subscriptions = graph.SubscriptionLimits{PerToken: 1}
@@ -48,7 +49,7 @@ func stallServer(t *testing.T) *httptest.Server {
 	for i := range 200 {
 		b.newPayment(t, "stall-client", "stall-"+strconv.Itoa(i), "10.00", true)
 	}
-	return srv
+	return b, srv
 }
 
 // TestStalledStreamIsCut: an SSE stream whose client stops reading is cut
@@ -56,10 +57,10 @@ func stallServer(t *testing.T) *httptest.Server {
 // giving back its place under the token's cap. Without a deadline the
 // write waited for as long as the client kept the connection open: the
 // stream held its place, a goroutine and a connection for ever, past the
-// token's revocation too.
+// token's revocation too. The cut is counted in cmpay_streams_cut_total.
 func TestStalledStreamIsCut(t *testing.T) {
 	t.Parallel()
-	srv := stallServer(t)
+	b, srv := stallServer(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 
@@ -90,7 +91,9 @@ func TestStalledStreamIsCut(t *testing.T) {
 			t.Fatalf("the stalled stream still holds the token's place: %v", err)
 		}
 		if event == "next" && capOf(t, data) == "" {
-			return // this stream got the place
+			// This stream got the place.
+			b.metricsHave(t, ctx, `cmpay_streams_cut_total{transport="sse"} 1`, `cmpay_streams_cut_total{transport="websocket"} 0`)
+			return
 		}
 		select {
 		case <-ctx.Done():
@@ -112,11 +115,12 @@ var smallReceiveBuffer = &net.Dialer{Control: func(_, _ string, rc syscall.RawCo
 
 // TestStalledWebSocketIsCut: a WebSocket whose client stops reading is
 // closed once a message has waited StreamWriteTimeout, giving back its
-// place under the token's cap (and its subscriptions'). gqlgen writes
-// without a deadline: the socket held its place for ever.
+// place under the token's cap (and its subscriptions'), and is counted in
+// cmpay_streams_cut_total. gqlgen writes without a deadline: the socket
+// held its place for ever.
 func TestStalledWebSocketIsCut(t *testing.T) {
 	t.Parallel()
-	srv := stallServer(t)
+	b, srv := stallServer(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 
@@ -147,6 +151,7 @@ func TestStalledWebSocketIsCut(t *testing.T) {
 		ws, err := streamtest.DialWS(ctx, srv.URL, "Bearer "+token)
 		if err == nil {
 			_ = ws.Close()
+			b.metricsHave(t, ctx, `cmpay_streams_cut_total{transport="websocket"} 1`, `cmpay_streams_cut_total{transport="sse"} 0`)
 			return
 		}
 		if code := streamtest.CloseCode(err); code != int(websocket.StatusTryAgainLater) || ctx.Err() != nil {

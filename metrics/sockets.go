@@ -4,11 +4,13 @@ import "github.com/prometheus/client_golang/prometheus"
 
 // socketMetrics count the WebSockets that have not sent connection_init
 // (how many wait now, and how many were dropped to make room for newer
-// ones) and those refused at connection_init by a cap on open sockets.
+// ones), those refused at connection_init by a cap on open sockets, and
+// the streams cut because their client stopped reading.
 type socketMetrics struct {
 	waiting prometheus.Gauge
 	dropped *prometheus.CounterVec
 	refused *prometheus.CounterVec
+	cut     *prometheus.CounterVec
 }
 
 func newSocketMetrics(reg *prometheus.Registry) *socketMetrics {
@@ -25,6 +27,10 @@ func newSocketMetrics(reg *prometheus.Registry) *socketMetrics {
 			Name: "cmpay_websockets_refused_total",
 			Help: "WebSockets closed with 1013 at connection_init because their token's or the instance's cap on open WebSockets was full, by that cap (token, instance).",
 		}, []string{"limit"}),
+		cut: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cmpay_streams_cut_total",
+			Help: "Subscription streams closed because their client took none of a write for the stream write timeout (30 s): a client that stopped reading, by transport (websocket, sse).",
+		}, []string{"transport"}),
 	}
 	for _, l := range []string{"address", "instance"} {
 		m.dropped.WithLabelValues(l)
@@ -32,7 +38,10 @@ func newSocketMetrics(reg *prometheus.Registry) *socketMetrics {
 	for _, l := range []string{"token", "instance"} {
 		m.refused.WithLabelValues(l)
 	}
-	reg.MustRegister(m.waiting, m.dropped, m.refused)
+	for _, t := range []string{"websocket", "sse"} {
+		m.cut.WithLabelValues(t)
+	}
+	reg.MustRegister(m.waiting, m.dropped, m.refused, m.cut)
 	return m
 }
 
@@ -54,4 +63,11 @@ func (m *Metrics) WebSocketDropped(limit string) {
 // cmpay_websockets_refused_total.
 func (m *Metrics) WebSocketRefused(limit string) {
 	m.sockets.refused.WithLabelValues(limit).Inc()
+}
+
+// StreamCut counts a subscription stream (transport: websocket or sse)
+// closed because its client took no write for the stream write timeout,
+// in cmpay_streams_cut_total.
+func (m *Metrics) StreamCut(transport string) {
+	m.sockets.cut.WithLabelValues(transport).Inc()
 }
