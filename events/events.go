@@ -296,3 +296,11 @@ func (s *Service) Last() int64 { return s.hub.lastID() }
 // Subscribers is how many subscriptions follow live events on this
 // instance now: registered with its hub, not catching up from the outbox.
 func (s *Service) Subscribers() int { return s.hub.size() }
+
+// Replays is how many subscriptions read back from the outbox on this
+// instance now: reading holds one of the replay slots (at most
+// Options.ReplayPages), waiting waits for its client's share of them or
+// for a free one.
+func (s *Service) Replays() (reading, waiting int) {
+	return len(s.replay.slots), int(s.replay.waiting.Load())
+}

@@ -6,9 +6,12 @@ import (
 )
 
 // ReplaysInProgress is how many subscriptions hold a page of the outbox
-// now: at most Options.ReplayPages. Only tests ask: they wait for a replay
-// to hold its slot instead of sleeping.
-func (s *Service) ReplaysInProgress() int { return len(s.replay.slots) }
+// now: at most Options.ReplayPages. Tests wait for a replay to hold its
+// slot instead of sleeping.
+func (s *Service) ReplaysInProgress() int {
+	reading, _ := s.Replays()
+	return reading
+}
 
 // Waiting is how many live events wait in the buffers of the hub's
 // subscribers, not yet taken by their subscriptions.

@@ -3,6 +3,7 @@ package events
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -32,6 +33,9 @@ type replayBudget struct {
 	slots chan struct{}
 	turns *replayTurns
 	stall time.Duration
+	// waiting counts the replays waiting for their client's share or a
+	// slot (Service.Replays).
+	waiting atomic.Int64
 }
 
 func newReplayBudget(perSecond, pages int, stall time.Duration) *replayBudget {
@@ -53,6 +57,8 @@ func newReplayBudget(perSecond, pages int, stall time.Duration) *replayBudget {
 // place in the client's share and then for a slot; release gives both
 // back. ok is false when ctx ended first.
 func (b *replayBudget) acquire(ctx context.Context, client string) (release func(), ok bool) {
+	b.waiting.Add(1)
+	defer b.waiting.Add(-1)
 	leave, ok := b.turns.enter(ctx, client)
 	if !ok {
 		return nil, false

@@ -45,6 +45,14 @@ func TestReplaysShareSlotsAmongClients(t *testing.T) {
 		for range 4 {
 			e.ev.Subscribe(ctx, events.Filter{ClientID: "busy"}, &zero)
 		}
+		// They wait for busy's share (one slot of two), counted as waiting.
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+			if reading, waiting := e.ev.Replays(); reading == 1 && waiting == 4 {
+				break
+			} else if time.Now().After(deadline) {
+				t.Fatalf("replays after 5 s: %d reading, %d waiting; want busy's first reading, its four others waiting", reading, waiting)
+			}
+		}
 		other := e.ev.Subscribe(ctx, events.Filter{ClientID: "client-1"}, &zero)
 		select {
 		case ev, ok := <-other.C:

@@ -98,6 +98,25 @@ func (m *Metrics) WatchSubscriptions(count func() int) {
 	}, func() float64 { return float64(count()) }))
 }
 
+// WatchReplays exports how many subscriptions read back from the outbox
+// on this instance (count: those holding a replay slot, those waiting for
+// one), as the gauge cmpay_event_replays{state="reading|waiting"}.
+func (m *Metrics) WatchReplays(count func() (reading, waiting int)) {
+	for _, state := range []string{"reading", "waiting"} {
+		m.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name:        "cmpay_event_replays",
+			Help:        "Subscriptions reading back from the outbox on this instance (a replay from after, a catch-up), by state: reading holds one of the replay slots, waiting waits for its client's share of them or a free one.",
+			ConstLabels: prometheus.Labels{"state": state},
+		}, func() float64 {
+			reading, waiting := count()
+			if state == "reading" {
+				return float64(reading)
+			}
+			return float64(waiting)
+		}))
+	}
+}
+
 // SubscriptionRefused counts a subscription refused by a cap (limit:
 // socket, token or instance) in cmpay_subscriptions_refused_total.
 func (m *Metrics) SubscriptionRefused(limit string) {

@@ -14,7 +14,7 @@ import (
 )
 
 // TestEventMetrics: events written, delivery outcomes, latencies, the
-// backlog, the live subscriptions and the subscriptions and WebSockets
+// backlog, the live and replaying subscriptions and the subscriptions and WebSockets
 // refused by a cap are exported.
 func TestEventMetrics(t *testing.T) {
 	t.Parallel()
@@ -31,6 +31,7 @@ func TestEventMetrics(t *testing.T) {
 	h.Failed()
 	m.WatchBacklog(func(context.Context) (int64, error) { return 7, nil })
 	m.WatchSubscriptions(func() int { return 3 })
+	m.WatchReplays(func() (int, int) { return 2, 5 })
 	m.SubscriptionRefused("token")
 	m.SubscriptionRefused("token")
 	m.WebSocketRefused("instance")
@@ -49,6 +50,8 @@ func TestEventMetrics(t *testing.T) {
 		`cmpay_webhook_delivery_latency_seconds_count 1`,
 		`cmpay_webhook_backlog 7`,
 		`cmpay_event_subscriptions 3`,
+		`cmpay_event_replays{state="reading"} 2`,
+		`cmpay_event_replays{state="waiting"} 5`,
 		`cmpay_subscriptions_refused_total{limit="token"} 2`,
 		`cmpay_subscriptions_refused_total{limit="socket"} 0`,
 		`cmpay_websockets_refused_total{limit="instance"} 1`,

@@ -43,6 +43,7 @@ func newEvents(db *gorm.DB, cfg config.Config, m *metrics.Metrics, log *slog.Log
 	}
 	m.WatchBacklog(wh.Backlog)
 	m.WatchSubscriptions(ev.Subscribers)
+	m.WatchReplays(ev.Replays)
 	if err := sealWebhookSecrets(wh, len(cfg.WebhookSecretKey) > 0, log); err != nil {
 		return nil, nil, err
 	}
