@@ -21,10 +21,15 @@ import (
 // payment's id in the metadata; a refund: its payment's list of refunds),
 // and what moved money besides the operation's own record is recorded as
 // any duplicate is (found by FoundByLateCheck). Each operation is read so
-// once: a claim keeps other instances off it while one reads, and a stamp
-// (late_checked_at) keeps it from being read again. Only operations with a
-// second key qualify, which the sandbox never gives one: it costs the
-// sandbox no read and no row.
+// twice: once due, and again lateRecheckAfter later, for an intent
+// Stripe's search showed later than STRIPE_SEARCH_LAG at the first read;
+// then never again. A claim keeps other instances off it while one reads,
+// and a stamp for each read (late_checked_at, late_rechecked_at) keeps it
+// from being read so again. What the first read recorded, the second
+// finds recorded (duplicates are keyed by the processor's id): it is not
+// recorded, logged or counted twice. Only operations with a second key
+// qualify, which the sandbox never gives one: it costs the sandbox no read
+// and no row.
 
 const (
 	// lateCheckBatch is how many operations one round claims and reads,
@@ -36,6 +41,14 @@ const (
 	// claimed again: authCheckRetry's reasons (longer than any read, short
 	// beside the day the check waits).
 	lateCheckRetry = authCheckRetry
+	// lateRecheckAfter is how long after its first read an operation is
+	// read the second and last time. Long beside an outage of Stripe's
+	// search (an hour at most, as Stripe says), within which an intent
+	// made late may be missing from it at the first read; short beside the
+	// months a payer has to dispute a second charge (120 days for cards),
+	// so that staff refund a duplicate before its payer disputes it. A
+	// constant, as authCheckEvery is: it follows Stripe, not a deployment.
+	lateRecheckAfter = 24 * time.Hour
 )
 
 // lateSQL is the late check's statements: one claim for each dialect, and
@@ -59,9 +72,10 @@ func (s *Service) lateCheckAfter() (time.Duration, bool) {
 }
 
 // CheckLateCompletions claims up to lateCheckBatch settled creates and
-// refunds sent again under a new key whose late check is due
-// (lateCheckAfter), reads each from the processor, and records the
-// duplicates found; it says how many it claimed. The Recoverer calls it
+// refunds sent again under a new key whose late check is due (the first
+// read lateCheckAfter, the second lateRecheckAfter after the first),
+// reads each from the processor, and records the duplicates found; it
+// says how many it claimed. The Recoverer calls it
 // once a round; tests call it directly.
 func (s *Service) CheckLateCompletions(ctx context.Context) (int, error) {
 	after, ok := s.lateCheckAfter()
@@ -70,7 +84,8 @@ func (s *Service) CheckLateCompletions(ctx context.Context) (int, error) {
 	}
 	now := s.now()
 	lease := now.Add(max(lateCheckRetry, s.timeout+leaseMargin))
-	ids, err := s.store.claimLateChecks(ctx, lease, now.Add(-after), s.proc.Name(), now, lateCheckBatch)
+	ids, err := s.store.claimLateChecks(ctx, lease, now.Add(-after), now.Add(-lateRecheckAfter), s.proc.Name(), now,
+		lateCheckBatch)
 	if err != nil {
 		return 0, fmt.Errorf("claim operations to check for late completions: %w", err)
 	}
@@ -81,12 +96,17 @@ func (s *Service) CheckLateCompletions(ctx context.Context) (int, error) {
 
 // lateCheck reads claimed operation id's payment (a create) or refund
 // from the processor, records what it finds besides the operation's own
-// record, and stamps the operation checked. A read that fails stamps
-// nothing: the claim runs out, and another round reads it again.
+// record, and stamps the read: the first, or the second and last. A read
+// that fails stamps nothing: the claim runs out, and another round reads
+// it again.
 func (s *Service) lateCheck(ctx context.Context, id string) error {
 	op, err := scanOperation(s.store.db().QueryRow(ctx, commonSQL.SQL("read_operation"), id))
 	if err != nil {
 		return fmt.Errorf("read operation: %w", err)
+	}
+	var first *time.Time
+	if err := s.store.db().QueryRow(ctx, lateSQL.SQL("late_checks_made"), id).Scan(&first); err != nil {
+		return fmt.Errorf("read the operation's late checks: %w", err)
 	}
 	p, ok, err := s.store.readPayment(ctx, op.paymentID)
 	if err == nil && !ok {
@@ -105,7 +125,11 @@ func (s *Service) lateCheck(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := s.store.db().Exec(ctx, lateSQL.SQL("late_checked"), op.id, s.now()); err != nil {
+	stamp := lateSQL.SQL("late_checked")
+	if first != nil {
+		stamp = lateSQL.SQL("late_rechecked")
+	}
+	if _, err := s.store.db().Exec(ctx, stamp, op.id, s.now()); err != nil {
 		return fmt.Errorf("record the late check: %w", err)
 	}
 	return nil
@@ -179,13 +203,15 @@ func (s *Service) checkLateRound(ctx context.Context, fails *logrepeat.Failures)
 }
 
 // claimLateChecks skips the operations others are claiming (SKIP LOCKED).
-func (st *postgresStore) claimLateChecks(ctx context.Context, lease, due time.Time, processor string, now time.Time, limit int) ([]string, error) {
+// due bounds the first read's key and last send, redue the first read of
+// those due for their second.
+func (st *postgresStore) claimLateChecks(ctx context.Context, lease, due, redue time.Time, processor string, now time.Time, limit int) ([]string, error) {
 	return sqlq.Collect(ctx, st.pg, lateSQL.SQL("claim_late_checks_postgres"),
-		[]any{lease, due, processor, now, limit}, scanID)
+		[]any{lease, due, processor, now, limit, redue}, scanID)
 }
 
 // claimLateChecks relies on SQLite's one writer.
-func (st *sqliteStore) claimLateChecks(ctx context.Context, lease, due time.Time, processor string, now time.Time, limit int) ([]string, error) {
+func (st *sqliteStore) claimLateChecks(ctx context.Context, lease, due, redue time.Time, processor string, now time.Time, limit int) ([]string, error) {
 	return sqlq.Collect(ctx, st.lite, lateSQL.SQL("claim_late_checks_sqlite"),
-		[]any{lease, due, processor, now, limit}, scanID)
+		[]any{lease, due, processor, now, limit, redue}, scanID)
 }
