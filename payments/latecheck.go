@@ -161,9 +161,19 @@ func (s *Service) lateCheckCreate(ctx context.Context, op operationRow, p Paymen
 // lateCheckRefund reads the list of refunds of op's payment, as recovery
 // does, and records every refund carrying op's refund id that succeeded
 // or is pending and is not the refund's own record.
+//
+// The payment has a processor reference: a refund is taken only of a
+// captured payment, a payment at a processor other than the sandbox is
+// captured only by an answer or a record of the processor, which names
+// the intent, and no statement clears a reference once stored; and the
+// refund was sent again only after the list of that reference's refunds
+// showed it not done. One without (a row changed by hand, a restore gone
+// wrong) is an error, never stamped as read: nothing would say where to
+// look, and a stamp would hide that the check was never made.
 func (s *Service) lateCheckRefund(ctx context.Context, op operationRow, p Payment) error {
 	if op.refundID == nil || p.ProcessorReference == "" {
-		return nil // nothing a refund could have been made of
+		return fmt.Errorf("refund operation %s of payment %s: no refund id or no processor reference of the payment "+
+			"to list its refunds by", op.id, op.paymentID)
 	}
 	var ref *string
 	if err := s.store.db().QueryRow(ctx, commonSQL.SQL("refund_reference"), *op.refundID).Scan(&ref); err != nil {

@@ -63,3 +63,42 @@ func TestLateCheckReadsASecondTimeForWhatSearchShowedLate(t *testing.T) {
 		}
 	})
 }
+
+// A refund sent again under a new key always has a payment with a
+// processor reference (its resend read that reference's refunds). One
+// whose payment lost it (a row changed by hand) is an error for the late
+// check, never stamped read: no list is read, and the check is made once
+// the reference is back.
+func TestLateCheckOfARefundWithoutItsPaymentsReferenceFails(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		b, d, _ := dupBundle(t, db)
+		p := faultedRefund(t, b, d, "late-no-reference", stripedouble.ServerErrorStored)
+		recoverUntil(t, b, p.ID, storedChanges["refund"].settled)
+		due := lateDue(t, b, p.ID, payments.OpRefund)
+		if err := b.db.Gorm.Exec("UPDATE payments SET processor_reference = NULL WHERE id = ?", p.ID).Error; err != nil {
+			t.Fatal(err)
+		}
+		lists := d.Calls(stripedouble.ListRefunds)
+		b.clock.Advance(due.Add(time.Second).Sub(b.clock.Now()))
+		if n, err := b.svc.CheckLateCompletions(t.Context()); n != 1 || err == nil {
+			t.Fatalf("claimed %d, %v; want the refund claimed, an error", n, err)
+		}
+		var row models.ProcessorOperation
+		if err := b.db.Gorm.Where("payment_id = ? AND operation = ?", p.ID, string(payments.OpRefund)).First(&row).Error; err != nil {
+			t.Fatal(err)
+		}
+		if row.LateCheckedAt != nil || d.Calls(stripedouble.ListRefunds) != lists {
+			t.Errorf("late checked at %v, %d lists; want no stamp and no read", row.LateCheckedAt,
+				d.Calls(stripedouble.ListRefunds)-lists)
+		}
+		if err := b.db.Gorm.Exec("UPDATE payments SET processor_reference = ? WHERE id = ?", p.ProcessorReference,
+			p.ID).Error; err != nil {
+			t.Fatal(err)
+		}
+		if n := checkLateAt(t, b, due.Add(11*time.Minute)); n != 1 || d.Calls(stripedouble.ListRefunds) != lists+1 {
+			t.Errorf("with its reference back, past the claim: claimed %d, %d lists; want it read", n,
+				d.Calls(stripedouble.ListRefunds)-lists)
+		}
+	})
+}
