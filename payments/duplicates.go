@@ -54,6 +54,11 @@ type Duplicate struct {
 	State   string
 	FoundBy string
 	FoundAt time.Time
+	// ownFailed: a refund the processor made of a refund CMPay shows
+	// FAILED and could not settle on it (failedRefundMade): the payer got
+	// it once, not twice. Only its ERROR line says so; the admin reads the
+	// refund's status.
+	ownFailed bool
 }
 
 // movesMoney says whether a payment in state moved money or may still
@@ -101,8 +106,11 @@ func (s *Service) recordDuplicate(ctx context.Context, d Duplicate) error {
 	if n == 0 {
 		return nil // found before
 	}
-	s.log.Error("the processor holds a duplicate: money moved twice for one operation; put it right at the processor",
-		"payment", d.PaymentID, "refund", d.RefundID, "operation", string(d.Operation), "processor", d.Processor,
+	msg := "the processor holds a duplicate: money moved twice for one operation; put it right at the processor"
+	if d.ownFailed {
+		msg = "the processor made a refund CMPay marked FAILED: CMPay's refunded amount leaves it out; check it at the processor"
+	}
+	s.log.Error(msg, "payment", d.PaymentID, "refund", d.RefundID, "operation", string(d.Operation), "processor", d.Processor,
 		"processor_id", d.Reference, "amount", d.Amount.String(), "currency", d.Amount.Currency, "state", d.State,
 		"found_by", d.FoundBy)
 	s.onDuplicate(d.Operation)

@@ -2,11 +2,13 @@ package payments
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/cmpay/cmpay/internal/logrepeat"
 	"github.com/cmpay/cmpay/internal/sqlq"
+	"github.com/cmpay/cmpay/processor"
 )
 
 // The late check. A create or refund that recovery sent again under a new
@@ -118,7 +120,7 @@ func (s *Service) lateCheck(ctx context.Context, id string) error {
 	callCtx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	if op.operation == OpRefund {
-		err = s.lateCheckRefund(callCtx, op, p)
+		err = s.lateCheckRefund(callCtx, op, p, first != nil)
 	} else {
 		err = s.lateCheckCreate(callCtx, op, p)
 	}
@@ -160,7 +162,11 @@ func (s *Service) lateCheckCreate(ctx context.Context, op operationRow, p Paymen
 
 // lateCheckRefund reads the list of refunds of op's payment, as recovery
 // does, and records every refund carrying op's refund id that succeeded
-// or is pending and is not the refund's own record.
+// or is pending and is not the refund's own record. A refund CMPay FAILED
+// without a reference (its new key's request refused, and no refund with
+// its id listed then) that the list shows made after all is settled so
+// first (failedRefundMade); last says this is the operation's second and
+// last late read.
 //
 // The payment has a processor reference: a refund is taken only of a
 // captured payment, a payment at a processor other than the sandbox is
@@ -170,31 +176,116 @@ func (s *Service) lateCheckCreate(ctx context.Context, op operationRow, p Paymen
 // showed it not done. One without (a row changed by hand, a restore gone
 // wrong) is an error, never stamped as read: nothing would say where to
 // look, and a stamp would hide that the check was never made.
-func (s *Service) lateCheckRefund(ctx context.Context, op operationRow, p Payment) error {
+func (s *Service) lateCheckRefund(ctx context.Context, op operationRow, p Payment, last bool) error {
 	if op.refundID == nil || p.ProcessorReference == "" {
 		return fmt.Errorf("refund operation %s of payment %s: no refund id or no processor reference of the payment "+
 			"to list its refunds by", op.id, op.paymentID)
 	}
+	var status string
 	var ref *string
-	if err := s.store.db().QueryRow(ctx, commonSQL.SQL("refund_reference"), *op.refundID).Scan(&ref); err != nil {
+	var amount int64
+	if err := s.store.db().QueryRow(ctx, lateSQL.SQL("late_refund_state"), *op.refundID).Scan(&status, &ref,
+		&amount); err != nil {
 		return fmt.Errorf("read refund %s: %w", *op.refundID, err)
 	}
 	start := time.Now()
 	all, err := s.processorNamed(op.processor).ListRefunds(ctx, p.ProcessorReference)
-	s.strayCalled(OpRefund, lateReadOutcome(err), time.Since(start))
+	took := time.Since(start)
+	s.strayCalled(OpRefund, lateReadOutcome(err), took)
 	if err != nil {
 		return fmt.Errorf("list the refunds of payment %s at the processor: %w", op.paymentID, err)
+	}
+	failed := RefundStatus(status) == RefundFailed && ref == nil
+	if failed {
+		made, err := s.failedRefundMade(ctx, op, amount, all, took)
+		if err != nil {
+			return err
+		}
+		if made != "" {
+			ref, failed = &made, false
+		}
 	}
 	for _, res := range all {
 		if res.RefundID != *op.refundID || ref != nil && res.Reference == *ref || !refundMovesMoney(res.State) {
 			continue
 		}
-		if err := s.recordDuplicate(ctx, s.refundDuplicate(op.paymentID, op.processor, res, FoundByLateCheck)); err != nil {
+		if failed && res.State == processor.RefundPending && !last {
+			continue // the second read settles it on this one if it has succeeded by then
+		}
+		d := s.refundDuplicate(op.paymentID, op.processor, res, FoundByLateCheck)
+		d.ownFailed = failed
+		if err := s.recordDuplicate(ctx, d); err != nil {
 			return err
 		}
 	}
 	return nil
 }
+
+// failedRefundMade settles refund op, of amount, which CMPay FAILED
+// without a reference, SUCCEEDED on the first refund in all (its
+// payment's refunds at the processor) that carries its id and succeeded,
+// and answers that refund's reference; "" when none did, or the payment
+// cannot count it (then it is recorded as a duplicate, as before, which
+// the admin explains).
+//
+// The contract has every operation end in the state the processor says
+// it is in, and no refund "failed" while money moved; it calls DECLINED
+// and EXPIRED final, not a refund's FAILED. A refund carrying the id was
+// made by one of the operation's own keys (each carries it), which the
+// processor completed after CMPay read its list the last time: it is the
+// refund the merchant asked for, not a second one. So, as a refund the
+// payer's bank returned is FAILED after it SUCCEEDED (learned.go), this
+// one is SUCCEEDED after it FAILED, in one transaction: the refund, its
+// amount counted refunded, PAYMENT_REFUNDED under the refund's key, and
+// the read as a READ of its operation. The operation and the client's
+// key stay as answered (the refusal), as a returned refund's do.
+func (s *Service) failedRefundMade(ctx context.Context, op operationRow, amount int64, all []processor.Refund,
+	took time.Duration) (string, error) {
+	one := firstFurthest(all, func(res processor.Refund) bool {
+		return res.RefundID == *op.refundID && res.State == processor.RefundSucceeded && res.AmountMinor == amount
+	}, func(processor.Refund) int { return 0 })
+	if one < 0 {
+		return "", nil
+	}
+	res, now, counted := all[one], s.now(), false
+	err := s.store.db().Tx(ctx, func(r sqlq.Runner) error {
+		n, err := r.Exec(ctx, lateSQL.SQL("succeed_failed_refund"), *op.refundID, res.Reference, now)
+		if err != nil || n == 0 {
+			return err // n == 0: settled so already, by another instance
+		}
+		got, err := scanPayment(r.QueryRow(ctx, lateSQL.SQL("count_refund_made"), op.paymentID, amount))
+		if errors.Is(err, sqlq.ErrNoRows) {
+			return errNotCounted
+		}
+		if err != nil {
+			return fmt.Errorf("count refund %s on payment %s: %w", *op.refundID, op.paymentID, err)
+		}
+		refund, err := readRefund(ctx, r, *op.refundID, got)
+		if err != nil {
+			return err
+		}
+		if err := insertCall(ctx, r, op, callRead, refundOutcome(res, nil), now, took); err != nil {
+			return err
+		}
+		counted = true
+		return insertEvent(ctx, r, EventRefunded, refund.IdempotencyKey, got, refund, now)
+	})
+	if errors.Is(err, errNotCounted) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("settle refund %s, FAILED, on %s the processor made: %w", *op.refundID, res.Reference, err)
+	}
+	if counted {
+		s.log.Warn("the processor made a refund CMPay had marked FAILED: settled SUCCEEDED",
+			"payment", op.paymentID, "refund", *op.refundID, "processor_id", res.Reference)
+	}
+	return res.Reference, nil
+}
+
+// errNotCounted rolls back a FAILED refund's settling when its payment
+// cannot count it refunded.
+var errNotCounted = errors.New("the payment cannot count the refund")
 
 // lateReadOutcome is what a late check's read came to, for the metrics.
 func lateReadOutcome(err error) outcome {

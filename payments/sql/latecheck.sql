@@ -55,3 +55,29 @@ WHERE id = $1 AND late_checked_at IS NULL
 -- partial index and is never claimed for that again.
 UPDATE processor_operations SET late_rechecked_at = $2, late_check_lease = NULL
 WHERE id = $1 AND late_checked_at IS NOT NULL AND late_rechecked_at IS NULL
+
+-- name: late_refund_state
+-- Refund $1 as CMPay holds it, for the late check of its operation: its
+-- status, its reference at the processor (NULL when it settled without
+-- one) and its amount.
+SELECT status, processor_reference, amount_minor FROM refunds WHERE id = $1
+
+-- name: succeed_failed_refund
+-- Settles refund $1, which CMPay FAILED without a reference (its new
+-- key's request refused, no refund with its id listed then), SUCCEEDED
+-- as the processor's refund $2 that carries its id; $3 now. Nothing when
+-- it is no longer so (another instance came first).
+UPDATE refunds SET status = 'SUCCEEDED', failure_code = NULL, processor_reference = $2, settled_at = $3
+WHERE id = $1 AND status = 'FAILED' AND processor_reference IS NULL
+
+-- name: count_refund_made
+-- Counts $2 minor units refunded on payment $1 for a refund settled
+-- SUCCEEDED after it had FAILED: REFUNDED when that is all it captured,
+-- else PARTIALLY_REFUNDED. No row when the payment cannot count it (not
+-- captured, or its other refunds, succeeded or in flight, leave less):
+-- returns the payment otherwise.
+UPDATE payments SET refunded_minor = refunded_minor + $2,
+       status = CASE WHEN refunded_minor + $2 = captured_minor THEN 'REFUNDED' ELSE 'PARTIALLY_REFUNDED' END
+WHERE id = $1 AND status IN ('CAPTURED', 'PARTIALLY_REFUNDED') AND captured_minor - refunded_minor - reserved_minor >= $2
+RETURNING id, client_id, idempotency_key, amount_minor, currency, method, created_at,
+          status, captured_minor, refunded_minor, captured_at, canceled_at, replay_count, rejected_count, processor, processor_reference, decline_code, pending_operation, reserved_minor, payment_method_token
