@@ -139,9 +139,11 @@ func (s *Service) lateCheck(ctx context.Context, id string) error {
 
 // lateCheckCreate searches the processor for op's payment, as recovery
 // does, and records every payment found for it that moved or may move
-// money and is not p's own. A payment settled without a reference (a
-// decline the processor gave none for) has no own: any that moved money
-// is recorded, since CMPay says none did.
+// money, or waits for its payer, and is not p's own; one that waits is
+// canceled there too (cancelWaiting), and a cancel that fails is an
+// error, so that the check is made again. A payment settled without a
+// reference (a decline the processor gave none for) has no own: any that
+// moved money or waits is recorded, since CMPay says none did.
 func (s *Service) lateCheckCreate(ctx context.Context, op operationRow, p Payment) error {
 	start := time.Now()
 	found, err := s.processorNamed(op.processor).FindPayments(ctx, op.paymentID)
@@ -150,11 +152,17 @@ func (s *Service) lateCheckCreate(ctx context.Context, op operationRow, p Paymen
 		return fmt.Errorf("search the processor for payment %s: %w", op.paymentID, err)
 	}
 	for _, rec := range found {
-		if rec.PaymentID != op.paymentID || rec.Reference == p.ProcessorReference || !movesMoney(rec.State) {
+		if rec.PaymentID != op.paymentID || rec.Reference == p.ProcessorReference ||
+			!movesMoney(rec.State) && !waiting(rec.State) {
 			continue
 		}
 		if err := s.recordDuplicate(ctx, s.paymentDuplicate(op.paymentID, op.processor, rec, FoundByLateCheck)); err != nil {
 			return err
+		}
+		if waiting(rec.State) {
+			if err := s.cancelWaiting(ctx, op.processor, op.paymentID, rec); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
