@@ -43,6 +43,8 @@ func newProcessorMetrics(reg *prometheus.Registry) *processorMetrics {
 		dups: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "cmpay_processor_duplicates_total",
 			Help: "Second payments or refunds the processor holds for one CMPay operation (money moved twice), " +
+				"or a refund it made that CMPay shows FAILED and could not count, " +
+				"or a second Pix or boleto waiting for its payer (canceled there), " +
 				"recorded by this instance the first time each was found, by operation (CREATE_PAYMENT, REFUND_PAYMENT).",
 		}, []string{"operation"}),
 	}

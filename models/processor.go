@@ -51,9 +51,10 @@ type ProcessorOperation struct {
 	// The processor remembers a key for a time counted from its first
 	// send, so recovery counts a key's age from here. The partial index
 	// holds the creates and refunds sent again under a new key whose late
-	// check (payments/latecheck.go) is still to come: none on the sandbox,
-	// which never sends under a second key.
-	KeySince *time.Time `gorm:"index:idx_processor_operations_late_check,where:key_since IS NOT NULL AND late_checked_at IS NULL AND (operation = 'CREATE_PAYMENT' OR operation = 'REFUND_PAYMENT')"`
+	// checks (payments/latecheck.go: a first read, then a second a day
+	// later) are not both done: none on the sandbox, which never sends
+	// under a second key.
+	KeySince *time.Time `gorm:"index:idx_processor_operations_late_check,where:key_since IS NOT NULL AND late_rechecked_at IS NULL AND (operation = 'CREATE_PAYMENT' OR operation = 'REFUND_PAYMENT')"`
 	// StoredAt is when recovery first saw the processor's stored error
 	// under Key (a replayed 500); NULL until then, and again once Key
 	// changes. No request under Key can have executed after it, which
@@ -70,10 +71,13 @@ type ProcessorOperation struct {
 	// key's request could no longer be completed late, for a second payment
 	// or refund such a request made (payments/latecheck.go); NULL until
 	// then, and on operations never sent under a new key, which are never
-	// read so. LateCheckLease is the claim of the instance reading it: no
+	// read so. LateRecheckedAt is when it was read the second and last
+	// time, a day after the first, for what the processor's search showed
+	// late. LateCheckLease is the claim of the instance reading it: no
 	// other claims it before then.
-	LateCheckedAt  *time.Time
-	LateCheckLease *time.Time
+	LateCheckedAt   *time.Time
+	LateRecheckedAt *time.Time
+	LateCheckLease  *time.Time
 }
 
 // ProcessorCall is one call made to the processor for an operation: a

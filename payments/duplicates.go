@@ -28,8 +28,11 @@ import (
 //   - the late check's read of an operation sent again under a new key,
 //     once no earlier key's request can be completed (latecheck.go).
 //
-// CMPay never refunds or cancels a duplicate itself: a mistake in telling
-// one apart would move a payer's real money (docs/design/processors.md).
+// CMPay never refunds a duplicate itself: a mistake in telling one apart
+// would move a payer's real money (docs/design/processors.md). A second
+// Pix or boleto still waiting for its payer is the exception: it moved no
+// money, but its payer could still pay it, so it is recorded and canceled
+// at the processor (cancelWaiting), which moves none either.
 
 // FoundBy says what found a duplicate.
 const (
@@ -54,6 +57,11 @@ type Duplicate struct {
 	State   string
 	FoundBy string
 	FoundAt time.Time
+	// ownFailed: a refund the processor made of a refund CMPay shows
+	// FAILED and could not settle on it (failedRefundMade): the payer got
+	// it once, not twice. Only its ERROR line says so; the admin reads the
+	// refund's status.
+	ownFailed bool
 }
 
 // movesMoney says whether a payment in state moved money or may still
@@ -61,6 +69,46 @@ type Duplicate struct {
 func movesMoney(state processor.PaymentState) bool {
 	return state == processor.PaymentCaptured || state == processor.PaymentAuthorized ||
 		state == processor.PaymentProcessing
+}
+
+// waiting says whether a payment in state waits for its payer (a Pix or
+// boleto not yet paid): no money has moved, but the payer could pay it,
+// which would be a second charge: a latent duplicate.
+func waiting(state processor.PaymentState) bool {
+	return state == processor.PaymentPending
+}
+
+// duplicateCancelKey is the idempotency key of the cancel of duplicate
+// ref: a function of the duplicate alone, so that every instance and
+// every round that finds it sends the same request.
+func duplicateCancelKey(ref string) string { return "cmpay_dup_" + ref }
+
+// cancelWaiting cancels at its processor rec, a second payment for
+// payment paymentID that waits for its payer (waiting), recorded as a
+// duplicate already, so that it can never be paid. Cancelling such an
+// intent moves no money whatever the judgment that it is a second one:
+// the worst a mistake could do is void a code the payer was shown, and the
+// code CMPay shows is its payment's own reference's, which is never
+// canceled so. Paid meanwhile (the processor answers it captured), it is
+// money moved twice, logged at ERROR for staff to refund; the record keeps
+// the state it was found in.
+func (s *Service) cancelWaiting(ctx context.Context, processorName, paymentID string, rec processor.Payment) error {
+	start := time.Now()
+	res, err := s.processorNamed(processorName).CancelPayment(ctx, processor.CancelRequest{
+		IdempotencyKey: duplicateCancelKey(rec.Reference), Reference: rec.Reference})
+	s.strayCalled(OpCancel, lateReadOutcome(err), time.Since(start))
+	if err != nil {
+		return fmt.Errorf("cancel %s, a second payment for %s waiting for its payer: %w", rec.Reference, paymentID, err)
+	}
+	if movesMoney(res.State) {
+		s.log.Error("the processor holds a duplicate: a second payment waiting for its payer was paid before CMPay "+
+			"could cancel it; refund it at the processor", "payment", paymentID, "processor", processorName,
+			"processor_id", rec.Reference, "state", string(res.State))
+		return nil
+	}
+	s.log.Warn("canceled at the processor a second payment waiting for its payer", "payment", paymentID,
+		"processor", processorName, "processor_id", rec.Reference, "state", string(res.State))
+	return nil
 }
 
 // refundMovesMoney is movesMoney for a refund: succeeded or pending.
@@ -101,8 +149,15 @@ func (s *Service) recordDuplicate(ctx context.Context, d Duplicate) error {
 	if n == 0 {
 		return nil // found before
 	}
-	s.log.Error("the processor holds a duplicate: money moved twice for one operation; put it right at the processor",
-		"payment", d.PaymentID, "refund", d.RefundID, "operation", string(d.Operation), "processor", d.Processor,
+	msg := "the processor holds a duplicate: money moved twice for one operation; put it right at the processor"
+	switch {
+	case d.Operation == OpCreate && waiting(processor.PaymentState(d.State)):
+		msg = "the processor holds a second payment waiting for its payer for one operation: CMPay cancels it there " +
+			"so that it cannot be paid"
+	case d.ownFailed:
+		msg = "the processor made a refund CMPay marked FAILED: CMPay's refunded amount leaves it out; check it at the processor"
+	}
+	s.log.Error(msg, "payment", d.PaymentID, "refund", d.RefundID, "operation", string(d.Operation), "processor", d.Processor,
 		"processor_id", d.Reference, "amount", d.Amount.String(), "currency", d.Amount.Currency, "state", d.State,
 		"found_by", d.FoundBy)
 	s.onDuplicate(d.Operation)
@@ -204,8 +259,9 @@ func (s *Service) refundDuplicate(paymentID, processorName string, rec processor
 // settleOnOne is what the payments found for op, a create, came to: the
 // one that went furthest (chosenFound), else none found. More than one
 // that moved money is money moved twice: every other one found that moved
-// or may move money is recorded as a duplicate once the one chosen
-// settles op. While it does not (still processing), nothing is recorded:
+// or may move money, or waits for its payer (then canceled there:
+// cancelWaiting), is recorded as a duplicate once the one chosen settles
+// op. While it does not (still processing), nothing is recorded:
 // the next read, by another way (search, then a list) or in another
 // order, may choose another, and would settle on one recorded here.
 func (s *Service) settleOnOne(ctx context.Context, op operationRow, found []processor.Payment) (outcome, error) {
@@ -218,11 +274,19 @@ func (s *Service) settleOnOne(ctx context.Context, op operationRow, found []proc
 		return out, nil
 	}
 	for i, rec := range found {
-		if i == one || rec.PaymentID != op.paymentID || !movesMoney(rec.State) {
+		if i == one || rec.PaymentID != op.paymentID || !movesMoney(rec.State) && !waiting(rec.State) {
 			continue
 		}
 		if err := s.recordDuplicate(ctx, s.paymentDuplicate(op.paymentID, op.processor, rec, FoundByRecovery)); err != nil {
 			return outcome{}, err
+		}
+		if waiting(rec.State) {
+			// A cancel that fails does not hold up settling the create:
+			// the late check reads the payment again, and cancels it then.
+			if err := s.cancelWaiting(ctx, op.processor, op.paymentID, rec); err != nil {
+				s.log.Warn("a second payment waiting for its payer was not canceled; the late check tries again",
+					"payment", op.paymentID, "processor_id", rec.Reference, "error", err.Error())
+			}
 		}
 	}
 	return out, nil

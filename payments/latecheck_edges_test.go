@@ -41,8 +41,9 @@ func resentCreate(t *testing.T, b *bundle, d *stripedouble.Double, key string) (
 }
 
 // A create sent again whose first request Stripe never completes: the late
-// check reads it once, finds only the payment's own intent (_a2's), and
-// records nothing; later rounds never read it again.
+// check reads it, finds only the payment's own intent (_a2's), and records
+// nothing; it reads it a second time a day later, with the same finding,
+// and later rounds never read it again.
 func TestLateCheckOfAResentCreateFindsOnlyItsOwn(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
@@ -58,9 +59,20 @@ func TestLateCheckOfAResentCreateFindsOnlyItsOwn(t *testing.T) {
 			t.Errorf("duplicates %+v, counted %d; want none: the one intent found is the payment's own (%s)",
 				got, s.count(payments.OpCreate), p.ProcessorReference)
 		}
-		if n := checkLateAt(t, b, due.Add(72*time.Hour)); n != 0 || d.Calls(stripedouble.SearchPaymentIntents) != searches+1 {
+		if n := checkLateAt(t, b, due.Add(lateRecheck-time.Minute)); n != 0 {
+			t.Errorf("a minute before a day after the first read: claimed %d, want none", n)
+		}
+		if n := checkLateAt(t, b, due.Add(time.Minute+lateRecheck)); n != 1 ||
+			d.Calls(stripedouble.SearchPaymentIntents) != searches+2 {
+			t.Fatalf("a day after the first read: claimed %d, %d searches; want the create, searched a second time", n,
+				d.Calls(stripedouble.SearchPaymentIntents)-searches)
+		}
+		if n := checkLateAt(t, b, due.Add(96*time.Hour)); n != 0 || d.Calls(stripedouble.SearchPaymentIntents) != searches+2 {
 			t.Errorf("days later: claimed %d, %d searches in all; want none more", n,
 				d.Calls(stripedouble.SearchPaymentIntents)-searches)
+		}
+		if got := mustDuplicates(t, b, p.ID); len(got) != 0 {
+			t.Errorf("duplicates %+v after the second read, want none", got)
 		}
 	})
 }
@@ -223,8 +235,8 @@ func TestLateCheckAfterARestartRecordsNothingTwice(t *testing.T) {
 		if n, lines := s.count(payments.OpCreate), s.errorLines(stray); len(got) != 1 || n != 1 || len(lines) != 1 {
 			t.Errorf("duplicates %+v, counted %d, ERROR lines %q; want one of each", got, n, lines)
 		}
-		if n := checkLateAt(t, b, due.Add(48*time.Hour)); n != 0 {
-			t.Errorf("once stamped: claimed %d, want none", n)
+		if n := checkLateAt(t, b, due.Add(12*time.Hour)); n != 0 {
+			t.Errorf("once stamped: claimed %d before its second read is due, want none", n)
 		}
 	})
 }

@@ -16,6 +16,10 @@ import (
 // hour of margin, the default search lag.
 const lateAfter = 24*time.Hour + time.Hour + processor.DefaultStripeSearchLag
 
+// lateRecheck is how long after its first late check an operation is read
+// the second and last time.
+const lateRecheck = 24 * time.Hour
+
 // lateDue is when operation op of payment id becomes due for its late
 // check: lateAfter past the later of its key's time and its last send.
 func lateDue(t *testing.T, b *bundle, id string, op payments.Operation) time.Time {
@@ -51,9 +55,11 @@ func checkLateAt(t *testing.T, b *bundle, at time.Time) int {
 // settled on _a2's intent; Stripe then rolls the first request forward,
 // charging the payer twice, and no event about it ever arrives. Until the
 // first key can no longer be completed, the late check reads nothing and
-// finds nothing; once past it, it searches once and records the rolled
-// forward intent as a duplicate (counted, logged at ERROR), once; a later
-// round reads nothing more. The payment itself stays as it was.
+// finds nothing; once past it, it searches and records the rolled
+// forward intent as a duplicate (counted, logged at ERROR), once; a day
+// later it searches a second time, which finds it recorded already and
+// records, logs and counts nothing more; later rounds read nothing more.
+// The payment itself stays as it was.
 func TestLateCheckFindsARolledForwardCreateWithoutItsEvent(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
@@ -80,7 +86,13 @@ func TestLateCheckFindsARolledForwardCreateWithoutItsEvent(t *testing.T) {
 			got[0].Amount != (payments.Money{Minor: 1050, Currency: "BRL"}) {
 			t.Errorf("duplicates %+v, want %s, 10.50 BRL captured, found by the late check", got, stray)
 		}
-		if n := checkLateAt(t, b, due.Add(48*time.Hour)); n != 0 || d.Calls(stripedouble.SearchPaymentIntents) != searches+1 {
+		if n := checkLateAt(t, b, due.Add(time.Minute+lateRecheck)); n != 1 ||
+			d.Calls(stripedouble.SearchPaymentIntents) != searches+2 || len(mustDuplicates(t, b, settled.ID)) != 1 {
+			t.Errorf("a day later: claimed %d, %d searches in all, duplicates %+v; want it searched a second time, "+
+				"nothing more recorded", n, d.Calls(stripedouble.SearchPaymentIntents)-searches,
+				mustDuplicates(t, b, settled.ID))
+		}
+		if n := checkLateAt(t, b, due.Add(96*time.Hour)); n != 0 || d.Calls(stripedouble.SearchPaymentIntents) != searches+2 {
 			t.Errorf("a later round: claimed %d, %d searches in all; want none more", n,
 				d.Calls(stripedouble.SearchPaymentIntents)-searches)
 		}
@@ -95,8 +107,9 @@ func TestLateCheckFindsARolledForwardCreateWithoutItsEvent(t *testing.T) {
 
 // The same for a refund: sent again under _a2 after a stored 500, the
 // first request rolled forward with no event; the late check reads the
-// payment's refunds once past the window, records the second refund once,
-// and never reads them again.
+// payment's refunds once past the window and records the second refund,
+// reads them a second time a day later, recording nothing twice, and
+// never reads them again.
 func TestLateCheckFindsARolledForwardRefundWithoutItsEvent(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
@@ -127,7 +140,12 @@ func TestLateCheckFindsARolledForwardRefundWithoutItsEvent(t *testing.T) {
 			got[0].FoundBy != payments.FoundByLateCheck {
 			t.Errorf("duplicates %+v, want %s, 4.00 BRL succeeded, found by the late check", got, stray)
 		}
-		if n := checkLateAt(t, b, due.Add(48*time.Hour)); n != 0 || d.Calls(stripedouble.ListRefunds) != lists+1 {
+		if n := checkLateAt(t, b, due.Add(time.Minute+lateRecheck)); n != 1 || d.Calls(stripedouble.ListRefunds) != lists+2 ||
+			len(mustDuplicates(t, b, p.ID)) != 1 {
+			t.Errorf("a day later: claimed %d, %d lists in all, duplicates %+v; want it listed a second time, nothing "+
+				"more recorded", n, d.Calls(stripedouble.ListRefunds)-lists, mustDuplicates(t, b, p.ID))
+		}
+		if n := checkLateAt(t, b, due.Add(96*time.Hour)); n != 0 || d.Calls(stripedouble.ListRefunds) != lists+2 {
 			t.Errorf("a later round: claimed %d, %d lists in all; want none more", n, d.Calls(stripedouble.ListRefunds)-lists)
 		}
 		if n := s.count(payments.OpRefund); n != 1 {

@@ -2,6 +2,7 @@ package payments
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -116,10 +117,10 @@ func (s *Service) recordSend(ctx, callCtx context.Context, op operationRow, p Pa
 	}
 	start := time.Now()
 	read, err := s.listRefund(callCtx, op, p)
-	if err != nil {
-		return err
-	}
 	readTook := time.Since(start)
+	if err != nil {
+		return s.recordRefusedUnsettled(ctx, op, out, took, read, readTook, err)
+	}
 	if read.absent {
 		// None carries its id: the refusal is the processor's word on it.
 		if _, err := s.record(ctx, op, out, callWrite, took); err != nil {
@@ -140,6 +141,24 @@ func (s *Service) recordSend(ctx, callCtx context.Context, op operationRow, p Pa
 	}
 	_, err = s.record(ctx, op, read, callRead, readTook)
 	return err
+}
+
+// recordRefusedUnsettled records a refused send of op under a new key
+// whose read (read, which found a refund carrying op's refund id) could
+// not record a duplicate beside that refund (dupErr): the send, settling
+// nothing, then the read. The send is left to be read again (nextRead),
+// not asked again: the list still holds the refund carrying its id, so
+// the next round's read settles op on it and records the duplicate, and
+// nothing is sent again, under this key or a new one. Unrecorded, the
+// send would leave op as rekeyed, to be sent once more.
+func (s *Service) recordRefusedUnsettled(ctx context.Context, op operationRow, out outcome, took time.Duration,
+	read outcome, readTook time.Duration, dupErr error) error {
+	held := out
+	held.settled, held.opState, held.status, held.next = false, "", "", nextRead
+	if _, err := s.record(ctx, op, held, callWrite, took); err != nil {
+		return errors.Join(dupErr, err)
+	}
+	return errors.Join(dupErr, s.recordCall(ctx, op, callRead, read, readTook))
 }
 
 // refusedResend says whether out, the answer to a send of op, is a refusal

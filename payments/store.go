@@ -70,10 +70,11 @@ type store interface {
 	claimAuthorizations(ctx context.Context, lease, due time.Time, processor string, limit int) ([]string, error)
 	// claimLateChecks stamps with lease up to limit settled creates and
 	// refunds at processor, sent again under a new key, whose late check is
-	// still to come: those whose key and last send are due or older and
-	// whose claim, if any, ran out by now, the oldest key first; it returns
-	// their ids (latecheck.go).
-	claimLateChecks(ctx context.Context, lease, due time.Time, processor string, now time.Time, limit int) ([]string, error)
+	// due: those not read yet whose key and last send are due or older,
+	// and those read once, at redue or earlier; and whose claim, if any,
+	// ran out by now, the oldest key first; it returns their ids
+	// (latecheck.go).
+	claimLateChecks(ctx context.Context, lease, due, redue time.Time, processor string, now time.Time, limit int) ([]string, error)
 	// sweepKeys deletes up to limit keys created before before, and says
 	// how many it deleted (sweep.go).
 	sweepKeys(ctx context.Context, before time.Time, limit int) (int64, error)

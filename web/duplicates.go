@@ -22,6 +22,10 @@ func duplicateNote(d payments.Duplicate, refunds []payments.Refund) string {
 	case processor.PaymentAuthorized:
 		return fmt.Sprintf("%s holds a second authorization for this payment, %s, %s, not captured: cancel it in %s's "+
 			"dashboard, or it holds the payer's money until it expires.", who, d.Reference, amount, who)
+	case processor.PaymentPending:
+		return fmt.Sprintf("%s held a second payment for this payment, %s, %s, waiting for its payer: CMPay canceled it "+
+			"at %s so that it cannot be paid. Should %s's dashboard show it paid, refund it there.", who, d.Reference,
+			amount, who, who)
 	case processor.PaymentProcessing:
 		return fmt.Sprintf("%s holds a second charge for this payment, %s, %s, processing: once it has succeeded, refund "+
 			"it in %s's dashboard.", who, d.Reference, amount, who)

@@ -124,6 +124,9 @@ func TestDuplicateNotes(t *testing.T) {
 		{payments.Duplicate{Processor: "stripe", Reference: "pi_2", Operation: payments.OpCreate, Amount: brl, State: "authorized"},
 			"Stripe holds a second authorization for this payment, pi_2, 4.00 BRL, not captured: cancel it in Stripe's " +
 				"dashboard, or it holds the payer's money until it expires."},
+		{payments.Duplicate{Processor: "stripe", Reference: "pi_2", Operation: payments.OpCreate, Amount: brl, State: "pending"},
+			"Stripe held a second payment for this payment, pi_2, 4.00 BRL, waiting for its payer: CMPay canceled it at " +
+				"Stripe so that it cannot be paid. Should Stripe's dashboard show it paid, refund it there."},
 		{payments.Duplicate{Processor: "stripe", Reference: "pi_2", Operation: payments.OpCreate, Amount: brl, State: "processing"},
 			"Stripe holds a second charge for this payment, pi_2, 4.00 BRL, processing: once it has succeeded, refund it " +
 				"in Stripe's dashboard."},

@@ -1,0 +1,142 @@
+package payments_test
+
+import (
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cmpay/cmpay/internal/dbtest"
+	"github.com/cmpay/cmpay/internal/stripedouble"
+	"github.com/cmpay/cmpay/payments"
+	"github.com/cmpay/cmpay/processor"
+)
+
+// A refund of 4.00 of 10.50 whose first request got a stored 500, while
+// 7.00 was refunded in Stripe's dashboard: its _a2 is refused (3.50 left),
+// the list read again holds none with its id, and it is FAILED. Then the
+// dashboard's refund fails and Stripe completes the first request: Stripe
+// made the very refund CMPay shows FAILED. The late check settles it
+// SUCCEEDED on Stripe's refund (its amount counted, PAYMENT_REFUNDED, a
+// READ of its operation) and records no duplicate: it is not a second
+// refund. The second read finds nothing more.
+func TestLateCheckSettlesAFailedRefundTheProcessorMade(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		b, d, s := dupBundle(t, db)
+		p := stripeCard(t, b, "late-failed-made", true)
+		d.FailNext(stripedouble.CreateRefund, stripedouble.Fault{Kind: stripedouble.ServerErrorStored})
+		if _, err := b.svc.Refund(t.Context(), payments.RefundRequest{PaymentID: p.ID, IdempotencyKey: "r",
+			Amount: new("4")}); err != nil {
+			t.Fatal(err)
+		}
+		dashboard, err := b.conn.RefundPayment(t.Context(), processor.RefundRequest{IdempotencyKey: "dashboard",
+			PaymentReference: p.ProcessorReference, AmountMinor: 700, Currency: "BRL"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		failed := recoverUntil(t, b, p.ID, storedChanges["refund"].settled)
+		refunds, err := b.svc.RefundsOf(t.Context(), []payments.Payment{failed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := refunds[0]; len(r) != 1 || r[0].Status != payments.RefundFailed || r[0].FailureCode != "amount_too_large" {
+			t.Fatalf("refunds %+v; want one FAILED amount_too_large", r)
+		}
+		if err := d.FailRefund(dashboard.Reference, "expired_or_canceled_card"); err != nil {
+			t.Fatal(err)
+		}
+		made, err := d.RollForward(d.Keys(stripedouble.CreateRefund)[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		due := lateDue(t, b, p.ID, payments.OpRefund)
+		if n := checkLateAt(t, b, due.Add(time.Second)); n != 1 {
+			t.Fatalf("past the window: claimed %d, want the refund", n)
+		}
+		got := b.mustGet(t, p.ID)
+		refunds, err = b.svc.RefundsOf(t.Context(), []payments.Payment{got})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := refunds[0]; len(r) != 1 || r[0].Status != payments.RefundSucceeded || r[0].FailureCode != "" ||
+			got.Refunded.Minor != 400 || got.Status != payments.StatusPartiallyRefunded || got.Reserved.Minor != 0 {
+			t.Errorf("refunds %+v, payment %s refunded %d reserved %d; want the refund SUCCEEDED, 4.00 refunded",
+				r, got.Status, got.Refunded.Minor, got.Reserved.Minor)
+		}
+		if ref := refundReference(t, b, p.ID); ref != made {
+			t.Errorf("the refund's reference %q, want Stripe's %s", ref, made)
+		}
+		if ev := b.events(t, p.ID); ev["PAYMENT_REFUNDED"] != 1 || ev["PAYMENT_REFUND_FAILED"] != 1 {
+			t.Errorf("events %v, want PAYMENT_REFUND_FAILED then PAYMENT_REFUNDED", ev)
+		}
+		if calls := refundCalls(t, b, got); calls[len(calls)-1] != "READ a2 SUCCEEDED " {
+			t.Errorf("refund calls %q, want the late check's read last", calls)
+		}
+		if n := checkLateAt(t, b, due.Add(time.Minute+lateRecheck)); n != 1 {
+			t.Errorf("a day later: claimed %d, want the second read", n)
+		}
+		if dups := mustDuplicates(t, b, p.ID); len(dups) != 0 || s.count(payments.OpRefund) != 0 || len(s.errorLines(made)) != 0 {
+			t.Errorf("duplicates %+v, counted %d, ERROR lines %q; want none: it is the refund's own",
+				dups, s.count(payments.OpRefund), s.errorLines(made))
+		}
+		if after := b.mustGet(t, p.ID); after.Refunded.Minor != 400 {
+			t.Errorf("refunded %d after the second read, want 400 counted once", after.Refunded.Minor)
+		}
+	})
+}
+
+// The same, with Stripe's refunds pending: the refund Stripe made of the
+// one CMPay FAILED is still pending at the late check's first read, which
+// settles and records nothing (it may yet succeed, and be settled on); at
+// the second and last read, still pending, it is recorded, counted, and
+// logged at ERROR as what it is, a refund CMPay marked FAILED, not money
+// moved twice.
+func TestLateCheckRecordsAPendingRefundOfAFailedOneAtItsLastRead(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		s := &seen{counts: map[payments.Operation]int{}}
+		b, d := stripeWith(t, db, stripeOpts{OnFakeClock: true, RefundsPending: true, OnDuplicate: s.onDuplicate,
+			Logger: slog.New(slog.NewTextHandler(s, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+		p := stripeCard(t, b, "late-failed-pending", true)
+		d.FailNext(stripedouble.CreateRefund, stripedouble.Fault{Kind: stripedouble.ServerErrorStored})
+		if _, err := b.svc.Refund(t.Context(), payments.RefundRequest{PaymentID: p.ID, IdempotencyKey: "r",
+			Amount: new("4")}); err != nil {
+			t.Fatal(err)
+		}
+		dashboard, err := b.conn.RefundPayment(t.Context(), processor.RefundRequest{IdempotencyKey: "dashboard",
+			PaymentReference: p.ProcessorReference, AmountMinor: 700, Currency: "BRL"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		recoverUntil(t, b, p.ID, storedChanges["refund"].settled)
+		if err := d.SettleRefund(dashboard.Reference, false, "expired_or_canceled_card"); err != nil {
+			t.Fatal(err)
+		}
+		made, err := d.RollForward(d.Keys(stripedouble.CreateRefund)[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		due := lateDue(t, b, p.ID, payments.OpRefund)
+		if n := checkLateAt(t, b, due.Add(time.Second)); n != 1 || len(mustDuplicates(t, b, p.ID)) != 0 {
+			t.Fatalf("the first read: claimed %d, duplicates %+v; want it read, nothing recorded", n,
+				mustDuplicates(t, b, p.ID))
+		}
+		if n := checkLateAt(t, b, due.Add(time.Minute+lateRecheck)); n != 1 {
+			t.Fatalf("the second read: claimed %d, want the refund", n)
+		}
+		got := b.mustGet(t, p.ID)
+		dups := mustDuplicates(t, b, p.ID)
+		if len(dups) != 1 || dups[0].Reference != made || dups[0].State != "pending" || s.count(payments.OpRefund) != 1 {
+			t.Errorf("duplicates %+v, counted %d; want %s pending, once", dups, s.count(payments.OpRefund), made)
+		}
+		lines := s.errorLines(made)
+		if len(lines) != 1 || !strings.Contains(lines[0], "the processor made a refund CMPay marked FAILED") ||
+			strings.Contains(lines[0], "money moved twice") {
+			t.Errorf("ERROR lines %q; want one saying the processor made a refund CMPay marked FAILED", lines)
+		}
+		if got.Refunded.Minor != 0 {
+			t.Errorf("refunded %d, want 0: the refund stays FAILED while Stripe's is pending", got.Refunded.Minor)
+		}
+	})
+}
