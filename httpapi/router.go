@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -115,9 +116,10 @@ func NewHandler(d Deps) http.Handler {
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, apierror.Error{Code: apierror.NotFound, Status: http.StatusNotFound, Message: "no such path"})
 	})
-	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
-		writeProblem(w, r, apierror.Error{Code: apierror.BadRequest, Status: http.StatusMethodNotAllowed,
-			Message: r.Method + " is not allowed on " + r.URL.Path})
+	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
+		w.Header().Set("Allow", allowedMethods(r, req))
+		writeProblem(w, req, apierror.Error{Code: apierror.BadRequest, Status: http.StatusMethodNotAllowed,
+			Message: req.Method + " is not allowed on " + req.URL.Path})
 	})
 
 	// Open: load balancers and the Playground page itself.
@@ -207,4 +209,24 @@ func adminHandler(d Deps, failures *auth.FailureLimiter, log *slog.Logger) http.
 		Logger:          log,
 		RequestTimeout:  d.AdminRequestTimeout,
 	})
+}
+
+// routeMethods are the methods allowedMethods asks the routes about.
+var routeMethods = []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete}
+
+// allowedMethods is the Allow header of a 405 for req's path: the methods
+// routes has a route for there, which RFC 9110 requires a 405 to name.
+// chi matches the escaped path when the request has one, as it routes.
+func allowedMethods(routes chi.Routes, req *http.Request) string {
+	path := req.URL.RawPath
+	if path == "" {
+		path = req.URL.Path
+	}
+	var allowed []string
+	for _, m := range routeMethods {
+		if routes.Match(chi.NewRouteContext(), m, path) {
+			allowed = append(allowed, m)
+		}
+	}
+	return strings.Join(allowed, ", ")
 }

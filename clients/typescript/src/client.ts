@@ -78,8 +78,9 @@ export interface CMPayClientOptions {
   /**
    * Whether a call without idempotencyKey joins a stored, unsettled
    * operation with equal parameters (and answers `replayed: true`) instead
-   * of making a new key: right for one shopper clicking Pay twice or again
-   * after a reload, wrong for a server paying for many customers, whose
+   * of making a new key, or, once, one that this client's resumePending()
+   * settled: right for one shopper clicking Pay twice or again after a
+   * reload, wrong for a server paying for many customers, whose
    * equal orders are distinct payments. Default: true when the storage holds
    * one user's operations (`singleUser`, as indexedDBStorage does), false
    * otherwise. Passing an idempotencyKey per intended operation always works.
@@ -187,6 +188,11 @@ export class CMPayClient {
   #starting = new Map<string, PendingOperation>();
   #storing = new Map<string, Promise<void>>();
   #resuming?: Promise<ResumedOperation[]>;
+  // What resumePending() settled with an answer, by key, while joining by
+  // parameters: the operation is gone from storage, but a reloaded page that
+  // shows its form again is still the shopper's first click, so the first
+  // equal call without a key is answered with it (#takeResumed).
+  #resumed = new Map<string, { op: PendingOperation; result: PaymentResult; at: number }>();
   // Keys this client stored and sent only with answers that prove nothing
   // was applied: a refusal that does not judge the operation (a 401, a
   // proxy's 403) may then forget it, if no other client sent it
@@ -383,6 +389,12 @@ export class CMPayClient {
         // A key the server still holds is sent again, and its replay (or
         // refusal) is the answer; a stale one is looked up (#send).
         const result = await this.#execute(op);
+        // Only a payment with nothing left to happen: a Pix still waiting
+        // for its payer answered later would show a code that may have
+        // expired since.
+        if (result.settled && this.#join && isSettled(result.payment)) {
+          this.#resumed.set(op.idempotencyKey, { op, result, at: this.#clock.now() });
+        }
         out.push({ pending: op, result, settled: result.settled });
       } catch (err) {
         const error = err instanceof CMPayError ? err : new CMPayError(String(err), { code: 'CLIENT_ERROR', cause: err });
@@ -404,6 +416,11 @@ export class CMPayClient {
 
   async #run<O extends Operation>(operation: O, params: OperationParams[O], opts: CallOptions): Promise<PaymentResult> {
     await this.ready;
+    // A call under a resumed operation's key is that operation asked for
+    // again: the answer it gets is the one a call without a key would join.
+    if (opts.idempotencyKey !== undefined) this.#resumed.delete(opts.idempotencyKey);
+    const resumed = opts.idempotencyKey === undefined ? this.#takeResumed({ operation, params } as PendingOperation) : undefined;
+    if (resumed) return { ...resumed, replayed: true };
     const { op, joined, staleJoin } = await this.#begin({ operation, params, idempotencyKey: opts.idempotencyKey } as PendingOperation);
     let result: PaymentResult;
     try {
@@ -418,6 +435,24 @@ export class CMPayClient {
     }
     // A call that joined another's operation did not make it.
     return joined ? { ...result, replayed: true } : result;
+  }
+
+  // #takeResumed answers a call without a key, when joining by parameters,
+  // with an operation of equal parameters that resumePending() settled, once:
+  // the shopper who reloads mid-payment and pays again gets that payment, and
+  // a later equal call is a new one. Nothing is sent: the answer is the one
+  // resumePending() had, however old the key. Only within idempotencyKeyTTL
+  // of that answer: a page left open longer is a visit of its own.
+  #takeResumed(wanted: Pick<PendingOperation, 'operation' | 'params'>): PaymentResult | undefined {
+    if (!this.#join) return undefined;
+    for (const [key, { op, result, at }] of this.#resumed) {
+      if (!(this.#clock.now() - at < this.#ttlMs)) this.#resumed.delete(key);
+      else if (differingFields(op, wanted).length === 0) {
+        this.#resumed.delete(key);
+        return result;
+      }
+    }
+    return undefined;
   }
 
   // #begin picks the operation's key and stores it: the caller's key; else,

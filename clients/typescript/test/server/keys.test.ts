@@ -351,6 +351,20 @@ describe('equal payments made at once', () => {
     expect([first.replayed, second.replayed]).toEqual([false, true]);
     expect(await paymentsOf(order.clientId)).toHaveLength(1);
   });
+
+  test('a keyless checkout whose answer was lost, reloaded, resumed and paid again pays once', async () => {
+    const storage = memoryStorage(); // the tab's IndexedDB
+    const order = input();
+    // The server makes the payment; the page never hears of it, and reloads.
+    await client({ storage, joinByParameters: true, fetch: losingFirst(3) }).createPayment(order).catch(() => undefined);
+    const page = client({ storage, joinByParameters: true });
+    const [resumed] = await page.resumePending();
+    expect(resumed).toMatchObject({ settled: true, result: { replayed: true } });
+    // The page shows its form again, and the shopper pays the same cart.
+    const again = await page.createPayment(order);
+    expect(again).toMatchObject({ replayed: true, payment: { id: resumed.result?.payment.id } });
+    expect(await paymentsOf(order.clientId)).toHaveLength(1);
+  });
 });
 
 test('a settled payment that storage failed to remove is never answered to the next equal call', async () => {

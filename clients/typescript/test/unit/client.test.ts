@@ -76,11 +76,102 @@ describe('resuming after a restart', () => {
     const again = await page.createPayment(input, { idempotencyKey: 'order-7' });
     expect(transport.requests[1].variables.idempotencyKey).toBe('order-7');
     expect(again).toMatchObject({ replayed: true, payment: { id: 'p-order-7' } });
-    // Without the order's id nothing stored is left to join: a new key, which
-    // the server takes for a second payment. The README says so.
+    // A call without the order's id after the call with it: the resumed
+    // payment was already asked for again under its key, so this one is a
+    // new payment, with a key of its own.
     const unkeyed = await page.createPayment(input);
     expect(transport.requests[2].variables.idempotencyKey).not.toBe('order-7');
     expect(unkeyed.replayed).toBe(false);
+  });
+
+  test('a checkout without a key reloaded mid-request and paid again after resumePending gets the resumed payment back, once', async () => {
+    // One shopper's storage and no key: the reloaded page resumes first,
+    // which settles the payment and removes it from storage, then shows the
+    // form again; the shopper clicks Pay with the same cart.
+    const storage = { ...memoryStorage(), singleUser: true };
+    await expect(client(storage, scriptedTransport([...down])).createPayment(input)).rejects.toBeInstanceOf(UnavailableError);
+    const [stored] = storage.load();
+    const transport = scriptedTransport([created(stored.idempotencyKey, { id: 'p-first' }), created('k-second', { id: 'p-second' })]);
+    const page = client(storage, transport, { newKey: () => 'k-second' });
+    const [resumed] = await page.resumePending();
+    expect(resumed).toMatchObject({ settled: true, result: { payment: { id: 'p-first' } } });
+    expect(storage.load()).toEqual([]);
+
+    const again = await page.createPayment({ ...input, amount: '10.5' });
+    expect(again).toMatchObject({ replayed: true, settled: true, idempotencyKey: stored.idempotencyKey, payment: { id: 'p-first' } });
+    expect(transport.requests).toHaveLength(1);
+    expect(storage.load()).toEqual([]);
+    // Answered once: the next equal click is a purchase of its own.
+    const next = await page.createPayment(input);
+    expect(next).toMatchObject({ replayed: false, payment: { id: 'p-second' } });
+    expect(transport.requests.map((q) => q.variables.idempotencyKey)).toEqual([stored.idempotencyKey, 'k-second']);
+  });
+
+  test('a payment resumePending found by its stale key answers an equal call without a key, within a key TTL of that', async () => {
+    // Paid offline two days ago, the tab closed: the next visit looks the key
+    // up, finds the payment, and the form shown again takes no second one.
+    const storage = { ...memoryStorage(), singleUser: true };
+    await storage.put({ operation: 'CREATE_PAYMENT', idempotencyKey: 'k-old', params: input, startedAt: '2026-12-02T10:00:00.000Z' });
+    const found = payment({ id: 'p-old', idempotencyKey: 'k-old', createdAt: '2026-12-02T10:00:01Z' });
+    const byKey = ok({ payments: { edges: [{ node: found }], pageInfo: { hasNextPage: false } } });
+    const transport = scriptedTransport([byKey, byKey, created('k-new', { id: 'p-new' })]);
+    const clock = fakeClock();
+    const visit = client(storage, transport, { clock, newKey: () => 'k-new' });
+    const [resumed] = await visit.resumePending();
+    expect(resumed).toMatchObject({ settled: true, result: { replayed: true, payment: { id: 'p-old' } } });
+    expect(await visit.createPayment(input)).toMatchObject({ replayed: true, payment: { id: 'p-old' } });
+    expect(transport.requests.map((q) => q.operationName)).toEqual(['PaymentsByKey']);
+
+    // A page left open a key TTL after that: its next equal payment is new.
+    await storage.put({ operation: 'CREATE_PAYMENT', idempotencyKey: 'k-old', params: input, startedAt: '2026-12-02T10:00:00.000Z' });
+    await visit.resumePending();
+    await clock.sleep(parseDuration('24h'));
+    expect(await visit.createPayment(input)).toMatchObject({ replayed: false, payment: { id: 'p-new' } });
+  });
+
+  test('an operation resumePending settled is not joined by other parameters, nor by a server that pays for many', async () => {
+    const run = async (storage: PendingStorage, call: (c: CMPayClient) => Promise<unknown>) => {
+      await client(storage, scriptedTransport([...down])).createPayment(input).catch(() => undefined);
+      const [stored] = await storage.load();
+      const transport = scriptedTransport([created(stored.idempotencyKey, { id: 'p-first' }), created('k-other', { id: 'p-other' })]);
+      const page = client(storage, transport, { newKey: () => 'k-other' });
+      await page.resumePending();
+      await call(page);
+      return transport.requests.map((q) => q.variables.idempotencyKey);
+    };
+    const shopper = { ...memoryStorage(), singleUser: true };
+    const k1 = await run(shopper, (c) => c.createPayment({ ...input, amount: '11.00' }));
+    expect(k1[1]).toBe('k-other');
+    const k2 = await run({ ...memoryStorage(), singleUser: true }, (c) => c.createPayment(input, { idempotencyKey: 'k-other' }));
+    expect(k2[1]).toBe('k-other');
+    // memoryStorage alone is not one user's: joining by parameters is off.
+    const k3 = await run(memoryStorage(), (c) => c.createPayment(input));
+    expect(k3[1]).toBe('k-other');
+  });
+
+  test('a Pix resumePending found still waiting for its payer is not answered again: its code may expire', async () => {
+    const storage = { ...memoryStorage(), singleUser: true };
+    await expect(client(storage, scriptedTransport([...down])).createPayment(input)).rejects.toBeInstanceOf(UnavailableError);
+    const [stored] = storage.load();
+    const pix = { status: 'PENDING', capturedAmount: '0.00', capturedAt: null, nextAction: { type: 'PIX_QR_CODE', pixCode: 'x', expiresAt: '2026-12-04T10:30:00Z' } };
+    const transport = scriptedTransport([created(stored.idempotencyKey, { id: 'p-first', ...pix }), created('k-second', { id: 'p-second', ...pix })]);
+    const page = client(storage, transport, { newKey: () => 'k-second' });
+    await page.resumePending();
+    expect(await page.createPayment(input)).toMatchObject({ replayed: false, payment: { id: 'p-second' } });
+  });
+
+  test('a refund without a key entered again after resumePending settled it refunds once', async () => {
+    const storage = { ...memoryStorage(), singleUser: true };
+    const params = { paymentId: 'p1', amount: '2.00', reason: 'damaged' };
+    await expect(client(storage, scriptedTransport([...down])).refundPayment(params)).rejects.toBeInstanceOf(UnavailableError);
+    const [stored] = storage.load();
+    const refund = { id: 'r1', amount: '2.00', reason: 'damaged', idempotencyKey: stored.idempotencyKey, createdAt: '2026-12-04T10:00:00Z', status: 'SUCCEEDED' };
+    const transport = scriptedTransport([ok({ refundPayment: { refund, payment: payment({ id: 'p1', status: 'PARTIALLY_REFUNDED' }), replayed: false } })]);
+    const page = client(storage, transport);
+    await page.resumePending();
+    const again = await page.refundPayment(params);
+    expect(again).toMatchObject({ replayed: true, refund: { id: 'r1' } });
+    expect(transport.requests).toHaveLength(1);
   });
 
   test('a resumed operation whose key the server holds is not judged here: the replay is the answer', async () => {
