@@ -54,7 +54,7 @@ type ProcessorOperation struct {
 	// checks (payments/latecheck.go: a first read, then a second a day
 	// later) are not both done: none on the sandbox, which never sends
 	// under a second key.
-	KeySince *time.Time `gorm:"index:idx_processor_operations_late_check,where:key_since IS NOT NULL AND late_rechecked_at IS NULL AND (operation = 'CREATE_PAYMENT' OR operation = 'REFUND_PAYMENT')"`
+	KeySince *time.Time `gorm:"index:idx_processor_operations_late_reads,where:key_since IS NOT NULL AND late_rechecked_at IS NULL AND (operation = 'CREATE_PAYMENT' OR operation = 'REFUND_PAYMENT')"`
 	// StoredAt is when recovery first saw the processor's stored error
 	// under Key (a replayed 500); NULL until then, and again once Key
 	// changes. No request under Key can have executed after it, which

@@ -8,7 +8,7 @@
 -- the first once their current key and last send (when stamped) are both
 -- $2 or older, the second once the first was made at $6 or earlier; and
 -- whose claim, if any, ran out by $4. The oldest key first, through the
--- partial index idx_processor_operations_late_check, whose conditions are
+-- partial index idx_processor_operations_late_reads, whose conditions are
 -- repeated so that the planner uses it. SKIP LOCKED: one another instance
 -- is claiming is left to it; the claim it writes then keeps it from
 -- everyone else.
@@ -27,7 +27,7 @@ RETURNING id
 -- claim_late_checks_postgres without row locks: SQLite runs one writing
 -- statement at a time, so no two instances claim one operation.
 UPDATE processor_operations SET late_check_lease = $1
-WHERE id IN (SELECT id FROM processor_operations INDEXED BY idx_processor_operations_late_check
+WHERE id IN (SELECT id FROM processor_operations INDEXED BY idx_processor_operations_late_reads
              WHERE key_since IS NOT NULL AND late_rechecked_at IS NULL
                AND (operation = 'CREATE_PAYMENT' OR operation = 'REFUND_PAYMENT')
                AND (late_checked_at IS NULL AND key_since <= $2 AND (last_send_at IS NULL OR last_send_at <= $2)
