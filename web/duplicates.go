@@ -71,14 +71,28 @@ func failedRefund(refunds []payments.Refund, id string) bool {
 }
 
 // duplicatesHeading heads the duplicates' section: money moved twice,
-// unless every one is the only refund made of a refund CMPay shows FAILED.
+// unless none moved money twice: each is the only refund made of a refund
+// CMPay shows FAILED, or a second Pix or boleto that waited for its payer
+// (which CMPay cancels at the processor).
 func duplicatesHeading(v paymentView) string {
+	failed, waiting := 0, 0
 	for _, d := range v.Duplicates {
-		if d.Operation != payments.OpRefund || !failedRefund(v.Refunds, d.RefundID) {
+		switch {
+		case d.Operation == payments.OpRefund && failedRefund(v.Refunds, d.RefundID):
+			failed++
+		case d.Operation == payments.OpCreate && processor.PaymentState(d.State) == processor.PaymentPending:
+			waiting++
+		default:
 			return "Money moved twice"
 		}
 	}
-	return "Refunded at the processor, FAILED in CMPay"
+	switch {
+	case waiting == 0:
+		return "Refunded at the processor, FAILED in CMPay"
+	case failed == 0:
+		return "A second payment waited for its payer, canceled at the processor"
+	}
+	return "Found at the processor besides CMPay's record"
 }
 
 // duplicatesFound says when and how the duplicates were found.

@@ -185,3 +185,31 @@ func TestDuplicateOfAFailedRefund(t *testing.T) {
 		t.Errorf("beside a refund that succeeded: heading %q, want Money moved twice", h)
 	}
 }
+
+// A second Pix or boleto found waiting for its payer moved no money (CMPay
+// cancels it at the processor): the heading says so, unless another
+// duplicate beside it did move money twice.
+func TestDuplicateWaitingForItsPayerHeading(t *testing.T) {
+	t.Parallel()
+	brl := payments.Money{Minor: 400, Currency: "BRL"}
+	waiting := payments.Duplicate{Processor: "stripe", Reference: "pi_2", Operation: payments.OpCreate, Amount: brl, State: "pending"}
+	charged := payments.Duplicate{Processor: "stripe", Reference: "pi_3", Operation: payments.OpCreate, Amount: brl, State: "succeeded"}
+	failed := []payments.Refund{{ID: "ref_1", Amount: brl, Status: payments.RefundFailed}}
+	refunded := payments.Duplicate{Processor: "stripe", Reference: "re_2", RefundID: "ref_1", Operation: payments.OpRefund,
+		Amount: brl, State: "succeeded"}
+	for _, c := range []struct {
+		name string
+		ds   []payments.Duplicate
+		want string
+	}{
+		{"waiting alone", []payments.Duplicate{waiting}, "A second payment waited for its payer, canceled at the processor"},
+		{"beside a second charge", []payments.Duplicate{waiting, charged}, "Money moved twice"},
+		{"beside a FAILED refund's", []payments.Duplicate{waiting, refunded}, "Found at the processor besides CMPay's record"},
+	} {
+		doc := renderDoc(t, paymentPage(paymentView{Payment: samplePayment("pay_1", "order-1", 0, 0), Refunds: failed,
+			Duplicates: c.ds}))
+		if h := doc.Find("section.duplicates h2").Text(); h != c.want {
+			t.Errorf("%s: heading %q, want %q", c.name, h, c.want)
+		}
+	}
+}
