@@ -179,6 +179,23 @@ func (s *stripeEvents) card(t *testing.T, key string) payments.Payment {
 	return res.Payment
 }
 
+// refund refunds the whole payment, which must leave the refund in status
+// want; it returns the refund's id and the one refund it made at Stripe.
+// what names the refund in a failure.
+func (s *stripeEvents) refund(t *testing.T, what, paymentID, key string, want payments.RefundStatus) (id, atStripe string) {
+	t.Helper()
+	res, err := s.svc.Refund(t.Context(), payments.RefundRequest{PaymentID: paymentID, IdempotencyKey: key,
+		Origin: payments.Origin{Transport: "test"}})
+	if err != nil || res.Refund == nil || res.Refund.Status != want {
+		t.Fatalf("%s: %+v, %v", what, res.Refund, err)
+	}
+	refunds := s.d.RefundsFor(res.Refund.ID)
+	if len(refunds) != 1 {
+		t.Fatalf("%d refunds at the double", len(refunds))
+	}
+	return res.Refund.ID, refunds[0]
+}
+
 // eventsOfType counts the payment's events of one type.
 func (s *stripeEvents) eventsOfType(id, typ string) int64 {
 	var n int64
@@ -209,16 +226,8 @@ func TestStripeEventsSettlePayments(t *testing.T) {
 		t.Run("a refund Stripe leaves pending, then settles", func(t *testing.T) {
 			ctx := t.Context()
 			card := s.card(t, "card-events")
-			ref, err := s.svc.Refund(ctx, payments.RefundRequest{PaymentID: card.ID, IdempotencyKey: "card-events-r",
-				Origin: payments.Origin{Transport: "test"}})
-			if err != nil || ref.Refund == nil || ref.Refund.Status != payments.RefundProcessing {
-				t.Fatalf("a refund Stripe leaves pending: %+v, %v", ref.Refund, err)
-			}
-			refunds := s.d.RefundsFor(ref.Refund.ID)
-			if len(refunds) != 1 {
-				t.Fatalf("%d refunds at the double", len(refunds))
-			}
-			if err := s.d.SettleRefund(refunds[0], true, ""); err != nil {
+			_, atStripe := s.refund(t, "a refund Stripe leaves pending", card.ID, "card-events-r", payments.RefundProcessing)
+			if err := s.d.SettleRefund(atStripe, true, ""); err != nil {
 				t.Fatal(err)
 			}
 			s.deliver(t, s.d.EventsFor(card.ProcessorReference))
@@ -300,16 +309,8 @@ func TestStripeEventsReturnARefund(t *testing.T) {
 		s := newStripeEvents(t, db, stripedouble.Options{})
 		card := s.card(t, "returned")
 		ref := card.ProcessorReference
-		res, err := s.svc.Refund(t.Context(), payments.RefundRequest{PaymentID: card.ID, IdempotencyKey: "returned-r",
-			Origin: payments.Origin{Transport: "test"}})
-		if err != nil || res.Refund == nil || res.Refund.Status != payments.RefundSucceeded {
-			t.Fatalf("refund: %+v, %v", res.Refund, err)
-		}
-		refunds := s.d.RefundsFor(res.Refund.ID)
-		if len(refunds) != 1 {
-			t.Fatalf("%d refunds at the double", len(refunds))
-		}
-		if err := s.d.FailRefund(refunds[0], "expired_or_canceled_card"); err != nil {
+		refundID, atStripe := s.refund(t, "refund", card.ID, "returned-r", payments.RefundSucceeded)
+		if err := s.d.FailRefund(atStripe, "expired_or_canceled_card"); err != nil {
 			t.Fatal(err)
 		}
 		dispute := stripedouble.Event{ID: "evt_dispute_1", Type: "charge.dispute.created", Body: fmt.Appendf(nil,
@@ -329,7 +330,7 @@ func TestStripeEventsReturnARefund(t *testing.T) {
 			}
 		})
 		t.Run("one PAYMENT_REFUND_FAILED, every event stored", func(t *testing.T) {
-			s.refundFailedOnceEventsStored(t, card.ID, ref, res.Refund.ID)
+			s.refundFailedOnceEventsStored(t, card.ID, ref, refundID)
 		})
 	})
 }
