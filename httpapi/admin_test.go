@@ -136,12 +136,45 @@ var adminPaths = []struct{ method, path string }{
 	{"GET", "/admin/nothing-here"}, {"PUT", "/admin"}, {"DELETE", "/admin/payments/pay_x"},
 }
 
+// TestAdminSignIn is the admin's sign-in: every page wants a session, the
+// form and its answers, the session cookie, where the browser is sent
+// next, and sign-out.
 func TestAdminSignIn(t *testing.T) {
 	t.Parallel()
 	b := setup(t, dbtest.SQLite(t))
+	t.Run("every admin page wants a session", func(t *testing.T) { adminPagesWantASession(t, b) })
+	t.Run("sign in and out through the form", func(t *testing.T) {
+		c := b.newClient(t)
+		signInForm(t, c)
+		cookie := signInThroughTheForm(t, b, c)
+		// Sign-out ends the session on the server: a copy of the old
+		// cookie is worth nothing.
+		res, _ := c.post(t, "/admin/logout", nil)
+		if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/admin/login" {
+			t.Errorf("sign out: %d to %q", res.StatusCode, res.Header.Get("Location"))
+		}
+		replay := b.newClient(t)
+		res, _ = replay.do(t, "GET", "/admin", http.Header{"Cookie": {"cmpay_admin=" + cookie.Value}}, "")
+		if res.StatusCode != http.StatusSeeOther {
+			t.Errorf("the old cookie after sign-out: %d, want 303 to the sign-in", res.StatusCode)
+		}
+	})
+	t.Run("next stays on this site", func(t *testing.T) { signInNextStaysHere(t, b) })
+	t.Run("over HTTPS the cookie is Secure", func(t *testing.T) {
+		req := httptest.NewRequest("POST", "https://cmpay.example/admin/login", strings.NewReader(url.Values{"username": {"admin"}, "password": {adminPassword}}.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		rec := httptest.NewRecorder()
+		b.handler.ServeHTTP(rec, req)
+		if cs := rec.Result().Cookies(); rec.Code != http.StatusSeeOther || len(cs) != 1 || !cs[0].Secure {
+			t.Errorf("over HTTPS: %d, cookies %v", rec.Code, cs)
+		}
+	})
+}
 
-	// Without a session every admin page sends the browser to the sign-in,
-	// coming back after; HTTP Basic is not accepted any more.
+// adminPagesWantASession: without a session every admin page sends the
+// browser to the sign-in, coming back after; HTTP Basic is not accepted
+// any more.
+func adminPagesWantASession(t *testing.T, b *bundle) {
 	for _, p := range adminPaths {
 		for name, header := range map[string]http.Header{
 			"nothing":           nil,
@@ -159,9 +192,11 @@ func TestAdminSignIn(t *testing.T) {
 			}
 		}
 	}
+}
 
-	// The form.
-	c := b.newClient(t)
+// signInForm checks the form, its open stylesheet, and its answer to wrong
+// credentials: the same words whichever was wrong, the username kept.
+func signInForm(t *testing.T, c *staffClient) {
 	res, doc := c.get(t, "/admin/login")
 	if res.StatusCode != http.StatusOK || doc.Find(`form[method=post][action="/admin/login"] input[name=username]`).Length() != 1 ||
 		doc.Find(`input[name=password][type=password]`).Length() != 1 || doc.Find("nav").Length() != 0 {
@@ -171,8 +206,6 @@ func TestAdminSignIn(t *testing.T) {
 	if res, css := c.do(t, "GET", "/admin/static/admin.css", nil, ""); res.StatusCode != http.StatusOK || len(css) < 1000 {
 		t.Errorf("stylesheet: %d", res.StatusCode)
 	}
-
-	// Wrong credentials: the same words whichever was wrong, the username kept.
 	var errors []string
 	for _, creds := range [][2]string{{"admin", "wrong"}, {"nobody", adminPassword}, {"", ""}} {
 		res, doc := c.post(t, "/admin/login", url.Values{"username": {creds[0]}, "password": {creds[1]}})
@@ -187,9 +220,14 @@ func TestAdminSignIn(t *testing.T) {
 	if errors[0] != "Wrong username or password." || errors[1] != errors[0] || errors[2] != errors[0] {
 		t.Errorf("errors %q: want one message that does not say which was wrong", errors)
 	}
+}
 
-	// Right: 303 to the admin with the session cookie.
-	res, _ = c.post(t, "/admin/login", url.Values{"username": {"ADMIN"}, "password": {adminPassword}})
+// signInThroughTheForm signs c in with the right credentials and checks
+// the session cookie (only its hash stored), the admin's security headers
+// and the sign-in page sending a signed-in browser on. It returns the
+// cookie.
+func signInThroughTheForm(t *testing.T, b *bundle, c *staffClient) *http.Cookie {
+	res, _ := c.post(t, "/admin/login", url.Values{"username": {"ADMIN"}, "password": {adminPassword}})
 	if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/admin" {
 		t.Fatalf("sign in: %d to %q", res.StatusCode, res.Header.Get("Location"))
 	}
@@ -206,7 +244,7 @@ func TestAdminSignIn(t *testing.T) {
 			t.Error("the session table holds the token itself")
 		}
 	}
-	res, doc = c.get(t, "/admin")
+	res, doc := c.get(t, "/admin")
 	if res.StatusCode != http.StatusOK || !strings.Contains(doc.Find(".who").Text(), "admin") {
 		t.Fatalf("signed in: %d", res.StatusCode)
 	}
@@ -223,8 +261,12 @@ func TestAdminSignIn(t *testing.T) {
 	if res, _ := c.get(t, "/admin/login?next=/admin/audit"); res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/admin/audit" {
 		t.Errorf("sign-in page when signed in: %d to %q", res.StatusCode, res.Header.Get("Location"))
 	}
+	return cookie
+}
 
-	// next: paths on this site only.
+// signInNextStaysHere: next, after signing in, leads to paths on this site
+// only.
+func signInNextStaysHere(t *testing.T, b *bundle) {
 	for next, want := range map[string]string{
 		"/admin/payments/pay_1?x=1":  "/admin/payments/pay_1?x=1",
 		"/admin/audit":               "/admin/audit",
@@ -254,27 +296,6 @@ func TestAdminSignIn(t *testing.T) {
 		if got := res.Header.Get("Location"); got != want {
 			t.Errorf("next %q: to %q, want %q", next, got, want)
 		}
-	}
-
-	// Over HTTPS the cookie is Secure.
-	req := httptest.NewRequest("POST", "https://cmpay.example/admin/login", strings.NewReader(url.Values{"username": {"admin"}, "password": {adminPassword}}.Encode()))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	rec := httptest.NewRecorder()
-	b.handler.ServeHTTP(rec, req)
-	if cs := rec.Result().Cookies(); rec.Code != http.StatusSeeOther || len(cs) != 1 || !cs[0].Secure {
-		t.Errorf("over HTTPS: %d, cookies %v", rec.Code, cs)
-	}
-
-	// Sign-out ends the session on the server: a copy of the old cookie
-	// is worth nothing.
-	res, _ = c.post(t, "/admin/logout", nil)
-	if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/admin/login" {
-		t.Errorf("sign out: %d to %q", res.StatusCode, res.Header.Get("Location"))
-	}
-	replay := b.newClient(t)
-	res, _ = replay.do(t, "GET", "/admin", http.Header{"Cookie": {"cmpay_admin=" + cookie.Value}}, "")
-	if res.StatusCode != http.StatusSeeOther {
-		t.Errorf("the old cookie after sign-out: %d, want 303 to the sign-in", res.StatusCode)
 	}
 }
 

@@ -119,116 +119,148 @@ func TestLifecycleOverHTTP(t *testing.T) {
 		b := setup(t, db)
 		for _, tr := range []lifecycleTransport{graphqlLifecycle, restLifecycle} {
 			t.Run(tr.name, func(t *testing.T) {
-				send := func(op, id, key string, args map[string]any) changed {
-					t.Helper()
-					return tr.send(t, b, op, id, key, args)
-				}
-				wantError := func(c changed, code string, restStatus int) {
-					t.Helper()
-					if c.code != code || (tr.name == "rest" && c.httpStatus != restStatus) {
-						t.Fatalf("got code %q (HTTP %d), want %s (HTTP %d for REST)", c.code, c.httpStatus, code, restStatus)
+				on := func(t *testing.T) *lifecycleRows { return &lifecycleRows{t: t, b: b, tr: tr} }
+				t.Run("capture", func(t *testing.T) { on(t).capture() })
+				t.Run("cancel", func(t *testing.T) { on(t).cancel() })
+				t.Run("refund", func(t *testing.T) { on(t).refund() })
+				t.Run("unknown payments", func(t *testing.T) {
+					l := on(t)
+					for _, op := range []string{"capturePayment", "cancelPayment", "refundPayment"} {
+						l.wantError(l.send(op, "pay_unknown", l.k("x"), nil), "NOT_FOUND", 404)
 					}
-				}
-				authorize := func(key string) string {
-					in := input("shop-"+tr.name, "10.50", "BRL", "CREDIT_CARD")
-					in["capture"] = false
-					return b.create(t, key, in).Payment.ID
-				}
-				k := func(s string) string { return tr.name + "-" + s }
-
-				// Capture: applied, replayed, refused by amount then status,
-				// its key reused.
-				auth := authorize(k("auth-1"))
-				over := send("capturePayment", auth, k("cap-1"), map[string]any{"amount": "10.51"})
-				wantError(over, "AMOUNT_EXCEEDS_AVAILABLE", 422)
-				if over.ext["available"] != "10.50" {
-					t.Errorf("available = %v, want 10.50", over.ext["available"])
-				}
-				capt := send("capturePayment", auth, k("cap-1"), map[string]any{"amount": "10"}) // the key stayed unused
-				if capt.code != "" || capt.replayed || capt.payment.Status != "CAPTURED" || capt.payment.CapturedAmount != "10.00" ||
-					(tr.name == "rest" && capt.httpStatus != 200) {
-					t.Fatalf("capture: %+v", capt)
-				}
-				again := send("capturePayment", auth, k("cap-1"), map[string]any{"amount": "10.00"})
-				if !again.replayed || again.payment.ID != auth || again.payment.CapturedAmount != "10.00" {
-					t.Errorf("retried capture: %+v, want a replay", again)
-				}
-				wantError(send("capturePayment", auth, k("cap-2"), nil), "PAYMENT_STATE_CONFLICT", 409)
-				conflict := send("cancelPayment", auth, k("cancel-1"), nil)
-				wantError(conflict, "PAYMENT_STATE_CONFLICT", 409)
-				// GraphQL's extensions.status; REST's problem keeps "status"
-				// for the HTTP status, and names the payment's paymentStatus.
-				statusKey := map[string]string{"graphql": "status", "rest": "paymentStatus"}[tr.name]
-				if conflict.ext[statusKey] != "CAPTURED" {
-					t.Errorf("%s = %v, want CAPTURED", statusKey, conflict.ext[statusKey])
-				}
-				reused := send("capturePayment", auth, k("cap-1"), map[string]any{"amount": "9"})
-				wantError(reused, "IDEMPOTENCY_KEY_REUSED", 409)
-				if fmt.Sprint(reused.ext["differingFields"]) != "[amount]" {
-					t.Errorf("differingFields = %v, want [amount]", reused.ext["differingFields"])
-				}
-
-				// Cancel.
-				auth2 := authorize(k("auth-2"))
-				canceled := send("cancelPayment", auth2, k("cancel-2"), nil)
-				if canceled.code != "" || canceled.payment.Status != "CANCELED" || canceled.payment.CapturedAmount != "0.00" {
-					t.Fatalf("cancel: %+v", canceled)
-				}
-				if again := send("cancelPayment", auth2, k("cancel-2"), nil); !again.replayed || again.payment.Status != "CANCELED" {
-					t.Errorf("retried cancel: %+v", again)
-				}
-
-				// Refund: partial, replayed (same refund), over what is left,
-				// all that is left, then the status refuses.
-				paid := b.create(t, k("paid"), input("shop-"+tr.name, "100", "BRL", "PIX")).Payment.ID
-				first := send("refundPayment", paid, k("ref-1"), map[string]any{"amount": "30", "reason": "damaged"})
-				if first.code != "" || first.refundID == "" || first.refundAmount != "30.00" || first.replayed ||
-					first.payment.Status != "PARTIALLY_REFUNDED" || first.payment.RefundedAmount != "30.00" || len(first.payment.Refunds) != 1 {
-					t.Fatalf("refund: %+v", first)
-				}
-				if tr.name == "rest" && (first.httpStatus != 201 || first.location != "/api/payments/"+paid+"/refunds/"+first.refundID) {
-					t.Errorf("refund: HTTP %d, Location %q; want 201 and the refund's address", first.httpStatus, first.location)
-				}
-				retry := send("refundPayment", paid, k("ref-1"), map[string]any{"amount": "30.00", "reason": "damaged"})
-				if !retry.replayed || retry.refundID != first.refundID || retry.payment.RefundedAmount != "30.00" ||
-					(tr.name == "rest" && retry.httpStatus != 200) {
-					t.Errorf("retried refund: %+v, want a replay of %s", retry, first.refundID)
-				}
-				wantError(send("refundPayment", paid, k("ref-1"), map[string]any{"amount": "30"}), "IDEMPOTENCY_KEY_REUSED", 409)
-				exceeds := send("refundPayment", paid, k("ref-2"), map[string]any{"amount": "70.01"})
-				wantError(exceeds, "AMOUNT_EXCEEDS_AVAILABLE", 422)
-				if exceeds.ext["available"] != "70.00" {
-					t.Errorf("available = %v, want 70.00", exceeds.ext["available"])
-				}
-				rest := send("refundPayment", paid, k("ref-2"), nil)
-				if rest.code != "" || rest.refundAmount != "70.00" || rest.payment.Status != "REFUNDED" || len(rest.payment.Refunds) != 2 {
-					t.Fatalf("refund all that is left: %+v", rest)
-				}
-				// Nothing left: the status refuses it before the amount does.
-				refunded := send("refundPayment", paid, k("ref-3"), nil)
-				wantError(refunded, "PAYMENT_STATE_CONFLICT", 409)
-				if refunded.ext[statusKey] != "REFUNDED" {
-					t.Errorf("a refund of a REFUNDED payment: %s %v, want REFUNDED", statusKey, refunded.ext[statusKey])
-				}
-				wantError(send("refundPayment", auth2, k("ref-4"), nil), "PAYMENT_STATE_CONFLICT", 409) // never captured
-				// A createPayment key reused for a refund.
-				createKey := send("refundPayment", paid, k("paid"), nil)
-				wantError(createKey, "IDEMPOTENCY_KEY_REUSED", 409)
-				if fmt.Sprint(createKey.ext["differingFields"]) != "[operation]" {
-					t.Errorf("differingFields = %v, want [operation]", createKey.ext["differingFields"])
-				}
-
-				// Unknown payments and bad input.
-				for _, op := range []string{"capturePayment", "cancelPayment", "refundPayment"} {
-					wantError(send(op, "pay_unknown", k("x"), nil), "NOT_FOUND", 404)
-				}
-				wantError(send("refundPayment", paid, k("bad"), map[string]any{"amount": "-1"}), "BAD_USER_INPUT", 400)
-				if tr.name == "graphql" { // HTTP trims header values: REST cannot send the space
-					wantError(send("refundPayment", paid, " "+k("bad"), nil), "BAD_USER_INPUT", 400)
-				}
+				})
 			})
 		}
 	})
+}
+
+// lifecycleRows runs the lifecycle table's rows over one transport.
+type lifecycleRows struct {
+	t  *testing.T
+	b  *bundle
+	tr lifecycleTransport
+}
+
+func (l *lifecycleRows) send(op, id, key string, args map[string]any) changed {
+	l.t.Helper()
+	return l.tr.send(l.t, l.b, op, id, key, args)
+}
+
+func (l *lifecycleRows) wantError(c changed, code string, restStatus int) {
+	l.t.Helper()
+	if c.code != code || (l.tr.name == "rest" && c.httpStatus != restStatus) {
+		l.t.Fatalf("got code %q (HTTP %d), want %s (HTTP %d for REST)", c.code, c.httpStatus, code, restStatus)
+	}
+}
+
+// authorize creates a payment authorized, not captured.
+func (l *lifecycleRows) authorize(key string) string {
+	in := input("shop-"+l.tr.name, "10.50", "BRL", "CREDIT_CARD")
+	in["capture"] = false
+	return l.b.create(l.t, key, in).Payment.ID
+}
+
+// k is a key of this transport's own.
+func (l *lifecycleRows) k(s string) string { return l.tr.name + "-" + s }
+
+// statusKey names the payment's status in an error: GraphQL's
+// extensions.status; REST's problem keeps "status" for the HTTP status,
+// and names the payment's paymentStatus.
+func (l *lifecycleRows) statusKey() string {
+	return map[string]string{"graphql": "status", "rest": "paymentStatus"}[l.tr.name]
+}
+
+// capture: applied, replayed, refused by amount then status, its key
+// reused.
+func (l *lifecycleRows) capture() {
+	t, k := l.t, l.k
+	auth := l.authorize(k("auth-1"))
+	over := l.send("capturePayment", auth, k("cap-1"), map[string]any{"amount": "10.51"})
+	l.wantError(over, "AMOUNT_EXCEEDS_AVAILABLE", 422)
+	if over.ext["available"] != "10.50" {
+		t.Errorf("available = %v, want 10.50", over.ext["available"])
+	}
+	capt := l.send("capturePayment", auth, k("cap-1"), map[string]any{"amount": "10"}) // the key stayed unused
+	if capt.code != "" || capt.replayed || capt.payment.Status != "CAPTURED" || capt.payment.CapturedAmount != "10.00" ||
+		(l.tr.name == "rest" && capt.httpStatus != 200) {
+		t.Fatalf("capture: %+v", capt)
+	}
+	again := l.send("capturePayment", auth, k("cap-1"), map[string]any{"amount": "10.00"})
+	if !again.replayed || again.payment.ID != auth || again.payment.CapturedAmount != "10.00" {
+		t.Errorf("retried capture: %+v, want a replay", again)
+	}
+	l.wantError(l.send("capturePayment", auth, k("cap-2"), nil), "PAYMENT_STATE_CONFLICT", 409)
+	conflict := l.send("cancelPayment", auth, k("cancel-1"), nil)
+	l.wantError(conflict, "PAYMENT_STATE_CONFLICT", 409)
+	if conflict.ext[l.statusKey()] != "CAPTURED" {
+		t.Errorf("%s = %v, want CAPTURED", l.statusKey(), conflict.ext[l.statusKey()])
+	}
+	reused := l.send("capturePayment", auth, k("cap-1"), map[string]any{"amount": "9"})
+	l.wantError(reused, "IDEMPOTENCY_KEY_REUSED", 409)
+	if fmt.Sprint(reused.ext["differingFields"]) != "[amount]" {
+		t.Errorf("differingFields = %v, want [amount]", reused.ext["differingFields"])
+	}
+}
+
+// cancel: applied, replayed; a payment canceled, never captured, has
+// nothing to refund.
+func (l *lifecycleRows) cancel() {
+	t, k := l.t, l.k
+	auth2 := l.authorize(k("auth-2"))
+	canceled := l.send("cancelPayment", auth2, k("cancel-2"), nil)
+	if canceled.code != "" || canceled.payment.Status != "CANCELED" || canceled.payment.CapturedAmount != "0.00" {
+		t.Fatalf("cancel: %+v", canceled)
+	}
+	if again := l.send("cancelPayment", auth2, k("cancel-2"), nil); !again.replayed || again.payment.Status != "CANCELED" {
+		t.Errorf("retried cancel: %+v", again)
+	}
+	l.wantError(l.send("refundPayment", auth2, k("ref-4"), nil), "PAYMENT_STATE_CONFLICT", 409) // never captured
+}
+
+// refund: partial, replayed (same refund), over what is left, all that is
+// left, then the status refuses; a createPayment key reused for a refund;
+// bad input.
+func (l *lifecycleRows) refund() {
+	t, k := l.t, l.k
+	paid := l.b.create(t, k("paid"), input("shop-"+l.tr.name, "100", "BRL", "PIX")).Payment.ID
+	first := l.send("refundPayment", paid, k("ref-1"), map[string]any{"amount": "30", "reason": "damaged"})
+	if first.code != "" || first.refundID == "" || first.refundAmount != "30.00" || first.replayed ||
+		first.payment.Status != "PARTIALLY_REFUNDED" || first.payment.RefundedAmount != "30.00" || len(first.payment.Refunds) != 1 {
+		t.Fatalf("refund: %+v", first)
+	}
+	if l.tr.name == "rest" && (first.httpStatus != 201 || first.location != "/api/payments/"+paid+"/refunds/"+first.refundID) {
+		t.Errorf("refund: HTTP %d, Location %q; want 201 and the refund's address", first.httpStatus, first.location)
+	}
+	retry := l.send("refundPayment", paid, k("ref-1"), map[string]any{"amount": "30.00", "reason": "damaged"})
+	if !retry.replayed || retry.refundID != first.refundID || retry.payment.RefundedAmount != "30.00" ||
+		(l.tr.name == "rest" && retry.httpStatus != 200) {
+		t.Errorf("retried refund: %+v, want a replay of %s", retry, first.refundID)
+	}
+	l.wantError(l.send("refundPayment", paid, k("ref-1"), map[string]any{"amount": "30"}), "IDEMPOTENCY_KEY_REUSED", 409)
+	exceeds := l.send("refundPayment", paid, k("ref-2"), map[string]any{"amount": "70.01"})
+	l.wantError(exceeds, "AMOUNT_EXCEEDS_AVAILABLE", 422)
+	if exceeds.ext["available"] != "70.00" {
+		t.Errorf("available = %v, want 70.00", exceeds.ext["available"])
+	}
+	rest := l.send("refundPayment", paid, k("ref-2"), nil)
+	if rest.code != "" || rest.refundAmount != "70.00" || rest.payment.Status != "REFUNDED" || len(rest.payment.Refunds) != 2 {
+		t.Fatalf("refund all that is left: %+v", rest)
+	}
+	// Nothing left: the status refuses it before the amount does.
+	refunded := l.send("refundPayment", paid, k("ref-3"), nil)
+	l.wantError(refunded, "PAYMENT_STATE_CONFLICT", 409)
+	if refunded.ext[l.statusKey()] != "REFUNDED" {
+		t.Errorf("a refund of a REFUNDED payment: %s %v, want REFUNDED", l.statusKey(), refunded.ext[l.statusKey()])
+	}
+	createKey := l.send("refundPayment", paid, k("paid"), nil)
+	l.wantError(createKey, "IDEMPOTENCY_KEY_REUSED", 409)
+	if fmt.Sprint(createKey.ext["differingFields"]) != "[operation]" {
+		t.Errorf("differingFields = %v, want [operation]", createKey.ext["differingFields"])
+	}
+	l.wantError(l.send("refundPayment", paid, k("bad"), map[string]any{"amount": "-1"}), "BAD_USER_INPUT", 400)
+	if l.tr.name == "graphql" { // HTTP trims header values: REST cannot send the space
+		l.wantError(l.send("refundPayment", paid, " "+k("bad"), nil), "BAD_USER_INPUT", 400)
+	}
 }
 
 // A payment answered by either transport carries its lifecycle, and the

@@ -179,6 +179,47 @@ func TestOpenAPIDocumentServed(t *testing.T) {
 // details without the document fails every REST test that meets it.
 func TestOpenAPIRefusesUndocumentedFields(t *testing.T) {
 	t.Parallel()
+	ex := restAnswers(t)
+	tests := []struct {
+		name string
+		ex   openAPIExchange
+		path []any // where in the answer to add a field: keys and indexes
+	}{
+		{"payment", ex.card, nil},
+		{"payment's refund", ex.withRefund, []any{"refunds", 0}},
+		{"payment's next action", ex.pix, []any{"nextAction"}},
+		{"refund answer", ex.refund, nil},
+		{"refund answer's payment", ex.refund, []any{"payment"}},
+		{"refund", ex.oneRefund, nil},
+		{"problem", ex.bad, nil},
+		{"problem's problems", ex.bad, []any{"problems", 0}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			extra := withUndocumentedField(t, tt.ex.out, tt.path)
+			got := restViolations(t, tt.ex.req, tt.ex.body, tt.ex.res, extra)
+			if !strings.Contains(strings.Join(got, "\n"), "undocumentedField") {
+				t.Errorf("an answer with a field openapi.json lacks passed the check (%v): %s", got, extra)
+			}
+		})
+	}
+}
+
+// openAPIExchange is one REST request, its body, and the answer.
+type openAPIExchange struct {
+	req  *http.Request
+	body string
+	res  *http.Response
+	out  []byte
+}
+
+// restAnswerShapes are the exchanges restAnswers makes.
+type restAnswerShapes struct{ card, refund, withRefund, oneRefund, pix, bad openAPIExchange }
+
+// restAnswers are an answer of each shape the REST API gives: a card
+// payment, a refund of it, the payment with its refund, the refund alone,
+// a Pix payment with its next action, and a problem.
+func restAnswers(t *testing.T) (ex restAnswerShapes) {
 	cfg := processor.DefaultConfig()
 	cfg.SandboxMethods = processor.SandboxAsync
 	db := dbtest.SQLite(t)
@@ -187,14 +228,7 @@ func TestOpenAPIRefusesUndocumentedFields(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := setup(t, db, func(d *httpapi.Deps) { d.Service = svc })
-
-	type exchange struct {
-		req  *http.Request
-		body string
-		res  *http.Response
-		out  []byte
-	}
-	send := func(method, path string, header http.Header, body string) exchange {
+	send := func(method, path string, header http.Header, body string) openAPIExchange {
 		t.Helper()
 		res, out := b.raw(t, method, path, header, body) // checked as it is
 		req, err := http.NewRequest(method, b.srv.URL+path, nil)
@@ -202,68 +236,52 @@ func TestOpenAPIRefusesUndocumentedFields(t *testing.T) {
 			t.Fatal(err)
 		}
 		req.Header = header
-		return exchange{req, body, res, out}
+		return openAPIExchange{req, body, res, out}
 	}
-	card := send("POST", "/api/payments", restHeaders("open-card"), `{"clientId":"shop-1","amount":"10.00","currency":"BRL","method":"CREDIT_CARD"}`)
+	ex.card = send("POST", "/api/payments", restHeaders("open-card"), `{"clientId":"shop-1","amount":"10.00","currency":"BRL","method":"CREDIT_CARD"}`)
 	var paid struct{ ID string }
-	if err := json.Unmarshal(card.out, &paid); err != nil || card.res.StatusCode != http.StatusCreated {
-		t.Fatalf("create: %d %s", card.res.StatusCode, card.out)
+	if err := json.Unmarshal(ex.card.out, &paid); err != nil || ex.card.res.StatusCode != http.StatusCreated {
+		t.Fatalf("create: %d %s", ex.card.res.StatusCode, ex.card.out)
 	}
-	refund := send("POST", "/api/payments/"+paid.ID+"/refunds", restHeaders("open-refund"), `{"amount":"1.00"}`)
+	ex.refund = send("POST", "/api/payments/"+paid.ID+"/refunds", restHeaders("open-refund"), `{"amount":"1.00"}`)
 	var refunded struct{ ID string }
-	if err := json.Unmarshal(refund.out, &refunded); err != nil || refund.res.StatusCode != http.StatusCreated {
-		t.Fatalf("refund: %d %s", refund.res.StatusCode, refund.out)
+	if err := json.Unmarshal(ex.refund.out, &refunded); err != nil || ex.refund.res.StatusCode != http.StatusCreated {
+		t.Fatalf("refund: %d %s", ex.refund.res.StatusCode, ex.refund.out)
 	}
-	withRefund := send("GET", "/api/payments/"+paid.ID, restHeaders(""), "")
-	oneRefund := send("GET", "/api/payments/"+paid.ID+"/refunds/"+refunded.ID, restHeaders(""), "")
-	pix := send("POST", "/api/payments", restHeaders("open-pix"), `{"clientId":"shop-1","amount":"5.00","currency":"BRL","method":"PIX"}`)
-	bad := send("POST", "/api/payments", restHeaders("open-bad"), `{"clientId":"shop-1","amount":"5.00","currency":"XYZ","method":"PIX"}`)
-	if pix.res.StatusCode != http.StatusCreated || bad.res.StatusCode != http.StatusBadRequest {
-		t.Fatalf("pix %d %s; bad input %d %s", pix.res.StatusCode, pix.out, bad.res.StatusCode, bad.out)
+	ex.withRefund = send("GET", "/api/payments/"+paid.ID, restHeaders(""), "")
+	ex.oneRefund = send("GET", "/api/payments/"+paid.ID+"/refunds/"+refunded.ID, restHeaders(""), "")
+	ex.pix = send("POST", "/api/payments", restHeaders("open-pix"), `{"clientId":"shop-1","amount":"5.00","currency":"BRL","method":"PIX"}`)
+	ex.bad = send("POST", "/api/payments", restHeaders("open-bad"), `{"clientId":"shop-1","amount":"5.00","currency":"XYZ","method":"PIX"}`)
+	if ex.pix.res.StatusCode != http.StatusCreated || ex.bad.res.StatusCode != http.StatusBadRequest {
+		t.Fatalf("pix %d %s; bad input %d %s", ex.pix.res.StatusCode, ex.pix.out, ex.bad.res.StatusCode, ex.bad.out)
 	}
+	return ex
+}
 
-	tests := []struct {
-		name string
-		ex   exchange
-		path []any // where in the answer to add a field: keys and indexes
-	}{
-		{"payment", card, nil},
-		{"payment's refund", withRefund, []any{"refunds", 0}},
-		{"payment's next action", pix, []any{"nextAction"}},
-		{"refund answer", refund, nil},
-		{"refund answer's payment", refund, []any{"payment"}},
-		{"refund", oneRefund, nil},
-		{"problem", bad, nil},
-		{"problem's problems", bad, []any{"problems", 0}},
+// withUndocumentedField is the answer out with a field added to the object
+// path leads to (keys and indexes).
+func withUndocumentedField(t *testing.T, out []byte, path []any) []byte {
+	var answer any
+	if err := json.Unmarshal(out, &answer); err != nil {
+		t.Fatal(err)
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var answer any
-			if err := json.Unmarshal(tt.ex.out, &answer); err != nil {
-				t.Fatal(err)
-			}
-			at := answer
-			for _, step := range tt.path {
-				switch s := step.(type) {
-				case string:
-					at = at.(map[string]any)[s]
-				case int:
-					at = at.([]any)[s]
-				}
-			}
-			obj, ok := at.(map[string]any)
-			if !ok {
-				t.Fatalf("%v in %s is not an object", tt.path, tt.ex.out)
-			}
-			obj["undocumentedField"] = "x"
-			extra, err := json.Marshal(answer)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got := restViolations(t, tt.ex.req, tt.ex.body, tt.ex.res, extra)
-			if !strings.Contains(strings.Join(got, "\n"), "undocumentedField") {
-				t.Errorf("an answer with a field openapi.json lacks passed the check (%v): %s", got, extra)
-			}
-		})
+	at := answer
+	for _, step := range path {
+		switch s := step.(type) {
+		case string:
+			at = at.(map[string]any)[s]
+		case int:
+			at = at.([]any)[s]
+		}
 	}
+	obj, ok := at.(map[string]any)
+	if !ok {
+		t.Fatalf("%v in %s is not an object", path, out)
+	}
+	obj["undocumentedField"] = "x"
+	extra, err := json.Marshal(answer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return extra
 }

@@ -39,15 +39,48 @@ const tabsJS = `[...document.querySelectorAll(".graphiql-tab-button")].map(b => 
 // sees the payment created, then replayed. With the token it loads the
 // schema, and Monaco's GraphQL worker finds an error in a broken query and
 // none in the examples. Every request the page makes must go to this
-// server, Monaco's web workers included, with no CSP violation.
+// server, Monaco's web workers included, with no CSP violation. The steps
+// share one page and run in order.
 func TestPlaygroundInBrowser(t *testing.T) {
 	t.Parallel()
 	ctx := browsertest.New(t, 90*time.Second)
 	b := setup(t, dbtest.SQLite(t))
 	watch := browsertest.Watch(t, ctx)
 
+	query := playgroundOpens(t, ctx, b.srv.URL)
+	playgroundRunsTwice(t, ctx)
+	playgroundValidates(t, ctx, query)
+
+	var workers []string
+	for _, r := range watch.Requests() {
+		if strings.HasSuffix(r, ".worker.js") {
+			workers = append(workers, strings.TrimPrefix(r, b.srv.URL))
+		}
+	}
+	// Monaco starts a worker again when its settings change (a new schema,
+	// a new JSON schema for the variables): each file counts once.
+	slices.Sort(workers)
+	workers = slices.Compact(workers)
+	if want := []string{"/playground/assets/editor.worker.js", "/playground/assets/graphql.worker.js", "/playground/assets/json.worker.js"}; !slices.Equal(workers, want) {
+		t.Errorf("Monaco's workers loaded from %q, want %q", workers, want)
+	}
+	var n int64
+	b.db.Gorm.Table("payments").Where("client_id = ?", "playground").Count(&n)
+	if n != 1 {
+		t.Errorf("%d payments from the Playground, want 1", n)
+	}
+	if n := watch.Check(t, b.srv.URL); n < 5 {
+		t.Errorf("only %d requests recorded; the page makes more", n)
+	}
+}
+
+// playgroundOpens loads the Playground: its first tab is the createPayment
+// example, its variables carry the page's fresh key, every example has its
+// tab; then it puts a real token in the Headers tab. It returns the
+// example's query.
+func playgroundOpens(t *testing.T, ctx context.Context, base string) string {
 	if err := chromedp.Do(ctx,
-		chromedp.Navigate(b.srv.URL+"/playground"),
+		chromedp.Navigate(base+"/playground"),
 		chromedp.WaitVisible(chromedp.CSS(".graphiql-execute-button")),
 	); err != nil {
 		t.Fatalf("load the Playground: %v", err)
@@ -70,7 +103,12 @@ func TestPlaygroundInBrowser(t *testing.T) {
 	if got := evalString(t, ctx, setHeaders); got != "ok" {
 		t.Fatalf("set the Authorization header: %s", got)
 	}
+	return query
+}
 
+// playgroundRunsTwice runs the createPayment example twice: the payment is
+// created, then replayed.
+func playgroundRunsTwice(t *testing.T, ctx context.Context) {
 	run := func(want string) string {
 		t.Helper()
 		if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(".graphiql-execute-button"))); err != nil {
@@ -86,10 +124,13 @@ func TestPlaygroundInBrowser(t *testing.T) {
 		t.Errorf("first run:\n%s\nsecond run:\n%s", first, second)
 	}
 	browsertest.Screenshot(t, ctx, "playground")
+}
 
-	// The schema loads with the token now in the Headers tab (the sidebar's
-	// re-fetch button), and the GraphQL worker validates against it: a field
-	// that does not exist is marked, then each example tab validates clean.
+// playgroundValidates: the schema loads with the token now in the Headers
+// tab (the sidebar's re-fetch button), and the GraphQL worker validates
+// against it: a field that does not exist is marked, then, with query put
+// back, each example tab validates clean.
+func playgroundValidates(t *testing.T, ctx context.Context, query string) {
 	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`button[aria-label^="Re-fetch GraphQL schema"]`))); err != nil {
 		t.Fatal(err)
 	}
@@ -109,28 +150,6 @@ func TestPlaygroundInBrowser(t *testing.T) {
 			}
 		}
 		poll(t, ctx, 20*time.Second, editorJS+fmt.Sprintf(`; editor(v => v.includes(" %s(")) && !(%s) ? "clean" : ""`, tab, graphqlErrorsJS))
-	}
-
-	var workers []string
-	for _, r := range watch.Requests() {
-		if strings.HasSuffix(r, ".worker.js") {
-			workers = append(workers, strings.TrimPrefix(r, b.srv.URL))
-		}
-	}
-	// Monaco starts a worker again when its settings change (a new schema,
-	// a new JSON schema for the variables): each file counts once.
-	slices.Sort(workers)
-	workers = slices.Compact(workers)
-	if want := []string{"/playground/assets/editor.worker.js", "/playground/assets/graphql.worker.js", "/playground/assets/json.worker.js"}; !slices.Equal(workers, want) {
-		t.Errorf("Monaco's workers loaded from %q, want %q", workers, want)
-	}
-	var n int64
-	b.db.Gorm.Table("payments").Where("client_id = ?", "playground").Count(&n)
-	if n != 1 {
-		t.Errorf("%d payments from the Playground, want 1", n)
-	}
-	if n := watch.Check(t, b.srv.URL); n < 5 {
-		t.Errorf("only %d requests recorded; the page makes more", n)
 	}
 }
 

@@ -130,6 +130,79 @@ func stripeInstance(t *testing.T, db dbtest.DB, d *stripedouble.Double) (*bundle
 
 const eventSecret = "whsec_events_test"
 
+// stripeEvents is two CMPay instances over one database paying through
+// one Stripe double, and what the tests of its events share.
+type stripeEvents struct {
+	d        *stripedouble.Double
+	db       dbtest.DB
+	one, two *bundle
+	svc      *payments.Service
+	in       *intake.Service
+}
+
+func newStripeEvents(t *testing.T, db dbtest.DB, opts stripedouble.Options) *stripeEvents {
+	t.Helper()
+	s := &stripeEvents{d: stripedouble.New(opts), db: db}
+	t.Cleanup(s.d.Close)
+	s.one, s.svc, s.in = stripeInstance(t, db, s.d)
+	s.two, _, _ = stripeInstance(t, db, s.d)
+	return s
+}
+
+// deliver posts events to both instances, each three times, shuffled, all
+// at once, and fails the test unless every one is answered 200.
+func (s *stripeEvents) deliver(t *testing.T, events []stripedouble.Event) {
+	t.Helper()
+	for i, b := range []*bundle{s.one, s.two} {
+		statuses, err := s.d.Deliver(t.Context(), b.srv.URL+"/processor/stripe/events", eventSecret, events,
+			stripedouble.Delivery{Order: stripedouble.Shuffled, Seed: uint64(i), Copies: 3, Concurrent: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, st := range statuses {
+			if st != http.StatusOK {
+				t.Fatalf("delivery statuses %v", statuses)
+			}
+		}
+	}
+}
+
+// card creates a captured card payment of 50.00 BRL.
+func (s *stripeEvents) card(t *testing.T, key string) payments.Payment {
+	t.Helper()
+	tok := "pm_card_visa"
+	res, err := s.svc.Create(t.Context(), payments.CreateRequest{ClientID: "shop-7", IdempotencyKey: key, Amount: "50",
+		Currency: "BRL", Method: payments.MethodCreditCard, PaymentMethodToken: &tok, Origin: payments.Origin{Transport: "test"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Payment
+}
+
+// refund refunds the whole payment, which must leave the refund in status
+// want; it returns the refund's id and the one refund it made at Stripe.
+// what names the refund in a failure.
+func (s *stripeEvents) refund(t *testing.T, what, paymentID, key string, want payments.RefundStatus) (id, atStripe string) {
+	t.Helper()
+	res, err := s.svc.Refund(t.Context(), payments.RefundRequest{PaymentID: paymentID, IdempotencyKey: key,
+		Origin: payments.Origin{Transport: "test"}})
+	if err != nil || res.Refund == nil || res.Refund.Status != want {
+		t.Fatalf("%s: %+v, %v", what, res.Refund, err)
+	}
+	refunds := s.d.RefundsFor(res.Refund.ID)
+	if len(refunds) != 1 {
+		t.Fatalf("%d refunds at the double", len(refunds))
+	}
+	return res.Refund.ID, refunds[0]
+}
+
+// eventsOfType counts the payment's events of one type.
+func (s *stripeEvents) eventsOfType(id, typ string) int64 {
+	var n int64
+	s.db.Gorm.Raw(`SELECT COUNT(*) FROM payment_events WHERE payment_id = ? AND type = ?`, id, typ).Scan(&n)
+	return n
+}
+
 // Stripe's events settle Pix payments and refunds whatever they do: each
 // event three times, shuffled, all at once, half to each of two instances
 // (applied once); an event that comes before CMPay has recorded the
@@ -138,118 +211,89 @@ const eventSecret = "whsec_events_test"
 func TestStripeEventsSettlePayments(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
-		d := stripedouble.New(stripedouble.Options{RefundsPending: true})
-		t.Cleanup(d.Close)
-		one, svc, in := stripeInstance(t, db, d)
-		two, _, _ := stripeInstance(t, db, d)
-		ctx := t.Context()
-		pix := func(key string) payments.Payment {
-			res, err := svc.Create(ctx, payments.CreateRequest{ClientID: "shop-7", IdempotencyKey: key, Amount: "30.00",
-				Currency: "BRL", Method: payments.MethodPix, Origin: payments.Origin{Transport: "test"}})
-			if err != nil {
+		s := newStripeEvents(t, db, stripedouble.Options{RefundsPending: true})
+		t.Run("a Pix payment paid", func(t *testing.T) {
+			paid := s.pix(t, "pix-events-1")
+			if err := s.d.Pay(paid.ProcessorReference); err != nil {
 				t.Fatal(err)
 			}
-			return res.Payment
-		}
-		deliver := func(ref string) {
-			events := d.EventsFor(ref)
-			for i, b := range []*bundle{one, two} {
-				statuses, err := d.Deliver(ctx, b.srv.URL+"/processor/stripe/events", eventSecret, events,
-					stripedouble.Delivery{Order: stripedouble.Shuffled, Seed: uint64(i), Copies: 3, Concurrent: true})
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, s := range statuses {
-					if s != http.StatusOK {
-						t.Fatalf("delivery statuses %v", statuses)
-					}
-				}
+			s.deliver(t, s.d.EventsFor(paid.ProcessorReference))
+			if got, _ := s.svc.Get(t.Context(), paid.ID); got.Status != payments.StatusCaptured || s.eventsOfType(paid.ID, "PAYMENT_CAPTURED") != 1 {
+				t.Errorf("after its events: %s with %d PAYMENT_CAPTURED events; want CAPTURED, one", got.Status, s.eventsOfType(paid.ID, "PAYMENT_CAPTURED"))
 			}
-		}
-		captured := func(id string) int64 {
-			var n int64
-			db.Gorm.Raw(`SELECT COUNT(*) FROM payment_events WHERE payment_id = ? AND type = 'PAYMENT_CAPTURED'`, id).Scan(&n)
-			return n
-		}
-
-		paid := pix("pix-events-1")
-		if err := d.Pay(paid.ProcessorReference); err != nil {
-			t.Fatal(err)
-		}
-		deliver(paid.ProcessorReference)
-		if got, _ := svc.Get(ctx, paid.ID); got.Status != payments.StatusCaptured || captured(paid.ID) != 1 {
-			t.Errorf("after its events: %s with %d PAYMENT_CAPTURED events; want CAPTURED, one", got.Status, captured(paid.ID))
-		}
-
-		// The create's answer lost: the payment is PROCESSING, with no
-		// reference, when its events come.
-		d.FailNext(stripedouble.CreatePaymentIntent, stripedouble.Fault{Kind: stripedouble.ServerErrorAfter})
-		early := pix("pix-events-2")
-		intents := d.IntentsFor(early.ID)
-		if early.Status != payments.StatusProcessing || len(intents) != 1 {
-			t.Fatalf("a create whose answer was lost: %s, %d intents", early.Status, len(intents))
-		}
-		if err := d.Pay(intents[0]); err != nil {
-			t.Fatal(err)
-		}
-		deliver(intents[0])
-		if got, _ := svc.Get(ctx, early.ID); got.Status != payments.StatusProcessing {
-			t.Fatalf("before recovery: %s", got.Status)
-		}
-		// What the Recoverer and the Retrier do on their timers: the events
-		// made the create due at once; asking again gets Stripe's replayed
-		// 500, so recovery reads the record a second later.
-		for deadline := time.Now().Add(10 * time.Second); ; {
-			if _, err := svc.RecoverDue(ctx); err != nil {
+		})
+		t.Run("an event before the create is answered", s.eventBeforeTheCreatesAnswer)
+		t.Run("a refund Stripe leaves pending, then settles", func(t *testing.T) {
+			ctx := t.Context()
+			card := s.card(t, "card-events")
+			_, atStripe := s.refund(t, "a refund Stripe leaves pending", card.ID, "card-events-r", payments.RefundProcessing)
+			if err := s.d.SettleRefund(atStripe, true, ""); err != nil {
 				t.Fatal(err)
 			}
-			// Wired straight to payments here, "not yet" comes back as
-			// ErrPaymentNotKnown (the server maps it to intake.ErrNotYet).
-			if _, err := in.Retry(ctx, 10); err != nil && !errors.Is(err, payments.ErrPaymentNotKnown) {
+			s.deliver(t, s.d.EventsFor(card.ProcessorReference))
+			if _, err := s.svc.RecoverDue(ctx); err != nil {
 				t.Fatal(err)
 			}
-			if got, _ := svc.Get(ctx, early.ID); got.Status == payments.StatusCaptured || time.Now().After(deadline) {
-				break
+			all, err := s.svc.Refunds(ctx, card)
+			if err != nil || len(all) != 1 || all[0].Status != payments.RefundSucceeded {
+				t.Errorf("after its events: %+v, %v; want the refund SUCCEEDED", all, err)
 			}
-			time.Sleep(50 * time.Millisecond) // polling, with the deadline above
-		}
-		if got, _ := svc.Get(ctx, early.ID); got.Status != payments.StatusCaptured || captured(early.ID) != 1 {
-			t.Errorf("an event before the create's answer: %s with %d PAYMENT_CAPTURED; want CAPTURED, one", got.Status, captured(early.ID))
-		}
-		var pendingEvents int64
-		db.Gorm.Raw(`SELECT COUNT(*) FROM payment_events WHERE payment_id = ? AND type = 'PAYMENT_PENDING'`, early.ID).Scan(&pendingEvents)
-		if st, err := svc.AsyncStateOf(ctx, early.ID); err != nil || st.PaidAt.IsZero() || pendingEvents != 1 {
-			t.Errorf("paid before its create was known: paidAt %v (%v), %d PAYMENT_PENDING; want a time and one", st.PaidAt, err, pendingEvents)
-		}
-
-		// A refund Stripe leaves pending, then settles.
-		tok := "pm_card_visa"
-		card, err := svc.Create(ctx, payments.CreateRequest{ClientID: "shop-7", IdempotencyKey: "card-events", Amount: "50",
-			Currency: "BRL", Method: payments.MethodCreditCard, PaymentMethodToken: &tok, Origin: payments.Origin{Transport: "test"}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ref, err := svc.Refund(ctx, payments.RefundRequest{PaymentID: card.Payment.ID, IdempotencyKey: "card-events-r",
-			Origin: payments.Origin{Transport: "test"}})
-		if err != nil || ref.Refund == nil || ref.Refund.Status != payments.RefundProcessing {
-			t.Fatalf("a refund Stripe leaves pending: %+v, %v", ref.Refund, err)
-		}
-		refunds := d.RefundsFor(ref.Refund.ID)
-		if len(refunds) != 1 {
-			t.Fatalf("%d refunds at the double", len(refunds))
-		}
-		if err := d.SettleRefund(refunds[0], true, ""); err != nil {
-			t.Fatal(err)
-		}
-		deliver(card.Payment.ProcessorReference)
-		if _, err := svc.RecoverDue(ctx); err != nil {
-			t.Fatal(err)
-		}
-		all, err := svc.Refunds(ctx, card.Payment)
-		if err != nil || len(all) != 1 || all[0].Status != payments.RefundSucceeded {
-			t.Errorf("after its events: %+v, %v; want the refund SUCCEEDED", all, err)
-		}
+		})
 	})
+}
+
+func (s *stripeEvents) pix(t *testing.T, key string) payments.Payment {
+	t.Helper()
+	res, err := s.svc.Create(t.Context(), payments.CreateRequest{ClientID: "shop-7", IdempotencyKey: key, Amount: "30.00",
+		Currency: "BRL", Method: payments.MethodPix, Origin: payments.Origin{Transport: "test"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Payment
+}
+
+// eventBeforeTheCreatesAnswer: the create's answer lost, the payment is
+// PROCESSING, with no reference, when its events come; they are kept, and
+// applied once recovery has read the payment at Stripe.
+func (s *stripeEvents) eventBeforeTheCreatesAnswer(t *testing.T) {
+	ctx := t.Context()
+	s.d.FailNext(stripedouble.CreatePaymentIntent, stripedouble.Fault{Kind: stripedouble.ServerErrorAfter})
+	early := s.pix(t, "pix-events-2")
+	intents := s.d.IntentsFor(early.ID)
+	if early.Status != payments.StatusProcessing || len(intents) != 1 {
+		t.Fatalf("a create whose answer was lost: %s, %d intents", early.Status, len(intents))
+	}
+	if err := s.d.Pay(intents[0]); err != nil {
+		t.Fatal(err)
+	}
+	s.deliver(t, s.d.EventsFor(intents[0]))
+	if got, _ := s.svc.Get(ctx, early.ID); got.Status != payments.StatusProcessing {
+		t.Fatalf("before recovery: %s", got.Status)
+	}
+	// What the Recoverer and the Retrier do on their timers: the events
+	// made the create due at once; asking again gets Stripe's replayed
+	// 500, so recovery reads the record a second later.
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if _, err := s.svc.RecoverDue(ctx); err != nil {
+			t.Fatal(err)
+		}
+		// Wired straight to payments here, "not yet" comes back as
+		// ErrPaymentNotKnown (the server maps it to intake.ErrNotYet).
+		if _, err := s.in.Retry(ctx, 10); err != nil && !errors.Is(err, payments.ErrPaymentNotKnown) {
+			t.Fatal(err)
+		}
+		if got, _ := s.svc.Get(ctx, early.ID); got.Status == payments.StatusCaptured || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond) // polling, with the deadline above
+	}
+	if got, _ := s.svc.Get(ctx, early.ID); got.Status != payments.StatusCaptured || s.eventsOfType(early.ID, "PAYMENT_CAPTURED") != 1 {
+		t.Errorf("an event before the create's answer: %s with %d PAYMENT_CAPTURED; want CAPTURED, one", got.Status, s.eventsOfType(early.ID, "PAYMENT_CAPTURED"))
+	}
+	pendingEvents := s.eventsOfType(early.ID, "PAYMENT_PENDING")
+	if st, err := s.svc.AsyncStateOf(ctx, early.ID); err != nil || st.PaidAt.IsZero() || pendingEvents != 1 {
+		t.Errorf("paid before its create was known: paidAt %v (%v), %d PAYMENT_PENDING; want a time and one", st.PaidAt, err, pendingEvents)
+	}
 }
 
 // Posted to two instances, each event three times, shuffled, all at once:
@@ -262,95 +306,82 @@ func TestStripeEventsSettlePayments(t *testing.T) {
 func TestStripeEventsReturnARefund(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
-		d := stripedouble.New(stripedouble.Options{})
-		t.Cleanup(d.Close)
-		one, svc, in := stripeInstance(t, db, d)
-		two, _, _ := stripeInstance(t, db, d)
-		ctx := t.Context()
-		tok := "pm_card_visa"
-		card, err := svc.Create(ctx, payments.CreateRequest{ClientID: "shop-7", IdempotencyKey: "returned", Amount: "50",
-			Currency: "BRL", Method: payments.MethodCreditCard, PaymentMethodToken: &tok, Origin: payments.Origin{Transport: "test"}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ref := card.Payment.ProcessorReference
-		res, err := svc.Refund(ctx, payments.RefundRequest{PaymentID: card.Payment.ID, IdempotencyKey: "returned-r",
-			Origin: payments.Origin{Transport: "test"}})
-		if err != nil || res.Refund == nil || res.Refund.Status != payments.RefundSucceeded {
-			t.Fatalf("refund: %+v, %v", res.Refund, err)
-		}
-		refunds := d.RefundsFor(res.Refund.ID)
-		if len(refunds) != 1 {
-			t.Fatalf("%d refunds at the double", len(refunds))
-		}
-		if err := d.FailRefund(refunds[0], "expired_or_canceled_card"); err != nil {
+		s := newStripeEvents(t, db, stripedouble.Options{})
+		card := s.card(t, "returned")
+		ref := card.ProcessorReference
+		refundID, atStripe := s.refund(t, "refund", card.ID, "returned-r", payments.RefundSucceeded)
+		if err := s.d.FailRefund(atStripe, "expired_or_canceled_card"); err != nil {
 			t.Fatal(err)
 		}
 		dispute := stripedouble.Event{ID: "evt_dispute_1", Type: "charge.dispute.created", Body: fmt.Appendf(nil,
 			`{"id":"evt_dispute_1","object":"event","type":"charge.dispute.created","created":%d,"data":{"object":`+
 				`{"id":"dp_1","object":"dispute","amount":5000,"currency":"brl","payment_intent":%q,"status":"needs_response"}}}`,
 			time.Now().Unix(), ref)}
-		events := append(d.EventsFor(ref), dispute)
-		for i, b := range []*bundle{one, two} {
-			statuses, err := d.Deliver(ctx, b.srv.URL+"/processor/stripe/events", eventSecret, events,
-				stripedouble.Delivery{Order: stripedouble.Shuffled, Seed: uint64(i), Copies: 3, Concurrent: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, s := range statuses {
-				if s != http.StatusOK {
-					t.Fatalf("delivery statuses %v", statuses)
+		s.deliver(t, append(s.d.EventsFor(ref), dispute))
+		t.Run("the APIs show the refund FAILED", func(t *testing.T) { s.refundShownFailed(t, card.ID) })
+		t.Run("the admin page says it came back", func(t *testing.T) {
+			_, page := s.one.adminPage(t, "/admin/payments/"+card.ID)
+			section := strings.Join(strings.Fields(page.Find("section.processor").Text()), " ")
+			for _, want := range []string{"The refund of 50.00 BRL succeeded, then came back", "charge.refund.updated",
+				"charge.dispute.created"} {
+				if !strings.Contains(section, want) {
+					t.Errorf("the admin's processor section lacks %q: %s", want, section)
 				}
 			}
-		}
-
-		resp, body := one.raw(t, "GET", "/api/payments/"+card.Payment.ID, restHeaders(""), "")
-		var got struct {
-			Status, RefundedAmount string
-			Refunds                []struct{ Status, FailureCode string }
-		}
-		if err := json.Unmarshal(body, &got); err != nil || resp.StatusCode != http.StatusOK {
-			t.Fatalf("GET: %d %s", resp.StatusCode, body)
-		}
-		if got.Status != "CAPTURED" || got.RefundedAmount != "0.00" || len(got.Refunds) != 1 ||
-			got.Refunds[0].Status != "FAILED" || got.Refunds[0].FailureCode != "expired_or_canceled_card" {
-			t.Errorf("REST shows %s", body)
-		}
-		gql := one.gql(t, `query($id: ID!) { payment(id: $id) { status refundedAmount refunds { status failureCode } } }`,
-			map[string]any{"id": card.Payment.ID})
-		if got := string(gql.Data["payment"]); got !=
-			`{"status":"CAPTURED","refundedAmount":"0.00","refunds":[{"status":"FAILED","failureCode":"expired_or_canceled_card"}]}` {
-			t.Errorf("GraphQL shows %s %v", got, gql.Errors)
-		}
-		_, page := one.adminPage(t, "/admin/payments/"+card.Payment.ID)
-		section := strings.Join(strings.Fields(page.Find("section.processor").Text()), " ")
-		for _, want := range []string{"The refund of 50.00 BRL succeeded, then came back", "charge.refund.updated",
-			"charge.dispute.created"} {
-			if !strings.Contains(section, want) {
-				t.Errorf("the admin's processor section lacks %q: %s", want, section)
-			}
-		}
-		var failed []struct{ RefundID *string }
-		db.Gorm.Raw(`SELECT refund_id FROM payment_events WHERE payment_id = ? AND type = 'PAYMENT_REFUND_FAILED'`,
-			card.Payment.ID).Scan(&failed)
-		if len(failed) != 1 || failed[0].RefundID == nil || *failed[0].RefundID != res.Refund.ID {
-			t.Errorf("PAYMENT_REFUND_FAILED events: %+v; want one for %s", failed, res.Refund.ID)
-		}
-		stored, err := in.EventsOf(ctx, ref)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var types []string
-		for _, e := range stored {
-			if e.AppliedAt == nil {
-				t.Errorf("event %s %s is not applied", e.ID, e.Type)
-			}
-			types = append(types, e.Type)
-		}
-		if !slices.Contains(types, "charge.dispute.created") || !slices.Contains(types, "charge.refund.updated") {
-			t.Errorf("stored events: %v", types)
-		}
+		})
+		t.Run("one PAYMENT_REFUND_FAILED, every event stored", func(t *testing.T) {
+			s.refundFailedOnceEventsStored(t, card.ID, ref, refundID)
+		})
 	})
+}
+
+// refundShownFailed: REST and GraphQL show the refund FAILED with Stripe's
+// code and the payment CAPTURED with nothing refunded.
+func (s *stripeEvents) refundShownFailed(t *testing.T, id string) {
+	resp, body := s.one.raw(t, "GET", "/api/payments/"+id, restHeaders(""), "")
+	var got struct {
+		Status, RefundedAmount string
+		Refunds                []struct{ Status, FailureCode string }
+	}
+	if err := json.Unmarshal(body, &got); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET: %d %s", resp.StatusCode, body)
+	}
+	if got.Status != "CAPTURED" || got.RefundedAmount != "0.00" || len(got.Refunds) != 1 ||
+		got.Refunds[0].Status != "FAILED" || got.Refunds[0].FailureCode != "expired_or_canceled_card" {
+		t.Errorf("REST shows %s", body)
+	}
+	gql := s.one.gql(t, `query($id: ID!) { payment(id: $id) { status refundedAmount refunds { status failureCode } } }`,
+		map[string]any{"id": id})
+	if got := string(gql.Data["payment"]); got !=
+		`{"status":"CAPTURED","refundedAmount":"0.00","refunds":[{"status":"FAILED","failureCode":"expired_or_canceled_card"}]}` {
+		t.Errorf("GraphQL shows %s %v", got, gql.Errors)
+	}
+}
+
+// refundFailedOnceEventsStored: one PAYMENT_REFUND_FAILED carries the
+// refund; Stripe's events, the dispute's among them, are stored with the
+// payment and applied.
+func (s *stripeEvents) refundFailedOnceEventsStored(t *testing.T, id, ref, refundID string) {
+	var failed []struct{ RefundID *string }
+	s.db.Gorm.Raw(`SELECT refund_id FROM payment_events WHERE payment_id = ? AND type = 'PAYMENT_REFUND_FAILED'`,
+		id).Scan(&failed)
+	if len(failed) != 1 || failed[0].RefundID == nil || *failed[0].RefundID != refundID {
+		t.Errorf("PAYMENT_REFUND_FAILED events: %+v; want one for %s", failed, refundID)
+	}
+	stored, err := s.in.EventsOf(t.Context(), ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var types []string
+	for _, e := range stored {
+		if e.AppliedAt == nil {
+			t.Errorf("event %s %s is not applied", e.ID, e.Type)
+		}
+		types = append(types, e.Type)
+	}
+	if !slices.Contains(types, "charge.dispute.created") || !slices.Contains(types, "charge.refund.updated") {
+		t.Errorf("stored events: %v", types)
+	}
 }
 
 // A REST replay of a cancel or refund Stripe refused answers the same 402

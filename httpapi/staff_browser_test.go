@@ -29,52 +29,94 @@ import (
 // operator's refund, a double-clicked refund applied once, the audit log
 // naming who did it, a cross-site form refused, and the CSV of a filter
 // holding exactly its rows. Screenshots of each step are saved when
-// CMPAY_SCREENSHOTS names a folder.
+// CMPAY_SCREENSHOTS names a folder. The steps share one browser, each
+// starting where the one before left it, so they run in order.
 func TestStaffInBrowser(t *testing.T) {
 	t.Parallel()
-	ctx := browsertest.New(t, 180*time.Second)
-	b := setup(t, dbtest.Postgres(t))
-	// A refund takes a moment to answer, as it may on a busy day: long
-	// enough for a double click to send its second submission before the
-	// first one's page arrives.
-	// refundsDone counts the refund submissions the server has finished:
-	// one whose page the browser dropped is still answered.
-	var refundPosts, refundsDone atomic.Int32
-	// pair, once armed, holds the first refund submission until a second
-	// one arrives (at most 5 s): a double click's second press then always
-	// finds the first unanswered, however slow the browser's round trips.
-	var pair struct {
-		sync.Mutex
-		armed   bool
-		waiting chan struct{}
-	}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	v := newStaffVisit(t)
+	first, second := v.seed()
+	watch := browsertest.Watch(t, v.ctx)
+	v.wrongPassword(first)
+	v.viewerCannotRefund(first)
+	v.signOutEndsTheSession()
+	v.operatorRefunds(first)
+	v.doubleClick(second)
+	v.doubleClickRefundedOnce(second)
+	watch.Check(t, v.base)
+	attacker := v.crossSiteRefused(first)
+	v.auditLogNamesWhoRefunded(first, second, attacker)
+	v.csvHoldsTheFilter()
+}
+
+// refundPacer slows refund submissions, as a busy day may: long enough for
+// a double click to send its second submission before the first one's
+// page arrives.
+type refundPacer struct {
+	// done counts the refund submissions the server has finished: one
+	// whose page the browser dropped is still answered.
+	posts, done atomic.Int32
+	// Once armed, the pacer holds the first refund submission until a
+	// second one arrives (at most 5 s): a double click's second press then
+	// always finds the first unanswered, however slow the browser's round
+	// trips.
+	mu      sync.Mutex
+	armed   bool
+	waiting chan struct{}
+}
+
+func (p *refundPacer) wrap(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == "POST" && strings.HasSuffix(r.URL.Path, "/refund") {
-			refundPosts.Add(1)
-			defer refundsDone.Add(1)
-			pair.Lock()
-			if pair.armed && pair.waiting == nil {
+			p.posts.Add(1)
+			defer p.done.Add(1)
+			p.mu.Lock()
+			if p.armed && p.waiting == nil {
 				ch := make(chan struct{})
-				pair.waiting = ch
-				pair.Unlock()
+				p.waiting = ch
+				p.mu.Unlock()
 				select {
 				case <-ch:
 				case <-time.After(5 * time.Second):
 				}
 			} else {
-				if pair.armed {
-					close(pair.waiting)
-					pair.armed, pair.waiting = false, nil
+				if p.armed {
+					close(p.waiting)
+					p.armed, p.waiting = false, nil
 				}
-				pair.Unlock()
+				p.mu.Unlock()
 			}
 			time.Sleep(300 * time.Millisecond)
 		}
-		b.handler.ServeHTTP(w, r)
-	}))
-	defer srv.Close()
-	base := srv.URL
+		h.ServeHTTP(w, r)
+	})
+}
 
+func (p *refundPacer) arm() {
+	p.mu.Lock()
+	p.armed = true
+	p.mu.Unlock()
+}
+
+// staffVisit is the browser TestStaffInBrowser's steps share, and the
+// server it talks to.
+type staffVisit struct {
+	adminTab
+	b     *bundle
+	pacer *refundPacer
+}
+
+func newStaffVisit(t *testing.T) *staffVisit {
+	v := &staffVisit{adminTab: adminTab{t: t, ctx: browsertest.New(t, 180*time.Second)}, b: setup(t, dbtest.Postgres(t)), pacer: &refundPacer{}}
+	srv := httptest.NewServer(v.pacer.wrap(v.b.handler))
+	t.Cleanup(srv.Close)
+	v.base = srv.URL
+	return v
+}
+
+// seed adds a viewer and an operator, two captured payments to refund and
+// more than a page of payments for the CSV.
+func (v *staffVisit) seed() (first, second payments.Payment) {
+	t, b := v.t, v.b
 	for _, who := range []struct {
 		name string
 		role staff.Role
@@ -83,58 +125,62 @@ func TestStaffInBrowser(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	first := b.newPayment(t, "shop-7", "order-1", "50", true)
-	second := b.newPayment(t, "shop-7", "order-2", "80", true)
+	first = b.newPayment(t, "shop-7", "order-1", "50", true)
+	second = b.newPayment(t, "shop-7", "order-2", "80", true)
 	for i := range 60 { // more than a page of the list
 		b.newPayment(t, "csv-shop", fmt.Sprintf("csv-%02d", i), "1.5", i%2 == 0)
 	}
 	b.newPayment(t, "csv-shop-2", "not-this-one", "1", true)
+	return first, second
+}
 
-	watch := browsertest.Watch(t, ctx)
-	run := func(what string, actions ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		if err := chromedp.Do(ctx, actions...); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
+func (v *staffVisit) submit(what, sel string) *network.Response {
+	v.t.Helper()
+	res, err := chromedp.RunResponse(v.ctx, chromedp.Click(chromedp.CSS(sel)))
+	if err != nil {
+		v.t.Fatalf("%s: %v", what, err)
 	}
-	submit := func(what, sel string) *network.Response {
-		t.Helper()
-		res, err := chromedp.RunResponse(ctx, chromedp.Click(chromedp.CSS(sel)))
-		if err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-		return res
-	}
-	text := func(sel string) string {
-		t.Helper()
-		return evalString(t, ctx, `(document.querySelector(`+"`"+sel+"`"+`) || {innerText: ""}).innerText.replace(/\s+/g, " ").trim()`)
-	}
-	signOut := func() {
-		t.Helper()
-		if res := submit("sign out", `form.signout button`); !strings.HasSuffix(res.URL, "/admin/login") {
-			t.Fatalf("sign out landed on %s", res.URL)
-		}
-	}
+	return res
+}
 
-	// A wrong password: the form again, saying so, and no way in.
-	run("open the sign-in", chromedp.Navigate(base+"/admin/payments/"+first.ID),
+// text is the text of what sel selects, its spaces folded; "" when the
+// page has no such element.
+func (v *staffVisit) text(sel string) string {
+	v.t.Helper()
+	return evalString(v.t, v.ctx, `(document.querySelector(`+"`"+sel+"`"+`) || {innerText: ""}).innerText.replace(/\s+/g, " ").trim()`)
+}
+
+func (v *staffVisit) signOut() {
+	v.t.Helper()
+	if res := v.submit("sign out", `form.signout button`); !strings.HasSuffix(res.URL, "/admin/login") {
+		v.t.Fatalf("sign out landed on %s", res.URL)
+	}
+}
+
+// wrongPassword: the form again, saying so, and no way in.
+func (v *staffVisit) wrongPassword(first payments.Payment) {
+	v.run("open the sign-in", chromedp.Navigate(v.base+"/admin/payments/"+first.ID),
 		chromedp.WaitVisible(chromedp.CSS(`input[name=username]`)),
 		chromedp.SendKeys(chromedp.CSS(`input[name=username]`), "olga"),
 		chromedp.SendKeys(chromedp.CSS(`input[name=password]`), "not-her-password"))
-	if res := submit("wrong password", `form[action="/admin/login"] button`); res.Status != http.StatusUnauthorized ||
-		text(`[role=alert]`) != "Wrong username or password." {
-		t.Fatalf("wrong password: %d %q", res.Status, text(`[role=alert]`))
+	if res := v.submit("wrong password", `form[action="/admin/login"] button`); res.Status != http.StatusUnauthorized ||
+		v.text(`[role=alert]`) != "Wrong username or password." {
+		v.t.Fatalf("wrong password: %d %q", res.Status, v.text(`[role=alert]`))
 	}
-	browsertest.Screenshot(t, ctx, "staff-wrong-password")
+	browsertest.Screenshot(v.t, v.ctx, "staff-wrong-password")
+}
 
-	// A viewer: the payment, no action; a refund forged from the page
-	// itself (the viewer's own session, this site) is refused.
-	browsertest.SignIn(t, ctx, base, "vic", "vic-password")
-	run("viewer opens a payment", chromedp.Navigate(base+"/admin/payments/"+first.ID), chromedp.WaitVisible(chromedp.CSS(`table.timeline`)))
+// viewerCannotRefund: a viewer sees the payment and no action; a refund
+// forged from the page itself (the viewer's own session, this site) is
+// refused.
+func (v *staffVisit) viewerCannotRefund(first payments.Payment) {
+	t, ctx := v.t, v.ctx
+	browsertest.SignIn(t, ctx, v.base, "vic", "vic-password")
+	v.run("viewer opens a payment", chromedp.Navigate(v.base+"/admin/payments/"+first.ID), chromedp.WaitVisible(chromedp.CSS(`table.timeline`)))
 	if n := evalString(t, ctx, `String(document.querySelectorAll("form[action$=refund], form[action$=capture], form[action$=cancel], .actions-panel").length)`); n != "0" {
 		t.Errorf("a viewer sees %s action forms", n)
 	}
-	if nav := text(`nav[aria-label=Main]`); strings.Contains(nav, "Staff") || strings.Contains(nav, "Audit") {
+	if nav := v.text(`nav[aria-label=Main]`); strings.Contains(nav, "Staff") || strings.Contains(nav, "Audit") {
 		t.Errorf("a viewer's navigation: %q", nav)
 	}
 	browsertest.Screenshot(t, ctx, "staff-viewer-payment")
@@ -150,50 +196,59 @@ func TestStaffInBrowser(t *testing.T) {
 		t.Fatalf("a viewer's forged refund: %v %+v", err, res)
 	}
 	browsertest.Screenshot(t, ctx, "staff-viewer-forged-refund")
-	if b.payment(t, first.ID).Refunded.Minor != 0 {
+	if v.b.payment(t, first.ID).Refunded.Minor != 0 {
 		t.Fatal("a viewer's forged refund was applied")
 	}
+}
 
-	// Sign out: the cookie the browser had opens nothing any more.
+// signOutEndsTheSession: the cookie the browser had opens nothing any
+// more.
+func (v *staffVisit) signOutEndsTheSession() {
+	t, ctx, base := v.t, v.ctx, v.base
 	cookies, err := chromedp.Call(ctx, network.GetCookies, network.GetCookiesParams{URLs: []string{base + "/admin"}})
 	if err != nil || len(cookies.Cookies) != 1 || !cookies.Cookies[0].HTTPOnly || cookies.Cookies[0].SameSite != network.CookieSameSiteLax {
 		t.Fatalf("cookies before sign-out: %v %+v", err, cookies)
 	}
 	old := cookies.Cookies[0].Value
-	signOut()
-	stale := b.newClient(t)
+	v.signOut()
+	stale := v.b.newClient(t)
 	if res, _ := stale.do(t, "GET", "/admin", http.Header{"Cookie": {"cmpay_admin=" + old}}, ""); res.StatusCode != http.StatusSeeOther {
 		t.Errorf("the signed-out cookie still opens /admin: %d", res.StatusCode)
 	}
 	if res, err := chromedp.RunResponse(ctx, chromedp.Navigate(base+"/admin")); err != nil || !strings.HasPrefix(res.URL, base+"/admin/login") {
 		t.Errorf("after sign-out /admin shows %v %v", res, err)
 	}
+}
 
-	// An operator refunds part of the first payment.
-	browsertest.SignIn(t, ctx, base, "olga", "olga-password")
-	run("operator opens a payment", chromedp.Navigate(base+"/admin/payments/"+first.ID),
+// operatorRefunds: an operator refunds part of the first payment.
+func (v *staffVisit) operatorRefunds(first payments.Payment) {
+	t, ctx := v.t, v.ctx
+	browsertest.SignIn(t, ctx, v.base, "olga", "olga-password")
+	v.run("operator opens a payment", chromedp.Navigate(v.base+"/admin/payments/"+first.ID),
 		chromedp.WaitVisible(chromedp.CSS(`form.refund`)),
 		chromedp.SendKeys(chromedp.CSS(`#refund-amount`), "10"),
 		chromedp.SendKeys(chromedp.CSS(`#refund-reason`), "damaged in transit"))
 	browsertest.Screenshot(t, ctx, "staff-operator-refund-form")
-	submit("refund", `form.refund button`)
-	if got := text(`#result`); !strings.Contains(got, "Refunded 10.00 BRL") || !strings.Contains(got, "PARTIALLY_REFUNDED") || !strings.Contains(got, "40.00 BRL left to refund") {
+	v.submit("refund", `form.refund button`)
+	if got := v.text(`#result`); !strings.Contains(got, "Refunded 10.00 BRL") || !strings.Contains(got, "PARTIALLY_REFUNDED") || !strings.Contains(got, "40.00 BRL left to refund") {
 		t.Errorf("refund confirmation: %q", got)
 	}
-	if got := text(`table.timeline > tbody > tr:last-child`); !strings.Contains(got, "by olga") || !strings.Contains(got, "damaged in transit") {
+	if got := v.text(`table.timeline > tbody > tr:last-child`); !strings.Contains(got, "by olga") || !strings.Contains(got, "damaged in transit") {
 		t.Errorf("timeline: %q", got)
 	}
 	browsertest.Screenshot(t, ctx, "staff-operator-refunded")
+}
 
-	// A double click on the second payment's refund: two submissions of one
-	// form, one refund.
-	run("open the second payment", chromedp.Navigate(base+"/admin/payments/"+second.ID),
+// doubleClick double-clicks the second payment's refund button: two
+// submissions of one form. It returns once the browser shows the result
+// page and the server has answered both.
+func (v *staffVisit) doubleClick(second payments.Payment) {
+	t, ctx := v.t, v.ctx
+	v.run("open the second payment", chromedp.Navigate(v.base+"/admin/payments/"+second.ID),
 		chromedp.WaitVisible(chromedp.CSS(`form.refund`)),
 		chromedp.SendKeys(chromedp.CSS(`#refund-amount`), "20"))
-	before, doneBefore := refundPosts.Load(), refundsDone.Load()
-	pair.Lock()
-	pair.armed = true
-	pair.Unlock()
+	before, doneBefore := v.pacer.posts.Load(), v.pacer.done.Load()
+	v.pacer.arm()
 	x := evalString(t, ctx, `(() => { const r = document.querySelector("form.refund button").getBoundingClientRect(); return (r.x + r.width/2) + "," + (r.y + r.height/2) })()`)
 	var cx, cy float64
 	fmt.Sscanf(x, "%f,%f", &cx, &cy)
@@ -220,21 +275,27 @@ func TestStaffInBrowser(t *testing.T) {
 			t.Fatalf("after the double click, no result page: %v", err)
 		}
 	}
-	if n := refundPosts.Load() - before; n < 2 {
+	if n := v.pacer.posts.Load() - before; n < 2 {
 		t.Fatalf("the double click sent %d refund request(s), want 2: the test proves nothing", n)
 	}
 	// The page shown may be the first-answered submission's; the reload
 	// must come after both are answered, or it may miss the replay.
-	for deadline := time.Now().Add(15 * time.Second); refundsDone.Load()-doneBefore < 2; time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(15 * time.Second); v.pacer.done.Load()-doneBefore < 2; time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the double click's submissions were not both answered")
 		}
 	}
-	if p := b.payment(t, second.ID); p.Refunded.Minor != 2000 {
+}
+
+// doubleClickRefundedOnce: the double click made one refund, and the page
+// says the second press was the staff member's, not the client's.
+func (v *staffVisit) doubleClickRefundedOnce(second payments.Payment) {
+	t, ctx := v.t, v.ctx
+	if p := v.b.payment(t, second.ID); p.Refunded.Minor != 2000 {
 		t.Fatalf("after a double click: %s refunded, want 20.00", p.Refunded)
 	}
-	run("reload", chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(`table.timeline`)))
-	if got := text(`#result`); !strings.Contains(got, "Already done") || !strings.Contains(got, "Refunded 20.00 BRL") {
+	v.run("reload", chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(`table.timeline`)))
+	if got := v.text(`#result`); !strings.Contains(got, "Already done") || !strings.Contains(got, "Refunded 20.00 BRL") {
 		t.Errorf("after a double click the page says %q", got)
 	}
 	if n := evalString(t, ctx, `String(document.querySelectorAll("table.refunds tbody tr").length)`); n != "1" {
@@ -242,25 +303,28 @@ func TestStaffInBrowser(t *testing.T) {
 	}
 	// Support staff must not read the staff member's second press as the
 	// client retrying the payment.
-	if got := text(`.answer`); !strings.Contains(got, "Staff member olga resubmitted the refund form once") ||
+	if got := v.text(`.answer`); !strings.Contains(got, "Staff member olga resubmitted the refund form once") ||
 		!strings.Contains(got, "nothing was refunded again") || strings.Contains(got, "The client retried") {
 		t.Errorf("after a double click the summary says %q", got)
 	}
 	browsertest.Screenshot(t, ctx, "staff-double-click")
-	watch.Check(t, base)
+}
 
-	// Another site's page posting a refund form to us: refused, whether
-	// another site (the cookie is not even sent) or another origin of the
-	// same site (the cookie is sent).
+// crossSiteRefused: another site's page posting a refund form to us is
+// refused, whether another site (the cookie is not even sent) or another
+// origin of the same site (the cookie is sent). It returns the other
+// origin's URL, which the audit log names.
+func (v *staffVisit) crossSiteRefused(first payments.Payment) string {
+	t := v.t
 	attacker := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
 		fmt.Fprintf(w, `<form method="post" action="%s/admin/payments/%s/refund"><input name="amount" value="1">
-			<input name="idempotency_key" value="admin-evil-%d"><button>Win a prize</button></form>`, base, first.ID, time.Now().UnixNano())
+			<input name="idempotency_key" value="admin-evil-%d"><button>Win a prize</button></form>`, v.base, first.ID, time.Now().UnixNano())
 	}))
-	defer attacker.Close()
+	t.Cleanup(attacker.Close)
 	port := attacker.URL[strings.LastIndex(attacker.URL, ":")+1:]
 	for _, site := range []string{"http://localhost:" + port, attacker.URL} {
-		tab, cancel := chromedp.NewContext(ctx)
+		tab, cancel := chromedp.NewContext(v.ctx)
 		if err := chromedp.Do(tab, chromedp.Navigate(site), chromedp.WaitVisible(chromedp.CSS("button"))); err != nil {
 			t.Fatal(err)
 		}
@@ -271,18 +335,23 @@ func TestStaffInBrowser(t *testing.T) {
 		browsertest.Screenshot(t, tab, "staff-cross-site-"+url.PathEscape(strings.TrimPrefix(site, "http://")))
 		cancel()
 	}
-	if p := b.payment(t, first.ID); p.Refunded.Minor != 1000 {
+	if p := v.b.payment(t, first.ID); p.Refunded.Minor != 1000 {
 		t.Errorf("a cross-site refund was applied: %s refunded", p.Refunded)
 	}
+	return attacker.URL
+}
 
-	// The admin reads the audit log: who refunded, from where, how it ended.
-	signOut()
-	browsertest.SignIn(t, ctx, base, "admin", adminPassword)
-	run("audit log", chromedp.Navigate(base+"/admin/audit?action=refund"), chromedp.WaitVisible(chromedp.CSS(`table.audit`)))
-	rows := strings.Split(evalString(t, ctx, `[...document.querySelectorAll("table.audit tbody tr")].map(r => r.innerText.replace(/\s+/g, " ")).join("\n")`), "\n")
+// auditLogNamesWhoRefunded: the admin reads the audit log: who refunded,
+// from where, how it ended.
+func (v *staffVisit) auditLogNamesWhoRefunded(first, second payments.Payment, attacker string) {
+	t, ctx := v.t, v.ctx
+	v.signOut()
+	browsertest.SignIn(t, ctx, v.base, "admin", adminPassword)
+	v.run("audit log", chromedp.Navigate(v.base+"/admin/audit?action=refund"), chromedp.WaitVisible(chromedp.CSS(`table.audit`)))
+	rows := strings.Split(v.rows("table.audit tbody tr"), "\n")
 	// The form from another origin of the same site came with olga's
 	// cookie: it is on record, refused; the other site's came without.
-	want := []string{"olga 127.0.0.1 refund " + first.ID + " denied refused as cross-site, nothing was done (Sec-Fetch-Site same-site, Origin " + attacker.URL + ")",
+	want := []string{"olga 127.0.0.1 refund " + first.ID + " denied refused as cross-site, nothing was done (Sec-Fetch-Site same-site, Origin " + attacker + ")",
 		"olga 127.0.0.1 refund " + second.ID + " already done", "olga 127.0.0.1 refund " + second.ID + " applied 20.00 BRL",
 		"olga 127.0.0.1 refund " + first.ID + " applied 10.00 BRL; reason: damaged in transit", "vic 127.0.0.1 refund " + first.ID + " denied"}
 	for i, w := range want {
@@ -291,11 +360,14 @@ func TestStaffInBrowser(t *testing.T) {
 		}
 	}
 	browsertest.Screenshot(t, ctx, "staff-audit-log")
+}
 
-	// The CSV of a filter: every payment of csv-shop (more than a page of
-	// the list), nothing else.
-	run("filter", chromedp.Navigate(base+"/admin?client=csv-shop&status=CAPTURED"), chromedp.WaitVisible(chromedp.CSS(`a.export`)))
-	body := browsertest.Download(t, ctx, `a.export`)
+// csvHoldsTheFilter: the CSV of a filter holds every payment of csv-shop
+// (more than a page of the list), nothing else.
+func (v *staffVisit) csvHoldsTheFilter() {
+	t := v.t
+	v.run("filter", chromedp.Navigate(v.base+"/admin?client=csv-shop&status=CAPTURED"), chromedp.WaitVisible(chromedp.CSS(`a.export`)))
+	body := browsertest.Download(t, v.ctx, `a.export`)
 	records, err := csv.NewReader(strings.NewReader(string(body))).ReadAll()
 	if err != nil {
 		t.Fatal(err)

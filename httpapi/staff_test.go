@@ -72,103 +72,28 @@ func TestAdminRoles(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
 		b := setup(t, db)
-		type call struct {
-			method, path string
-			form         url.Values
-		}
-		// Fresh payments per role, so each role's allowed actions succeed.
-		calls := func(role string) []call {
-			authorized := b.newPayment(t, "shop", role+"-auth", "20", false)
-			auth2 := b.newPayment(t, "shop", role+"-auth2", "20", false)
-			captured := b.newPayment(t, "shop", role+"-captured", "20", true)
-			key := func(what string) []string { return []string{"admin-test-" + role + "-" + what} }
-			target := "target-" + role
-			if _, err := b.staff.Add(t.Context(), staff.CommandLine, target, staff.Viewer, ""); err != nil {
-				t.Fatal(err)
-			}
-			tok, _, err := b.tokens.Create(t.Context(), "revoke-"+role, "", auth.DefaultScopes, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return []call{
-				{"GET", "/admin", nil},
-				{"GET", "/admin?flagged=1", nil},
-				{"GET", "/admin/payments/" + captured.ID, nil},
-				{"GET", "/admin/payments.csv?client=shop", nil},
-				{"GET", "/admin/account", nil},
-				{"POST", "/admin/account", url.Values{"current_password": {"the-" + role + "-password"},
-					"new_password": {"the-" + role + "-password-2"}, "confirm_password": {"the-" + role + "-password-2"}}},
-				{"GET", "/admin/webhooks", nil},
-				{"POST", "/admin/payments/" + authorized.ID + "/capture", url.Values{"amount": {"5"}, "idempotency_key": key("capture")}},
-				{"POST", "/admin/payments/" + auth2.ID + "/cancel", url.Values{"idempotency_key": key("cancel")}},
-				{"POST", "/admin/payments/" + captured.ID + "/refund", url.Values{"amount": {"1"}, "idempotency_key": key("refund")}},
-				{"POST", "/admin/webhooks/deliveries/1/resend", nil},
-				{"GET", "/admin/staff", nil},
-				{"POST", "/admin/staff", url.Values{"username": {"new-" + role}, "role": {"viewer"}}},
-				{"POST", "/admin/staff/" + target + "/role", url.Values{"role": {"operator"}}},
-				{"POST", "/admin/staff/" + target + "/disable", nil},
-				{"GET", "/admin/audit", nil},
-				{"GET", "/admin/tokens", nil},
-				{"POST", "/admin/tokens", url.Values{"name": {"token-" + role}, "scope": {"payments:read"}}},
-				{"POST", "/admin/tokens/" + tok.ID + "/revoke", nil},
-			}
-		}
-		// Every route behind the sign-in is called (sign-out is, last, by
-		// every role in TestAdminSignIn and the browser test).
-		all := calls("cover")
-		for _, rt := range web.AdminRoutes() {
-			method, pattern, _ := strings.Cut(rt.Pattern, " ")
-			covered := pattern == "/admin/logout"
-			for _, c := range all {
-				path, _, _ := strings.Cut(c.path, "?")
-				if c.method == method && routeMatches(pattern, path) {
-					covered = true
+		t.Run("every route is called as every role", func(t *testing.T) {
+			// Sign-out is, last, by every role in TestAdminSignIn and the
+			// browser test.
+			all := adminRoleCalls(t, b, "cover")
+			for _, rt := range web.AdminRoutes() {
+				method, pattern, _ := strings.Cut(rt.Pattern, " ")
+				covered := pattern == "/admin/logout"
+				for _, c := range all {
+					path, _, _ := strings.Cut(c.path, "?")
+					if c.method == method && routeMatches(pattern, path) {
+						covered = true
+					}
+				}
+				if !covered {
+					t.Errorf("%s is not called as every role", rt.Pattern)
 				}
 			}
-			if !covered {
-				t.Errorf("%s is not called as every role", rt.Pattern)
-			}
-		}
-		// What each role may do: the first n calls.
-		allowed := map[staff.Role]int{staff.Viewer: 7, staff.Operator: 11, staff.Admin: 19}
-		for _, role := range staff.Roles {
-			c := b.addStaff(t, "the-"+string(role), role)
-			for i, call := range calls(string(role)) {
-				var res *http.Response
-				if call.method == "GET" {
-					res, _ = c.get(t, call.path)
-				} else {
-					res, _ = c.post(t, call.path, call.form)
-				}
-				ok := res.StatusCode == http.StatusOK || res.StatusCode == http.StatusSeeOther && !strings.HasPrefix(res.Header.Get("Location"), "/admin/login")
-				if i < allowed[role] && !ok {
-					t.Errorf("%s: %s %s: %d, want it allowed", role, call.method, call.path, res.StatusCode)
-				}
-				if i >= allowed[role] && res.StatusCode != http.StatusForbidden {
-					t.Errorf("%s: %s %s: %d, want 403", role, call.method, call.path, res.StatusCode)
-				}
-			}
-		}
-
-		// Nothing beyond a role was done.
-		if p, _ := b.svc.List(t.Context(), payments.Filter{IdempotencyKey: "viewer-captured"}, 1, ""); p.Payments[0].Refunded.Minor != 0 {
-			t.Error("a viewer's refund was applied")
-		}
-		if p, _ := b.svc.List(t.Context(), payments.Filter{IdempotencyKey: "operator-captured"}, 1, ""); p.Payments[0].Refunded.Minor != 100 {
-			t.Error("an operator's refund was not applied")
-		}
-		for _, who := range []string{"new-viewer", "new-operator"} {
-			if _, err := b.staff.Get(t.Context(), who); err == nil {
-				t.Errorf("%s was added by a non-admin", who)
-			}
-		}
-		if acct, _ := b.staff.Get(t.Context(), "target-operator"); acct.Disabled || acct.Role != staff.Viewer {
-			t.Error("an operator changed an account")
-		}
-		if acct, _ := b.staff.Get(t.Context(), "target-admin"); !acct.Disabled || acct.Role != staff.Operator {
-			t.Error("an admin could not change an account")
-		}
-
+		})
+		// The steps below follow each other: what the roles' calls did
+		// is what the later ones look for.
+		callAsEachRole(t, b)
+		nothingBeyondARoleDone(t, b)
 		// Each refusal is in the audit log, with who tried.
 		denied := b.auditLines(t, "?actor=the-viewer")
 		var got []string
@@ -182,6 +107,100 @@ func TestAdminRoles(t *testing.T) {
 			t.Errorf("a viewer's denied actions in the audit log: %q, want %q", got, want)
 		}
 	})
+}
+
+// adminCall is one request to an admin route, with its form if a POST.
+type adminCall struct {
+	method, path string
+	form         url.Values
+}
+
+// adminRoleCalls is a call of every admin route, on payments, a staff
+// account and a token made fresh for role, so that each role's allowed
+// actions succeed. Those a viewer may make come first (7), then an
+// operator's (11), then the rest, the admin's.
+func adminRoleCalls(t *testing.T, b *bundle, role string) []adminCall {
+	authorized := b.newPayment(t, "shop", role+"-auth", "20", false)
+	auth2 := b.newPayment(t, "shop", role+"-auth2", "20", false)
+	captured := b.newPayment(t, "shop", role+"-captured", "20", true)
+	key := func(what string) []string { return []string{"admin-test-" + role + "-" + what} }
+	target := "target-" + role
+	if _, err := b.staff.Add(t.Context(), staff.CommandLine, target, staff.Viewer, ""); err != nil {
+		t.Fatal(err)
+	}
+	tok, _, err := b.tokens.Create(t.Context(), "revoke-"+role, "", auth.DefaultScopes, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []adminCall{
+		{"GET", "/admin", nil},
+		{"GET", "/admin?flagged=1", nil},
+		{"GET", "/admin/payments/" + captured.ID, nil},
+		{"GET", "/admin/payments.csv?client=shop", nil},
+		{"GET", "/admin/account", nil},
+		{"POST", "/admin/account", url.Values{"current_password": {"the-" + role + "-password"},
+			"new_password": {"the-" + role + "-password-2"}, "confirm_password": {"the-" + role + "-password-2"}}},
+		{"GET", "/admin/webhooks", nil},
+		{"POST", "/admin/payments/" + authorized.ID + "/capture", url.Values{"amount": {"5"}, "idempotency_key": key("capture")}},
+		{"POST", "/admin/payments/" + auth2.ID + "/cancel", url.Values{"idempotency_key": key("cancel")}},
+		{"POST", "/admin/payments/" + captured.ID + "/refund", url.Values{"amount": {"1"}, "idempotency_key": key("refund")}},
+		{"POST", "/admin/webhooks/deliveries/1/resend", nil},
+		{"GET", "/admin/staff", nil},
+		{"POST", "/admin/staff", url.Values{"username": {"new-" + role}, "role": {"viewer"}}},
+		{"POST", "/admin/staff/" + target + "/role", url.Values{"role": {"operator"}}},
+		{"POST", "/admin/staff/" + target + "/disable", nil},
+		{"GET", "/admin/audit", nil},
+		{"GET", "/admin/tokens", nil},
+		{"POST", "/admin/tokens", url.Values{"name": {"token-" + role}, "scope": {"payments:read"}}},
+		{"POST", "/admin/tokens/" + tok.ID + "/revoke", nil},
+	}
+}
+
+// callAsEachRole signs in a staff member of each role and makes every
+// call: within the role it works, beyond it it is refused with 403.
+func callAsEachRole(t *testing.T, b *bundle) {
+	// What each role may do: the first n calls.
+	allowed := map[staff.Role]int{staff.Viewer: 7, staff.Operator: 11, staff.Admin: 19}
+	for _, role := range staff.Roles {
+		c := b.addStaff(t, "the-"+string(role), role)
+		for i, call := range adminRoleCalls(t, b, string(role)) {
+			var res *http.Response
+			if call.method == "GET" {
+				res, _ = c.get(t, call.path)
+			} else {
+				res, _ = c.post(t, call.path, call.form)
+			}
+			ok := res.StatusCode == http.StatusOK || res.StatusCode == http.StatusSeeOther && !strings.HasPrefix(res.Header.Get("Location"), "/admin/login")
+			if i < allowed[role] && !ok {
+				t.Errorf("%s: %s %s: %d, want it allowed", role, call.method, call.path, res.StatusCode)
+			}
+			if i >= allowed[role] && res.StatusCode != http.StatusForbidden {
+				t.Errorf("%s: %s %s: %d, want 403", role, call.method, call.path, res.StatusCode)
+			}
+		}
+	}
+}
+
+// nothingBeyondARoleDone: after callAsEachRole, what a role may not do was
+// not done, and what it may was.
+func nothingBeyondARoleDone(t *testing.T, b *bundle) {
+	if p, _ := b.svc.List(t.Context(), payments.Filter{IdempotencyKey: "viewer-captured"}, 1, ""); p.Payments[0].Refunded.Minor != 0 {
+		t.Error("a viewer's refund was applied")
+	}
+	if p, _ := b.svc.List(t.Context(), payments.Filter{IdempotencyKey: "operator-captured"}, 1, ""); p.Payments[0].Refunded.Minor != 100 {
+		t.Error("an operator's refund was not applied")
+	}
+	for _, who := range []string{"new-viewer", "new-operator"} {
+		if _, err := b.staff.Get(t.Context(), who); err == nil {
+			t.Errorf("%s was added by a non-admin", who)
+		}
+	}
+	if acct, _ := b.staff.Get(t.Context(), "target-operator"); acct.Disabled || acct.Role != staff.Viewer {
+		t.Error("an operator changed an account")
+	}
+	if acct, _ := b.staff.Get(t.Context(), "target-admin"); !acct.Disabled || acct.Role != staff.Operator {
+		t.Error("an admin could not change an account")
+	}
 }
 
 // routeMatches reports whether path matches a ServeMux pattern's path,
@@ -202,103 +221,34 @@ func routeMatches(pattern, path string) bool {
 // TestAdminActions: an operator captures and refunds from the payment
 // page; a double submit applies once and says it was done already; what
 // the rules refuse shows on the page and does nothing; every action is in
-// the audit log with the staff member, the address and the outcome.
+// the audit log with the staff member, the address and the outcome. The
+// steps follow each other on one payment, each using the forms the last
+// page rendered.
 func TestAdminActions(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
 		b := setup(t, db)
-		op := b.addStaff(t, "olga", staff.Operator)
-		p := b.newPayment(t, "shop-7", "order-1", "50", false)
-		page := "/admin/payments/" + p.ID
-
-		// Authorized: capture and cancel, no refund; a fresh key per form
-		// and per render.
-		_, doc := op.get(t, page)
-		capKey, cancelKey := formKey(doc, "capture"), formKey(doc, "cancel")
-		if !strings.HasPrefix(capKey, "admin-") || len(capKey) < 30 || cancelKey == capKey || doc.Find("form.refund").Length() != 0 {
-			t.Fatalf("forms of an authorized payment: capture key %q, cancel key %q, refund forms %d", capKey, cancelKey, doc.Find("form.refund").Length())
-		}
-		if _, again := op.get(t, page); formKey(again, "capture") == capKey {
-			t.Error("two renders carry the same key")
-		}
-		if v, _ := doc.Find("form.capture input[name=amount]").Attr("value"); v != "50.00" {
-			t.Errorf("capture amount prefilled with %q", v)
-		}
-
-		// Capture part of it.
-		res, _ := op.post(t, page+"/capture", url.Values{"amount": {"30"}, "idempotency_key": {capKey}})
-		if res.StatusCode != http.StatusSeeOther || !strings.HasPrefix(res.Header.Get("Location"), page+"?done=") {
-			t.Fatalf("capture: %d to %q", res.StatusCode, res.Header.Get("Location"))
-		}
-		_, doc = op.get(t, res.Header.Get("Location"))
-		if got := strings.Join(strings.Fields(doc.Find("#result").Text()), " "); !strings.Contains(got, "Captured 30.00 BRL") ||
-			!strings.Contains(got, "now CAPTURED") || !strings.Contains(got, "30.00 BRL captured") {
-			t.Errorf("capture confirmation: %q", got)
-		}
-		if got := doc.Find("table.timeline tbody tr").Last().Find(".actor").Text(); got != "by olga" {
-			t.Errorf("timeline actor %q", got)
-		}
-
-		// Refund, twice with the same form (a double click): once applied.
-		refundKey := formKey(doc, "refund")
-		form := url.Values{"amount": {"10.5"}, "reason": {"customer asked"}, "idempotency_key": {refundKey}}
-		first, _ := op.post(t, page+"/refund", form)
-		second, _ := op.post(t, page+"/refund", form)
-		if first.StatusCode != http.StatusSeeOther || second.StatusCode != http.StatusSeeOther {
-			t.Fatalf("refunds: %d, %d", first.StatusCode, second.StatusCode)
-		}
-		if got := b.payment(t, p.ID); got.Refunded.Minor != 1050 || got.Status != payments.StatusPartiallyRefunded {
-			t.Fatalf("after a double submit: refunded %s, %s", got.Refunded, got.Status)
-		}
-		_, doc = op.get(t, second.Header.Get("Location"))
-		if got := strings.Join(strings.Fields(doc.Find("#result").Text()), " "); !strings.Contains(got, "Already done") ||
-			!strings.Contains(got, "Refunded 10.50 BRL") || !strings.Contains(got, "by olga") || !strings.Contains(got, "19.50 BRL left to refund") {
-			t.Errorf("second submission: %q", got)
-		}
-		if n := doc.Find("table.refunds tbody tr").Length(); n != 1 {
-			t.Errorf("%d refunds shown, want 1", n)
-		}
-
-		// Refused by the rules: shown, nothing done.
-		_, doc = op.get(t, page)
-		for _, tt := range []struct {
-			action string
-			form   url.Values
-			status int
-			says   string
-		}{
-			{"refund", url.Values{"amount": {"100"}, "idempotency_key": {formKey(doc, "refund")}}, http.StatusUnprocessableEntity, "cannot refund 100.00 BRL; 19.50 BRL is available"},
-			{"refund", url.Values{"amount": {"ten"}, "idempotency_key": {"admin-bad-amount"}}, http.StatusBadRequest, "amount"},
-			{"refund", url.Values{"amount": {""}, "idempotency_key": {"admin-no-amount"}}, http.StatusBadRequest, "enter the amount to refund"},
-			{"refund", url.Values{"amount": {"1"}}, http.StatusBadRequest, "idempotencyKey"},
-			{"cancel", url.Values{"idempotency_key": {"admin-late-cancel"}}, http.StatusConflict, "cannot cancel a payment that is PARTIALLY_REFUNDED"},
-			{"refund", url.Values{"amount": {"2"}, "idempotency_key": {refundKey}}, http.StatusConflict, "already used for a different request"},
-		} {
-			res, doc := op.post(t, page+"/"+tt.action, tt.form)
-			if msg := doc.Find("[role=alert]").Text(); res.StatusCode != tt.status || !strings.Contains(msg, tt.says) || !strings.Contains(msg, "Nothing was done") {
-				t.Errorf("%s %v: %d %q; want %d saying %q", tt.action, tt.form, res.StatusCode, msg, tt.status, tt.says)
-			}
-		}
-		if got := b.payment(t, p.ID); got.Refunded.Minor != 1050 || got.Status != payments.StatusPartiallyRefunded {
-			t.Errorf("refused actions changed the payment: %s, %s", got.Refunded, got.Status)
-		}
-		if res, _ := op.post(t, "/admin/payments/pay_nope/refund", url.Values{"amount": {"1"}, "idempotency_key": {"admin-x"}}); res.StatusCode != http.StatusNotFound {
-			t.Errorf("unknown payment: %d", res.StatusCode)
-		}
+		a := &operatorActions{t: t, b: b, op: b.addStaff(t, "olga", staff.Operator)}
+		a.id = b.newPayment(t, "shop-7", "order-1", "50", false).ID
+		a.page = "/admin/payments/" + a.id
+		capKey := a.authorizedForms()
+		refundKey := a.capturePart(capKey)
+		a.refundTwice(refundKey)
+		a.refusedByTheRules(refundKey)
 
 		// The audit log, newest first: who, from where, what, how it ended.
 		got := b.auditLines(t, "?actor=olga")
 		want := []string{
 			"refund|olga|127.0.0.1|pay_nope|failed|no such payment",
-			"refund|olga|127.0.0.1|" + p.ID + "|rejected|2.00 BRL; the idempotency key had been used for another request",
-			"cancel|olga|127.0.0.1|" + p.ID + "|refused|the payment's status did not allow it",
-			"refund|olga|127.0.0.1|" + p.ID + "|failed|idempotencyKey must not be empty or only whitespace",
-			"refund|olga|127.0.0.1|" + p.ID + "|failed|enter the amount to refund",
-			"refund|olga|127.0.0.1|" + p.ID + "|failed|amount is not a decimal number; send it like \"10.50\"",
-			"refund|olga|127.0.0.1|" + p.ID + "|refused|100.00 BRL; more than was available",
-			"refund|olga|127.0.0.1|" + p.ID + "|already done (replayed)|10.50 BRL; reason: customer asked",
-			"refund|olga|127.0.0.1|" + p.ID + "|applied|10.50 BRL; reason: customer asked",
-			"capture|olga|127.0.0.1|" + p.ID + "|applied|30.00 BRL",
+			"refund|olga|127.0.0.1|" + a.id + "|rejected|2.00 BRL; the idempotency key had been used for another request",
+			"cancel|olga|127.0.0.1|" + a.id + "|refused|the payment's status did not allow it",
+			"refund|olga|127.0.0.1|" + a.id + "|failed|idempotencyKey must not be empty or only whitespace",
+			"refund|olga|127.0.0.1|" + a.id + "|failed|enter the amount to refund",
+			"refund|olga|127.0.0.1|" + a.id + "|failed|amount is not a decimal number; send it like \"10.50\"",
+			"refund|olga|127.0.0.1|" + a.id + "|refused|100.00 BRL; more than was available",
+			"refund|olga|127.0.0.1|" + a.id + "|already done (replayed)|10.50 BRL; reason: customer asked",
+			"refund|olga|127.0.0.1|" + a.id + "|applied|10.50 BRL; reason: customer asked",
+			"capture|olga|127.0.0.1|" + a.id + "|applied|30.00 BRL",
 			"sign-in|olga|127.0.0.1|olga|ok|",
 		}
 		if strings.Join(got, "\n") != strings.Join(want, "\n") {
@@ -308,6 +258,106 @@ func TestAdminActions(t *testing.T) {
 			t.Errorf("filtered by action: %q", got)
 		}
 	})
+}
+
+// operatorActions is an operator at one payment's page, for
+// TestAdminActions' steps.
+type operatorActions struct {
+	t        *testing.T
+	b        *bundle
+	op       *staffClient
+	id, page string
+}
+
+// authorizedForms: an authorized payment's page has capture and cancel, no
+// refund; a fresh key per form and per render. It returns the capture
+// form's key.
+func (a *operatorActions) authorizedForms() string {
+	t := a.t
+	_, doc := a.op.get(t, a.page)
+	capKey, cancelKey := formKey(doc, "capture"), formKey(doc, "cancel")
+	if !strings.HasPrefix(capKey, "admin-") || len(capKey) < 30 || cancelKey == capKey || doc.Find("form.refund").Length() != 0 {
+		t.Fatalf("forms of an authorized payment: capture key %q, cancel key %q, refund forms %d", capKey, cancelKey, doc.Find("form.refund").Length())
+	}
+	if _, again := a.op.get(t, a.page); formKey(again, "capture") == capKey {
+		t.Error("two renders carry the same key")
+	}
+	if v, _ := doc.Find("form.capture input[name=amount]").Attr("value"); v != "50.00" {
+		t.Errorf("capture amount prefilled with %q", v)
+	}
+	return capKey
+}
+
+// capturePart captures part of the payment and reads the page it leads
+// to; it returns that page's refund form's key.
+func (a *operatorActions) capturePart(capKey string) string {
+	t := a.t
+	res, _ := a.op.post(t, a.page+"/capture", url.Values{"amount": {"30"}, "idempotency_key": {capKey}})
+	if res.StatusCode != http.StatusSeeOther || !strings.HasPrefix(res.Header.Get("Location"), a.page+"?done=") {
+		t.Fatalf("capture: %d to %q", res.StatusCode, res.Header.Get("Location"))
+	}
+	_, doc := a.op.get(t, res.Header.Get("Location"))
+	if got := strings.Join(strings.Fields(doc.Find("#result").Text()), " "); !strings.Contains(got, "Captured 30.00 BRL") ||
+		!strings.Contains(got, "now CAPTURED") || !strings.Contains(got, "30.00 BRL captured") {
+		t.Errorf("capture confirmation: %q", got)
+	}
+	if got := doc.Find("table.timeline tbody tr").Last().Find(".actor").Text(); got != "by olga" {
+		t.Errorf("timeline actor %q", got)
+	}
+	return formKey(doc, "refund")
+}
+
+// refundTwice refunds twice with the same form (a double click): once
+// applied, and the second page says it was done already.
+func (a *operatorActions) refundTwice(refundKey string) {
+	t := a.t
+	form := url.Values{"amount": {"10.5"}, "reason": {"customer asked"}, "idempotency_key": {refundKey}}
+	first, _ := a.op.post(t, a.page+"/refund", form)
+	second, _ := a.op.post(t, a.page+"/refund", form)
+	if first.StatusCode != http.StatusSeeOther || second.StatusCode != http.StatusSeeOther {
+		t.Fatalf("refunds: %d, %d", first.StatusCode, second.StatusCode)
+	}
+	if got := a.b.payment(t, a.id); got.Refunded.Minor != 1050 || got.Status != payments.StatusPartiallyRefunded {
+		t.Fatalf("after a double submit: refunded %s, %s", got.Refunded, got.Status)
+	}
+	_, doc := a.op.get(t, second.Header.Get("Location"))
+	if got := strings.Join(strings.Fields(doc.Find("#result").Text()), " "); !strings.Contains(got, "Already done") ||
+		!strings.Contains(got, "Refunded 10.50 BRL") || !strings.Contains(got, "by olga") || !strings.Contains(got, "19.50 BRL left to refund") {
+		t.Errorf("second submission: %q", got)
+	}
+	if n := doc.Find("table.refunds tbody tr").Length(); n != 1 {
+		t.Errorf("%d refunds shown, want 1", n)
+	}
+}
+
+// refusedByTheRules: what the rules refuse is shown, and nothing is done.
+func (a *operatorActions) refusedByTheRules(refundKey string) {
+	t := a.t
+	_, doc := a.op.get(t, a.page)
+	for _, tt := range []struct {
+		action string
+		form   url.Values
+		status int
+		says   string
+	}{
+		{"refund", url.Values{"amount": {"100"}, "idempotency_key": {formKey(doc, "refund")}}, http.StatusUnprocessableEntity, "cannot refund 100.00 BRL; 19.50 BRL is available"},
+		{"refund", url.Values{"amount": {"ten"}, "idempotency_key": {"admin-bad-amount"}}, http.StatusBadRequest, "amount"},
+		{"refund", url.Values{"amount": {""}, "idempotency_key": {"admin-no-amount"}}, http.StatusBadRequest, "enter the amount to refund"},
+		{"refund", url.Values{"amount": {"1"}}, http.StatusBadRequest, "idempotencyKey"},
+		{"cancel", url.Values{"idempotency_key": {"admin-late-cancel"}}, http.StatusConflict, "cannot cancel a payment that is PARTIALLY_REFUNDED"},
+		{"refund", url.Values{"amount": {"2"}, "idempotency_key": {refundKey}}, http.StatusConflict, "already used for a different request"},
+	} {
+		res, doc := a.op.post(t, a.page+"/"+tt.action, tt.form)
+		if msg := doc.Find("[role=alert]").Text(); res.StatusCode != tt.status || !strings.Contains(msg, tt.says) || !strings.Contains(msg, "Nothing was done") {
+			t.Errorf("%s %v: %d %q; want %d saying %q", tt.action, tt.form, res.StatusCode, msg, tt.status, tt.says)
+		}
+	}
+	if got := a.b.payment(t, a.id); got.Refunded.Minor != 1050 || got.Status != payments.StatusPartiallyRefunded {
+		t.Errorf("refused actions changed the payment: %s, %s", got.Refunded, got.Status)
+	}
+	if res, _ := a.op.post(t, "/admin/payments/pay_nope/refund", url.Values{"amount": {"1"}, "idempotency_key": {"admin-x"}}); res.StatusCode != http.StatusNotFound {
+		t.Errorf("unknown payment: %d", res.StatusCode)
+	}
 }
 
 // TestAdminCrossSite: a state-changing request a browser says comes from

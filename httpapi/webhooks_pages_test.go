@@ -41,6 +41,49 @@ func deliveryRows(t *testing.T, doc *goquery.Document) []int64 {
 // the page's error banner (400), never a 500 nor ignored.
 func TestWebhooksPageReachesEveryDelivery(t *testing.T) {
 	t.Parallel()
+	b, total, failed := manyDeliveries(t)
+	admin := b.asAdmin(t)
+	t.Run("the Older links walk every delivery once", func(t *testing.T) {
+		// The newest page does not reach the failed one; the Older links
+		// do, each delivery once.
+		_, doc := admin.get(t, "/admin/webhooks")
+		if got := deliveryRows(t, doc); len(got) != 50 || slices.Contains(got, failed) || doc.Find(`a[rel="prev"]`).Length() != 0 {
+			t.Fatalf("newest page: %v", got)
+		}
+		var seen []int64
+		for path := "/admin/webhooks"; path != ""; {
+			res, doc := admin.get(t, path)
+			if res.StatusCode != http.StatusOK {
+				t.Fatalf("GET %s: %d", path, res.StatusCode)
+			}
+			seen = append(seen, deliveryRows(t, doc)...)
+			path, _ = doc.Find(`a[rel="next"]`).Attr("href")
+			if len(seen) > total {
+				break
+			}
+		}
+		if len(seen) != total || !slices.IsSortedFunc(seen, func(a, b int64) int { return int(b - a) }) || !slices.Contains(seen, failed) {
+			t.Errorf("walked %d deliveries (%v), want %d, newest first, each once", len(seen), seen, total)
+		}
+	})
+	t.Run("a failed delivery found, resent, the filter kept", func(t *testing.T) { resendFoundDelivery(t, admin, failed) })
+	t.Run("a bad filter or a forged cursor is a 400 banner", func(t *testing.T) {
+		for _, q := range []string{"status=failed", "status=FAILED&status=PENDING", "after=forged", "before=ZDE6MDE",
+			"payment=" + url.QueryEscape("pay_\x00"), "client=" + strings.Repeat("c", 101), "after=ZDE6Mw&before=ZDE6Mw"} {
+			res, doc := admin.get(t, "/admin/webhooks?"+q)
+			banner := strings.TrimSpace(doc.Find(`p.error[role="alert"]`).Text())
+			if res.StatusCode != http.StatusBadRequest || banner == "" || len(deliveryRows(t, doc)) != 0 {
+				t.Errorf("GET ?%s: %d, banner %q", q, res.StatusCode, banner)
+			}
+		}
+	})
+}
+
+// manyDeliveries stores 130 deliveries to one endpoint, of ten payments'
+// events, all DELIVERED but the third oldest (pay_3's), FAILED. It returns
+// a surface whose Webhooks page reads them, their number, and the failed
+// one's id.
+func manyDeliveries(t *testing.T) (b *bundle, total int, failed int64) {
 	db := dbtest.SQLite(t)
 	// No events service runs: the page only reads, and no sequencer adds
 	// deliveries to what the test stores.
@@ -48,7 +91,7 @@ func TestWebhooksPageReachesEveryDelivery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := setup(t, db, func(d *httpapi.Deps) { d.Webhooks = wh })
+	b = setup(t, db, func(d *httpapi.Deps) { d.Webhooks = wh })
 	at := time.Now().UTC().Add(-80 * time.Hour).Truncate(time.Microsecond)
 	if err := b.db.Gorm.Create(&models.WebhookEndpoint{ID: "we_shop", URL: "https://shop.example/hooks", Secret: "s",
 		CreatedAt: at}).Error; err != nil {
@@ -74,33 +117,13 @@ func TestWebhooksPageReachesEveryDelivery(t *testing.T) {
 	if err := b.db.Gorm.Create(&rows).Error; err != nil {
 		t.Fatal(err)
 	}
-	failed := rows[2].ID
-	admin := b.asAdmin(t)
+	return b, len(rows), rows[2].ID
+}
 
-	// The newest page does not reach it; the Older links do, each
-	// delivery once.
-	_, doc := admin.get(t, "/admin/webhooks")
-	if got := deliveryRows(t, doc); len(got) != 50 || slices.Contains(got, failed) || doc.Find(`a[rel="prev"]`).Length() != 0 {
-		t.Fatalf("newest page: %v", got)
-	}
-	var seen []int64
-	for path := "/admin/webhooks"; path != ""; {
-		res, doc := admin.get(t, path)
-		if res.StatusCode != http.StatusOK {
-			t.Fatalf("GET %s: %d", path, res.StatusCode)
-		}
-		seen = append(seen, deliveryRows(t, doc)...)
-		path, _ = doc.Find(`a[rel="next"]`).Attr("href")
-		if len(seen) > len(rows) {
-			break
-		}
-	}
-	if len(seen) != len(rows) || !slices.IsSortedFunc(seen, func(a, b int64) int { return int(b - a) }) || !slices.Contains(seen, failed) {
-		t.Errorf("walked %d deliveries (%v), want %d, newest first, each once", len(seen), seen, len(rows))
-	}
-
-	// By status, and by the payment's link, it is on the first page,
-	// with its Resend.
+// resendFoundDelivery: by status, and by the payment's link, the failed
+// delivery is on the first page, with its Resend; resent, the page comes
+// back filtered as it was, saying so.
+func resendFoundDelivery(t *testing.T, admin *staffClient, failed int64) {
 	action := ""
 	for _, path := range []string{"/admin/webhooks?status=FAILED", "/admin/webhooks?payment=pay_3"} {
 		_, doc := admin.get(t, path)
@@ -126,18 +149,9 @@ func TestWebhooksPageReachesEveryDelivery(t *testing.T) {
 	}
 	// Re-armed, it is no longer FAILED: the filtered page lists nothing,
 	// and still says what was done.
-	_, doc = admin.get(t, back)
+	_, doc := admin.get(t, back)
 	notice := strings.TrimSpace(doc.Find(`[role="status"]`).Text())
 	if !strings.HasPrefix(notice, fmt.Sprintf("Delivery %d was re-armed", failed)) || len(deliveryRows(t, doc)) != 0 {
 		t.Errorf("after the resend: notice %q, rows %v", notice, deliveryRows(t, doc))
-	}
-
-	for _, q := range []string{"status=failed", "status=FAILED&status=PENDING", "after=forged", "before=ZDE6MDE",
-		"payment=" + url.QueryEscape("pay_\x00"), "client=" + strings.Repeat("c", 101), "after=ZDE6Mw&before=ZDE6Mw"} {
-		res, doc := admin.get(t, "/admin/webhooks?"+q)
-		banner := strings.TrimSpace(doc.Find(`p.error[role="alert"]`).Text())
-		if res.StatusCode != http.StatusBadRequest || banner == "" || len(deliveryRows(t, doc)) != 0 {
-			t.Errorf("GET ?%s: %d, banner %q", q, res.StatusCode, banner)
-		}
 	}
 }
