@@ -282,6 +282,8 @@ func (s *Service) askChange(ctx context.Context, st started) (ChangeResult, erro
 	out := s.sendChange(callCtx, op, st.ref, st.payment.Amount.Currency)
 	took := time.Since(start)
 	cancel()
+	// out is judged already (sendChange: capturedAsAsked), as recorded
+	// and as answered.
 	p, settled, err := s.recordSettling(ctx, op, out, callWrite, took)
 	if err != nil {
 		return ChangeResult{}, err

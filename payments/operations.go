@@ -372,17 +372,18 @@ func (s *Service) askCreate(ctx context.Context, cmd *command) (Payment, error) 
 // the call row always; then, if the outcome settles op and op is still
 // unsettled, op's state, the payment's and its event, and for a change
 // its request's attempt (counted then, applied or refused); else op
-// postponed for recovery. It answers the payment as it is after.
+// postponed for recovery. It answers the payment as it is after. A
+// capture's word is judged first (capturedAsAsked).
 func (s *Service) record(ctx context.Context, op operationRow, out outcome, kind string, took time.Duration) (Payment, error) {
-	p, _, err := s.recordSettling(ctx, op, out, kind, took)
+	p, _, err := s.recordSettling(ctx, op, capturedAsAsked(op, out), kind, took)
 	return p, err
 }
 
-// recordSettling is record, and says whether out settled op: false when
-// out settles nothing, and when op was settled already, by someone else's
-// word (askChange then answers as that word settled it).
+// recordSettling is record of out judged already (askChange's, by
+// sendChange), and says whether out settled op: false when out settles
+// nothing, and when op was settled already, by someone else's word
+// (askChange then answers as that word settled it).
 func (s *Service) recordSettling(ctx context.Context, op operationRow, out outcome, kind string, took time.Duration) (Payment, bool, error) {
-	out = capturedAsAsked(op, out)
 	s.called(op, kind, out, took)
 	now := s.now()
 	sends := 0
