@@ -103,19 +103,20 @@ func TestStripeChangeRoundTrips(t *testing.T) {
 	}
 	// Asked, answered, settled: phase 1's transaction (BEGIN, lock, key,
 	// the pending mark or the refund and its reservation, the key's claim,
-	// the operation, the attempt, COMMIT), phase 3's (BEGIN, the call, the
-	// operation, the payment, the key of the event or the refund, the
-	// event, the attempt, COMMIT). A call that settles nothing: phase 1,
-	// then BEGIN, the call, the operation postponed for recovery, the
-	// payment, COMMIT, and the operation's state read again; a refund's
-	// read after.
+	// the operation, the attempt, COMMIT), then phase 3's: BEGIN, the
+	// call, the operation, the payment and the key of its event (a
+	// refund: the refund, the payment, the refund read back, which is the
+	// answer's), the event, the attempt, COMMIT. A call that settles
+	// nothing: phase 1, then BEGIN, the call, the operation postponed for
+	// recovery, the payment, COMMIT, the operation's state read again, and
+	// a refund read.
 	for _, tt := range []struct {
 		name  string
 		fault bool
 		want  map[string]int
 		state int // how many times operation_state is sent
 	}{
-		{"settled", false, map[string]int{"capture": 16, "cancel": 16, "refund": 19}, 0},
+		{"settled", false, map[string]int{"capture": 16, "cancel": 16, "refund": 18}, 0},
 		{"unknown", true, map[string]int{"capture": 14, "cancel": 14, "refund": 16}, 1},
 	} {
 		for _, c := range changes(tt.name) {
