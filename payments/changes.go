@@ -282,7 +282,9 @@ func (s *Service) askChange(ctx context.Context, st started) (ChangeResult, erro
 	out := s.sendChange(callCtx, op, st.ref, st.payment.Amount.Currency)
 	took := time.Since(start)
 	cancel()
-	p, settled, err := s.recordSettling(ctx, op, out, callWrite, took)
+	// out is judged already (sendChange: capturedAsAsked), as recorded
+	// and as answered.
+	p, refund, settled, err := s.recordSettling(ctx, op, out, callWrite, took)
 	if err != nil {
 		return ChangeResult{}, err
 	}
@@ -298,13 +300,11 @@ func (s *Service) askChange(ctx context.Context, st started) (ChangeResult, erro
 	if state == opRefused {
 		return ChangeResult{}, &ProcessorRefusedError{Operation: op.operation, PaymentID: op.paymentID, Code: code}
 	}
-	res := ChangeResult{Payment: p}
-	if op.refundID != nil {
-		refund, err := readRefund(ctx, s.store.db(), *op.refundID, p)
-		if err != nil {
+	res := ChangeResult{Payment: p, Refund: refund}
+	if op.refundID != nil && refund == nil { // not settled by this request's word
+		if res.Refund, err = readRefund(ctx, s.store.db(), *op.refundID, p); err != nil {
 			return ChangeResult{}, err
 		}
-		res.Refund = refund
 	}
 	return res, nil
 }
@@ -418,8 +418,8 @@ func refundOutcome(res processor.Refund, err error) outcome {
 }
 
 // applyChange settles a capture, cancel or refund: the payment (and the
-// refund) as the processor left them, and the event.
-func (s *Service) applyChange(ctx context.Context, r sqlq.Runner, op operationRow, out outcome, now time.Time, p *Payment) error {
+// refund, returned) as the processor left them, and the event.
+func (s *Service) applyChange(ctx context.Context, r sqlq.Runner, op operationRow, out outcome, now time.Time, p *Payment) (*Refund, error) {
 	if op.operation == OpRefund {
 		return s.applyRefund(ctx, r, op, out, now, p)
 	}
@@ -429,16 +429,16 @@ func (s *Service) applyChange(ctx context.Context, r sqlq.Runner, op operationRo
 	}
 	got, err := scanPayment(r.QueryRow(ctx, commonSQL.SQL("settle_change"), op.paymentID, string(out.status), amount, now))
 	if err != nil {
-		return fmt.Errorf("settle %s of %s: %w", op.operation, op.paymentID, err)
+		return nil, fmt.Errorf("settle %s of %s: %w", op.operation, op.paymentID, err)
 	}
 	*p = got
 	switch {
 	case out.opState == opSucceeded:
 		key, err := s.keyOf(ctx, r, op)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		return insertEvent(ctx, r, eventTypeOf(op.operation), key, got, nil, now)
+		return nil, insertEvent(ctx, r, eventTypeOf(op.operation), key, got, nil, now)
 	case got.Status == StatusCaptured || got.Status == StatusCanceled:
 		// Refused because the processor did the other: announce what it
 		// did, under the payment's own key, since no request of CMPay's did.
@@ -446,32 +446,32 @@ func (s *Service) applyChange(ctx context.Context, r sqlq.Runner, op operationRo
 		if got.Status == StatusCaptured {
 			typ = EventCaptured
 		}
-		return insertEvent(ctx, r, typ, got.IdempotencyKey, got, nil, now)
+		return nil, insertEvent(ctx, r, typ, got.IdempotencyKey, got, nil, now)
 	}
-	return nil // refused: nothing applied, nothing announced
+	return nil, nil // refused: nothing applied, nothing announced
 }
 
 // applyRefund ends a refund SUCCEEDED (counted refunded) or FAILED (a
-// refusal too: its reservation released).
-func (s *Service) applyRefund(ctx context.Context, r sqlq.Runner, op operationRow, out outcome, now time.Time, p *Payment) error {
+// refusal too: its reservation released), and returns it as it then is.
+func (s *Service) applyRefund(ctx context.Context, r sqlq.Runner, op operationRow, out outcome, now time.Time, p *Payment) (*Refund, error) {
 	status, refunded, typ := RefundFailed, int64(0), EventRefundFailed
 	if out.opState == opSucceeded {
 		status, refunded, typ = RefundSucceeded, op.amountMinor, EventRefunded
 	}
 	if _, err := r.Exec(ctx, commonSQL.SQL("settle_refund"), *op.refundID, string(status), nullable.String(out.code),
 		nullable.String(out.reference), now); err != nil {
-		return fmt.Errorf("settle refund %s: %w", *op.refundID, err)
+		return nil, fmt.Errorf("settle refund %s: %w", *op.refundID, err)
 	}
 	got, err := scanPayment(r.QueryRow(ctx, commonSQL.SQL("settle_refund_payment"), op.paymentID, op.amountMinor, refunded))
 	if err != nil {
-		return fmt.Errorf("settle refund %s of %s: %w", *op.refundID, op.paymentID, err)
+		return nil, fmt.Errorf("settle refund %s of %s: %w", *op.refundID, op.paymentID, err)
 	}
 	*p = got
 	refund, err := readRefund(ctx, r, *op.refundID, got)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return insertEvent(ctx, r, typ, refund.IdempotencyKey, got, refund, now)
+	return refund, insertEvent(ctx, r, typ, refund.IdempotencyKey, got, refund, now)
 }
 
 // settleAttempt is what became of the request that started op, a capture,

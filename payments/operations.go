@@ -372,17 +372,20 @@ func (s *Service) askCreate(ctx context.Context, cmd *command) (Payment, error) 
 // the call row always; then, if the outcome settles op and op is still
 // unsettled, op's state, the payment's and its event, and for a change
 // its request's attempt (counted then, applied or refused); else op
-// postponed for recovery. It answers the payment as it is after.
+// postponed for recovery. It answers the payment as it is after. A
+// capture's word is judged first (capturedAsAsked).
 func (s *Service) record(ctx context.Context, op operationRow, out outcome, kind string, took time.Duration) (Payment, error) {
-	p, _, err := s.recordSettling(ctx, op, out, kind, took)
+	p, _, _, err := s.recordSettling(ctx, op, capturedAsAsked(op, out), kind, took)
 	return p, err
 }
 
-// recordSettling is record, and says whether out settled op: false when
-// out settles nothing, and when op was settled already, by someone else's
-// word (askChange then answers as that word settled it).
-func (s *Service) recordSettling(ctx context.Context, op operationRow, out outcome, kind string, took time.Duration) (Payment, bool, error) {
-	out = capturedAsAsked(op, out)
+// recordSettling is record of out judged already (askChange's, by
+// sendChange), and says whether out settled op: false when out settles
+// nothing, and when op was settled already, by someone else's word
+// (askChange then answers as that word settled it). A refund it settled
+// comes back as its transaction left it, so that askChange need not read
+// it again.
+func (s *Service) recordSettling(ctx context.Context, op operationRow, out outcome, kind string, took time.Duration) (Payment, *Refund, bool, error) {
 	s.called(op, kind, out, took)
 	now := s.now()
 	sends := 0
@@ -390,6 +393,7 @@ func (s *Service) recordSettling(ctx context.Context, op operationRow, out outco
 		sends = 1
 	}
 	var p Payment
+	var refund *Refund
 	var resolved bool
 	var attempt struct {
 		outcome   Outcome
@@ -430,7 +434,7 @@ func (s *Service) recordSettling(ctx context.Context, op operationRow, out outco
 			if op.operation == OpCreate {
 				return s.applyCreate(ctx, r, op, out, now, &p)
 			}
-			if err := s.applyChange(ctx, r, op, out, now, &p); err != nil {
+			if refund, err = s.applyChange(ctx, r, op, out, now, &p); err != nil {
 				return err
 			}
 			attempt.outcome, attempt.transport, attempt.found, err = settleAttempt(ctx, r, op, out)
@@ -438,7 +442,7 @@ func (s *Service) recordSettling(ctx context.Context, op operationRow, out outco
 		})
 	})
 	if err != nil {
-		return Payment{}, false, err
+		return Payment{}, nil, false, err
 	}
 	if resolved {
 		wasUnknown := op.state == opUnknown || op.state == opPending
@@ -453,7 +457,7 @@ func (s *Service) recordSettling(ctx context.Context, op operationRow, out outco
 	if attempt.found {
 		s.onAttempt(op.operation, attempt.outcome, attempt.transport)
 	}
-	return p, resolved, nil
+	return p, refund, resolved, nil
 }
 
 // insertCall writes one call of op under its key (kind WRITE or READ),

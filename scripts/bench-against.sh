@@ -10,6 +10,7 @@
 #   ./scripts/bench-against.sh COMMIT            e.g. 82f9e9d, the first version
 #   ./scripts/bench-against.sh COMMIT -rounds 10 -duration 8s -warmup 2s
 #   ./scripts/bench-against.sh 82f9e9d 7e8705c   the lifecycle alone
+#   ./scripts/bench-against.sh COMMIT -modes capture,refund   sandbox changes; stripe-refund through Stripe
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh

@@ -52,7 +52,7 @@ var (
 	against = flag.String("against", "", "instead of the benchmark, alternate this build's server with this other server binary "+
 		"under the createPayment modes (scripts/bench-against.sh)")
 	rounds = flag.Int("rounds", 6, "with -against: how many times each build runs each mode (even: an odd number is raised by one)")
-	modes  = flag.String("modes", "", "with -against: the modes compared, comma-separated (default new,replay; also conflict, mix, capture, refund, card, stripe)")
+	modes  = flag.String("modes", "", "with -against: the modes compared, comma-separated (default new,replay; also conflict, mix, capture, refund, card, stripe, stripe-refund)")
 	// afterBinary measures two other builds against each other, e.g. a
 	// change as it was merged against the commit before it.
 	afterBinary = flag.String("after", "", "with -against: this server binary instead of this checkout's build")

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cmpay/cmpay/database"
 	"github.com/cmpay/cmpay/internal/load"
 	"github.com/cmpay/cmpay/internal/stripedouble"
 )
@@ -22,11 +23,18 @@ import (
 // in this process so that the server's CPU is CMPay's own (processor.go).
 // Each runs on a server of its own, started with its processor, on the
 // round's schema. The report adds each build's stripe ÷ card server CPU,
-// round by round: the figure the processors issue sets at most 2.
+// round by round: the figure the processors issue sets at most 2. A
+// third, "stripe-refund", refunds through the Stripe connector.
 
 const (
 	cardSandbox load.Mode = "card"
 	cardStripe  load.Mode = "stripe"
+	// stripeRefund is the refund mode through the Stripe connector: the
+	// phased way (askChange), which the sandbox's foreseen refunds never
+	// take. Its payments are card payments the round's server creates
+	// through the double first (stripeCaptured); a refund takes 0.01 of
+	// one, so each can take a thousand.
+	stripeRefund load.Mode = "stripe-refund"
 )
 
 // cardToken is the card the card modes pay with: the double and the
@@ -34,7 +42,7 @@ const (
 const cardToken = "pm_card_visa"
 
 // processorModes are the modes that run on a server of their own.
-func processorMode(m load.Mode) bool { return m == cardSandbox || m == cardStripe }
+func processorMode(m load.Mode) bool { return m == cardSandbox || m == cardStripe || m == stripeRefund }
 
 // benchDouble is the Stripe double of this run, started on first use.
 var benchDouble *stripedouble.Double
@@ -44,7 +52,12 @@ func stripeEnv() []string {
 	if benchDouble == nil {
 		benchDouble = stripedouble.New(stripedouble.Options{})
 	}
-	return []string{"PROCESSOR=stripe", "STRIPE_API_KEY=sk_test_bench", "STRIPE_API_BASE=" + benchDouble.URL(),
+	return doubleEnv(benchDouble)
+}
+
+// doubleEnv is the environment of a server that pays through d.
+func doubleEnv(d *stripedouble.Double) []string {
+	return []string{"PROCESSOR=stripe", "STRIPE_API_KEY=sk_test_bench", "STRIPE_API_BASE=" + d.URL(),
 		"STRIPE_WEBHOOK_SECRET=" + benchWebhookSecret}
 }
 
@@ -52,14 +65,48 @@ func stripeEnv() []string {
 // drives it and stops it; label names its profile.
 func driveProcessorMode(binary, appURL string, mode load.Mode, label string) modeResult {
 	var env []string
-	if mode == cardStripe {
+	switch mode {
+	case cardStripe:
 		env = stripeEnv()
+	case stripeRefund:
+		// A double of its own: the double scans every refund it holds on
+		// each new one, so refunds of earlier runs would slow later ones.
+		d := stripedouble.New(stripedouble.Options{})
+		defer d.Close()
+		env = doubleEnv(d)
 	}
 	srv := startServer(binary, appURL, env...)
 	srv.label = label
 	defer srv.stop()
+	if mode == stripeRefund {
+		return driveWith(srv, load.Config{Mode: load.Refund, Payments: stripeCaptured(srv, appURL)})
+	}
 	return driveWith(srv, load.Config{Mode: load.New, PaymentMethodToken: cardToken})
 }
+
+// stripeCaptured has srv, a server paying through the double, create card
+// payments (captured) for stripeSeedTime, and returns the ids of those in
+// appURL's schema.
+func stripeCaptured(srv *server, appURL string) []string {
+	label := srv.label
+	srv.label = label + "-seed"
+	driveWith(srv, load.Config{Mode: load.New, PaymentMethodToken: cardToken, Warmup: 0, Measure: stripeSeedTime})
+	srv.label = label
+	db, err := database.Open(appURL, database.Options{})
+	check(err)
+	defer database.Close(db)
+	var ids []string
+	check(db.Raw(`SELECT id FROM payments WHERE processor = 'stripe' AND status = 'CAPTURED'`).Scan(&ids).Error)
+	if len(ids) == 0 {
+		log.Fatalf("%s: no card payment was captured through the double to refund", label)
+	}
+	log.Printf("%s: %d payments captured through the double to refund", label, len(ids))
+	return ids
+}
+
+// stripeSeedTime is how long stripeCaptured creates: a few hundred
+// payments even on a busy machine, room for over 100,000 refunds.
+const stripeSeedTime = 2 * time.Second
 
 // processorRatios is the part of the report on the card modes: each
 // build's median server CPU per create in each, and stripe ÷ card, as the
