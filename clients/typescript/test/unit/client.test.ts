@@ -190,6 +190,25 @@ describe('resuming after a restart', () => {
     expect(await page.createPayment(input)).toMatchObject({ replayed: false, payment: { id: 'p-second' } });
   });
 
+  test('a payment resumePending found ended unpaid (a Pix expired, an authorization canceled) is not answered again', async () => {
+    // The shopper comes back after the Pix code expired (or the card's hold
+    // lapsed): paying again is a new try, as after a decline, not the
+    // first payment asked for twice.
+    for (const ended of [
+      { status: 'EXPIRED', capturedAmount: '0.00', capturedAt: null, expiredAt: '2026-12-04T10:30:00Z' },
+      { status: 'CANCELED', capturedAmount: '0.00', capturedAt: null, canceledAt: '2026-12-04T10:30:00Z' },
+    ]) {
+      const storage = { ...memoryStorage(), singleUser: true };
+      await expect(client(storage, scriptedTransport([...down])).createPayment(input)).rejects.toBeInstanceOf(UnavailableError);
+      const [stored] = storage.load();
+      const transport = scriptedTransport([created(stored.idempotencyKey, { id: 'p-first', ...ended }), created('k-second', { id: 'p-second' })]);
+      const page = client(storage, transport, { newKey: () => 'k-second' });
+      const [resumed] = await page.resumePending();
+      expect(resumed).toMatchObject({ settled: true, result: { payment: { id: 'p-first', status: ended.status } } });
+      expect(await page.createPayment(input), ended.status).toMatchObject({ replayed: false, payment: { id: 'p-second' } });
+    }
+  });
+
   test('a refund without a key entered again after resumePending settled it refunds once', async () => {
     const storage = { ...memoryStorage(), singleUser: true };
     const params = { paymentId: 'p1', amount: '2.00', reason: 'damaged' };
