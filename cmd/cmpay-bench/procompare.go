@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -65,29 +66,30 @@ func doubleEnv(d *stripedouble.Double) []string {
 // drives it and stops it; label names its profile.
 func driveProcessorMode(binary, appURL string, mode load.Mode, label string) modeResult {
 	var env []string
+	var own *stripedouble.Double // stripe-refund's
 	switch mode {
 	case cardStripe:
 		env = stripeEnv()
 	case stripeRefund:
 		// A double of its own: the double scans every refund it holds on
 		// each new one, so refunds of earlier runs would slow later ones.
-		d := stripedouble.New(stripedouble.Options{})
-		defer d.Close()
-		env = doubleEnv(d)
+		own = stripedouble.New(stripedouble.Options{})
+		defer own.Close()
+		env = doubleEnv(own)
 	}
 	srv := startServer(binary, appURL, env...)
 	srv.label = label
 	defer srv.stop()
 	if mode == stripeRefund {
-		return driveWith(srv, load.Config{Mode: load.Refund, Payments: stripeCaptured(srv, appURL)})
+		return driveWith(srv, load.Config{Mode: load.Refund, Payments: stripeCaptured(srv, appURL, own)})
 	}
 	return driveWith(srv, load.Config{Mode: load.New, PaymentMethodToken: cardToken})
 }
 
-// stripeCaptured has srv, a server paying through the double, create card
-// payments (captured) for stripeSeedTime, and returns the ids of those in
-// appURL's schema.
-func stripeCaptured(srv *server, appURL string) []string {
+// stripeCaptured has srv, a server paying through d, create card payments
+// (captured) for stripeSeedTime, and returns their ids, read from appURL's
+// schema.
+func stripeCaptured(srv *server, appURL string, d *stripedouble.Double) []string {
 	label := srv.label
 	srv.label = label + "-seed"
 	driveWith(srv, load.Config{Mode: load.New, PaymentMethodToken: cardToken, Warmup: 0, Measure: stripeSeedTime})
@@ -97,11 +99,20 @@ func stripeCaptured(srv *server, appURL string) []string {
 	defer database.Close(db)
 	var ids []string
 	check(db.Raw(`SELECT id FROM payments WHERE processor = 'stripe' AND status = 'CAPTURED'`).Scan(&ids).Error)
+	ids = madeThrough(d, ids)
 	if len(ids) == 0 {
 		log.Fatalf("%s: no card payment was captured through the double to refund", label)
 	}
 	log.Printf("%s: %d payments captured through the double to refund", label, len(ids))
 	return ids
+}
+
+// madeThrough keeps the ids of the payments d holds an intent for. The
+// round's schema also holds the card payments the "stripe" mode made
+// through another double, which this one answers as missing: refunds of
+// those would fail fast, and be measured.
+func madeThrough(d *stripedouble.Double, ids []string) []string {
+	return slices.DeleteFunc(ids, func(id string) bool { return len(d.IntentsFor(id)) == 0 })
 }
 
 // stripeSeedTime is how long stripeCaptured creates: a few hundred

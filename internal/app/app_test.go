@@ -40,7 +40,8 @@ func testEnv(databaseURL string, more map[string]string) func(string) string {
 }
 
 // TestRunStopsEverything runs the whole server in this process, on each
-// database, with the debug endpoints on: it answers, and once its context
+// database, with the debug endpoints on: it answers, exports the gauges it
+// hands its services to (cmpay_event_replays), and once its context
 // ends Run returns having stopped every background service it started
 // (the events service, the webhook dispatcher, the sweeper, the clock
 // sync, the debug server, the replica's checks): TestMain's goleak finds
@@ -79,6 +80,23 @@ func TestRunStopsEverything(t *testing.T) {
 			res.Body.Close()
 			if res.StatusCode != http.StatusOK {
 				t.Errorf("GET %s: %d", u, res.StatusCode)
+			}
+		}
+		// The gauges Run hands its services to are exported.
+		req, _ := http.NewRequest("GET", url+"/metrics", nil)
+		req.Header.Set("Authorization", "Bearer "+testToken)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		scraped, err := io.ReadAll(res.Body)
+		res.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{"cmpay_event_subscriptions 0", `cmpay_event_replays{state="reading"} 0`, `cmpay_event_replays{state="waiting"} 0`} {
+			if !strings.Contains(string(scraped), want+"\n") {
+				t.Errorf("/metrics has no %q", want)
 			}
 		}
 		// The test's database is a copy of a migrated one: the start says

@@ -388,11 +388,18 @@ export class CMPayClient {
       try {
         // A key the server still holds is sent again, and its replay (or
         // refusal) is the answer; a stale one is looked up (#send).
-        const result = await this.#execute(op);
+        const answer = this.#execute(op);
+        const flight = this.#inflight.get(op.idempotencyKey);
+        const result = await answer;
         // Only a payment with nothing left to happen: a Pix still waiting
         // for its payer answered later would show a code that may have
-        // expired since.
-        if (result.settled && this.#join && isSettled(result.payment)) {
+        // expired since. Not a payment made that ended unpaid (a Pix
+        // expired, a hold canceled): paying again is a new try, as after
+        // a decline. And only when no call shared this request: a click
+        // that joined it was the shopper's first, and has its answer.
+        const unpaid = op.operation === 'CREATE_PAYMENT' && (result.payment.status === 'EXPIRED' || result.payment.status === 'CANCELED');
+        const shared = flight !== undefined && flight.callers - flight.aborted > 1;
+        if (result.settled && this.#join && isSettled(result.payment) && !unpaid && !shared) {
           this.#resumed.set(op.idempotencyKey, { op, result, at: this.#clock.now() });
         }
         out.push({ pending: op, result, settled: result.settled });

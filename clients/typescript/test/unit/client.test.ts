@@ -107,6 +107,36 @@ describe('resuming after a restart', () => {
     expect(transport.requests.map((q) => q.variables.idempotencyKey)).toEqual([stored.idempotencyKey, 'k-second']);
   });
 
+  test('a call that joined the request resumePending was sending is the one answered with it: the next equal call is new', async () => {
+    // The reloaded page shows its form while resumePending() still waits for
+    // the server, and the shopper pays: that click joins the resumed request
+    // and gets its payment. A later equal payment is a purchase of its own,
+    // whichever of the two the answer reached first.
+    for (const callFirst of [false, true]) {
+      const storage = { ...memoryStorage(), singleUser: true };
+      await storage.put({ operation: 'CREATE_PAYMENT', idempotencyKey: 'k1', params: input, startedAt: '2026-12-04T10:00:00.000Z' });
+      let release!: () => void;
+      const gate = new Promise<void>((r) => (release = r));
+      const transport = scriptedTransport([
+        async () => {
+          await gate;
+          return created('k1', { id: 'p-first' });
+        },
+        created('k-second', { id: 'p-second' }),
+      ]);
+      const page = client(storage, transport, { newKey: () => 'k-second' });
+      const early = callFirst ? undefined : page.resumePending();
+      const clicked = page.createPayment(input);
+      const resumed = early ?? page.resumePending();
+      release();
+      const [[outcome], first] = await Promise.all([resumed, clicked]);
+      expect(outcome.result?.payment.id).toBe('p-first');
+      expect(first).toMatchObject({ payment: { id: 'p-first' } });
+      const next = await page.createPayment(input);
+      expect(next, `call first: ${callFirst}`).toMatchObject({ replayed: false, payment: { id: 'p-second' } });
+    }
+  });
+
   test('a payment resumePending found by its stale key answers an equal call without a key, within a key TTL of that', async () => {
     // Paid offline two days ago, the tab closed: the next visit looks the key
     // up, finds the payment, and the form shown again takes no second one.
@@ -158,6 +188,25 @@ describe('resuming after a restart', () => {
     const page = client(storage, transport, { newKey: () => 'k-second' });
     await page.resumePending();
     expect(await page.createPayment(input)).toMatchObject({ replayed: false, payment: { id: 'p-second' } });
+  });
+
+  test('a payment resumePending found ended unpaid (a Pix expired, an authorization canceled) is not answered again', async () => {
+    // The shopper comes back after the Pix code expired (or the card's hold
+    // lapsed): paying again is a new try, as after a decline, not the
+    // first payment asked for twice.
+    for (const ended of [
+      { status: 'EXPIRED', capturedAmount: '0.00', capturedAt: null, expiredAt: '2026-12-04T10:30:00Z' },
+      { status: 'CANCELED', capturedAmount: '0.00', capturedAt: null, canceledAt: '2026-12-04T10:30:00Z' },
+    ]) {
+      const storage = { ...memoryStorage(), singleUser: true };
+      await expect(client(storage, scriptedTransport([...down])).createPayment(input)).rejects.toBeInstanceOf(UnavailableError);
+      const [stored] = storage.load();
+      const transport = scriptedTransport([created(stored.idempotencyKey, { id: 'p-first', ...ended }), created('k-second', { id: 'p-second' })]);
+      const page = client(storage, transport, { newKey: () => 'k-second' });
+      const [resumed] = await page.resumePending();
+      expect(resumed).toMatchObject({ settled: true, result: { payment: { id: 'p-first', status: ended.status } } });
+      expect(await page.createPayment(input), ended.status).toMatchObject({ replayed: false, payment: { id: 'p-second' } });
+    }
   });
 
   test('a refund without a key entered again after resumePending settled it refunds once', async () => {
