@@ -448,12 +448,13 @@ export class CMPayClient {
   // with an operation of equal parameters that resumePending() settled, once:
   // the shopper who reloads mid-payment and pays again gets that payment, and
   // a later equal call is a new one. Nothing is sent: the answer is the one
-  // resumePending() had, however old the key. Only within idempotencyKeyTTL
-  // of that answer: a page left open longer is a visit of its own.
+  // resumePending() had, however old the key. Only within resumedAnswerMs of
+  // that answer (or idempotencyKeyTTL, if shorter).
   #takeResumed(wanted: Pick<PendingOperation, 'operation' | 'params'>): PaymentResult | undefined {
     if (!this.#join) return undefined;
+    const window = Math.min(this.#ttlMs, resumedAnswerMs);
     for (const [key, { op, result, at }] of this.#resumed) {
-      if (!(this.#clock.now() - at < this.#ttlMs)) this.#resumed.delete(key);
+      if (!(this.#clock.now() - at < window)) this.#resumed.delete(key);
       else if (differingFields(op, wanted).length === 0) {
         this.#resumed.delete(key);
         return result;
@@ -1290,6 +1291,13 @@ function refundDiffers(params: RefundPaymentParams, r: Refund): string[] {
 // (15 s), which a capture, cancel or refund extends by PROCESSOR_TIMEOUT
 // (payments/changes.go; 10 s unless the server's operator set more).
 const serverRequestBoundMs = 25_000;
+
+// resumedAnswerMs is how long an answer resumePending() settled is kept for
+// the first equal call without a key. A shopper whose page reloaded
+// mid-payment pays again within minutes of the reload; an equal payment
+// made in a page open longer is more likely a purchase of its own, which
+// the remembered answer would swallow.
+const resumedAnswerMs = 15 * 60_000;
 // inDoubtMarginMs covers what lies between a try leaving and the server's
 // bound starting: proxies, a queue in front of the server.
 const inDoubtMarginMs = 5_000;
