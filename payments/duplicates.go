@@ -90,8 +90,9 @@ func duplicateCancelKey(ref string) string { return "cmpay_dup_" + ref }
 // the worst a mistake could do is void a code the payer was shown, and the
 // code CMPay shows is its payment's own reference's, which is never
 // canceled so. Paid meanwhile (the processor answers it captured), it is
-// money moved twice, logged at ERROR for staff to refund; the record keeps
-// the state it was found in.
+// money moved twice, logged at ERROR for staff to refund (as a later read
+// or event that finds it paid logs it: paidSinceRecorded); the record
+// keeps the state it was found in.
 func (s *Service) cancelWaiting(ctx context.Context, processorName, paymentID string, rec processor.Payment) error {
 	start := time.Now()
 	res, err := s.processorNamed(processorName).CancelPayment(ctx, processor.CancelRequest{
@@ -135,7 +136,9 @@ func (s *Service) DuplicatesOf(ctx context.Context, id string) ([]Duplicate, err
 }
 
 // recordDuplicate stores d unless its processor id is stored already; the
-// first time, it is logged at ERROR and counted (OnDuplicate).
+// first time, it is logged at ERROR and counted (OnDuplicate), and found
+// again paid after it was recorded waiting, logged again
+// (paidSinceRecorded).
 func (s *Service) recordDuplicate(ctx context.Context, d Duplicate) error {
 	var refund *string
 	if d.RefundID != "" {
@@ -146,8 +149,8 @@ func (s *Service) recordDuplicate(ctx context.Context, d Duplicate) error {
 	if err != nil {
 		return fmt.Errorf("record the processor's duplicate %s of payment %s: %w", d.Reference, d.PaymentID, err)
 	}
-	if n == 0 {
-		return nil // found before
+	if n == 0 { // found before
+		return s.paidSinceRecorded(ctx, d)
 	}
 	msg := "the processor holds a duplicate: money moved twice for one operation; put it right at the processor"
 	switch {
@@ -161,6 +164,30 @@ func (s *Service) recordDuplicate(ctx context.Context, d Duplicate) error {
 		"processor_id", d.Reference, "amount", d.Amount.String(), "currency", d.Amount.Currency, "state", d.State,
 		"found_by", d.FoundBy)
 	s.onDuplicate(d.Operation)
+	return nil
+}
+
+// paidSinceRecorded logs at ERROR, as money moved twice, d found again
+// moving money when it was recorded as a second payment waiting for its
+// payer: its payer paid it before CMPay's cancel (which failed, or came
+// too late), and the record, written once, still shows it waiting. Each
+// read or event that finds it so logs it; it was counted when recorded.
+func (s *Service) paidSinceRecorded(ctx context.Context, d Duplicate) error {
+	if d.Operation != OpCreate || !movesMoney(processor.PaymentState(d.State)) {
+		return nil
+	}
+	var recorded string
+	if err := s.store.db().QueryRow(ctx, commonSQL.SQL("duplicate_state"), d.Reference).Scan(&recorded); err != nil {
+		return fmt.Errorf("read the processor's duplicate %s of payment %s: %w", d.Reference, d.PaymentID, err)
+	}
+	if !waiting(processor.PaymentState(recorded)) {
+		return nil
+	}
+	s.log.Error("the processor holds a duplicate: money moved twice for one operation (a second payment recorded "+
+		"waiting for its payer was paid before CMPay canceled it); put it right at the processor",
+		"payment", d.PaymentID, "operation", string(d.Operation), "processor", d.Processor, "processor_id", d.Reference,
+		"amount", d.Amount.String(), "currency", d.Amount.Currency, "state", d.State, "recorded", recorded,
+		"found_by", d.FoundBy)
 	return nil
 }
 

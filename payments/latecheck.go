@@ -173,8 +173,8 @@ func (s *Service) lateCheckCreate(ctx context.Context, op operationRow, p Paymen
 // or is pending and is not the refund's own record. A refund CMPay FAILED
 // without a reference (its new key's request refused, and no refund with
 // its id listed then) that the list shows made after all is settled so
-// first (failedRefundMade); last says this is the operation's second and
-// last late read.
+// first (failedRefundMade); one not settled so is recorded only at the
+// operation's second and last late read (last), when it can no longer be.
 //
 // The payment has a processor reference: a refund is taken only of a
 // captured payment, a payment at a processor other than the sandbox is
@@ -217,8 +217,12 @@ func (s *Service) lateCheckRefund(ctx context.Context, op operationRow, p Paymen
 		if res.RefundID != *op.refundID || ref != nil && res.Reference == *ref || !refundMovesMoney(res.State) {
 			continue
 		}
-		if failed && res.State == processor.RefundPending && !last {
-			continue // the second read settles it on this one if it has succeeded by then
+		if failed && !last {
+			// The second read settles the refund on this one if it has
+			// succeeded and the payment can count it by then; a record
+			// written now, never removed, would then name the refund's
+			// own as a second one.
+			continue
 		}
 		d := s.refundDuplicate(op.paymentID, op.processor, res, FoundByLateCheck)
 		d.ownFailed = failed

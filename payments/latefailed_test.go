@@ -140,3 +140,61 @@ func TestLateCheckRecordsAPendingRefundOfAFailedOneAtItsLastRead(t *testing.T) {
 		}
 	})
 }
+
+// The same refund Stripe made of the one CMPay FAILED, but at the first
+// late read the payment cannot count it (the rest of its captured amount
+// held for a refund in flight, set by hand): nothing is recorded then. At
+// the second read, the hold gone, it is settled SUCCEEDED on Stripe's
+// refund, and no duplicate names it: a record written at the first read,
+// which can never be removed, would have shown the refund's own as a
+// second one, money moved twice.
+func TestLateCheckSettlesAFailedRefundCountableOnlyAtItsSecondRead(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		b, d, s := dupBundle(t, db)
+		p := stripeCard(t, b, "late-failed-later", true)
+		d.FailNext(stripedouble.CreateRefund, stripedouble.Fault{Kind: stripedouble.ServerErrorStored})
+		if _, err := b.svc.Refund(t.Context(), payments.RefundRequest{PaymentID: p.ID, IdempotencyKey: "r",
+			Amount: new("4")}); err != nil {
+			t.Fatal(err)
+		}
+		dashboard, err := b.conn.RefundPayment(t.Context(), processor.RefundRequest{IdempotencyKey: "dashboard",
+			PaymentReference: p.ProcessorReference, AmountMinor: 700, Currency: "BRL"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		recoverUntil(t, b, p.ID, storedChanges["refund"].settled)
+		if err := d.FailRefund(dashboard.Reference, "expired_or_canceled_card"); err != nil {
+			t.Fatal(err)
+		}
+		made, err := d.RollForward(d.Keys(stripedouble.CreateRefund)[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		hold := func(minor int) {
+			t.Helper()
+			if err := b.db.Gorm.Exec("UPDATE payments SET reserved_minor = ? WHERE id = ?", minor, p.ID).Error; err != nil {
+				t.Fatal(err)
+			}
+		}
+		hold(1050)
+		due := lateDue(t, b, p.ID, payments.OpRefund)
+		if n := checkLateAt(t, b, due.Add(time.Second)); n != 1 {
+			t.Fatalf("past the window: claimed %d, want the refund", n)
+		}
+		if dups := mustDuplicates(t, b, p.ID); len(dups) != 0 {
+			t.Errorf("after the first read, duplicates %+v; want none recorded before the last read", dups)
+		}
+		hold(0)
+		if n := checkLateAt(t, b, due.Add(time.Minute+lateRecheck)); n != 1 {
+			t.Fatalf("a day later: claimed %d, want the second read", n)
+		}
+		got := b.mustGet(t, p.ID)
+		if ref := refundReference(t, b, p.ID); ref != made || got.Refunded.Minor != 400 {
+			t.Errorf("the refund's reference %q, refunded %d; want Stripe's %s, 4.00", ref, got.Refunded.Minor, made)
+		}
+		if dups := mustDuplicates(t, b, p.ID); len(dups) != 0 || s.count(payments.OpRefund) != 0 {
+			t.Errorf("duplicates %+v, counted %d; want none: it is the refund's own", dups, s.count(payments.OpRefund))
+		}
+	})
+}

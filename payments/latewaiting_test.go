@@ -121,3 +121,43 @@ func TestRecoveryCancelsASecondWaitingPixIntent(t *testing.T) {
 		}
 	})
 }
+
+// A second Pix intent recorded waiting for its payer, whose cancel fails
+// and which its payer then pays before the cancel is tried again, is money
+// moved twice: the late check's next read finds it paid and logs an ERROR
+// line saying so. The record, written once, keeps the state it was found
+// in; it is counted once.
+func TestLateCheckLogsAWaitingDuplicatePaidBeforeItsCancel(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		b, d, s := dupBundle(t, db)
+		d.FailNext(stripedouble.CreatePaymentIntent, stripedouble.Fault{Kind: stripedouble.ServerErrorStored})
+		p := b.mustCreate(t, pix("late-pix-paid")).Payment
+		recoverUntilSettled(t, b, p.ID)
+		stray, err := d.RollForward(d.Keys(stripedouble.CreatePaymentIntent)[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.FailNext(stripedouble.CancelPaymentIntent, stripedouble.Fault{Kind: stripedouble.ServerErrorBefore})
+		due := lateDue(t, b, p.ID, payments.OpCreate)
+		b.clock.Advance(due.Add(time.Second).Sub(b.clock.Now()))
+		if n, err := b.svc.CheckLateCompletions(t.Context()); n != 1 || err == nil {
+			t.Fatalf("the first read: claimed %d, error %v; want the create claimed, its cancel failed", n, err)
+		}
+		if err := d.Pay(stray); err != nil {
+			t.Fatal(err)
+		}
+		if n := checkLateAt(t, b, due.Add(time.Hour)); n != 1 {
+			t.Fatalf("past the claim: claimed %d, want the create read again", n)
+		}
+		got := mustDuplicates(t, b, p.ID)
+		if len(got) != 1 || got[0].Reference != stray || got[0].State != "pending" {
+			t.Errorf("duplicates %+v, want %s recorded pending", got, stray)
+		}
+		lines := s.errorLines(stray)
+		if s.count(payments.OpCreate) != 1 || len(lines) != 2 || !strings.Contains(lines[1], "money moved twice") {
+			t.Errorf("counted %d, ERROR lines %q; want counted once, the last saying money moved twice",
+				s.count(payments.OpCreate), lines)
+		}
+	})
+}

@@ -12,6 +12,12 @@ INSERT INTO processor_duplicates (reference, processor, payment_id, refund_id, o
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
 ON CONFLICT (reference) DO NOTHING
 
+-- name: duplicate_state
+-- The state duplicate $1 was recorded in: recordDuplicate reads it when it
+-- finds a recorded duplicate again, to tell a second payment recorded
+-- waiting for its payer that has moved money since.
+SELECT state FROM processor_duplicates WHERE reference = $1
+
 -- name: duplicates_of
 -- The duplicates recorded for payment $1, oldest found first: the admin's
 -- payment page.
