@@ -23,9 +23,9 @@ func duplicateNote(d payments.Duplicate, refunds []payments.Refund) string {
 		return fmt.Sprintf("%s holds a second authorization for this payment, %s, %s, not captured: cancel it in %s's "+
 			"dashboard, or it holds the payer's money until it expires.", who, d.Reference, amount, who)
 	case processor.PaymentPending:
-		return fmt.Sprintf("%s held a second payment for this payment, %s, %s, waiting for its payer: CMPay canceled it "+
-			"at %s so that it cannot be paid. Should %s's dashboard show it paid, refund it there.", who, d.Reference,
-			amount, who, who)
+		return fmt.Sprintf("%s holds a second payment for this payment, %s, %s, found waiting for its payer: CMPay "+
+			"cancels it at %s so that it cannot be paid (a failed cancel is tried again; an ERROR line says if the payer "+
+			"paid first). Should %s's dashboard show it paid, refund it there.", who, d.Reference, amount, who, who)
 	case processor.PaymentProcessing:
 		return fmt.Sprintf("%s holds a second charge for this payment, %s, %s, processing: once it has succeeded, refund "+
 			"it in %s's dashboard.", who, d.Reference, amount, who)
@@ -90,7 +90,7 @@ func duplicatesHeading(v paymentView) string {
 	case waiting == 0:
 		return "Refunded at the processor, FAILED in CMPay"
 	case failed == 0:
-		return "A second payment waited for its payer, canceled at the processor"
+		return "A second payment found waiting for its payer"
 	}
 	return "Found at the processor besides CMPay's record"
 }

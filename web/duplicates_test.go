@@ -125,8 +125,10 @@ func TestDuplicateNotes(t *testing.T) {
 			"Stripe holds a second authorization for this payment, pi_2, 4.00 BRL, not captured: cancel it in Stripe's " +
 				"dashboard, or it holds the payer's money until it expires."},
 		{payments.Duplicate{Processor: "stripe", Reference: "pi_2", Operation: payments.OpCreate, Amount: brl, State: "pending"},
-			"Stripe held a second payment for this payment, pi_2, 4.00 BRL, waiting for its payer: CMPay canceled it at " +
-				"Stripe so that it cannot be paid. Should Stripe's dashboard show it paid, refund it there."},
+			"Stripe holds a second payment for this payment, pi_2, 4.00 BRL, found waiting for its payer: CMPay cancels " +
+				"it at Stripe so that it cannot be paid (a failed cancel is tried again; an ERROR line says if the payer paid " +
+				"first). " +
+				"Should Stripe's dashboard show it paid, refund it there."},
 		{payments.Duplicate{Processor: "stripe", Reference: "pi_2", Operation: payments.OpCreate, Amount: brl, State: "processing"},
 			"Stripe holds a second charge for this payment, pi_2, 4.00 BRL, processing: once it has succeeded, refund it " +
 				"in Stripe's dashboard."},
@@ -202,7 +204,7 @@ func TestDuplicateWaitingForItsPayerHeading(t *testing.T) {
 		ds   []payments.Duplicate
 		want string
 	}{
-		{"waiting alone", []payments.Duplicate{waiting}, "A second payment waited for its payer, canceled at the processor"},
+		{"waiting alone", []payments.Duplicate{waiting}, "A second payment found waiting for its payer"},
 		{"beside a second charge", []payments.Duplicate{waiting, charged}, "Money moved twice"},
 		{"beside a FAILED refund's", []payments.Duplicate{waiting, refunded}, "Found at the processor besides CMPay's record"},
 	} {
