@@ -10,6 +10,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strings"
 
 	"github.com/cmpay/cmpay/auth"
 	"github.com/cmpay/cmpay/database"
@@ -73,6 +74,9 @@ func FromDomain(ctx context.Context, err error) Error {
 		return Error{Code: BadUserInput, Status: http.StatusBadRequest, Message: invalid.Error(),
 			Details: map[string]any{"field": invalid.Problems[0].Field, "problems": problems}}
 	case errors.As(err, &reused):
+		if createOnly(ctx) {
+			return keyReusedUnnamed(reused)
+		}
 		return Error{Code: KeyReused, Status: http.StatusConflict, Message: reused.Error(),
 			Details: map[string]any{"paymentId": reused.PaymentID, "differingFields": reused.DifferingFields}}
 	case errors.As(err, &conflict):
@@ -165,4 +169,25 @@ func nullable(s string) any {
 		return nil
 	}
 	return s
+}
+
+// createOnly reports whether ctx's principal may create payments but read
+// none it did not make: payments:create without payments:read or
+// payments:write, a token a shopper's page holds.
+func createOnly(ctx context.Context) bool {
+	p, ok := auth.FromContext(ctx)
+	return ok && p.Has(auth.PaymentsCreate) && !p.Has(auth.PaymentsRead) && !p.Has(auth.PaymentsWrite)
+}
+
+// keyReusedUnnamed is IDEMPOTENCY_KEY_REUSED without the id of the payment
+// the key belongs to: keys are often order numbers, and the id would let a
+// create-only token find another shopper's payment by guessing one.
+func keyReusedUnnamed(e *payments.KeyReusedError) Error {
+	differs := strings.Join(e.DifferingFields, ", ")
+	if differs == "" {
+		differs = "request"
+	}
+	return Error{Code: KeyReused, Status: http.StatusConflict,
+		Message: "idempotency key already used with a different " + differs + "; use a new key for a new request",
+		Details: map[string]any{"differingFields": e.DifferingFields}}
 }

@@ -20,10 +20,23 @@ const (
 	PaymentsWrite  Scope = "payments:write"  // mutations that create or change payments, REST POST
 	WebhooksManage Scope = "webhooks:manage" // webhook endpoints
 	MetricsRead    Scope = "metrics:read"    // GET /metrics
+	// PaymentsCreate creates payments and reads one payment by its id, and
+	// nothing else: a token a shopper's page may hold, since whoever loads
+	// the page holds it too. It lists nothing, changes no payment after
+	// its creation, and looks nothing up by idempotency key.
+	PaymentsCreate Scope = "payments:create"
 )
 
 // AllScopes lists every scope, in the order they are shown.
-var AllScopes = []Scope{PaymentsRead, PaymentsWrite, WebhooksManage, MetricsRead}
+var AllScopes = []Scope{PaymentsRead, PaymentsWrite, PaymentsCreate, WebhooksManage, MetricsRead}
+
+// What a request needs when more than one scope opens it (Require takes
+// any one of them): creating a payment, payments:write or payments:create;
+// reading one payment by its id, payments:read or payments:create.
+var (
+	CreatingPayments = []Scope{PaymentsWrite, PaymentsCreate}
+	ReadingAPayment  = []Scope{PaymentsRead, PaymentsCreate}
+)
 
 // DefaultScopes are a new token's scopes unless others are asked for.
 var DefaultScopes = []Scope{PaymentsRead, PaymentsWrite}
@@ -132,19 +145,27 @@ type ForbiddenError struct {
 func (e *ForbiddenError) Error() string { return e.msg }
 func (e *ForbiddenError) Unwrap() error { return ErrForbidden }
 
-// Require returns nil when ctx's principal carries scope, and a
-// ForbiddenError otherwise. The empty scope asks only for a principal. A
-// context without a principal is refused: code that needs a scope must
-// run for someone.
-func Require(ctx context.Context, scope Scope) error {
+// Require returns nil when ctx's principal carries one of scopes, and a
+// ForbiddenError (naming the first) otherwise. No scope, or the empty one,
+// asks only for a principal. A context without a principal is refused:
+// code that needs a scope must run for someone.
+func Require(ctx context.Context, scopes ...Scope) error {
+	var first Scope
+	if len(scopes) > 0 {
+		first = scopes[0]
+	}
 	p, ok := FromContext(ctx)
 	if !ok {
-		return &ForbiddenError{Scope: scope, msg: "the request is not signed in"}
+		return &ForbiddenError{Scope: first, msg: "the request is not signed in"}
 	}
-	if scope == "" || p.Has(scope) {
+	if first == "" || slices.ContainsFunc(scopes, p.Has) {
 		return nil
 	}
-	return &ForbiddenError{Scope: scope, msg: fmt.Sprintf("this token lacks the scope %s", scope)}
+	names := make([]string, len(scopes))
+	for i, s := range scopes {
+		names[i] = string(s)
+	}
+	return &ForbiddenError{Scope: first, msg: "this token lacks the scope " + strings.Join(names, " or ")}
 }
 
 // BoundClient is the client ctx's principal is bound to, or "" when it may

@@ -16,7 +16,8 @@ func TestParseScopes(t *testing.T) {
 	}{
 		{"payments:read", []Scope{PaymentsRead}, false},
 		{" metrics:read , payments:read,payments:read ", []Scope{PaymentsRead, MetricsRead}, false},
-		{"payments:read,payments:write,webhooks:manage,metrics:read", AllScopes, false},
+		{"payments:read,payments:write,payments:create,webhooks:manage,metrics:read", AllScopes, false},
+		{"payments:create", []Scope{PaymentsCreate}, false},
 		{"", nil, true},
 		{" , ", nil, true},
 		{"payments:admin", nil, true},
@@ -61,6 +62,42 @@ func TestRequire(t *testing.T) {
 	var fe *ForbiddenError
 	if err := Require(WithPrincipal(context.Background(), readOnly), PaymentsWrite); !errors.As(err, &fe) || fe.Scope != PaymentsWrite || err.Error() != "this token lacks the scope payments:write" {
 		t.Errorf("the refusal %v does not name the missing scope", err)
+	}
+}
+
+// A request that more than one scope opens needs any one of them: a
+// payments:create token creates and reads one payment, and does nothing
+// that needs payments:read or payments:write alone; payments:write still
+// creates, and reads nothing.
+func TestRequireAnyOf(t *testing.T) {
+	t.Parallel()
+	as := func(scopes ...Scope) context.Context {
+		return WithPrincipal(context.Background(), Principal{Kind: KindAPIToken, ID: "tok_1", Name: "t", Scopes: scopes})
+	}
+	tests := []struct {
+		name    string
+		ctx     context.Context
+		need    []Scope
+		allowed bool
+	}{
+		{"create: creating", as(PaymentsCreate), CreatingPayments, true},
+		{"create: reading a payment", as(PaymentsCreate), ReadingAPayment, true},
+		{"create: listing", as(PaymentsCreate), []Scope{PaymentsRead}, false},
+		{"create: capturing", as(PaymentsCreate), []Scope{PaymentsWrite}, false},
+		{"write: creating", as(PaymentsWrite), CreatingPayments, true},
+		{"write: reading a payment", as(PaymentsWrite), ReadingAPayment, false},
+		{"read: creating", as(PaymentsRead), CreatingPayments, false},
+		{"read: reading a payment", as(PaymentsRead), ReadingAPayment, true},
+		{"nobody: creating", context.Background(), CreatingPayments, false},
+	}
+	for _, tt := range tests {
+		if err := Require(tt.ctx, tt.need...); tt.allowed != (err == nil) {
+			t.Errorf("%s: %v", tt.name, err)
+		}
+	}
+	err := Require(as(MetricsRead), CreatingPayments...)
+	if err == nil || err.Error() != "this token lacks the scope payments:write or payments:create" {
+		t.Errorf("the refusal %v does not name the scopes that would do", err)
 	}
 }
 

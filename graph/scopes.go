@@ -12,33 +12,36 @@ import (
 )
 
 // signedIn is the scope of root fields any principal may ask for.
-const signedIn auth.Scope = ""
+var signedIn []auth.Scope
 
-// rootFieldScopes is the scope each root field needs. A root field that is
-// not listed is refused to everyone, so that a field added to the schema is
-// closed until it is given a line here. The contract's v2 fields are listed
+// one is a root field that a single scope opens.
+func one(s auth.Scope) []auth.Scope { return []auth.Scope{s} }
+
+// rootFieldScopes is the scopes each root field needs, any one of them. A
+// root field that is not listed is refused to everyone, so that a field
+// added to the schema is closed until it is given a line here. The contract's v2 fields are listed
 // already, those not in the schema yet included: a line for a field that
 // does not exist opens nothing.
-var rootFieldScopes = map[ast.Operation]map[string]auth.Scope{
+var rootFieldScopes = map[ast.Operation]map[string][]auth.Scope{
 	ast.Query: {
-		"payment":          auth.PaymentsRead,
-		"payments":         auth.PaymentsRead,
-		"webhookEndpoints": auth.WebhooksManage,
+		"payment":          auth.ReadingAPayment,
+		"payments":         one(auth.PaymentsRead),
+		"webhookEndpoints": one(auth.WebhooksManage),
 		"__typename":       signedIn,
 		"__schema":         signedIn, // the schema is no secret: the Playground shows it
 		"__type":           signedIn,
 	},
 	ast.Mutation: {
-		"createPayment":         auth.PaymentsWrite,
-		"capturePayment":        auth.PaymentsWrite,
-		"cancelPayment":         auth.PaymentsWrite,
-		"refundPayment":         auth.PaymentsWrite,
-		"createWebhookEndpoint": auth.WebhooksManage,
-		"deleteWebhookEndpoint": auth.WebhooksManage,
+		"createPayment":         auth.CreatingPayments,
+		"capturePayment":        one(auth.PaymentsWrite),
+		"cancelPayment":         one(auth.PaymentsWrite),
+		"refundPayment":         one(auth.PaymentsWrite),
+		"createWebhookEndpoint": one(auth.WebhooksManage),
+		"deleteWebhookEndpoint": one(auth.WebhooksManage),
 		"__typename":            signedIn,
 	},
 	ast.Subscription: {
-		"paymentEvents": auth.PaymentsRead,
+		"paymentEvents": one(auth.PaymentsRead),
 	},
 }
 
@@ -46,7 +49,7 @@ var rootFieldScopes = map[ast.Operation]map[string]auth.Scope{
 // request's principal lacks the scope of one of its root fields: FORBIDDEN,
 // nothing done.
 type scopeCheck struct {
-	scopes map[ast.Operation]map[string]auth.Scope // rootFieldScopes
+	scopes map[ast.Operation]map[string][]auth.Scope // rootFieldScopes
 }
 
 func (scopeCheck) ExtensionName() string                   { return "ScopeCheck" }
@@ -63,11 +66,11 @@ func (c scopeCheck) MutateOperationContext(ctx context.Context, opCtx *graphql.O
 	}
 	table := c.scopes[kind]
 	for _, f := range rootFields(op.SelectionSet, opCtx.Doc.Fragments, nil) {
-		scope, listed := table[f.Name]
+		scopes, listed := table[f.Name]
 		var message string
 		if !listed {
 			message = "the field " + f.Name + " is not open to API tokens"
-		} else if err := auth.Require(ctx, scope); err != nil {
+		} else if err := auth.Require(ctx, scopes...); err != nil {
 			message = err.Error()
 		} else {
 			continue

@@ -58,7 +58,7 @@ func TestScopesOfRootFields(t *testing.T) {
 func TestUnlistedRootFieldsAreRefused(t *testing.T) {
 	t.Parallel()
 	doc := gqlparser.MustLoadQueryWithRules(parsedSchema, `{ payments { edges { cursor } } __typename }`, nil)
-	check := scopeCheck{scopes: map[ast.Operation]map[string]auth.Scope{ast.Query: {"__typename": signedIn}}}
+	check := scopeCheck{scopes: map[ast.Operation]map[string][]auth.Scope{ast.Query: {"__typename": signedIn}}}
 	ctx := auth.WithPrincipal(context.Background(), auth.FullAccess(auth.KindEnvToken, "API_TOKENS"))
 	err := check.MutateOperationContext(ctx, &graphql.OperationContext{Doc: doc, Operation: doc.Operations[0]})
 	if err == nil || err.Extensions["code"] != "FORBIDDEN" {

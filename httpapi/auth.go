@@ -267,9 +267,15 @@ func schemeOf(r *http.Request) string {
 // requireScope refuses, with 403 FORBIDDEN, a request whose principal
 // lacks scope. It runs after guard and before the body is read.
 func requireScope(scope auth.Scope, st style) func(http.Handler) http.Handler {
+	return requireOneOf([]auth.Scope{scope}, st)
+}
+
+// requireOneOf is requireScope for a route that any one of scopes opens
+// (auth.CreatingPayments, auth.ReadingAPayment).
+func requireOneOf(scopes []auth.Scope, st style) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if err := auth.Require(r.Context(), scope); err != nil {
+			if err := auth.Require(r.Context(), scopes...); err != nil {
 				refuseBody(w, r)
 				writeError(w, r, st, apierror.FromDomain(r.Context(), err))
 				return

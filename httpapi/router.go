@@ -135,11 +135,11 @@ func NewHandler(d Deps) http.Handler {
 	// GraphQL checks scopes per root field (graph's rootFieldScopes).
 	pending := newPendingSockets(d.PendingSockets, socketHooks(d.Metrics))
 	r.With(websocketOrToken(apiToken, pending), body).Handle("/graphql", graph.NewHandler(d.Service, gqlOpts))
-	r.With(restToken, requireScope(auth.PaymentsWrite, styleProblem), body).Post("/api/payments", createPaymentREST(d.Service))
+	r.With(restToken, requireOneOf(auth.CreatingPayments, styleProblem), body).Post("/api/payments", createPaymentREST(d.Service))
 	r.With(restToken, requireScope(auth.PaymentsWrite, styleProblem), body).Post("/api/payments/{id}/capture", capturePaymentREST(d.Service))
 	r.With(restToken, requireScope(auth.PaymentsWrite, styleProblem), body).Post("/api/payments/{id}/cancel", cancelPaymentREST(d.Service))
 	r.With(restToken, requireScope(auth.PaymentsWrite, styleProblem), body).Post("/api/payments/{id}/refunds", refundPaymentREST(d.Service))
-	r.With(restToken, requireScope(auth.PaymentsRead, styleProblem)).Get("/api/payments/{id}", getPaymentREST(d.Service))
+	r.With(restToken, requireOneOf(auth.ReadingAPayment, styleProblem)).Get("/api/payments/{id}", getPaymentREST(d.Service))
 	if d.Sandbox {
 		r.With(restToken, requireScope(auth.PaymentsWrite, styleProblem)).Post("/sandbox/payments/{id}/pay", paySandboxREST(d.Service))
 	}

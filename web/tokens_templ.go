@@ -45,7 +45,7 @@ func tokensPage(v tokensView) templ.Component {
 				}()
 			}
 			ctx = templ.InitializeContext(ctx)
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 1, "<h1>API tokens</h1><p class=\"hint\">Tokens for the API (GraphQL and REST), each with only the scopes it needs and, when it serves one client, bound to that client. The same as <code>cmpay tokens</code> on the command line. Only a digest of each token is stored.</p>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 1, "<h1>API tokens</h1><p class=\"hint\">Tokens for the API (GraphQL and REST), each with only the scopes it needs and, when it serves one client, bound to that client. The same as <code>cmpay tokens</code> on the command line. Only a digest of each token is stored. A token in a shopper's page (a checkout) is every shopper's: give it <code>payments:create</code> alone, bound to its client, which creates payments and reads one by its id, and nothing else.</p>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
