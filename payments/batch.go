@@ -23,7 +23,10 @@ import (
 // stall: a request that races a request on another instance waits inside
 // it for that one's transaction to end. So a request that finds the newest
 // statement running for longer than defaultStallAfter starts another
-// alongside, up to maxInFlight.
+// alongside, up to maxInFlight. Not on SQLite: it has one writer, and the
+// pool one connection, so a second statement would only queue for it with
+// part of the requests waiting, which makes more and smaller commits;
+// there statements run one at a time.
 //
 // Nothing about idempotency changes: each request is still its own row,
 // claimed under the unique index, and answered only after the statement
@@ -80,6 +83,9 @@ type batcher[J batchJob] struct {
 	order func(a, b J) int
 	// stallAfter: see defaultStallAfter.
 	stallAfter time.Duration
+	// most caps the statements in flight; 0 means maxInFlight. SQLite's
+	// batchers set 1 (see above).
+	most int
 	// final, if set, says an error means the database is unavailable. Then
 	// the statement's jobs are not run again alone: each would only wait
 	// for the database once more.
@@ -109,7 +115,7 @@ func (q queued[J]) expired(now time.Time) bool { return !now.Before(q.deadline()
 func (b *batcher[J]) submit(job J) {
 	b.mu.Lock()
 	b.queue = append(b.queue, queued[J]{job: job, since: time.Now()})
-	lead := b.inFlight == 0 || b.inFlight < maxInFlight && time.Since(b.lastStart) > b.stallAfter
+	lead := b.inFlight == 0 || b.inFlight < b.limit() && time.Since(b.lastStart) > b.stallAfter
 	if lead {
 		b.inFlight++
 	}
@@ -117,6 +123,14 @@ func (b *batcher[J]) submit(job J) {
 	if lead {
 		b.lead()
 	}
+}
+
+// limit is the most statements in flight.
+func (b *batcher[J]) limit() int {
+	if b.most > 0 {
+		return b.most
+	}
+	return maxInFlight
 }
 
 // lead runs one statement with what is queued, then hands its slot to a

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/cmpay/cmpay/internal/dbtest"
 )
 
 // These tests drive the batcher with a fake statement, to pin down how it
@@ -322,6 +324,54 @@ func TestBatcherStartsAnotherStatementBesideAStalledOne(t *testing.T) {
 	if got := f.ran(); len(got) != 2 || !slices.Equal(got[1], []string{"late", "queued"}) {
 		t.Errorf("batches %v, want [[first] [late queued]]", got)
 	}
+}
+
+// A batcher capped at one statement, as SQLite's are, queues a job behind
+// a stalled statement instead of starting another beside it.
+func TestBatcherCappedAtOneQueuesBehindAStalledStatement(t *testing.T) {
+	t.Parallel()
+	b, f, stalled := busyBatcher(t)
+	b.mu.Lock()
+	b.most = 1
+	b.lastStart = b.lastStart.Add(-b.stallAfter - time.Second) // stalled, by the rule
+	b.mu.Unlock()
+	queued := newTestJob("k2", "queued")
+	wg := submitAll(b, queued)
+	got := f.ran()
+	close(f.hold)
+	wg.Wait()
+	if len(got) != 1 {
+		t.Fatalf("statements started while the first ran: %v, want only [first]", got)
+	}
+	mustAnswer(t, stalled)
+	mustAnswer(t, queued)
+	if got := f.ran(); len(got) != 2 || !slices.Equal(got[1], []string{"queued"}) {
+		t.Errorf("batches %v, want [[first] [queued]]", got)
+	}
+}
+
+// A service's batchers run one statement at a time on SQLite, which has
+// one writer, and up to maxInFlight on PostgreSQL.
+func TestBatchersOnSQLiteRunOneStatement(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		s, err := NewService(db.Gorm, Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := maxInFlight
+		if db.Dialect == "sqlite" {
+			want = 1
+		}
+		for name, got := range map[string]int{"creates": s.creates.limit(), "changes": s.changes.limit(), "records": s.records.limit()} {
+			if got != want {
+				t.Errorf("%s: at most %d statements, want %d", name, got, want)
+			}
+		}
+		if s.settles != nil && s.settles.limit() != want {
+			t.Errorf("settles: at most %d statements, want %d", s.settles.limit(), want)
+		}
+	})
 }
 
 // errDown stands for an error that says the database is unavailable.

@@ -220,11 +220,17 @@ func NewService(db *gorm.DB, cfg Config) (*Service, error) {
 		return nil, fmt.Errorf("new payments service: %w", err)
 	}
 	s.store = store
-	s.creates = batcher[*job]{exec: s.store.createBatch, order: byPayment, stallAfter: defaultStallAfter, final: cfg.Unavailable}
-	s.changes = batcher[*job]{exec: s.store.changeBatch, order: byPayment, stallAfter: defaultStallAfter, final: cfg.Unavailable}
-	s.records = batcher[*recordJob]{exec: s.store.recordBatch, order: byRecordPayment, stallAfter: defaultStallAfter, final: cfg.Unavailable}
+	// SQLite has one writer: its batchers run one statement at a time
+	// (batch.go).
+	most := maxInFlight
+	if _, lite := s.store.(*sqliteStore); lite {
+		most = 1
+	}
+	s.creates = batcher[*job]{exec: s.store.createBatch, order: byPayment, stallAfter: defaultStallAfter, most: most, final: cfg.Unavailable}
+	s.changes = batcher[*job]{exec: s.store.changeBatch, order: byPayment, stallAfter: defaultStallAfter, most: most, final: cfg.Unavailable}
+	s.records = batcher[*recordJob]{exec: s.store.recordBatch, order: byRecordPayment, stallAfter: defaultStallAfter, most: most, final: cfg.Unavailable}
 	if cs, ok := s.store.(createSettler); ok {
-		s.settles = &batcher[*settleJob]{exec: cs.settleCreates, order: byOperation, stallAfter: defaultStallAfter, final: cfg.Unavailable}
+		s.settles = &batcher[*settleJob]{exec: cs.settleCreates, order: byOperation, stallAfter: defaultStallAfter, most: most, final: cfg.Unavailable}
 	}
 	return s, nil
 }

@@ -33,9 +33,12 @@ ORDER BY received_at DESC, id DESC LIMIT $1
 
 -- name: unapplied_after
 -- The next page of the walk: unapplied's, older than the cursor ($3, $4)
--- that the page before ended on.
+-- that the page before ended on. A row comparison, which both databases
+-- take as where to start in idx_processor_events_waiting: the same test
+-- spelled with OR is only a filter to PostgreSQL, applied to every entry
+-- from the newest on.
 SELECT received_at, id, payload FROM processor_events WHERE applied_at IS NULL AND received_at > $2
-	AND (received_at < $3 OR received_at = $3 AND id < $4)
+	AND (received_at, id) < ($3, $4)
 ORDER BY received_at DESC, id DESC LIMIT $1
 
 -- name: events_of
