@@ -3,7 +3,8 @@
 // bearer tokens, the processor's signed events, the staff admin, the
 // Playground and OpenAPI document, metrics, the health check, and the
 // middleware every request goes through (request ids, client addresses,
-// panic recovery, access log, latency metrics, CORS, body limits).
+// security headers, panic recovery, access log, latency metrics, CORS,
+// body limits).
 package httpapi
 
 import (
@@ -102,7 +103,7 @@ func NewHandler(d Deps) http.Handler {
 	gqlOpts := graphQLOptions(d, creds, failures)
 
 	r := chi.NewRouter()
-	r.Use(requestid.Middleware, clientaddr.New(d.TrustedProxies).Middleware, hsts, recoverPanics(log), accessLog(log, d.Metrics))
+	r.Use(requestid.Middleware, clientaddr.New(d.TrustedProxies).Middleware, hsts, nosniff, recoverPanics(log), accessLog(log, d.Metrics))
 	if len(d.CORSOrigins) > 0 {
 		r.Use(cors.New(cors.Options{
 			AllowedOrigins: d.CORSOrigins,
