@@ -16,11 +16,12 @@ func TestMethodNotAllowedSaysAllow(t *testing.T) {
 		b := setup(t, db)
 		for _, tt := range []struct{ method, path, allow string }{
 			{"GET", "/api/payments", "POST"},
-			{"DELETE", "/api/payments/pay_x", "GET"},
+			{"DELETE", "/api/payments/pay_x", "GET, HEAD"},
 			{"PUT", "/api/payments/pay_x/refunds", "POST"},
 			{"GET", "/api/payments/pay_x/capture", "POST"},
-			{"POST", "/api/openapi.json", "GET"},
-			{"POST", "/healthz", "GET"},
+			{"HEAD", "/api/payments/pay_x/cancel", "POST"},
+			{"POST", "/api/openapi.json", "GET, HEAD"},
+			{"POST", "/healthz", "GET, HEAD"},
 		} {
 			res, _ := b.raw(t, tt.method, tt.path, restHeaders(""), "")
 			if res.StatusCode != http.StatusMethodNotAllowed || res.Header.Get("Allow") != tt.allow {

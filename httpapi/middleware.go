@@ -97,6 +97,19 @@ func hsts(next http.Handler) http.Handler {
 	})
 }
 
+// nosniff tells browsers to take every answer as the Content-Type it
+// names (X-Content-Type-Options). API answers echo what clients sent (a
+// client id, metadata, a query's text in an error); without it a browser
+// sent to such a URL may guess HTML or script from those bytes. The admin
+// and Playground pages set it too, with their other headers (web's
+// secureHeaders); Set keeps it to one value.
+func nosniff(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		next.ServeHTTP(w, r)
+	})
+}
+
 // DebugHandler serves Go's profiler (/debug/pprof/) and expvar
 // (/debug/vars). It has no credentials of its own: serve it on DEBUG_ADDR,
 // a loopback or private address, never on the public listener.

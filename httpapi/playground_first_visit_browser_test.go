@@ -90,8 +90,9 @@ func TestPlaygroundFirstVisit(t *testing.T) {
 	}
 	browsertest.Screenshot(t, ctx, "playground-history")
 
-	// GraphiQL saves the Headers tab a moment after an edit.
-	poll(t, ctx, 10*time.Second, `(localStorage.getItem("graphiql:headers") || "").includes("`+token+`") ? "saved" : ""`)
+	// GraphiQL saves the Headers tab (in the tab's sessionStorage) a moment
+	// after an edit.
+	poll(t, ctx, 10*time.Second, `(sessionStorage.getItem("graphiql:headers") || "").includes("`+token+`") ? "saved" : ""`)
 	before := graphqlRequests(watch)
 	if err := chromedp.Do(ctx, chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(".graphiql-execute-button"))); err != nil {
 		t.Fatal(err)

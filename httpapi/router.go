@@ -3,7 +3,8 @@
 // bearer tokens, the processor's signed events, the staff admin, the
 // Playground and OpenAPI document, metrics, the health check, and the
 // middleware every request goes through (request ids, client addresses,
-// panic recovery, access log, latency metrics, CORS, body limits).
+// security headers, panic recovery, access log, latency metrics, CORS,
+// body limits).
 package httpapi
 
 import (
@@ -11,10 +12,12 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
 	"github.com/rs/cors"
 
 	"github.com/cmpay/cmpay/apierror"
@@ -102,11 +105,15 @@ func NewHandler(d Deps) http.Handler {
 	gqlOpts := graphQLOptions(d, creds, failures)
 
 	r := chi.NewRouter()
-	r.Use(requestid.Middleware, clientaddr.New(d.TrustedProxies).Middleware, hsts, recoverPanics(log), accessLog(log, d.Metrics))
+	r.Use(requestid.Middleware, clientaddr.New(d.TrustedProxies).Middleware, hsts, nosniff, recoverPanics(log), accessLog(log, d.Metrics))
+	// HEAD on a GET route is answered as GET, without the body (RFC 9110
+	// requires servers to support it where GET is): monitors and caches
+	// check URLs with it. /graphql and /admin take every method already.
+	r.Use(middleware.GetHead)
 	if len(d.CORSOrigins) > 0 {
 		r.Use(cors.New(cors.Options{
 			AllowedOrigins: d.CORSOrigins,
-			AllowedMethods: []string{http.MethodGet, http.MethodPost},
+			AllowedMethods: []string{http.MethodGet, http.MethodHead, http.MethodPost},
 			AllowedHeaders: []string{"Authorization", "Content-Type", "Idempotency-Key"},
 			ExposedHeaders: []string{requestid.Header, "Idempotent-Replayed", "Location", "Retry-After"},
 			MaxAge:         600,
@@ -212,11 +219,12 @@ func adminHandler(d Deps, failures *auth.FailureLimiter, log *slog.Logger) http.
 }
 
 // routeMethods are the methods allowedMethods asks the routes about.
-var routeMethods = []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete}
+var routeMethods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete}
 
 // allowedMethods is the Allow header of a 405 for req's path: the methods
-// routes has a route for there, which RFC 9110 requires a 405 to name.
-// chi matches the escaped path when the request has one, as it routes.
+// routes has a route for there, which RFC 9110 requires a 405 to name, and
+// HEAD wherever GET is (middleware.GetHead answers it). chi matches the
+// escaped path when the request has one, as it routes.
 func allowedMethods(routes chi.Routes, req *http.Request) string {
 	path := req.URL.RawPath
 	if path == "" {
@@ -224,7 +232,8 @@ func allowedMethods(routes chi.Routes, req *http.Request) string {
 	}
 	var allowed []string
 	for _, m := range routeMethods {
-		if routes.Match(chi.NewRouteContext(), m, path) {
+		if routes.Match(chi.NewRouteContext(), m, path) ||
+			m == http.MethodHead && slices.Contains(allowed, http.MethodGet) {
 			allowed = append(allowed, m)
 		}
 	}

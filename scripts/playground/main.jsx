@@ -43,11 +43,8 @@ const root = document.getElementById("graphiql");
 const key = root.dataset.idempotencyKey;
 const endpoint = new URL(root.dataset.endpoint, location.href);
 
-const placeholderHeaders = JSON.stringify(
-  { Authorization: "Bearer <paste the API token cmpay printed at start, or one from API_TOKENS>" },
-  null,
-  2,
-);
+const placeholderAuthorization = "Bearer <paste the API token cmpay printed at start, or one from API_TOKENS>";
+const placeholderHeaders = JSON.stringify({ Authorization: placeholderAuthorization }, null, 2);
 
 // bearerToken is the token in a Headers tab's text, or "" while it holds
 // the placeholder, no token, or text that is not (yet) JSON.
@@ -62,14 +59,64 @@ function bearerToken(text) {
   }
 }
 
-// The token survives a reload in GraphiQL's own storage (the Headers tab is
-// persisted: shouldPersistHeaders, which GraphiQL's settings can turn off),
-// per origin, under GraphiQL's key for it. Only headers with a real token
-// are kept, so switching to a tab that still shows the placeholder does not
-// wipe a token already given.
+// The token survives a reload, not the browser tab: GraphiQL's Headers tab
+// (persisted: shouldPersistHeaders, which GraphiQL's settings can turn off)
+// is kept in the tab's sessionStorage, under GraphiQL's key for it. In
+// localStorage it would stay with no expiry, readable by every page of this
+// origin (the admin's too) and every later visit. Only headers with a real
+// token are kept, so switching to a tab that still shows the placeholder
+// does not wipe a token already given. GraphiQL's history, which stays in
+// localStorage, keeps each run's headers: they are kept there with the
+// placeholder in place of the token (historyWithoutTokens).
 const headersKey = "graphiql:headers";
-const storedHeaders = localStorage.getItem(headersKey);
+const historyKeys = new Set(["graphiql:queries", "graphiql:favorites"]);
+// Earlier versions kept the Headers tab in localStorage: forget it there.
+localStorage.removeItem(headersKey);
+for (const k of historyKeys) {
+  const kept = localStorage.getItem(k);
+  if (kept === null) continue;
+  const scrubbed = historyWithoutTokens(kept);
+  if (scrubbed === null) localStorage.removeItem(k);
+  else if (scrubbed !== kept) localStorage.setItem(k, scrubbed);
+}
+const storedHeaders = sessionStorage.getItem(headersKey);
 const headers = bearerToken(storedHeaders) ? storedHeaders : placeholderHeaders;
+
+// historyWithoutTokens is GraphiQL's stored history ({"queries": [{query,
+// variables, headers, …}]}) with every entry's Authorization header
+// replaced by the placeholder; null when it is not what GraphiQL writes.
+function historyWithoutTokens(text) {
+  try {
+    const value = JSON.parse(text);
+    for (const items of Object.values(value)) {
+      for (const item of Array.isArray(items) ? items : []) {
+        if (item && typeof item === "object" && item.headers) item.headers = headersWithoutToken(item.headers);
+      }
+    }
+    return JSON.stringify(value);
+  } catch {
+    return null;
+  }
+}
+
+// headersWithoutToken is a Headers tab's JSON with the placeholder as its
+// Authorization header; null when it is not JSON, which is not kept.
+function headersWithoutToken(text) {
+  try {
+    const value = JSON.parse(text);
+    if (!value || typeof value !== "object" || Array.isArray(value)) return null;
+    let changed = false;
+    for (const name of Object.keys(value)) {
+      if (name.toLowerCase() === "authorization" && value[name] !== placeholderAuthorization) {
+        value[name] = placeholderAuthorization;
+        changed = true;
+      }
+    }
+    return changed ? JSON.stringify(value, null, 2) : text;
+  } catch {
+    return null;
+  }
+}
 
 const createMutation = `# Create a payment. Run it once: replayed is false.
 # Run it again: the same payment comes back with replayed true; nothing new is charged.
@@ -256,18 +303,30 @@ const pixVariables = JSON.stringify(
   2,
 );
 
-// Keep GraphiQL's preferences (theme, panes) and the Headers tab, but not
-// its tabs or other editors: a reload must bring the examples back with a
-// new key instead of the last session's.
+// Keep GraphiQL's preferences (theme, panes) and history, and the Headers
+// tab (in sessionStorage, above), but not its tabs or other editors: a
+// reload must bring the examples back with a new key instead of the last
+// session's.
 const volatile = new Set(["graphiql:tabState", "graphiql:query", "graphiql:variables"]);
 const storage = {
-  getItem: (k) => (volatile.has(k) ? null : localStorage.getItem(k)),
-  setItem: (k, v) => {
-    if (volatile.has(k) || (k === headersKey && !bearerToken(v))) return;
-    localStorage.setItem(k, v);
+  getItem: (k) => {
+    if (volatile.has(k)) return null;
+    return k === headersKey ? sessionStorage.getItem(k) : localStorage.getItem(k);
   },
-  removeItem: (k) => localStorage.removeItem(k),
-  clear: () => localStorage.clear(),
+  setItem: (k, v) => {
+    if (volatile.has(k)) return;
+    if (k === headersKey) {
+      if (bearerToken(v)) sessionStorage.setItem(k, v);
+      return;
+    }
+    const kept = historyKeys.has(k) ? historyWithoutTokens(v) : v;
+    if (kept !== null) localStorage.setItem(k, kept);
+  },
+  removeItem: (k) => (k === headersKey ? sessionStorage : localStorage).removeItem(k),
+  clear: () => {
+    sessionStorage.removeItem(headersKey);
+    localStorage.clear();
+  },
   get length() {
     return localStorage.length;
   },

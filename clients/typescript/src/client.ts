@@ -995,7 +995,7 @@ export class CMPayClient {
   }
 
   // #forget removes a settled operation from storage. Should the removal
-  // fail, a tombstone (settled: true) takes its place, which every client's
+  // fail, a tombstone (settled: true, no parameters) takes its place, which every client's
   // load, join and resume skip and resumePending() removes: sent again, a
   // refusal that left the key unused (PAYMENT_STATE_CONFLICT, a 401 no try
   // got past) would be applied. Should that write fail too, only this client
@@ -1006,7 +1006,7 @@ export class CMPayClient {
       await this.#storage.remove(key);
     } catch {
       try {
-        await this.#storage.put({ ...op, settled: true });
+        await this.#storage.put(tombstone(op));
       } catch {
         return;
       }
@@ -1264,6 +1264,17 @@ function createDiffers(params: CreatePaymentInput, p: Payment): string[] {
   if (canonicalCurrency(params.currency) !== p.currency) out.push('currency');
   if (params.method !== p.method) out.push('method');
   return out;
+}
+
+// tombstone is what stands in storage for a settled operation whose
+// removal failed: its kind, key and start, none of its parameters. A
+// payment method token (pm_…), amounts or a reason would otherwise stay on
+// the device until the next resumePending(). Nothing reads them: the key
+// reuse check compares live operations only (#live), and the server checks
+// a key sent again against what it made under it.
+function tombstone(op: PendingOperation): PendingOperation {
+  const { operation, idempotencyKey, startedAt } = op;
+  return { operation, idempotencyKey, startedAt, settled: true, params: {} } as unknown as PendingOperation;
 }
 
 // madeBy says whether a payment or refund found under op's key, made at

@@ -112,7 +112,9 @@ export type PendingOperation = {
      * True on a tombstone: an operation settled whose removal from storage
      * failed, written in its place so that no client sends it again (a
      * refusal leaves its key unused on the server). Clients skip it, and
-     * resumePending() removes it; pending() never lists it.
+     * resumePending() removes it; pending() never lists it. A tombstone
+     * keeps the operation, key and startedAt only: its params are {} (no
+     * payment method token or amount stays stored once settled).
      */
     settled?: true;
   };

@@ -762,6 +762,28 @@ describe('a settled operation storage failed to remove', () => {
     expect(mem.load()).toEqual([]);
   });
 
+  test('a tombstone keeps no parameters: the payment method token and amounts leave storage once settled', async () => {
+    const card = { ...input, method: 'CREDIT_CARD' as const, paymentMethodToken: 'pm_1SecretCardOfTheShopper' };
+    // Declined (settled by the answer) and a 401 proven unapplied (settled by the refusal): both removals fail.
+    const declined = (req: { variables: Record<string, unknown> }) =>
+      ok({ createPayment: { payment: payment({ idempotencyKey: req.variables.idempotencyKey, status: 'DECLINED', declineCode: 'card_declined' }), replayed: false } });
+    for (const answer of [declined, gqlError('createPayment', 'UNAUTHENTICATED', {}, 401)]) {
+      const { mem, storage } = failingRemove();
+      const err = (await client(storage, scriptedTransport([answer])).createPayment(card).catch((e: unknown) => e)) as CMPayError;
+      expect(err).toMatchObject({ pending: false });
+      const [tombstone] = mem.load();
+      expect(tombstone).toEqual({ operation: 'CREATE_PAYMENT', idempotencyKey: err.idempotencyKey, startedAt: expect.any(String), settled: true, params: {} });
+      expect(JSON.stringify(mem.load())).not.toContain('pm_1SecretCardOfTheShopper');
+      // Still skipped and removed as before.
+      const t = scriptedTransport([]);
+      const next = client(storage, t);
+      expect(next.pending()).toEqual([]);
+      expect(await next.resumePending()).toEqual([]);
+      expect(mem.load()).toEqual([]);
+      expect(t.requests).toEqual([]);
+    }
+  });
+
   test('a page opened before the refusal does not join the marked operation', async () => {
     const { mem, storage } = failingRemove();
     // Another page stored the refund; its answer was lost.
