@@ -5,6 +5,7 @@
 import { anySignal, newIdempotencyKey, parseDuration, realClock, type Clock } from './clock.js';
 import {
   AbortedError,
+  type AuthError,
   CMPayError,
   DeclinedError,
   ExpiredOperationError,
@@ -16,7 +17,7 @@ import {
   UnavailableError,
   WaitTimeoutError,
 } from './errors.js';
-import { defaultSubscriber, type DefaultSubscriber, type Subscriber } from './events.js';
+import { defaultSubscriber, subscriptionRefused, type DefaultSubscriber, type Subscriber } from './events.js';
 import {
   CancelPaymentDocument,
   CapturePaymentDocument,
@@ -92,6 +93,15 @@ export interface CMPayClientOptions {
   webSocketImpl?: unknown;
   /** How often waitForSettled reads the payment when no event comes; default 5 s. */
   pollIntervalMs?: number;
+  /**
+   * Called once, with an AuthError (FORBIDDEN or UNAUTHENTICATED), when the
+   * server refuses this client's token a subscription to events (a
+   * payments:create token may not follow events): the client then stops
+   * subscribing for good, and waitForSettled and watchPayment read the
+   * payment every pollIntervalMs. Should it throw, the throw is reported
+   * with console.warn and changes nothing.
+   */
+  onEventsRefused?: (err: AuthError) => void;
   /** Called once an operation's key is durably stored, before its request leaves. */
   onStored?: (op: PendingOperation) => void;
   /**
@@ -168,6 +178,7 @@ export class CMPayClient {
   readonly #ownSubscriber?: DefaultSubscriber;
   readonly #onStored?: (op: PendingOperation) => void;
   readonly #onSettled?: (op: PendingOperation) => void | Promise<void>;
+  readonly #onEventsRefused?: (err: AuthError) => void;
   readonly #ttlMs: number;
   readonly #join: boolean;
   // Names this client in the operations it stores or sends (sender): see #onlySender.
@@ -207,6 +218,10 @@ export class CMPayClient {
   // When a try of each key last left here (#markSent).
   #lastSent = new Map<string, number>();
   #loadError?: StorageError;
+  // Why the server refused this client's token a subscription, once it has:
+  // no later watch subscribes (#follow), since a token's scopes do not
+  // change by asking again.
+  #eventsRefused?: AuthError;
 
   constructor(opts: CMPayClientOptions) {
     if (!opts.url || !opts.token) throw new TypeError('CMPayClient needs url and token');
@@ -228,6 +243,7 @@ export class CMPayClient {
     this.#pollIntervalMs = opts.pollIntervalMs ?? 5_000;
     this.#onStored = opts.onStored;
     this.#onSettled = opts.onSettled;
+    this.#onEventsRefused = opts.onEventsRefused;
     this.#ttlMs = parseDuration(opts.idempotencyKeyTTL ?? 24 * 3_600_000);
     this.#join = opts.joinByParameters ?? storage.singleUser === true;
     if (opts.subscriber) {
@@ -1112,7 +1128,9 @@ export class CMPayClient {
    * Yields the payment as it is now, then again each time it may have
    * changed: on each of its events (WebSocket, or SSE), and every
    * pollIntervalMs in case an event was missed while the subscription was
-   * (re)connecting. Stop by breaking out of the loop or with signal.
+   * (re)connecting; by reading alone once the token was refused a
+   * subscription (onEventsRefused). Stop by breaking out of the loop or with
+   * signal.
    */
   async *watchPayment(paymentId: string, opts: { signal?: AbortSignal } = {}): AsyncGenerator<Payment> {
     await this.ready;
@@ -1146,11 +1164,12 @@ export class CMPayClient {
 
   // #follow keeps a subscription to the payment's events open until signal
   // fires, reconnecting with backoff, and pokes on each event and after each
-  // reconnection (an event may have passed while it was down).
+  // reconnection (an event may have passed while it was down). It stops for
+  // good once the token is refused (#refuseEvents): the watch polls alone.
   async #follow(paymentId: string, poke: () => void, signal: AbortSignal) {
     const req = { query: PaymentEventsDocument.toString(), operationName: 'PaymentEvents', variables: { paymentId } };
     let failures = 0;
-    while (!signal.aborted) {
+    while (!signal.aborted && !this.#eventsRefused) {
       const it = this.#subscriber(req);
       const close = () => void it.return?.(undefined);
       signal.addEventListener('abort', close, { once: true });
@@ -1162,15 +1181,30 @@ export class CMPayClient {
           failures = 0;
           poke();
         }
-      } catch {
+      } catch (err) {
         failures++;
         void it.return?.(undefined);
+        const refused = subscriptionRefused(err);
+        if (refused) this.#refuseEvents(refused);
       } finally {
         signal.removeEventListener('abort', close);
       }
-      if (signal.aborted) return;
+      if (signal.aborted || this.#eventsRefused) return;
       poke();
       await this.#clock.sleep(backoffDelay(Math.max(failures, 1), this.#policy, this.#random), signal).catch(() => undefined);
+    }
+  }
+
+  // #refuseEvents records that the token may not subscribe and tells
+  // onEventsRefused, the first time only: watches running at once may each
+  // have been refused.
+  #refuseEvents(err: AuthError) {
+    if (this.#eventsRefused) return;
+    this.#eventsRefused = err;
+    try {
+      this.#onEventsRefused?.(err);
+    } catch (e) {
+      console.warn('CMPayClient: onEventsRefused threw; the client polls all the same:', e);
     }
   }
 

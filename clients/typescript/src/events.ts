@@ -10,7 +10,7 @@
 // and most processes that pay never subscribe.
 import type { Client as WsClient } from 'graphql-ws/client';
 import type { Client as SseClient } from 'graphql-sse';
-import type { GraphQLErrorBody } from './errors.js';
+import { AuthError, fromGraphQLError, type GraphQLErrorBody } from './errors.js';
 import type { GraphQLRequest } from './transport.js';
 
 /** One result of a subscription, as GraphQL sends it. */
@@ -24,6 +24,33 @@ export interface SubscriptionResult {
  * ends; its return() closes the subscription. Unit tests pass a fake.
  */
 export type Subscriber = (req: GraphQLRequest) => AsyncIterableIterator<SubscriptionResult>;
+
+/**
+ * subscriptionRefused says whether what a subscription threw is a refusal
+ * of the token (FORBIDDEN or UNAUTHENTICATED), which no retry changes, and
+ * answers it as an AuthError; anything else (the network, a 5xx,
+ * TOO_MANY_SUBSCRIPTIONS, a WebSocket closed with 1013) is undefined, worth
+ * trying again. It reads GraphQL errors (an operation refused over either
+ * transport) and an HTTP 401 or 403 (graphql-sse's NetworkError carries the
+ * response). A WebSocket closed with 4403 is not read as one: the server
+ * closes so also when it could not check the token, and the next try goes
+ * over SSE, whose HTTP status tells the two apart.
+ */
+export function subscriptionRefused(err: unknown): AuthError | undefined {
+  if (Array.isArray(err)) {
+    const e = (err as GraphQLErrorBody[]).find((x) => x?.extensions?.code === 'FORBIDDEN' || x?.extensions?.code === 'UNAUTHENTICATED');
+    return e ? (fromGraphQLError(e) as AuthError) : undefined;
+  }
+  const status = (err as { response?: { status?: unknown } } | null)?.response?.status;
+  if (status === 401 || status === 403) {
+    return new AuthError(`the server refused the subscription with HTTP ${status}`, {
+      code: status === 401 ? 'UNAUTHENTICATED' : 'FORBIDDEN',
+      httpStatus: status,
+      cause: err,
+    });
+  }
+  return undefined;
+}
 
 /** Options of the default subscriber. */
 export interface SubscriberOptions {

@@ -1,13 +1,15 @@
 // A checkout page holding a payments:create token, against the real server:
 // it pays, a reloaded page gets its payment back (resumePending replays
 // the create under its key) and reads it by id, and everything else the
-// token is refused, with nothing done. A create stored so long that only a
+// token is refused, with nothing done; its one subscription to events is
+// refused, and waitForSettled polls instead. A create stored so long that only a
 // lookup by key could tell whether it was made stays stored: the token may
 // not look up by key, and sending it blindly could pay twice.
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
+import WebSocket from 'ws';
 import { AuthError, CMPayClient, memoryStorage, type CMPayClientOptions, type PendingStorage } from '../../dist/index.js';
 import { startServer } from './server.js';
 
@@ -49,13 +51,18 @@ async function pageServer(env: Record<string, string> = {}) {
     const body = (await res.json()) as { data: { payments: { edges: Array<{ node: { id: string; status: string; refundedAmount: string } }> } } };
     return body.data.payments.edges.map((e) => e.node);
   };
-  return { server, url, pageToken, made };
+  // The payer pays a Pix (the sandbox's route, with the full token).
+  const pay = async (id: string) => {
+    const res = await fetch(`http://${server.addr}/sandbox/payments/${id}/pay`, { method: 'POST', headers: { Authorization: `Bearer ${fullToken}` } });
+    expect(res.status).toBe(200);
+  };
+  return { server, url, pageToken, made, pay };
 }
 
 describe('a checkout page with a payments:create token', () => {
   let s: Awaited<ReturnType<typeof pageServer>>;
   beforeAll(async () => {
-    s = await pageServer();
+    s = await pageServer({ SANDBOX_METHODS: 'async' }); // a Pix waits for its payer
   });
   afterAll(() => s?.server.stop());
   const page = (storage: PendingStorage, opts: Partial<CMPayClientOptions> = {}) =>
@@ -82,6 +89,56 @@ describe('a checkout page with a payments:create token', () => {
     await expect(reloaded.refundPayment({ paymentId: id, amount: '1' })).rejects.toMatchObject({ code: 'FORBIDDEN' });
     expect(storage.load()).toEqual([]);
     expect(await s.made()).toEqual([{ id, status: 'AUTHORIZED', refundedAmount: '0.00' }]);
+  });
+
+  // Subscriptions counted as they leave: graphql-ws's subscribe messages,
+  // graphql-sse's requests.
+  let subscribes = 0;
+  class CountingWebSocket extends WebSocket {
+    override send(data: unknown, ...rest: unknown[]) {
+      if (typeof data === 'string' && (JSON.parse(data) as { type?: string }).type === 'subscribe') subscribes++;
+      (super.send as (...args: unknown[]) => void)(data, ...rest);
+    }
+  }
+  let reads = 0;
+  const counting = (async (url: RequestInfo | URL, init?: RequestInit) => {
+    const body = typeof init?.body === 'string' ? init.body : '';
+    if (body.includes('"operationName":"PaymentEvents"')) subscribes++;
+    if (body.includes('"operationName":"Payment"')) reads++;
+    return fetch(url, init);
+  }) as typeof fetch;
+
+  test.each([
+    ['WebSocket', CountingWebSocket],
+    ['SSE', false],
+  ])('waits for a Pix by polling: its subscription over %s is refused once and not tried again', async (_name, webSocketImpl) => {
+    subscribes = 0;
+    const refused: AuthError[] = [];
+    const c = new CMPayClient({
+      url: s.url,
+      token: s.pageToken,
+      storage: memoryStorage(),
+      fetch: counting,
+      webSocketImpl,
+      pollIntervalMs: 50,
+      onEventsRefused: (e) => refused.push(e),
+    });
+    try {
+      const p = await c.createPayment({ clientId, amount: '9.00', currency: 'BRL', method: 'PIX' });
+      expect(p.payment.status).toBe('PENDING');
+      const settled = c.waitForSettled(p.payment.id, { timeoutMs: 20_000 });
+      await expect.poll(() => refused.length, { timeout: 10_000 }).toBe(1);
+      expect(refused[0]).toBeInstanceOf(AuthError);
+      expect(refused[0]).toMatchObject({ code: 'FORBIDDEN' });
+      // Reads go on where a retried subscription would have been sent again.
+      const since = reads;
+      await expect.poll(() => reads, { timeout: 10_000 }).toBeGreaterThan(since + 3);
+      await s.pay(p.payment.id);
+      expect(await settled).toMatchObject({ id: p.payment.id, status: 'CAPTURED' });
+      expect(subscribes).toBe(1);
+    } finally {
+      await c.close();
+    }
   });
 });
 

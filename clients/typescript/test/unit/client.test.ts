@@ -1,5 +1,7 @@
 import { describe, expect, test, vi } from 'vitest';
 import {
+  AbortedError,
+  AuthError,
   CMPayClient,
   CMPayError,
   ExpiredOperationError,
@@ -12,10 +14,23 @@ import {
   WaitTimeoutError,
   memoryStorage,
   parseDuration,
+  type Clock,
   type PendingStorage,
   type Transport,
 } from '../../src/index.js';
-import { fakeClock, fakeSubscriber, frozenClock, gqlError, keys, ok, payment, scriptedTransport, type Step } from './fakes.js';
+import {
+  fakeClock,
+  fakeSubscriber,
+  frozenClock,
+  gqlError,
+  keys,
+  ok,
+  payment,
+  scriptedSubscriber,
+  scriptedTransport,
+  type Step,
+  type SubscriptionStep,
+} from './fakes.js';
 
 const input = { clientId: 'c1', amount: '10.50', currency: 'BRL', method: 'PIX' as const };
 
@@ -1443,5 +1458,93 @@ describe('an onSettled that throws', () => {
     } finally {
       warn.mockRestore();
     }
+  });
+});
+
+describe('a token that may not subscribe (payments:create)', () => {
+  // A clock whose sleeps are recorded and end on the next turn of the event
+  // loop: a watch that subscribed again for ever would spin without starving
+  // the test's own timers.
+  const turningClock = (): Clock & { sleeps: number[] } => {
+    let now = Date.parse('2026-12-04T10:00:00Z');
+    const sleeps: number[] = [];
+    return {
+      sleeps,
+      now: () => now,
+      sleep: async (ms, signal) => {
+        if (signal?.aborted) throw signal.reason;
+        sleeps.push(ms);
+        now += ms;
+        await new Promise((r) => setTimeout(r, 0));
+      },
+    };
+  };
+  const refusal = (code: string) => [{ message: `${code}: this token lacks the scope payments:read`, path: ['paymentEvents'], extensions: { code } }];
+  // graphql-sse's NetworkError for an answer that is not 2xx.
+  const httpError = (status: number) => Object.assign(new Error(`Server responded with ${status}`), { response: { ok: false, status, statusText: '' } });
+
+  test.each<[string, SubscriptionStep, string]>([
+    ['FORBIDDEN over WebSocket (the operation refused)', { throws: refusal('FORBIDDEN') }, 'FORBIDDEN'],
+    ['FORBIDDEN over SSE (a result with errors)', { yields: { data: null, errors: refusal('FORBIDDEN') } }, 'FORBIDDEN'],
+    ['UNAUTHENTICATED in a result', { yields: { data: null, errors: refusal('UNAUTHENTICATED') } }, 'UNAUTHENTICATED'],
+    ['an HTTP 401 over SSE', { throws: httpError(401) }, 'UNAUTHENTICATED'],
+    ["a proxy's HTTP 403 over SSE", { throws: httpError(403) }, 'FORBIDDEN'],
+  ])('%s: no second subscribe, said once, and waitForSettled settles by polling', async (_name, step, code) => {
+    const processing = payment({ id: 'p-ro', status: 'PROCESSING', capturedAmount: '0.00' });
+    const later = payment({ id: 'p-ro2', status: 'PROCESSING', capturedAmount: '0.00' });
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const transport = scriptedTransport([
+      ok({ payment: processing }),
+      async () => (await gate, ok({ payment: processing })),
+      ok({ payment: { ...processing, status: 'CAPTURED', capturedAmount: '10.50' } }),
+      ok({ payment: later }),
+      ok({ payment: { ...later, status: 'CAPTURED', capturedAmount: '10.50' } }),
+    ]);
+    const subs = scriptedSubscriber([step]);
+    const refused: AuthError[] = [];
+    const clock = turningClock();
+    const c = client(memoryStorage(), transport, { subscriber: subs.subscriber, clock, pollIntervalMs: 1_000, onEventsRefused: (e) => refused.push(e) });
+
+    const waiting = c.waitForSettled('p-ro', { timeoutMs: 5_000 });
+    await expect.poll(() => refused.length).toBe(1);
+    release();
+    expect((await waiting).status).toBe('CAPTURED');
+    expect(subs.subscriptions).toHaveLength(1);
+    expect(refused[0]).toBeInstanceOf(AuthError);
+    expect(refused[0]).toMatchObject({ code });
+    // Polling alone, at once: no backoff between reads, no read the refusal woke.
+    expect(clock.sleeps).toEqual([1_000, 1_000]);
+    expect(transport.requests.map((r) => r.variables)).toEqual([{ id: 'p-ro' }, { id: 'p-ro' }, { id: 'p-ro' }]);
+
+    // A later watch does not subscribe at all, and nothing is said again.
+    expect((await c.waitForSettled('p-ro2', { timeoutMs: 5_000 })).status).toBe('CAPTURED');
+    expect(subs.subscriptions).toHaveLength(1);
+    expect(refused).toHaveLength(1);
+  });
+
+  test.each<[string, unknown]>([
+    ['TOO_MANY_SUBSCRIPTIONS', refusal('TOO_MANY_SUBSCRIPTIONS')],
+    ['a 503 over SSE', httpError(503)],
+    ['a WebSocket closed with 1013 (Try Again Later)', { code: 1013, reason: 'too many sockets for this token' }],
+    // The server closes so also when it could not check the token; the next try goes over SSE.
+    ['a WebSocket closed with 4403', { code: 4403, reason: 'Forbidden' }],
+    ['the network', new TypeError('fetch failed')],
+  ])('%s: subscribed again with backoff, nothing said', async (_name, failure) => {
+    const processing = payment({ id: 'p-busy', status: 'PROCESSING', capturedAmount: '0.00' });
+    const subs = scriptedSubscriber([{ throws: failure }, { throws: failure }]);
+    const refused: AuthError[] = [];
+    const clock = turningClock();
+    const reads: Transport = async () => ok({ payment: processing });
+    const c = client(memoryStorage(), reads, { subscriber: subs.subscriber, clock, random: () => 0.5, pollIntervalMs: 60_000, onEventsRefused: (e) => refused.push(e) });
+    const stop = new AbortController();
+    const waiting = c.waitForSettled('p-busy', { signal: stop.signal }).catch((e: unknown) => e);
+    // Two failures, then a third subscription that stays open.
+    await expect.poll(() => subs.subscriptions.length).toBe(3);
+    stop.abort(new Error('test over'));
+    expect(await waiting).toBeInstanceOf(AbortedError);
+    expect(refused).toEqual([]);
+    // The backoff between the tries: 250 ms, then 500 ms, each drawn at half (random 0.5).
+    expect(clock.sleeps.filter((ms) => ms !== 60_000)).toEqual([125, 250]);
   });
 });

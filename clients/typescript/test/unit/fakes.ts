@@ -122,5 +122,41 @@ export function fakeSubscriber() {
   };
 }
 
+/** How one scripted subscription ends: it throws this value, or yields this result (errors, say) and completes. */
+export type SubscriptionStep = { throws: unknown } | { yields: SubscriptionResult };
+
+/**
+ * A subscriber that ends each subscription as the next step says; once the
+ * script has run out, a subscription stays open, quiet, until closed.
+ */
+export function scriptedSubscriber(steps: SubscriptionStep[]) {
+  const subscriptions: GraphQLRequest[] = [];
+  const subscriber = (req: GraphQLRequest): AsyncIterableIterator<SubscriptionResult> => {
+    subscriptions.push(req);
+    const step = steps.shift();
+    let yielded = false;
+    let closed: (() => void) | undefined;
+    const ended = new Promise<void>((r) => (closed = r));
+    const it: AsyncIterableIterator<SubscriptionResult> = {
+      next: async () => {
+        if (step && 'throws' in step) throw step.throws;
+        if (step && !yielded) {
+          yielded = true;
+          return { done: false, value: step.yields };
+        }
+        if (!step) await ended;
+        return { done: true, value: undefined };
+      },
+      return: async () => {
+        closed?.();
+        return { done: true, value: undefined };
+      },
+      [Symbol.asyncIterator]: () => it,
+    };
+    return it;
+  };
+  return { subscriber, subscriptions };
+}
+
 /** Keys of the operations in a list, for short assertions. */
 export const keys = (ops: PendingOperation[]) => ops.map((o) => o.idempotencyKey);
