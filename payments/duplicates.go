@@ -235,9 +235,10 @@ func (s *Service) strayEvent(ctx context.Context, p Payment, ev processor.Event)
 // strayRefunds records the refunds event ev carries that name one of
 // CMPay's refunds of p whose stored reference is another refund, when the
 // processor's record of them shows money moved or moving. A refund whose
-// reference is not known yet is left alone, as a payment's is. One that
-// cannot be read is an error, joined with the others'; the rest are still
-// looked at.
+// reference is not known yet is left alone, as a payment's is: one that
+// carries its id is its own, which recovery settles, or, for a refund
+// FAILED without a reference, learnFailedRefund. One that cannot be read
+// is an error, joined with the others'; the rest are still looked at.
 func (s *Service) strayRefunds(ctx context.Context, p Payment, ev processor.Event) error {
 	var errs []error
 	for _, news := range eventRefunds(ev) {

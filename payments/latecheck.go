@@ -235,10 +235,34 @@ func (s *Service) lateCheckRefund(ctx context.Context, op operationRow, p Paymen
 
 // failedRefundMade settles refund op, of amount, which CMPay FAILED
 // without a reference, SUCCEEDED on the first refund in all (its
-// payment's refunds at the processor) that carries its id and succeeded,
-// and answers that refund's reference; "" when none did, or the payment
-// cannot count it (then it is recorded as a duplicate, as before, which
-// the admin explains).
+// payment's refunds at the processor) that carries its id and succeeded
+// (settleFailedRefund), with the list's read as a READ of its operation,
+// and answers the reference it is settled on; "" when none did, or the
+// payment cannot count it (then it is recorded as a duplicate, as before,
+// which the admin explains).
+func (s *Service) failedRefundMade(ctx context.Context, op operationRow, amount int64, all []processor.Refund,
+	took time.Duration) (string, error) {
+	one := firstFurthest(all, func(res processor.Refund) bool {
+		return res.RefundID == *op.refundID && res.State == processor.RefundSucceeded && res.AmountMinor == amount
+	}, func(processor.Refund) int { return 0 })
+	if one < 0 {
+		return "", nil
+	}
+	res := all[one]
+	return s.settleFailedRefund(ctx, op.paymentID, *op.refundID, amount, res, func(r sqlq.Runner, now time.Time) error {
+		return insertCall(ctx, r, op, callRead, refundOutcome(res, nil), now, took)
+	})
+}
+
+// settleFailedRefund settles refund id of payment paymentID, of amount,
+// which CMPay FAILED without a reference, SUCCEEDED on res, a refund the
+// processor made that carries its id, succeeded, of its amount, on the
+// payment's PaymentIntent: the late check's read of the payment's refunds
+// (failedRefundMade) and an event naming res (learned.go) both come here,
+// so the two settle it alike, and once. read, when not nil, records in the
+// same transaction the read that found res. It answers the reference the
+// refund is settled on: res's, or the one an event or another instance
+// settled it on first; "" when the payment cannot count it.
 //
 // The contract has every operation end in the state the processor says
 // it is in, and no refund "failed" while money moved; it calls DECLINED
@@ -248,36 +272,40 @@ func (s *Service) lateCheckRefund(ctx context.Context, op operationRow, p Paymen
 // refund the merchant asked for, not a second one. So, as a refund the
 // payer's bank returned is FAILED after it SUCCEEDED (learned.go), this
 // one is SUCCEEDED after it FAILED, in one transaction: the refund, its
-// amount counted refunded, PAYMENT_REFUNDED under the refund's key, and
-// the read as a READ of its operation. The operation and the client's
-// key stay as answered (the refusal), as a returned refund's do.
-func (s *Service) failedRefundMade(ctx context.Context, op operationRow, amount int64, all []processor.Refund,
-	took time.Duration) (string, error) {
-	one := firstFurthest(all, func(res processor.Refund) bool {
-		return res.RefundID == *op.refundID && res.State == processor.RefundSucceeded && res.AmountMinor == amount
-	}, func(processor.Refund) int { return 0 })
-	if one < 0 {
-		return "", nil
-	}
-	res, now, counted := all[one], s.now(), false
+// amount counted refunded, and PAYMENT_REFUNDED under the refund's key.
+// The operation and the client's key stay as answered (the refusal), as a
+// returned refund's do.
+func (s *Service) settleFailedRefund(ctx context.Context, paymentID, id string, amount int64, res processor.Refund,
+	read func(r sqlq.Runner, now time.Time) error) (string, error) {
+	now, settled, counted := s.now(), res.Reference, false
 	err := s.store.db().Tx(ctx, func(r sqlq.Runner) error {
-		n, err := r.Exec(ctx, lateSQL.SQL("succeed_failed_refund"), *op.refundID, res.Reference, now)
-		if err != nil || n == 0 {
-			return err // n == 0: settled so already, by another instance
+		n, err := r.Exec(ctx, lateSQL.SQL("succeed_failed_refund"), id, res.Reference, now)
+		if err != nil {
+			return err
 		}
-		got, err := scanPayment(r.QueryRow(ctx, lateSQL.SQL("count_refund_made"), op.paymentID, amount))
+		if n == 0 { // settled so already, by an event or another instance: on the refund it chose
+			var ref *string
+			if err := r.QueryRow(ctx, commonSQL.SQL("refund_reference"), id).Scan(&ref); err != nil {
+				return fmt.Errorf("read refund %s: %w", id, err)
+			}
+			settled = deref(ref)
+			return nil
+		}
+		got, err := scanPayment(r.QueryRow(ctx, lateSQL.SQL("count_refund_made"), paymentID, amount))
 		if errors.Is(err, sqlq.ErrNoRows) {
 			return errNotCounted
 		}
 		if err != nil {
-			return fmt.Errorf("count refund %s on payment %s: %w", *op.refundID, op.paymentID, err)
+			return fmt.Errorf("count refund %s on payment %s: %w", id, paymentID, err)
 		}
-		refund, err := readRefund(ctx, r, *op.refundID, got)
+		refund, err := readRefund(ctx, r, id, got)
 		if err != nil {
 			return err
 		}
-		if err := insertCall(ctx, r, op, callRead, refundOutcome(res, nil), now, took); err != nil {
-			return err
+		if read != nil {
+			if err := read(r, now); err != nil {
+				return err
+			}
 		}
 		counted = true
 		return insertEvent(ctx, r, EventRefunded, refund.IdempotencyKey, got, refund, now)
@@ -286,13 +314,13 @@ func (s *Service) failedRefundMade(ctx context.Context, op operationRow, amount 
 		return "", nil
 	}
 	if err != nil {
-		return "", fmt.Errorf("settle refund %s, FAILED, on %s the processor made: %w", *op.refundID, res.Reference, err)
+		return "", fmt.Errorf("settle refund %s, FAILED, on %s the processor made: %w", id, res.Reference, err)
 	}
 	if counted {
 		s.log.Warn("the processor made a refund CMPay had marked FAILED: settled SUCCEEDED",
-			"payment", op.paymentID, "refund", *op.refundID, "processor_id", res.Reference)
+			"payment", paymentID, "refund", id, "processor_id", res.Reference)
 	}
-	return res.Reference, nil
+	return settled, nil
 }
 
 // errNotCounted rolls back a FAILED refund's settling when its payment

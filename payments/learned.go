@@ -24,7 +24,8 @@ import (
 
 // learnFromEvent applies what event ev says changed at the processor about
 // p, a payment whose operations CMPay had settled: an authorization
-// captured or canceled there, or a refund failed after it succeeded.
+// captured or canceled there, a refund failed after it succeeded, or a
+// refund CMPay FAILED that the processor made after all.
 func (s *Service) learnFromEvent(ctx context.Context, p Payment, ev processor.Event) error {
 	if p.Status == StatusAuthorized && p.PendingOperation == "" && ev.Payment != nil &&
 		ev.Payment.State != processor.PaymentAuthorized {
@@ -32,9 +33,7 @@ func (s *Service) learnFromEvent(ctx context.Context, p Payment, ev processor.Ev
 	}
 	var errs []error
 	for _, r := range eventRefunds(ev) {
-		if r.State != processor.RefundSucceeded {
-			errs = append(errs, s.learnRefund(ctx, p, r))
-		}
+		errs = append(errs, s.learnRefund(ctx, p, r))
 	}
 	return errors.Join(errs...)
 }
@@ -89,9 +88,13 @@ func (s *Service) settleAuthorization(ctx context.Context, p Payment, rec proces
 	})
 }
 
-// learnRefund reads from payment p's processor a refund that an event says
-// is not succeeded, when CMPay settled it SUCCEEDED, and fails it if the
-// processor says it failed.
+// learnRefund reads from payment p's processor a refund an event names
+// when what CMPay settled may no longer hold: one SUCCEEDED the event says
+// is not, failed if the processor says it failed; one FAILED without a
+// reference, which the processor may have made after all
+// (learnFailedRefund). The rest cost no read: unsettled ones are
+// recovery's (wake_operations), and one FAILED with a reference (refused,
+// or returned by the payer's bank) is final.
 func (s *Service) learnRefund(ctx context.Context, p Payment, news processor.Refund) error {
 	var id, status string
 	var amount int64
@@ -104,8 +107,11 @@ func (s *Service) learnRefund(ctx context.Context, p Payment, news processor.Ref
 	if err != nil {
 		return fmt.Errorf("find the refund %s of %s: %w", news.Reference, p.ID, err)
 	}
-	if RefundStatus(status) != RefundSucceeded {
-		return nil // unsettled ones are recovery's (wake_operations); failed is final
+	if RefundStatus(status) == RefundFailed && ref == nil {
+		return s.learnFailedRefund(ctx, p, id, amount, news)
+	}
+	if RefundStatus(status) != RefundSucceeded || news.State == processor.RefundSucceeded {
+		return nil
 	}
 	reference := news.Reference
 	if ref != nil && *ref != "" {
@@ -119,6 +125,32 @@ func (s *Service) learnRefund(ctx context.Context, p Payment, news processor.Ref
 		return nil
 	}
 	return s.returnRefund(ctx, p.ID, id, amount, rec.FailureCode)
+}
+
+// learnFailedRefund settles refund id of payment p, of amount, which CMPay
+// FAILED without a reference (its new key's request refused, and no
+// refund with its id listed then), as the late check would a day later
+// (settleFailedRefund): when the processor's record of news, the refund
+// an event names, carries its id (made under one of its operation's own
+// keys) and says it succeeded, of its amount, on p's PaymentIntent. The
+// payer has the money back from then on, and CMPay says so from then on.
+// A pending one waits for the event that ends it, or the late check; one
+// the payment cannot count is left to the late check, which records it.
+func (s *Service) learnFailedRefund(ctx context.Context, p Payment, id string, amount int64,
+	news processor.Refund) error {
+	if news.Reference == "" || news.RefundID != id || p.ProcessorReference == "" {
+		return nil
+	}
+	rec, err := s.readRefundRecord(ctx, p, id, news.Reference)
+	if err != nil {
+		return err
+	}
+	if rec.RefundID != id || rec.PaymentReference != p.ProcessorReference ||
+		rec.State != processor.RefundSucceeded || rec.AmountMinor != amount {
+		return nil
+	}
+	_, err = s.settleFailedRefund(ctx, p.ID, id, amount, rec, nil)
+	return err
 }
 
 // readRefundRecord reads refund id's record at payment p's processor, as a
