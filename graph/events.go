@@ -398,8 +398,13 @@ func newWebsocketTransport(opts Options, recheck rechecker, sockets *subscriptio
 				return refuse(ctx)
 			}
 			authed, err := opts.Authenticate(ctx, auth)
-			if err != nil {
+			switch {
+			case errors.Is(err, ErrRefused):
 				return refuse(ctx)
+			case err != nil:
+				// Not a verdict on the token (the database is unreachable, say):
+				// 4403 would tell the client to give up on a good one.
+				return tryLater(ctx, errors.New("the credentials could not be checked; try again later"))
 			}
 			if c := connectionOf(ctx); c != nil {
 				c.authenticated(auth)

@@ -45,7 +45,8 @@ type Options struct {
 	// Authenticate checks the credentials a WebSocket client presents in
 	// connection_init's payload (the Authorization value, "Bearer <token>")
 	// and returns the context the connection's operations run in; an error
-	// closes the socket with 4403. The HTTP layer passes it in, since it
+	// wrapping ErrRefused closes the socket with 4403, another (the check
+	// could not be made) with 1013, try again later. The HTTP layer passes it in, since it
 	// owns credentials; nil refuses every WebSocket connection.
 	Authenticate func(ctx context.Context, authorization string) (context.Context, error)
 	// Recheck checks again the Authorization value a WebSocket or an SSE

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http/httptest"
 	"strings"
@@ -19,7 +20,8 @@ import (
 )
 
 // socketServer serves NewHandler with events running over SQLite; the one
-// accepted credential is "Bearer good".
+// accepted credential is "Bearer good", and "Bearer unchecked" is one whose
+// check fails (a database outage): neither accepted nor refused.
 func socketServer(t *testing.T, opts Options) *httptest.Server {
 	t.Helper()
 	db := dbtest.SQLite(t)
@@ -33,8 +35,12 @@ func socketServer(t *testing.T, opts Options) *httptest.Server {
 	t.Cleanup(ev.Stop)
 	opts.Events = ev
 	opts.Authenticate = func(ctx context.Context, authorization string) (context.Context, error) {
-		if authorization != "Bearer good" {
-			return ctx, errors.New("refused")
+		switch authorization {
+		case "Bearer good":
+		case "Bearer unchecked":
+			return ctx, errors.New("the token store is unreachable")
+		default:
+			return ctx, fmt.Errorf("refused: %w", ErrRefused)
 		}
 		return auth.WithPrincipal(ctx, auth.FullAccess(auth.KindEnvToken, "test")), nil
 	}
@@ -106,6 +112,8 @@ func TestTransportWSCloseCodes(t *testing.T) {
 		{"a connection_init whose object gqlgen cannot decode", []any{[]byte(`{"type": "connection_init", "payload": {"x": 1e999}}`)}, CloseBadMessage},
 		{"no connection_init in time", nil, CloseInitTimeout},
 		{"refused credentials", []any{wsMessage{Type: "connection_init", Payload: json.RawMessage(`{"Authorization": "Bearer bad"}`)}}, CloseForbidden},
+		// Not a verdict: 4403 would tell a client to give up on a good token.
+		{"credentials that could not be checked", []any{wsMessage{Type: "connection_init", Payload: json.RawMessage(`{"Authorization": "Bearer unchecked"}`)}}, websocket.StatusTryAgainLater},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)

@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -52,8 +51,10 @@ func websocketOrToken(apiToken func(http.Handler) http.Handler, pending *pending
 	}
 }
 
-// errBadToken refuses a WebSocket's connection_init.
-var errBadToken = errors.New("missing or invalid bearer token")
+// errBadToken refuses a WebSocket's connection_init: it wraps
+// graph.ErrRefused, which closes the socket with 4403, where a check that
+// could not be made closes it with 1013, try again later.
+var errBadToken = fmt.Errorf("missing or invalid bearer token: %w", graph.ErrRefused)
 
 // websocketAuthenticator checks the Authorization value a WebSocket sends
 // in connection_init ("Bearer <token>") as the header would be checked, and
