@@ -2,6 +2,7 @@ package payments
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"time"
@@ -385,6 +386,12 @@ func (s *Service) finish(cmd *command, a answer) (answer, error) {
 }
 
 // newPaymentID makes the id a payment gets if a create makes it: "pay_" and
-// a ULID, which sorts by creation time. newRefundID is the same for refunds.
-func newPaymentID() string { return "pay_" + ulid.Make().String() }
-func newRefundID() string  { return "ref_" + ulid.Make().String() }
+// a ULID, which sorts by creation time to the millisecond. newRefundID is
+// the same for refunds. Their 80 bits after the time come from crypto/rand,
+// each id afresh: a payment's id is all a payments:create token needs to
+// read it, and ulid.Make's come from math/rand, each the one before plus
+// less than 2^32 within a millisecond.
+func newPaymentID() string { return "pay_" + secureULID() }
+func newRefundID() string  { return "ref_" + secureULID() }
+
+func secureULID() string { return ulid.MustNew(ulid.Now(), rand.Reader).String() }
