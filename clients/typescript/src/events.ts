@@ -32,9 +32,10 @@ export type Subscriber = (req: GraphQLRequest) => AsyncIterableIterator<Subscrip
  * TOO_MANY_SUBSCRIPTIONS, a WebSocket closed with 1013) is undefined, worth
  * trying again. It reads GraphQL errors (an operation refused over either
  * transport) and an HTTP 401 or 403 (graphql-sse's NetworkError carries the
- * response). A WebSocket closed with 4403 is not read as one: the server
- * closes so also when it could not check the token, and the next try goes
- * over SSE, whose HTTP status tells the two apart.
+ * response). A WebSocket closed with 4403 is not read as one: servers
+ * before 2026-12-08 close so also when they could not check the token
+ * (this one closes with 1013 then), and the next try goes over SSE, whose
+ * HTTP status tells the two apart.
  */
 export function subscriptionRefused(err: unknown): AuthError | undefined {
   if (Array.isArray(err)) {
