@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -145,6 +146,13 @@ func (s *Store) Create(ctx context.Context, name, clientID string, scopes []auth
 	scopes = auth.Sorted(scopes)
 	if len(scopes) == 0 {
 		return Token{}, "", fmt.Errorf("%w: a token needs at least one scope: %s", ErrInvalid, auth.JoinScopes(auth.AllScopes))
+	}
+	// A payments:create token is meant for a shopper's page, where every
+	// shopper has it: unbound, it would create payments for any client and
+	// read any client's payment by id.
+	if clientID == "" && slices.Contains(scopes, auth.PaymentsCreate) {
+		return Token{}, "", fmt.Errorf("%w: a token with %s is for a shopper's page and must be bound to a client (--client)",
+			ErrInvalid, auth.PaymentsCreate)
 	}
 	secret := Prefix + secrets.Random()
 	row := models.APIToken{

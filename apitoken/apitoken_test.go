@@ -72,10 +72,14 @@ func TestCreateRefusesBadInput(t *testing.T) {
 		"a zero-width space": {"ok", "shop\u200b7", ""},
 		"surrounding space":  {"ok", " shop-7", ""},
 		"no scope":           {"ok", "", "none"},
+		"a page's, unbound":  {"ok", "", "create"},
 	} {
 		scopes := auth.DefaultScopes
-		if args[2] == "none" {
+		switch args[2] {
+		case "none":
 			scopes = nil
+		case "create":
+			scopes = []auth.Scope{auth.PaymentsCreate}
 		}
 		if _, _, err := s.Create(context.Background(), args[0], args[1], scopes, nil); err == nil {
 			t.Errorf("%s: created", name)
