@@ -337,11 +337,23 @@ func TestBatcherCappedAtOneQueuesBehindAStalledStatement(t *testing.T) {
 	b.mu.Unlock()
 	queued := newTestJob("k2", "queued")
 	wg := submitAll(b, queued)
+	// submit queues the job and decides whether it leads a statement in one
+	// critical section: once either shows, the decision is made.
+	var inFlight, waiting int
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		b.mu.Lock()
+		inFlight, waiting = b.inFlight, len(b.queue)
+		b.mu.Unlock()
+		if inFlight > 1 || waiting == 1 || time.Now().After(deadline) {
+			break
+		}
+	}
 	got := f.ran()
 	close(f.hold)
 	wg.Wait()
-	if len(got) != 1 {
-		t.Fatalf("statements started while the first ran: %v, want only [first]", got)
+	if inFlight != 1 || waiting != 1 || len(got) != 1 {
+		t.Fatalf("%d statements in flight, %d jobs queued, started %v; want the first alone in flight, the job queued behind it",
+			inFlight, waiting, got)
 	}
 	mustAnswer(t, stalled)
 	mustAnswer(t, queued)
