@@ -135,7 +135,8 @@ func (s *Service) learnRefund(ctx context.Context, p Payment, news processor.Ref
 // keys) and says it succeeded, of its amount, on p's PaymentIntent. The
 // payer has the money back from then on, and CMPay says so from then on.
 // A pending one waits for the event that ends it, or the late check; one
-// the payment cannot count is left to the late check, which records it.
+// the payment cannot count is left to the late check, which records it at
+// its last read, and once recorded it stays so (succeed_failed_refund).
 func (s *Service) learnFailedRefund(ctx context.Context, p Payment, id string, amount int64,
 	news processor.Refund) error {
 	if news.Reference == "" || news.RefundID != id || p.ProcessorReference == "" {
