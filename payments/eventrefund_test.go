@@ -217,6 +217,8 @@ func TestEventLeavesAFailedRefundThePaymentCannotCountToTheLateCheck(t *testing.
 // got it once). An event afterwards, the hold gone, must not settle the
 // refund on it: the admin would then call the record a second refund, the
 // payer refunded twice, and tell the merchant to settle it with the payer.
+// Nor read Stripe's refund: the record is final, and every later event
+// about the payment (charge.refunded lists all its refunds) would.
 func TestEventLeavesAFailedRefundTheLastLateReadRecorded(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
@@ -240,12 +242,17 @@ func TestEventLeavesAFailedRefundTheLastLateReadRecorded(t *testing.T) {
 			t.Fatalf("duplicates %+v; want Stripe's refund %s recorded by the last read", dups, made)
 		}
 		hold(0)
+		reads := d.Calls(stripedouble.GetRefund)
 		applyEventsFrom(t, b, d, p.ProcessorReference, before, "")
 		got := b.mustGet(t, p.ID)
 		if r := refundOf(t, b, p.ID, refund.ID); r.Status != payments.RefundFailed || refundReference(t, b, p.ID) != "" ||
 			got.Refunded.Minor != 0 || b.events(t, p.ID)["PAYMENT_REFUNDED"] != 0 {
 			t.Errorf("refund %+v, refunded %d, events %v; want it FAILED as the last read recorded it",
 				r, got.Refunded.Minor, b.events(t, p.ID))
+		}
+		// Nothing an event says can change it now: it costs no read.
+		if n := d.Calls(stripedouble.GetRefund) - reads; n != 0 {
+			t.Errorf("%d reads of Stripe's refund recorded already, want none", n)
 		}
 	})
 }
