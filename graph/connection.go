@@ -206,6 +206,11 @@ func (r rechecker) watch(ctx context.Context, c *connection) {
 // failures, so only a minute without any ends a run (Gap).
 var rechecks = &logrepeat.Failures{What: "recheck a connection's credentials", Gap: logrepeat.DefaultEvery}
 
+// initChecks logs, as rechecks does, the checks of a WebSocket's
+// connection_init credentials that could not be made: the client is told
+// only to try again later (1013).
+var initChecks = &logrepeat.Failures{What: "check a WebSocket's credentials", Gap: logrepeat.DefaultEvery}
+
 // serve runs a connection, checking its credentials again while it is
 // open.
 func (r rechecker) serve(ctx context.Context, conn *connection, run func(context.Context)) {

@@ -21,6 +21,7 @@ import (
 	"github.com/cmpay/cmpay/events"
 	"github.com/cmpay/cmpay/internal/clientid"
 	"github.com/cmpay/cmpay/payments"
+	"github.com/cmpay/cmpay/requestid"
 )
 
 // Subscriptions and webhook endpoints: the resolvers' helpers and the two
@@ -404,6 +405,7 @@ func newWebsocketTransport(opts Options, recheck rechecker, sockets *subscriptio
 			case err != nil:
 				// Not a verdict on the token (the database is unreachable, say):
 				// 4403 would tell the client to give up on a good one.
+				initChecks.Fail(err, "request_id", requestid.From(ctx))
 				return tryLater(ctx, errors.New("the credentials could not be checked; try again later"))
 			}
 			if c := connectionOf(ctx); c != nil {

@@ -133,6 +133,11 @@ func TestTransportWSCloseCodes(t *testing.T) {
 			if _, code := readUntil(ctx, c); code != tt.want {
 				t.Errorf("closed with %d, want %d", code, tt.want)
 			}
+			// The client hears only "try again later": the operator needs
+			// the reason.
+			if tt.want == websocket.StatusTryAgainLater && initChecks.Failing() == 0 {
+				t.Error("a check that could not be made was not logged")
+			}
 		})
 	}
 }

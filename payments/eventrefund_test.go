@@ -210,3 +210,49 @@ func TestEventLeavesAFailedRefundThePaymentCannotCountToTheLateCheck(t *testing.
 		}
 	})
 }
+
+// The same refund Stripe made of one CMPay FAILED, which the payment
+// cannot count at the late check's last read either: that read records it
+// as the refund's only one made, CMPay's FAILED (the admin says the payer
+// got it once). An event afterwards, the hold gone, must not settle the
+// refund on it: the admin would then call the record a second refund, the
+// payer refunded twice, and tell the merchant to settle it with the payer.
+// Nor read Stripe's refund: the record is final, and every later event
+// about the payment (charge.refunded lists all its refunds) would.
+func TestEventLeavesAFailedRefundTheLastLateReadRecorded(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
+		b, d, s := dupBundle(t, db)
+		p, refund, made, before := failedRefundMadeLate(t, b, d, "event-failed-recorded", false)
+		hold := func(minor int) {
+			t.Helper()
+			if err := b.db.Gorm.Exec("UPDATE payments SET reserved_minor = ? WHERE id = ?", minor, p.ID).Error; err != nil {
+				t.Fatal(err)
+			}
+		}
+		hold(1050)
+		due := lateDue(t, b, p.ID, payments.OpRefund)
+		if n := checkLateAt(t, b, due.Add(time.Second)); n != 1 {
+			t.Fatalf("past the window: claimed %d, want the refund", n)
+		}
+		if n := checkLateAt(t, b, due.Add(time.Minute+lateRecheck)); n != 1 {
+			t.Fatalf("a day later: claimed %d, want the second read", n)
+		}
+		if dups := mustDuplicates(t, b, p.ID); len(dups) != 1 || dups[0].Reference != made || s.count(payments.OpRefund) != 1 {
+			t.Fatalf("duplicates %+v; want Stripe's refund %s recorded by the last read", dups, made)
+		}
+		hold(0)
+		reads := d.Calls(stripedouble.GetRefund)
+		applyEventsFrom(t, b, d, p.ProcessorReference, before, "")
+		got := b.mustGet(t, p.ID)
+		if r := refundOf(t, b, p.ID, refund.ID); r.Status != payments.RefundFailed || refundReference(t, b, p.ID) != "" ||
+			got.Refunded.Minor != 0 || b.events(t, p.ID)["PAYMENT_REFUNDED"] != 0 {
+			t.Errorf("refund %+v, refunded %d, events %v; want it FAILED as the last read recorded it",
+				r, got.Refunded.Minor, b.events(t, p.ID))
+		}
+		// Nothing an event says can change it now: it costs no read.
+		if n := d.Calls(stripedouble.GetRefund) - reads; n != 0 {
+			t.Errorf("%d reads of Stripe's refund recorded already, want none", n)
+		}
+	})
+}

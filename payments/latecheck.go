@@ -283,7 +283,10 @@ func (s *Service) settleFailedRefund(ctx context.Context, paymentID, id string, 
 		if err != nil {
 			return err
 		}
-		if n == 0 { // settled so already, by an event or another instance: on the refund it chose
+		if n == 0 {
+			// Settled so already, by an event or another instance, on the
+			// refund it chose; or res is recorded as a duplicate (the last
+			// late read's word stands), and the reference stays NULL.
 			var ref *string
 			if err := r.QueryRow(ctx, commonSQL.SQL("refund_reference"), id).Scan(&ref); err != nil {
 				return fmt.Errorf("read refund %s: %w", id, err)

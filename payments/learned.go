@@ -135,11 +135,22 @@ func (s *Service) learnRefund(ctx context.Context, p Payment, news processor.Ref
 // keys) and says it succeeded, of its amount, on p's PaymentIntent. The
 // payer has the money back from then on, and CMPay says so from then on.
 // A pending one waits for the event that ends it, or the late check; one
-// the payment cannot count is left to the late check, which records it.
+// the payment cannot count is left to the late check, which records it at
+// its last read, and once recorded it stays so (succeed_failed_refund),
+// unread.
 func (s *Service) learnFailedRefund(ctx context.Context, p Payment, id string, amount int64,
 	news processor.Refund) error {
 	if news.Reference == "" || news.RefundID != id || p.ProcessorReference == "" {
 		return nil
+	}
+	// Recorded as a duplicate, news is settled on never: no read of it.
+	var recorded string
+	err := s.store.db().QueryRow(ctx, commonSQL.SQL("duplicate_state"), news.Reference).Scan(&recorded)
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, sqlq.ErrNoRows) {
+		return fmt.Errorf("read the processor's refund %s of refund %s: %w", news.Reference, id, err)
 	}
 	rec, err := s.readRefundRecord(ctx, p, id, news.Reference)
 	if err != nil {

@@ -15,7 +15,8 @@ ON CONFLICT (reference) DO NOTHING
 -- name: duplicate_state
 -- The state duplicate $1 was recorded in: recordDuplicate reads it when it
 -- finds a recorded duplicate again, to tell a second payment recorded
--- waiting for its payer that has moved money since.
+-- waiting for its payer that has moved money since; learnFailedRefund, to
+-- leave alone a refund the late check recorded.
 SELECT state FROM processor_duplicates WHERE reference = $1
 
 -- name: duplicates_of

@@ -66,9 +66,13 @@ SELECT status, processor_reference, amount_minor FROM refunds WHERE id = $1
 -- Settles refund $1, which CMPay FAILED without a reference (its new
 -- key's request refused, no refund with its id listed then), SUCCEEDED
 -- as the processor's refund $2 that carries its id; $3 now. Nothing when
--- it is no longer so (another instance came first).
+-- it is no longer so (another instance came first), or when $2 is
+-- recorded as a duplicate: the late check's last read recorded it as the
+-- only refund made of one CMPay shows FAILED, and an event settling on it
+-- afterwards would turn that record into a second refund.
 UPDATE refunds SET status = 'SUCCEEDED', failure_code = NULL, processor_reference = $2, settled_at = $3
 WHERE id = $1 AND status = 'FAILED' AND processor_reference IS NULL
+  AND NOT EXISTS (SELECT 1 FROM processor_duplicates WHERE reference = $2)
 
 -- name: count_refund_made
 -- Counts $2 minor units refunded on payment $1 for a refund settled
