@@ -7,9 +7,7 @@ import (
 	"time"
 
 	"github.com/cmpay/cmpay/internal/dbtest"
-	"github.com/cmpay/cmpay/internal/stripedouble"
 	"github.com/cmpay/cmpay/payments"
-	"github.com/cmpay/cmpay/processor"
 )
 
 // A refund of 4.00 of 10.50 whose first request got a stored 500, while
@@ -24,38 +22,16 @@ func TestLateCheckSettlesAFailedRefundTheProcessorMade(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
 		b, d, s := dupBundle(t, db)
-		p := stripeCard(t, b, "late-failed-made", true)
-		d.FailNext(stripedouble.CreateRefund, stripedouble.Fault{Kind: stripedouble.ServerErrorStored})
-		if _, err := b.svc.Refund(t.Context(), payments.RefundRequest{PaymentID: p.ID, IdempotencyKey: "r",
-			Amount: new("4")}); err != nil {
-			t.Fatal(err)
-		}
-		dashboard, err := b.conn.RefundPayment(t.Context(), processor.RefundRequest{IdempotencyKey: "dashboard",
-			PaymentReference: p.ProcessorReference, AmountMinor: 700, Currency: "BRL"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		failed := recoverUntil(t, b, p.ID, storedChanges["refund"].settled)
-		refunds, err := b.svc.RefundsOf(t.Context(), []payments.Payment{failed})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if r := refunds[0]; len(r) != 1 || r[0].Status != payments.RefundFailed || r[0].FailureCode != "amount_too_large" {
-			t.Fatalf("refunds %+v; want one FAILED amount_too_large", r)
-		}
-		if err := d.FailRefund(dashboard.Reference, "expired_or_canceled_card"); err != nil {
-			t.Fatal(err)
-		}
-		made, err := d.RollForward(d.Keys(stripedouble.CreateRefund)[0])
-		if err != nil {
-			t.Fatal(err)
+		p, refund, made, _ := failedRefundMadeLate(t, b, d, "late-failed-made", false)
+		if r := refundOf(t, b, p.ID, refund.ID); r.FailureCode != "amount_too_large" {
+			t.Fatalf("refund %+v; want it FAILED amount_too_large", r)
 		}
 		due := lateDue(t, b, p.ID, payments.OpRefund)
 		if n := checkLateAt(t, b, due.Add(time.Second)); n != 1 {
 			t.Fatalf("past the window: claimed %d, want the refund", n)
 		}
 		got := b.mustGet(t, p.ID)
-		refunds, err = b.svc.RefundsOf(t.Context(), []payments.Payment{got})
+		refunds, err := b.svc.RefundsOf(t.Context(), []payments.Payment{got})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -98,25 +74,7 @@ func TestLateCheckRecordsAPendingRefundOfAFailedOneAtItsLastRead(t *testing.T) {
 		s := &seen{counts: map[payments.Operation]int{}}
 		b, d := stripeWith(t, db, stripeOpts{OnFakeClock: true, RefundsPending: true, OnDuplicate: s.onDuplicate,
 			Logger: slog.New(slog.NewTextHandler(s, &slog.HandlerOptions{Level: slog.LevelWarn}))})
-		p := stripeCard(t, b, "late-failed-pending", true)
-		d.FailNext(stripedouble.CreateRefund, stripedouble.Fault{Kind: stripedouble.ServerErrorStored})
-		if _, err := b.svc.Refund(t.Context(), payments.RefundRequest{PaymentID: p.ID, IdempotencyKey: "r",
-			Amount: new("4")}); err != nil {
-			t.Fatal(err)
-		}
-		dashboard, err := b.conn.RefundPayment(t.Context(), processor.RefundRequest{IdempotencyKey: "dashboard",
-			PaymentReference: p.ProcessorReference, AmountMinor: 700, Currency: "BRL"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		recoverUntil(t, b, p.ID, storedChanges["refund"].settled)
-		if err := d.SettleRefund(dashboard.Reference, false, "expired_or_canceled_card"); err != nil {
-			t.Fatal(err)
-		}
-		made, err := d.RollForward(d.Keys(stripedouble.CreateRefund)[0])
-		if err != nil {
-			t.Fatal(err)
-		}
+		p, _, made, _ := failedRefundMadeLate(t, b, d, "late-failed-pending", true)
 		due := lateDue(t, b, p.ID, payments.OpRefund)
 		if n := checkLateAt(t, b, due.Add(time.Second)); n != 1 || len(mustDuplicates(t, b, p.ID)) != 0 {
 			t.Fatalf("the first read: claimed %d, duplicates %+v; want it read, nothing recorded", n,
@@ -152,25 +110,7 @@ func TestLateCheckSettlesAFailedRefundCountableOnlyAtItsSecondRead(t *testing.T)
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
 		b, d, s := dupBundle(t, db)
-		p := stripeCard(t, b, "late-failed-later", true)
-		d.FailNext(stripedouble.CreateRefund, stripedouble.Fault{Kind: stripedouble.ServerErrorStored})
-		if _, err := b.svc.Refund(t.Context(), payments.RefundRequest{PaymentID: p.ID, IdempotencyKey: "r",
-			Amount: new("4")}); err != nil {
-			t.Fatal(err)
-		}
-		dashboard, err := b.conn.RefundPayment(t.Context(), processor.RefundRequest{IdempotencyKey: "dashboard",
-			PaymentReference: p.ProcessorReference, AmountMinor: 700, Currency: "BRL"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		recoverUntil(t, b, p.ID, storedChanges["refund"].settled)
-		if err := d.FailRefund(dashboard.Reference, "expired_or_canceled_card"); err != nil {
-			t.Fatal(err)
-		}
-		made, err := d.RollForward(d.Keys(stripedouble.CreateRefund)[0])
-		if err != nil {
-			t.Fatal(err)
-		}
+		p, _, made, _ := failedRefundMadeLate(t, b, d, "late-failed-later", false)
 		hold := func(minor int) {
 			t.Helper()
 			if err := b.db.Gorm.Exec("UPDATE payments SET reserved_minor = ? WHERE id = ?", minor, p.ID).Error; err != nil {
