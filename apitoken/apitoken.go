@@ -151,7 +151,7 @@ func (s *Store) Create(ctx context.Context, name, clientID string, scopes []auth
 	// shopper has it: unbound, it would create payments for any client and
 	// read any client's payment by id.
 	if clientID == "" && slices.Contains(scopes, auth.PaymentsCreate) {
-		return Token{}, "", fmt.Errorf("%w: a token with %s is for a shopper's page and must be bound to a client (--client)",
+		return Token{}, "", fmt.Errorf("%w: a token with %s is for a shopper's page and must be bound to a client",
 			ErrInvalid, auth.PaymentsCreate)
 	}
 	secret := Prefix + secrets.Random()

@@ -46,8 +46,9 @@ type Options struct {
 	// connection_init's payload (the Authorization value, "Bearer <token>")
 	// and returns the context the connection's operations run in; an error
 	// wrapping ErrRefused closes the socket with 4403, another (the check
-	// could not be made) with 1013, try again later. The HTTP layer passes it in, since it
-	// owns credentials; nil refuses every WebSocket connection.
+	// could not be made) with 1013, try again later. The HTTP layer passes
+	// it in, since it owns credentials; nil refuses every WebSocket
+	// connection.
 	Authenticate func(ctx context.Context, authorization string) (context.Context, error)
 	// Recheck checks again the Authorization value a WebSocket or an SSE
 	// stream opened with, through the same (cached) path as an HTTP
