@@ -23,7 +23,7 @@ describe("the README's ten lines", () => {
     const dir = mkdtempSync(join(root, '.readme-check-'));
     try {
       const example = tenLines();
-      const app = 'declare const token: string;\ndeclare const order: { id: string };\ndeclare function showDeclined(code: string | null): void;\n';
+      const app = 'declare const token: string;\ndeclare const order: { paymentKey: string };\ndeclare function showDeclined(code: string | null): void;\n';
       writeFileSync(join(dir, 'example.ts'), example.replace(/^(import .*\n)/, `$1${app}`));
       writeFileSync(
         join(dir, 'tsconfig.json'),
