@@ -72,8 +72,9 @@ describe('resuming after a restart', () => {
     expect(storage.load()).toEqual([]);
   });
 
-  test("a checkout reloaded mid-request and paid again under its order's id gets that payment back, after resumePending too", async () => {
-    // The README's checkout: one shopper's storage, the order's id as the key.
+  test("a checkout reloaded mid-request and paid again under its order's key gets that payment back, after resumePending too", async () => {
+    // The README's checkout: one shopper's storage, the key the server made
+    // for the order ('order-7' here) as the key.
     const storage = { ...memoryStorage(), singleUser: true };
     const first = client(storage, scriptedTransport([...down]));
     await expect(first.createPayment(input, { idempotencyKey: 'order-7' })).rejects.toBeInstanceOf(UnavailableError);
