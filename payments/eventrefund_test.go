@@ -54,6 +54,16 @@ func failedRefundMadeLate(t *testing.T, b *bundle, d *stripedouble.Double, key s
 	return p, *res.Refund, made, before
 }
 
+// reserveForRefunds sets, by hand, how much of payment id's captured
+// amount is reserved for refunds in flight: 1050 of a 10.50 payment leaves
+// nothing a refund could be counted from, 0 frees it again.
+func reserveForRefunds(t *testing.T, b *bundle, id string, minor int) {
+	t.Helper()
+	if err := b.db.Gorm.Exec("UPDATE payments SET reserved_minor = ? WHERE id = ?", minor, id).Error; err != nil {
+		t.Fatal(err)
+	}
+}
+
 // applyEventsFrom applies the double's events about intent ref from the
 // from-th on, of type typ ("": every type), through Stripe's decoder; it
 // says how many.
@@ -187,20 +197,14 @@ func TestEventLeavesAFailedRefundThePaymentCannotCountToTheLateCheck(t *testing.
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
 		b, d, s := dupBundle(t, db)
 		p, refund, made, before := failedRefundMadeLate(t, b, d, "event-failed-held", false)
-		hold := func(minor int) {
-			t.Helper()
-			if err := b.db.Gorm.Exec("UPDATE payments SET reserved_minor = ? WHERE id = ?", minor, p.ID).Error; err != nil {
-				t.Fatal(err)
-			}
-		}
-		hold(1050)
+		reserveForRefunds(t, b, p.ID, 1050)
 		applyEventsFrom(t, b, d, p.ProcessorReference, before, "")
 		if r := refundOf(t, b, p.ID, refund.ID); r.Status != payments.RefundFailed || refundReference(t, b, p.ID) != "" ||
 			b.events(t, p.ID)["PAYMENT_REFUNDED"] != 0 || len(mustDuplicates(t, b, p.ID)) != 0 {
 			t.Errorf("refund %+v, events %v, duplicates %+v; want it FAILED, nothing recorded", r, b.events(t, p.ID),
 				mustDuplicates(t, b, p.ID))
 		}
-		hold(0)
+		reserveForRefunds(t, b, p.ID, 0)
 		if n := checkLateAt(t, b, lateDue(t, b, p.ID, payments.OpRefund).Add(time.Second)); n != 1 {
 			t.Fatalf("past the window: claimed %d, want the refund", n)
 		}
@@ -224,13 +228,7 @@ func TestEventLeavesAFailedRefundTheLastLateReadRecorded(t *testing.T) {
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
 		b, d, s := dupBundle(t, db)
 		p, refund, made, before := failedRefundMadeLate(t, b, d, "event-failed-recorded", false)
-		hold := func(minor int) {
-			t.Helper()
-			if err := b.db.Gorm.Exec("UPDATE payments SET reserved_minor = ? WHERE id = ?", minor, p.ID).Error; err != nil {
-				t.Fatal(err)
-			}
-		}
-		hold(1050)
+		reserveForRefunds(t, b, p.ID, 1050)
 		due := lateDue(t, b, p.ID, payments.OpRefund)
 		if n := checkLateAt(t, b, due.Add(time.Second)); n != 1 {
 			t.Fatalf("past the window: claimed %d, want the refund", n)
@@ -241,7 +239,7 @@ func TestEventLeavesAFailedRefundTheLastLateReadRecorded(t *testing.T) {
 		if dups := mustDuplicates(t, b, p.ID); len(dups) != 1 || dups[0].Reference != made || s.count(payments.OpRefund) != 1 {
 			t.Fatalf("duplicates %+v; want Stripe's refund %s recorded by the last read", dups, made)
 		}
-		hold(0)
+		reserveForRefunds(t, b, p.ID, 0)
 		reads := d.Calls(stripedouble.GetRefund)
 		applyEventsFrom(t, b, d, p.ProcessorReference, before, "")
 		got := b.mustGet(t, p.ID)

@@ -111,13 +111,7 @@ func TestLateCheckSettlesAFailedRefundCountableOnlyAtItsSecondRead(t *testing.T)
 	dbtest.ForEach(t, func(t *testing.T, db dbtest.DB) {
 		b, d, s := dupBundle(t, db)
 		p, _, made, _ := failedRefundMadeLate(t, b, d, "late-failed-later", false)
-		hold := func(minor int) {
-			t.Helper()
-			if err := b.db.Gorm.Exec("UPDATE payments SET reserved_minor = ? WHERE id = ?", minor, p.ID).Error; err != nil {
-				t.Fatal(err)
-			}
-		}
-		hold(1050)
+		reserveForRefunds(t, b, p.ID, 1050)
 		due := lateDue(t, b, p.ID, payments.OpRefund)
 		if n := checkLateAt(t, b, due.Add(time.Second)); n != 1 {
 			t.Fatalf("past the window: claimed %d, want the refund", n)
@@ -125,7 +119,7 @@ func TestLateCheckSettlesAFailedRefundCountableOnlyAtItsSecondRead(t *testing.T)
 		if dups := mustDuplicates(t, b, p.ID); len(dups) != 0 {
 			t.Errorf("after the first read, duplicates %+v; want none recorded before the last read", dups)
 		}
-		hold(0)
+		reserveForRefunds(t, b, p.ID, 0)
 		if n := checkLateAt(t, b, due.Add(time.Minute+lateRecheck)); n != 1 {
 			t.Fatalf("a day later: claimed %d, want the second read", n)
 		}
