@@ -10,7 +10,6 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
-	"strings"
 
 	"github.com/cmpay/cmpay/auth"
 	"github.com/cmpay/cmpay/database"
@@ -183,11 +182,6 @@ func createOnly(ctx context.Context) bool {
 // the key belongs to: keys are often order numbers, and the id would let a
 // create-only token find another shopper's payment by guessing one.
 func keyReusedUnnamed(e *payments.KeyReusedError) Error {
-	differs := strings.Join(e.DifferingFields, ", ")
-	if differs == "" {
-		differs = "request"
-	}
-	return Error{Code: KeyReused, Status: http.StatusConflict,
-		Message: "idempotency key already used with a different " + differs + "; use a new key for a new request",
+	return Error{Code: KeyReused, Status: http.StatusConflict, Message: e.Unnamed(),
 		Details: map[string]any{"differingFields": e.DifferingFields}}
 }

@@ -65,6 +65,17 @@ func (e *KeyReusedError) Error() string {
 	if e.Operation != OpCreate {
 		what = "for " + operationName(e.Operation) + " of payment " + e.PaymentID
 	}
+	return e.message(what + " ")
+}
+
+// Unnamed is Error's message without the payment the key belongs to: a
+// caller that may not learn it (a payments:create token, whose guessed key
+// would otherwise name another shopper's payment) still learns what differs.
+func (e *KeyReusedError) Unnamed() string { return e.message("") }
+
+// message is the refusal's text, what (ending in a space, or empty) saying
+// what the key was used for.
+func (e *KeyReusedError) message(what string) string {
 	differs := strings.Join(e.DifferingFields, ", ")
 	if differs == "" {
 		// Only a key whose stored fingerprint no longer matches its
@@ -72,7 +83,7 @@ func (e *KeyReusedError) Error() string {
 		// nameable.
 		differs = "request"
 	}
-	return fmt.Sprintf("idempotency key already used %s with a different %s; use a new key for a new request", what, differs)
+	return fmt.Sprintf("idempotency key already used %swith a different %s; use a new key for a new request", what, differs)
 }
 
 func (e *KeyReusedError) Unwrap() error { return ErrKeyReused }
