@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/cmpay/cmpay/internal/logrepeat"
@@ -242,9 +243,9 @@ func (s *Service) lateCheckRefund(ctx context.Context, op operationRow, p Paymen
 // which the admin explains).
 func (s *Service) failedRefundMade(ctx context.Context, op operationRow, amount int64, all []processor.Refund,
 	took time.Duration) (string, error) {
-	one := firstFurthest(all, func(res processor.Refund) bool {
+	one := slices.IndexFunc(all, func(res processor.Refund) bool {
 		return res.RefundID == *op.refundID && res.State == processor.RefundSucceeded && res.AmountMinor == amount
-	}, func(processor.Refund) int { return 0 })
+	})
 	if one < 0 {
 		return "", nil
 	}

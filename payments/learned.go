@@ -140,7 +140,9 @@ func (s *Service) learnRefund(ctx context.Context, p Payment, news processor.Ref
 // unread.
 func (s *Service) learnFailedRefund(ctx context.Context, p Payment, id string, amount int64,
 	news processor.Refund) error {
-	if news.Reference == "" || news.RefundID != id || p.ProcessorReference == "" {
+	// news carries id: refund_named found the refund by it, a FAILED one
+	// having no reference to be found by.
+	if news.Reference == "" || p.ProcessorReference == "" {
 		return nil
 	}
 	// Recorded as a duplicate, news is settled on never: no read of it.
