@@ -19,9 +19,9 @@ func one(s auth.Scope) []auth.Scope { return []auth.Scope{s} }
 
 // rootFieldScopes is the scopes each root field needs, any one of them. A
 // root field that is not listed is refused to everyone, so that a field
-// added to the schema is closed until it is given a line here. The contract's v2 fields are listed
-// already, those not in the schema yet included: a line for a field that
-// does not exist opens nothing.
+// added to the schema is closed until it is given a line here. The
+// contract's v2 fields are listed already, those not in the schema yet
+// included: a line for a field that does not exist opens nothing.
 var rootFieldScopes = map[ast.Operation]map[string][]auth.Scope{
 	ast.Query: {
 		"payment":          auth.ReadingAPayment,

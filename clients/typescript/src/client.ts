@@ -1011,11 +1011,12 @@ export class CMPayClient {
   }
 
   // #forget removes a settled operation from storage. Should the removal
-  // fail, a tombstone (settled: true, no parameters) takes its place, which every client's
-  // load, join and resume skip and resumePending() removes: sent again, a
-  // refusal that left the key unused (PAYMENT_STATE_CONFLICT, a 401 no try
-  // got past) would be applied. Should that write fail too, only this client
-  // knows (#settledKeys), and its resumePending() tries again.
+  // fail, a tombstone (settled: true, no parameters) takes its place, which
+  // every client's load, join and resume skip and resumePending() removes:
+  // sent again, a refusal that left the key unused (PAYMENT_STATE_CONFLICT,
+  // a 401 no try got past) would be applied. Should that write fail too,
+  // only this client knows (#settledKeys), and its resumePending() tries
+  // again.
   async #forget(op: PendingOperation) {
     const key = op.idempotencyKey;
     try {
@@ -1343,6 +1344,7 @@ const serverRequestBoundMs = 25_000;
 // made in a page open longer is more likely a purchase of its own, which
 // the remembered answer would swallow.
 const resumedAnswerMs = 15 * 60_000;
+
 // inDoubtMarginMs covers what lies between a try leaving and the server's
 // bound starting: proxies, a queue in front of the server.
 const inDoubtMarginMs = 5_000;
