@@ -1467,15 +1467,11 @@ describe('a token that may not subscribe (payments:create)', () => {
   // loop: a watch that subscribed again for ever would spin without starving
   // the test's own timers.
   const turningClock = (): Clock & { sleeps: number[] } => {
-    let now = Date.parse('2026-12-04T10:00:00Z');
-    const sleeps: number[] = [];
+    const clock = fakeClock();
     return {
-      sleeps,
-      now: () => now,
+      ...clock,
       sleep: async (ms, signal) => {
-        if (signal?.aborted) throw signal.reason;
-        sleeps.push(ms);
-        now += ms;
+        await clock.sleep(ms, signal);
         await new Promise((r) => setTimeout(r, 0));
       },
     };
